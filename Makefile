@@ -1,0 +1,39 @@
+# hpcprobe: `make run` measures this node, `make test` runs the test suite; both set up first.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.hpcprobe-installed
+SOURCES := pyproject.toml CMakeLists.txt $(shell find src native -type f -not -name '*.pyc')
+
+.PHONY: setup system-deps run test bench lint clean
+
+setup: system-deps $(STAMP)
+
+# Debian packages (hwloc, likwid, Open MPI, hpcc) when root; the core works without them.
+system-deps:
+	@scripts/install-system-deps.sh
+
+$(PY):
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(STAMP): $(PY) $(SOURCES)
+	$(PY) -m pip install -q ".[test]"
+	@touch $@
+
+run: setup
+	$(VENV)/bin/hpcprobe run $(ARGS)
+
+test: setup
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+bench: setup
+	$(PY) benchmarks/memory_vs_likwid.py
+
+lint: setup
+	$(PY) -m pip install -q ruff mypy
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/mypy
+
+clean:
+	rm -rf $(VENV) build dist

@@ -1,0 +1,106 @@
+/* hpb.h: the public C API of hpcprobe's native core (thread team, kernels, ISA dispatch). */
+#ifndef HPB_H
+#define HPB_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ISA variants compiled into one portable build; the best supported one is picked at run time. */
+enum hpb_isa { HPB_ISA_SCALAR = 0, HPB_ISA_AVX2 = 1, HPB_ISA_AVX512 = 2, HPB_ISA_COUNT = 3 };
+
+/* Streaming kernels. Each is a row of the kernel table; bytes and flops per element are declared
+ * in the Python registry, never computed here. Array roles: dst, x, y (see kernels.c). */
+enum hpb_kernel {
+    HPB_KERNEL_COPY = 0,  /* dst = x         */
+    HPB_KERNEL_SCALE = 1, /* dst = s*x       */
+    HPB_KERNEL_ADD = 2,   /* dst = x + y     */
+    HPB_KERNEL_TRIAD = 3, /* dst = x + s*y   */
+    HPB_KERNEL_LOAD = 4,  /* sum += x        */
+    HPB_KERNEL_STORE = 5, /* dst = s         */
+    HPB_KERNEL_COUNT = 6
+};
+
+/* Store type: ordinary (write-allocate) stores or non-temporal (streaming) stores. */
+enum hpb_stores { HPB_STORES_REGULAR = 0, HPB_STORES_NT = 1 };
+
+/* Version of this C API; Python refuses a library whose version differs from the one it expects. */
+#define HPB_API_VERSION 1
+
+/* Returns HPB_API_VERSION of the loaded library. */
+int hpb_api_version(void);
+
+/* Writes a NUL-terminated description of the compiler and its flags into buf (at most len bytes). */
+void hpb_build_info(char *buf, size_t len);
+
+/* Returns 1 if the variant is compiled into this build and the running CPU supports it, else 0. */
+int hpb_isa_supported(int isa);
+
+/* Returns the name of an ISA variant ("scalar", "avx2", "avx512") or NULL when out of range. */
+const char *hpb_isa_name(int isa);
+
+/* Returns the name of a kernel ("copy", ...) or NULL when out of range. */
+const char *hpb_kernel_name(int kernel);
+
+/* Returns 1 if the kernel has a non-temporal store variant for this ISA, else 0. */
+int hpb_kernel_has_nt(int kernel, int isa);
+
+/* Applies one kernel once to caller-owned arrays (all 64-byte aligned, n elements).
+ * The returned sum (load kernel) goes to *result when result is not NULL.
+ * Returns 0, -EINVAL for a bad argument or misaligned pointer, -ENOTSUP for an unsupported ISA. */
+int hpb_kernel_apply(int kernel, int isa, int stores, double *dst, const double *x, const double *y,
+                     size_t n, double s, double *result);
+
+/* A persistent team of pinned threads. */
+typedef struct hpb_team hpb_team;
+
+/* Creates nthreads threads, thread i pinned to OS CPU cpus[i]. Returns 0, -EINVAL when a CPU
+ * cannot be bound (not online or not in the allowed cpuset), -ENOMEM, or another -errno. */
+int hpb_team_create(const int *cpus, int nthreads, hpb_team **out);
+
+/* Stops and frees the team and every buffer it owns. Accepts NULL. */
+void hpb_team_destroy(hpb_team *team);
+
+/* Number of threads in the team. */
+int hpb_team_size(const hpb_team *team);
+
+/* Reads back the placement that took effect: for each thread the CPU it ran on and the number
+ * of CPUs in its affinity mask (1 when pinned as asked). Arrays hold nthreads entries. */
+int hpb_team_placement(const hpb_team *team, int *cpu, int *mask_count);
+
+/* Reserves (mmap) three stream arrays of up to n doubles per thread, each thread its own.
+ * Nothing is touched yet. Replaces any earlier allocation. huge != 0 asks for transparent huge
+ * pages (madvise MADV_HUGEPAGE). */
+int hpb_stream_prepare(hpb_team *team, size_t n, int huge);
+
+/* Starts a measurement of `kernel` on the first n elements: each thread writes the initial
+ * pattern into the arrays the kernel uses where they do not hold it already, so pages are first
+ * touched by the thread that uses them and the result can be validated afterwards. */
+int hpb_stream_begin(hpb_team *team, int kernel, size_t n);
+
+/* Runs `reps` timed samples of one kernel over each thread's first n elements; each sample starts
+ * on a barrier and runs the kernel `inner` times. times[r*nthreads + t] receives thread t's time
+ * of sample r in seconds. *migrations (if not NULL) counts samples in which a thread was found on
+ * a CPU other than its own. Returns 0, -EINVAL, -ENOTSUP. */
+int hpb_stream_measure(hpb_team *team, int kernel, int isa, int stores, size_t n, size_t inner,
+                       int reps, double *times, int *migrations);
+
+/* Checks each thread's output after `kernel` ran on the first n elements (since
+ * hpb_stream_begin) against values computed independently from the initial pattern. *max_rel_err receives the largest relative error over
+ * all threads and elements (0 when exact). Returns 0 or -EINVAL. */
+int hpb_stream_check(hpb_team *team, int kernel, size_t n, double *max_rel_err);
+
+/* The scalar the stream kernels use (STREAM's 3.0). */
+double hpb_stream_scalar(void);
+
+/* The initial value of element i of array 0 (x of copy/add/load), 1 or 2; the pattern is exact in
+ * binary floating point so validation can demand exact results. */
+double hpb_stream_init_value(int array, size_t i);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

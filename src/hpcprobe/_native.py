@@ -1,0 +1,212 @@
+"""The one module that loads the native core (ctypes) and wraps its C API in typed Python."""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from types import TracebackType
+from typing import Sequence
+
+from .errors import NativeError, UserError
+
+API_VERSION = 1
+ISA_NAMES = ("scalar", "avx2", "avx512")
+STORES = ("regular", "nt")
+_LIB_NAME = "libhpcprobe_native.so"
+
+_c_double_p = ctypes.POINTER(ctypes.c_double)
+_c_int_p = ctypes.POINTER(ctypes.c_int)
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    sig = {
+        "hpb_api_version": (ctypes.c_int, []),
+        "hpb_build_info": (None, [ctypes.c_char_p, ctypes.c_size_t]),
+        "hpb_isa_supported": (ctypes.c_int, [ctypes.c_int]),
+        "hpb_isa_name": (ctypes.c_char_p, [ctypes.c_int]),
+        "hpb_kernel_name": (ctypes.c_char_p, [ctypes.c_int]),
+        "hpb_kernel_has_nt": (ctypes.c_int, [ctypes.c_int, ctypes.c_int]),
+        "hpb_kernel_apply": (
+            ctypes.c_int,
+            [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
+             ctypes.c_void_p, ctypes.c_size_t, ctypes.c_double, _c_double_p],
+        ),
+        "hpb_team_create": (
+            ctypes.c_int, [_c_int_p, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]),
+        "hpb_team_destroy": (None, [ctypes.c_void_p]),
+        "hpb_team_size": (ctypes.c_int, [ctypes.c_void_p]),
+        "hpb_team_placement": (ctypes.c_int, [ctypes.c_void_p, _c_int_p, _c_int_p]),
+        "hpb_stream_prepare": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]),
+        "hpb_stream_begin": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]),
+        "hpb_stream_measure": (
+            ctypes.c_int,
+            [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_size_t,
+             ctypes.c_size_t, ctypes.c_int, _c_double_p, _c_int_p],
+        ),
+        "hpb_stream_check": (
+            ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, _c_double_p]),
+        "hpb_stream_scalar": (ctypes.c_double, []),
+        "hpb_stream_init_value": (ctypes.c_double, [ctypes.c_int, ctypes.c_size_t]),
+    }
+    for name, (res, args) in sig.items():
+        fn = getattr(lib, name)
+        fn.restype = res
+        fn.argtypes = args
+
+
+@cache
+def lib() -> ctypes.CDLL:
+    """The loaded native core; HPCPROBE_NATIVE_LIB overrides its path (for C-side debugging)."""
+    path = Path(os.environ.get("HPCPROBE_NATIVE_LIB") or Path(__file__).with_name(_LIB_NAME))
+    try:
+        handle = ctypes.CDLL(str(path))
+    except OSError as exc:
+        raise NativeError(
+            f"cannot load the native core {path}: {exc}; reinstall hpcprobe (make setup)") from exc
+    _declare(handle)
+    got = handle.hpb_api_version()
+    if got != API_VERSION:
+        raise NativeError(f"native core {path} has API version {got}, expected {API_VERSION}; "
+                          "reinstall hpcprobe (make setup)")
+    return handle
+
+
+def _check(rc: int, what: str) -> None:
+    if rc != 0:
+        name = errno.errorcode.get(-rc, str(rc))
+        raise NativeError(f"{what} failed: {name} ({os.strerror(-rc)})")
+
+
+def build_info() -> str:
+    """Compiler and flags the native core was built with."""
+    buf = ctypes.create_string_buffer(512)
+    lib().hpb_build_info(buf, len(buf))
+    return buf.value.decode()
+
+
+def isa_id(name: str) -> int:
+    return ISA_NAMES.index(name)
+
+
+def supported_isas() -> list[str]:
+    """ISA variants compiled in and supported by this CPU, worst to best."""
+    return [n for i, n in enumerate(ISA_NAMES) if lib().hpb_isa_supported(i)]
+
+
+def best_isa() -> str:
+    return supported_isas()[-1]
+
+
+def kernel_names() -> list[str]:
+    """Kernel names in the C table's order (their index is the C kernel id)."""
+    names = []
+    i = 0
+    while (name := lib().hpb_kernel_name(i)) is not None:
+        names.append(name.decode())
+        i += 1
+    return names
+
+
+def kernel_has_nt(kernel_id: int, isa: str) -> bool:
+    return bool(lib().hpb_kernel_has_nt(kernel_id, isa_id(isa)))
+
+
+def stream_scalar() -> float:
+    return float(lib().hpb_stream_scalar())
+
+
+def kernel_apply(kernel_id: int, isa: str, stores: str, dst: int | None, x: int | None,
+                 y: int | None, n: int, s: float) -> float:
+    """Run one kernel once on caller-owned, 64-byte aligned arrays given by address."""
+    out = ctypes.c_double(0.0)
+    rc = lib().hpb_kernel_apply(kernel_id, isa_id(isa), STORES.index(stores), dst, x, y, n, s,
+                                ctypes.byref(out))
+    _check(rc, f"kernel {kernel_id} ({isa}, {stores} stores)")
+    return out.value
+
+
+@dataclass(frozen=True)
+class Binding:
+    """Where each thread of a team really ran: its CPU and the size of its affinity mask."""
+
+    cpus: tuple[int, ...]
+    mask_counts: tuple[int, ...]
+
+
+class Team:
+    """A persistent team of threads, thread i pinned to cpus[i]; use as a context manager."""
+
+    def __init__(self, cpus: Sequence[int]) -> None:
+        self.cpus = tuple(cpus)
+        arr = (ctypes.c_int * len(self.cpus))(*self.cpus)
+        handle = ctypes.c_void_p()
+        rc = lib().hpb_team_create(arr, len(self.cpus), ctypes.byref(handle))
+        if rc == -errno.EINVAL:
+            raise UserError(f"cannot pin threads to CPUs {list(self.cpus)}: a CPU is offline or "
+                            "outside this process's allowed cpuset; see `hpcprobe topology`")
+        _check(rc, "creating the thread team")
+        self._h: ctypes.c_void_p | None = handle
+        self.prepared_elems = 0
+
+    def __enter__(self) -> Team:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._h is not None:
+            lib().hpb_team_destroy(self._h)
+            self._h = None
+
+    @property
+    def handle(self) -> ctypes.c_void_p:
+        if self._h is None:
+            raise NativeError("thread team already closed")
+        return self._h
+
+    @property
+    def size(self) -> int:
+        return len(self.cpus)
+
+    def binding(self) -> Binding:
+        n = self.size
+        cpu = (ctypes.c_int * n)()
+        cnt = (ctypes.c_int * n)()
+        _check(lib().hpb_team_placement(self.handle, cpu, cnt), "reading the placement back")
+        return Binding(tuple(cpu), tuple(cnt))
+
+    def stream_prepare(self, elems_per_thread: int, huge_pages: bool = True) -> None:
+        rc = lib().hpb_stream_prepare(self.handle, elems_per_thread, int(huge_pages))
+        if rc == -errno.ENOMEM:
+            raise UserError(f"cannot allocate {3 * 8 * elems_per_thread * self.size} bytes of "
+                            "stream arrays; use a smaller --size")
+        _check(rc, "allocating the stream arrays")
+        self.prepared_elems = elems_per_thread
+
+    def stream_begin(self, kernel_id: int, elems: int) -> None:
+        """Make the kernel's arrays hold the initial pattern (first touch by their threads)."""
+        _check(lib().hpb_stream_begin(self.handle, kernel_id, elems), "initialising the arrays")
+
+    def stream_measure(self, kernel_id: int, isa: str, stores: str, elems: int, inner: int,
+                       reps: int) -> tuple[list[list[float]], int]:
+        """Timed samples: [sample][thread] seconds, and the number of migrated thread-samples."""
+        n = self.size
+        times = (ctypes.c_double * (n * reps))()
+        migrations = ctypes.c_int(0)
+        rc = lib().hpb_stream_measure(self.handle, kernel_id, isa_id(isa), STORES.index(stores),
+                                      elems, inner, reps, times, ctypes.byref(migrations))
+        _check(rc, f"measuring kernel {kernel_id} ({isa}, {stores} stores)")
+        return [list(times[r * n:(r + 1) * n]) for r in range(reps)], migrations.value
+
+    def stream_check(self, kernel_id: int, elems: int) -> float:
+        """Largest relative error of the arrays after the kernel, against closed-form values."""
+        err = ctypes.c_double(0.0)
+        _check(lib().hpb_stream_check(self.handle, kernel_id, elems, ctypes.byref(err)),
+               "validating the stream arrays")
+        return err.value

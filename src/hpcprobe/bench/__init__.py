@@ -1,0 +1,13 @@
+"""Benchmarks by name: each is a module with `run(ctx, options)` registered here."""
+
+from __future__ import annotations
+
+from . import memory
+from .base import Benchmark
+
+#: Registered benchmarks, in the order `hpcprobe run` runs them.
+BENCHMARKS: dict[str, Benchmark] = {
+    "memory": memory.BENCHMARK,
+}
+
+__all__ = ["BENCHMARKS", "Benchmark"]

@@ -1,0 +1,50 @@
+"""What every benchmark gets to work with, and what it must provide."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+from ..profiles import Profile
+from ..results import Metric
+from ..topology import Topology
+
+
+class Progress(Protocol):
+    """Where a benchmark reports its progress (a progress bar, or nothing)."""
+
+    def start(self, label: str, total: int) -> None: ...
+
+    def advance(self, label: str) -> None: ...
+
+
+class NoProgress:
+    def start(self, label: str, total: int) -> None:
+        pass
+
+    def advance(self, label: str) -> None:
+        pass
+
+
+@dataclass
+class RunContext:
+    """The machine, the rules, and where results go."""
+
+    topo: Topology
+    profile: Profile
+    isa: str
+    oversubscribe: bool = False
+    progress: Progress = field(default_factory=NoProgress)
+    metrics: list[Metric] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """A registered benchmark: its name, a one-line description, how to run it."""
+
+    name: str
+    description: str
+    run: Callable[[RunContext, Any], None]

@@ -1,0 +1,348 @@
+"""The memory benchmark: a working-set sweep from L1 to DRAM and DRAM STREAM over thread
+counts and placements, every figure validated before it counts."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Iterable
+
+from .. import kernels
+from .._native import Team
+from ..cpulist import format_cpulist
+from ..errors import UserError
+from ..kernels import KERNELS, STREAM_KERNELS, bandwidth_gbs
+from ..levels import check_levels
+from ..placement import plan as place
+from ..results import Metric
+from ..sysinfo import mem_available_bytes
+from ..topology import Topology
+from ..units import format_bytes
+from .base import Benchmark, RunContext
+
+#: STREAM's validation bound for double precision; our patterns are exact, so anything above
+#: zero already means a broken kernel, but the field's bound is the one we state.
+MAX_REL_ERROR = 1e-13
+#: Elements per thread are a multiple of this: whole cache lines and whole unrolled SIMD steps.
+ELEM_QUANTUM = 64
+#: DRAM working set as a multiple of the last-level cache serving the team (STREAM's rule).
+DRAM_FACTOR = 4
+#: Stream arrays allocated per thread (a, b, c).
+ARRAYS = 3
+#: Assumed last-level cache when the topology knows none.
+FALLBACK_LLC = 256 << 20
+
+
+@dataclass(frozen=True)
+class MemoryOptions:
+    """Options that narrow `hpcprobe run memory` to chosen measurements."""
+
+    kernels: tuple[str, ...] | None = None
+    stores: tuple[str, ...] | None = None
+    threads: tuple[int, ...] | None = None
+    size_bytes: int | None = None
+    placement: str | None = None
+
+    @property
+    def narrowed(self) -> bool:
+        return any(v is not None for v in (self.kernels, self.stores, self.threads,
+                                           self.size_bytes, self.placement))
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One metric to measure: a kernel, store type and working set on a pinned team."""
+
+    phase: str  # "sweep", "stream" or "single"
+    kernel: str
+    stores: str
+    placement: str
+    cpus: tuple[int, ...]
+    elems: int  # per thread and array
+    level: str
+
+    @property
+    def threads(self) -> int:
+        return len(self.cpus)
+
+    @property
+    def size_bytes(self) -> int:
+        """The working set of all threads: arrays the kernel touches x elements x 8 B."""
+        return KERNELS[self.kernel].arrays * kernels.ELEMENT_BYTES * self.elems * self.threads
+
+    @property
+    def label(self) -> str:
+        return (f"{self.kernel} {self.stores} {self.threads}T {self.placement} "
+                f"{format_bytes(self.size_bytes)}")
+
+
+# ---------------------------------------------------------------- planning (pure)
+
+def thread_ladder(n: int) -> list[int]:
+    """1, 2, 4, ... up to n, and n itself."""
+    out = []
+    k = 1
+    while k < n:
+        out.append(k)
+        k *= 2
+    out.append(n)
+    return out
+
+
+def _sharers(cpus: tuple[int, ...], members: tuple[int, ...]) -> int:
+    return sum(1 for c in cpus if c in members)
+
+
+def cache_shares(topo: Topology, cpus: tuple[int, ...]) -> list[tuple[str, int]]:
+    """(level, bytes of that cache per thread) for each cache level, the smallest share over the
+    team: a shared cache is divided among the team's threads that use it."""
+    out = []
+    for level in topo.cache_levels():
+        shares = []
+        for cpu in cpus:
+            c = topo.cache_for(level, cpu)
+            if c is not None:
+                shares.append(c.size_bytes // max(1, _sharers(cpus, c.cpus)))
+        if shares:
+            out.append((f"L{level}", min(shares)))
+    return out
+
+
+def level_of(topo: Topology, cpus: tuple[int, ...], ws_per_thread: int) -> str:
+    """The level a working set per thread nominally fits in."""
+    for name, share in cache_shares(topo, cpus):
+        if ws_per_thread <= share:
+            return name
+    return "DRAM"
+
+
+def llc_bytes(topo: Topology, cpus: Iterable[int]) -> int:
+    """Total size of the last-level cache instances serving these CPUs."""
+    levels = topo.cache_levels()
+    if not levels:
+        return FALLBACK_LLC
+    seen = {}
+    for cpu in cpus:
+        c = topo.cache_for(levels[-1], cpu)
+        if c is not None:
+            seen[c.cpus] = c.size_bytes
+    return sum(seen.values()) or FALLBACK_LLC
+
+
+def dram_working_set(topo: Topology, cpus: tuple[int, ...]) -> int:
+    return DRAM_FACTOR * llc_bytes(topo, cpus)
+
+
+def _quantize(elems: float) -> int:
+    return int(elems) // ELEM_QUANTUM * ELEM_QUANTUM
+
+
+def sweep_sizes(topo: Topology, cpus: tuple[int, ...], per_octave: int) -> list[int]:
+    """Working sets per thread from a quarter of L1 up to the thread's last-level share,
+    per_octave points per doubling, then the DRAM size."""
+    shares = cache_shares(topo, cpus)
+    lo = shares[0][1] // 4 if shares else 8 << 10
+    hi = shares[-1][1] if shares else FALLBACK_LLC
+    sizes = []
+    k = math.floor(math.log2(max(lo, 4096)) * per_octave)
+    while (s := int(round(2 ** (k / per_octave)))) <= hi:
+        sizes.append(s)
+        k += 1
+    sizes.append(math.ceil(dram_working_set(topo, cpus) / len(cpus)))
+    return sizes
+
+
+def _stream_elems(topo: Topology, cpus: tuple[int, ...]) -> int:
+    """Elements per array and thread so that even the two-array kernels (copy, scale) cover
+    the DRAM working set."""
+    per_thread = dram_working_set(topo, cpus) / len(cpus) / (2 * kernels.ELEMENT_BYTES)
+    return max(ELEM_QUANTUM, math.ceil(per_thread / 512) * 512)
+
+
+def _store_types(kernel: str, stores: Iterable[str]) -> list[str]:
+    """Store types that apply to a kernel: the load kernel stores nothing, so only 'regular'."""
+    k = KERNELS[kernel]
+    return [s for s in stores if s == "regular" or k.stores > 0]
+
+
+def default_plan(topo: Topology, sweep_kernels: Iterable[str], stream_stores: Iterable[str],
+                 per_octave: int) -> list[Measurement]:
+    """The full characterisation: sweeps on 1 thread and on all cores, then DRAM STREAM at
+    a ladder of thread counts for all cores, one thread per L3 domain and per NUMA domain."""
+    out: list[Measurement] = []
+    all_cores = place(topo, "one-per-core").cpus
+    teams = [all_cores[:1]] + ([all_cores] if len(all_cores) > 1 else [])
+    for cpus in teams:
+        for ws in sweep_sizes(topo, cpus, per_octave):
+            for name in sweep_kernels:
+                elems = _quantize(ws / (KERNELS[name].arrays * kernels.ELEMENT_BYTES))
+                if elems >= ELEM_QUANTUM:
+                    out.append(Measurement("sweep", name, "regular", "one-per-core", cpus, elems,
+                                           level_of(topo, cpus, ws)))
+    placements = ["one-per-core"]
+    if len(topo.l3_domains) > 1:
+        placements.append("one-per-l3")
+    if len(topo.numa_nodes) > 1:
+        placements.append("one-per-numa")
+    seen: set[tuple[int, ...]] = set()
+    for placement in placements:
+        yielded = len(place(topo, placement).cpus)
+        for k in thread_ladder(yielded):
+            cpus = place(topo, placement, k).cpus
+            if cpus in seen:
+                continue
+            seen.add(cpus)
+            elems = _stream_elems(topo, cpus)
+            for name in STREAM_KERNELS:
+                for stores in _store_types(name, stream_stores):
+                    out.append(Measurement("stream", name, stores, placement, cpus, elems, "DRAM"))
+    return out
+
+
+def narrowed_plan(topo: Topology, opts: MemoryOptions, oversubscribe: bool) -> list[Measurement]:
+    """The measurements the user named: kernels x stores x thread counts at one size."""
+    names = opts.kernels or STREAM_KERNELS
+    for name in names:
+        kernels.get(name)
+    stores = opts.stores or kernels.STORE_TYPES
+    for s in stores:
+        if s not in kernels.STORE_TYPES:
+            raise UserError(f"--stores {s!r} is unknown; use regular, nt or both")
+    placement = opts.placement or "one-per-core"
+    counts = opts.threads or (len(place(topo, placement).cpus),)
+    out = []
+    for k in counts:
+        cpus = place(topo, placement, k, oversubscribe).cpus
+        for name in names:
+            types = _store_types(name, stores)
+            if not types:
+                raise UserError(f"--stores {','.join(stores)}: kernel {name} stores nothing; "
+                                "drop --stores or use --stores regular")
+            k_arrays = KERNELS[name].arrays * kernels.ELEMENT_BYTES
+            size = opts.size_bytes or (_stream_elems(topo, cpus) * k_arrays * len(cpus))
+            elems = _quantize(size / (k_arrays * len(cpus)))
+            if elems < ELEM_QUANTUM:
+                least = ELEM_QUANTUM * k_arrays * len(cpus)
+                raise UserError(f"--size {format_bytes(size)}: too small for kernel {name} on "
+                                f"{len(cpus)} thread(s); use --size >= {format_bytes(least)}")
+            level = level_of(topo, cpus, elems * k_arrays)
+            for s in types:
+                out.append(Measurement("single", name, s, placement, cpus, elems, level))
+    return out
+
+
+def teams(measurements: list[Measurement]) -> list[tuple[tuple[int, ...], list[Measurement]]]:
+    """Measurements grouped by thread team, in first-use order, so arrays are allocated once."""
+    groups: dict[tuple[int, ...], list[Measurement]] = {}
+    for m in measurements:
+        groups.setdefault(m.cpus, []).append(m)
+    return list(groups.items())
+
+
+def check_memory(measurements: list[Measurement], available: int | None) -> None:
+    """Refuse a plan whose arrays do not fit in the memory available now."""
+    if available is None:
+        return
+    for cpus, ms in teams(measurements):
+        need = ARRAYS * kernels.ELEMENT_BYTES * max(m.elems for m in ms) * len(cpus)
+        if need > 0.9 * available:
+            biggest = max(ms, key=lambda m: m.elems)
+            raise UserError(
+                f"--size {format_bytes(biggest.size_bytes)}: {len(cpus)} thread(s) need "
+                f"{format_bytes(need)} for {ARRAYS} stream arrays but only "
+                f"{format_bytes(available)} of memory is available; use a smaller --size")
+
+
+# ---------------------------------------------------------------- measuring
+
+def _measure(ctx: RunContext, team: Team, m: Measurement, budget_s: float) -> list[float]:
+    """Timed samples of one measurement as GB/s (STREAM counting), first sample dropped."""
+    k = KERNELS[m.kernel]
+    kid = k.kernel_id
+    team.stream_begin(kid, m.elems)
+    start = time.perf_counter()
+    # One untimed pass sizes the inner repetitions so that a sample lasts at least sample_s.
+    times, _ = team.stream_measure(kid, ctx.isa, m.stores, m.elems, 1, 1)
+    once = max(max(times[0]), 1e-9)
+    inner = max(1, math.ceil(ctx.profile.sample_s / once))
+    team.stream_measure(kid, ctx.isa, m.stores, m.elems, inner, 1)  # warm-up, dropped
+    samples: list[float] = []
+    migrated = 0
+    rep = ctx.profile.repetition
+    while (more := rep.more(samples, time.perf_counter() - start, budget_s)) > 0:
+        times, mig = team.stream_measure(kid, ctx.isa, m.stores, m.elems, inner, more)
+        migrated += mig
+        samples.extend(bandwidth_gbs(k, m.stores, m.elems, m.threads, inner, max(t))
+                       for t in times)
+    if migrated:
+        ctx.warnings.append(f"memory {m.label}: threads left their CPU in {migrated} "
+                            "thread-sample(s); is something else changing affinities?")
+    return samples
+
+
+def _metrics(m: Measurement, samples: list[float], isa: str, binding: str) -> list[Metric]:
+    k = KERNELS[m.kernel]
+    params = {"kernel": m.kernel, "stores": m.stores, "threads": m.threads,
+              "placement": m.placement, "cpus": binding, "size_bytes": m.size_bytes,
+              "size_per_thread_bytes": m.size_bytes // m.threads, "level": m.level, "isa": isa,
+              "phase": m.phase}
+    wa = k.bytes_per_element(m.stores, True) / k.stream_bytes
+    return [Metric("memory", "bandwidth", "GB/s", dict(params), samples),
+            Metric("memory", "bandwidth_write_allocate", "GB/s", dict(params),
+                   [s * wa for s in samples])]
+
+
+def run(ctx: RunContext, opts: MemoryOptions | None) -> None:
+    opts = opts or MemoryOptions()
+    topo = ctx.topo
+    prof = ctx.profile
+    if opts.narrowed:
+        plan_ = narrowed_plan(topo, opts, ctx.oversubscribe)
+    else:
+        plan_ = default_plan(topo, prof.sweep_kernels, prof.stream_stores,
+                             prof.sweep_points_per_octave)
+    check_memory(plan_, mem_available_bytes())
+    ctx.progress.start("memory", len(plan_))
+    deadline = time.perf_counter() + prof.memory_budget_s
+    left = len(plan_)
+    curves: dict[tuple[tuple[int, ...], str], list[tuple[int, float]]] = {}
+    for cpus, ms in teams(plan_):
+        with Team(cpus) as team:
+            got = team.binding()
+            binding = format_cpulist(got.cpus)
+            if got.cpus != cpus or any(c != 1 for c in got.mask_counts):
+                ctx.warnings.append(f"memory: asked for CPUs {list(cpus)}, threads run on "
+                                    f"{list(got.cpus)} (affinity masks of {list(got.mask_counts)} "
+                                    "CPUs)")
+            team.stream_prepare(max(m.elems for m in ms))
+            for m in ms:
+                budget = max(0.0, deadline - time.perf_counter()) / left
+                samples = _measure(ctx, team, m, budget)
+                err = team.stream_check(KERNELS[m.kernel].kernel_id, m.elems)
+                left -= 1
+                ctx.progress.advance(m.label)
+                if not err <= MAX_REL_ERROR:
+                    ctx.errors.append(f"memory {m.label}: validation failed (max relative "
+                                      f"error {err:.3g} > {MAX_REL_ERROR:g}); figure discarded")
+                    continue
+                found = _metrics(m, samples, ctx.isa, binding)
+                ctx.metrics.extend(found)
+                if m.phase == "sweep":
+                    curves.setdefault((cpus, m.kernel), []).append(
+                        (m.size_bytes // m.threads, found[0].summary.median))
+    _check_sweeps(ctx, curves)
+
+
+def _check_sweeps(ctx: RunContext, curves: dict[tuple[tuple[int, ...], str],
+                                           list[tuple[int, float]]]) -> None:
+    """Find each sweep's cache plateaus and compare them with the topology's cache sizes."""
+    for (cpus, kernel), points in curves.items():
+        for chk in check_levels(points, cache_shares(ctx.topo, cpus)):
+            ctx.findings.append({"benchmark": "memory", "kind": "cache_level", "kernel": kernel,
+                                 "threads": len(cpus), "message": chk.note, **chk.to_dict()})
+            if chk.agrees is False:
+                ctx.warnings.append(f"memory {kernel} {len(cpus)}T: {chk.note}")
+
+
+BENCHMARK = Benchmark("memory", "memory bandwidth: cache sweep and DRAM STREAM", run)

@@ -1,0 +1,252 @@
+"""The command line: parses, dispatches, prints. No measurement logic lives here."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, NoReturn, Sequence
+
+from . import __version__, placement, profiles, results, runner, summary, topology
+from .bench.memory import MemoryOptions
+from .cpulist import format_cpulist
+from .errors import EXIT_FAILURE, EXIT_USAGE, HpcprobeError, UserError
+from .store import Store, default_path
+from .units import parse_size
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that ends a usage mistake with one line and exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"hpcprobe: error: {message} (see `{self.prog} --help`)\n")
+        sys.exit(EXIT_USAGE)
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"--size {exc}") from None
+
+
+def _int_list(text: str) -> tuple[int, ...]:
+    try:
+        vals = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"--threads {text!r}: give a thread count or a comma-separated list, e.g. 1,2,4"
+        ) from None
+    return vals
+
+
+def _name_list(text: str) -> tuple[str, ...]:
+    return tuple(v.strip() for v in text.split(",") if v.strip())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="hpcprobe", description="Characterise what an HPC node really delivers.")
+    p.add_argument("--version", action="version", version=f"hpcprobe {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    r = sub.add_parser("run", help="measure this node and store the run",
+                       description="Measure this node; with no BENCHMARK, run them all.")
+    r.add_argument("benchmarks", nargs="*", metavar="BENCHMARK",
+                   help="benchmarks to run (memory)")
+    prof = r.add_mutually_exclusive_group()
+    prof.add_argument("--profile", default="default",
+                      help=f"time and sample budget: {', '.join(profiles.PROFILES)} "
+                           "(default: default)")
+    prof.add_argument("--quick", action="store_const", dest="profile", const="quick",
+                      help="same as --profile quick")
+    r.add_argument("--db", help=f"result store (default: {default_path()})")
+    r.add_argument("--no-store", action="store_true", help="do not store the run")
+    r.add_argument("--json", metavar="FILE", help="also write the run as a JSON document")
+    r.add_argument("--tag", help="label the run, e.g. a BIOS or tuning configuration")
+    r.add_argument("--isa", help="kernel variant: scalar, avx2, avx512 (default: the best this "
+                                 "CPU supports)")
+    r.add_argument("--oversubscribe", action="store_true",
+                   help="allow more threads than the placement's CPUs")
+    g = r.add_argument_group("narrowing the memory benchmark (likwid-bench style)")
+    g.add_argument("--kernel", type=_name_list,
+                   help="copy, scale, add, triad, load, store (comma-separated)")
+    g.add_argument("--stores", choices=("regular", "nt", "both"),
+                   help="ordinary or non-temporal stores (default: both)")
+    g.add_argument("--threads", type=_int_list, help="thread count(s), e.g. 2 or 1,2,4")
+    g.add_argument("--size", type=_size,
+                   help="total working set of all threads, e.g. 2GiB (default: 4x the LLC)")
+    g.add_argument("--placement", help=placement.PLACEMENT_HELP)
+
+    t = sub.add_parser("topology", help="show the machine's topology")
+    t.add_argument("--input", metavar="FILE.xml", help="an hwloc XML file instead of this machine")
+    t.add_argument("--json", action="store_true", help="print the model as JSON")
+
+    pl = sub.add_parser("plan", help="show the CPUs a placement yields")
+    pl.add_argument("--placement", required=True, help=placement.PLACEMENT_HELP)
+    pl.add_argument("--threads", type=int, help="number of threads (default: all it yields)")
+    pl.add_argument("--oversubscribe", action="store_true")
+    pl.add_argument("--input", metavar="FILE.xml", help="an hwloc XML file instead of this machine")
+    pl.add_argument("--json", action="store_true")
+
+    ls = sub.add_parser("list", help="list stored runs")
+    ls.add_argument("--db", help=f"result store (default: {default_path()})")
+    ls.add_argument("--limit", type=int, default=50)
+    ls.add_argument("--json", action="store_true")
+
+    sh = sub.add_parser("show", help="show a stored run")
+    sh.add_argument("run", help="run id, unique id prefix, tag, 'latest', or a result JSON file")
+    sh.add_argument("--db", help=f"result store (default: {default_path()})")
+    sh.add_argument("--json", action="store_true", help="print the run document")
+    return p
+
+
+def _print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=1) + "\n")
+
+
+def _console() -> Any:
+    from rich.console import Console
+
+    return Console()
+
+
+class _Bar:
+    """A rich progress bar on stderr while measurements run."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
+                                   TimeElapsedColumn)
+
+        console = Console(stderr=True)
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+                                 MofNCompleteColumn(), TimeElapsedColumn(), console=console,
+                                 transient=True, disable=not console.is_terminal)
+        self.task: Any = None
+
+    def __enter__(self) -> _Bar:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def start(self, label: str, total: int) -> None:
+        self.task = self.progress.add_task(label, total=total)
+
+    def advance(self, label: str) -> None:
+        self.progress.update(self.task, advance=1, description=label)
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    prof = profiles.get(a.profile)
+    benchmarks = runner.resolve_benchmarks(a.benchmarks)
+    isa = runner.resolve_isa(a.isa)
+    stores = None if a.stores in (None, "both") else (a.stores,)
+    mem = MemoryOptions(kernels=a.kernel, stores=stores, threads=a.threads, size_bytes=a.size,
+                        placement=a.placement)
+    if mem.narrowed and "memory" not in benchmarks:
+        raise UserError("--kernel/--stores/--threads/--size/--placement narrow the memory "
+                        "benchmark; add `memory` to the benchmarks")
+    if a.json:
+        parent = Path(a.json).resolve().parent
+        if not parent.is_dir() or not os.access(parent, os.W_OK):
+            raise UserError(f"--json {a.json}: directory {parent} is not writable; choose "
+                            "another path")
+    store = None if a.no_store else Store.open(a.db)
+    if store is not None:
+        store.check_writable()
+    topo = topology.discover()
+    with _Bar() as bar:
+        run = runner.execute(topo, prof, benchmarks, isa, {"memory": mem}, bar,
+                             oversubscribe=a.oversubscribe, tag=a.tag)
+    console = _console()
+    summary.render(run, console)
+    if store is not None:
+        store.save(run)
+        console.print(f"Stored as run {run.run_id} in {store.path} "
+                      f"({len(run.metrics)} metrics); `hpcprobe show {run.run_id}` reads it back.",
+                      highlight=False)
+        store.close()
+    if a.json:
+        results.write_json(run, a.json)
+        console.print(f"Wrote {a.json}.", highlight=False)
+    return EXIT_FAILURE if run.errors else 0
+
+
+def cmd_topology(a: argparse.Namespace) -> int:
+    topo = topology.load(a.input)
+    if a.json:
+        _print_json(topo.to_dict())
+    else:
+        print(topology.render(topo))
+    return 0
+
+
+def cmd_plan(a: argparse.Namespace) -> int:
+    topo = topology.load(a.input)
+    pl = placement.plan(topo, a.placement, a.threads, a.oversubscribe)
+    if a.json:
+        _print_json(pl.to_dict())
+    else:
+        print(f"placement {pl.placement}: {len(pl.cpus)} thread(s) on CPUs "
+              f"{','.join(map(str, pl.cpus))} ({format_cpulist(pl.cpus)})"
+              + (" [oversubscribed]" if pl.oversubscribed else ""))
+        for i, cpu in enumerate(pl.cpus):
+            pu = topo.pu(cpu)
+            print(f"  thread {i:4d} -> CPU {cpu:4d}  package {pu.package}  NUMA {pu.numa}  "
+                  f"L3 {'-' if pu.l3 is None else pu.l3}  core {pu.core}")
+    return 0
+
+
+def cmd_list(a: argparse.Namespace) -> int:
+    with Store.open(a.db, create=False) as st:
+        rows = st.runs(a.limit)
+    if a.json:
+        _print_json([r.__dict__ for r in rows])
+        return 0
+    from rich.table import Table
+
+    t = Table(title=f"Runs in {a.db or default_path()}", title_justify="left")
+    for col in ("run", "created", "host", "tag", "profile", "benchmarks", "metrics", "seconds"):
+        t.add_column(col)
+    for r in rows:
+        t.add_row(r.run_id, r.created, r.host, r.tag or "", r.profile, ",".join(r.benchmarks),
+                  str(r.metrics), f"{r.duration_s:.1f}")
+    _console().print(t)
+    return 0
+
+
+def cmd_show(a: argparse.Namespace) -> int:
+    if a.run.endswith(".json") and Path(a.run).exists():
+        run = results.read_json(a.run)
+    else:
+        with Store.open(a.db, create=False) as st:
+            run = st.load(a.run)
+    if a.json:
+        _print_json(run.to_dict())
+    else:
+        summary.render(run, _console())
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "topology": cmd_topology, "plan": cmd_plan, "list": cmd_list,
+            "show": cmd_show}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return COMMANDS[args.command](args)
+    except HpcprobeError as exc:
+        sys.stderr.write(f"hpcprobe: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("hpcprobe: interrupted; nothing of this run was stored\n")
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

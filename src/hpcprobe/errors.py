@@ -1,0 +1,28 @@
+"""Exceptions that the CLI turns into one line and a stable exit code."""
+
+from __future__ import annotations
+
+#: Exit codes, documented in docs/cli.md.
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+
+class HpcprobeError(Exception):
+    """A failure explained to the user in one line; `exit_code` says how the CLI ends."""
+
+    exit_code = EXIT_FAILURE
+
+
+class UserError(HpcprobeError):
+    """The user asked for something impossible or malformed (exit code 2)."""
+
+    exit_code = EXIT_USAGE
+
+
+class MeasurementError(HpcprobeError):
+    """A measurement could not be made or did not validate (exit code 1)."""
+
+
+class NativeError(MeasurementError):
+    """The native core returned an error status."""

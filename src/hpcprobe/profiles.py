@@ -1,0 +1,47 @@
+"""Run profiles: how much time and how many samples each benchmark may spend."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import UserError
+from .stats import Repetition
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Budgets and sampling rules of one run profile."""
+
+    name: str
+    description: str
+    memory_budget_s: float  # the whole memory benchmark, allocation included
+    repetition: Repetition
+    sample_s: float  # shortest timed sample for cache-resident sizes
+    sweep_points_per_octave: int
+    sweep_kernels: tuple[str, ...]
+    stream_stores: tuple[str, ...]
+
+
+PROFILES: dict[str, Profile] = {
+    p.name: p for p in (
+        Profile("quick", "a first look: coarse sweep, fewer samples",
+                memory_budget_s=12.0, repetition=Repetition(0.02, 3, 10), sample_s=0.002,
+                sweep_points_per_octave=1, sweep_kernels=("triad",),
+                stream_stores=("regular", "nt")),
+        Profile("default", "the node's memory characterisation within about half a minute",
+                memory_budget_s=22.0, repetition=Repetition(0.02, 5, 30), sample_s=0.004,
+                sweep_points_per_octave=1, sweep_kernels=("triad", "load"),
+                stream_stores=("regular", "nt")),
+        Profile("thorough", "dense sweep, more samples, for reference measurements",
+                memory_budget_s=180.0, repetition=Repetition(0.01, 10, 100), sample_s=0.01,
+                sweep_points_per_octave=2, sweep_kernels=("triad", "load", "copy", "store"),
+                stream_stores=("regular", "nt")),
+    )
+}
+
+
+def get(name: str) -> Profile:
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise UserError(f"--profile {name!r} is unknown; profiles: {', '.join(PROFILES)}") from None

@@ -1,0 +1,71 @@
+"""Provenance: the system state a result depends on, read without privileges."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import socket
+from pathlib import Path
+from typing import Any
+
+from . import __version__, _native
+from .cpulist import format_cpulist
+from .topology import Topology
+
+#: Environment variables that change how kernels, OpenMP, BLAS and MPI behave.
+ENV_PREFIXES = ("OMP_", "GOMP_", "KMP_", "OPENBLAS_", "MKL_", "BLIS_", "I_MPI_", "OMPI_",
+                "MPICH_", "UCX_", "FI_", "SLURM_CPU", "HPCPROBE_")
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def bracketed(text: str | None) -> str | None:
+    """The selected value of a sysfs choice list: "always [madvise] never" -> "madvise"."""
+    if text is None:
+        return None
+    m = re.search(r"\[([^\]]+)\]", text)
+    return m.group(1) if m else text.strip() or None
+
+
+def cpu_flags() -> list[str]:
+    for line in (_read("/proc/cpuinfo") or "").splitlines():
+        if line.startswith(("flags", "Features")):
+            return sorted(line.split(":", 1)[1].split())
+    return []
+
+
+def environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    src = os.environ if env is None else env
+    return {k: v for k, v in sorted(src.items()) if k.startswith(ENV_PREFIXES)}
+
+
+def collect(topo: Topology, isa: str) -> dict[str, Any]:
+    """Everything about this host and build that decides what a kernel measures."""
+    smt_active = _read("/sys/devices/system/cpu/smt/active")
+    return {
+        "host": socket.gethostname(),
+        "cpu_model": topo.cpu_model,
+        "cpu_flags": cpu_flags(),
+        "kernel": f"{platform.system()} {platform.release()}",
+        "machine": platform.machine(),
+        "smt": topo.smt,
+        "smt_active": None if smt_active is None else smt_active == "1",
+        "numa_nodes": len(topo.numa_nodes),
+        "thp": bracketed(_read("/sys/kernel/mm/transparent_hugepage/enabled")),
+        "thp_defrag": bracketed(_read("/sys/kernel/mm/transparent_hugepage/defrag")),
+        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "compiler": _native.build_info(),
+        "isa_supported": _native.supported_isas(),
+        "isa": isa,
+        "hpcprobe_version": __version__,
+        "python": platform.python_version(),
+        "topology_source": topo.source,
+        "allowed_cpus": format_cpulist(topo.allowed_cpus),
+        "environment": environment(),
+    }

@@ -1,0 +1,62 @@
+"""Run benchmarks on this machine and assemble the run: provenance, metrics, findings."""
+
+from __future__ import annotations
+
+import socket
+import time
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+from . import _native, provenance
+from .bench import BENCHMARKS
+from .bench.base import Progress, RunContext
+from .errors import MeasurementError, UserError
+from .profiles import Profile
+from .results import Run
+from .topology import Topology
+
+
+def resolve_isa(requested: str | None) -> str:
+    """The ISA variant to run: the one asked for if this CPU has it, else the best one."""
+    have = _native.supported_isas()
+    if requested is None:
+        return have[-1]
+    if requested not in _native.ISA_NAMES:
+        raise UserError(f"--isa {requested!r} is unknown; variants: {', '.join(_native.ISA_NAMES)}"
+                        f" (this CPU runs {', '.join(have)})")
+    if requested not in have:
+        raise UserError(f"--isa {requested}: this CPU lacks it; it supports {', '.join(have)}")
+    return requested
+
+
+def resolve_benchmarks(names: list[str] | None) -> list[str]:
+    if not names:
+        return list(BENCHMARKS)
+    for n in names:
+        if n not in BENCHMARKS:
+            raise UserError(f"benchmark {n!r} is unknown; benchmarks: {', '.join(BENCHMARKS)}")
+    return list(dict.fromkeys(names))
+
+
+def execute(topo: Topology, profile: Profile, benchmarks: list[str], isa: str,
+            options: dict[str, Any], progress: Progress, oversubscribe: bool = False,
+            tag: str | None = None) -> Run:
+    """Run the benchmarks in order; a benchmark's failure is recorded and the others go on."""
+    t0 = time.perf_counter()
+    ctx = RunContext(topo, profile, isa, oversubscribe, progress)
+    run = Run(run_id=uuid.uuid4().hex[:12],
+              created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              host=socket.gethostname(), profile=profile.name, benchmarks=benchmarks,
+              provenance=provenance.collect(topo, isa), topology=topo.to_dict(), tag=tag)
+    for name in benchmarks:
+        try:
+            BENCHMARKS[name].run(ctx, options.get(name))
+        except MeasurementError as exc:
+            ctx.errors.append(f"{name}: {exc}")
+    run.metrics = ctx.metrics
+    run.findings = ctx.findings
+    run.warnings = ctx.warnings
+    run.errors = ctx.errors
+    run.duration_s = round(time.perf_counter() - t0, 3)
+    return run

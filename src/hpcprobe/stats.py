@@ -1,0 +1,83 @@
+"""Pure statistics: summaries, the confidence interval of the median, adaptive repetition."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from dataclasses import dataclass
+from typing import Sequence
+
+
+@dataclass(frozen=True)
+class Summary:
+    """What every figure carries: n, min, median, mean, max and the 95 % CI of the median."""
+
+    n: int
+    min: float
+    median: float
+    mean: float
+    max: float
+    ci95: tuple[float, float]
+
+    def to_dict(self) -> dict[str, object]:
+        return {"n": self.n, "min": self.min, "median": self.median, "mean": self.mean,
+                "max": self.max, "ci95": [self.ci95[0], self.ci95[1]]}
+
+    @property
+    def rel_ci_halfwidth(self) -> float:
+        """Half the CI width relative to the median (0.02 = +/-2 %)."""
+        if self.median == 0:
+            return math.inf
+        return (self.ci95[1] - self.ci95[0]) / 2 / abs(self.median)
+
+
+def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int]:
+    """0-based ranks (j, n-1-j) of the sorted samples that bound the CI of the median.
+
+    Distribution-free: the count B of samples below the true median is Binomial(n, 1/2), and
+    [x(j), x(n-1-j)] covers the median with probability 1 - 2 P(B <= j). We take the narrowest
+    such interval reaching `confidence`; below n = 6 no interval reaches 95 % and the full range
+    (coverage 1 - 2^(1-n)) is returned.
+    """
+    from scipy.stats import binom
+
+    if n <= 0:
+        raise ValueError("no samples")
+    half_alpha = (1.0 - confidence) / 2
+    j = int(binom.ppf(half_alpha, n, 0.5))
+    if binom.cdf(j, n, 0.5) > half_alpha:
+        j -= 1
+    j = max(j, 0)
+    return j, n - 1 - j
+
+
+def summarize(samples: Sequence[float], confidence: float = 0.95) -> Summary:
+    if not samples:
+        raise ValueError("cannot summarise zero samples")
+    xs = sorted(samples)
+    lo, hi = median_ci_ranks(len(xs), confidence)
+    return Summary(len(xs), xs[0], statistics.median(xs), statistics.fmean(xs), xs[-1],
+                   (xs[lo], xs[hi]))
+
+
+@dataclass(frozen=True)
+class Repetition:
+    """When to stop repeating: the CI of the median within `target` of it, or the budget spent,
+    never before `min_samples` nor after `max_samples`."""
+
+    target: float = 0.02
+    min_samples: int = 5
+    max_samples: int = 50
+
+    def more(self, samples: Sequence[float], elapsed_s: float, budget_s: float) -> int:
+        """How many more samples to take now (0 = stop)."""
+        n = len(samples)
+        if n < self.min_samples:
+            return self.min_samples - n
+        if n >= self.max_samples or elapsed_s >= budget_s:
+            return 0
+        if summarize(samples).rel_ci_halfwidth <= self.target:
+            return 0
+        per_sample = elapsed_s / n if n else 0.0
+        left = int((budget_s - elapsed_s) / per_sample) if per_sample > 0 else self.max_samples
+        return max(0, min(self.max_samples - n, max(1, n // 2), left))

@@ -1,0 +1,115 @@
+"""The terminal view of a run: header, sweep, cache-level checks, STREAM table, warnings."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from .results import Metric, Run
+from .units import format_bytes
+
+
+def _cell(m: Metric | None) -> str:
+    if m is None:
+        return "-"
+    s = m.summary
+    return f"{s.median:.1f} ±{100 * s.rel_ci_halfwidth:.1f}%"
+
+
+def _n_range(metrics: list[Metric]) -> str:
+    ns = [len(m.samples) for m in metrics]
+    return f"n={min(ns)}" if min(ns) == max(ns) else f"n={min(ns)}-{max(ns)}"
+
+
+def _header(run: Run) -> str:
+    p = run.provenance
+    c = run.topology["counts"]
+    return (f"Run {run.run_id} on {run.host} ({p.get('cpu_model') or 'unknown CPU'}), "
+            f"{run.created}, profile {run.profile}{', tag ' + run.tag if run.tag else ''}, "
+            f"{run.duration_s:.1f} s\n"
+            f"{c['packages']} package(s), {c['numa_nodes']} NUMA, {c['l3_domains']} L3 "
+            f"domain(s), {c['cores']} cores, {c['pus']} PUs; ISA {p.get('isa')}; "
+            f"THP {p.get('thp')}; governor {p.get('governor') or 'n/a'}")
+
+
+def _sweep_table(bw: list[Metric]) -> Table | None:
+    sweep = [m for m in bw if m.params.get("phase") == "sweep"]
+    if not sweep:
+        return None
+    cols = sorted({(m.params["threads"], m.params["kernel"]) for m in sweep})
+    rows: dict[int, dict[tuple[int, str], Metric]] = defaultdict(dict)
+    level: dict[tuple[int, int], str] = {}
+    for m in sweep:
+        ws = m.params["size_per_thread_bytes"]
+        rows[ws][(m.params["threads"], m.params["kernel"])] = m
+        level[(ws, m.params["threads"])] = m.params["level"]
+    t = Table(title=f"Working-set sweep, GB/s (STREAM counting), median ±95% CI, {_n_range(sweep)}",
+              title_justify="left")
+    t.add_column("size/thread", justify="right")
+    for threads, kernel in cols:
+        t.add_column(f"{kernel} {threads}T", justify="right")
+        t.add_column("level")
+    for ws in sorted(rows):
+        cells = []
+        for c in cols:
+            cells += [_cell(rows[ws].get(c)), level.get((ws, c[0]), "")]
+        t.add_row(format_bytes(ws), *cells)
+    return t
+
+
+def _stream_table(bw: list[Metric]) -> Table | None:
+    stream = [m for m in bw if m.params.get("phase") in ("stream", "single")]
+    if not stream:
+        return None
+    kernels = [k for k in ("copy", "scale", "add", "triad", "load", "store")
+               if any(m.params["kernel"] == k for m in stream)]
+    rows: dict[tuple[Any, ...], dict[str, Metric]] = defaultdict(dict)
+    for m in stream:
+        p = m.params
+        key = (p["placement"], p["threads"], p["cpus"], p["stores"], p["size_bytes"]
+               if p["phase"] == "single" else None, p["level"])
+        rows[key][p["kernel"]] = m
+    t = Table(title=f"STREAM, GB/s (STREAM counting; write-allocate corrected in the stored "
+                    f"bandwidth_write_allocate), median ±95% CI, {_n_range(stream)}",
+              title_justify="left")
+    for col in ("placement", "threads", "CPUs", "stores", "level"):
+        t.add_column(col)
+    for k in kernels:
+        t.add_column(k, justify="right")
+    for key in sorted(rows, key=lambda k: (k[0], k[1], k[3])):
+        placement, threads, cpus, stores, size, lvl = key
+        label = lvl if size is None else f"{lvl} {format_bytes(size)}"
+        t.add_row(placement, str(threads), cpus, stores, label,
+                  *[_cell(rows[key].get(k)) for k in kernels])
+    return t
+
+
+def _levels_table(run: Run) -> Table | None:
+    rows = [f for f in run.findings if f.get("kind") == "cache_level"]
+    if not rows:
+        return None
+    t = Table(title="Cache levels: plateaus against the topology", title_justify="left")
+    for col in ("kernel", "threads", "level", "capacity/thread", "plateau GB/s", "edge seen",
+                "verdict"):
+        t.add_column(col)
+    for f in rows:
+        verdict = {True: "agrees", False: "DISAGREES", None: "n/a"}[f["agrees"]]
+        t.add_row(f["kernel"], str(f["threads"]), f["level"], format_bytes(f["nominal_bytes"]),
+                  "-" if f["plateau_gbs"] is None else f"{f['plateau_gbs']:.1f}",
+                  "-" if f["edge_bytes"] is None else format_bytes(f["edge_bytes"]), verdict)
+    return t
+
+
+def render(run: Run, console: Console) -> None:
+    console.print(_header(run))
+    bw = [m for m in run.metrics if m.benchmark == "memory" and m.name == "bandwidth"]
+    for table in (_sweep_table(bw), _levels_table(run), _stream_table(bw)):
+        if table is not None:
+            console.print(table)
+    for w in run.warnings:
+        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+    for e in run.errors:
+        console.print(f"[red]error:[/red] {e}", highlight=False)

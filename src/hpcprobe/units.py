@@ -1,0 +1,39 @@
+"""Sizes with binary and decimal suffixes, parsed from and formatted for people."""
+
+from __future__ import annotations
+
+import re
+
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
+    "t": 1000**4, "tb": 1000**4,
+    "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
+}
+_SIZE = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*([a-zA-Z]*)\s*$")
+
+
+def parse_size(text: str) -> int:
+    """Parse "2GiB", "512MiB", "64k", "1e9" into bytes (k/M/G are decimal, KiB/MiB/GiB binary).
+
+    Raises ValueError with the reason for malformed or negative sizes.
+    """
+    m = _SIZE.match(text)
+    if not m:
+        raise ValueError(f"{text!r} is not a size; write e.g. 2GiB, 512MiB or 64KiB")
+    value, unit = float(m.group(1)), m.group(2).lower()
+    if unit not in _UNITS:
+        raise ValueError(f"{text!r}: unknown unit {m.group(2)!r}; use B, KiB, MiB, GiB, kB, MB, GB")
+    if value <= 0:
+        raise ValueError(f"{text!r}: a size must be positive")
+    return int(value * _UNITS[unit])
+
+
+def format_bytes(n: int | float) -> str:
+    """1536 -> "1.5 KiB"; binary units, as cache sizes are."""
+    v = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(v) < 1024 or unit == "TiB":
+            return f"{v:.0f} {unit}" if unit == "B" or v == int(v) else f"{v:.1f} {unit}"
+        v /= 1024
+    raise AssertionError("unreachable")
