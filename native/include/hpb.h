@@ -67,22 +67,32 @@ void hpb_team_destroy(hpb_team *team);
 /* Number of threads in the team. */
 int hpb_team_size(const hpb_team *team);
 
+/* Chooses the threads that take part in the following jobs, by index, in the order given
+ * (the order of per-thread results); the others idle. Threads keep their buffers, so memory
+ * first touched for one thread count is reused by the next. Returns 0 or -EINVAL. */
+int hpb_team_select(hpb_team *team, const int *threads, int n);
+
+/* Number of threads selected by the last hpb_team_select (all of them at first). */
+int hpb_team_active(const hpb_team *team);
+
 /* Reads back the placement that took effect: for each thread the CPU it ran on and the number
  * of CPUs in its affinity mask (1 when pinned as asked). Arrays hold nthreads entries. */
 int hpb_team_placement(const hpb_team *team, int *cpu, int *mask_count);
 
-/* Reserves (mmap) three stream arrays of up to n doubles per thread, each thread its own.
- * Nothing is touched yet. Replaces any earlier allocation. huge != 0 asks for transparent huge
- * pages (madvise MADV_HUGEPAGE). */
+/* Reserves (mmap) each thread's stream buffer, large enough for any kernel on arrays of up to n
+ * elements (n a multiple of 64). Nothing is touched yet. Replaces any earlier buffer. huge != 0
+ * asks for transparent huge pages (madvise MADV_HUGEPAGE). */
 int hpb_stream_prepare(hpb_team *team, size_t n, int huge);
 
-/* Starts a measurement of `kernel` on the first n elements: each thread writes the initial
- * pattern into the arrays the kernel uses where they do not hold it already, so pages are first
- * touched by the thread that uses them and the result can be validated afterwards. */
+/* Starts a measurement of `kernel` on arrays of n elements: each active thread writes the
+ * initial pattern wherever the kernel's arrays do not hold it, so pages are first touched by the
+ * thread that uses them and the result can be validated afterwards. The arrays of all kernels
+ * share one buffer per thread, so a kernel's working set is exactly what it touches. */
 int hpb_stream_begin(hpb_team *team, int kernel, size_t n);
 
-/* Runs `reps` timed samples of one kernel over each thread's first n elements; each sample starts
- * on a barrier and runs the kernel `inner` times. times[r*nthreads + t] receives thread t's time
+/* Runs `reps` timed samples of one kernel over each active thread's first n elements; each sample
+ * starts on a barrier and runs the kernel `inner` times. times[r*nactive + k] receives the time
+ * of the k-th selected thread
  * of sample r in seconds. *migrations (if not NULL) counts samples in which a thread was found on
  * a CPU other than its own. Returns 0, -EINVAL, -ENOTSUP. */
 int hpb_stream_measure(hpb_team *team, int kernel, int isa, int stores, size_t n, size_t inner,
@@ -96,9 +106,9 @@ int hpb_stream_check(hpb_team *team, int kernel, size_t n, double *max_rel_err);
 /* The scalar the stream kernels use (STREAM's 3.0). */
 double hpb_stream_scalar(void);
 
-/* The initial value of element i of array 0 (x of copy/add/load), 1 or 2; the pattern is exact in
- * binary floating point so validation can demand exact results. */
-double hpb_stream_init_value(int array, size_t i);
+/* The initial value of element r of a thread's stream buffer (exact in binary floating point, so
+ * validation can demand exact results). */
+double hpb_stream_init_value(size_t r);
 
 #ifdef __cplusplus
 }

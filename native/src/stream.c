@@ -1,4 +1,4 @@
-/* stream.c: per-thread stream arrays (first touch), timed kernel samples and their validation. */
+/* stream.c: per-thread stream buffers (first touch), timed kernel samples and their validation. */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
@@ -11,90 +11,120 @@
 #include "team.h"
 
 #define HUGE_PAGE (2u << 20)
-/* The arrays of one thread are offset from each other by a little more than a kilobyte, so that
- * element i of the three arrays does not share its address bits below 4 KiB (4K aliasing stalls
- * loads behind unrelated stores on x86) nor its cache set. */
-#define ARRAY_SKEW 1088u
+/* Consecutive arrays of a kernel are separated by this many doubles (1088 B): element i of two
+ * arrays then differs in its address bits below 4 KiB (4K aliasing stalls loads behind unrelated
+ * stores on x86) and in its cache set, and, since n is a multiple of 64, the arrays start at
+ * pattern phases 8 apart, so no two arrays hold the same sequence. */
+#define SKEW 136u
+/* The pattern repeats every PERIOD elements, and so does every kernel's expected result. */
+#define PERIOD 16
+/* Array sizes are multiples of this many elements (whole cache lines and SIMD steps). */
+#define QUANTUM 64
 
 double hpb_stream_scalar(void) { return 3.0; }
 
-/* Dyadic rationals with few significant bits: every kernel result and every partial sum up to
- * 2^40 elements is exact in double, so validation can demand exact equality. */
-static inline double init_value(int array, size_t i)
-{
-    switch (array) {
-    case 0: return 1.0 + 0.125 * (double)(i & 7);
-    case 1: return 2.0 + 0.25 * (double)(i & 3);
-    default: return 0.5 + 0.0625 * (double)(i & 15);
-    }
-}
+/* The initial value of buffer element r: dyadic rationals with few significant bits, so every
+ * kernel result and every partial sum up to 2^40 elements is exact in double and validation can
+ * demand exact equality; none equals the scalar 3, so a store that did not happen shows. */
+static inline double pattern(size_t r) { return 1.0 + 0.125 * (double)(r % PERIOD); }
 
-double hpb_stream_init_value(int array, size_t i) { return init_value(array, i); }
+double hpb_stream_init_value(size_t r) { return pattern(r); }
 
-/* STREAM's array roles: copy c=a, scale b=s*c, add c=a+b, triad a=b+s*c; load reads a,
- * store writes a. Index -1 means unused. */
-static const int roles[HPB_KERNEL_COUNT][3] = {
-    /*             dst  x   y */
-    [HPB_KERNEL_COPY] = {2, 0, -1},
-    [HPB_KERNEL_SCALE] = {1, 2, -1},
-    [HPB_KERNEL_ADD] = {2, 0, 1},
-    [HPB_KERNEL_TRIAD] = {0, 1, 2},
-    [HPB_KERNEL_LOAD] = {-1, 0, -1},
-    [HPB_KERNEL_STORE] = {0, -1, -1},
+/* Arrays per kernel, in buffer order: x, then y, then dst (roles a kernel lacks are skipped). */
+static const int has_x[HPB_KERNEL_COUNT] = {1, 1, 1, 1, 1, 0};
+static const int has_y[HPB_KERNEL_COUNT] = {0, 0, 1, 1, 0, 0};
+static const int has_dst[HPB_KERNEL_COUNT] = {1, 1, 1, 1, 0, 1};
+
+/* Where a kernel's arrays of n elements start in the thread's buffer (in elements, -1 = none),
+ * and where its last array ends. One buffer serves every kernel: the working set of each kernel
+ * is what it touches, and memory first touched for one kernel is reused by the next. */
+struct layout {
+    ptrdiff_t x, y, dst;
+    size_t end;
 };
 
-static double *role_array(struct hpb_thread *th, int kernel, int role)
+static struct layout layout_of(int kernel, size_t n)
 {
-    int a = roles[kernel][role];
-    return a < 0 ? NULL : th->arr[a];
+    struct layout l = {-1, -1, -1, 0};
+    size_t slot = 0;
+    if (has_x[kernel]) l.x = (ptrdiff_t)(slot++ * (n + SKEW));
+    if (has_y[kernel]) l.y = (ptrdiff_t)(slot++ * (n + SKEW));
+    if (has_dst[kernel]) l.dst = (ptrdiff_t)(slot++ * (n + SKEW));
+    l.end = slot * (n + SKEW) - SKEW;
+    return l;
 }
 
-static size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
+static size_t buffer_elems(size_t n) { return 3 * (n + SKEW); }
+
+static void fill_pattern(double *buf, size_t from, size_t to)
+{
+    double tab[PERIOD];
+    for (size_t j = 0; j < PERIOD; j++) tab[j] = pattern(j);
+    size_t i = from;
+    for (; i < to && i % PERIOD != 0; i++) buf[i] = tab[i % PERIOD];
+    for (; i + PERIOD <= to; i += PERIOD)
+        for (size_t j = 0; j < PERIOD; j++) buf[i + j] = tab[j];
+    for (; i < to; i++) buf[i] = tab[i % PERIOD];
+}
+
+/* Restores the pattern on the dirty intervals that meet [0, end). */
+static void clean_upto(struct hpb_thread *th, size_t end)
+{
+    int keep = 0;
+    for (int k = 0; k < th->ndirty; k++) {
+        size_t lo = th->dirty[k].lo, hi = th->dirty[k].hi;
+        if (lo < end) {
+            fill_pattern(th->buf, lo, hi < end ? hi : end);
+            if (hi <= end) continue;
+            lo = end;
+        }
+        th->dirty[keep].lo = lo;
+        th->dirty[keep].hi = hi;
+        keep++;
+    }
+    th->ndirty = keep;
+}
+
+static void mark_dirty(struct hpb_thread *th, size_t lo, size_t hi)
+{
+    if (th->ndirty == HPB_MAX_DIRTY) { /* too many: one interval covering them all */
+        for (int k = 0; k < th->ndirty; k++) {
+            if (th->dirty[k].lo < lo) lo = th->dirty[k].lo;
+            if (th->dirty[k].hi > hi) hi = th->dirty[k].hi;
+        }
+        th->ndirty = 0;
+    }
+    th->dirty[th->ndirty].lo = lo;
+    th->dirty[th->ndirty].hi = hi;
+    th->ndirty++;
+}
 
 struct prepare_arg {
     size_t n;
     int huge;
 };
 
-/* Writes the initial pattern into elements [from, to) of one array; the array index is a
- * constant in each loop so the compiler vectorises it. */
-static void init_range(double *arr, int a, size_t from, size_t to)
-{
-    switch (a) {
-    case 0:
-        for (size_t i = from; i < to; i++) arr[i] = init_value(0, i);
-        break;
-    case 1:
-        for (size_t i = from; i < to; i++) arr[i] = init_value(1, i);
-        break;
-    default:
-        for (size_t i = from; i < to; i++) arr[i] = init_value(2, i);
-        break;
-    }
-}
-
 static int prepare_job(struct hpb_thread *th, void *p)
 {
     const struct prepare_arg *arg = p;
     hpb_thread_free_buffers(th);
-    size_t bytes = round_up(arg->n * sizeof(double), 64);
-    size_t len = 3 * (bytes + ARRAY_SKEW) + HUGE_PAGE;
-    void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    size_t len = buffer_elems(arg->n) * sizeof(double) + HUGE_PAGE;
+    void *map = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (map == MAP_FAILED) return -ENOMEM;
     th->map = map;
     th->map_len = len;
-    uintptr_t base = round_up((uintptr_t)map, HUGE_PAGE);
+    uintptr_t base = ((uintptr_t)map + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
     if (arg->huge) madvise((void *)base, len - (base - (uintptr_t)map), MADV_HUGEPAGE);
-    for (int a = 0; a < 3; a++) {
-        th->arr[a] = (double *)(base + (size_t)a * (bytes + ARRAY_SKEW));
-        th->clean[a] = 0;
-    }
+    th->buf = (double *)base;
+    th->touched = 0;
+    th->ndirty = 0;
     return 0;
 }
 
 int hpb_stream_prepare(hpb_team *team, size_t n, int huge)
 {
-    if (!team || n == 0 || n > SIZE_MAX / 32) return -EINVAL;
+    if (!team || n == 0 || n % QUANTUM != 0 || n > SIZE_MAX / 64) return -EINVAL;
     struct prepare_arg arg = {n, huge};
     int rc = hpb_team_run(team, prepare_job, &arg);
     team->stream_n = rc == 0 ? n : 0;
@@ -106,27 +136,30 @@ struct begin_arg {
     size_t n;
 };
 
-/* Restores the initial pattern on the arrays the kernel uses, up to n elements; [0, clean) is
- * known to hold it already. The owner thread writes, so new pages are first touched by it. */
+/* The owner thread writes the pattern, so new pages are first touched by the thread that uses
+ * them; the output array is restored too, so a store that did not happen cannot pass. */
 static int begin_job(struct hpb_thread *th, void *p)
 {
     const struct begin_arg *b = p;
-    for (int r = 0; r < 3; r++) {
-        int a = roles[b->kernel][r];
-        if (a >= 0 && th->clean[a] < b->n) {
-            init_range(th->arr[a], a, th->clean[a], b->n);
-            th->clean[a] = b->n;
-        }
+    struct layout l = layout_of(b->kernel, b->n);
+    clean_upto(th, l.end < th->touched ? l.end : th->touched);
+    if (th->touched < l.end) {
+        fill_pattern(th->buf, th->touched, l.end);
+        th->touched = l.end;
     }
-    int dst = roles[b->kernel][0];
-    if (dst >= 0) th->clean[dst] = 0; /* the kernel is about to overwrite it */
+    if (l.dst >= 0) mark_dirty(th, (size_t)l.dst, (size_t)l.dst + b->n);
     return 0;
+}
+
+static int check_n(const hpb_team *team, int kernel, size_t n)
+{
+    return team && kernel >= 0 && kernel < HPB_KERNEL_COUNT && n > 0 && n % QUANTUM == 0 &&
+           n <= team->stream_n;
 }
 
 int hpb_stream_begin(hpb_team *team, int kernel, size_t n)
 {
-    if (!team || kernel < 0 || kernel >= HPB_KERNEL_COUNT || n == 0 || n > team->stream_n)
-        return -EINVAL;
+    if (!check_n(team, kernel, n)) return -EINVAL;
     struct begin_arg arg = {kernel, n};
     return hpb_team_run(team, begin_job, &arg);
 }
@@ -139,14 +172,17 @@ struct measure_arg {
     double *times;
 };
 
+static double *at(struct hpb_thread *th, ptrdiff_t off) { return off < 0 ? NULL : th->buf + off; }
+
 static int measure_job(struct hpb_thread *th, void *p)
 {
     const struct measure_arg *m = p;
-    double *dst = role_array(th, m->kernel, 0);
-    const double *x = role_array(th, m->kernel, 1);
-    const double *y = role_array(th, m->kernel, 2);
+    struct layout l = layout_of(m->kernel, m->n);
+    double *dst = at(th, l.dst);
+    const double *x = at(th, l.x);
+    const double *y = at(th, l.y);
     const double s = hpb_stream_scalar();
-    const int nthreads = th->team->n;
+    const size_t nactive = (size_t)th->team->nactive;
     double sum = 0.0;
     for (int r = 0; r < m->reps; r++) {
         hpb_team_barrier(th);
@@ -155,7 +191,7 @@ static int measure_job(struct hpb_thread *th, void *p)
         for (size_t it = 0; it < m->inner; it++) sum = m->fn(dst, x, y, m->n, s);
         double t1 = hpb_now();
         int c1 = sched_getcpu();
-        m->times[(size_t)r * (size_t)nthreads + (size_t)th->idx] = t1 - t0;
+        m->times[(size_t)r * nactive + (size_t)th->rank] = t1 - t0;
         if (c0 != th->cpu_req || c1 != th->cpu_req) th->migrated++;
     }
     th->last_sum = sum;
@@ -165,7 +201,7 @@ static int measure_job(struct hpb_thread *th, void *p)
 int hpb_stream_measure(hpb_team *team, int kernel, int isa, int stores, size_t n, size_t inner,
                        int reps, double *times, int *migrations)
 {
-    if (!team || !times || reps <= 0 || inner == 0 || n == 0 || n > team->stream_n) return -EINVAL;
+    if (!check_n(team, kernel, n) || !times || reps <= 0 || inner == 0) return -EINVAL;
     if (!hpb_isa_supported(isa)) return -ENOTSUP;
     hpb_kernel_fn fn = hpb_kernel_lookup(kernel, isa, stores);
     if (!fn) return -ENOTSUP;
@@ -182,7 +218,7 @@ int hpb_stream_measure(hpb_team *team, int kernel, int isa, int stores, size_t n
 struct check_arg {
     int kernel;
     size_t n;
-    double *err; /* one per thread */
+    double *err; /* one per active thread */
 };
 
 /* The larger of two errors; a NaN anywhere stays NaN, so a broken result cannot hide. */
@@ -194,56 +230,69 @@ static double rel_err(double got, double want)
     return want != 0.0 ? d / fabs(want) : d;
 }
 
-/* The expected value of element i of array a after `kernel` ran on freshly initialised arrays,
- * computed from the closed-form initial pattern, not from the arrays themselves. */
-static double expected(int kernel, int a, size_t i)
+/* The expected output element i (mod PERIOD) of `kernel`, computed from the closed-form
+ * pattern at the input arrays' offsets, not from the arrays themselves. */
+static double expected(int kernel, const struct layout *l, size_t i)
 {
     const double s = hpb_stream_scalar();
-    if (a != roles[kernel][0]) return hpb_stream_init_value(a, i);
-    const int x = roles[kernel][1], y = roles[kernel][2];
+    const double x = l->x >= 0 ? pattern((size_t)l->x + i) : 0.0;
+    const double y = l->y >= 0 ? pattern((size_t)l->y + i) : 0.0;
     switch (kernel) {
-    case HPB_KERNEL_COPY: return hpb_stream_init_value(x, i);
-    case HPB_KERNEL_SCALE: return s * hpb_stream_init_value(x, i);
-    case HPB_KERNEL_ADD: return hpb_stream_init_value(x, i) + hpb_stream_init_value(y, i);
-    case HPB_KERNEL_TRIAD: return hpb_stream_init_value(x, i) + s * hpb_stream_init_value(y, i);
+    case HPB_KERNEL_COPY: return x;
+    case HPB_KERNEL_SCALE: return s * x;
+    case HPB_KERNEL_ADD: return x + y;
+    case HPB_KERNEL_TRIAD: return x + s * y;
     case HPB_KERNEL_STORE: return s;
     default: return NAN;
     }
 }
 
+/* Counts elements of arr[0, n) that differ from tab[i % PERIOD]; vectorises, so validation
+ * runs at memory speed. */
+static size_t count_mismatches(const double *arr, const double *tab, size_t n)
+{
+    size_t bad = 0, i = 0;
+    for (; i + PERIOD <= n; i += PERIOD)
+        for (size_t j = 0; j < PERIOD; j++) bad += arr[i + j] != tab[j];
+    for (; i < n; i++) bad += arr[i] != tab[i % PERIOD];
+    return bad;
+}
+
 static int check_job(struct hpb_thread *th, void *p)
 {
     const struct check_arg *c = p;
+    struct layout l = layout_of(c->kernel, c->n);
     double worst = 0.0;
-    const int dst = roles[c->kernel][0];
-    if (dst >= 0) {
-        const double *arr = th->arr[dst];
-        for (size_t i = 0; i < c->n; i++) {
-            const double want = expected(c->kernel, dst, i);
-            /* the patterns are exact, so equality is the common case and costs one compare */
-            if (arr[i] != want) worst = worse(worst, rel_err(arr[i], want));
-        }
-    }
-    if (c->kernel == HPB_KERNEL_LOAD) {
-        double want = 0.0;
-        for (size_t i = 0; i < c->n; i++) want += init_value(0, i);
+    if (l.dst >= 0) {
+        const double *arr = th->buf + l.dst;
+        double tab[PERIOD];
+        for (size_t j = 0; j < PERIOD; j++) tab[j] = expected(c->kernel, &l, j);
+        /* the patterns are exact, so any difference at all is an error; find its size */
+        if (count_mismatches(arr, tab, c->n) != 0)
+            for (size_t i = 0; i < c->n; i++)
+                if (arr[i] != tab[i % PERIOD])
+                    worst = worse(worst, rel_err(arr[i], tab[i % PERIOD]));
+    } else {
+        /* the load kernel's sum, in closed form: whole periods of the pattern, then the rest */
+        double period_sum = 0.0, want = 0.0;
+        for (size_t j = 0; j < PERIOD; j++) period_sum += pattern((size_t)l.x + j);
+        for (size_t i = c->n - c->n % PERIOD; i < c->n; i++) want += pattern((size_t)l.x + i);
+        want += (double)(c->n / PERIOD) * period_sum;
         worst = worse(worst, rel_err(th->last_sum, want));
     }
-    c->err[th->idx] = worst;
+    c->err[th->rank] = worst;
     return 0;
 }
 
 int hpb_stream_check(hpb_team *team, int kernel, size_t n, double *max_rel_err)
 {
-    if (!team || !max_rel_err || kernel < 0 || kernel >= HPB_KERNEL_COUNT || n == 0 ||
-        n > team->stream_n)
-        return -EINVAL;
-    double err[team->n];
+    if (!check_n(team, kernel, n) || !max_rel_err) return -EINVAL;
+    double err[team->nactive];
     struct check_arg arg = {kernel, n, err};
     int rc = hpb_team_run(team, check_job, &arg);
     if (rc != 0) return rc;
     double worst = 0.0;
-    for (int i = 0; i < team->n; i++) worst = worse(worst, err[i]);
+    for (int i = 0; i < team->nactive; i++) worst = worse(worst, err[i]);
     *max_rel_err = worst;
     return 0;
 }

@@ -28,16 +28,18 @@ double hpb_now(void)
 void hpb_team_barrier(struct hpb_thread *th)
 {
     struct hpb_team *t = th->team;
-    th->sense = !th->sense;
-    if (atomic_fetch_add_explicit(&t->bar_count, 1, memory_order_acq_rel) == t->n - 1) {
+    /* A generation counter rather than a sense flag: threads that sat out earlier jobs (see
+     * hpb_team_select) carry no stale state into this one. */
+    const int gen = atomic_load_explicit(&t->bar_gen, memory_order_acquire);
+    if (atomic_fetch_add_explicit(&t->bar_count, 1, memory_order_acq_rel) == t->nactive - 1) {
         atomic_store_explicit(&t->bar_count, 0, memory_order_relaxed);
-        atomic_store_explicit(&t->bar_sense, th->sense, memory_order_release);
+        atomic_store_explicit(&t->bar_gen, gen + 1, memory_order_release);
         return;
     }
     /* Spin for the precise start of a timed region; yield after a while so an oversubscribed
      * team still makes progress. */
     unsigned spins = 0;
-    while (atomic_load_explicit(&t->bar_sense, memory_order_acquire) != th->sense) {
+    while (atomic_load_explicit(&t->bar_gen, memory_order_acquire) == gen) {
         if (++spins < 100000u) CPU_RELAX();
         else sched_yield();
     }
@@ -63,7 +65,7 @@ static void *worker(void *p)
         hpb_job_fn job = t->job;
         void *arg = t->job_arg;
         pthread_mutex_unlock(&t->mu);
-        int rc = job(th, arg);
+        int rc = th->rank >= 0 ? job(th, arg) : 0;
         pthread_mutex_lock(&t->mu);
         if (rc != 0 && t->job_status == 0) t->job_status = rc;
         if (++t->done == t->n) pthread_cond_broadcast(&t->cv_done);
@@ -77,8 +79,9 @@ void hpb_thread_free_buffers(struct hpb_thread *th)
     if (th->map) munmap(th->map, th->map_len);
     th->map = NULL;
     th->map_len = 0;
-    memset(th->arr, 0, sizeof th->arr);
-    memset(th->clean, 0, sizeof th->clean);
+    th->buf = NULL;
+    th->touched = 0;
+    th->ndirty = 0;
 }
 
 int hpb_team_create(const int *cpus, int nthreads, hpb_team **out)
@@ -96,7 +99,7 @@ int hpb_team_create(const int *cpus, int nthreads, hpb_team **out)
     pthread_cond_init(&t->cv_go, NULL);
     pthread_cond_init(&t->cv_done, NULL);
     atomic_init(&t->bar_count, 0);
-    atomic_init(&t->bar_sense, 0);
+    atomic_init(&t->bar_gen, 0);
 
     int rc = 0;
     int created = 0;
@@ -104,6 +107,7 @@ int hpb_team_create(const int *cpus, int nthreads, hpb_team **out)
         struct hpb_thread *th = &t->th[i];
         th->team = t;
         th->idx = i;
+        th->rank = i;
         th->cpu_req = cpus[i];
         if (cpus[i] < 0 || cpus[i] >= CPU_SETSIZE) {
             rc = -EINVAL;
@@ -125,6 +129,7 @@ int hpb_team_create(const int *cpus, int nthreads, hpb_team **out)
         created++;
     }
     t->n = created;
+    t->nactive = created;
     pthread_mutex_lock(&t->mu);
     while (t->started < created) pthread_cond_wait(&t->cv_done, &t->mu);
     pthread_mutex_unlock(&t->mu);
@@ -155,6 +160,24 @@ void hpb_team_destroy(hpb_team *t)
 }
 
 int hpb_team_size(const hpb_team *t) { return t ? t->n : 0; }
+
+int hpb_team_select(hpb_team *t, const int *threads, int n)
+{
+    if (!t || !threads || n <= 0 || n > t->n) return -EINVAL;
+    int rank[t->n];
+    for (int i = 0; i < t->n; i++) rank[i] = -1;
+    for (int k = 0; k < n; k++) {
+        if (threads[k] < 0 || threads[k] >= t->n || rank[threads[k]] >= 0) return -EINVAL;
+        rank[threads[k]] = k;
+    }
+    pthread_mutex_lock(&t->mu);
+    for (int i = 0; i < t->n; i++) t->th[i].rank = rank[i];
+    t->nactive = n;
+    pthread_mutex_unlock(&t->mu);
+    return 0;
+}
+
+int hpb_team_active(const hpb_team *t) { return t ? t->nactive : 0; }
 
 int hpb_team_placement(const hpb_team *t, int *cpu, int *mask_count)
 {

@@ -8,19 +8,23 @@
 
 #include "hpb.h"
 
+#define HPB_MAX_DIRTY 8
+
 struct hpb_thread {
     pthread_t tid;
     struct hpb_team *team;
     int idx;
+    int rank;          /* position among the active threads, -1 when not active */
     int cpu_req;       /* CPU asked for */
     int cpu_seen;      /* CPU the thread found itself on after pinning */
     int mask_count;    /* CPUs in its affinity mask after pinning */
-    int sense;         /* barrier sense, private to the thread */
-    /* stream buffers owned (first touched) by this thread */
+    /* the stream buffer owned (first touched) by this thread */
     void *map;
     size_t map_len;
-    double *arr[3];
-    size_t clean[3]; /* leading elements of each array known to hold the initial pattern */
+    double *buf;
+    size_t touched; /* elements [0, touched) were written at least once */
+    struct { size_t lo, hi; } dirty[HPB_MAX_DIRTY]; /* intervals not holding the pattern */
+    int ndirty;
     double last_sum;
     int migrated;
 };
@@ -37,15 +41,16 @@ struct hpb_team {
     hpb_job_fn job;
     void *job_arg;
     int job_status;
+    int nactive;       /* threads taking part in jobs, in hpb_team_select's order */
     atomic_int bar_count;
-    atomic_int bar_sense;
+    atomic_int bar_gen;
     size_t stream_n; /* elements per array per thread, 0 when not prepared */
 };
 
 /* Runs job on every thread of the team and waits for all; returns the first non-zero status. */
 int hpb_team_run(struct hpb_team *team, hpb_job_fn job, void *arg);
 
-/* Spin barrier across the team; every timed sample starts here. */
+/* Spin barrier across the active threads of the team; every timed sample starts here. */
 void hpb_team_barrier(struct hpb_thread *th);
 
 /* Unmaps the stream buffers of one thread. */

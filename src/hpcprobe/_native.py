@@ -39,6 +39,7 @@ def _declare(lib: ctypes.CDLL) -> None:
             ctypes.c_int, [_c_int_p, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]),
         "hpb_team_destroy": (None, [ctypes.c_void_p]),
         "hpb_team_size": (ctypes.c_int, [ctypes.c_void_p]),
+        "hpb_team_select": (ctypes.c_int, [ctypes.c_void_p, _c_int_p, ctypes.c_int]),
         "hpb_team_placement": (ctypes.c_int, [ctypes.c_void_p, _c_int_p, _c_int_p]),
         "hpb_stream_prepare": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]),
         "hpb_stream_begin": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]),
@@ -50,7 +51,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "hpb_stream_check": (
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, _c_double_p]),
         "hpb_stream_scalar": (ctypes.c_double, []),
-        "hpb_stream_init_value": (ctypes.c_double, [ctypes.c_int, ctypes.c_size_t]),
+        "hpb_stream_init_value": (ctypes.c_double, [ctypes.c_size_t]),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)
@@ -138,10 +139,14 @@ class Binding:
 
 
 class Team:
-    """A persistent team of threads, thread i pinned to cpus[i]; use as a context manager."""
+    """A persistent team of threads, thread i pinned to cpus[i]; use as a context manager.
+
+    Jobs run on the selected threads (all at first); `select` picks a subset by CPU, so one team
+    serves every thread count of a benchmark and each thread keeps its first-touched memory."""
 
     def __init__(self, cpus: Sequence[int]) -> None:
         self.cpus = tuple(cpus)
+        self.active = self.cpus
         arr = (ctypes.c_int * len(self.cpus))(*self.cpus)
         handle = ctypes.c_void_p()
         rc = lib().hpb_team_create(arr, len(self.cpus), ctypes.byref(handle))
@@ -172,16 +177,30 @@ class Team:
 
     @property
     def size(self) -> int:
-        return len(self.cpus)
+        """Threads taking part in jobs now."""
+        return len(self.active)
+
+    def select(self, cpus: Sequence[int]) -> None:
+        """Make the threads pinned to `cpus` (in that order) the ones that run jobs."""
+        try:
+            idx = [self.cpus.index(c) for c in cpus]
+        except ValueError:
+            raise NativeError(f"CPUs {list(cpus)} are not all in the team {list(self.cpus)}") \
+                from None
+        arr = (ctypes.c_int * len(idx))(*idx)
+        _check(lib().hpb_team_select(self.handle, arr, len(idx)), "selecting threads")
+        self.active = tuple(cpus)
 
     def binding(self) -> Binding:
-        n = self.size
+        """Where the selected threads run, in selection order."""
+        n = len(self.cpus)
         cpu = (ctypes.c_int * n)()
         cnt = (ctypes.c_int * n)()
         _check(lib().hpb_team_placement(self.handle, cpu, cnt), "reading the placement back")
-        return Binding(tuple(cpu), tuple(cnt))
+        pos = [self.cpus.index(c) for c in self.active]
+        return Binding(tuple(cpu[i] for i in pos), tuple(cnt[i] for i in pos))
 
-    def stream_prepare(self, elems_per_thread: int, huge_pages: bool = True) -> None:
+    def stream_prepare(self, elems_per_thread: int, huge_pages: bool = False) -> None:
         rc = lib().hpb_stream_prepare(self.handle, elems_per_thread, int(huge_pages))
         if rc == -errno.ENOMEM:
             raise UserError(f"cannot allocate {3 * 8 * elems_per_thread * self.size} bytes of "

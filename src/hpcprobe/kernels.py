@@ -19,10 +19,14 @@ class StreamKernel:
 
     name: str
     formula: str
-    arrays: int  # arrays touched, hence working set = arrays * 8 B per element
     loads: int  # explicit loads per element
     stores: int  # explicit stores per element
     flops: int  # floating-point operations per element
+
+    @property
+    def arrays(self) -> int:
+        """Arrays the kernel touches (each is loaded or stored once per element)."""
+        return self.loads + self.stores
 
     @property
     def stream_bytes(self) -> int:
@@ -41,12 +45,12 @@ class StreamKernel:
 
 KERNELS: dict[str, StreamKernel] = {
     k.name: k for k in (
-        StreamKernel("copy", "c = a", arrays=2, loads=1, stores=1, flops=0),
-        StreamKernel("scale", "b = s*c", arrays=2, loads=1, stores=1, flops=1),
-        StreamKernel("add", "c = a + b", arrays=3, loads=2, stores=1, flops=1),
-        StreamKernel("triad", "a = b + s*c", arrays=3, loads=2, stores=1, flops=2),
-        StreamKernel("load", "sum += a", arrays=1, loads=1, stores=0, flops=1),
-        StreamKernel("store", "a = s", arrays=1, loads=0, stores=1, flops=0),
+        StreamKernel("copy", "z = x", loads=1, stores=1, flops=0),
+        StreamKernel("scale", "z = s*x", loads=1, stores=1, flops=1),
+        StreamKernel("add", "z = x + y", loads=2, stores=1, flops=1),
+        StreamKernel("triad", "z = x + s*y", loads=2, stores=1, flops=2),
+        StreamKernel("load", "sum += x", loads=1, stores=0, flops=1),
+        StreamKernel("store", "z = s", loads=0, stores=1, flops=0),
     )
 }
 STREAM_KERNELS = ("copy", "scale", "add", "triad")

@@ -36,7 +36,7 @@ def _header(run: Run) -> str:
 
 
 def _sweep_table(bw: list[Metric]) -> Table | None:
-    sweep = [m for m in bw if m.params.get("phase") == "sweep"]
+    sweep = [m for m in bw if m.params.get("in_sweep")]
     if not sweep:
         return None
     cols = sorted({(m.params["threads"], m.params["kernel"]) for m in sweep})
@@ -61,7 +61,7 @@ def _sweep_table(bw: list[Metric]) -> Table | None:
 
 
 def _stream_table(bw: list[Metric]) -> Table | None:
-    stream = [m for m in bw if m.params.get("phase") in ("stream", "single")]
+    stream = [m for m in bw if m.params.get("phase") != "sweep"]
     if not stream:
         return None
     kernels = [k for k in ("copy", "scale", "add", "triad", "load", "store")

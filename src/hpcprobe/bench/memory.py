@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterable
 
 from .. import kernels
@@ -30,6 +30,8 @@ ELEM_QUANTUM = 64
 DRAM_FACTOR = 4
 #: Stream arrays allocated per thread (a, b, c).
 ARRAYS = 3
+#: Share of the time budget for cache-resident measurements; DRAM ones get the rest.
+CACHE_BUDGET_SHARE = 0.15
 #: Assumed last-level cache when the topology knows none.
 FALLBACK_LLC = 256 << 20
 
@@ -61,6 +63,7 @@ class Measurement:
     cpus: tuple[int, ...]
     elems: int  # per thread and array
     level: str
+    in_sweep: bool = False  # a STREAM measurement that is also a sweep's DRAM point
 
     @property
     def threads(self) -> int:
@@ -138,26 +141,29 @@ def _quantize(elems: float) -> int:
     return int(elems) // ELEM_QUANTUM * ELEM_QUANTUM
 
 
+#: Sweep working sets are multiples of this, so one-, two- and three-array kernels get the
+#: same working set: 64 elements x 8 B x lcm(1, 2, 3).
+SWEEP_QUANTUM = ELEM_QUANTUM * kernels.ELEMENT_BYTES * 6
+
+
 def sweep_sizes(topo: Topology, cpus: tuple[int, ...], per_octave: int) -> list[int]:
-    """Working sets per thread from a quarter of L1 up to the thread's last-level share,
-    per_octave points per doubling, then the DRAM size."""
+    """Cache-resident working sets per thread, from a quarter of L1 up to the thread's share of
+    the last-level cache, per_octave points per doubling (the DRAM point is added apart)."""
     shares = cache_shares(topo, cpus)
     lo = shares[0][1] // 4 if shares else 8 << 10
     hi = shares[-1][1] if shares else FALLBACK_LLC
     sizes = []
     k = math.floor(math.log2(max(lo, 4096)) * per_octave)
-    while (s := int(round(2 ** (k / per_octave)))) <= hi:
-        sizes.append(s)
+    while (s := 2 ** (k / per_octave)) <= hi:
+        sizes.append(max(1, round(s / SWEEP_QUANTUM)) * SWEEP_QUANTUM)
         k += 1
-    sizes.append(math.ceil(dram_working_set(topo, cpus) / len(cpus)))
-    return sizes
+    return sorted(set(sizes))
 
 
-def _stream_elems(topo: Topology, cpus: tuple[int, ...]) -> int:
-    """Elements per array and thread so that even the two-array kernels (copy, scale) cover
-    the DRAM working set."""
-    per_thread = dram_working_set(topo, cpus) / len(cpus) / (2 * kernels.ELEMENT_BYTES)
-    return max(ELEM_QUANTUM, math.ceil(per_thread / 512) * 512)
+def elems_for(kernel: str, total_bytes: float, threads: int) -> int:
+    """Elements per array and thread that give `kernel` a working set of total_bytes over all
+    threads (likwid-bench's convention: the size is split among the kernel's arrays)."""
+    return _quantize(total_bytes / (KERNELS[kernel].arrays * kernels.ELEMENT_BYTES * threads))
 
 
 def _store_types(kernel: str, stores: Iterable[str]) -> list[str]:
@@ -168,36 +174,41 @@ def _store_types(kernel: str, stores: Iterable[str]) -> list[str]:
 
 def default_plan(topo: Topology, sweep_kernels: Iterable[str], stream_stores: Iterable[str],
                  per_octave: int) -> list[Measurement]:
-    """The full characterisation: sweeps on 1 thread and on all cores, then DRAM STREAM at
-    a ladder of thread counts for all cores, one thread per L3 domain and per NUMA domain."""
-    out: list[Measurement] = []
-    all_cores = place(topo, "one-per-core").cpus
-    teams = [all_cores[:1]] + ([all_cores] if len(all_cores) > 1 else [])
-    for cpus in teams:
-        for ws in sweep_sizes(topo, cpus, per_octave):
-            for name in sweep_kernels:
-                elems = _quantize(ws / (KERNELS[name].arrays * kernels.ELEMENT_BYTES))
-                if elems >= ELEM_QUANTUM:
-                    out.append(Measurement("sweep", name, "regular", "one-per-core", cpus, elems,
-                                           level_of(topo, cpus, ws)))
+    """The full characterisation: sweeps from L1 to DRAM on 1 thread and on all cores, and DRAM
+    STREAM at a ladder of thread counts on all cores, one thread per L3 and per NUMA domain.
+    Every DRAM measurement has a working set of 4x the last-level cache serving its team; a
+    sweep's DRAM point that STREAM measures anyway is measured once."""
     placements = ["one-per-core"]
     if len(topo.l3_domains) > 1:
         placements.append("one-per-l3")
     if len(topo.numa_nodes) > 1:
         placements.append("one-per-numa")
-    seen: set[tuple[int, ...]] = set()
+    stream: dict[tuple[str, str, tuple[int, ...]], Measurement] = {}
     for placement in placements:
-        yielded = len(place(topo, placement).cpus)
-        for k in thread_ladder(yielded):
+        for k in thread_ladder(len(place(topo, placement).cpus)):
             cpus = place(topo, placement, k).cpus
-            if cpus in seen:
-                continue
-            seen.add(cpus)
-            elems = _stream_elems(topo, cpus)
+            dram = dram_working_set(topo, cpus)
             for name in STREAM_KERNELS:
                 for stores in _store_types(name, stream_stores):
-                    out.append(Measurement("stream", name, stores, placement, cpus, elems, "DRAM"))
-    return out
+                    stream.setdefault((name, stores, cpus), Measurement(
+                        "stream", name, stores, placement, cpus, elems_for(name, dram, k), "DRAM"))
+    sweep: list[Measurement] = []
+    all_cores = place(topo, "one-per-core").cpus
+    for cpus in [all_cores[:1]] + ([all_cores] if len(all_cores) > 1 else []):
+        for name in sweep_kernels:
+            for ws in sweep_sizes(topo, cpus, per_octave):
+                elems = elems_for(name, ws * len(cpus), len(cpus))
+                if elems >= ELEM_QUANTUM:
+                    sweep.append(Measurement("sweep", name, "regular", "one-per-core", cpus,
+                                             elems, level_of(topo, cpus, ws)))
+            key = (name, "regular", cpus)
+            if key in stream:
+                stream[key] = replace(stream[key], in_sweep=True)
+            else:
+                elems = elems_for(name, dram_working_set(topo, cpus), len(cpus))
+                sweep.append(Measurement("sweep", name, "regular", "one-per-core", cpus, elems,
+                                         "DRAM"))
+    return sweep + list(stream.values())
 
 
 def narrowed_plan(topo: Topology, opts: MemoryOptions, oversubscribe: bool) -> list[Measurement]:
@@ -220,8 +231,8 @@ def narrowed_plan(topo: Topology, opts: MemoryOptions, oversubscribe: bool) -> l
                 raise UserError(f"--stores {','.join(stores)}: kernel {name} stores nothing; "
                                 "drop --stores or use --stores regular")
             k_arrays = KERNELS[name].arrays * kernels.ELEMENT_BYTES
-            size = opts.size_bytes or (_stream_elems(topo, cpus) * k_arrays * len(cpus))
-            elems = _quantize(size / (k_arrays * len(cpus)))
+            size = opts.size_bytes or dram_working_set(topo, cpus)
+            elems = elems_for(name, size, len(cpus))
             if elems < ELEM_QUANTUM:
                 least = ELEM_QUANTUM * k_arrays * len(cpus)
                 raise UserError(f"--size {format_bytes(size)}: too small for kernel {name} on "
@@ -240,18 +251,34 @@ def teams(measurements: list[Measurement]) -> list[tuple[tuple[int, ...], list[M
     return list(groups.items())
 
 
+def _team_plan(measurements: list[Measurement]) -> list[
+        tuple[tuple[int, ...], list[tuple[tuple[int, ...], list[Measurement]]]]]:
+    """One persistent team over every CPU the measurements use, with each thread set as a group
+    of it; an oversubscribed group (a CPU twice) gets a team of its own."""
+    groups = teams(measurements)
+    shared = [g for g in groups if len(set(g[0])) == len(g[0])]
+    union = tuple(dict.fromkeys(c for cpus, _ in shared for c in cpus))
+    out = [(union, shared)] if shared else []
+    out += [(cpus, [(cpus, ms)]) for cpus, ms in groups if len(set(cpus)) != len(cpus)]
+    return out
+
+
 def check_memory(measurements: list[Measurement], available: int | None) -> None:
-    """Refuse a plan whose arrays do not fit in the memory available now."""
+    """Refuse a plan whose arrays do not fit in the memory available now. Each CPU's thread
+    keeps its arrays across thread counts, so it needs the largest of its measurements."""
     if available is None:
         return
-    for cpus, ms in teams(measurements):
-        need = ARRAYS * kernels.ELEMENT_BYTES * max(m.elems for m in ms) * len(cpus)
-        if need > 0.9 * available:
-            biggest = max(ms, key=lambda m: m.elems)
-            raise UserError(
-                f"--size {format_bytes(biggest.size_bytes)}: {len(cpus)} thread(s) need "
-                f"{format_bytes(need)} for {ARRAYS} stream arrays but only "
-                f"{format_bytes(available)} of memory is available; use a smaller --size")
+    per_cpu: dict[int, int] = {}
+    for m in measurements:
+        for cpu in m.cpus:
+            per_cpu[cpu] = max(per_cpu.get(cpu, 0), m.elems)
+    need = ARRAYS * kernels.ELEMENT_BYTES * sum(per_cpu.values())
+    if need > 0.9 * available:
+        biggest = max(measurements, key=lambda m: m.size_bytes)
+        raise UserError(
+            f"--size {format_bytes(biggest.size_bytes)}: the stream arrays need up to "
+            f"{format_bytes(need)} but only {format_bytes(available)} of memory is available; "
+            "use a smaller --size or fewer threads")
 
 
 # ---------------------------------------------------------------- measuring
@@ -262,11 +289,13 @@ def _measure(ctx: RunContext, team: Team, m: Measurement, budget_s: float) -> li
     kid = k.kernel_id
     team.stream_begin(kid, m.elems)
     start = time.perf_counter()
-    # One untimed pass sizes the inner repetitions so that a sample lasts at least sample_s.
+    # One pass sizes the inner repetitions so that a sample lasts at least sample_s. It is the
+    # dropped first sample when one pass is long enough; otherwise a full sample is dropped.
     times, _ = team.stream_measure(kid, ctx.isa, m.stores, m.elems, 1, 1)
     once = max(max(times[0]), 1e-9)
     inner = max(1, math.ceil(ctx.profile.sample_s / once))
-    team.stream_measure(kid, ctx.isa, m.stores, m.elems, inner, 1)  # warm-up, dropped
+    if inner > 1:
+        team.stream_measure(kid, ctx.isa, m.stores, m.elems, inner, 1)
     samples: list[float] = []
     migrated = 0
     rep = ctx.profile.repetition
@@ -286,7 +315,7 @@ def _metrics(m: Measurement, samples: list[float], isa: str, binding: str) -> li
     params = {"kernel": m.kernel, "stores": m.stores, "threads": m.threads,
               "placement": m.placement, "cpus": binding, "size_bytes": m.size_bytes,
               "size_per_thread_bytes": m.size_bytes // m.threads, "level": m.level, "isa": isa,
-              "phase": m.phase}
+              "phase": m.phase, "in_sweep": m.phase == "sweep" or m.in_sweep}
     wa = k.bytes_per_element(m.stores, True) / k.stream_bytes
     return [Metric("memory", "bandwidth", "GB/s", dict(params), samples),
             Metric("memory", "bandwidth_write_allocate", "GB/s", dict(params),
@@ -304,33 +333,42 @@ def run(ctx: RunContext, opts: MemoryOptions | None) -> None:
                              prof.sweep_points_per_octave)
     check_memory(plan_, mem_available_bytes())
     ctx.progress.start("memory", len(plan_))
-    deadline = time.perf_counter() + prof.memory_budget_s
-    left = len(plan_)
+    # Cache-resident measurements are many and cheap, DRAM ones few and dear: each pool gets its
+    # share of the budget, spread evenly over what is left in it.
+    pool = {True: prof.memory_budget_s * CACHE_BUDGET_SHARE,
+            False: prof.memory_budget_s * (1 - CACHE_BUDGET_SHARE)}
+    left = {True: sum(m.level != "DRAM" for m in plan_), False: sum(m.level == "DRAM" for m in plan_)}
     curves: dict[tuple[tuple[int, ...], str], list[tuple[int, float]]] = {}
-    for cpus, ms in teams(plan_):
-        with Team(cpus) as team:
-            got = team.binding()
-            binding = format_cpulist(got.cpus)
-            if got.cpus != cpus or any(c != 1 for c in got.mask_counts):
-                ctx.warnings.append(f"memory: asked for CPUs {list(cpus)}, threads run on "
-                                    f"{list(got.cpus)} (affinity masks of {list(got.mask_counts)} "
-                                    "CPUs)")
-            team.stream_prepare(max(m.elems for m in ms))
-            for m in ms:
-                budget = max(0.0, deadline - time.perf_counter()) / left
-                samples = _measure(ctx, team, m, budget)
-                err = team.stream_check(KERNELS[m.kernel].kernel_id, m.elems)
-                left -= 1
-                ctx.progress.advance(m.label)
-                if not err <= MAX_REL_ERROR:
-                    ctx.errors.append(f"memory {m.label}: validation failed (max relative "
-                                      f"error {err:.3g} > {MAX_REL_ERROR:g}); figure discarded")
-                    continue
-                found = _metrics(m, samples, ctx.isa, binding)
-                ctx.metrics.extend(found)
-                if m.phase == "sweep":
-                    curves.setdefault((cpus, m.kernel), []).append(
-                        (m.size_bytes // m.threads, found[0].summary.median))
+    for team_cpus, groups in _team_plan(plan_):
+        with Team(team_cpus) as team:
+            team.stream_prepare(max(m.elems for _, ms in groups for m in ms))
+            for cpus, ms in groups:
+                if team.active != cpus:
+                    team.select(cpus)
+                got = team.binding()
+                binding = format_cpulist(got.cpus)
+                if got.cpus != cpus or any(c != 1 for c in got.mask_counts):
+                    ctx.warnings.append(f"memory: asked for CPUs {list(cpus)}, threads run on "
+                                        f"{list(got.cpus)} (affinity masks of "
+                                        f"{list(got.mask_counts)} CPUs)")
+                for m in ms:
+                    cached = m.level != "DRAM"
+                    t0 = time.perf_counter()
+                    samples = _measure(ctx, team, m, max(0.0, pool[cached]) / left[cached])
+                    pool[cached] -= time.perf_counter() - t0
+                    left[cached] -= 1
+                    err = team.stream_check(KERNELS[m.kernel].kernel_id, m.elems)
+                    ctx.progress.advance(m.label)
+                    if not err <= MAX_REL_ERROR:
+                        ctx.errors.append(f"memory {m.label}: validation failed (max relative "
+                                          f"error {err:.3g} > {MAX_REL_ERROR:g}); figure "
+                                          "discarded")
+                        continue
+                    found = _metrics(m, samples, ctx.isa, binding)
+                    ctx.metrics.extend(found)
+                    if m.phase == "sweep" or m.in_sweep:
+                        curves.setdefault((cpus, m.kernel), []).append(
+                            (m.size_bytes // m.threads, found[0].summary.median))
     _check_sweeps(ctx, curves)
 
 
