@@ -178,20 +178,21 @@ def default_plan(topo: Topology, sweep_kernels: Iterable[str], stream_stores: It
     STREAM at a ladder of thread counts on all cores, one thread per L3 and per NUMA domain.
     Every DRAM measurement has a working set of 4x the last-level cache serving its team; a
     sweep's DRAM point that STREAM measures anyway is measured once."""
-    placements = ["one-per-core"]
-    if len(topo.l3_domains) > 1:
-        placements.append("one-per-l3")
-    if len(topo.numa_nodes) > 1:
-        placements.append("one-per-numa")
+    # The most specific name labels a thread set that several placements yield (spreading 32
+    # threads over all cores of a 32-CCX node is one per L3 domain); one thread is one-per-core.
+    placements = ["one-per-numa"] if len(topo.numa_nodes) > 1 else []
+    placements += ["one-per-l3"] if len(topo.l3_domains) > 1 else []
+    placements += ["one-per-core"]
+    ladder = [("one-per-core", 1)] + [(p, k) for p in placements
+                                      for k in thread_ladder(len(place(topo, p).cpus))]
     stream: dict[tuple[str, str, tuple[int, ...]], Measurement] = {}
-    for placement in placements:
-        for k in thread_ladder(len(place(topo, placement).cpus)):
-            cpus = place(topo, placement, k).cpus
-            dram = dram_working_set(topo, cpus)
-            for name in STREAM_KERNELS:
-                for stores in _store_types(name, stream_stores):
-                    stream.setdefault((name, stores, cpus), Measurement(
-                        "stream", name, stores, placement, cpus, elems_for(name, dram, k), "DRAM"))
+    for placement, k in ladder:
+        cpus = place(topo, placement, k).cpus
+        dram = dram_working_set(topo, cpus)
+        for name in STREAM_KERNELS:
+            for stores in _store_types(name, stream_stores):
+                stream.setdefault((name, stores, cpus), Measurement(
+                    "stream", name, stores, placement, cpus, elems_for(name, dram, k), "DRAM"))
     sweep: list[Measurement] = []
     all_cores = place(topo, "one-per-core").cpus
     for cpus in [all_cores[:1]] + ([all_cores] if len(all_cores) > 1 else []):

@@ -1,0 +1,74 @@
+"""Shared fixtures: recorded hwloc topologies and a runner for the installed CLI."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from hpcprobe import topology
+
+DATA = Path(__file__).parent / "data"
+
+#: Recorded and synthetic machines: file, and (packages, NUMA, L3 domains, cores, PUs).
+MACHINES = {
+    "epyc-2s-nps4-128c.xml": (2, 8, 32, 128, 128),
+    "xeon-2s-26c-smt.xml": (2, 2, 2, 52, 104),
+    "laptop-8c.xml": (1, 1, 1, 8, 8),
+    "vm-live-2c.xml": (1, 1, 1, 2, 2),
+}
+
+
+@pytest.fixture(params=sorted(MACHINES))
+def machine(request: pytest.FixtureRequest) -> tuple[topology.Topology, tuple[int, ...]]:
+    return topology.load_xml(DATA / request.param), MACHINES[request.param]
+
+
+@pytest.fixture
+def nps4() -> topology.Topology:
+    return topology.load_xml(DATA / "epyc-2s-nps4-128c.xml")
+
+
+@pytest.fixture
+def xeon_smt() -> topology.Topology:
+    return topology.load_xml(DATA / "xeon-2s-26c-smt.xml")
+
+
+@pytest.fixture
+def tiny() -> topology.Topology:
+    """A two-core machine with small caches whose PUs are this machine's CPUs 0 and 1."""
+    return topology.load_xml(DATA / "tiny-2c.xml")
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+def hpcprobe(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> Result:
+    """Run the installed CLI as a user would."""
+    exe = shutil.which("hpcprobe", path=str(Path(sys.executable).parent)) or "hpcprobe"
+    p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout,
+                       env={**os.environ, **(env or {})})
+    return Result(p.returncode, p.stdout, p.stderr)
+
+
+def assert_user_error(r: Result, *needles: str) -> None:
+    """Exit code 2, one line on stderr naming the problem, no traceback."""
+    assert r.code == 2, (r.code, r.out, r.err)
+    lines = [ln for ln in r.err.splitlines() if ln.strip()]
+    assert len(lines) == 1, r.err
+    assert "Traceback" not in r.err
+    for n in needles:
+        assert n in lines[0], (n, lines[0])
+
+
+def two_cpus() -> bool:
+    return len(os.sched_getaffinity(0)) >= 2

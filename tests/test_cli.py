@@ -1,0 +1,147 @@
+"""The command line as a user meets it: output, exit codes, errors, nothing half-written."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+
+import pytest
+
+from hpcprobe import results
+
+from conftest import DATA, assert_user_error, hpcprobe, two_cpus
+
+
+def test_topology_json_live():
+    r = hpcprobe("topology", "--json")
+    assert r.code == 0, r.err
+    d = json.loads(r.out)
+    assert set(d["counts"]) == {"packages", "numa_nodes", "l3_domains", "cores", "pus"}
+    assert d["counts"]["pus"] >= len(os.sched_getaffinity(0))
+
+
+def test_topology_text_from_xml():
+    r = hpcprobe("topology", "--input", str(DATA / "epyc-2s-nps4-128c.xml"))
+    assert r.code == 0 and "8 NUMA domain(s)" in r.out and "L3 #31" in r.out
+
+
+def test_plan_json_from_xml():
+    r = hpcprobe("plan", "--placement", "one-per-l3", "--input",
+                 str(DATA / "epyc-2s-nps4-128c.xml"), "--json")
+    assert r.code == 0
+    assert len(json.loads(r.out)["cpus"]) == 32
+    r = hpcprobe("plan", "--placement", "spread", "--threads", "8", "--input",
+                 str(DATA / "epyc-2s-nps4-128c.xml"), "--json")
+    assert json.loads(r.out)["cpus"] == [0, 64, 16, 80, 32, 96, 48, 112]
+
+
+def test_run_single_measurement_stores_and_reads_back(tmp_path):
+    db, out = tmp_path / "r.sqlite", tmp_path / "run.json"
+    r = hpcprobe("run", "memory", "--kernel", "triad", "--stores", "nt", "--threads", "1",
+                 "--size", "8MiB", "--quick", "--db", str(db), "--json", str(out), "--tag", "t1")
+    assert r.code == 0, r.err
+    assert "triad" in r.out and "Stored as run" in r.out
+    doc = json.loads(out.read_text())
+    results.validate(doc)
+    [bw] = [m for m in doc["metrics"] if m["name"] == "bandwidth"]
+    assert bw["params"]["stores"] == "nt" and bw["params"]["threads"] == 1
+    r = hpcprobe("list", "--db", str(db), "--json")
+    assert json.loads(r.out)[0]["run_id"] == doc["run_id"]
+    r = hpcprobe("show", "t1", "--db", str(db), "--json")
+    assert json.loads(r.out) == doc
+    r = hpcprobe("show", str(out))
+    assert r.code == 0 and doc["run_id"] in r.out
+
+
+def _runs(db) -> int:
+    if not db.exists():
+        return 0
+    return sqlite3.connect(db).execute("SELECT count(*) FROM runs").fetchone()[0]
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["--threads", "0"], ["--threads 0"]),
+    (["--threads", "4096"], ["--threads 4096", "--oversubscribe"]),
+    (["--threads", "two"], ["--threads"]),
+    (["--size=-1GiB"], ["-1GiB", "positive"]),
+    (["--size", "64TiB"], ["--size", "available"]),
+    (["--size", "1k", "--threads", "1"], ["too small"]),
+    (["--kernel", "daxpy"], ["daxpy", "kernels:"]),
+    (["--placement", "diagonal"], ["diagonal", "unknown"]),
+    (["--placement", "0,99999"], ["do not exist"]),
+    (["--isa", "sve"], ["--isa", "sve"]),
+    (["--kernel", "load", "--stores", "nt"], ["stores nothing"]),
+    (["--profile", "forever"], ["forever", "profiles:"]),
+])
+def test_run_user_errors(tmp_path, args, needles):
+    db = tmp_path / "r.sqlite"
+    r = hpcprobe("run", "memory", "--db", str(db), *args)
+    assert_user_error(r, *needles)
+    assert _runs(db) == 0
+
+
+def test_unknown_benchmark(tmp_path):
+    assert_user_error(hpcprobe("run", "teleport", "--db", str(tmp_path / "r.sqlite")),
+                      "teleport", "benchmarks:")
+
+
+def test_unwritable_db_fails_before_measuring(tmp_path):
+    (tmp_path / "file").write_text("x")
+    r = hpcprobe("run", "memory", "--kernel", "triad", "--size", "1MiB", "--db",
+                 str(tmp_path / "file" / "r.sqlite"))
+    assert_user_error(r, "--db")
+    assert "GB/s" not in r.out
+
+
+def test_unwritable_json_path(tmp_path):
+    r = hpcprobe("run", "memory", "--kernel", "triad", "--size", "1MiB", "--no-store",
+                 "--json", str(tmp_path / "nodir" / "x.json"))
+    assert_user_error(r, "--json")
+
+
+@pytest.mark.parametrize("content", ["<topology", "not xml at all", "<html/>"])
+def test_malformed_xml_input(tmp_path, content):
+    f = tmp_path / "bad.xml"
+    f.write_text(content)
+    assert_user_error(hpcprobe("topology", "--input", str(f)), str(f))
+    assert_user_error(hpcprobe("plan", "--placement", "compact", "--input", str(f)), str(f))
+
+
+def test_missing_xml_input(tmp_path):
+    assert_user_error(hpcprobe("topology", "--input", str(tmp_path / "none.xml")), "cannot read")
+
+
+def test_plan_errors():
+    xml = str(DATA / "laptop-8c.xml")
+    assert_user_error(hpcprobe("plan", "--placement", "one-per-numa", "--threads", "3",
+                               "--input", xml), "--oversubscribe")
+    r = hpcprobe("plan", "--placement", "one-per-numa", "--threads", "3", "--oversubscribe",
+                 "--input", xml, "--json")
+    assert r.code == 0 and json.loads(r.out)["cpus"] == [0, 0, 0]
+
+
+def test_show_and_list_errors(tmp_path):
+    db = tmp_path / "none.sqlite"
+    assert_user_error(hpcprobe("list", "--db", str(db)), "no result store")
+    assert_user_error(hpcprobe("show", "abc", "--db", str(db)), "no result store")
+    assert not db.exists()
+
+
+def test_bad_json_file_for_show(tmp_path):
+    f = tmp_path / "x.json"
+    f.write_text('{"schema": "hpcprobe-result", "schema_version": 7}')
+    assert_user_error(hpcprobe("show", str(f)), "schema version 7")
+
+
+def test_usage_error_is_one_line():
+    assert_user_error(hpcprobe("run", "--no-such-flag"), "--no-such-flag")
+    assert_user_error(hpcprobe("plan"), "--placement")
+
+
+@pytest.mark.skipif(not two_cpus(), reason="needs two CPUs")
+def test_oversubscribe_allows_more_threads(tmp_path):
+    n = len(os.sched_getaffinity(0)) + 1
+    r = hpcprobe("run", "memory", "--kernel", "triad", "--stores", "regular", "--threads",
+                 str(n), "--oversubscribe", "--size", "4MiB", "--quick", "--no-store")
+    assert r.code == 0, r.err

@@ -1,0 +1,119 @@
+"""Planning the memory benchmark on recorded machines, and running it end to end."""
+
+from __future__ import annotations
+
+import pytest
+
+from hpcprobe import profiles
+from hpcprobe.bench import memory
+from hpcprobe.bench.base import RunContext
+from hpcprobe.bench.memory import MemoryOptions, default_plan, narrowed_plan
+from hpcprobe.errors import UserError
+from hpcprobe.results import Metric
+from hpcprobe import _native
+
+from conftest import two_cpus
+
+
+def _default(topo):
+    p = profiles.get("default")
+    return default_plan(topo, p.sweep_kernels, p.stream_stores, p.sweep_points_per_octave)
+
+
+def test_thread_ladder():
+    assert memory.thread_ladder(1) == [1]
+    assert memory.thread_ladder(6) == [1, 2, 4, 6]
+    assert memory.thread_ladder(8) == [1, 2, 4, 8]
+
+
+def test_dram_working_sets_are_four_times_the_llc(machine):
+    topo, _ = machine
+    for m in _default(topo):
+        if m.level == "DRAM":
+            assert m.size_bytes >= 0.999 * 4 * memory.llc_bytes(topo, m.cpus) - 3 * 512 * m.threads
+
+
+def test_sweep_spans_l1_to_dram(nps4):
+    plan = _default(nps4)
+    one = [m for m in plan if (m.phase == "sweep" or m.in_sweep) and m.threads == 1
+           and m.kernel == "triad"]
+    levels = [m.level for m in sorted(one, key=lambda m: m.size_bytes)]
+    assert levels[0] == "L1" and levels[-1] == "DRAM"
+    assert {"L1", "L2", "L3", "DRAM"} <= set(levels)
+    assert levels == sorted(levels, key=["L1", "L2", "L3", "DRAM"].index)
+    assert min(m.size_bytes for m in one) <= 48_000 // 2
+
+
+def test_stream_placements_on_nps4(nps4):
+    stream = [m for m in _default(nps4) if m.phase == "stream"]
+    teams = {(m.placement, m.threads) for m in stream}
+    assert ("one-per-core", 128) in teams and ("one-per-core", 1) in teams
+    assert ("one-per-l3", 32) in teams
+    assert ("one-per-numa", 8) in teams
+    for m in stream:
+        if m.placement == "one-per-l3":
+            assert len({nps4.pu(c).l3 for c in m.cpus}) == m.threads
+    # all four STREAM kernels with both store types at each thread set
+    per_team = {}
+    for m in stream:
+        per_team.setdefault(m.cpus, set()).add((m.kernel, m.stores))
+    assert all(len(v) == 8 for v in per_team.values())
+    # thread sets already measured under another placement are not measured twice
+    assert len(per_team) == len({(m.placement, m.threads) for m in stream
+                                 if m.kernel == "copy" and m.stores == "nt"})
+
+
+def test_cache_share_of_shared_l3(nps4):
+    team = tuple(range(4))  # one L3 domain
+    shares = dict(memory.cache_shares(nps4, team))
+    assert shares["L3"] == 32_000_000 // 4 and shares["L1"] == 48_000
+
+
+def test_narrowed_plan(nps4):
+    ms = narrowed_plan(nps4, MemoryOptions(kernels=("triad",), stores=("nt",), threads=(2,),
+                                           size_bytes=2 << 30), False)
+    assert len(ms) == 1
+    m = ms[0]
+    assert (m.kernel, m.stores, m.threads, m.level) == ("triad", "nt", 2, "DRAM")
+    assert abs(m.size_bytes - (2 << 30)) < 3 * 8 * 64 * 2
+
+
+@pytest.mark.parametrize("opts,needle", [
+    (MemoryOptions(kernels=("daxpy",)), "unknown"),
+    (MemoryOptions(kernels=("load",), stores=("nt",)), "stores nothing"),
+    (MemoryOptions(threads=(0,)), "at least 1"),
+    (MemoryOptions(threads=(129,)), "--oversubscribe"),
+    (MemoryOptions(size_bytes=100), "too small"),
+    (MemoryOptions(placement="bogus"), "unknown"),
+])
+def test_narrowed_errors(nps4, opts, needle):
+    with pytest.raises(UserError, match=needle):
+        narrowed_plan(nps4, opts, False)
+
+
+def test_memory_check_refuses_too_large(nps4):
+    ms = narrowed_plan(nps4, MemoryOptions(size_bytes=64 << 30), False)
+    with pytest.raises(UserError, match="available"):
+        memory.check_memory(ms, 8 << 30)
+    memory.check_memory(ms, 1 << 40)
+
+
+@pytest.mark.skipif(not two_cpus(), reason="needs two CPUs")
+def test_full_plan_runs_on_a_small_topology(tiny):
+    """The default plan end to end, on a topology with this machine's CPU numbers but small
+    caches, so that the DRAM sizes stay small."""
+    ctx = RunContext(tiny, profiles.get("quick"), _native.best_isa())
+    memory.run(ctx, None)
+    assert not ctx.errors
+    bw = [m for m in ctx.metrics if m.name == "bandwidth"]
+    assert {m.params["phase"] for m in bw} == {"sweep", "stream"}
+    assert {m.params["level"] for m in bw} >= {"L1", "L2", "DRAM"}
+    assert all(isinstance(m, Metric) and m.summary.n >= 3 and m.summary.median > 0 for m in bw)
+    wa = {(m.params["kernel"], m.params["stores"], m.params["cpus"], m.params["size_bytes"]):
+          m.summary.median for m in ctx.metrics if m.name == "bandwidth_write_allocate"}
+    for m in bw:
+        key = (m.params["kernel"], m.params["stores"], m.params["cpus"], m.params["size_bytes"])
+        ratio = wa[key] / m.summary.median
+        expect = {"copy": 1.5, "scale": 1.5, "add": 4 / 3, "triad": 4 / 3}.get(m.params["kernel"], 1)
+        assert ratio == pytest.approx(expect if m.params["stores"] == "regular" else 1.0)
+    assert any(f["kind"] == "cache_level" for f in ctx.findings)

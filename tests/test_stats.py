@@ -1,0 +1,41 @@
+"""Pure statistics."""
+
+import math
+
+import pytest
+
+from hpcprobe.stats import Repetition, median_ci_ranks, summarize
+
+
+def test_summary_values():
+    s = summarize([5.0, 1.0, 3.0, 2.0, 4.0])
+    assert (s.n, s.min, s.median, s.mean, s.max) == (5, 1.0, 3.0, 3.0, 5.0)
+    assert s.ci95 == (1.0, 5.0)  # n < 6: the full range
+
+
+@pytest.mark.parametrize("n,ranks", [(6, (0, 5)), (10, (1, 8)), (20, (5, 14)), (100, (39, 60))])
+def test_median_ci_ranks_match_binomial_tables(n, ranks):
+    assert median_ci_ranks(n) == ranks
+
+
+def test_ci_contains_median_and_narrows():
+    wide = summarize([10.0 + (i % 7) for i in range(10)])
+    narrow = summarize([10.0 + (i % 7) for i in range(200)])
+    assert wide.ci95[0] <= wide.median <= wide.ci95[1]
+    assert narrow.rel_ci_halfwidth <= wide.rel_ci_halfwidth
+
+
+def test_empty():
+    with pytest.raises(ValueError):
+        summarize([])
+
+
+def test_repetition_rules():
+    r = Repetition(target=0.02, min_samples=5, max_samples=20)
+    assert r.more([], 0.0, 10.0) == 5
+    assert r.more([1.0] * 5, 0.1, 10.0) == 0  # CI of zero width
+    noisy = [1.0, 2.0, 3.0, 4.0, 5.0]
+    assert r.more(noisy, 0.1, 10.0) > 0
+    assert r.more(noisy, 11.0, 10.0) == 0  # budget spent
+    assert r.more([float(i) for i in range(20)], 0.1, 10.0) == 0  # max reached
+    assert math.isinf(summarize([0.0, 0.0]).rel_ci_halfwidth)
