@@ -4,6 +4,8 @@
 # (topology from sysfs, kernels, store) needs none of them.
 set -u
 PACKAGES=(hwloc likwid openmpi-bin libopenmpi-dev hpcc)
+# Debian's python3 has no venv/ensurepip without python3-venv
+python3 -c "import ensurepip, venv" 2>/dev/null || PACKAGES+=(python3-venv)
 
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -8,7 +8,8 @@ from hpcprobe.kernels import KERNELS, bandwidth_gbs, get
 
 def test_stream_byte_counting():
     b = {k: v.stream_bytes for k, v in KERNELS.items()}
-    assert b == {"copy": 16, "scale": 16, "add": 24, "triad": 24, "load": 8, "store": 8}
+    assert b == {"copy": 16, "scale": 16, "add": 24, "triad": 24, "load": 8, "store": 8,
+                 "sum": 8}
 
 
 def test_write_allocate_only_with_regular_stores():

@@ -35,7 +35,7 @@ def addr(arr: np.ndarray) -> int:
 def reference(name: str, x: np.ndarray, y: np.ndarray) -> np.ndarray | float:
     return {"copy": lambda: x, "scale": lambda: S * x, "add": lambda: x + y,
             "triad": lambda: x + S * y, "store": lambda: np.full_like(x, S),
-            "load": lambda: float(np.sum(x))}[name]()
+            "load": lambda: 0.0, "sum": lambda: float(np.sum(x))}[name]()
 
 
 def test_c_table_matches_registry():
@@ -61,8 +61,9 @@ def test_kernel_against_numpy(isa, name, stores, n):
     dst = aligned(n, np.nan)
     got = _native.kernel_apply(kid, isa, stores, addr(dst), addr(x), addr(y), n, S)
     want = reference(name, x, y)
-    if name == "load":
+    if name in ("load", "sum"):
         assert got == pytest.approx(want, rel=1e-12, abs=1e-12)
+        assert np.isnan(dst).all()  # read-only: nothing written
     else:
         # fused multiply-add rounds once, numpy twice: allow a few ulps of the operands
         tol = 4 * np.finfo(np.float64).eps * (np.abs(x) + S * np.abs(y) + S)
@@ -76,8 +77,9 @@ def test_kernel_apply_rejects_misaligned():
                              x.ctypes.data, 8, S)
 
 
-def test_load_has_no_nt_variant():
-    assert not any(_native.kernel_has_nt(KERNELS["load"].kernel_id, isa) for isa in ISAS)
+def test_read_only_kernels_have_no_nt_variant():
+    for name in ("load", "sum"):
+        assert not any(_native.kernel_has_nt(KERNELS[name].kernel_id, isa) for isa in ISAS)
 
 
 def test_team_pins_and_reads_back():

@@ -19,9 +19,10 @@ enum hpb_kernel {
     HPB_KERNEL_SCALE = 1, /* dst = s*x       */
     HPB_KERNEL_ADD = 2,   /* dst = x + y     */
     HPB_KERNEL_TRIAD = 3, /* dst = x + s*y   */
-    HPB_KERNEL_LOAD = 4,  /* sum += x        */
+    HPB_KERNEL_LOAD = 4,  /* read x (streaming loads, nothing computed) */
     HPB_KERNEL_STORE = 5, /* dst = s         */
-    HPB_KERNEL_COUNT = 6
+    HPB_KERNEL_SUM = 6,   /* sum += x        */
+    HPB_KERNEL_COUNT = 7
 };
 
 /* Store type: ordinary (write-allocate) stores or non-temporal (streaming) stores. */
@@ -49,7 +50,7 @@ const char *hpb_kernel_name(int kernel);
 int hpb_kernel_has_nt(int kernel, int isa);
 
 /* Applies one kernel once to caller-owned arrays (all 64-byte aligned, n elements).
- * The returned sum (load kernel) goes to *result when result is not NULL.
+ * The returned sum (sum kernel) goes to *result when result is not NULL.
  * Returns 0, -EINVAL for a bad argument or misaligned pointer, -ENOTSUP for an unsupported ISA. */
 int hpb_kernel_apply(int kernel, int isa, int stores, double *dst, const double *x, const double *y,
                      size_t n, double s, double *result);

@@ -1,7 +1,12 @@
 /* core.c: build information, ISA detection and the kernel lookup shared by every variant. */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
+
+#if defined(__x86_64__)
+#include <emmintrin.h>
+#endif
 
 #include "hpb.h"
 #include "kernels.h"
@@ -11,8 +16,8 @@
 #endif
 
 static const char *const isa_names[HPB_ISA_COUNT] = {"scalar", "avx2", "avx512"};
-static const char *const kernel_names[HPB_KERNEL_COUNT] = {"copy", "scale", "add",
-                                                           "triad", "load", "store"};
+static const char *const kernel_names[HPB_KERNEL_COUNT] = {"copy", "scale", "add", "triad",
+                                                           "load", "store", "sum"};
 
 int hpb_api_version(void) { return HPB_API_VERSION; }
 
@@ -74,6 +79,15 @@ hpb_kernel_fn hpb_kernel_lookup(int kernel, int isa, int stores)
     }
 }
 
+void hpb_store_fence(void)
+{
+#if defined(__x86_64__)
+    _mm_sfence();
+#else
+    atomic_thread_fence(memory_order_seq_cst);
+#endif
+}
+
 int hpb_kernel_has_nt(int kernel, int isa)
 {
     return hpb_kernel_lookup(kernel, isa, HPB_STORES_NT) != NULL;
@@ -87,6 +101,7 @@ int hpb_kernel_apply(int kernel, int isa, int stores, double *dst, const double 
     if (!fn) return -EINVAL;
     if (((uintptr_t)dst | (uintptr_t)x | (uintptr_t)y) % 64 != 0) return -EINVAL;
     double r = fn(dst, x, y, n, s);
+    if (stores == HPB_STORES_NT) hpb_store_fence();
     if (result) *result = r;
     return 0;
 }

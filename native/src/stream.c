@@ -31,9 +31,9 @@ static inline double pattern(size_t r) { return 1.0 + 0.125 * (double)(r % PERIO
 double hpb_stream_init_value(size_t r) { return pattern(r); }
 
 /* Arrays per kernel, in buffer order: x, then y, then dst (roles a kernel lacks are skipped). */
-static const int has_x[HPB_KERNEL_COUNT] = {1, 1, 1, 1, 1, 0};
-static const int has_y[HPB_KERNEL_COUNT] = {0, 0, 1, 1, 0, 0};
-static const int has_dst[HPB_KERNEL_COUNT] = {1, 1, 1, 1, 0, 1};
+static const int has_x[HPB_KERNEL_COUNT] = {1, 1, 1, 1, 1, 0, 1};
+static const int has_y[HPB_KERNEL_COUNT] = {0, 0, 1, 1, 0, 0, 0};
+static const int has_dst[HPB_KERNEL_COUNT] = {1, 1, 1, 1, 0, 1, 0};
 
 /* Where a kernel's arrays of n elements start in the thread's buffer (in elements, -1 = none),
  * and where its last array ends. One buffer serves every kernel: the working set of each kernel
@@ -165,7 +165,7 @@ int hpb_stream_begin(hpb_team *team, int kernel, size_t n)
 }
 
 struct measure_arg {
-    int kernel;
+    int kernel, stores;
     hpb_kernel_fn fn;
     size_t n, inner;
     int reps;
@@ -189,6 +189,7 @@ static int measure_job(struct hpb_thread *th, void *p)
         int c0 = sched_getcpu();
         double t0 = hpb_now();
         for (size_t it = 0; it < m->inner; it++) sum = m->fn(dst, x, y, m->n, s);
+        if (m->stores == HPB_STORES_NT) hpb_store_fence();
         double t1 = hpb_now();
         int c1 = sched_getcpu();
         m->times[(size_t)r * nactive + (size_t)th->rank] = t1 - t0;
@@ -206,7 +207,7 @@ int hpb_stream_measure(hpb_team *team, int kernel, int isa, int stores, size_t n
     hpb_kernel_fn fn = hpb_kernel_lookup(kernel, isa, stores);
     if (!fn) return -ENOTSUP;
     for (int i = 0; i < team->n; i++) team->th[i].migrated = 0;
-    struct measure_arg arg = {kernel, fn, n, inner, reps, times};
+    struct measure_arg arg = {kernel, stores, fn, n, inner, reps, times};
     int rc = hpb_team_run(team, measure_job, &arg);
     if (migrations) {
         *migrations = 0;
@@ -263,17 +264,21 @@ static int check_job(struct hpb_thread *th, void *p)
     const struct check_arg *c = p;
     struct layout l = layout_of(c->kernel, c->n);
     double worst = 0.0;
-    if (l.dst >= 0) {
-        const double *arr = th->buf + l.dst;
+    if (l.dst >= 0 || c->kernel == HPB_KERNEL_LOAD) {
+        /* the output, or for the load kernel the array it read, which must be intact */
+        const ptrdiff_t off = l.dst >= 0 ? l.dst : l.x;
+        const double *arr = th->buf + off;
         double tab[PERIOD];
-        for (size_t j = 0; j < PERIOD; j++) tab[j] = expected(c->kernel, &l, j);
+        for (size_t j = 0; j < PERIOD; j++)
+            tab[j] = l.dst >= 0 ? expected(c->kernel, &l, j) : pattern((size_t)off + j);
         /* the patterns are exact, so any difference at all is an error; find its size */
         if (count_mismatches(arr, tab, c->n) != 0)
             for (size_t i = 0; i < c->n; i++)
                 if (arr[i] != tab[i % PERIOD])
                     worst = worse(worst, rel_err(arr[i], tab[i % PERIOD]));
-    } else {
-        /* the load kernel's sum, in closed form: whole periods of the pattern, then the rest */
+    }
+    if (c->kernel == HPB_KERNEL_SUM) {
+        /* the sum kernel's result, in closed form: whole periods of the pattern, then the rest */
         double period_sum = 0.0, want = 0.0;
         for (size_t j = 0; j < PERIOD; j++) period_sum += pattern((size_t)l.x + j);
         for (size_t i = c->n - c->n % PERIOD; i < c->n; i++) want += pattern((size_t)l.x + i);

@@ -109,7 +109,8 @@ def _print_json(obj: Any) -> None:
 def _console() -> Any:
     from rich.console import Console
 
-    return Console()
+    # tables are wide; a pipe or a file gets them unwrapped
+    return Console() if sys.stdout.isatty() else Console(width=160)
 
 
 class _Bar:

@@ -49,8 +49,9 @@ KERNELS: dict[str, StreamKernel] = {
         StreamKernel("scale", "z = s*x", loads=1, stores=1, flops=1),
         StreamKernel("add", "z = x + y", loads=2, stores=1, flops=1),
         StreamKernel("triad", "z = x + s*y", loads=2, stores=1, flops=2),
-        StreamKernel("load", "sum += x", loads=1, stores=0, flops=1),
+        StreamKernel("load", "read x", loads=1, stores=0, flops=0),
         StreamKernel("store", "z = s", loads=0, stores=1, flops=0),
+        StreamKernel("sum", "sum += x", loads=1, stores=0, flops=1),
     )
 }
 STREAM_KERNELS = ("copy", "scale", "add", "triad")

@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from .kernels import KERNELS
 from .results import Metric, Run
 from .units import format_bytes
 
@@ -39,24 +40,27 @@ def _sweep_table(bw: list[Metric]) -> Table | None:
     sweep = [m for m in bw if m.params.get("in_sweep")]
     if not sweep:
         return None
-    cols = sorted({(m.params["threads"], m.params["kernel"]) for m in sweep})
-    rows: dict[int, dict[tuple[int, str], Metric]] = defaultdict(dict)
+    threads = sorted({m.params["threads"] for m in sweep})
+    kernels = sorted({m.params["kernel"] for m in sweep}, key=list(KERNELS).index)
+    cells: dict[tuple[int, int, str], Metric] = {}
     level: dict[tuple[int, int], str] = {}
     for m in sweep:
-        ws = m.params["size_per_thread_bytes"]
-        rows[ws][(m.params["threads"], m.params["kernel"])] = m
-        level[(ws, m.params["threads"])] = m.params["level"]
+        ws, t = m.params["size_per_thread_bytes"], m.params["threads"]
+        cells[(ws, t, m.params["kernel"])] = m
+        level[(ws, t)] = m.params["level"]
     t = Table(title=f"Working-set sweep, GB/s (STREAM counting), median ±95% CI, {_n_range(sweep)}",
               title_justify="left")
     t.add_column("size/thread", justify="right")
-    for threads, kernel in cols:
-        t.add_column(f"{kernel} {threads}T", justify="right")
-        t.add_column("level")
-    for ws in sorted(rows):
-        cells = []
-        for c in cols:
-            cells += [_cell(rows[ws].get(c)), level.get((ws, c[0]), "")]
-        t.add_row(format_bytes(ws), *cells)
+    for n in threads:
+        t.add_column(f"level {n}T")
+        for k in kernels:
+            t.add_column(f"{k} {n}T", justify="right")
+    for ws in sorted({key[0] for key in cells}):
+        row = [format_bytes(ws)]
+        for n in threads:
+            row.append(level.get((ws, n), ""))
+            row += [_cell(cells.get((ws, n, k))) for k in kernels]
+        t.add_row(*row)
     return t
 
 
@@ -64,8 +68,7 @@ def _stream_table(bw: list[Metric]) -> Table | None:
     stream = [m for m in bw if m.params.get("phase") != "sweep"]
     if not stream:
         return None
-    kernels = [k for k in ("copy", "scale", "add", "triad", "load", "store")
-               if any(m.params["kernel"] == k for m in stream)]
+    kernels = [k for k in KERNELS if any(m.params["kernel"] == k for m in stream)]
     rows: dict[tuple[Any, ...], dict[str, Metric]] = defaultdict(dict)
     for m in stream:
         p = m.params

@@ -26,6 +26,9 @@ from .base import Benchmark, RunContext
 MAX_REL_ERROR = 1e-13
 #: Elements per thread are a multiple of this: whole cache lines and whole unrolled SIMD steps.
 ELEM_QUANTUM = 64
+#: Working sets per thread are multiples of this, so one-, two- and three-array kernels get the
+#: same one: 64 elements x 8 B x lcm(1, 2, 3).
+SWEEP_QUANTUM = ELEM_QUANTUM * kernels.ELEMENT_BYTES * 6
 #: DRAM working set as a multiple of the last-level cache serving the team (STREAM's rule).
 DRAM_FACTOR = 4
 #: Stream arrays allocated per thread (a, b, c).
@@ -134,16 +137,14 @@ def llc_bytes(topo: Topology, cpus: Iterable[int]) -> int:
 
 
 def dram_working_set(topo: Topology, cpus: tuple[int, ...]) -> int:
-    return DRAM_FACTOR * llc_bytes(topo, cpus)
+    """4x the last-level cache serving the team, rounded up so that one-, two- and three-array
+    kernels get the same working set per thread."""
+    step = SWEEP_QUANTUM * len(cpus)
+    return math.ceil(DRAM_FACTOR * llc_bytes(topo, cpus) / step) * step
 
 
 def _quantize(elems: float) -> int:
     return int(elems) // ELEM_QUANTUM * ELEM_QUANTUM
-
-
-#: Sweep working sets are multiples of this, so one-, two- and three-array kernels get the
-#: same working set: 64 elements x 8 B x lcm(1, 2, 3).
-SWEEP_QUANTUM = ELEM_QUANTUM * kernels.ELEMENT_BYTES * 6
 
 
 def sweep_sizes(topo: Topology, cpus: tuple[int, ...], per_octave: int) -> list[int]:

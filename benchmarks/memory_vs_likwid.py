@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""hpcprobe's memory kernels side by side with likwid-bench, interleaved in one run.
+
+For each level (L1, L2, L3, DRAM working sets), thread count (1, 2) and kernel shape
+(stream_avx512 = triad with ordinary stores, stream_mem_avx512 = triad with non-temporal stores,
+load_avx512 = read-only), both tools measure the same working set on the same CPUs, alternating
+which goes first, for several rounds; the medians and their ratio are printed. Both count bytes
+the STREAM way (no write-allocate) and MB as 10^6 B.
+
+Usage: benchmarks/memory_vs_likwid.py [--rounds 3] [--threads 1,2] [--levels L1,L2,L3,DRAM]
+Needs Debian's likwid (likwid-bench) and an AVX-512 CPU for the avx512 shapes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+
+from hpcprobe import _native, profiles, runner, topology
+from hpcprobe.bench.base import NoProgress
+from hpcprobe.bench.memory import MemoryOptions, dram_working_set
+
+KiB, MiB = 1 << 10, 1 << 20
+
+#: likwid-bench test -> (hpcprobe kernel, store type)
+SHAPES = {
+    "stream_avx512": ("triad", "regular"),
+    "stream_mem_avx512": ("triad", "nt"),
+    "load_avx512": ("load", "regular"),
+}
+
+
+def level_sizes(topo: topology.Topology, threads: int) -> dict[str, int]:
+    """Working set in bytes for all threads: half of L1 and L2 per thread, a few MiB per thread
+    for L3 (well inside it even where a VM's L3 is smaller than claimed), 4x LLC for DRAM."""
+    cpus = tuple(sorted(topo.allowed_cpus))[:threads]
+    l1 = topo.cache_for(1, cpus[0])
+    l2 = topo.cache_for(2, cpus[0])
+    return {
+        "L1": threads * (l1.size_bytes // 2 if l1 else 16 * KiB),
+        "L2": threads * (l2.size_bytes // 2 if l2 else 512 * KiB),
+        "L3": threads * 8 * MiB,
+        "DRAM": dram_working_set(topo, cpus),
+    }
+
+
+def likwid(test: str, size: int, threads: int, seconds: float) -> tuple[float, int]:
+    """(MB/s, bytes actually used) of one likwid-bench run."""
+    out = subprocess.run(
+        ["likwid-bench", "-t", test, "-s", str(seconds), "-W", f"S0:{size // 1000}kB:{threads}"],
+        capture_output=True, text=True, check=True).stdout
+    mbs = float(re.search(r"^MByte/s:\s+([\d.]+)", out, re.M).group(1))
+    used = int(re.search(r"^Size \(Byte\):\s+(\d+)", out, re.M).group(1))
+    return mbs, used
+
+
+def hpcprobe(topo: topology.Topology, kernel: str, stores: str, size: int, threads: int) -> float:
+    """Median MB/s of one hpcprobe measurement (default profile rules), through the same code
+    path as `hpcprobe run memory --kernel ... --size ...`."""
+    opts = MemoryOptions(kernels=(kernel,), stores=(stores,), threads=(threads,), size_bytes=size)
+    run = runner.execute(topo, profiles.get("default"), ["memory"], "avx512", {"memory": opts},
+                         NoProgress())
+    if run.errors:
+        raise SystemExit(f"hpcprobe failed: {run.errors}")
+    [m] = [m for m in run.metrics if m.name == "bandwidth"]
+    return m.summary.median * 1000.0
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--levels", default="L1,L2,L3,DRAM")
+    ap.add_argument("--likwid-seconds", type=float, default=1.0,
+                    help="likwid-bench -s (its default, 1 s; shorter runs read low here)")
+    a = ap.parse_args()
+    if not shutil.which("likwid-bench"):
+        print("likwid-bench not found: install Debian's likwid (make setup does, as root)")
+        return 2
+    if "avx512" not in _native.supported_isas():
+        print("this CPU lacks AVX-512; the avx512 shapes cannot be compared")
+        return 2
+    topo = topology.discover()
+    threads = [int(t) for t in a.threads.split(",") if int(t) <= len(topo.allowed_cpus)]
+    configs = [(lvl, t, test) for t in threads for lvl in a.levels.split(",") for test in SHAPES]
+    ours: dict[tuple[str, int, str], list[float]] = {c: [] for c in configs}
+    theirs: dict[tuple[str, int, str], list[float]] = {c: [] for c in configs}
+    for r in range(a.rounds):
+        for i, (lvl, t, test) in enumerate(configs):
+            size = level_sizes(topo, t)[lvl]
+            kernel, stores = SHAPES[test]
+            # interleaved, alternating which tool goes first
+            steps = ["likwid", "hpcprobe"] if (r + i) % 2 == 0 else ["hpcprobe", "likwid"]
+            used = size
+            for step in steps:
+                if step == "likwid":
+                    mbs, used = likwid(test, size, t, a.likwid_seconds)
+                    theirs[(lvl, t, test)].append(mbs)
+                else:
+                    ours[(lvl, t, test)].append(hpcprobe(topo, kernel, stores, used, t))
+            print(f"round {r + 1}/{a.rounds}: {lvl:4s} {t}T {test:18s} done", file=sys.stderr)
+    print(f"{'level':5s} {'thr':>3s} {'likwid-bench test':18s} {'likwid MB/s':>12s} "
+          f"{'hpcprobe MB/s':>14s} {'ratio':>6s}")
+    worst = float("inf")
+    for c in configs:
+        lk, hp = statistics.median(theirs[c]), statistics.median(ours[c])
+        worst = min(worst, hp / lk)
+        print(f"{c[0]:5s} {c[1]:3d} {c[2]:18s} {lk:12.0f} {hp:14.0f} {hp / lk:6.3f}")
+    print(f"lowest ratio hpcprobe/likwid-bench: {worst:.3f} (target >= 0.99); medians of "
+          f"{a.rounds} interleaved rounds each")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,30 @@
+"""Choosing the ISA variant and the benchmarks of a run."""
+
+import pytest
+
+from hpcprobe import _native, runner
+from hpcprobe.errors import UserError
+
+
+def test_default_isa_is_the_best():
+    assert runner.resolve_isa(None) == _native.supported_isas()[-1]
+
+
+def test_unknown_isa_lists_what_the_cpu_has():
+    with pytest.raises(UserError, match="this CPU runs scalar"):
+        runner.resolve_isa("sve")
+
+
+def test_missing_isa():
+    missing = [i for i in _native.ISA_NAMES if i not in _native.supported_isas()]
+    if not missing:
+        pytest.skip("this CPU supports every compiled variant")
+    with pytest.raises(UserError, match="lacks it"):
+        runner.resolve_isa(missing[0])
+
+
+def test_benchmarks():
+    assert runner.resolve_benchmarks(None) == ["memory"]
+    assert runner.resolve_benchmarks(["memory", "memory"]) == ["memory"]
+    with pytest.raises(UserError, match="benchmarks: memory"):
+        runner.resolve_benchmarks(["nope"])

@@ -1,0 +1,21 @@
+"""The terminal summary of a measured run."""
+
+from rich.console import Console
+
+from hpcprobe import _native, profiles, runner, summary
+from hpcprobe.bench.base import NoProgress
+from hpcprobe.bench.memory import MemoryOptions
+
+
+def test_summary_shows_the_stream_table_with_ci(tiny):
+    opts = MemoryOptions(kernels=("copy", "triad"), stores=("regular",), threads=(1,),
+                         size_bytes=64 << 10)
+    run = runner.execute(tiny, profiles.get("quick"), ["memory"], _native.best_isa(),
+                         {"memory": opts}, NoProgress())
+    console = Console(record=True, width=200)
+    summary.render(run, console)
+    text = console.export_text()
+    assert run.run_id in text and "STREAM" in text
+    assert "copy" in text and "triad" in text and "±" in text
+    median = next(m for m in run.metrics if m.name == "bandwidth").summary.median
+    assert f"{median:.1f}" in text
