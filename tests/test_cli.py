@@ -8,9 +8,8 @@ import sqlite3
 
 import pytest
 
-from hpcprobe import results
-
 from conftest import DATA, assert_user_error, hpcprobe, two_cpus
+from hpcprobe import results
 
 
 def test_topology_json_live():

@@ -10,7 +10,8 @@ def curve(l1, l2, l3, dram, edges=(48 * KiB, 2 * MiB, 32 * MiB)):
     pts = []
     size = 8 * KiB
     while size <= 512 * MiB:
-        bw = l1 if size <= edges[0] else l2 if size <= edges[1] else l3 if size <= edges[2] else dram
+        bw = (l1 if size <= edges[0] else l2 if size <= edges[1]
+              else l3 if size <= edges[2] else dram)
         pts.append((size, bw))
         size *= 2
     return pts

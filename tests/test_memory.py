@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from hpcprobe import profiles
+from conftest import two_cpus
+from hpcprobe import _native, profiles
 from hpcprobe.bench import memory
 from hpcprobe.bench.base import RunContext
 from hpcprobe.bench.memory import MemoryOptions, default_plan, narrowed_plan
 from hpcprobe.errors import UserError
 from hpcprobe.results import Metric
-from hpcprobe import _native
-
-from conftest import two_cpus
 
 
 def _default(topo):
@@ -114,6 +112,7 @@ def test_full_plan_runs_on_a_small_topology(tiny):
     for m in bw:
         key = (m.params["kernel"], m.params["stores"], m.params["cpus"], m.params["size_bytes"])
         ratio = wa[key] / m.summary.median
-        expect = {"copy": 1.5, "scale": 1.5, "add": 4 / 3, "triad": 4 / 3}.get(m.params["kernel"], 1)
+        factors = {"copy": 1.5, "scale": 1.5, "add": 4 / 3, "triad": 4 / 3}
+        expect = factors.get(m.params["kernel"], 1)
         assert ratio == pytest.approx(expect if m.params["stores"] == "regular" else 1.0)
     assert any(f["kind"] == "cache_level" for f in ctx.findings)

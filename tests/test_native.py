@@ -7,11 +7,10 @@ import os
 import numpy as np
 import pytest
 
+from conftest import two_cpus
 from hpcprobe import _native
 from hpcprobe.errors import NativeError, UserError
 from hpcprobe.kernels import KERNELS
-
-from conftest import two_cpus
 
 ISAS = _native.supported_isas()
 S = _native.stream_scalar()

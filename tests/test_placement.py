@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from hpcprobe.errors import UserError
-from hpcprobe.placement import PLACEMENTS, plan, placement_cpus
+from hpcprobe.placement import PLACEMENTS, placement_cpus, plan
 
 
 @pytest.mark.parametrize("name", sorted(PLACEMENTS))
@@ -80,8 +80,8 @@ def test_oversubscribe_wraps(nps4):
 
 
 def test_disallowed_cpus_are_not_placed(tmp_path):
-    from hpcprobe import topology
     from conftest import DATA
+    from hpcprobe import topology
 
     xml = (DATA / "laptop-8c.xml").read_text().replace(
         'allowed_cpuset="0x000000ff"', 'allowed_cpuset="0x0000000f"')

@@ -1,8 +1,7 @@
 """Provenance readings."""
 
-from hpcprobe import _native, provenance, topology
-
 from conftest import DATA
+from hpcprobe import _native, provenance, topology
 
 
 def test_bracketed_choice():

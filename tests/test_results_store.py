@@ -25,8 +25,8 @@ def measured_run(tiny_module):
 
 @pytest.fixture(scope="module")
 def tiny_module():
-    from hpcprobe import topology
     from conftest import DATA
+    from hpcprobe import topology
     return topology.load_xml(DATA / "tiny-2c.xml")
 
 

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from conftest import DATA
 from hpcprobe import topology
 from hpcprobe.errors import UserError
-
-from conftest import DATA
 
 
 def test_counts_from_xml(machine):

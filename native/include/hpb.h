@@ -13,7 +13,7 @@ extern "C" {
 enum hpb_isa { HPB_ISA_SCALAR = 0, HPB_ISA_AVX2 = 1, HPB_ISA_AVX512 = 2, HPB_ISA_COUNT = 3 };
 
 /* Streaming kernels. Each is a row of the kernel table; bytes and flops per element are declared
- * in the Python registry, never computed here. Array roles: dst, x, y (see kernels.c). */
+ * in the Python registry, never computed here. Array roles: dst, x, y (see kernels_simd.h). */
 enum hpb_kernel {
     HPB_KERNEL_COPY = 0,  /* dst = x         */
     HPB_KERNEL_SCALE = 1, /* dst = s*x       */

@@ -5,16 +5,15 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import TracebackType
-from typing import Sequence
 
 from .errors import NativeError, UserError
 
 API_VERSION = 1
-ISA_NAMES = ("scalar", "avx2", "avx512")
 STORES = ("regular", "nt")
 _LIB_NAME = "libhpcprobe_native.so"
 
@@ -89,27 +88,37 @@ def build_info() -> str:
     return buf.value.decode()
 
 
+def _names(fn: Callable[[int], bytes | None]) -> list[str]:
+    """Names of a C table by index, until the function returns NULL."""
+    out: list[str] = []
+    while (name := fn(len(out))) is not None:
+        out.append(name.decode())
+    return out
+
+
+@cache
+def isa_names() -> list[str]:
+    """ISA variants in the C table's order, worst to best (their index is the C ISA id)."""
+    return _names(lib().hpb_isa_name)
+
+
 def isa_id(name: str) -> int:
-    return ISA_NAMES.index(name)
+    return isa_names().index(name)
 
 
 def supported_isas() -> list[str]:
     """ISA variants compiled in and supported by this CPU, worst to best."""
-    return [n for i, n in enumerate(ISA_NAMES) if lib().hpb_isa_supported(i)]
+    return [n for i, n in enumerate(isa_names()) if lib().hpb_isa_supported(i)]
 
 
 def best_isa() -> str:
     return supported_isas()[-1]
 
 
+@cache
 def kernel_names() -> list[str]:
     """Kernel names in the C table's order (their index is the C kernel id)."""
-    names = []
-    i = 0
-    while (name := lib().hpb_kernel_name(i)) is not None:
-        names.append(name.decode())
-        i += 1
-    return names
+    return _names(lib().hpb_kernel_name)
 
 
 def kernel_has_nt(kernel_id: int, isa: str) -> bool:

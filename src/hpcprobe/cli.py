@@ -6,8 +6,9 @@ import argparse
 import json
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn, Sequence
+from typing import Any, NoReturn
 
 from . import __version__, placement, profiles, results, runner, summary, topology
 from .bench.memory import MemoryOptions
@@ -71,7 +72,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="allow more threads than the placement's CPUs")
     g = r.add_argument_group("narrowing the memory benchmark (likwid-bench style)")
     g.add_argument("--kernel", type=_name_list,
-                   help="copy, scale, add, triad, load, store (comma-separated)")
+                   help="copy, scale, add, triad, load, store, sum (comma-separated)")
     g.add_argument("--stores", choices=("regular", "nt", "both"),
                    help="ordinary or non-temporal stores (default: both)")
     g.add_argument("--threads", type=_int_list, help="thread count(s), e.g. 2 or 1,2,4")
@@ -118,8 +119,13 @@ class _Bar:
 
     def __init__(self) -> None:
         from rich.console import Console
-        from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TextColumn,
-                                   TimeElapsedColumn)
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
 
         console = Console(stderr=True)
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(),

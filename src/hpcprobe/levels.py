@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from .units import format_bytes
 
@@ -65,7 +65,8 @@ def check_levels(points: Sequence[tuple[int, float]],
             out.append(LevelCheck(
                 name, cap, plateau, None, False,
                 f"{name}: no plateau above {next_name}: {plateau:.1f} GB/s at "
-                f"{format_bytes(min(span))}-{format_bytes(max(span))} per thread vs {nxt:.1f} GB/s; "
+                f"{format_bytes(min(span))}-{format_bytes(max(span))} per thread vs "
+                f"{nxt:.1f} GB/s; "
                 f"the {format_bytes(cap)} per thread the topology reports is not seen"))
             continue
         threshold = math.sqrt(plateau * nxt)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import socket
 import time
 import uuid
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from . import _native, provenance
@@ -22,9 +22,9 @@ def resolve_isa(requested: str | None) -> str:
     have = _native.supported_isas()
     if requested is None:
         return have[-1]
-    if requested not in _native.ISA_NAMES:
-        raise UserError(f"--isa {requested!r} is unknown; variants: {', '.join(_native.ISA_NAMES)}"
-                        f" (this CPU runs {', '.join(have)})")
+    if requested not in _native.isa_names():
+        raise UserError(f"--isa {requested!r} is unknown; variants: "
+                        f"{', '.join(_native.isa_names())} (this CPU runs {', '.join(have)})")
     if requested not in have:
         raise UserError(f"--isa {requested}: this CPU lacks it; it supports {', '.join(have)}")
     return requested
@@ -46,7 +46,7 @@ def execute(topo: Topology, profile: Profile, benchmarks: list[str], isa: str,
     t0 = time.perf_counter()
     ctx = RunContext(topo, profile, isa, oversubscribe, progress)
     run = Run(run_id=uuid.uuid4().hex[:12],
-              created=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+              created=datetime.now(UTC).isoformat(timespec="seconds"),
               host=socket.gethostname(), profile=profile.name, benchmarks=benchmarks,
               provenance=provenance.collect(topo, isa), topology=topo.to_dict(), tag=tag)
     for name in benchmarks:

@@ -7,9 +7,10 @@ import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from .cpulist import format_cpulist, parse_cpulist, parse_hwloc_bitmap
 from .errors import UserError
@@ -352,8 +353,8 @@ def from_sysfs(root: str | os.PathLike[str] = "/", allowed: set[int] | None = No
     raw = _Raw(pus=order, allowed=allowed)
     for pkg in sorted(set(pkg_of.values())):
         raw.packages.append((pkg, [c for c in order if pkg_of[c] == pkg]))
-    for key in sorted(set(core_key.values())):
-        raw.cores.append((key[1], [c for c in order if core_key[c] == key]))
+    for pkg_core in sorted(set(core_key.values())):
+        raw.cores.append((pkg_core[1], [c for c in order if core_key[c] == pkg_core]))
     raw.numa = [(o, c, m) for o, c, m in numa if c]
     raw.caches = [c for c in caches.values() if c.size_bytes > 0]
     for line in (_read(base / "proc/cpuinfo") or "").splitlines():

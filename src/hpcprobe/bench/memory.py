@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Iterable
 
 from .. import kernels
 from .._native import Team
@@ -31,10 +31,10 @@ ELEM_QUANTUM = 64
 SWEEP_QUANTUM = ELEM_QUANTUM * kernels.ELEMENT_BYTES * 6
 #: DRAM working set as a multiple of the last-level cache serving the team (STREAM's rule).
 DRAM_FACTOR = 4
-#: Stream arrays allocated per thread (a, b, c).
-ARRAYS = 3
 #: Share of the time budget for cache-resident measurements; DRAM ones get the rest.
 CACHE_BUDGET_SHARE = 0.15
+#: Tries to size a sample's inner repetitions before giving up on reaching sample_s.
+CALIBRATION_STEPS = 5
 #: Assumed last-level cache when the topology knows none.
 FALLBACK_LLC = 256 << 20
 
@@ -168,7 +168,7 @@ def elems_for(kernel: str, total_bytes: float, threads: int) -> int:
 
 
 def _store_types(kernel: str, stores: Iterable[str]) -> list[str]:
-    """Store types that apply to a kernel: the load kernel stores nothing, so only 'regular'."""
+    """Store types that apply to a kernel: read-only kernels (load, sum) only 'regular'."""
     k = KERNELS[kernel]
     return [s for s in stores if s == "regular" or k.stores > 0]
 
@@ -232,14 +232,14 @@ def narrowed_plan(topo: Topology, opts: MemoryOptions, oversubscribe: bool) -> l
             if not types:
                 raise UserError(f"--stores {','.join(stores)}: kernel {name} stores nothing; "
                                 "drop --stores or use --stores regular")
-            k_arrays = KERNELS[name].arrays * kernels.ELEMENT_BYTES
+            bytes_per_elem = KERNELS[name].arrays * kernels.ELEMENT_BYTES
             size = opts.size_bytes or dram_working_set(topo, cpus)
             elems = elems_for(name, size, len(cpus))
             if elems < ELEM_QUANTUM:
-                least = ELEM_QUANTUM * k_arrays * len(cpus)
+                least = ELEM_QUANTUM * bytes_per_elem * len(cpus)
                 raise UserError(f"--size {format_bytes(size)}: too small for kernel {name} on "
                                 f"{len(cpus)} thread(s); use --size >= {format_bytes(least)}")
-            level = level_of(topo, cpus, elems * k_arrays)
+            level = level_of(topo, cpus, elems * bytes_per_elem)
             for s in types:
                 out.append(Measurement("single", name, s, placement, cpus, elems, level))
     return out
@@ -267,14 +267,14 @@ def _team_plan(measurements: list[Measurement]) -> list[
 
 def check_memory(measurements: list[Measurement], available: int | None) -> None:
     """Refuse a plan whose arrays do not fit in the memory available now. Each CPU's thread
-    keeps its arrays across thread counts, so it needs the largest of its measurements."""
+    keeps one buffer across kernels and thread counts, as large as its largest working set."""
     if available is None:
         return
     per_cpu: dict[int, int] = {}
     for m in measurements:
         for cpu in m.cpus:
-            per_cpu[cpu] = max(per_cpu.get(cpu, 0), m.elems)
-    need = ARRAYS * kernels.ELEMENT_BYTES * sum(per_cpu.values())
+            per_cpu[cpu] = max(per_cpu.get(cpu, 0), m.size_bytes // m.threads)
+    need = sum(per_cpu.values())
     if need > 0.9 * available:
         biggest = max(measurements, key=lambda m: m.size_bytes)
         raise UserError(
@@ -291,13 +291,15 @@ def _measure(ctx: RunContext, team: Team, m: Measurement, budget_s: float) -> li
     kid = k.kernel_id
     team.stream_begin(kid, m.elems)
     start = time.perf_counter()
-    # One pass sizes the inner repetitions so that a sample lasts at least sample_s. It is the
-    # dropped first sample when one pass is long enough; otherwise a full sample is dropped.
-    times, _ = team.stream_measure(kid, ctx.isa, m.stores, m.elems, 1, 1)
-    once = max(max(times[0]), 1e-9)
-    inner = max(1, math.ceil(ctx.profile.sample_s / once))
-    if inner > 1:
-        team.stream_measure(kid, ctx.isa, m.stores, m.elems, inner, 1)
+    # Grow the inner repetitions until a sample lasts at least sample_s (a first, cold pass
+    # underestimates how many fit). The last of these samples is the dropped first sample.
+    inner = 1
+    for _ in range(CALIBRATION_STEPS):
+        times, _ = team.stream_measure(kid, ctx.isa, m.stores, m.elems, inner, 1)
+        took = max(max(times[0]), 1e-9)
+        if took >= ctx.profile.sample_s:
+            break
+        inner = max(inner + 1, math.ceil(inner * 1.2 * ctx.profile.sample_s / took))
     samples: list[float] = []
     migrated = 0
     rep = ctx.profile.repetition
@@ -339,7 +341,7 @@ def run(ctx: RunContext, opts: MemoryOptions | None) -> None:
     # share of the budget, spread evenly over what is left in it.
     pool = {True: prof.memory_budget_s * CACHE_BUDGET_SHARE,
             False: prof.memory_budget_s * (1 - CACHE_BUDGET_SHARE)}
-    left = {True: sum(m.level != "DRAM" for m in plan_), False: sum(m.level == "DRAM" for m in plan_)}
+    left = {cached: sum((m.level != "DRAM") == cached for m in plan_) for cached in (True, False)}
     curves: dict[tuple[tuple[int, ...], str], list[tuple[int, float]]] = {}
     for team_cpus, groups in _team_plan(plan_):
         with Team(team_cpus) as team:

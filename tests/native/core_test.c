@@ -1,0 +1,64 @@
+/* core_test.c: drives the native core from C alone (no Python), as a C user of hpb.h would. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+
+#include "hpb.h"
+
+static int failed, passed;
+
+#define CHECK(cond)                                                                 \
+    do {                                                                            \
+        if (cond) {                                                                 \
+            passed++;                                                               \
+        } else {                                                                    \
+            failed++;                                                               \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                           \
+    } while (0)
+
+int main(void)
+{
+    CHECK(hpb_api_version() == HPB_API_VERSION);
+    CHECK(hpb_isa_supported(HPB_ISA_SCALAR) == 1);
+    CHECK(hpb_isa_name(HPB_ISA_COUNT) == NULL);
+
+    cpu_set_t allowed;
+    CPU_ZERO(&allowed);
+    sched_getaffinity(0, sizeof allowed, &allowed);
+    int cpu = 0;
+    while (!CPU_ISSET(cpu, &allowed)) cpu++;
+
+    hpb_team *team = NULL;
+    CHECK(hpb_team_create(&cpu, 1, &team) == 0);
+    int seen = -1, mask = -1;
+    CHECK(hpb_team_placement(team, &seen, &mask) == 0);
+    CHECK(seen == cpu && mask == 1);
+    CHECK(hpb_stream_prepare(team, 4096, 0) == 0);
+    for (int k = 0; k < HPB_KERNEL_COUNT; k++) {
+        for (int isa = 0; isa < HPB_ISA_COUNT; isa++) {
+            if (!hpb_isa_supported(isa)) continue;
+            double t[3], err = -1.0;
+            int migrated = -1;
+            CHECK(hpb_stream_begin(team, k, 4096) == 0);
+            CHECK(hpb_stream_check(team, k, 4096, &err) == 0);
+            /* before the kernel ran, an output that was reset must not validate */
+            if (k != HPB_KERNEL_LOAD && k != HPB_KERNEL_SUM) CHECK(err > 0.0);
+            CHECK(hpb_stream_measure(team, k, isa, HPB_STORES_REGULAR, 4096, 2, 3, t,
+                                     &migrated) == 0);
+            CHECK(t[0] > 0.0 && t[2] > 0.0 && migrated == 0);
+            CHECK(hpb_stream_check(team, k, 4096, &err) == 0);
+            CHECK(err == 0.0);
+        }
+    }
+    double t;
+    CHECK(hpb_stream_measure(team, 0, HPB_ISA_SCALAR, 0, 8192, 1, 1, &t, NULL) == -EINVAL);
+    CHECK(hpb_stream_prepare(team, 100, 0) == -EINVAL);
+    hpb_team_destroy(team);
+
+    int bad = CPU_SETSIZE + 5;
+    CHECK(hpb_team_create(&bad, 1, &team) == -EINVAL);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed != 0;
+}
