@@ -48,8 +48,8 @@ TARGET static double load_r(double *restrict dst, const double *restrict x,
 {
     (void)dst; (void)y; (void)s;
     size_t i = 0;
-    for (; i + 4 * W <= n; i += 4 * W) {
-        LD(0); LD(1); LD(2); LD(3);
+    for (; i + 8 * W <= n; i += 8 * W) {
+        LD(0); LD(1); LD(2); LD(3); LD(4); LD(5); LD(6); LD(7);
     }
     for (; i < n; i++) {
         double v_ = x[i];
