@@ -36,7 +36,8 @@ def test_nps4_structure(nps4):
         assert len({nps4.pu(c).package for c in n.cpus}) == 1
         assert len({nps4.pu(c).l3 for c in n.cpus}) == 4
     assert [c["level"] for c in topology.cache_summary(nps4)] == [1, 2, 3]
-    assert nps4.last_level_cache_bytes() == 32 * 32_000_000
+    l3 = [c for c in nps4.caches if c.level == 3]
+    assert len(l3) == 32 and sum(c.size_bytes for c in l3) == 32 * 32_000_000
 
 
 def test_smt_node(xeon_smt):

@@ -63,7 +63,6 @@ class Topology:
     cores: tuple[Domain, ...]
     caches: tuple[Cache, ...]
     cpu_model: str | None = None
-    info: dict[str, str] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         return {
@@ -98,13 +97,6 @@ class Topology:
             if c.level == level and cpu in c.cpus:
                 return c
         return None
-
-    def last_level_cache_bytes(self) -> int:
-        """Total size of all instances of the last cache level (0 when no cache is known)."""
-        levels = self.cache_levels()
-        if not levels:
-            return 0
-        return sum(c.size_bytes for c in self.caches if c.level == levels[-1])
 
     def to_dict(self) -> dict[str, Any]:
         def dom(d: Domain) -> dict[str, Any]:
@@ -158,7 +150,6 @@ class _Raw:
     caches: list[Cache] = field(default_factory=list)
     allowed: set[int] | None = None
     cpu_model: str | None = None
-    info: dict[str, str] = field(default_factory=dict)
 
 
 def _build(raw: _Raw, source: str) -> Topology:
@@ -206,8 +197,7 @@ def _build(raw: _Raw, source: str) -> Topology:
         core, pkg, nd = owner(cores, cpu), owner(packages, cpu), owner(numa, cpu)
         pus.append(PU(cpu, core if core is not None else 0, pkg if pkg is not None else 0,
                       nd if nd is not None else 0, owner(l3, cpu), allowed))
-    return Topology(source, tuple(pus), packages, numa, l3, cores, caches, raw.cpu_model,
-                    dict(raw.info))
+    return Topology(source, tuple(pus), packages, numa, l3, cores, caches, raw.cpu_model)
 
 
 # ---------------------------------------------------------------- hwloc XML
@@ -268,9 +258,6 @@ def from_hwloc_xml(text: str, source: str) -> Topology:
             walk(child, el)
 
     walk(machine, None)
-    for info in machine.findall("info"):
-        if info.get("name") and info.get("value") is not None:
-            raw.info[str(info.get("name"))] = str(info.get("value"))
     allowed = machine.get("allowed_cpuset")
     if allowed:
         try:
@@ -399,7 +386,7 @@ def _restrict(topo: Topology, allowed: set[int]) -> Topology:
     pus = tuple(PU(p.os_index, p.core, p.package, p.numa, p.l3, p.allowed and p.os_index in allowed)
                 for p in topo.pus)
     return Topology(topo.source, pus, topo.packages, topo.numa_nodes, topo.l3_domains,
-                    topo.cores, topo.caches, topo.cpu_model, topo.info)
+                    topo.cores, topo.caches, topo.cpu_model)
 
 
 def load(input_path: str | None) -> Topology:
