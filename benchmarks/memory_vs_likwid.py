@@ -4,8 +4,9 @@
 For each level (L1, L2, L3, DRAM working sets), thread count (1, 2) and kernel shape
 (stream_avx512 = triad with ordinary stores, stream_mem_avx512 = triad with non-temporal stores,
 load_avx512 = read-only), both tools measure the same working set on the same CPUs, alternating
-which goes first, for several rounds. Printed: each tool's median, and the median over rounds of the ratio within a
-round (the two runs of a round are adjacent in time, so a slow phase of the host affects both).
+which goes first, for several rounds. Printed: each tool's median, and the median over rounds of
+the ratio within a round (the two runs of a round are adjacent in time, so a slow phase of the
+host affects both).
 Both count bytes the STREAM way (no write-allocate) and MB as 10^6 B.
 
 Usage: benchmarks/memory_vs_likwid.py [--rounds 3] [--threads 1,2] [--levels L1,L2,L3,DRAM]
