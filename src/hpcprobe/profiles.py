@@ -24,12 +24,12 @@ class Profile:
 
 PROFILES: dict[str, Profile] = {
     p.name: p for p in (
-        Profile("quick", "a first look: coarse sweep, fewer samples",
+        Profile("quick", "a first look: triad sweep, STREAM with ordinary stores, few samples",
                 memory_budget_s=8.0, repetition=Repetition(0.02, 3, 10), sample_s=0.001,
                 sweep_points_per_octave=1, sweep_kernels=("triad",),
-                stream_stores=("regular", "nt")),
+                stream_stores=("regular",)),
         Profile("default", "the node's memory characterisation within about half a minute",
-                memory_budget_s=16.0, repetition=Repetition(0.02, 5, 30), sample_s=0.002,
+                memory_budget_s=14.0, repetition=Repetition(0.02, 5, 30), sample_s=0.002,
                 sweep_points_per_octave=1, sweep_kernels=("triad", "load"),
                 stream_stores=("regular", "nt")),
         Profile("thorough", "dense sweep, more samples, for reference measurements",
