@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 
 import pytest
@@ -119,23 +120,25 @@ def test_failed_save_leaves_no_partial_run(measured_run, tmp_path):
         assert rows == 0
 
 
+def _execute(db, sql: str) -> None:
+    """Change an SQLite file behind the store's back."""
+    conn = sqlite3.connect(db)
+    conn.execute(sql)
+    conn.commit()
+    conn.close()
+
+
 def test_store_version_is_checked(tmp_path):
     db = tmp_path / "r.sqlite"
     Store.open(db).close()
-    conn = sqlite3.connect(db)
-    conn.execute(f"PRAGMA user_version = {STORE_VERSION + 1}")
-    conn.commit()
-    conn.close()
+    _execute(db, f"PRAGMA user_version = {STORE_VERSION + 1}")
     with pytest.raises(UserError, match="store version"):
         Store.open(db)
 
 
 def test_store_refuses_foreign_sqlite(tmp_path):
     db = tmp_path / "other.sqlite"
-    conn = sqlite3.connect(db)
-    conn.execute("CREATE TABLE t(x)")
-    conn.commit()
-    conn.close()
+    _execute(db, "CREATE TABLE t(x)")
     with pytest.raises(UserError, match="not an hpcprobe store"):
         Store.open(db)
 
@@ -145,7 +148,6 @@ def test_store_unwritable_path(tmp_path):
     ro.mkdir()
     ro.chmod(0o500)
     try:
-        import os
         if os.access(ro, os.W_OK):
             pytest.skip("running as a user who can write anywhere (root)")
         with pytest.raises(UserError, match="--db"):

@@ -107,10 +107,6 @@ int hpb_stream_check(hpb_team *team, int kernel, size_t n, double *max_rel_err);
 /* The scalar the stream kernels use (STREAM's 3.0). */
 double hpb_stream_scalar(void);
 
-/* The initial value of element r of a thread's stream buffer (exact in binary floating point, so
- * validation can demand exact results). */
-double hpb_stream_init_value(size_t r);
-
 #ifdef __cplusplus
 }
 #endif

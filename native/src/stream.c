@@ -28,8 +28,6 @@ double hpb_stream_scalar(void) { return 3.0; }
  * demand exact equality; none equals the scalar 3, so a store that did not happen shows. */
 static inline double pattern(size_t r) { return 1.0 + 0.125 * (double)(r % PERIOD); }
 
-double hpb_stream_init_value(size_t r) { return pattern(r); }
-
 /* Arrays per kernel, in buffer order: x, then y, then dst (roles a kernel lacks are skipped). */
 static const int has_x[HPB_KERNEL_COUNT] = {1, 1, 1, 1, 1, 0, 1};
 static const int has_y[HPB_KERNEL_COUNT] = {0, 0, 1, 1, 0, 0, 0};

@@ -50,7 +50,6 @@ def _declare(lib: ctypes.CDLL) -> None:
         "hpb_stream_check": (
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, _c_double_p]),
         "hpb_stream_scalar": (ctypes.c_double, []),
-        "hpb_stream_init_value": (ctypes.c_double, [ctypes.c_size_t]),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)

@@ -58,8 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="benchmarks to run (memory)")
     prof = r.add_mutually_exclusive_group()
     prof.add_argument("--profile", default="default",
-                      help=f"time and sample budget: {', '.join(profiles.PROFILES)} "
-                           "(default: default)")
+                      help="time and sample budget: " + "; ".join(
+                          f"{p.name} ({p.description})" for p in profiles.PROFILES.values())
+                      + " (default: default)")
     prof.add_argument("--quick", action="store_const", dest="profile", const="quick",
                       help="same as --profile quick")
     r.add_argument("--db", help=f"result store (default: {default_path()})")

@@ -21,7 +21,7 @@ def resolve_isa(requested: str | None) -> str:
     """The ISA variant to run: the one asked for if this CPU has it, else the best one."""
     have = _native.supported_isas()
     if requested is None:
-        return have[-1]
+        return _native.best_isa()
     if requested not in _native.isa_names():
         raise UserError(f"--isa {requested!r} is unknown; variants: "
                         f"{', '.join(_native.isa_names())} (this CPU runs {', '.join(have)})")
