@@ -104,6 +104,34 @@ int hpb_stream_measure(hpb_team *team, int kernel, int isa, int stores, size_t n
  * all threads and elements (0 when exact). Returns 0 or -EINVAL. */
 int hpb_stream_check(hpb_team *team, int kernel, size_t n, double *max_rel_err);
 
+/* Writes into order[0..lines) a random order of the line indices 0..lines-1, each exactly once:
+ * groups of group_lines consecutive lines in random order, and the lines of each group in random
+ * order (group_lines 0 or >= lines: one group, a fully random order). The pointer-chase ring
+ * follows this order and closes on itself, so it is a single cycle through every line. */
+int hpb_chase_order(size_t lines, size_t group_lines, uint64_t seed, size_t *order);
+
+/* Builds in each active thread's own memory a pointer-chase ring over bytes/stride lines of
+ * `stride` bytes (a multiple of 8, >= 64 to defeat adjacent-line prefetch), in the order of
+ * hpb_chase_order with groups of group_bytes (so a walk stays within a TLB reach; 0 = no
+ * groups). huge != 0 asks for transparent huge pages (madvise); whether they were granted is for
+ * the caller to read (hpb_chase_buffer, /proc/self/smaps). Replaces any earlier ring. */
+int hpb_chase_prepare(hpb_team *team, size_t bytes, size_t stride, size_t group_bytes, int huge,
+                      uint64_t seed);
+
+/* Times `reps` samples of `loads` dependent loads (a multiple of 16) on each active thread's
+ * ring, each sample starting on a barrier; times[r*nactive + k] in seconds. A walk continues
+ * where the last one stopped. Returns 0 or -EINVAL (no ring, bad arguments). */
+int hpb_chase_measure(hpb_team *team, size_t loads, int reps, double *times);
+
+/* Validates each active thread's ring by walking it from where the last walk stopped: every
+ * pointer must land on a line of the ring, and a ring of up to max_steps lines must close after
+ * exactly its number of lines (larger rings: no early return within max_steps). *ok = 1 when all
+ * threads' rings pass. */
+int hpb_chase_check(hpb_team *team, size_t max_steps, int *ok);
+
+/* The mapping that holds thread `thread`'s ring (to find it in /proc/self/smaps). */
+int hpb_chase_buffer(const hpb_team *team, int thread, uintptr_t *addr, size_t *len);
+
 /* The scalar the stream kernels use (STREAM's 3.0). */
 double hpb_stream_scalar(void);
 

@@ -82,6 +82,10 @@ void hpb_thread_free_buffers(struct hpb_thread *th)
     th->buf = NULL;
     th->touched = 0;
     th->ndirty = 0;
+    if (th->chase_map) munmap(th->chase_map, th->chase_len);
+    th->chase_map = NULL;
+    th->chase_len = 0;
+    th->chase_start = NULL;
 }
 
 int hpb_team_create(const int *cpus, int nthreads, hpb_team **out)

@@ -25,6 +25,13 @@ struct hpb_thread {
     size_t touched; /* elements [0, touched) were written at least once */
     struct { size_t lo, hi; } dirty[HPB_MAX_DIRTY]; /* intervals not holding the pattern */
     int ndirty;
+    /* the pointer-chase ring owned (built, first touched) by this thread */
+    void *chase_map;
+    size_t chase_len;
+    void **chase_start;
+    char *chase_base;
+    size_t chase_lines, chase_stride;
+    int chase_huge;
     double last_sum;
     int migrated;
 };
@@ -53,7 +60,7 @@ int hpb_team_run(struct hpb_team *team, hpb_job_fn job, void *arg);
 /* Spin barrier across the active threads of the team; every timed sample starts here. */
 void hpb_team_barrier(struct hpb_thread *th);
 
-/* Unmaps the stream buffers of one thread. */
+/* Unmaps the stream buffer and the pointer-chase ring of one thread. */
 void hpb_thread_free_buffers(struct hpb_thread *th);
 
 /* Monotonic wall clock in seconds. */

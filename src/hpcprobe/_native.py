@@ -50,6 +50,18 @@ def _declare(lib: ctypes.CDLL) -> None:
         "hpb_stream_check": (
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, _c_double_p]),
         "hpb_stream_scalar": (ctypes.c_double, []),
+        "hpb_chase_order": (
+            ctypes.c_int, [ctypes.c_size_t, ctypes.c_size_t, ctypes.c_uint64,
+                           ctypes.POINTER(ctypes.c_size_t)]),
+        "hpb_chase_prepare": (
+            ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,
+                           ctypes.c_int, ctypes.c_uint64]),
+        "hpb_chase_measure": (
+            ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, _c_double_p]),
+        "hpb_chase_check": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, _c_int_p]),
+        "hpb_chase_buffer": (
+            ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_size_t),
+                           ctypes.POINTER(ctypes.c_size_t)]),
     }
     for name, (res, args) in sig.items():
         fn = getattr(lib, name)
@@ -126,6 +138,13 @@ def kernel_has_nt(kernel_id: int, isa: str) -> bool:
 
 def stream_scalar() -> float:
     return float(lib().hpb_stream_scalar())
+
+
+def chase_order(lines: int, group_lines: int, seed: int) -> list[int]:
+    """The order in which a pointer-chase ring visits its lines (see hpb_chase_order)."""
+    out = (ctypes.c_size_t * lines)()
+    _check(lib().hpb_chase_order(lines, group_lines, seed, out), "building a chase order")
+    return list(out)
 
 
 def kernel_apply(kernel_id: int, isa: str, stores: str, dst: int | None, x: int | None,
@@ -230,6 +249,35 @@ class Team:
                                       elems, inner, reps, times, ctypes.byref(migrations))
         _check(rc, f"measuring kernel {kernel_id} ({isa}, {stores} stores)")
         return [list(times[r * n:(r + 1) * n]) for r in range(reps)], migrations.value
+
+    def chase_prepare(self, size_bytes: int, stride: int, group_bytes: int, huge_pages: bool,
+                      seed: int) -> None:
+        rc = lib().hpb_chase_prepare(self.handle, size_bytes, stride, group_bytes,
+                                     int(huge_pages), seed)
+        if rc == -errno.ENOMEM:
+            raise UserError(f"cannot allocate a {size_bytes} B pointer-chase ring per thread; use "
+                            "a smaller --size")
+        _check(rc, "building the pointer-chase ring")
+
+    def chase_measure(self, loads: int, reps: int) -> list[list[float]]:
+        """Timed samples of `loads` dependent loads: [sample][thread] seconds."""
+        n = self.size
+        times = (ctypes.c_double * (n * reps))()
+        _check(lib().hpb_chase_measure(self.handle, loads, reps, times), "chasing pointers")
+        return [list(times[r * n:(r + 1) * n]) for r in range(reps)]
+
+    def chase_check(self, max_steps: int) -> bool:
+        """Whether every selected thread's ring is a single cycle of its own lines."""
+        ok = ctypes.c_int(0)
+        _check(lib().hpb_chase_check(self.handle, max_steps, ctypes.byref(ok)), "checking rings")
+        return bool(ok.value)
+
+    def chase_mapping(self, cpu: int) -> tuple[int, int]:
+        """(address, length) of the mapping that holds the ring of the thread on `cpu`."""
+        addr, length = ctypes.c_size_t(), ctypes.c_size_t()
+        _check(lib().hpb_chase_buffer(self.handle, self.cpus.index(cpu), ctypes.byref(addr),
+                                      ctypes.byref(length)), "locating the chase ring")
+        return addr.value, length.value
 
     def stream_check(self, kernel_id: int, elems: int) -> float:
         """Largest relative error of the arrays after the kernel, against closed-form values."""

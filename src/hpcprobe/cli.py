@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__, placement, profiles, results, runner, summary, topology
+from .bench.latency import LatencyOptions
 from .bench.memory import MemoryOptions
 from .cpulist import format_cpulist
 from .errors import EXIT_FAILURE, EXIT_USAGE, HpcprobeError, UserError
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="measure this node and store the run",
                        description="Measure this node; with no BENCHMARK, run them all.")
     r.add_argument("benchmarks", nargs="*", metavar="BENCHMARK",
-                   help="benchmarks to run (memory)")
+                   help="benchmarks to run (memory, latency)")
     prof = r.add_mutually_exclusive_group()
     prof.add_argument("--profile", default="default",
                       help="time and sample budget: " + "; ".join(
@@ -78,8 +79,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ordinary or non-temporal stores (default: both)")
     g.add_argument("--threads", type=_int_list, help="thread count(s), e.g. 2 or 1,2,4")
     g.add_argument("--size", type=_size,
-                   help="total working set of all threads, e.g. 2GiB (default: 4x the LLC)")
+                   help="total working set of all threads, e.g. 2GiB (default: 4x the LLC); "
+                        "for latency, the ring size (default: a sweep)")
     g.add_argument("--placement", help=placement.PLACEMENT_HELP)
+    lg = r.add_argument_group("narrowing the latency benchmark")
+    lg.add_argument("--cpu", type=int, help="the CPU that chases pointers (default: the first "
+                                            "core)")
+    lg.add_argument("--pages", choices=("default", "huge", "both"),
+                    help="page size of the rings: the default one, transparent huge pages, or "
+                         "both (default: both)")
 
     t = sub.add_parser("topology", help="show the machine's topology")
     t.add_argument("--input", metavar="FILE.xml", help="an hwloc XML file instead of this machine")
@@ -155,9 +163,18 @@ def cmd_run(a: argparse.Namespace) -> int:
     stores = None if a.stores in (None, "both") else (a.stores,)
     mem = MemoryOptions(kernels=a.kernel, stores=stores, threads=a.threads, size_bytes=a.size,
                         placement=a.placement)
-    if mem.narrowed and "memory" not in benchmarks:
-        raise UserError("--kernel/--stores/--threads/--size/--placement narrow the memory "
-                        "benchmark; add `memory` to the benchmarks")
+    lat = LatencyOptions(size_bytes=a.size, cpu=a.cpu,
+                         pages=None if a.pages in (None, "both") else a.pages)
+    chosen = set(benchmarks)
+    mem_only = [f for f, v in (("--kernel", a.kernel), ("--stores", a.stores),
+                               ("--threads", a.threads), ("--placement", a.placement)) if v]
+    if mem_only and "memory" not in chosen:
+        raise UserError(f"{'/'.join(mem_only)} narrow the memory benchmark; add `memory` to the "
+                        "benchmarks")
+    lat_only = [f for f, v in (("--cpu", a.cpu is not None), ("--pages", a.pages)) if v]
+    if lat_only and "latency" not in chosen:
+        raise UserError(f"{'/'.join(lat_only)} narrow the latency benchmark; add `latency` to "
+                        "the benchmarks")
     if a.json:
         parent = Path(a.json).resolve().parent
         if not parent.is_dir() or not os.access(parent, os.W_OK):
@@ -168,7 +185,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         store.check_writable()
     topo = topology.discover()
     with _Bar() as bar:
-        run = runner.execute(topo, prof, benchmarks, isa, {"memory": mem}, bar,
+        run = runner.execute(topo, prof, benchmarks, isa, {"memory": mem, "latency": lat}, bar,
                              oversubscribe=a.oversubscribe, tag=a.tag)
     console = _console()
     summary.render(run, console)

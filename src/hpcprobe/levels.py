@@ -1,16 +1,19 @@
-"""Identify the cache-level plateaus of a bandwidth sweep and check them against the topology."""
+"""Identify the cache-level plateaus of a sweep (bandwidth or latency) and check them against
+the topology's cache sizes."""
 
 from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from .units import format_bytes
 
-#: Two plateaus closer than this ratio are the same level as far as the sweep can tell.
-DISTINCT_RATIO = 1.10
+#: A level ends where the figure is this much worse than at the level's smallest working set:
+#: the step from one level to the next is at least 2x on current machines (L1->L2 latency ~3x,
+#: L3->DRAM bandwidth per core ~2x), while noise and partial misses stay well below it.
+EDGE_RATIO = 1.5
 #: An observed edge within this factor of the nominal capacity agrees with it (the sweep moves in
 #: octaves, and caches lose capacity to code, page colouring and associativity).
 EDGE_TOLERANCE = 2.5
@@ -22,71 +25,68 @@ class LevelCheck:
 
     level: str
     nominal_bytes: int  # capacity per thread according to the topology
-    plateau_gbs: float | None
+    plateau: float | None  # in the sweep's unit
     edge_bytes: float | None
     agrees: bool | None  # None when the sweep has too few points to judge
     note: str
 
     def to_dict(self) -> dict[str, object]:
         return {"level": self.level, "nominal_bytes": self.nominal_bytes,
-                "plateau_gbs": self.plateau_gbs, "edge_bytes": self.edge_bytes,
+                "plateau": self.plateau, "edge_bytes": self.edge_bytes,
                 "agrees": self.agrees, "note": self.note}
 
 
 def _median(points: Sequence[tuple[int, float]]) -> float | None:
-    return statistics.median(bw for _, bw in points) if points else None
+    return statistics.median(v for _, v in points) if points else None
 
 
-def check_levels(points: Sequence[tuple[int, float]],
-                 shares: Sequence[tuple[str, int]]) -> list[LevelCheck]:
+def check_levels(points: Sequence[tuple[int, float]], shares: Sequence[tuple[str, int]],
+                 unit: str = "GB/s", lower_is_better: bool = False) -> list[LevelCheck]:
     """Check each cache level of `shares` ((name, capacity per thread) from small to large)
-    against `points` ((working set per thread, GB/s) of one sweep)."""
-    pts = sorted(points)
-    if not shares or not pts:
-        return []
-    bounds = []
+    against `points` ((working set per thread, figure) of one sweep).
+
+    A level's reference is the figure at the smallest working set surely inside it (twice the
+    previous level's capacity); the level ends at the first larger working set whose figure is
+    EDGE_RATIO worse. That edge agrees with the topology when it lies within EDGE_TOLERANCE of
+    the capacity. Bandwidth falls from level to level; a latency (lower_is_better) rises and is
+    judged through its rate 1/latency."""
+    to_rate: Callable[[float], float] = (lambda v: 1.0 / v) if lower_is_better else (lambda v: v)
+    pts = sorted((s, to_rate(v)) for s, v in points if v > 0)
+    out: list[LevelCheck] = []
     prev = 0
     for name, cap in shares:
-        inner = [p for p in pts if 2 * prev <= p[0] <= cap / 2]
-        bounds.append((name, cap, prev, inner or [p for p in pts if prev < p[0] <= cap]))
-        prev = cap
-    dram = [p for p in pts if p[0] > 2 * prev]
-    out = []
-    for i, (name, cap, lower, inner) in enumerate(bounds):
-        plateau = _median(inner)
-        nxt = _median(bounds[i + 1][3]) if i + 1 < len(bounds) else _median(dram)
-        next_name = bounds[i + 1][0] if i + 1 < len(bounds) else "DRAM"
-        if plateau is None or nxt is None:
-            out.append(LevelCheck(name, cap, plateau, None, None,
+        lower, prev = prev, cap
+        above = [p for p in pts if p[0] >= 2 * lower]
+        inside = [p for p in above if p[0] <= cap / 2] or above[:1]
+        plateau = _median(inside)
+        shown = None if plateau is None else to_rate(plateau)
+        if not above or plateau is None:
+            out.append(LevelCheck(name, cap, shown, None, None,
                                   f"{name}: too few sweep points to judge"))
             continue
-        if plateau < DISTINCT_RATIO * nxt:
-            span = [p[0] for p in inner]
-            out.append(LevelCheck(
-                name, cap, plateau, None, False,
-                f"{name}: no plateau above {next_name}: {plateau:.1f} GB/s at "
-                f"{format_bytes(min(span))}-{format_bytes(max(span))} per thread vs "
-                f"{nxt:.1f} GB/s; "
-                f"the {format_bytes(cap)} per thread the topology reports is not seen"))
-            continue
-        threshold = math.sqrt(plateau * nxt)
+        ref = above[0][1]
         edge = None
-        before = None
-        for p in pts:
-            if p[0] <= lower:
-                continue
-            if p[1] < threshold:
-                edge = math.sqrt(p[0] * before[0]) if before else float(p[0])
+        for before, p in zip(above, above[1:], strict=False):
+            if p[1] < ref / EDGE_RATIO:
+                edge = math.sqrt(before[0] * p[0])
                 break
-            before = p
+        level_span = f"{to_rate(plateau):.1f} {unit}"
         if edge is None:
-            out.append(LevelCheck(name, cap, plateau, None, None,
-                                  f"{name}: bandwidth never fell to {next_name}'s level"))
+            beyond = [p for p in pts if p[0] >= 2 * cap]
+            if not beyond:
+                out.append(LevelCheck(name, cap, shown, None, None,
+                                      f"{name}: the sweep does not reach past it"))
+                continue
+            out.append(LevelCheck(
+                name, cap, shown, None, False,
+                f"{name}: {level_span} and no step to a slower level up to "
+                f"{format_bytes(beyond[-1][0])} per thread; the {format_bytes(cap)} per thread "
+                "the topology reports is not seen as a distinct level"))
             continue
         agrees = cap / EDGE_TOLERANCE <= edge <= cap * EDGE_TOLERANCE
         verdict = "agrees with" if agrees else "disagrees with"
         out.append(LevelCheck(
-            name, cap, plateau, edge, agrees,
-            f"{name}: {plateau:.1f} GB/s plateau ends near {format_bytes(edge)} per thread, "
+            name, cap, shown, edge, agrees,
+            f"{name}: {level_span} plateau ends near {format_bytes(edge)} per thread, "
             f"{verdict} the {format_bytes(cap)} per thread the topology reports"))
     return out

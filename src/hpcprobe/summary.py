@@ -94,22 +94,48 @@ def _levels_table(run: Run) -> Table | None:
     rows = [f for f in run.findings if f.get("kind") == "cache_level"]
     if not rows:
         return None
-    t = Table(title="Cache levels: plateaus against the topology", title_justify="left")
-    for col in ("kernel", "threads", "level", "capacity/thread", "plateau GB/s", "edge seen",
-                "verdict"):
+    t = Table(title="Cache levels seen by the sweeps, against the topology",
+              title_justify="left")
+    for col in ("benchmark", "kernel", "threads", "level", "capacity/thread", "plateau",
+                "edge seen", "verdict"):
         t.add_column(col)
     for f in rows:
         verdict = {True: "agrees", False: "DISAGREES", None: "n/a"}[f["agrees"]]
-        t.add_row(f["kernel"], str(f["threads"]), f["level"], format_bytes(f["nominal_bytes"]),
-                  "-" if f["plateau_gbs"] is None else f"{f['plateau_gbs']:.1f}",
+        t.add_row(f["benchmark"], f["kernel"], str(f["threads"]), f["level"],
+                  format_bytes(f["nominal_bytes"]),
+                  "-" if f["plateau"] is None else f"{f['plateau']:.1f} {f['unit']}",
                   "-" if f["edge_bytes"] is None else format_bytes(f["edge_bytes"]), verdict)
+    return t
+
+
+def _latency_table(run: Run) -> Table | None:
+    lat = [m for m in run.metrics if m.benchmark == "latency" and m.name == "latency"
+           and m.params.get("load_threads") == 0]
+    if not lat:
+        return None
+    pages = sorted({m.params["page_size"] for m in lat})
+    rows: dict[int, dict[str, Metric]] = defaultdict(dict)
+    level: dict[int, str] = {}
+    for m in lat:
+        rows[m.params["size_bytes"]][m.params["page_size"]] = m
+        level[m.params["size_bytes"]] = m.params["level"]
+    cpu = lat[0].params["cpu"]
+    t = Table(title=f"Memory latency, ns per dependent load (pointer chase, 64 B lines) on CPU "
+                    f"{cpu}, median ±95% CI, {_n_range(lat)}; pages as granted",
+              title_justify="left")
+    t.add_column("working set", justify="right")
+    t.add_column("level")
+    for pg in pages:
+        t.add_column(f"{pg} pages", justify="right")
+    for size in sorted(rows):
+        t.add_row(format_bytes(size), level[size], *[_cell(rows[size].get(pg)) for pg in pages])
     return t
 
 
 def render(run: Run, console: Console) -> None:
     console.print(_header(run))
     bw = [m for m in run.metrics if m.benchmark == "memory" and m.name == "bandwidth"]
-    for table in (_sweep_table(bw), _levels_table(run), _stream_table(bw)):
+    for table in (_sweep_table(bw), _stream_table(bw), _latency_table(run), _levels_table(run)):
         if table is not None:
             console.print(table)
     for w in run.warnings:

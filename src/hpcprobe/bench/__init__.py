@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from . import memory
+from . import latency, memory
 from .base import Benchmark
 
 #: Registered benchmarks, in the order `hpcprobe run` runs them.
 BENCHMARKS: dict[str, Benchmark] = {
     "memory": memory.BENCHMARK,
+    "latency": latency.BENCHMARK,
 }
 
 __all__ = ["BENCHMARKS", "Benchmark"]

@@ -382,7 +382,8 @@ def _check_sweeps(ctx: RunContext, curves: dict[tuple[tuple[int, ...], str],
     for (cpus, kernel), points in curves.items():
         for chk in check_levels(points, cache_shares(ctx.topo, cpus)):
             ctx.findings.append({"benchmark": "memory", "kind": "cache_level", "kernel": kernel,
-                                 "threads": len(cpus), "message": chk.note, **chk.to_dict()})
+                                 "threads": len(cpus), "unit": "GB/s", "message": chk.note,
+                                 **chk.to_dict()})
             if chk.agrees is False:
                 ctx.warnings.append(f"memory {kernel} {len(cpus)}T: {chk.note}")
 

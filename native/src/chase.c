@@ -1,0 +1,198 @@
+/* chase.c: pointer-chase rings (random cyclic permutations of cache lines) and their timing. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <sched.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+
+#include "hpb.h"
+#include "team.h"
+
+#define HUGE_PAGE (2u << 20)
+
+/* xoshiro-style 64-bit generator: fast, seedable, good enough to shuffle. */
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* Uniform in [0, n) without modulo bias worth speaking of for n < 2^40. */
+static size_t below(uint64_t *s, size_t n) { return (size_t)((splitmix(s) >> 24) % n); }
+
+static void shuffle(size_t *a, size_t n, uint64_t *s)
+{
+    for (size_t i = n; i > 1; i--) {
+        size_t j = below(s, i);
+        size_t t = a[i - 1];
+        a[i - 1] = a[j];
+        a[j] = t;
+    }
+}
+
+int hpb_chase_order(size_t lines, size_t group_lines, uint64_t seed, size_t *order)
+{
+    if (lines == 0 || !order) return -EINVAL;
+    if (group_lines == 0 || group_lines > lines) group_lines = lines;
+    size_t groups = (lines + group_lines - 1) / group_lines;
+    size_t *gorder = malloc(groups * sizeof *gorder);
+    if (!gorder) return -ENOMEM;
+    uint64_t s = seed;
+    for (size_t g = 0; g < groups; g++) gorder[g] = g;
+    /* groups in random order, lines in random order within each group: every line once */
+    shuffle(gorder, groups, &s);
+    size_t k = 0;
+    for (size_t g = 0; g < groups; g++) {
+        size_t lo = gorder[g] * group_lines;
+        size_t hi = lo + group_lines < lines ? lo + group_lines : lines;
+        for (size_t i = lo; i < hi; i++) order[k + i - lo] = i;
+        shuffle(order + k, hi - lo, &s);
+        k += hi - lo;
+    }
+    free(gorder);
+    return 0;
+}
+
+struct chase_arg {
+    size_t lines, stride, group_lines;
+    int huge, node_bind;
+    uint64_t seed;
+};
+
+static int chase_prepare_job(struct hpb_thread *th, void *p)
+{
+    const struct chase_arg *a = p;
+    size_t bytes = a->lines * a->stride;
+    size_t len = bytes + HUGE_PAGE;
+    /* a smaller ring of the same page kind reuses the mapping: no new first touch */
+    if (th->chase_map && (th->chase_len < len || th->chase_huge != a->huge)) {
+        munmap(th->chase_map, th->chase_len);
+        th->chase_map = NULL;
+    }
+    if (!th->chase_map) {
+        void *map = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (map == MAP_FAILED) return -ENOMEM;
+        th->chase_map = map;
+        th->chase_len = len;
+        th->chase_huge = a->huge;
+        if (a->huge) madvise(map, len, MADV_HUGEPAGE);
+    }
+    char *base = (char *)(((uintptr_t)th->chase_map + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE);
+    size_t *order = malloc(a->lines * sizeof *order);
+    if (!order) return -ENOMEM;
+    int rc = hpb_chase_order(a->lines, a->group_lines, a->seed + (uint64_t)th->rank, order);
+    if (rc == 0) {
+        /* each line holds the address of the next line of the cycle; the owner writes it */
+        for (size_t k = 0; k < a->lines; k++) {
+            size_t next = order[(k + 1) % a->lines];
+            *(void **)(base + order[k] * a->stride) = base + next * a->stride;
+        }
+        th->chase_start = (void **)(base + order[0] * a->stride);
+        th->chase_base = base;
+        th->chase_lines = a->lines;
+        th->chase_stride = a->stride;
+    }
+    free(order);
+    return rc;
+}
+
+int hpb_chase_prepare(hpb_team *team, size_t bytes, size_t stride, size_t group_bytes, int huge,
+                      uint64_t seed)
+{
+    if (!team || stride < sizeof(void *) || stride % sizeof(void *) != 0 || bytes < stride)
+        return -EINVAL;
+    struct chase_arg a = {bytes / stride, stride, group_bytes / stride, huge, -1, seed};
+    return hpb_team_run(team, chase_prepare_job, &a);
+}
+
+struct chase_measure_arg {
+    size_t loads;
+    int reps;
+    double *times;
+};
+
+/* Sixteen dependent loads per iteration: the loop overhead hides behind the load latency. */
+#define STEP p = (void **)*p
+static int chase_measure_job(struct hpb_thread *th, void *p_)
+{
+    const struct chase_measure_arg *m = p_;
+    if (!th->chase_start) return -EINVAL;
+    void **p = th->chase_start;
+    const size_t iters = m->loads / 16;
+    const size_t nactive = (size_t)th->team->nactive;
+    for (int r = 0; r < m->reps; r++) {
+        hpb_team_barrier(th);
+        double t0 = hpb_now();
+        for (size_t i = 0; i < iters; i++) {
+            STEP; STEP; STEP; STEP; STEP; STEP; STEP; STEP;
+            STEP; STEP; STEP; STEP; STEP; STEP; STEP; STEP;
+        }
+        double t1 = hpb_now();
+        m->times[(size_t)r * nactive + (size_t)th->rank] = t1 - t0;
+    }
+    /* continue where this walk ended next time, and keep the chain observable */
+    th->chase_start = p;
+    return 0;
+}
+#undef STEP
+
+int hpb_chase_measure(hpb_team *team, size_t loads, int reps, double *times)
+{
+    if (!team || loads == 0 || loads % 16 != 0 || reps <= 0 || !times) return -EINVAL;
+    struct chase_measure_arg m = {loads, reps, times};
+    return hpb_team_run(team, chase_measure_job, &m);
+}
+
+struct chase_check_arg {
+    size_t max_steps;
+    int *ok; /* one per active thread */
+};
+
+/* Walks the ring from where the last walk stopped: every pointer must land on a line of this
+ * ring, and the walk must come back to its start after exactly `lines` steps, not before. */
+static int chase_check_job(struct hpb_thread *th, void *p_)
+{
+    const struct chase_check_arg *c = p_;
+    int ok = th->chase_start != NULL;
+    void **start = th->chase_start, **p = start;
+    const size_t steps = th->chase_lines < c->max_steps ? th->chase_lines : c->max_steps;
+    for (size_t k = 1; ok && k <= steps; k++) {
+        p = (void **)*p;
+        uintptr_t off = (uintptr_t)((char *)p - th->chase_base);
+        if ((char *)p < th->chase_base || off % th->chase_stride != 0 ||
+            off / th->chase_stride >= th->chase_lines)
+            ok = 0;
+        else if (p == start && k != th->chase_lines)
+            ok = 0; /* a shorter cycle: some lines are never visited */
+        else if (k == th->chase_lines && p != start)
+            ok = 0;
+    }
+    c->ok[th->rank] = ok;
+    return 0;
+}
+
+int hpb_chase_check(hpb_team *team, size_t max_steps, int *ok)
+{
+    if (!team || max_steps == 0 || !ok) return -EINVAL;
+    int each[team->nactive];
+    struct chase_check_arg c = {max_steps, each};
+    int rc = hpb_team_run(team, chase_check_job, &c);
+    if (rc != 0) return rc;
+    *ok = 1;
+    for (int i = 0; i < team->nactive; i++) *ok = *ok && each[i];
+    return 0;
+}
+
+int hpb_chase_buffer(const hpb_team *team, int thread, uintptr_t *addr, size_t *len)
+{
+    if (!team || thread < 0 || thread >= team->n || !addr || !len) return -EINVAL;
+    const struct hpb_thread *th = &team->th[thread];
+    if (!th->chase_map) return -EINVAL;
+    *addr = (uintptr_t)th->chase_map;
+    *len = th->chase_len;
+    return 0;
+}

@@ -1,0 +1,169 @@
+"""The latency benchmark: a pointer-chase sweep from L1 to DRAM with the default page size and
+with huge pages, each level checked against the topology, each page size verified."""
+
+from __future__ import annotations
+
+import math
+import resource
+import time
+from dataclasses import dataclass
+
+from .._native import Team
+from ..errors import UserError
+from ..levels import check_levels
+from ..placement import plan as place
+from ..results import Metric
+from ..smaps import mapping_pages, page_label, read_self
+from ..sysinfo import huge_page_bytes, mem_available_bytes
+from ..topology import Topology
+from ..units import format_bytes
+from .base import Benchmark, RunContext
+from .memory import cache_shares, level_of, llc_bytes
+
+#: Lines at least this far apart: one per cache line, so every load misses to the next level.
+STRIDE = 64
+#: Pages per group of the walk for cache-resident rings: within the first-level TLB's reach
+#: (64 or more entries on current cores), so cache latency is not page-walk latency.
+TLB_GROUP_PAGES = 64
+#: Smallest working set of the sweep.
+MIN_SIZE = 8 << 10
+#: The DRAM point: at least this, and at least twice the last-level cache.
+MIN_DRAM = 1 << 30
+#: Huge pages only matter once a walk leaves the TLB's reach: smaller sizes run once.
+HUGE_FROM = 4 << 20
+#: Loads per sample are a multiple of this (the chase loop is unrolled 16 times).
+LOAD_QUANTUM = 16
+SEED = 0x5EED
+#: Rings up to this many lines are walked once round in validation; larger ones this far.
+CHECK_STEPS = 1 << 20
+
+
+@dataclass(frozen=True)
+class LatencyOptions:
+    """Options that narrow `hpcprobe run latency`."""
+
+    size_bytes: int | None = None
+    cpu: int | None = None
+    pages: str | None = None  # "default", "huge" or None for both
+
+
+@dataclass(frozen=True)
+class Point:
+    """One working set of the sweep, with or without huge pages."""
+
+    size_bytes: int
+    huge: bool
+    level: str
+
+
+def dram_size(topo: Topology, cpu: int) -> int:
+    """Twice the last-level cache serving `cpu`, at least 1 GiB, rounded up to a power of two."""
+    need = max(MIN_DRAM, 2 * llc_bytes(topo, [cpu]))
+    return 1 << math.ceil(math.log2(need))
+
+
+def plan(topo: Topology, cpu: int, opts: LatencyOptions) -> list[Point]:
+    """The sweep, largest first so each page kind's ring memory is touched once."""
+    pages = {"default": (False,), "huge": (True,), None: (False, True)}[opts.pages]
+    if opts.size_bytes is not None:
+        sizes = [opts.size_bytes]
+    else:
+        top = dram_size(topo, cpu)
+        sizes = [1 << k for k in range(int(math.log2(MIN_SIZE)), int(math.log2(top)) + 1)]
+    out = []
+    for huge in pages:
+        for size in sorted(sizes, reverse=True):
+            if huge and size < HUGE_FROM and opts.size_bytes is None:
+                continue
+            out.append(Point(size, huge, level_of(topo, (cpu,), size)))
+    return out
+
+
+def group_bytes(point: Point, base_page: int, huge_page: int) -> int:
+    """Cache levels walk within TLB-sized groups; DRAM walks the whole ring at random."""
+    if point.level == "DRAM":
+        return 0
+    return TLB_GROUP_PAGES * (huge_page if point.huge else base_page)
+
+
+def _samples(ctx: RunContext, team: Team, budget_s: float) -> list[float]:
+    """ns per dependent load, samples of at least sample_s, the first dropped."""
+    loads = 1024
+    start = time.perf_counter()
+    for _ in range(6):
+        took = team.chase_measure(loads, 1)[0][0]
+        if took >= ctx.profile.sample_s:
+            break
+        loads = max(loads * 2, math.ceil(loads * 1.2 * ctx.profile.sample_s / max(took, 1e-9)))
+        loads = -(-loads // LOAD_QUANTUM) * LOAD_QUANTUM
+    out: list[float] = []
+    rep = ctx.profile.repetition
+    while (more := rep.more(out, time.perf_counter() - start, budget_s)) > 0:
+        out.extend(t[0] / loads * 1e9 for t in team.chase_measure(loads, more))
+    return out
+
+
+def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
+    opts = opts or LatencyOptions()
+    topo = ctx.topo
+    cpu = opts.cpu if opts.cpu is not None else place(topo, "one-per-core").cpus[0]
+    if cpu not in topo.allowed_cpus:
+        raise UserError(f"--cpu {cpu}: not an allowed CPU of this machine "
+                        f"({', '.join(map(str, topo.allowed_cpus))}); see `hpcprobe topology`")
+    if opts.size_bytes is not None and opts.size_bytes < 16 * STRIDE:
+        raise UserError(f"--size {opts.size_bytes}: a pointer-chase ring needs at least "
+                        f"{16 * STRIDE} B (16 lines of {STRIDE} B)")
+    points = plan(topo, cpu, opts)
+    available = mem_available_bytes()
+    biggest = max(p.size_bytes for p in points)
+    if available is not None and biggest > 0.8 * available:
+        raise UserError(f"--size {format_bytes(biggest)}: more than the {format_bytes(available)} "
+                        "of memory available; use a smaller --size")
+    base_page, huge_page = resource.getpagesize(), huge_page_bytes()
+    node = topo.numa_nodes[topo.pu(cpu).numa].os_index
+    ctx.progress.start("latency", len(points))
+    deadline = time.perf_counter() + ctx.profile.latency_budget_s
+    curve: list[tuple[int, float]] = []
+    with Team([cpu]) as team:
+        for i, p in enumerate(points):
+            team.chase_prepare(p.size_bytes, STRIDE, group_bytes(p, base_page, huge_page), p.huge,
+                               SEED)
+            label, fraction = _granted(team, cpu, base_page, huge_page)
+            if p.huge and fraction < 1.0:
+                ctx.warnings.append(
+                    f"latency {format_bytes(p.size_bytes)}: huge pages asked for but "
+                    f"{100 * fraction:.0f} % granted (THP setting, fragmentation); labelled "
+                    f"{label}")
+            budget = max(0.0, deadline - time.perf_counter()) / (len(points) - i)
+            samples = _samples(ctx, team, budget)
+            if not team.chase_check(CHECK_STEPS):
+                ctx.errors.append(f"latency {format_bytes(p.size_bytes)}: the pointer-chase "
+                                  "ring did not validate; figure discarded")
+                continue
+            params = {"size_bytes": p.size_bytes, "level": p.level, "page_size": label,
+                      "huge_page_fraction": fraction, "huge_pages_requested": p.huge,
+                      "cpu": cpu, "cpu_domain": node, "memory_domain": node,
+                      "memory_policy": "first-touch", "load_threads": 0, "stride_bytes": STRIDE,
+                      "group_bytes": group_bytes(p, base_page, huge_page)}
+            ctx.metrics.append(Metric("latency", "latency", "ns", params, samples, "lower"))
+            ctx.progress.advance(f"latency {format_bytes(p.size_bytes)} {label}")
+            if not p.huge:
+                curve.append((p.size_bytes, ctx.metrics[-1].summary.median))
+    for chk in check_levels(curve, cache_shares(topo, (cpu,)), "ns", lower_is_better=True):
+        ctx.findings.append({"benchmark": "latency", "kind": "cache_level", "kernel": "chase",
+                             "threads": 1, "unit": "ns", "message": chk.note, **chk.to_dict()})
+        if chk.agrees is False:
+            ctx.warnings.append(f"latency: {chk.note}")
+
+
+def _granted(team: Team, cpu: int, base_page: int, huge_page: int) -> tuple[str, float]:
+    """The page size the ring really got, from /proc/self/smaps."""
+    addr, _ = team.chase_mapping(cpu)
+    pages = mapping_pages(read_self(), addr)
+    if pages is None:
+        return f"{base_page // 1024}KiB", 0.0
+    return page_label(pages[0], pages[1], base_page, huge_page)
+
+
+BENCHMARK = Benchmark("latency", "memory latency: pointer chase from L1 to DRAM, 4 KiB and "
+                      "huge pages", run)

@@ -1,0 +1,126 @@
+"""The latency benchmark: chase orders, page-size verification, planning, a real small run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from conftest import DATA, assert_user_error, hpcprobe
+from hpcprobe import _native, profiles, results, topology
+from hpcprobe.bench import latency
+from hpcprobe.bench.base import RunContext
+from hpcprobe.bench.latency import LatencyOptions, Point
+from hpcprobe.smaps import mapping_pages, page_label
+
+
+@settings(max_examples=60, deadline=None)
+@given(lines=st.integers(1, 3000), group=st.integers(0, 500), seed=st.integers(0, 2**63))
+def test_chase_order_is_one_cycle_through_every_line(lines, group, seed):
+    order = _native.chase_order(lines, group, seed)
+    assert sorted(order) == list(range(lines))  # every line exactly once: one cycle
+    g = group if 0 < group < lines else lines
+    # group locality: the walk finishes a group before it enters another
+    groups = [i // g for i in order]
+    changes = sum(1 for a, b in zip(groups, groups[1:], strict=False) if a != b)
+    assert changes == -(-lines // g) - 1
+
+
+def test_chase_order_depends_on_seed():
+    assert _native.chase_order(1000, 0, 1) != _native.chase_order(1000, 0, 2)
+
+
+SMAPS = """\
+55d0c0000000-55d0c0021000 rw-p 00000000 00:00 0                          [heap]
+Size:                132 kB
+Rss:                   8 kB
+AnonHugePages:         0 kB
+7f0000000000-7f0040200000 rw-p 00000000 00:00 0
+Size:            1050624 kB
+Rss:             1048576 kB
+Pss:             1048576 kB
+AnonHugePages:   1046528 kB
+7f0040200000-7f0040400000 rw-p 00000000 00:00 0
+Size:               2048 kB
+Rss:                2048 kB
+AnonHugePages:      2048 kB
+"""
+
+
+def test_smaps_parsing():
+    assert mapping_pages(SMAPS, 0x7F0000001000) == (1048576 * 1024, 1046528 * 1024)
+    assert mapping_pages(SMAPS, 0x7F0040200000) == (2048 * 1024, 2048 * 1024)
+    assert mapping_pages(SMAPS, 0x55D0C0000010) == (8 * 1024, 0)
+    assert mapping_pages(SMAPS, 0x1000) is None
+
+
+def test_page_label_never_claims_what_was_not_granted():
+    assert page_label(4 << 20, 4 << 20, 4096, 2 << 20) == ("2MiB", 1.0)
+    assert page_label(4 << 20, 0, 4096, 2 << 20) == ("4KiB", 0.0)
+    label, frac = page_label(4 << 20, 2 << 20, 4096, 2 << 20)
+    assert label == "mixed" and frac == 0.5
+    assert page_label(0, 0, 65536, 512 << 20) == ("64KiB", 0.0)
+
+
+def test_plan_sweeps_l1_to_dram_largest_first():
+    topo = topology.load_xml(DATA / "epyc-2s-nps4-128c.xml")
+    pts = latency.plan(topo, 0, LatencyOptions())
+    small = [p for p in pts if not p.huge]
+    assert small == sorted(small, key=lambda p: -p.size_bytes)
+    assert small[-1].size_bytes == 8 << 10 and small[-1].level == "L1"
+    assert small[0].size_bytes == 1 << 30 and small[0].level == "DRAM"
+    assert {p.level for p in small} == {"L1", "L2", "L3", "DRAM"}
+    assert min(p.size_bytes for p in pts if p.huge) == 4 << 20
+    # the VM's claimed 480 MiB L3 pushes the DRAM point to 2x that, rounded up to 1 GiB
+    vm = topology.load_xml(DATA / "vm-live-2c.xml")
+    assert latency.dram_size(vm, 0) == 1 << 30
+
+
+def test_groups_only_for_cache_levels():
+    assert latency.group_bytes(Point(1 << 30, False, "DRAM"), 4096, 2 << 20) == 0
+    assert latency.group_bytes(Point(1 << 20, False, "L2"), 4096, 2 << 20) == 64 * 4096
+    assert latency.group_bytes(Point(8 << 20, True, "L3"), 4096, 2 << 20) == 64 << 21
+
+
+def test_real_run_on_small_rings(tiny):
+    ctx = RunContext(tiny, profiles.get("quick"), _native.best_isa())
+    latency.run(ctx, LatencyOptions(size_bytes=128 << 10, pages="default"))
+    [m] = ctx.metrics
+    assert not ctx.errors
+    assert m.unit == "ns" and m.better == "lower" and m.summary.median > 0
+    assert m.params["page_size"].endswith("KiB") and m.params["level"] == "L2"
+
+
+def test_huge_pages_are_labelled_as_granted(tiny):
+    ctx = RunContext(tiny, profiles.get("quick"), _native.best_isa())
+    latency.run(ctx, LatencyOptions(size_bytes=8 << 20, pages="huge"))
+    [m] = ctx.metrics
+    frac = m.params["huge_page_fraction"]
+    assert m.params["huge_pages_requested"] is True
+    if frac == 1.0:
+        assert m.params["page_size"] == "2MiB"
+    else:  # THP off or fragmented: a warning and the page size really obtained
+        assert m.params["page_size"] in ("4KiB", "mixed")
+        assert any("huge pages asked for" in w for w in ctx.warnings)
+
+
+def test_cli_latency_run_and_errors(tmp_path):
+    out = tmp_path / "lat.json"
+    r = hpcprobe("run", "latency", "--size", "1MiB", "--pages", "default", "--quick",
+                 "--no-store", "--json", str(out))
+    assert r.code == 0, r.err
+    doc = json.loads(out.read_text())
+    results.validate(doc)
+    assert [m["params"]["size_bytes"] for m in doc["metrics"]] == [1 << 20]
+    assert "Memory latency" in r.out
+    assert_user_error(hpcprobe("run", "latency", "--cpu", "9999", "--no-store"), "--cpu 9999")
+    assert_user_error(hpcprobe("run", "latency", "--size", "100", "--no-store"), "--size 100")
+    assert_user_error(hpcprobe("run", "latency", "--size", "64TiB", "--no-store"), "available")
+    assert_user_error(hpcprobe("run", "memory", "--pages", "huge", "--no-store"), "--pages")
+
+
+@pytest.mark.parametrize("bad", ["-1", "x"])
+def test_cli_bad_cpu(bad):
+    assert hpcprobe("run", "latency", "--cpu", bad, "--no-store").code == 2
