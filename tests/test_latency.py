@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import DATA, assert_user_error, hpcprobe
+from conftest import DATA, assert_user_error, hpcprobe, two_cpus
 from hpcprobe import _native, profiles, results, topology
 from hpcprobe.bench import latency
 from hpcprobe.bench.base import RunContext
@@ -124,3 +125,37 @@ def test_cli_latency_run_and_errors(tmp_path):
 @pytest.mark.parametrize("bad", ["-1", "x"])
 def test_cli_bad_cpu(bad):
     assert hpcprobe("run", "latency", "--cpu", bad, "--no-store").code == 2
+
+
+def test_c2c_pairs_on_recorded_machines(nps4, xeon_smt):
+    pairs = latency.c2c_pairs(nps4)
+    rel = {latency.relation(nps4, a, b) for a, b in pairs}
+    assert rel == {"same-l3", "same-numa", "same-package", "cross-package"}
+    assert len(pairs) <= latency.MAX_PAIRS
+    assert len(latency.c2c_pairs(nps4, all_pairs=True)) == 128 * 127 // 2
+    x = latency.c2c_pairs(xeon_smt)
+    assert {latency.relation(xeon_smt, a, b) for a, b in x} == {"same-core", "same-l3",
+                                                                 "cross-package"}
+    laptop = topology.load_xml(DATA / "laptop-8c.xml")
+    assert [latency.relation(laptop, a, b) for a, b in latency.c2c_pairs(laptop)] == ["same-l3"]
+
+
+@pytest.mark.skipif(not two_cpus(), reason="needs two CPUs")
+def test_c2c_measures_a_real_pair(tiny):
+    ctx = RunContext(tiny, profiles.get("quick"), _native.best_isa())
+    latency._c2c(ctx, LatencyOptions(), deadline=time.perf_counter() + 1.0)
+    [m] = ctx.metrics
+    assert m.name == "core_to_core" and m.params["relation"] == "same-l3"
+    assert m.summary.n >= 3 and m.summary.median > 0
+    results.validate({**_doc_shell(), "metrics": [m.to_dict()]})
+
+
+def _doc_shell() -> dict:
+    return {"schema": "hpcprobe-result", "schema_version": 1, "run_id": "0" * 12,
+            "created": "2026-01-01T00:00:00+00:00", "host": "h", "profile": "quick",
+            "benchmarks": ["latency"], "provenance": {
+                "host": "h", "cpu_model": None, "kernel": "k", "hpcprobe_version": "0",
+                "compiler": "c", "isa_supported": [], "environment": {}},
+            "topology": {"counts": {"packages": 1, "numa_nodes": 1, "l3_domains": 1,
+                                    "cores": 2, "pus": 2}},
+            "findings": [], "warnings": [], "errors": []}

@@ -132,6 +132,11 @@ int hpb_chase_check(hpb_team *team, size_t max_steps, int *ok);
 /* The mapping that holds thread `thread`'s ring (to find it in /proc/self/smaps). */
 int hpb_chase_buffer(const hpb_team *team, int thread, uintptr_t *addr, size_t *len);
 
+/* Core-to-core latency: the two selected threads bounce one cache line `rounds` times per
+ * sample (the first writes, the second answers); times[r] is the round-trip time of sample r in
+ * seconds, so one handoff takes times[r] / (2 rounds). Needs exactly two selected threads. */
+int hpb_c2c_measure(hpb_team *team, size_t rounds, int reps, double *times);
+
 /* The scalar the stream kernels use (STREAM's 3.0). */
 double hpb_stream_scalar(void);
 

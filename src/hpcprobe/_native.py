@@ -58,6 +58,8 @@ def _declare(lib: ctypes.CDLL) -> None:
                            ctypes.c_int, ctypes.c_uint64]),
         "hpb_chase_measure": (
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, _c_double_p]),
+        "hpb_c2c_measure": (
+            ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, _c_double_p]),
         "hpb_chase_check": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, _c_int_p]),
         "hpb_chase_buffer": (
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_size_t),
@@ -271,6 +273,12 @@ class Team:
         ok = ctypes.c_int(0)
         _check(lib().hpb_chase_check(self.handle, max_steps, ctypes.byref(ok)), "checking rings")
         return bool(ok.value)
+
+    def c2c_measure(self, rounds: int, reps: int) -> list[float]:
+        """Round-trip seconds of `rounds` cache-line handoffs between the two selected threads."""
+        times = (ctypes.c_double * reps)()
+        _check(lib().hpb_c2c_measure(self.handle, rounds, reps, times), "bouncing a cache line")
+        return list(times)
 
     def chase_mapping(self, cpu: int) -> tuple[int, int]:
         """(address, length) of the mapping that holds the ring of the thread on `cpu`."""

@@ -85,6 +85,8 @@ def build_parser() -> argparse.ArgumentParser:
     lg = r.add_argument_group("narrowing the latency benchmark")
     lg.add_argument("--cpu", type=int, help="the CPU that chases pointers (default: the first "
                                             "core)")
+    lg.add_argument("--all-pairs", action="store_true",
+                    help="core-to-core latency for every pair of cores, not a sample")
     lg.add_argument("--pages", choices=("default", "huge", "both"),
                     help="page size of the rings: the default one, transparent huge pages, or "
                          "both (default: both)")
@@ -163,7 +165,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     stores = None if a.stores in (None, "both") else (a.stores,)
     mem = MemoryOptions(kernels=a.kernel, stores=stores, threads=a.threads, size_bytes=a.size,
                         placement=a.placement)
-    lat = LatencyOptions(size_bytes=a.size, cpu=a.cpu,
+    lat = LatencyOptions(size_bytes=a.size, cpu=a.cpu, all_pairs=a.all_pairs,
                          pages=None if a.pages in (None, "both") else a.pages)
     chosen = set(benchmarks)
     mem_only = [f for f, v in (("--kernel", a.kernel), ("--stores", a.stores),
@@ -171,7 +173,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     if mem_only and "memory" not in chosen:
         raise UserError(f"{'/'.join(mem_only)} narrow the memory benchmark; add `memory` to the "
                         "benchmarks")
-    lat_only = [f for f, v in (("--cpu", a.cpu is not None), ("--pages", a.pages)) if v]
+    lat_only = [f for f, v in (("--cpu", a.cpu is not None), ("--pages", a.pages),
+                               ("--all-pairs", a.all_pairs)) if v]
     if lat_only and "latency" not in chosen:
         raise UserError(f"{'/'.join(lat_only)} narrow the latency benchmark; add `latency` to "
                         "the benchmarks")

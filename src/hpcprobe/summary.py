@@ -132,10 +132,31 @@ def _latency_table(run: Run) -> Table | None:
     return t
 
 
+def _c2c_table(run: Run) -> Table | None:
+    cells = {(m.params["cpu_a"], m.params["cpu_b"]): m for m in run.metrics
+             if m.benchmark == "latency" and m.name == "core_to_core"}
+    if not cells:
+        return None
+    rows = sorted({a for a, _ in cells})
+    cols = sorted({b for _, b in cells})
+    t = Table(title=f"Core-to-core latency, ns one way (a cache line bounced), median ±95% CI, "
+                    f"{_n_range(list(cells.values()))}", title_justify="left")
+    t.add_column("CPU")
+    for b in cols:
+        t.add_column(str(b), justify="right")
+    for a in rows:
+        t.add_row(str(a), *[_cell(cells.get((a, b))) for b in cols])
+    relations = sorted({(m.params["relation"], a, b) for (a, b), m in cells.items()})
+    t.caption = "; ".join(f"{a}-{b}: {r}" for r, a, b in relations[:12]) + \
+        (" ..." if len(relations) > 12 else "")
+    return t
+
+
 def render(run: Run, console: Console) -> None:
     console.print(_header(run))
     bw = [m for m in run.metrics if m.benchmark == "memory" and m.name == "bandwidth"]
-    for table in (_sweep_table(bw), _stream_table(bw), _latency_table(run), _levels_table(run)):
+    for table in (_sweep_table(bw), _stream_table(bw), _latency_table(run), _c2c_table(run),
+                  _levels_table(run)):
         if table is not None:
             console.print(table)
     for w in run.warnings:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import resource
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from .._native import Team
@@ -34,6 +35,10 @@ HUGE_FROM = 4 << 20
 #: Loads per sample are a multiple of this (the chase loop is unrolled 16 times).
 LOAD_QUANTUM = 16
 SEED = 0x5EED
+#: Share of the latency budget for the core-to-core matrix.
+C2C_BUDGET_SHARE = 0.2
+#: Core-to-core pairs beyond this many are sampled more coarsely (see c2c_pairs).
+MAX_PAIRS = 64
 #: Rings up to this many lines are walked once round in validation; larger ones this far.
 CHECK_STEPS = 1 << 20
 
@@ -45,6 +50,7 @@ class LatencyOptions:
     size_bytes: int | None = None
     cpu: int | None = None
     pages: str | None = None  # "default", "huge" or None for both
+    all_pairs: bool = False  # core-to-core: every pair of cores, not a sample
 
 
 @dataclass(frozen=True)
@@ -86,6 +92,90 @@ def group_bytes(point: Point, base_page: int, huge_page: int) -> int:
     return TLB_GROUP_PAGES * (huge_page if point.huge else base_page)
 
 
+def numa_of(topo: Topology, cpu: int) -> int | None:
+    """The OS index of the NUMA domain of `cpu`."""
+    return topo.numa_nodes[topo.pu(cpu).numa].os_index
+
+
+def relation(topo: Topology, a: int, b: int) -> str:
+    """What two CPUs share: the nearest common domain."""
+    pa, pb = topo.pu(a), topo.pu(b)
+    if pa.core == pb.core:
+        return "same-core"
+    if pa.l3 is not None and pa.l3 == pb.l3:
+        return "same-l3"
+    if pa.numa == pb.numa:
+        return "same-numa"
+    return "same-package" if pa.package == pb.package else "cross-package"
+
+
+def c2c_pairs(topo: Topology, all_pairs: bool = False) -> list[tuple[int, int]]:
+    """CPU pairs for the core-to-core matrix: every pair of cores when asked; otherwise one core
+    per L3 domain paired with each other (on big machines: one per NUMA domain, plus the L3
+    domains of the first NUMA domain), plus one pair inside an L3 domain and one pair of SMT
+    siblings where there are such."""
+    cores = list(place(topo, "one-per-core").cpus)
+    cores.sort(key=[p.os_index for p in topo.pus].index)
+    if all_pairs:
+        return [(a, b) for i, a in enumerate(cores) for b in cores[i + 1:]]
+
+    def firsts(key: Callable[[int], int | None], cpus: list[int]) -> list[int]:
+        seen: dict[int | None, int] = {}
+        for c in cpus:
+            seen.setdefault(key(c), c)
+        return list(seen.values())
+
+    reps = firsts(lambda c: topo.pu(c).l3, cores)
+    if len(reps) * (len(reps) - 1) // 2 > MAX_PAIRS:
+        first_numa = [c for c in cores if topo.pu(c).numa == topo.pu(cores[0]).numa]
+        reps = sorted(set(firsts(lambda c: topo.pu(c).numa, cores)) |
+                      set(firsts(lambda c: topo.pu(c).l3, first_numa)),
+                      key=cores.index)
+    pairs = {(a, b) for i, a in enumerate(reps) for b in reps[i + 1:]}
+    for c in cores:  # one pair inside an L3 domain
+        mates = [d for d in cores if d != c and relation(topo, c, d) == "same-l3"]
+        if mates:
+            pairs.add((c, mates[0]))
+            break
+    allowed = set(topo.allowed_cpus)
+    for core in topo.cores:  # one pair of SMT siblings
+        sib = [c for c in core.cpus if c in allowed]
+        if len(sib) >= 2:
+            pairs.add((sib[0], sib[1]))
+            break
+    order = [p.os_index for p in topo.pus]
+    return sorted(pairs, key=lambda ab: (order.index(ab[0]), order.index(ab[1])))
+
+
+def _c2c(ctx: RunContext, opts: LatencyOptions, deadline: float) -> None:
+    """The core-to-core matrix: one-way handoff latency for each planned pair."""
+    pairs = c2c_pairs(ctx.topo, opts.all_pairs)
+    if not pairs:
+        ctx.warnings.append("latency: core-to-core needs two allowed cores; skipped")
+        return
+    cpus = sorted({c for p in pairs for c in p})
+    ctx.progress.start("core-to-core", len(pairs))
+    with Team(cpus) as team:
+        for i, (a, b) in enumerate(pairs):
+            team.select([a, b])
+            budget = max(0.0, deadline - time.perf_counter()) / (len(pairs) - i)
+            rounds, start = 256, time.perf_counter()
+            out: list[float] = []
+            for _ in range(8):  # size a sample to at least sample_s; the last one is dropped
+                took = team.c2c_measure(rounds, 1)[0]
+                if took >= ctx.profile.sample_s:
+                    break
+                rounds = max(2 * rounds, math.ceil(rounds * 1.2 * ctx.profile.sample_s / took))
+            rep = ctx.profile.repetition
+            while (more := rep.more(out, time.perf_counter() - start, budget)) > 0:
+                out.extend(t / (2 * rounds) * 1e9 for t in team.c2c_measure(rounds, more))
+            params = {"cpu_a": a, "cpu_b": b, "relation": relation(ctx.topo, a, b),
+                      "cpu_domain": numa_of(ctx.topo, a), "memory_domain": numa_of(ctx.topo, b),
+                      "load_threads": 0}
+            ctx.metrics.append(Metric("latency", "core_to_core", "ns", params, out, "lower"))
+            ctx.progress.advance(f"core-to-core {a}<->{b}")
+
+
 def _samples(ctx: RunContext, team: Team, budget_s: float) -> list[float]:
     """ns per dependent load, samples of at least sample_s, the first dropped."""
     loads = 1024
@@ -120,9 +210,9 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
         raise UserError(f"--size {format_bytes(biggest)}: more than the {format_bytes(available)} "
                         "of memory available; use a smaller --size")
     base_page, huge_page = resource.getpagesize(), huge_page_bytes()
-    node = topo.numa_nodes[topo.pu(cpu).numa].os_index
+    node = numa_of(topo, cpu)
     ctx.progress.start("latency", len(points))
-    deadline = time.perf_counter() + ctx.profile.latency_budget_s
+    deadline = time.perf_counter() + ctx.profile.latency_budget_s * (1 - C2C_BUDGET_SHARE)
     curve: list[tuple[int, float]] = []
     with Team([cpu]) as team:
         for i, p in enumerate(points):
@@ -154,6 +244,8 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
                              "threads": 1, "unit": "ns", "message": chk.note, **chk.to_dict()})
         if chk.agrees is False:
             ctx.warnings.append(f"latency: {chk.note}")
+    if opts.size_bytes is None:
+        _c2c(ctx, opts, time.perf_counter() + ctx.profile.latency_budget_s * C2C_BUDGET_SHARE)
 
 
 def _granted(team: Team, cpu: int, base_page: int, huge_page: int) -> tuple[str, float]:
