@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 
 import pytest
@@ -14,6 +15,7 @@ from hpcprobe import _native, profiles, results, topology
 from hpcprobe.bench import latency
 from hpcprobe.bench.base import RunContext
 from hpcprobe.bench.latency import LatencyOptions, Point
+from hpcprobe.errors import UserError
 from hpcprobe.smaps import mapping_pages, page_label
 
 
@@ -159,3 +161,29 @@ def _doc_shell() -> dict:
             "topology": {"counts": {"packages": 1, "numa_nodes": 1, "l3_domains": 1,
                                     "cores": 2, "pus": 2}},
             "findings": [], "warnings": [], "errors": []}
+
+
+def test_numa_cells_plan_the_full_matrix(nps4):
+    cells = latency.numa_cells(nps4)
+    assert len(cells) == 64
+    assert {(i, j) for _, i, j in cells} == {(i, j) for i in range(8) for j in range(8)}
+    for cpu, i, _ in cells:
+        assert latency.numa_of(nps4, cpu) == i
+    laptop = topology.load_xml(DATA / "laptop-8c.xml")
+    assert latency.numa_cells(laptop) == [(0, 0, 0)]
+
+
+def test_ring_bound_to_node_0_is_found_there():
+    cpu = min(os.sched_getaffinity(0))
+    with _native.Team([cpu]) as team:
+        team.chase_prepare(4 << 20, 64, 0, False, 7, node=0)
+        addr, length = team.chase_mapping(cpu)
+        assert length == 4 << 20
+        assert _native.memory_node(addr) == 0 == _native.memory_node(addr + length - 64)
+        assert team.chase_check(1 << 20)
+
+
+def test_binding_to_a_missing_node_is_a_user_error():
+    with _native.Team([min(os.sched_getaffinity(0))]) as team:
+        with pytest.raises(UserError, match="NUMA node 1000"):
+            team.chase_prepare(1 << 20, 64, 0, False, 7, node=1000)

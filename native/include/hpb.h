@@ -114,9 +114,11 @@ int hpb_chase_order(size_t lines, size_t group_lines, uint64_t seed, size_t *ord
  * `stride` bytes (a multiple of 8, >= 64 to defeat adjacent-line prefetch), in the order of
  * hpb_chase_order with groups of group_bytes (so a walk stays within a TLB reach; 0 = no
  * groups). huge != 0 asks for transparent huge pages (madvise); whether they were granted is for
- * the caller to read (hpb_chase_buffer, /proc/self/smaps). Replaces any earlier ring. */
+ * the caller to read (hpb_chase_buffer, /proc/self/smaps). node >= 0 binds the ring's memory to
+ * that NUMA node (mbind, before the first touch); -1 leaves it to first touch. Replaces any
+ * earlier ring. */
 int hpb_chase_prepare(hpb_team *team, size_t bytes, size_t stride, size_t group_bytes, int huge,
-                      uint64_t seed);
+                      int node, uint64_t seed);
 
 /* Times `reps` samples of `loads` dependent loads (a multiple of 16) on each active thread's
  * ring, each sample starting on a barrier; times[r*nactive + k] in seconds. A walk continues
@@ -129,13 +131,16 @@ int hpb_chase_measure(hpb_team *team, size_t loads, int reps, double *times);
  * threads' rings pass. */
 int hpb_chase_check(hpb_team *team, size_t max_steps, int *ok);
 
-/* The mapping that holds thread `thread`'s ring (to find it in /proc/self/smaps). */
+/* Where thread `thread`'s ring lies (to find its mapping in /proc/self/smaps, or its node). */
 int hpb_chase_buffer(const hpb_team *team, int thread, uintptr_t *addr, size_t *len);
 
 /* Core-to-core latency: the two selected threads bounce one cache line `rounds` times per
  * sample (the first writes, the second answers); times[r] is the round-trip time of sample r in
  * seconds, so one handoff takes times[r] / (2 rounds). Needs exactly two selected threads. */
 int hpb_c2c_measure(hpb_team *team, size_t rounds, int reps, double *times);
+
+/* The NUMA node that holds the (touched) page at addr, read back with get_mempolicy. */
+int hpb_memory_node(const void *addr, int *node);
 
 /* The scalar the stream kernels use (STREAM's 3.0). */
 double hpb_stream_scalar(void);

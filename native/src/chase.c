@@ -58,7 +58,7 @@ int hpb_chase_order(size_t lines, size_t group_lines, uint64_t seed, size_t *ord
 
 struct chase_arg {
     size_t lines, stride, group_lines;
-    int huge, node_bind;
+    int huge, node;
     uint64_t seed;
 };
 
@@ -68,7 +68,8 @@ static int chase_prepare_job(struct hpb_thread *th, void *p)
     size_t bytes = a->lines * a->stride;
     size_t len = bytes + HUGE_PAGE;
     /* a smaller ring of the same page kind reuses the mapping: no new first touch */
-    if (th->chase_map && (th->chase_len < len || th->chase_huge != a->huge)) {
+    if (th->chase_map && (th->chase_len < len || th->chase_huge != a->huge ||
+                          th->chase_node != a->node)) {
         munmap(th->chase_map, th->chase_len);
         th->chase_map = NULL;
     }
@@ -79,7 +80,11 @@ static int chase_prepare_job(struct hpb_thread *th, void *p)
         th->chase_map = map;
         th->chase_len = len;
         th->chase_huge = a->huge;
+        th->chase_node = a->node;
         if (a->huge) madvise(map, len, MADV_HUGEPAGE);
+        /* before the first touch, so every page lands on the node asked for */
+        int rc = a->node >= 0 ? hpb_bind_memory(map, len, a->node) : 0;
+        if (rc != 0) return rc;
     }
     char *base = (char *)(((uintptr_t)th->chase_map + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE);
     size_t *order = malloc(a->lines * sizeof *order);
@@ -101,11 +106,11 @@ static int chase_prepare_job(struct hpb_thread *th, void *p)
 }
 
 int hpb_chase_prepare(hpb_team *team, size_t bytes, size_t stride, size_t group_bytes, int huge,
-                      uint64_t seed)
+                      int node, uint64_t seed)
 {
     if (!team || stride < sizeof(void *) || stride % sizeof(void *) != 0 || bytes < stride)
         return -EINVAL;
-    struct chase_arg a = {bytes / stride, stride, group_bytes / stride, huge, -1, seed};
+    struct chase_arg a = {bytes / stride, stride, group_bytes / stride, huge, node, seed};
     return hpb_team_run(team, chase_prepare_job, &a);
 }
 
@@ -191,8 +196,8 @@ int hpb_chase_buffer(const hpb_team *team, int thread, uintptr_t *addr, size_t *
 {
     if (!team || thread < 0 || thread >= team->n || !addr || !len) return -EINVAL;
     const struct hpb_thread *th = &team->th[thread];
-    if (!th->chase_map) return -EINVAL;
-    *addr = (uintptr_t)th->chase_map;
-    *len = th->chase_len;
+    if (!th->chase_base) return -EINVAL;
+    *addr = (uintptr_t)th->chase_base;
+    *len = th->chase_lines * th->chase_stride;
     return 0;
 }

@@ -86,6 +86,7 @@ void hpb_thread_free_buffers(struct hpb_thread *th)
     th->chase_map = NULL;
     th->chase_len = 0;
     th->chase_start = NULL;
+    th->chase_base = NULL;
 }
 
 int hpb_team_create(const int *cpus, int nthreads, hpb_team **out)

@@ -32,6 +32,7 @@ struct hpb_thread {
     char *chase_base;
     size_t chase_lines, chase_stride;
     int chase_huge;
+    int chase_node; /* NUMA node the ring is bound to, -1: first touch */
     double last_sum;
     int migrated;
 };
@@ -62,6 +63,10 @@ void hpb_team_barrier(struct hpb_thread *th);
 
 /* Unmaps the stream buffer and the pointer-chase ring of one thread. */
 void hpb_thread_free_buffers(struct hpb_thread *th);
+
+/* Binds [addr, addr+len) to NUMA node `node` (mbind MPOL_BIND, no libnuma needed); 0 or
+ * -errno (-EINVAL for a node that does not exist). */
+int hpb_bind_memory(void *addr, size_t len, int node);
 
 /* Monotonic wall clock in seconds. */
 double hpb_now(void);

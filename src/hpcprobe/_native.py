@@ -55,7 +55,8 @@ def _declare(lib: ctypes.CDLL) -> None:
                            ctypes.POINTER(ctypes.c_size_t)]),
         "hpb_chase_prepare": (
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,
-                           ctypes.c_int, ctypes.c_uint64]),
+                           ctypes.c_int, ctypes.c_int, ctypes.c_uint64]),
+        "hpb_memory_node": (ctypes.c_int, [ctypes.c_void_p, _c_int_p]),
         "hpb_chase_measure": (
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, _c_double_p]),
         "hpb_c2c_measure": (
@@ -147,6 +148,13 @@ def chase_order(lines: int, group_lines: int, seed: int) -> list[int]:
     out = (ctypes.c_size_t * lines)()
     _check(lib().hpb_chase_order(lines, group_lines, seed, out), "building a chase order")
     return list(out)
+
+
+def memory_node(addr: int) -> int:
+    """The NUMA node holding the touched page at `addr`."""
+    node = ctypes.c_int(-1)
+    _check(lib().hpb_memory_node(addr, ctypes.byref(node)), "reading a page's NUMA node")
+    return node.value
 
 
 def kernel_apply(kernel_id: int, isa: str, stores: str, dst: int | None, x: int | None,
@@ -253,9 +261,14 @@ class Team:
         return [list(times[r * n:(r + 1) * n]) for r in range(reps)], migrations.value
 
     def chase_prepare(self, size_bytes: int, stride: int, group_bytes: int, huge_pages: bool,
-                      seed: int) -> None:
+                      seed: int, node: int | None = None) -> None:
+        """Build each selected thread's ring; `node` binds its memory to a NUMA node (mbind),
+        None leaves it to first touch."""
         rc = lib().hpb_chase_prepare(self.handle, size_bytes, stride, group_bytes,
-                                     int(huge_pages), seed)
+                                     int(huge_pages), -1 if node is None else node, seed)
+        if rc == -errno.EINVAL and node is not None:
+            raise UserError(f"NUMA node {node}: cannot bind memory to it (no such node, or no "
+                            "memory there); see `hpcprobe topology`")
         if rc == -errno.ENOMEM:
             raise UserError(f"cannot allocate a {size_bytes} B pointer-chase ring per thread; use "
                             "a smaller --size")
@@ -281,7 +294,7 @@ class Team:
         return list(times)
 
     def chase_mapping(self, cpu: int) -> tuple[int, int]:
-        """(address, length) of the mapping that holds the ring of the thread on `cpu`."""
+        """(address, length) of the ring of the thread on `cpu`."""
         addr, length = ctypes.c_size_t(), ctypes.c_size_t()
         _check(lib().hpb_chase_buffer(self.handle, self.cpus.index(cpu), ctypes.byref(addr),
                                       ctypes.byref(length)), "locating the chase ring")

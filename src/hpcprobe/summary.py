@@ -110,7 +110,7 @@ def _levels_table(run: Run) -> Table | None:
 
 def _latency_table(run: Run) -> Table | None:
     lat = [m for m in run.metrics if m.benchmark == "latency" and m.name == "latency"
-           and m.params.get("load_threads") == 0]
+           and m.params.get("load_threads") == 0 and m.params.get("memory_policy") != "bind"]
     if not lat:
         return None
     pages = sorted({m.params["page_size"] for m in lat})
@@ -129,6 +129,22 @@ def _latency_table(run: Run) -> Table | None:
         t.add_column(f"{pg} pages", justify="right")
     for size in sorted(rows):
         t.add_row(format_bytes(size), level[size], *[_cell(rows[size].get(pg)) for pg in pages])
+    return t
+
+
+def _numa_table(run: Run) -> Table | None:
+    cells = {(m.params["cpu_domain"], m.params["memory_domain"]): m for m in run.metrics
+             if m.benchmark == "latency" and m.params.get("memory_policy") == "bind"}
+    if not cells:
+        return None
+    mems = sorted({j for _, j in cells})
+    t = Table(title=f"NUMA latency, ns per load: CPU domain (rows) reading memory bound to domain "
+                    f"(columns), {_n_range(list(cells.values()))}", title_justify="left")
+    t.add_column("CPU domain")
+    for j in mems:
+        t.add_column(f"mem {j}", justify="right")
+    for i in sorted({i for i, _ in cells}):
+        t.add_row(str(i), *[_cell(cells.get((i, j))) for j in mems])
     return t
 
 
@@ -155,8 +171,8 @@ def _c2c_table(run: Run) -> Table | None:
 def render(run: Run, console: Console) -> None:
     console.print(_header(run))
     bw = [m for m in run.metrics if m.benchmark == "memory" and m.name == "bandwidth"]
-    for table in (_sweep_table(bw), _stream_table(bw), _latency_table(run), _c2c_table(run),
-                  _levels_table(run)):
+    for table in (_sweep_table(bw), _stream_table(bw), _latency_table(run), _numa_table(run),
+                  _c2c_table(run), _levels_table(run)):
         if table is not None:
             console.print(table)
     for w in run.warnings:
