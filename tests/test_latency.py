@@ -187,3 +187,21 @@ def test_binding_to_a_missing_node_is_a_user_error():
     with _native.Team([min(os.sched_getaffinity(0))]) as team:
         with pytest.raises(UserError, match="NUMA node 1000"):
             team.chase_prepare(1 << 20, 64, 0, False, 7, node=1000)
+
+
+@pytest.mark.skipif(not two_cpus(), reason="needs two CPUs")
+def test_loaded_latency_curve(tiny):
+    ctx = RunContext(tiny, profiles.get("quick"), _native.best_isa())
+    a, b = sorted(os.sched_getaffinity(0))[:2]
+    with _native.Team([a, b]) as team:
+        team.select([a])
+        team.chase_prepare(4 << 20, 64, 0, False, 3)
+        latency._loaded(ctx, team, a, [b], 4 << 20, time.perf_counter() + 2.0)
+    assert not ctx.errors
+    lat = {m.params["load_threads"]: m for m in ctx.metrics if m.name == "loaded_latency"}
+    bw = {m.params["load_threads"]: m for m in ctx.metrics if m.name == "loaded_bandwidth"}
+    assert sorted(lat) == [0, 1] and lat[1].params["load_cpus"] == str(b)
+    assert bw[0].summary.max == 0.0  # nobody streams at k = 0
+    assert bw[1].summary.median > 0 and lat[1].summary.median > 0
+    assert bw[1].unit == "GB/s" and lat[1].better == "lower"
+    results.validate({**_doc_shell(), "metrics": [m.to_dict() for m in ctx.metrics]})

@@ -134,6 +134,14 @@ int hpb_chase_check(hpb_team *team, size_t max_steps, int *ok);
 /* Where thread `thread`'s ring lies (to find its mapping in /proc/self/smaps, or its node). */
 int hpb_chase_buffer(const hpb_team *team, int thread, uintptr_t *addr, size_t *len);
 
+/* Loaded latency: the first selected thread walks its ring (hpb_chase_prepare) for `loads`
+ * dependent loads (a multiple of 16) while every other selected thread runs `kernel` with
+ * ordinary stores over its stream arrays of n elements (hpb_stream_begin) until the walk ends.
+ * *chase_seconds is the walk's time; seconds[k] and passes[k] (k >= 1, in selection order) are
+ * each streaming thread's time and whole passes, from which the caller derives its bandwidth. */
+int hpb_loaded_latency(hpb_team *team, size_t loads, int kernel, int isa, size_t n,
+                       double *chase_seconds, double *seconds, uint64_t *passes);
+
 /* Core-to-core latency: the two selected threads bounce one cache line `rounds` times per
  * sample (the first writes, the second answers); times[r] is the round-trip time of sample r in
  * seconds, so one handoff takes times[r] / (2 rounds). Needs exactly two selected threads. */

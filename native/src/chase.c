@@ -122,28 +122,31 @@ struct chase_measure_arg {
 
 /* Sixteen dependent loads per iteration: the loop overhead hides behind the load latency. */
 #define STEP p = (void **)*p
+void **hpb_chase_walk(void **p, size_t loads)
+{
+    for (size_t i = 0; i < loads / 16; i++) {
+        STEP; STEP; STEP; STEP; STEP; STEP; STEP; STEP;
+        STEP; STEP; STEP; STEP; STEP; STEP; STEP; STEP;
+    }
+    return p;
+}
+#undef STEP
+
 static int chase_measure_job(struct hpb_thread *th, void *p_)
 {
     const struct chase_measure_arg *m = p_;
     if (!th->chase_start) return -EINVAL;
-    void **p = th->chase_start;
-    const size_t iters = m->loads / 16;
     const size_t nactive = (size_t)th->team->nactive;
     for (int r = 0; r < m->reps; r++) {
         hpb_team_barrier(th);
         double t0 = hpb_now();
-        for (size_t i = 0; i < iters; i++) {
-            STEP; STEP; STEP; STEP; STEP; STEP; STEP; STEP;
-            STEP; STEP; STEP; STEP; STEP; STEP; STEP; STEP;
-        }
+        /* each walk continues where the last one ended */
+        th->chase_start = hpb_chase_walk(th->chase_start, m->loads);
         double t1 = hpb_now();
         m->times[(size_t)r * nactive + (size_t)th->rank] = t1 - t0;
     }
-    /* continue where this walk ended next time, and keep the chain observable */
-    th->chase_start = p;
     return 0;
 }
-#undef STEP
 
 int hpb_chase_measure(hpb_team *team, size_t loads, int reps, double *times)
 {

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <stdint.h>
 #include <string.h>
@@ -212,6 +213,59 @@ int hpb_stream_measure(hpb_team *team, int kernel, int isa, int stores, size_t n
         for (int i = 0; i < team->n; i++) *migrations += team->th[i].migrated;
     }
     return rc;
+}
+
+struct loaded_arg {
+    int kernel;
+    hpb_kernel_fn fn;
+    size_t n, loads;
+    atomic_int stop;
+    double *chase_seconds;
+    double *seconds;   /* per active thread; index 0 unused */
+    uint64_t *passes;  /* per active thread; index 0 unused */
+};
+
+/* The first selected thread chases its ring while the others stream until it is done. */
+static int loaded_job(struct hpb_thread *th, void *p)
+{
+    struct loaded_arg *a = p;
+    if (th->rank == 0 && !th->chase_start) return -EINVAL;
+    hpb_team_barrier(th);
+    double t0 = hpb_now();
+    if (th->rank == 0) {
+        th->chase_start = hpb_chase_walk(th->chase_start, a->loads);
+        *a->chase_seconds = hpb_now() - t0;
+        atomic_store_explicit(&a->stop, 1, memory_order_release);
+        return 0;
+    }
+    struct layout l = layout_of(a->kernel, a->n);
+    uint64_t passes = 0;
+    double sum = 0.0;
+    while (!atomic_load_explicit(&a->stop, memory_order_acquire)) {
+        sum = a->fn(at(th, l.dst), at(th, l.x), at(th, l.y), a->n, hpb_stream_scalar());
+        passes++;
+    }
+    th->last_sum = sum;
+    a->seconds[th->rank] = hpb_now() - t0;
+    a->passes[th->rank] = passes;
+    return 0;
+}
+
+int hpb_loaded_latency(hpb_team *team, size_t loads, int kernel, int isa, size_t n,
+                       double *chase_seconds, double *seconds, uint64_t *passes)
+{
+    if (!team || loads == 0 || loads % 16 != 0 || !chase_seconds || !seconds || !passes ||
+        (team->nactive > 1 && !check_n(team, kernel, n)))
+        return -EINVAL;
+    hpb_kernel_fn fn = hpb_kernel_lookup(kernel, isa, HPB_STORES_REGULAR);
+    if (!fn || !hpb_isa_supported(isa)) return -ENOTSUP;
+    struct loaded_arg a = {kernel, fn, n, loads, 0, chase_seconds, seconds, passes};
+    atomic_init(&a.stop, 0);
+    for (int i = 0; i < team->nactive; i++) {
+        seconds[i] = 0.0;
+        passes[i] = 0;
+    }
+    return hpb_team_run(team, loaded_job, &a);
 }
 
 struct check_arg {

@@ -64,6 +64,10 @@ void hpb_team_barrier(struct hpb_thread *th);
 /* Unmaps the stream buffer and the pointer-chase ring of one thread. */
 void hpb_thread_free_buffers(struct hpb_thread *th);
 
+/* Follows a pointer-chase ring for `loads` (a multiple of 16) dependent loads; returns where the
+ * walk ended, which keeps every load live. */
+void **hpb_chase_walk(void **p, size_t loads);
+
 /* Binds [addr, addr+len) to NUMA node `node` (mbind MPOL_BIND, no libnuma needed); 0 or
  * -errno (-EINVAL for a node that does not exist). */
 int hpb_bind_memory(void *addr, size_t len, int node);

@@ -59,6 +59,10 @@ def _declare(lib: ctypes.CDLL) -> None:
         "hpb_memory_node": (ctypes.c_int, [ctypes.c_void_p, _c_int_p]),
         "hpb_chase_measure": (
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, _c_double_p]),
+        "hpb_loaded_latency": (
+            ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                           ctypes.c_size_t, _c_double_p, _c_double_p,
+                           ctypes.POINTER(ctypes.c_uint64)]),
         "hpb_c2c_measure": (
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, _c_double_p]),
         "hpb_chase_check": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, _c_int_p]),
@@ -286,6 +290,18 @@ class Team:
         ok = ctypes.c_int(0)
         _check(lib().hpb_chase_check(self.handle, max_steps, ctypes.byref(ok)), "checking rings")
         return bool(ok.value)
+
+    def loaded_latency(self, loads: int, kernel_id: int, isa: str,
+                       elems: int) -> tuple[float, list[tuple[float, int]]]:
+        """The first selected thread chases `loads` loads while the others stream `kernel_id`
+        over `elems` elements: (chase seconds, [(seconds, passes)] of each other thread)."""
+        n = self.size
+        chase = ctypes.c_double(0.0)
+        secs = (ctypes.c_double * n)()
+        passes = (ctypes.c_uint64 * n)()
+        _check(lib().hpb_loaded_latency(self.handle, loads, kernel_id, isa_id(isa), elems,
+                                        ctypes.byref(chase), secs, passes), "loaded latency")
+        return chase.value, [(secs[k], passes[k]) for k in range(1, n)]
 
     def c2c_measure(self, rounds: int, reps: int) -> list[float]:
         """Round-trip seconds of `rounds` cache-line handoffs between the two selected threads."""

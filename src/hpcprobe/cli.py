@@ -85,6 +85,9 @@ def build_parser() -> argparse.ArgumentParser:
     lg = r.add_argument_group("narrowing the latency benchmark")
     lg.add_argument("--cpu", type=int, help="the CPU that chases pointers (default: the first "
                                             "core)")
+    lg.add_argument("--loaded", action="store_true",
+                    help="also measure latency while the other cores stream (default in the "
+                         "thorough profile)")
     lg.add_argument("--all-pairs", action="store_true",
                     help="core-to-core latency for every pair of cores, not a sample")
     lg.add_argument("--pages", choices=("default", "huge", "both"),
@@ -166,6 +169,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     mem = MemoryOptions(kernels=a.kernel, stores=stores, threads=a.threads, size_bytes=a.size,
                         placement=a.placement)
     lat = LatencyOptions(size_bytes=a.size, cpu=a.cpu, all_pairs=a.all_pairs,
+                         loaded=True if a.loaded else None,
                          pages=None if a.pages in (None, "both") else a.pages)
     chosen = set(benchmarks)
     mem_only = [f for f, v in (("--kernel", a.kernel), ("--stores", a.stores),
@@ -174,7 +178,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         raise UserError(f"{'/'.join(mem_only)} narrow the memory benchmark; add `memory` to the "
                         "benchmarks")
     lat_only = [f for f, v in (("--cpu", a.cpu is not None), ("--pages", a.pages),
-                               ("--all-pairs", a.all_pairs)) if v]
+                               ("--all-pairs", a.all_pairs), ("--loaded", a.loaded)) if v]
     if lat_only and "latency" not in chosen:
         raise UserError(f"{'/'.join(lat_only)} narrow the latency benchmark; add `latency` to "
                         "the benchmarks")

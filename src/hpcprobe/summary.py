@@ -132,6 +132,23 @@ def _latency_table(run: Run) -> Table | None:
     return t
 
 
+def _loaded_table(run: Run) -> Table | None:
+    lat = {m.params["load_threads"]: m for m in run.metrics
+           if m.benchmark == "latency" and m.name == "loaded_latency"}
+    bw = {m.params["load_threads"]: m for m in run.metrics
+          if m.benchmark == "latency" and m.name == "loaded_bandwidth"}
+    if not lat:
+        return None
+    t = Table(title=f"Loaded latency: DRAM ring on one core while k cores read, median ±95% CI, "
+                    f"{_n_range(list(lat.values()))}", title_justify="left")
+    for col in ("k streaming", "CPUs", "latency ns", "their bandwidth GB/s"):
+        t.add_column(col, justify="right")
+    for k in sorted(lat):
+        t.add_row(str(k), lat[k].params["load_cpus"] or "-", _cell(lat[k]),
+                  _cell(bw.get(k)) if k else "-")
+    return t
+
+
 def _numa_table(run: Run) -> Table | None:
     cells = {(m.params["cpu_domain"], m.params["memory_domain"]): m for m in run.metrics
              if m.benchmark == "latency" and m.params.get("memory_policy") == "bind"}
@@ -171,7 +188,8 @@ def _c2c_table(run: Run) -> Table | None:
 def render(run: Run, console: Console) -> None:
     console.print(_header(run))
     bw = [m for m in run.metrics if m.benchmark == "memory" and m.name == "bandwidth"]
-    for table in (_sweep_table(bw), _stream_table(bw), _latency_table(run), _numa_table(run),
+    for table in (_sweep_table(bw), _stream_table(bw), _latency_table(run), _loaded_table(run),
+                  _numa_table(run),
                   _c2c_table(run), _levels_table(run)):
         if table is not None:
             console.print(table)

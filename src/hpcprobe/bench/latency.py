@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 from .. import _native
 from .._native import Team
+from ..cpulist import format_cpulist
 from ..errors import UserError
+from ..kernels import KERNELS, bandwidth_gbs
 from ..levels import check_levels
 from ..placement import plan as place
 from ..results import Metric
@@ -20,7 +22,7 @@ from ..sysinfo import huge_page_bytes, mem_available_bytes
 from ..topology import Topology
 from ..units import format_bytes
 from .base import Benchmark, RunContext
-from .memory import cache_shares, level_of, llc_bytes
+from .memory import cache_shares, dram_working_set, elems_for, level_of, llc_bytes
 
 #: Lines at least this far apart: one per cache line, so every load misses to the next level.
 STRIDE = 64
@@ -38,6 +40,8 @@ LOAD_QUANTUM = 16
 SEED = 0x5EED
 #: Share of the latency budget for the NUMA matrix, and the same for the core-to-core matrix.
 C2C_BUDGET_SHARE = 0.2
+#: A loaded-latency sample lasts at least this long, so streaming threads make several passes.
+LOADED_SAMPLE_S = 0.3
 #: Core-to-core pairs beyond this many are sampled more coarsely (see c2c_pairs).
 MAX_PAIRS = 64
 #: Rings up to this many lines are walked once round in validation; larger ones this far.
@@ -52,6 +56,7 @@ class LatencyOptions:
     cpu: int | None = None
     pages: str | None = None  # "default", "huge" or None for both
     all_pairs: bool = False  # core-to-core: every pair of cores, not a sample
+    loaded: bool | None = None  # loaded latency; None: as the profile says
 
 
 @dataclass(frozen=True)
@@ -190,6 +195,58 @@ def _numa_matrix(ctx: RunContext, deadline: float) -> None:
         ctx.progress.advance(f"NUMA latency {cpu_node}->{mem_node}")
 
 
+def _loaded(ctx: RunContext, team: Team, cpu: int, loaders: list[int], ring_bytes: int,
+            deadline: float) -> None:
+    """Loaded latency: the chaser on `cpu` walks its DRAM ring while k = 0, 1, ... other cores
+    read their own DRAM-sized arrays (the load kernel); latency against their total bandwidth."""
+    load = KERNELS["load"]
+    per_thread = dram_working_set(ctx.topo, tuple(loaders)) // max(1, len(loaders))
+    elems = elems_for("load", per_thread * max(1, len(loaders)), max(1, len(loaders)))
+    if loaders:
+        team.select(loaders)
+        team.stream_prepare(elems)
+        team.stream_begin(load.kernel_id, elems)
+    ctx.progress.start("loaded latency", len(loaders) + 1)
+    node = numa_of(ctx.topo, cpu)
+    for k in range(len(loaders) + 1):
+        team.select([cpu] + loaders[:k])
+        # a sample spans several passes of the streaming threads over their arrays; the passes
+        # that size it are dropped
+        loads = LOAD_QUANTUM * 4096
+        budget = max(0.0, deadline - time.perf_counter()) / (len(loaders) + 1 - k)
+        start = time.perf_counter()
+        for _ in range(6):
+            chase_s, _ = team.loaded_latency(loads, load.kernel_id, ctx.isa, elems)
+            if chase_s >= LOADED_SAMPLE_S:
+                break
+            loads = -(-math.ceil(loads * 1.2 * LOADED_SAMPLE_S / chase_s) // LOAD_QUANTUM)
+            loads *= LOAD_QUANTUM
+        lat: list[float] = []
+        bw: list[float] = []
+        while ctx.profile.repetition.more(lat, time.perf_counter() - start, budget) > 0:
+            chase_s, others = team.loaded_latency(loads, load.kernel_id, ctx.isa, elems)
+            lat.append(chase_s / loads * 1e9)
+            bw.append(sum(bandwidth_gbs(load, "regular", elems, 1, passes, secs)
+                          for secs, passes in others if secs > 0))
+        if loaders:
+            team.select(loaders)
+            if not team.stream_check(load.kernel_id, elems) <= 0.0:
+                ctx.errors.append(f"loaded latency {k} loaders: the streamed arrays did not "
+                                  "validate; figures discarded")
+                continue
+        team.select([cpu])
+        if not team.chase_check(CHECK_STEPS):
+            ctx.errors.append(f"loaded latency {k} loaders: the ring did not validate")
+            continue
+        params = {"size_bytes": ring_bytes, "level": "DRAM", "cpu": cpu, "cpu_domain": node,
+                  "memory_domain": node, "load_threads": k, "load_kernel": "load",
+                  "load_cpus": format_cpulist(loaders[:k]),
+                  "load_size_per_thread_bytes": elems * 8}
+        ctx.metrics.append(Metric("latency", "loaded_latency", "ns", dict(params), lat, "lower"))
+        ctx.metrics.append(Metric("latency", "loaded_bandwidth", "GB/s", dict(params), bw))
+        ctx.progress.advance(f"loaded latency, {k} streaming")
+
+
 def _c2c(ctx: RunContext, opts: LatencyOptions, deadline: float) -> None:
     """The core-to-core matrix: one-way handoff latency for each planned pair."""
     pairs = c2c_pairs(ctx.topo, opts.all_pairs)
@@ -257,7 +314,10 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
     ctx.progress.start("latency", len(points))
     deadline = time.perf_counter() + ctx.profile.latency_budget_s * (1 - 2 * C2C_BUDGET_SHARE)
     curve: list[tuple[int, float]] = []
-    with Team([cpu]) as team:
+    loaded = opts.loaded if opts.loaded is not None else ctx.profile.loaded_latency
+    loaders = [c for c in place(topo, "one-per-core").cpus if c != cpu] if loaded else []
+    with Team([cpu] + loaders) as team:
+        team.select([cpu])
         for i, p in enumerate(points):
             team.chase_prepare(p.size_bytes, STRIDE, group_bytes(p, base_page, huge_page), p.huge,
                                SEED)
@@ -282,6 +342,11 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
             ctx.progress.advance(f"latency {format_bytes(p.size_bytes)} {label}")
             if not p.huge:
                 curve.append((p.size_bytes, ctx.metrics[-1].summary.median))
+            if loaded and i == 0 and p.level == "DRAM":
+                # the DRAM ring is there now: measure it under load before it is rebuilt
+                _loaded(ctx, team, cpu, loaders, p.size_bytes,
+                        time.perf_counter() + ctx.profile.latency_budget_s * C2C_BUDGET_SHARE)
+                team.select([cpu])
     for chk in check_levels(curve, cache_shares(topo, (cpu,)), "ns", lower_is_better=True):
         ctx.findings.append({"benchmark": "latency", "kind": "cache_level", "kernel": "chase",
                              "threads": 1, "unit": "ns", "message": chk.note, **chk.to_dict()})
