@@ -163,16 +163,6 @@ def _doc_shell() -> dict:
             "findings": [], "warnings": [], "errors": []}
 
 
-def test_numa_cells_plan_the_full_matrix(nps4):
-    cells = latency.numa_cells(nps4)
-    assert len(cells) == 64
-    assert {(i, j) for _, i, j in cells} == {(i, j) for i in range(8) for j in range(8)}
-    for cpu, i, _ in cells:
-        assert latency.numa_of(nps4, cpu) == i
-    laptop = topology.load_xml(DATA / "laptop-8c.xml")
-    assert latency.numa_cells(laptop) == [(0, 0, 0)]
-
-
 def test_ring_bound_to_node_0_is_found_there():
     cpu = min(os.sched_getaffinity(0))
     with _native.Team([cpu]) as team:

@@ -24,7 +24,7 @@ def test_missing_isa():
 
 
 def test_benchmarks():
-    assert runner.resolve_benchmarks(None) == ["memory", "latency"]
+    assert runner.resolve_benchmarks(None) == ["memory", "latency", "numa"]
     assert runner.resolve_benchmarks(["latency", "memory", "latency"]) == ["latency", "memory"]
-    with pytest.raises(UserError, match="benchmarks: memory, latency"):
+    with pytest.raises(UserError, match="benchmarks: memory, latency, numa"):
         runner.resolve_benchmarks(["nope"])

@@ -82,8 +82,9 @@ int hpb_team_placement(const hpb_team *team, int *cpu, int *mask_count);
 
 /* Reserves (mmap) each thread's stream buffer, large enough for any kernel on arrays of up to n
  * elements (n a multiple of 64). Nothing is touched yet. Replaces any earlier buffer. huge != 0
- * asks for transparent huge pages (madvise MADV_HUGEPAGE). */
-int hpb_stream_prepare(hpb_team *team, size_t n, int huge);
+ * asks for transparent huge pages (madvise MADV_HUGEPAGE); node >= 0 binds the buffers to that
+ * NUMA node (mbind), -1 leaves them to first touch. */
+int hpb_stream_prepare(hpb_team *team, size_t n, int huge, int node);
 
 /* Starts a measurement of `kernel` on arrays of n elements: each active thread writes the
  * initial pattern wherever the kernel's arrays do not hold it, so pages are first touched by the
@@ -98,6 +99,10 @@ int hpb_stream_begin(hpb_team *team, int kernel, size_t n);
  * a CPU other than its own. Returns 0, -EINVAL, -ENOTSUP. */
 int hpb_stream_measure(hpb_team *team, int kernel, int isa, int stores, size_t n, size_t inner,
                        int reps, double *times, int *migrations);
+
+/* Where thread `thread`'s stream buffer lies, as far as it has been touched (to read back the
+ * NUMA node of its pages). */
+int hpb_stream_buffer(const hpb_team *team, int thread, uintptr_t *addr, size_t *len);
 
 /* Checks each thread's output after `kernel` ran on the first n elements (since
  * hpb_stream_begin) against values computed independently from the initial pattern. *max_rel_err receives the largest relative error over

@@ -100,7 +100,7 @@ static void mark_dirty(struct hpb_thread *th, size_t lo, size_t hi)
 
 struct prepare_arg {
     size_t n;
-    int huge;
+    int huge, node;
 };
 
 static int prepare_job(struct hpb_thread *th, void *p)
@@ -115,16 +115,19 @@ static int prepare_job(struct hpb_thread *th, void *p)
     th->map_len = len;
     uintptr_t base = ((uintptr_t)map + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
     if (arg->huge) madvise((void *)base, len - (base - (uintptr_t)map), MADV_HUGEPAGE);
+    /* before the first touch, so every page lands on the node asked for */
+    int rc = arg->node >= 0 ? hpb_bind_memory(map, len, arg->node) : 0;
+    if (rc != 0) return rc;
     th->buf = (double *)base;
     th->touched = 0;
     th->ndirty = 0;
     return 0;
 }
 
-int hpb_stream_prepare(hpb_team *team, size_t n, int huge)
+int hpb_stream_prepare(hpb_team *team, size_t n, int huge, int node)
 {
     if (!team || n == 0 || n % QUANTUM != 0 || n > SIZE_MAX / 64) return -EINVAL;
-    struct prepare_arg arg = {n, huge};
+    struct prepare_arg arg = {n, huge, node};
     int rc = hpb_team_run(team, prepare_job, &arg);
     team->stream_n = rc == 0 ? n : 0;
     return rc;
@@ -213,6 +216,16 @@ int hpb_stream_measure(hpb_team *team, int kernel, int isa, int stores, size_t n
         for (int i = 0; i < team->n; i++) *migrations += team->th[i].migrated;
     }
     return rc;
+}
+
+int hpb_stream_buffer(const hpb_team *team, int thread, uintptr_t *addr, size_t *len)
+{
+    if (!team || thread < 0 || thread >= team->n || !addr || !len) return -EINVAL;
+    const struct hpb_thread *th = &team->th[thread];
+    if (!th->buf || th->touched == 0) return -EINVAL;
+    *addr = (uintptr_t)th->buf;
+    *len = th->touched * sizeof(double);
+    return 0;
 }
 
 struct loaded_arg {

@@ -40,7 +40,8 @@ def _declare(lib: ctypes.CDLL) -> None:
         "hpb_team_size": (ctypes.c_int, [ctypes.c_void_p]),
         "hpb_team_select": (ctypes.c_int, [ctypes.c_void_p, _c_int_p, ctypes.c_int]),
         "hpb_team_placement": (ctypes.c_int, [ctypes.c_void_p, _c_int_p, _c_int_p]),
-        "hpb_stream_prepare": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]),
+        "hpb_stream_prepare": (
+            ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int]),
         "hpb_stream_begin": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]),
         "hpb_stream_measure": (
             ctypes.c_int,
@@ -65,6 +66,9 @@ def _declare(lib: ctypes.CDLL) -> None:
                            ctypes.POINTER(ctypes.c_uint64)]),
         "hpb_c2c_measure": (
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, _c_double_p]),
+        "hpb_stream_buffer": (
+            ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_size_t),
+                           ctypes.POINTER(ctypes.c_size_t)]),
         "hpb_chase_check": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, _c_int_p]),
         "hpb_chase_buffer": (
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_size_t),
@@ -171,6 +175,12 @@ def kernel_apply(kernel_id: int, isa: str, stores: str, dst: int | None, x: int 
     return out.value
 
 
+def _refuse_missing_node(rc: int, node: int | None) -> None:
+    if rc == -errno.EINVAL and node is not None:
+        raise UserError(f"NUMA node {node}: cannot bind memory to it (no such node, or no "
+                        "memory there); see `hpcprobe topology`")
+
+
 @dataclass(frozen=True)
 class Binding:
     """Where each thread of a team really ran: its CPU and the size of its affinity mask."""
@@ -241,8 +251,12 @@ class Team:
         pos = [self.cpus.index(c) for c in self.active]
         return Binding(tuple(cpu[i] for i in pos), tuple(cnt[i] for i in pos))
 
-    def stream_prepare(self, elems_per_thread: int, huge_pages: bool = False) -> None:
-        rc = lib().hpb_stream_prepare(self.handle, elems_per_thread, int(huge_pages))
+    def stream_prepare(self, elems_per_thread: int, huge_pages: bool = False,
+                       node: int | None = None) -> None:
+        """Reserve each selected thread's buffer; `node` binds it to a NUMA node (mbind)."""
+        rc = lib().hpb_stream_prepare(self.handle, elems_per_thread, int(huge_pages),
+                                      -1 if node is None else node)
+        _refuse_missing_node(rc, node)
         if rc == -errno.ENOMEM:
             raise UserError(f"cannot allocate {3 * 8 * elems_per_thread * self.size} bytes of "
                             "stream arrays; use a smaller --size")
@@ -270,9 +284,7 @@ class Team:
         None leaves it to first touch."""
         rc = lib().hpb_chase_prepare(self.handle, size_bytes, stride, group_bytes,
                                      int(huge_pages), -1 if node is None else node, seed)
-        if rc == -errno.EINVAL and node is not None:
-            raise UserError(f"NUMA node {node}: cannot bind memory to it (no such node, or no "
-                            "memory there); see `hpcprobe topology`")
+        _refuse_missing_node(rc, node)
         if rc == -errno.ENOMEM:
             raise UserError(f"cannot allocate a {size_bytes} B pointer-chase ring per thread; use "
                             "a smaller --size")
@@ -311,9 +323,16 @@ class Team:
 
     def chase_mapping(self, cpu: int) -> tuple[int, int]:
         """(address, length) of the ring of the thread on `cpu`."""
+        return self._region(lib().hpb_chase_buffer, cpu, "locating the chase ring")
+
+    def stream_buffer(self, cpu: int) -> tuple[int, int]:
+        """(address, touched length) of the stream buffer of the thread on `cpu`."""
+        return self._region(lib().hpb_stream_buffer, cpu, "locating the stream buffer")
+
+    def _region(self, fn: Callable[..., int], cpu: int, what: str) -> tuple[int, int]:
         addr, length = ctypes.c_size_t(), ctypes.c_size_t()
-        _check(lib().hpb_chase_buffer(self.handle, self.cpus.index(cpu), ctypes.byref(addr),
-                                      ctypes.byref(length)), "locating the chase ring")
+        _check(fn(self.handle, self.cpus.index(cpu), ctypes.byref(addr), ctypes.byref(length)),
+               what)
         return addr.value, length.value
 
     def stream_check(self, kernel_id: int, elems: int) -> float:

@@ -13,6 +13,7 @@ from typing import Any, NoReturn
 from . import __version__, placement, profiles, results, runner, summary, topology
 from .bench.latency import LatencyOptions
 from .bench.memory import MemoryOptions
+from .bench.numa import NumaOptions
 from .cpulist import format_cpulist
 from .errors import EXIT_FAILURE, EXIT_USAGE, HpcprobeError, UserError
 from .store import Store, default_path
@@ -56,7 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="measure this node and store the run",
                        description="Measure this node; with no BENCHMARK, run them all.")
     r.add_argument("benchmarks", nargs="*", metavar="BENCHMARK",
-                   help="benchmarks to run (memory, latency)")
+                   help="benchmarks to run (memory, latency, numa)")
     prof = r.add_mutually_exclusive_group()
     prof.add_argument("--profile", default="default",
                       help="time and sample budget: " + "; ".join(
@@ -85,6 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     lg = r.add_argument_group("narrowing the latency benchmark")
     lg.add_argument("--cpu", type=int, help="the CPU that chases pointers (default: the first "
                                             "core)")
+    ng = r.add_argument_group("narrowing the numa benchmark")
+    ng.add_argument("--cpu-node", type=int, help="only threads in this NUMA domain (OS index)")
+    ng.add_argument("--memory-node", type=int, help="only memory bound to this NUMA domain")
     lg.add_argument("--loaded", action="store_true",
                     help="also measure latency while the other cores stream (default in the "
                          "thorough profile)")
@@ -177,6 +181,11 @@ def cmd_run(a: argparse.Namespace) -> int:
     if mem_only and "memory" not in chosen:
         raise UserError(f"{'/'.join(mem_only)} narrow the memory benchmark; add `memory` to the "
                         "benchmarks")
+    numa_only = [f for f, v in (("--cpu-node", a.cpu_node), ("--memory-node", a.memory_node))
+                 if v is not None]
+    if numa_only and "numa" not in chosen:
+        raise UserError(f"{'/'.join(numa_only)} narrow the numa benchmark; add `numa` to the "
+                        "benchmarks")
     lat_only = [f for f, v in (("--cpu", a.cpu is not None), ("--pages", a.pages),
                                ("--all-pairs", a.all_pairs), ("--loaded", a.loaded)) if v]
     if lat_only and "latency" not in chosen:
@@ -192,7 +201,9 @@ def cmd_run(a: argparse.Namespace) -> int:
         store.check_writable()
     topo = topology.discover()
     with _Bar() as bar:
-        run = runner.execute(topo, prof, benchmarks, isa, {"memory": mem, "latency": lat}, bar,
+        numa = NumaOptions(cpu_node=a.cpu_node, memory_node=a.memory_node)
+        run = runner.execute(topo, prof, benchmarks, isa,
+                             {"memory": mem, "latency": lat, "numa": numa}, bar,
                              oversubscribe=a.oversubscribe, tag=a.tag)
     console = _console()
     summary.render(run, console)

@@ -109,8 +109,7 @@ def _levels_table(run: Run) -> Table | None:
 
 
 def _latency_table(run: Run) -> Table | None:
-    lat = [m for m in run.metrics if m.benchmark == "latency" and m.name == "latency"
-           and m.params.get("load_threads") == 0 and m.params.get("memory_policy") != "bind"]
+    lat = [m for m in run.metrics if m.benchmark == "latency" and m.name == "latency"]
     if not lat:
         return None
     pages = sorted({m.params["page_size"] for m in lat})
@@ -149,20 +148,24 @@ def _loaded_table(run: Run) -> Table | None:
     return t
 
 
-def _numa_table(run: Run) -> Table | None:
-    cells = {(m.params["cpu_domain"], m.params["memory_domain"]): m for m in run.metrics
-             if m.benchmark == "latency" and m.params.get("memory_policy") == "bind"}
-    if not cells:
-        return None
-    mems = sorted({j for _, j in cells})
-    t = Table(title=f"NUMA latency, ns per load: CPU domain (rows) reading memory bound to domain "
-                    f"(columns), {_n_range(list(cells.values()))}", title_justify="left")
-    t.add_column("CPU domain")
-    for j in mems:
-        t.add_column(f"mem {j}", justify="right")
-    for i in sorted({i for i, _ in cells}):
-        t.add_row(str(i), *[_cell(cells.get((i, j))) for j in mems])
-    return t
+def _numa_tables(run: Run) -> list[Table]:
+    out = []
+    for name, what in (("latency", "latency, ns per load (one thread)"),
+                       ("bandwidth", "read bandwidth, GB/s (all cores of the domain)")):
+        cells = {(m.params["cpu_domain"], m.params["memory_domain"]): m for m in run.metrics
+                 if m.benchmark == "numa" and m.name == name}
+        if not cells:
+            continue
+        mems = sorted({j for _, j in cells})
+        t = Table(title=f"NUMA {what}: CPU domain (rows), memory bound to domain (columns), "
+                        f"median ±95% CI, {_n_range(list(cells.values()))}", title_justify="left")
+        t.add_column("CPU domain")
+        for j in mems:
+            t.add_column(f"mem {j}", justify="right")
+        for i in sorted({i for i, _ in cells}):
+            t.add_row(str(i), *[_cell(cells.get((i, j))) for j in mems])
+        out.append(t)
+    return out
 
 
 def _c2c_table(run: Run) -> Table | None:
@@ -189,8 +192,7 @@ def render(run: Run, console: Console) -> None:
     console.print(_header(run))
     bw = [m for m in run.metrics if m.benchmark == "memory" and m.name == "bandwidth"]
     for table in (_sweep_table(bw), _stream_table(bw), _latency_table(run), _loaded_table(run),
-                  _numa_table(run),
-                  _c2c_table(run), _levels_table(run)):
+                  *_numa_tables(run), _c2c_table(run), _levels_table(run)):
         if table is not None:
             console.print(table)
     for w in run.warnings:

@@ -35,7 +35,7 @@ int main(void)
     int seen = -1, mask = -1;
     CHECK(hpb_team_placement(team, &seen, &mask) == 0);
     CHECK(seen == cpu && mask == 1);
-    CHECK(hpb_stream_prepare(team, 4096, 0) == 0);
+    CHECK(hpb_stream_prepare(team, 4096, 0, -1) == 0);
     /* a ring bound to node 0 (every Linux machine has one), read back page by page */
     CHECK(hpb_chase_prepare(team, 1 << 20, 64, 0, 0, 0, 42) == 0);
     uintptr_t ring = 0;
@@ -64,7 +64,7 @@ int main(void)
     }
     double t;
     CHECK(hpb_stream_measure(team, 0, HPB_ISA_SCALAR, 0, 8192, 1, 1, &t, NULL) == -EINVAL);
-    CHECK(hpb_stream_prepare(team, 100, 0) == -EINVAL);
+    CHECK(hpb_stream_prepare(team, 100, 0, -1) == -EINVAL);
     hpb_team_destroy(team);
 
     int bad = CPU_SETSIZE + 5;

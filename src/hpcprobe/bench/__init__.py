@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from . import latency, memory
+from . import latency, memory, numa
 from .base import Benchmark
 
 #: Registered benchmarks, in the order `hpcprobe run` runs them.
 BENCHMARKS: dict[str, Benchmark] = {
     "memory": memory.BENCHMARK,
     "latency": latency.BENCHMARK,
+    "numa": numa.BENCHMARK,
 }
 
 __all__ = ["BENCHMARKS", "Benchmark"]

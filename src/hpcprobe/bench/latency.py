@@ -9,7 +9,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .. import _native
 from .._native import Team
 from ..cpulist import format_cpulist
 from ..errors import UserError
@@ -38,7 +37,7 @@ HUGE_FROM = 4 << 20
 #: Loads per sample are a multiple of this (the chase loop is unrolled 16 times).
 LOAD_QUANTUM = 16
 SEED = 0x5EED
-#: Share of the latency budget for the NUMA matrix, and the same for the core-to-core matrix.
+#: Share of the latency budget for the core-to-core matrix.
 C2C_BUDGET_SHARE = 0.2
 #: A loaded-latency sample lasts at least this long, so streaming threads make several passes.
 LOADED_SAMPLE_S = 0.3
@@ -151,48 +150,6 @@ def c2c_pairs(topo: Topology, all_pairs: bool = False) -> list[tuple[int, int]]:
             break
     order = [p.os_index for p in topo.pus]
     return sorted(pairs, key=lambda ab: (order.index(ab[0]), order.index(ab[1])))
-
-
-def numa_cells(topo: Topology) -> list[tuple[int, int | None, int | None]]:
-    """(CPU, its NUMA domain, memory domain) for every cell of the NUMA latency matrix: the first
-    allowed core of each NUMA domain against every NUMA domain that has memory."""
-    cores = place(topo, "one-per-core").cpus
-    firsts: dict[int, int] = {}
-    for c in cores:
-        firsts.setdefault(topo.pu(c).numa, c)
-    memory = [n.os_index for n in topo.numa_nodes if n.memory_bytes is None or n.memory_bytes]
-    return [(cpu, numa_of(topo, cpu), mem) for _, cpu in sorted(firsts.items())
-            for mem in memory]
-
-
-def _numa_matrix(ctx: RunContext, deadline: float) -> None:
-    """DRAM latency with the chasing thread in domain i and its ring bound to domain j."""
-    cells = numa_cells(ctx.topo)
-    base_page, huge_page = resource.getpagesize(), huge_page_bytes()
-    ctx.progress.start("NUMA latency", len(cells))
-    for i, (cpu, cpu_node, mem_node) in enumerate(cells):
-        size = dram_size(ctx.topo, cpu)
-        with Team([cpu]) as team:
-            team.chase_prepare(size, STRIDE, 0, False, SEED, node=mem_node)
-            addr, length = team.chase_mapping(cpu)
-            seen = {_native.memory_node(addr), _native.memory_node(addr + length - STRIDE)}
-            if seen != {mem_node}:
-                ctx.warnings.append(f"latency NUMA {cpu_node}->{mem_node}: memory bound to node "
-                                    f"{mem_node} was found on node(s) {sorted(seen)}")
-            label, fraction = _granted(team, cpu, base_page, huge_page)
-            budget = max(0.0, deadline - time.perf_counter()) / (len(cells) - i)
-            samples = _samples(ctx, team, budget)
-            if not team.chase_check(CHECK_STEPS):
-                ctx.errors.append(f"latency NUMA {cpu_node}->{mem_node}: the ring did not "
-                                  "validate; figure discarded")
-                continue
-        params = {"size_bytes": size, "level": "DRAM", "page_size": label,
-                  "huge_page_fraction": fraction, "huge_pages_requested": False, "cpu": cpu,
-                  "cpu_domain": cpu_node, "memory_domain": mem_node, "memory_policy": "bind",
-                  "memory_domain_seen": sorted(seen), "load_threads": 0,
-                  "stride_bytes": STRIDE, "group_bytes": 0}
-        ctx.metrics.append(Metric("latency", "latency", "ns", params, samples, "lower"))
-        ctx.progress.advance(f"NUMA latency {cpu_node}->{mem_node}")
 
 
 def _loaded(ctx: RunContext, team: Team, cpu: int, loaders: list[int], ring_bytes: int,
@@ -312,7 +269,7 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
     base_page, huge_page = resource.getpagesize(), huge_page_bytes()
     node = numa_of(topo, cpu)
     ctx.progress.start("latency", len(points))
-    deadline = time.perf_counter() + ctx.profile.latency_budget_s * (1 - 2 * C2C_BUDGET_SHARE)
+    deadline = time.perf_counter() + ctx.profile.latency_budget_s * (1 - C2C_BUDGET_SHARE)
     curve: list[tuple[int, float]] = []
     loaded = opts.loaded if opts.loaded is not None else ctx.profile.loaded_latency
     loaders = [c for c in place(topo, "one-per-core").cpus if c != cpu] if loaded else []
@@ -353,9 +310,7 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
         if chk.agrees is False:
             ctx.warnings.append(f"latency: {chk.note}")
     if opts.size_bytes is None:
-        share = ctx.profile.latency_budget_s * C2C_BUDGET_SHARE
-        _numa_matrix(ctx, time.perf_counter() + share)
-        _c2c(ctx, opts, time.perf_counter() + share)
+        _c2c(ctx, opts, time.perf_counter() + ctx.profile.latency_budget_s * C2C_BUDGET_SHARE)
 
 
 def _granted(team: Team, cpu: int, base_page: int, huge_page: int) -> tuple[str, float]:

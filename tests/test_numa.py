@@ -1,0 +1,62 @@
+"""The NUMA matrices: planning on recorded machines, binding for real on node 0."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import DATA, assert_user_error, hpcprobe
+from hpcprobe import _native, profiles, results, topology
+from hpcprobe.bench import numa
+from hpcprobe.bench.base import RunContext
+from hpcprobe.bench.numa import NumaOptions
+from hpcprobe.errors import UserError
+
+
+def test_nps4_has_an_8x8_matrix(nps4):
+    cells = numa.cells(nps4, NumaOptions())
+    assert cells == [(i, j) for i in range(8) for j in range(8)]
+    assert len(numa.domain_cpus(nps4, 3)) == 16
+    assert all(nps4.pu(c).numa == 3 for c in numa.domain_cpus(nps4, 3))
+
+
+def test_one_cell_and_missing_domains(nps4):
+    assert numa.cells(nps4, NumaOptions(cpu_node=2, memory_node=5)) == [(2, 5)]
+    assert numa.cells(nps4, NumaOptions(memory_node=0)) == [(i, 0) for i in range(8)]
+    with pytest.raises(UserError, match="--memory-node 8"):
+        numa.cells(nps4, NumaOptions(memory_node=8))
+    with pytest.raises(UserError, match="--cpu-node 9"):
+        numa.cells(nps4, NumaOptions(cpu_node=9))
+    laptop = topology.load_xml(DATA / "laptop-8c.xml")
+    assert numa.cells(laptop, NumaOptions()) == [(0, 0)]
+
+
+def test_real_1x1_matrix_binds_to_node_0(tiny):
+    ctx = RunContext(tiny, profiles.get("quick"), _native.best_isa())
+    numa.run(ctx, None)
+    assert not ctx.errors, ctx.errors
+    lat = [m for m in ctx.metrics if m.name == "latency"]
+    bw = [m for m in ctx.metrics if m.name == "bandwidth"]
+    assert len(lat) == 1 and len(bw) == 1
+    for m in lat + bw:
+        assert m.params["memory_policy"] == "bind"
+        assert m.params["memory_domain"] == 0 and m.params["memory_domain_seen"] == [0]
+        assert m.summary.median > 0
+
+
+def test_cli_missing_node(tmp_path):
+    assert_user_error(hpcprobe("run", "numa", "--memory-node", "7", "--no-store"),
+                      "--memory-node 7")
+    assert_user_error(hpcprobe("run", "memory", "--cpu-node", "0", "--no-store"), "--cpu-node")
+
+
+def test_cli_one_cell(tmp_path):
+    out = tmp_path / "n.json"
+    r = hpcprobe("run", "numa", "--cpu-node", "0", "--memory-node", "0", "--quick",
+                 "--no-store", "--json", str(out))
+    assert r.code == 0, r.err
+    doc = json.loads(out.read_text())
+    results.validate(doc)
+    assert {m["name"] for m in doc["metrics"]} == {"latency", "bandwidth"}
+    assert "NUMA latency" in r.out and "NUMA read bandwidth" in r.out
