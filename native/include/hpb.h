@@ -155,6 +155,12 @@ int hpb_c2c_measure(hpb_team *team, size_t rounds, int reps, double *times);
 /* The NUMA node that holds the (touched) page at addr, read back with get_mempolicy. */
 int hpb_memory_node(const void *addr, int *node);
 
+/* Times `reps` samples of iters x 64 dependent one-cycle integer adds on each selected thread
+ * (times[r*nactive + k], seconds; -1 when the chain's result is wrong). Timing two chain
+ * lengths and dividing the extra adds by the extra time gives the core clock. -ENOTSUP on an
+ * architecture without the chain (x86-64 and aarch64 have it). */
+int hpb_clock_chain(hpb_team *team, uint64_t iters, int reps, double *times);
+
 /* The scalar the stream kernels use (STREAM's 3.0). */
 double hpb_stream_scalar(void);
 

@@ -64,6 +64,8 @@ def _declare(lib: ctypes.CDLL) -> None:
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
                            ctypes.c_size_t, _c_double_p, _c_double_p,
                            ctypes.POINTER(ctypes.c_uint64)]),
+        "hpb_clock_chain": (
+            ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int, _c_double_p]),
         "hpb_c2c_measure": (
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, _c_double_p]),
         "hpb_stream_buffer": (
@@ -314,6 +316,13 @@ class Team:
         _check(lib().hpb_loaded_latency(self.handle, loads, kernel_id, isa_id(isa), elems,
                                         ctypes.byref(chase), secs, passes), "loaded latency")
         return chase.value, [(secs[k], passes[k]) for k in range(1, n)]
+
+    def clock_chain(self, iters: int, reps: int) -> list[list[float]]:
+        """Seconds of iters x 64 dependent adds: [sample][thread]; -1 marks a wrong result."""
+        n = self.size
+        times = (ctypes.c_double * (n * reps))()
+        _check(lib().hpb_clock_chain(self.handle, iters, reps, times), "timing an add chain")
+        return [list(times[r * n:(r + 1) * n]) for r in range(reps)]
 
     def c2c_measure(self, rounds: int, reps: int) -> list[float]:
         """Round-trip seconds of `rounds` cache-line handoffs between the two selected threads."""
