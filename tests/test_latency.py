@@ -195,3 +195,15 @@ def test_loaded_latency_curve(tiny):
     assert bw[1].summary.median > 0 and lat[1].summary.median > 0
     assert bw[1].unit == "GB/s" and lat[1].better == "lower"
     results.validate({**_doc_shell(), "metrics": [m.to_dict() for m in ctx.metrics]})
+
+
+@pytest.mark.skipif(not two_cpus(), reason="needs two CPUs")
+def test_cli_pair():
+    a, b = sorted(os.sched_getaffinity(0))[:2]
+    r = hpcprobe("run", "latency", "--pair", f"{a},{b}", "--quick", "--no-store")
+    assert r.code == 0, r.err
+    assert "Core-to-core" in r.out
+    assert_user_error(hpcprobe("run", "latency", "--pair", f"{a},9999", "--no-store"),
+                      "--pair", "allowed cpuset")
+    assert_user_error(hpcprobe("run", "latency", "--pair", f"{a},{a}", "--no-store"), "--pair")
+    assert_user_error(hpcprobe("run", "latency", "--pair", "x", "--no-store"), "--pair")

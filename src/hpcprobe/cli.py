@@ -45,6 +45,14 @@ def _int_list(text: str) -> tuple[int, ...]:
     return vals
 
 
+def _int_pair(text: str) -> tuple[int, int]:
+    try:
+        a, b = (int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"--pair {text!r}: give two CPUs, e.g. 0,1") from None
+    return a, b
+
+
 def _name_list(text: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in text.split(",") if v.strip())
 
@@ -92,6 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("--loaded", action="store_true",
                     help="also measure latency while the other cores stream (default in the "
                          "thorough profile)")
+    lg.add_argument("--pair", type=_int_pair, metavar="A,B",
+                    help="core-to-core latency of these two CPUs only")
     lg.add_argument("--all-pairs", action="store_true",
                     help="core-to-core latency for every pair of cores, not a sample")
     lg.add_argument("--pages", choices=("default", "huge", "both"),
@@ -172,7 +182,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     stores = None if a.stores in (None, "both") else (a.stores,)
     mem = MemoryOptions(kernels=a.kernel, stores=stores, threads=a.threads, size_bytes=a.size,
                         placement=a.placement)
-    lat = LatencyOptions(size_bytes=a.size, cpu=a.cpu, all_pairs=a.all_pairs,
+    lat = LatencyOptions(size_bytes=a.size, cpu=a.cpu, all_pairs=a.all_pairs, pair=a.pair,
                          loaded=True if a.loaded else None,
                          pages=None if a.pages in (None, "both") else a.pages)
     chosen = set(benchmarks)
@@ -187,7 +197,8 @@ def cmd_run(a: argparse.Namespace) -> int:
         raise UserError(f"{'/'.join(numa_only)} narrow the numa benchmark; add `numa` to the "
                         "benchmarks")
     lat_only = [f for f, v in (("--cpu", a.cpu is not None), ("--pages", a.pages),
-                               ("--all-pairs", a.all_pairs), ("--loaded", a.loaded)) if v]
+                               ("--all-pairs", a.all_pairs), ("--loaded", a.loaded),
+                               ("--pair", a.pair)) if v]
     if lat_only and "latency" not in chosen:
         raise UserError(f"{'/'.join(lat_only)} narrow the latency benchmark; add `latency` to "
                         "the benchmarks")

@@ -55,6 +55,7 @@ class LatencyOptions:
     cpu: int | None = None
     pages: str | None = None  # "default", "huge" or None for both
     all_pairs: bool = False  # core-to-core: every pair of cores, not a sample
+    pair: tuple[int, int] | None = None  # core-to-core: only this pair of CPUs
     loaded: bool | None = None  # loaded latency; None: as the profile says
 
 
@@ -206,7 +207,7 @@ def _loaded(ctx: RunContext, team: Team, cpu: int, loaders: list[int], ring_byte
 
 def _c2c(ctx: RunContext, opts: LatencyOptions, deadline: float) -> None:
     """The core-to-core matrix: one-way handoff latency for each planned pair."""
-    pairs = c2c_pairs(ctx.topo, opts.all_pairs)
+    pairs = [opts.pair] if opts.pair else c2c_pairs(ctx.topo, opts.all_pairs)
     if not pairs:
         ctx.warnings.append("latency: core-to-core needs two allowed cores; skipped")
         return
@@ -253,6 +254,14 @@ def _samples(ctx: RunContext, team: Team, budget_s: float) -> list[float]:
 def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
     opts = opts or LatencyOptions()
     topo = ctx.topo
+    if opts.pair is not None:
+        a, b = opts.pair
+        bad = [c for c in opts.pair if c not in topo.allowed_cpus]
+        if bad or a == b:
+            raise UserError(f"--pair {a},{b}: give two different CPUs of the allowed cpuset "
+                            f"({format_cpulist(topo.allowed_cpus)})")
+        _c2c(ctx, opts, time.perf_counter() + ctx.profile.latency_budget_s)
+        return
     cpu = opts.cpu if opts.cpu is not None else place(topo, "one-per-core").cpus[0]
     if cpu not in topo.allowed_cpus:
         raise UserError(f"--cpu {cpu}: not an allowed CPU of this machine "
