@@ -60,3 +60,21 @@ def test_cli_one_cell(tmp_path):
     results.validate(doc)
     assert {m["name"] for m in doc["metrics"]} == {"latency", "bandwidth"}
     assert "NUMA latency" in r.out and "NUMA read bandwidth" in r.out
+
+
+def test_without_mbind_only_the_diagonal_by_first_touch(tiny, monkeypatch):
+    """Where a seccomp filter forbids mbind, the matrix falls back to first touch, honestly."""
+    for name in ("chase_prepare", "stream_prepare"):
+        real = getattr(_native.Team, name)
+
+        def refuse(self, *args, _real=real, node=None, **kw):
+            if node is not None:
+                raise _native.BindingUnavailable("binding memory is not permitted here (EPERM)")
+            return _real(self, *args, node=node, **kw)
+
+        monkeypatch.setattr(_native.Team, name, refuse)
+    ctx = RunContext(tiny, profiles.get("quick"), _native.best_isa())
+    numa.run(ctx, None)
+    assert any("first touch" in w for w in ctx.warnings)
+    assert {m.params["memory_policy"] for m in ctx.metrics} == {"first-touch"}
+    assert {(m.params["cpu_domain"], m.params["memory_domain"]) for m in ctx.metrics} == {(0, 0)}

@@ -177,10 +177,19 @@ def kernel_apply(kernel_id: int, isa: str, stores: str, dst: int | None, x: int 
     return out.value
 
 
+class BindingUnavailable(NativeError):
+    """mbind is not allowed or not there (a seccomp filter, an old kernel)."""
+
+
 def _refuse_missing_node(rc: int, node: int | None) -> None:
-    if rc == -errno.EINVAL and node is not None:
+    if node is None:
+        return
+    if rc == -errno.EINVAL:
         raise UserError(f"NUMA node {node}: cannot bind memory to it (no such node, or no "
                         "memory there); see `hpcprobe topology`")
+    if rc in (-errno.EPERM, -errno.ENOSYS):
+        raise BindingUnavailable(f"binding memory to NUMA node {node} is not permitted here "
+                                 f"({errno.errorcode[-rc]})")
 
 
 @dataclass(frozen=True)
