@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -58,6 +59,18 @@ def hpcprobe(*args: str, env: dict[str, str] | None = None, timeout: float = 300
     p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout,
                        env={**os.environ, **(env or {})})
     return Result(p.returncode, p.stdout, p.stderr)
+
+
+def run_json(tmp_path: Path, *args: str) -> tuple[Result, dict]:
+    """`hpcprobe run ARGS --json FILE`: the result and its document, validated."""
+    from hpcprobe import results
+
+    out = tmp_path / "run.json"
+    r = hpcprobe("run", *args, "--json", str(out))
+    assert r.code == 0, r.err
+    doc = json.loads(out.read_text())
+    results.validate(doc)
+    return r, doc
 
 
 def assert_user_error(r: Result, *needles: str) -> None:

@@ -8,8 +8,7 @@ import sqlite3
 
 import pytest
 
-from conftest import DATA, assert_user_error, hpcprobe, two_cpus
-from hpcprobe import results
+from conftest import DATA, assert_user_error, hpcprobe, run_json, two_cpus
 
 
 def test_topology_json_live():
@@ -37,12 +36,9 @@ def test_plan_json_from_xml():
 
 def test_run_single_measurement_stores_and_reads_back(tmp_path):
     db, out = tmp_path / "r.sqlite", tmp_path / "run.json"
-    r = hpcprobe("run", "memory", "--kernel", "triad", "--stores", "nt", "--threads", "1",
-                 "--size", "8MiB", "--quick", "--db", str(db), "--json", str(out), "--tag", "t1")
-    assert r.code == 0, r.err
+    r, doc = run_json(tmp_path, "memory", "--kernel", "triad", "--stores", "nt", "--threads",
+                      "1", "--size", "8MiB", "--quick", "--db", str(db), "--tag", "t1")
     assert "triad" in r.out and "Stored as run" in r.out
-    doc = json.loads(out.read_text())
-    results.validate(doc)
     [bw] = [m for m in doc["metrics"] if m["name"] == "bandwidth"]
     assert bw["params"]["stores"] == "nt" and bw["params"]["threads"] == 1
     r = hpcprobe("list", "--db", str(db), "--json")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import time
 
@@ -10,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from conftest import DATA, assert_user_error, hpcprobe, two_cpus
+from conftest import DATA, assert_user_error, hpcprobe, run_json, two_cpus
 from hpcprobe import _native, profiles, results, topology
 from hpcprobe.bench import latency
 from hpcprobe.bench.base import RunContext
@@ -110,12 +109,8 @@ def test_huge_pages_are_labelled_as_granted(tiny):
 
 
 def test_cli_latency_run_and_errors(tmp_path):
-    out = tmp_path / "lat.json"
-    r = hpcprobe("run", "latency", "--size", "1MiB", "--pages", "default", "--quick",
-                 "--no-store", "--json", str(out))
-    assert r.code == 0, r.err
-    doc = json.loads(out.read_text())
-    results.validate(doc)
+    r, doc = run_json(tmp_path, "latency", "--size", "1MiB", "--pages", "default", "--quick",
+                      "--no-store")
     assert [m["params"]["size_bytes"] for m in doc["metrics"]] == [1 << 20]
     assert "Memory latency" in r.out
     assert_user_error(hpcprobe("run", "latency", "--cpu", "9999", "--no-store"), "--cpu 9999")

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
-from conftest import DATA, assert_user_error, hpcprobe
-from hpcprobe import _native, profiles, results, topology
+from conftest import DATA, assert_user_error, hpcprobe, run_json
+from hpcprobe import _native, profiles, topology
 from hpcprobe.bench import numa
 from hpcprobe.bench.base import RunContext
 from hpcprobe.bench.numa import NumaOptions
@@ -52,12 +50,8 @@ def test_cli_missing_node(tmp_path):
 
 
 def test_cli_one_cell(tmp_path):
-    out = tmp_path / "n.json"
-    r = hpcprobe("run", "numa", "--cpu-node", "0", "--memory-node", "0", "--quick",
-                 "--no-store", "--json", str(out))
-    assert r.code == 0, r.err
-    doc = json.loads(out.read_text())
-    results.validate(doc)
+    r, doc = run_json(tmp_path, "numa", "--cpu-node", "0", "--memory-node", "0", "--quick",
+                      "--no-store")
     assert {m["name"] for m in doc["metrics"]} == {"latency", "bandwidth"}
     assert "NUMA latency" in r.out and "NUMA read bandwidth" in r.out
 

@@ -108,11 +108,18 @@ def _levels_table(run: Run) -> Table | None:
     return t
 
 
+def _page_order(label: str) -> tuple[int, int]:
+    """Base pages first, then larger ones, 'mixed' last."""
+    if label == "mixed":
+        return (1, 0)
+    return (0, int(label[:-3]) << (20 if label.endswith("MiB") else 10))
+
+
 def _latency_table(run: Run) -> Table | None:
     lat = [m for m in run.metrics if m.benchmark == "latency" and m.name == "latency"]
     if not lat:
         return None
-    pages = sorted({m.params["page_size"] for m in lat})
+    pages = sorted({m.params["page_size"] for m in lat}, key=_page_order)
     rows: dict[int, dict[str, Metric]] = defaultdict(dict)
     level: dict[int, str] = {}
     for m in lat:
