@@ -74,7 +74,9 @@ def test_plan_sweeps_l1_to_dram_largest_first():
     assert small[-1].size_bytes == 8 << 10 and small[-1].level == "L1"
     assert small[0].size_bytes == 1 << 30 and small[0].level == "DRAM"
     assert {p.level for p in small} == {"L1", "L2", "L3", "DRAM"}
-    assert min(p.size_bytes for p in pts if p.huge) == 4 << 20
+    huge = sorted(p.size_bytes for p in pts if p.huge)
+    assert huge[0] == 4 << 20 and huge[-1] == 1 << 30
+    assert all((s // (4 << 20)).bit_length() % 2 == 1 for s in huge[:-1])  # every other octave
     # the VM's claimed 480 MiB L3 pushes the DRAM point to 2x that, rounded up to 1 GiB
     vm = topology.load_xml(DATA / "vm-live-2c.xml")
     assert latency.dram_size(vm, 0) == 1 << 30
@@ -181,7 +183,7 @@ def test_loaded_latency_curve(tiny):
     with _native.Team([a, b]) as team:
         team.select([a])
         team.chase_prepare(4 << 20, 64, 0, False, 3)
-        latency._loaded(ctx, team, a, [b], 4 << 20, time.perf_counter() + 2.0)
+        latency._loaded(ctx, team, a, [b], 4 << 20, 50.0, time.perf_counter() + 2.0)
     assert not ctx.errors
     lat = {m.params["load_threads"]: m for m in ctx.metrics if m.name == "loaded_latency"}
     bw = {m.params["load_threads"]: m for m in ctx.metrics if m.name == "loaded_bandwidth"}

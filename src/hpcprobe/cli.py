@@ -98,8 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     ng.add_argument("--cpu-node", type=int, help="only threads in this NUMA domain (OS index)")
     ng.add_argument("--memory-node", type=int, help="only memory bound to this NUMA domain")
     lg.add_argument("--loaded", action="store_true",
-                    help="also measure latency while the other cores stream (default in the "
-                         "thorough profile)")
+                    help="also measure latency while the other cores stream (the default and "
+                         "thorough profiles do)")
     lg.add_argument("--pair", type=_int_pair, metavar="A,B",
                     help="core-to-core latency of these two CPUs only")
     lg.add_argument("--all-pairs", action="store_true",

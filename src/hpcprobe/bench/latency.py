@@ -21,7 +21,7 @@ from ..sysinfo import huge_page_bytes, mem_available_bytes
 from ..topology import Topology
 from ..units import format_bytes
 from .base import Benchmark, RunContext
-from .memory import cache_shares, dram_working_set, elems_for, level_of, llc_bytes
+from .memory import cache_shares, elems_for, level_of, llc_bytes
 
 #: Lines at least this far apart: one per cache line, so every load misses to the next level.
 STRIDE = 64
@@ -32,15 +32,17 @@ TLB_GROUP_PAGES = 64
 MIN_SIZE = 8 << 10
 #: The DRAM point: at least this, and at least twice the last-level cache.
 MIN_DRAM = 1 << 30
-#: Huge pages only matter once a walk leaves the TLB's reach: smaller sizes run once.
+#: Huge pages only matter once a walk leaves the TLB's reach: smaller sizes run once, and the
+#: huge-page sweep takes every HUGE_STEP-th octave from there (and always the DRAM point).
 HUGE_FROM = 4 << 20
+HUGE_STEP = 2
 #: Loads per sample are a multiple of this (the chase loop is unrolled 16 times).
 LOAD_QUANTUM = 16
 SEED = 0x5EED
 #: Share of the latency budget for the core-to-core matrix.
 C2C_BUDGET_SHARE = 0.2
 #: A loaded-latency sample lasts at least this long, so streaming threads make several passes.
-LOADED_SAMPLE_S = 0.3
+LOADED_SAMPLE_S = 0.2
 #: Core-to-core pairs beyond this many are sampled more coarsely (see c2c_pairs).
 MAX_PAIRS = 64
 #: Rings up to this many lines are walked once round in validation; larger ones this far.
@@ -85,7 +87,9 @@ def plan(topo: Topology, cpu: int, opts: LatencyOptions) -> list[Point]:
     out = []
     for huge in pages:
         for size in sorted(sizes, reverse=True):
-            if huge and size < HUGE_FROM and opts.size_bytes is None:
+            if huge and opts.size_bytes is None and (
+                    size < HUGE_FROM or (size != sizes[-1] and
+                                         int(math.log2(size // HUGE_FROM)) % HUGE_STEP)):
                 continue
             out.append(Point(size, huge, level_of(topo, (cpu,), size)))
     return out
@@ -154,12 +158,13 @@ def c2c_pairs(topo: Topology, all_pairs: bool = False) -> list[tuple[int, int]]:
 
 
 def _loaded(ctx: RunContext, team: Team, cpu: int, loaders: list[int], ring_bytes: int,
-            deadline: float) -> None:
+            unloaded_ns: float, deadline: float) -> None:
     """Loaded latency: the chaser on `cpu` walks its DRAM ring while k = 0, 1, ... other cores
-    read their own DRAM-sized arrays (the load kernel); latency against their total bandwidth."""
+    read their own arrays, together twice the last-level cache serving them (the load kernel);
+    latency against their total bandwidth."""
     load = KERNELS["load"]
-    per_thread = dram_working_set(ctx.topo, tuple(loaders)) // max(1, len(loaders))
-    elems = elems_for("load", per_thread * max(1, len(loaders)), max(1, len(loaders)))
+    readers = max(1, len(loaders))
+    elems = max(64, elems_for("load", 2 * llc_bytes(ctx.topo, loaders or [cpu]), readers))
     if loaders:
         team.select(loaders)
         team.stream_prepare(elems)
@@ -168,17 +173,13 @@ def _loaded(ctx: RunContext, team: Team, cpu: int, loaders: list[int], ring_byte
     node = numa_of(ctx.topo, cpu)
     for k in range(len(loaders) + 1):
         team.select([cpu] + loaders[:k])
-        # a sample spans several passes of the streaming threads over their arrays; the passes
-        # that size it are dropped
-        loads = LOAD_QUANTUM * 4096
+        # a sample lasts LOADED_SAMPLE_S at the unloaded latency, so the readers make several
+        # passes; the first sample (the readers' warm-up) is dropped
+        loads = max(1, math.ceil(LOADED_SAMPLE_S / (unloaded_ns * 1e-9) / LOAD_QUANTUM))
+        loads *= LOAD_QUANTUM
         budget = max(0.0, deadline - time.perf_counter()) / (len(loaders) + 1 - k)
         start = time.perf_counter()
-        for _ in range(6):
-            chase_s, _ = team.loaded_latency(loads, load.kernel_id, ctx.isa, elems)
-            if chase_s >= LOADED_SAMPLE_S:
-                break
-            loads = -(-math.ceil(loads * 1.2 * LOADED_SAMPLE_S / chase_s) // LOAD_QUANTUM)
-            loads *= LOAD_QUANTUM
+        team.loaded_latency(loads, load.kernel_id, ctx.isa, elems)
         lat: list[float] = []
         bw: list[float] = []
         while ctx.profile.repetition.more(lat, time.perf_counter() - start, budget) > 0:
@@ -310,7 +311,7 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
                 curve.append((p.size_bytes, ctx.metrics[-1].summary.median))
             if loaded and i == 0 and p.level == "DRAM":
                 # the DRAM ring is there now: measure it under load before it is rebuilt
-                _loaded(ctx, team, cpu, loaders, p.size_bytes,
+                _loaded(ctx, team, cpu, loaders, p.size_bytes, ctx.metrics[-1].summary.median,
                         time.perf_counter() + ctx.profile.latency_budget_s * C2C_BUDGET_SHARE)
                 team.select([cpu])
     for chk in check_levels(curve, cache_shares(topo, (cpu,)), "ns", lower_is_better=True):
