@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from conftest import DATA, assert_user_error, hpcprobe, run_json
@@ -10,6 +12,15 @@ from hpcprobe.bench import numa
 from hpcprobe.bench.base import RunContext
 from hpcprobe.bench.numa import NumaOptions
 from hpcprobe.errors import UserError
+
+#: The quick profile with the 1x1 matrix that it leaves out on one-node machines.
+ONE_NODE_TOO = dataclasses.replace(profiles.get("quick"), numa_on_one_node=True)
+
+
+def test_quick_profile_leaves_a_1x1_matrix_out(tiny):
+    ctx = RunContext(tiny, profiles.get("quick"), _native.best_isa())
+    numa.run(ctx, None)
+    assert not ctx.metrics and ctx.findings[0]["kind"] == "skipped"
 
 
 def test_nps4_has_an_8x8_matrix(nps4):
@@ -31,7 +42,7 @@ def test_one_cell_and_missing_domains(nps4):
 
 
 def test_real_1x1_matrix_binds_to_node_0(tiny):
-    ctx = RunContext(tiny, profiles.get("quick"), _native.best_isa())
+    ctx = RunContext(tiny, ONE_NODE_TOO, _native.best_isa())
     numa.run(ctx, None)
     assert not ctx.errors, ctx.errors
     lat = [m for m in ctx.metrics if m.name == "latency"]
@@ -67,7 +78,7 @@ def test_without_mbind_only_the_diagonal_by_first_touch(tiny, monkeypatch):
             return _real(self, *args, node=node, **kw)
 
         monkeypatch.setattr(_native.Team, name, refuse)
-    ctx = RunContext(tiny, profiles.get("quick"), _native.best_isa())
+    ctx = RunContext(tiny, ONE_NODE_TOO, _native.best_isa())
     numa.run(ctx, None)
     assert any("first touch" in w for w in ctx.warnings)
     assert {m.params["memory_policy"] for m in ctx.metrics} == {"first-touch"}

@@ -7,7 +7,7 @@ import math
 import resource
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .._native import Team
 from ..cpulist import format_cpulist
@@ -270,6 +270,8 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
     if opts.size_bytes is not None and opts.size_bytes < 16 * STRIDE:
         raise UserError(f"--size {opts.size_bytes}: a pointer-chase ring needs at least "
                         f"{16 * STRIDE} B (16 lines of {STRIDE} B)")
+    if opts.pages is None and not ctx.profile.huge_page_sweep:
+        opts = replace(opts, pages="default")
     points = plan(topo, cpu, opts)
     available = mem_available_bytes()
     biggest = max(p.size_bytes for p in points)

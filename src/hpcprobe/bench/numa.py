@@ -62,6 +62,12 @@ def _bound_to(addr: int, length: int) -> list[int]:
 
 def run(ctx: RunContext, opts: NumaOptions | None) -> None:
     opts = opts or NumaOptions()
+    if (len(ctx.topo.numa_nodes) == 1 and not ctx.profile.numa_on_one_node
+            and opts == NumaOptions()):
+        ctx.findings.append({"benchmark": "numa", "kind": "skipped", "message":
+                             f"one NUMA domain: profile {ctx.profile.name} leaves the 1x1 matrix "
+                             "to the memory and latency benchmarks"})
+        return
     try:
         _run(ctx, opts, bind=True)
     except _native.BindingUnavailable as exc:
