@@ -73,8 +73,6 @@ int hpb_team_size(const hpb_team *team);
  * first touched for one thread count is reused by the next. Returns 0 or -EINVAL. */
 int hpb_team_select(hpb_team *team, const int *threads, int n);
 
-/* Number of threads selected by the last hpb_team_select (all of them at first). */
-int hpb_team_active(const hpb_team *team);
 
 /* Reads back the placement that took effect: for each thread the CPU it ran on and the number
  * of CPUs in its affinity mask (1 when pinned as asked). Arrays hold nthreads entries. */

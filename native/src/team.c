@@ -182,8 +182,6 @@ int hpb_team_select(hpb_team *t, const int *threads, int n)
     return 0;
 }
 
-int hpb_team_active(const hpb_team *t) { return t ? t->nactive : 0; }
-
 int hpb_team_placement(const hpb_team *t, int *cpu, int *mask_count)
 {
     if (!t || !cpu || !mask_count) return -EINVAL;

@@ -37,7 +37,6 @@ def _declare(lib: ctypes.CDLL) -> None:
         "hpb_team_create": (
             ctypes.c_int, [_c_int_p, ctypes.c_int, ctypes.POINTER(ctypes.c_void_p)]),
         "hpb_team_destroy": (None, [ctypes.c_void_p]),
-        "hpb_team_size": (ctypes.c_int, [ctypes.c_void_p]),
         "hpb_team_select": (ctypes.c_int, [ctypes.c_void_p, _c_int_p, ctypes.c_int]),
         "hpb_team_placement": (ctypes.c_int, [ctypes.c_void_p, _c_int_p, _c_int_p]),
         "hpb_stream_prepare": (

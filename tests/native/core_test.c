@@ -32,6 +32,7 @@ int main(void)
 
     hpb_team *team = NULL;
     CHECK(hpb_team_create(&cpu, 1, &team) == 0);
+    CHECK(hpb_team_size(team) == 1);
     int seen = -1, mask = -1;
     CHECK(hpb_team_placement(team, &seen, &mask) == 0);
     CHECK(seen == cpu && mask == 1);
