@@ -185,6 +185,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     lat = LatencyOptions(size_bytes=a.size, cpu=a.cpu, all_pairs=a.all_pairs, pair=a.pair,
                          loaded=True if a.loaded else None,
                          pages=None if a.pages in (None, "both") else a.pages)
+    numa = NumaOptions(cpu_node=a.cpu_node, memory_node=a.memory_node)
     chosen = set(benchmarks)
     mem_only = [f for f, v in (("--kernel", a.kernel), ("--stores", a.stores),
                                ("--threads", a.threads), ("--placement", a.placement)) if v]
@@ -212,7 +213,6 @@ def cmd_run(a: argparse.Namespace) -> int:
         store.check_writable()
     topo = topology.discover()
     with _Bar() as bar:
-        numa = NumaOptions(cpu_node=a.cpu_node, memory_node=a.memory_node)
         run = runner.execute(topo, prof, benchmarks, isa,
                              {"memory": mem, "latency": lat, "numa": numa}, bar,
                              oversubscribe=a.oversubscribe, tag=a.tag)
