@@ -204,3 +204,11 @@ def test_cli_pair():
                       "--pair", "allowed cpuset")
     assert_user_error(hpcprobe("run", "latency", "--pair", f"{a},{a}", "--no-store"), "--pair")
     assert_user_error(hpcprobe("run", "latency", "--pair", "x", "--no-store"), "--pair")
+
+
+def test_one_allowed_cpu_plans_no_pairs_and_no_readers():
+    xml = (DATA / "laptop-8c.xml").read_text().replace(
+        'allowed_cpuset="0x000000ff"', 'allowed_cpuset="0x00000001"')
+    one = topology.from_hwloc_xml(xml, "one-cpu")
+    assert latency.c2c_pairs(one) == []
+    assert [p.level for p in latency.plan(one, 0, LatencyOptions(pages="default"))][-1] == "L1"

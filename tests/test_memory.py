@@ -116,3 +116,14 @@ def test_full_plan_runs_on_a_small_topology(tiny):
         expect = factors.get(m.params["kernel"], 1)
         assert ratio == pytest.approx(expect if m.params["stores"] == "regular" else 1.0)
     assert any(f["kind"] == "cache_level" for f in ctx.findings)
+
+
+def test_default_plan_on_one_allowed_cpu():
+    from conftest import DATA
+    from hpcprobe import topology
+
+    xml = (DATA / "laptop-8c.xml").read_text().replace(
+        'allowed_cpuset="0x000000ff"', 'allowed_cpuset="0x00000001"')
+    plan = _default(topology.from_hwloc_xml(xml, "one-cpu"))
+    assert {m.cpus for m in plan} == {(0,)}
+    assert {m.phase for m in plan} == {"sweep", "stream"}
