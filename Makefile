@@ -29,6 +29,7 @@ test: setup
 
 bench: setup
 	$(PY) benchmarks/memory_vs_likwid.py
+	$(PY) benchmarks/latency_levels.py
 
 lint: setup
 	$(PY) -m pip install -q ruff mypy
