@@ -6,7 +6,6 @@ from __future__ import annotations
 import math
 import resource
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from .._native import Team
@@ -124,23 +123,15 @@ def c2c_pairs(topo: Topology, all_pairs: bool = False) -> list[tuple[int, int]]:
     per L3 domain paired with each other (on big machines: one per NUMA domain, plus the L3
     domains of the first NUMA domain), plus one pair inside an L3 domain and one pair of SMT
     siblings where there are such."""
-    cores = list(place(topo, "one-per-core").cpus)
-    cores.sort(key=[p.os_index for p in topo.pus].index)
+    order = [p.os_index for p in topo.pus]
+    cores = sorted(place(topo, "one-per-core").cpus, key=order.index)
     if all_pairs:
         return [(a, b) for i, a in enumerate(cores) for b in cores[i + 1:]]
-
-    def firsts(key: Callable[[int], int | None], cpus: list[int]) -> list[int]:
-        seen: dict[int | None, int] = {}
-        for c in cpus:
-            seen.setdefault(key(c), c)
-        return list(seen.values())
-
-    reps = firsts(lambda c: topo.pu(c).l3, cores)
+    reps = sorted(place(topo, "one-per-l3").cpus, key=order.index)
     if len(reps) * (len(reps) - 1) // 2 > MAX_PAIRS:
-        first_numa = [c for c in cores if topo.pu(c).numa == topo.pu(cores[0]).numa]
-        reps = sorted(set(firsts(lambda c: topo.pu(c).numa, cores)) |
-                      set(firsts(lambda c: topo.pu(c).l3, first_numa)),
-                      key=cores.index)
+        first_numa = topo.pu(reps[0]).numa
+        reps = sorted(set(place(topo, "one-per-numa").cpus) |
+                      {c for c in reps if topo.pu(c).numa == first_numa}, key=order.index)
     pairs = {(a, b) for i, a in enumerate(reps) for b in reps[i + 1:]}
     for c in cores:  # one pair inside an L3 domain
         mates = [d for d in cores if d != c and relation(topo, c, d) == "same-l3"]
@@ -153,7 +144,6 @@ def c2c_pairs(topo: Topology, all_pairs: bool = False) -> list[tuple[int, int]]:
         if len(sib) >= 2:
             pairs.add((sib[0], sib[1]))
             break
-    order = [p.os_index for p in topo.pus]
     return sorted(pairs, key=lambda ab: (order.index(ab[0]), order.index(ab[1])))
 
 
@@ -235,7 +225,7 @@ def _c2c(ctx: RunContext, opts: LatencyOptions, deadline: float) -> None:
             ctx.progress.advance(f"core-to-core {a}<->{b}")
 
 
-def _samples(ctx: RunContext, team: Team, budget_s: float) -> list[float]:
+def chase_samples(ctx: RunContext, team: Team, budget_s: float) -> list[float]:
     """ns per dependent load, samples of at least sample_s, the first dropped."""
     loads = 1024
     start = time.perf_counter()
@@ -290,14 +280,14 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
         for i, p in enumerate(points):
             team.chase_prepare(p.size_bytes, STRIDE, group_bytes(p, base_page, huge_page), p.huge,
                                SEED)
-            label, fraction = _granted(team, cpu, base_page, huge_page)
+            label, fraction = granted_pages(team, cpu, base_page, huge_page)
             if p.huge and fraction < 1.0:
                 ctx.warnings.append(
                     f"latency {format_bytes(p.size_bytes)}: huge pages asked for but "
                     f"{100 * fraction:.0f} % granted (THP setting, fragmentation); labelled "
                     f"{label}")
             budget = max(0.0, deadline - time.perf_counter()) / (len(points) - i)
-            samples = _samples(ctx, team, budget)
+            samples = chase_samples(ctx, team, budget)
             if not team.chase_check(CHECK_STEPS):
                 ctx.errors.append(f"latency {format_bytes(p.size_bytes)}: the pointer-chase "
                                   "ring did not validate; figure discarded")
@@ -325,7 +315,7 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
         _c2c(ctx, opts, time.perf_counter() + ctx.profile.latency_budget_s * C2C_BUDGET_SHARE)
 
 
-def _granted(team: Team, cpu: int, base_page: int, huge_page: int) -> tuple[str, float]:
+def granted_pages(team: Team, cpu: int, base_page: int, huge_page: int) -> tuple[str, float]:
     """The page size the ring really got, from /proc/self/smaps."""
     addr, _ = team.chase_mapping(cpu)
     pages = mapping_pages(read_self(), addr)

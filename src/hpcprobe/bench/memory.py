@@ -285,7 +285,7 @@ def check_memory(measurements: list[Measurement], available: int | None) -> None
 
 # ---------------------------------------------------------------- measuring
 
-def _measure(ctx: RunContext, team: Team, m: Measurement, budget_s: float) -> list[float]:
+def measure(ctx: RunContext, team: Team, m: Measurement, budget_s: float) -> list[float]:
     """Timed samples of one measurement as GB/s (STREAM counting), first sample dropped."""
     k = KERNELS[m.kernel]
     kid = k.kernel_id
@@ -358,7 +358,7 @@ def run(ctx: RunContext, opts: MemoryOptions | None) -> None:
                 for m in ms:
                     cached = m.level != "DRAM"
                     t0 = time.perf_counter()
-                    samples = _measure(ctx, team, m, max(0.0, pool[cached]) / left[cached])
+                    samples = measure(ctx, team, m, max(0.0, pool[cached]) / left[cached])
                     pool[cached] -= time.perf_counter() - t0
                     left[cached] -= 1
                     err = team.stream_check(KERNELS[m.kernel].kernel_id, m.elems)

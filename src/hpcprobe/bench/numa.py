@@ -17,8 +17,8 @@ from ..results import Metric
 from ..sysinfo import huge_page_bytes
 from ..topology import Topology
 from .base import Benchmark, RunContext
-from .latency import CHECK_STEPS, SEED, STRIDE, _granted, _samples, dram_size, numa_of
-from .memory import MAX_REL_ERROR, Measurement, _measure, dram_working_set, elems_for
+from .latency import CHECK_STEPS, SEED, STRIDE, chase_samples, dram_size, granted_pages, numa_of
+from .memory import MAX_REL_ERROR, Measurement, dram_working_set, elems_for, measure
 
 #: Share of the NUMA budget for the latency matrix; the bandwidth matrix gets the rest.
 LATENCY_SHARE = 0.5
@@ -93,8 +93,8 @@ def _run(ctx: RunContext, opts: NumaOptions, bind: bool) -> None:
             team.chase_prepare(size, STRIDE, 0, False, SEED, node=j if bind else None)
             addr, length = team.chase_mapping(cpu)
             seen = _bound_to(addr, length)
-            label, fraction = _granted(team, cpu, base_page, huge_page)
-            samples = _samples(ctx, team, max(0.0, lat_deadline - time.perf_counter())
+            label, fraction = granted_pages(team, cpu, base_page, huge_page)
+            samples = chase_samples(ctx, team, max(0.0, lat_deadline - time.perf_counter())
                                / (len(todo) - n))
             valid = team.chase_check(CHECK_STEPS)
         ctx.progress.advance(f"NUMA latency {i}->{j}")
@@ -116,7 +116,7 @@ def _run(ctx: RunContext, opts: NumaOptions, bind: bool) -> None:
                         elems_for("load", total, len(cpus)), "DRAM")
         with Team(cpus) as team:
             team.stream_prepare(m.elems, node=j if bind else None)
-            samples = _measure(ctx, team, m, max(0.0, bw_deadline - time.perf_counter())
+            samples = measure(ctx, team, m, max(0.0, bw_deadline - time.perf_counter())
                                / (len(todo) - n))
             err = team.stream_check(load.kernel_id, m.elems)
             seen = sorted({s for c in cpus for s in _bound_to(*team.stream_buffer(c))})
