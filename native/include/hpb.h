@@ -29,7 +29,7 @@ enum hpb_kernel {
 enum hpb_stores { HPB_STORES_REGULAR = 0, HPB_STORES_NT = 1 };
 
 /* Version of this C API; Python refuses a library whose version differs from the one it expects. */
-#define HPB_API_VERSION 1
+#define HPB_API_VERSION 2
 
 /* Returns HPB_API_VERSION of the loaded library. */
 int hpb_api_version(void);
@@ -155,9 +155,47 @@ int hpb_memory_node(const void *addr, int *node);
 
 /* Times `reps` samples of iters x 64 dependent one-cycle integer adds on each selected thread
  * (times[r*nactive + k], seconds; -1 when the chain's result is wrong). Timing two chain
- * lengths and dividing the extra adds by the extra time gives the core clock. -ENOTSUP on an
- * architecture without the chain (x86-64 and aarch64 have it). */
-int hpb_clock_chain(hpb_team *team, uint64_t iters, int reps, double *times);
+ * lengths and dividing the extra adds by the extra time gives the core clock. `load` is an ISA
+ * variant: HPB_ISA_SCALAR runs the chain alone, a vector ISA runs it with that ISA's widest FMAs
+ * in flight (the clock under a vector load). migrated[r*nactive + k] (if not NULL) is set to 1
+ * where the thread was found off its CPU. -ENOTSUP for a load this build or CPU lacks. */
+int hpb_clock_chain(hpb_team *team, int load, uint64_t iters, int reps, double *times,
+                    int *migrated);
+
+/* Floating-point precisions of the peak kernels. */
+enum hpb_precision { HPB_DP = 0, HPB_SP = 1, HPB_PRECISION_COUNT = 2 };
+
+/* Peak kernels: independent FMA chains; FMA and add chains; multiply and add chains (the scalar
+ * variant: the x86-64 baseline has no FMA). */
+enum hpb_peak_op { HPB_PEAK_FMA = 0, HPB_PEAK_FMA_ADD = 1, HPB_PEAK_MUL_ADD = 2, HPB_PEAK_OP_COUNT = 3 };
+
+/* What one iteration of a peak kernel does: so many FMA, multiply and add chains, each updated
+ * once, on vectors of `lanes` elements. FLOPs are counted by the caller (an FMA is 2). */
+struct hpb_peak_shape {
+    int fma_chains, mul_chains, add_chains, lanes;
+};
+
+/* Name of a peak kernel ("fma", "fma+add", "mul+add") or of a precision ("dp", "sp"); NULL when
+ * out of range. */
+const char *hpb_peak_op_name(int op);
+const char *hpb_precision_name(int precision);
+
+/* The shape of the peak kernel (isa, precision, op); -ENOTSUP when this build lacks it. */
+int hpb_peak_shape(int isa, int precision, int op, struct hpb_peak_shape *out);
+
+/* Most iterations of one kernel call: chains count in floating point and must stay exact. */
+uint64_t hpb_peak_max_iters(int precision);
+
+/* Runs one call of a peak kernel in the calling thread: out receives every lane of every chain
+ * (fma_chains + mul_chains + add_chains times lanes values, at most 512) and *valid is 1 when
+ * each equals its analytic value. -ENOTSUP for a kernel or ISA not available here. */
+int hpb_peak_run(int isa, int precision, int op, uint64_t iters, double *out, int *valid);
+
+/* Times `reps` samples of `calls` kernel calls of `iters` iterations on each selected thread,
+ * each sample starting on a barrier: times[r*nactive + k] in seconds, -1 where the chains did
+ * not end at their analytic values; migrated[r*nactive + k] (if not NULL) as for the clock. */
+int hpb_peak_measure(hpb_team *team, int isa, int precision, int op, uint64_t iters,
+                     uint64_t calls, int reps, double *times, int *migrated);
 
 /* The scalar the stream kernels use (STREAM's 3.0). */
 double hpb_stream_scalar(void);

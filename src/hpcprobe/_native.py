@@ -10,15 +10,21 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from .errors import NativeError, UserError
 
-API_VERSION = 1
+API_VERSION = 2
 STORES = ("regular", "nt")
 _LIB_NAME = "libhpcprobe_native.so"
 
 _c_double_p = ctypes.POINTER(ctypes.c_double)
 _c_int_p = ctypes.POINTER(ctypes.c_int)
+
+
+class _PeakShape(ctypes.Structure):
+    _fields_ = [("fma_chains", ctypes.c_int), ("mul_chains", ctypes.c_int),
+                ("add_chains", ctypes.c_int), ("lanes", ctypes.c_int)]
 
 
 def _declare(lib: ctypes.CDLL) -> None:
@@ -64,7 +70,20 @@ def _declare(lib: ctypes.CDLL) -> None:
                            ctypes.c_size_t, _c_double_p, _c_double_p,
                            ctypes.POINTER(ctypes.c_uint64)]),
         "hpb_clock_chain": (
-            ctypes.c_int, [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int, _c_double_p]),
+            ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_uint64, ctypes.c_int,
+                           _c_double_p, _c_int_p]),
+        "hpb_peak_op_name": (ctypes.c_char_p, [ctypes.c_int]),
+        "hpb_precision_name": (ctypes.c_char_p, [ctypes.c_int]),
+        "hpb_peak_shape": (
+            ctypes.c_int, [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.POINTER(_PeakShape)]),
+        "hpb_peak_max_iters": (ctypes.c_uint64, [ctypes.c_int]),
+        "hpb_peak_run": (
+            ctypes.c_int, [ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_uint64, _c_double_p,
+                           _c_int_p]),
+        "hpb_peak_measure": (
+            ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int,
+                           ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int, _c_double_p,
+                           _c_int_p]),
         "hpb_c2c_measure": (
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, _c_double_p]),
         "hpb_stream_buffer": (
@@ -144,6 +163,58 @@ def kernel_names() -> list[str]:
     return _names(lib().hpb_kernel_name)
 
 
+@cache
+def peak_op_names() -> list[str]:
+    """Peak kernel names in the C table's order (their index is the C op id)."""
+    return _names(lib().hpb_peak_op_name)
+
+
+@cache
+def precision_names() -> list[str]:
+    """Precisions in the C table's order: dp, sp."""
+    return _names(lib().hpb_precision_name)
+
+
+@dataclass(frozen=True)
+class PeakShape:
+    """What one iteration of a peak kernel does: chains of each kind, vector lanes."""
+
+    fma_chains: int
+    mul_chains: int
+    add_chains: int
+    lanes: int
+
+
+def peak_shape(isa: str, precision: str, op: str) -> PeakShape | None:
+    """The shape of a peak kernel as built, None when this build has no such kernel."""
+    out = _PeakShape()
+    rc = lib().hpb_peak_shape(isa_id(isa), precision_names().index(precision),
+                              peak_op_names().index(op), ctypes.byref(out))
+    if rc == -errno.ENOTSUP:
+        return None
+    _check(rc, f"reading the shape of peak kernel {op} ({isa}, {precision})")
+    return PeakShape(out.fma_chains, out.mul_chains, out.add_chains, out.lanes)
+
+
+def peak_max_iters(precision: str) -> int:
+    """Most iterations of one peak-kernel call (the chains count in floating point)."""
+    return int(lib().hpb_peak_max_iters(precision_names().index(precision)))
+
+
+def peak_run(isa: str, precision: str, op: str, iters: int) -> tuple[list[float], bool]:
+    """One call of a peak kernel in this thread: every lane of every chain, and whether each
+    holds its analytic value."""
+    out = (ctypes.c_double * 512)()
+    valid = ctypes.c_int(0)
+    _check(lib().hpb_peak_run(isa_id(isa), precision_names().index(precision),
+                              peak_op_names().index(op), iters, out, ctypes.byref(valid)),
+           f"peak kernel {op} ({isa}, {precision})")
+    shape = peak_shape(isa, precision, op)
+    assert shape is not None
+    n = (shape.fma_chains + shape.mul_chains + shape.add_chains) * shape.lanes
+    return list(out[:n]), bool(valid.value)
+
+
 def kernel_has_nt(kernel_id: int, isa: str) -> bool:
     return bool(lib().hpb_kernel_has_nt(kernel_id, isa_id(isa)))
 
@@ -174,6 +245,12 @@ def kernel_apply(kernel_id: int, isa: str, stores: str, dst: int | None, x: int 
                                 ctypes.byref(out))
     _check(rc, f"kernel {kernel_id} ({isa}, {stores} stores)")
     return out.value
+
+
+def _by_sample(flat: ctypes.Array[Any], n: int, reps: int,
+               cast: Callable[[Any], Any] = float) -> list[list[Any]]:
+    """A C array of reps x n per-thread values as [sample][thread]."""
+    return [[cast(v) for v in flat[r * n:(r + 1) * n]] for r in range(reps)]
 
 
 class BindingUnavailable(NativeError):
@@ -286,7 +363,7 @@ class Team:
         rc = lib().hpb_stream_measure(self.handle, kernel_id, isa_id(isa), STORES.index(stores),
                                       elems, inner, reps, times, ctypes.byref(migrations))
         _check(rc, f"measuring kernel {kernel_id} ({isa}, {stores} stores)")
-        return [list(times[r * n:(r + 1) * n]) for r in range(reps)], migrations.value
+        return _by_sample(times, n, reps), migrations.value
 
     def chase_prepare(self, size_bytes: int, stride: int, group_bytes: int, huge_pages: bool,
                       seed: int, node: int | None = None) -> None:
@@ -305,7 +382,7 @@ class Team:
         n = self.size
         times = (ctypes.c_double * (n * reps))()
         _check(lib().hpb_chase_measure(self.handle, loads, reps, times), "chasing pointers")
-        return [list(times[r * n:(r + 1) * n]) for r in range(reps)]
+        return _by_sample(times, n, reps)
 
     def chase_check(self, max_steps: int) -> bool:
         """Whether every selected thread's ring is a single cycle of its own lines."""
@@ -325,12 +402,28 @@ class Team:
                                         ctypes.byref(chase), secs, passes), "loaded latency")
         return chase.value, [(secs[k], passes[k]) for k in range(1, n)]
 
-    def clock_chain(self, iters: int, reps: int) -> list[list[float]]:
-        """Seconds of iters x 64 dependent adds: [sample][thread]; -1 marks a wrong result."""
+    def clock_chain(self, load: str, iters: int,
+                    reps: int) -> tuple[list[list[float]], list[list[bool]]]:
+        """Seconds of iters x 64 dependent adds with `load` (an ISA name) in flight:
+        [sample][thread] times (-1 marks a wrong result) and whether the thread migrated."""
         n = self.size
         times = (ctypes.c_double * (n * reps))()
-        _check(lib().hpb_clock_chain(self.handle, iters, reps, times), "timing an add chain")
-        return [list(times[r * n:(r + 1) * n]) for r in range(reps)]
+        migrated = (ctypes.c_int * (n * reps))()
+        _check(lib().hpb_clock_chain(self.handle, isa_id(load), iters, reps, times, migrated),
+               f"timing an add chain ({load} load)")
+        return _by_sample(times, n, reps), _by_sample(migrated, n, reps, bool)
+
+    def peak_measure(self, isa: str, precision: str, op: str, iters: int, calls: int,
+                     reps: int) -> tuple[list[list[float]], list[list[bool]]]:
+        """Seconds of `calls` x `iters` iterations of a peak kernel: [sample][thread] times
+        (-1 where the chains did not end at their analytic values) and migration flags."""
+        n = self.size
+        times = (ctypes.c_double * (n * reps))()
+        migrated = (ctypes.c_int * (n * reps))()
+        _check(lib().hpb_peak_measure(self.handle, isa_id(isa), precision_names().index(precision),
+                                      peak_op_names().index(op), iters, calls, reps, times,
+                                      migrated), f"peak kernel {op} ({isa}, {precision})")
+        return _by_sample(times, n, reps), _by_sample(migrated, n, reps, bool)
 
     def c2c_measure(self, rounds: int, reps: int) -> list[float]:
         """Round-trip seconds of `rounds` cache-line handoffs between the two selected threads."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -110,3 +111,19 @@ def plan(topo: Topology, placement: str, threads: int | None = None,
                         f"this machine; use --threads <= {len(cpus)} or --oversubscribe")
     chosen = [cpus[i % len(cpus)] for i in range(threads)]
     return Plan(placement, tuple(chosen), len(cpus), threads > len(cpus))
+
+
+#: Counts up to this are all in a curve over active cores; beyond, the curve thins out.
+DENSE_COUNTS = 8
+
+
+def active_counts(n: int, max_points: int | None = None) -> list[int]:
+    """Thread counts for a curve over 1..n active cores: all of them when there are at most
+    max_points (or max_points is None); otherwise 1..8, every power of two (the memory
+    benchmark's ladder) and evenly spaced counts up to n."""
+    if max_points is None or n <= max_points:
+        return list(range(1, n + 1))
+    out = set(range(1, DENSE_COUNTS + 1)) | {2 ** i for i in range(int(math.log2(n)) + 1)}
+    spaced = max(1, max_points - len(out))
+    out |= {DENSE_COUNTS + round((n - DENSE_COUNTS) * i / spaced) for i in range(1, spaced + 1)}
+    return sorted(c for c in out if c <= n)

@@ -1,4 +1,5 @@
-"""Run benchmarks on this machine and assemble the run: provenance, metrics, findings."""
+"""Run benchmarks on this machine and assemble the run: provenance, metrics (the roofline
+derived from them), findings."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from . import _native, provenance
+from . import _native, provenance, roofline
 from .bench import BENCHMARKS
 from .bench.base import Progress, RunContext
 from .errors import MeasurementError, UserError
@@ -54,6 +55,7 @@ def execute(topo: Topology, profile: Profile, benchmarks: list[str], isa: str,
             BENCHMARKS[name].run(ctx, options.get(name))
         except MeasurementError as exc:
             ctx.errors.append(f"{name}: {exc}")
+    ctx.metrics.extend(roofline.derive(ctx.metrics))
     run.metrics = ctx.metrics
     run.findings = ctx.findings
     run.warnings = ctx.warnings

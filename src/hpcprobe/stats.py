@@ -60,6 +60,24 @@ def summarize(samples: Sequence[float], confidence: float = 0.95) -> Summary:
                    (xs[lo], xs[hi]))
 
 
+def robust_z(samples: Sequence[float]) -> list[float]:
+    """(x - median) / (1.4826 MAD) of each sample: a z-score that outliers cannot inflate
+    (0 for every sample when the MAD is 0)."""
+    med = statistics.median(samples)
+    mad = 1.4826 * statistics.median(abs(x - med) for x in samples)
+    return [0.0 if mad == 0 else (x - med) / mad for x in samples]
+
+
+def outliers(samples: Sequence[float], z: float = 3.5, floor: float = 0.0) -> set[int]:
+    """Indices of samples whose robust z-score exceeds `z` and that lie more than `floor`
+    (relative) from the median: a tight distribution does not make ordinary jitter an outlier."""
+    if len(samples) < 3:
+        return set()
+    med = statistics.median(samples)
+    return {i for i, (x, zx) in enumerate(zip(samples, robust_z(samples), strict=True))
+            if abs(zx) > z and abs(x - med) > floor * abs(med)}
+
+
 @dataclass(frozen=True)
 class Repetition:
     """When to stop repeating: the CI of the median within `target` of it, or the budget spent,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import latency, memory, numa
+from . import compute, frequency, latency, memory, numa
 from .base import Benchmark
 
 #: Registered benchmarks, in the order `hpcprobe run` runs them.
@@ -10,6 +10,8 @@ BENCHMARKS: dict[str, Benchmark] = {
     "memory": memory.BENCHMARK,
     "latency": latency.BENCHMARK,
     "numa": numa.BENCHMARK,
+    "frequency": frequency.BENCHMARK,
+    "compute": compute.BENCHMARK,
 }
 
 __all__ = ["BENCHMARKS", "Benchmark"]

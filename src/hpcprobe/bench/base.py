@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from .._native import Team
+from ..cpulist import format_cpulist
 from ..profiles import Profile
 from ..results import Metric
 from ..topology import Topology
@@ -49,3 +51,13 @@ class Benchmark:
     name: str
     description: str
     run: Callable[[RunContext, Any], None]
+
+
+def bound_cpus(ctx: RunContext, team: Team, benchmark: str) -> str:
+    """The CPUs the selected threads really run on (a cpulist, as stored with each figure); a
+    placement other than the one asked for is a warning."""
+    got = team.binding()
+    if got.cpus != team.active or any(c != 1 for c in got.mask_counts):
+        ctx.warnings.append(f"{benchmark}: asked for CPUs {list(team.active)}, threads run on "
+                            f"{list(got.cpus)} (affinity masks of {list(got.mask_counts)} CPUs)")
+    return format_cpulist(got.cpus)

@@ -10,7 +10,6 @@ from dataclasses import dataclass, replace
 
 from .. import kernels
 from .._native import Team
-from ..cpulist import format_cpulist
 from ..errors import UserError
 from ..kernels import KERNELS, STREAM_KERNELS, bandwidth_gbs
 from ..levels import check_levels
@@ -19,7 +18,7 @@ from ..results import Metric
 from ..sysinfo import mem_available_bytes
 from ..topology import Topology
 from ..units import format_bytes
-from .base import Benchmark, RunContext
+from .base import Benchmark, RunContext, bound_cpus
 
 #: STREAM's validation bound for double precision; our patterns are exact, so anything above
 #: zero already means a broken kernel, but the field's bound is the one we state.
@@ -349,12 +348,7 @@ def run(ctx: RunContext, opts: MemoryOptions | None) -> None:
             for cpus, ms in groups:
                 if team.active != cpus:
                     team.select(cpus)
-                got = team.binding()
-                binding = format_cpulist(got.cpus)
-                if got.cpus != cpus or any(c != 1 for c in got.mask_counts):
-                    ctx.warnings.append(f"memory: asked for CPUs {list(cpus)}, threads run on "
-                                        f"{list(got.cpus)} (affinity masks of "
-                                        f"{list(got.mask_counts)} CPUs)")
+                binding = bound_cpus(ctx, team, "memory")
                 for m in ms:
                     cached = m.level != "DRAM"
                     t0 = time.perf_counter()

@@ -1,0 +1,86 @@
+"""What cpufreq says about a CPU (governor, limits, current frequency), where sysfs has it."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SYSFS_CPU = "/sys/devices/system/cpu"
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _ghz(path: Path) -> float | None:
+    """A cpufreq file in kHz as GHz."""
+    text = _read(path)
+    try:
+        return None if text is None else int(text) / 1e6
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The cpufreq policy of one CPU: driver, governor and limits (GHz)."""
+
+    driver: str | None
+    governor: str | None
+    min_ghz: float | None
+    max_ghz: float | None
+
+    def to_dict(self) -> dict[str, object]:
+        return {"driver": self.driver, "governor": self.governor, "min_ghz": self.min_ghz,
+                "max_ghz": self.max_ghz}
+
+
+def policy(cpu: int, root: str = SYSFS_CPU) -> Policy | None:
+    """The cpufreq policy of `cpu`, None where the kernel exposes no cpufreq (many VMs)."""
+    d = Path(root) / f"cpu{cpu}" / "cpufreq"
+    if not d.is_dir():
+        return None
+    return Policy(_read(d / "scaling_driver"), _read(d / "scaling_governor"),
+                  _ghz(d / "scaling_min_freq"), _ghz(d / "scaling_max_freq"))
+
+
+def current_ghz(cpu: int, root: str = SYSFS_CPU) -> float | None:
+    """scaling_cur_freq of `cpu` in GHz (what the kernel last saw; not a measurement of ours)."""
+    return _ghz(Path(root) / f"cpu{cpu}" / "cpufreq" / "scaling_cur_freq")
+
+
+@dataclass
+class CurrentSampler:
+    """Reads scaling_cur_freq of some CPUs from a helper thread while a measurement runs (the
+    native core releases the interpreter), so the readings fall inside the measurement."""
+
+    cpus: tuple[int, ...]
+    delay_s: float
+    root: str = SYSFS_CPU
+    readings: list[float] = field(default_factory=list)
+    _thread: threading.Thread | None = None
+
+    def _run(self) -> None:
+        time.sleep(self.delay_s)
+        self.readings = [g for g in (current_ghz(c, self.root) for c in self.cpus)
+                         if g is not None]
+
+    def __enter__(self) -> CurrentSampler:
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._thread is not None
+        self._thread.join()
+
+
+def exposed(cpus: Iterable[int], root: str = SYSFS_CPU) -> bool:
+    """Whether any of the CPUs has cpufreq in sysfs."""
+    return any(policy(c, root) is not None for c in cpus)
