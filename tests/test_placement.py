@@ -90,3 +90,19 @@ def test_disallowed_cpus_are_not_placed(tmp_path):
     assert plan(topo, "compact").cpus == (0, 1, 2, 3)
     with pytest.raises(UserError, match="allowed cpuset"):
         plan(topo, "6")
+
+
+def test_active_counts_cover_every_count_when_few():
+    from hpcprobe.placement import active_counts
+
+    assert active_counts(2, 16) == [1, 2]
+    assert active_counts(12) == list(range(1, 13))
+
+
+def test_active_counts_thin_out_on_big_machines():
+    from hpcprobe.placement import active_counts
+
+    counts = active_counts(128, 16)
+    assert counts[:8] == list(range(1, 9)) and counts[-1] == 128
+    assert {16, 32, 64} <= set(counts)  # the memory benchmark's ladder
+    assert len(counts) <= 16 and counts == sorted(set(counts))

@@ -24,7 +24,14 @@ def test_missing_isa():
 
 
 def test_benchmarks():
-    assert runner.resolve_benchmarks(None) == ["memory", "latency", "numa"]
+    assert runner.resolve_benchmarks(None) == ["memory", "latency", "numa", "frequency", "compute"]
     assert runner.resolve_benchmarks(["latency", "memory", "latency"]) == ["latency", "memory"]
-    with pytest.raises(UserError, match="benchmarks: memory, latency, numa"):
+    with pytest.raises(UserError, match="benchmarks: memory, latency, numa, frequency, compute"):
         runner.resolve_benchmarks(["nope"])
+
+
+def test_an_isa_this_cpu_lacks_lists_what_it_has(monkeypatch):
+    monkeypatch.setattr(runner._native, "supported_isas", lambda: ["scalar", "avx2"])
+    with pytest.raises(UserError, match="--isa avx512: this CPU lacks it; it supports scalar, "
+                                        "avx2"):
+        runner.resolve_isa("avx512")

@@ -39,3 +39,14 @@ def test_repetition_rules():
     assert r.more(noisy, 11.0, 10.0) == 0  # budget spent
     assert r.more([float(i) for i in range(20)], 0.1, 10.0) == 0  # max reached
     assert math.isinf(summarize([0.0, 0.0]).rel_ci_halfwidth)
+
+
+def test_robust_z_ignores_the_outlier_it_scores():
+    from hpcprobe.stats import outliers, robust_z
+
+    xs = [10.0, 10.1, 9.9, 10.0, 10.2, 9.8, 50.0]
+    z = robust_z(xs)
+    assert z[-1] > 100 and max(abs(v) for v in z[:-1]) < 2
+    assert outliers(xs) == {6}
+    assert outliers([1.0, 1.0, 1.0, 1.0]) == set()  # MAD 0: nobody is an outlier
+    assert outliers([10.0, 10.1, 9.9, 10.0, 10.5], z=3.5, floor=0.1) == set()

@@ -19,3 +19,26 @@ def test_summary_shows_the_stream_table_with_ci(tiny):
     assert "copy" in text and "triad" in text and "±" in text
     median = next(m for m in run.metrics if m.name == "bandwidth").summary.median
     assert f"{median:.1f}" in text
+
+
+def test_summary_shows_clock_peak_model_scaling_and_roofline(tiny):
+    from hpcprobe.bench.compute import ComputeOptions
+    from hpcprobe.bench.frequency import FrequencyOptions
+
+    isa = _native.best_isa()
+    run = runner.execute(
+        tiny, profiles.get("quick"), ["memory", "frequency", "compute"], isa,
+        {"memory": MemoryOptions(kernels=("triad",), stores=("regular",), threads=(1,),
+                                 size_bytes=64 << 10),
+         "frequency": FrequencyOptions(threads=(1,), loads=(isa,)),
+         "compute": ComputeOptions(isa=isa, precisions=("dp",), threads=(1,))}, NoProgress())
+    assert not run.errors
+    console = Console(record=True, width=250)
+    summary.render(run, console)
+    text = console.export_text()
+    assert "Core clock" in text and "Peak compute" in text and "Roofline" in text
+    peak = next(m for m in run.metrics if m.name == "peak")
+    assert f"Peak DP: {peak.summary.median:.1f} GFLOP/s" in text
+    assert "% of the model" in text
+    ridge = next(m for m in run.metrics if m.name == "ridge_point")
+    assert f"{ridge.samples[0]:.2f}" in text

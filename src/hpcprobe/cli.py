@@ -11,6 +11,9 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from . import __version__, placement, profiles, results, runner, summary, topology
+from .bench import BENCHMARKS
+from .bench.compute import ComputeOptions
+from .bench.frequency import FrequencyOptions
 from .bench.latency import LatencyOptions
 from .bench.memory import MemoryOptions
 from .bench.numa import NumaOptions
@@ -65,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="measure this node and store the run",
                        description="Measure this node; with no BENCHMARK, run them all.")
     r.add_argument("benchmarks", nargs="*", metavar="BENCHMARK",
-                   help="benchmarks to run (memory, latency, numa)")
+                   help="benchmarks to run (" + ", ".join(BENCHMARKS) + ")")
     prof = r.add_mutually_exclusive_group()
     prof.add_argument("--profile", default="default",
                       help="time and sample budget: " + "; ".join(
@@ -78,7 +81,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--json", metavar="FILE", help="also write the run as a JSON document")
     r.add_argument("--tag", help="label the run, e.g. a BIOS or tuning configuration")
     r.add_argument("--isa", help="kernel variant: scalar, avx2, avx512 (default: the best this "
-                                 "CPU supports)")
+                                 "CPU supports; compute and frequency: every one it supports)")
     r.add_argument("--oversubscribe", action="store_true",
                    help="allow more threads than the placement's CPUs")
     g = r.add_argument_group("narrowing the memory benchmark (likwid-bench style)")
@@ -86,11 +89,16 @@ def build_parser() -> argparse.ArgumentParser:
                    help="copy, scale, add, triad, load, store, sum (comma-separated)")
     g.add_argument("--stores", choices=("regular", "nt", "both"),
                    help="ordinary or non-temporal stores (default: both)")
-    g.add_argument("--threads", type=_int_list, help="thread count(s), e.g. 2 or 1,2,4")
+    g.add_argument("--threads", type=_int_list,
+                   help="thread count(s), e.g. 2 or 1,2,4 (also narrows compute and frequency)")
     g.add_argument("--size", type=_size,
                    help="total working set of all threads, e.g. 2GiB (default: 4x the LLC); "
                         "for latency, the ring size (default: a sweep)")
-    g.add_argument("--placement", help=placement.PLACEMENT_HELP)
+    g.add_argument("--placement", help=placement.PLACEMENT_HELP + " (also orders the cores of "
+                   "compute and frequency)")
+    cg = r.add_argument_group("narrowing the compute benchmark")
+    cg.add_argument("--precision", choices=("dp", "sp", "both"),
+                    help="peak kernels in double or single precision (default: both)")
     lg = r.add_argument_group("narrowing the latency benchmark")
     lg.add_argument("--cpu", type=int, help="the CPU that chases pointers (default: the first "
                                             "core)")
@@ -186,11 +194,21 @@ def cmd_run(a: argparse.Namespace) -> int:
                          loaded=True if a.loaded else None,
                          pages=None if a.pages in (None, "both") else a.pages)
     numa = NumaOptions(cpu_node=a.cpu_node, memory_node=a.memory_node)
+    compute = ComputeOptions(isa=a.isa, threads=a.threads, placement=a.placement,
+                             precisions=None if a.precision in (None, "both") else (a.precision,))
+    frequency = FrequencyOptions(threads=a.threads, placement=a.placement,
+                                 loads=(isa,) if a.isa else None)
     chosen = set(benchmarks)
-    mem_only = [f for f, v in (("--kernel", a.kernel), ("--stores", a.stores),
-                               ("--threads", a.threads), ("--placement", a.placement)) if v]
+    mem_only = [f for f, v in (("--kernel", a.kernel), ("--stores", a.stores)) if v]
     if mem_only and "memory" not in chosen:
         raise UserError(f"{'/'.join(mem_only)} narrow the memory benchmark; add `memory` to the "
+                        "benchmarks")
+    shared = [f for f, v in (("--threads", a.threads), ("--placement", a.placement)) if v]
+    if shared and not chosen & {"memory", "compute", "frequency"}:
+        raise UserError(f"{'/'.join(shared)} narrow the memory, compute and frequency "
+                        "benchmarks; add one of them to the benchmarks")
+    if a.precision and "compute" not in chosen:
+        raise UserError("--precision narrows the compute benchmark; add `compute` to the "
                         "benchmarks")
     numa_only = [f for f, v in (("--cpu-node", a.cpu_node), ("--memory-node", a.memory_node))
                  if v is not None]
@@ -214,7 +232,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     topo = topology.discover()
     with _Bar() as bar:
         run = runner.execute(topo, prof, benchmarks, isa,
-                             {"memory": mem, "latency": lat, "numa": numa}, bar,
+                             {"memory": mem, "latency": lat, "numa": numa, "compute": compute,
+                              "frequency": frequency}, bar,
                              oversubscribe=a.oversubscribe, tag=a.tag)
     console = _console()
     summary.render(run, console)

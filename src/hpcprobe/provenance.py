@@ -9,7 +9,7 @@ import socket
 from pathlib import Path
 from typing import Any
 
-from . import __version__, _native
+from . import __version__, _native, cpufreq
 from .cpulist import format_cpulist
 from .topology import Topology
 
@@ -60,6 +60,8 @@ def collect(topo: Topology, isa: str) -> dict[str, Any]:
         "thp": bracketed(_read("/sys/kernel/mm/transparent_hugepage/enabled")),
         "thp_defrag": bracketed(_read("/sys/kernel/mm/transparent_hugepage/defrag")),
         "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "cpufreq": None if (pol := cpufreq.policy(topo.allowed_cpus[0])) is None else
+        pol.to_dict(),
         "compiler": _native.build_info(),
         "isa_supported": _native.supported_isas(),
         "isa": isa,

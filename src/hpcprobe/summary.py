@@ -13,11 +13,11 @@ from .results import Metric, Run
 from .units import format_bytes
 
 
-def _cell(m: Metric | None) -> str:
+def _cell(m: Metric | None, digits: int = 1) -> str:
     if m is None:
         return "-"
     s = m.summary
-    return f"{s.median:.1f} ±{100 * s.rel_ci_halfwidth:.1f}%"
+    return f"{s.median:.{digits}f} ±{100 * s.rel_ci_halfwidth:.1f}%"
 
 
 def _n_range(metrics: list[Metric]) -> str:
@@ -195,13 +195,167 @@ def _c2c_table(run: Run) -> Table | None:
     return t
 
 
+def _metrics(run: Run, benchmark: str, name: str) -> list[Metric]:
+    return [m for m in run.metrics if m.benchmark == benchmark and m.name == name]
+
+
+def _kernel_key(p: dict[str, Any]) -> tuple[str, str, str]:
+    return p["isa"], p["precision"], p["op"]
+
+
+def _compute_table(run: Run) -> Table | None:
+    peaks = _metrics(run, "compute", "peak")
+    table = [m for m in peaks if m.params["phase"] == "peak"]
+    if not table:
+        return None
+    models = {(_kernel_key(m.params), m.params["threads"]): m
+              for m in _metrics(run, "compute", "peak_model")}
+    counts = sorted({m.params["threads"] for m in table})
+    t = Table(title=f"Peak compute, GFLOP/s (FMA = 2 FLOPs), median ±95% CI, {_n_range(table)}; "
+                    "% of the model: FLOP/cycle/core x cores x the clock measured under the "
+                    "same ISA load", title_justify="left")
+    for col in ("ISA", "precision", "kernel"):
+        t.add_column(col)
+    for n in counts:
+        t.add_column(f"{n}T GFLOP/s", justify="right")
+        t.add_column(f"{n}T % model", justify="right")
+    t.add_column("model FLOP/cycle/core")
+    rows: dict[tuple[str, str, str], dict[int, Metric]] = defaultdict(dict)
+    for m in table:
+        rows[_kernel_key(m.params)][m.params["threads"]] = m
+    for key, by_n in rows.items():
+        cells: list[str] = []
+        source = "-"
+        for n in counts:
+            got, model = by_n.get(n), models.get((key, n))
+            cells.append(_cell(got))
+            cells.append("-" if got is None or model is None else
+                         f"{percent_of(got, model):.1f}")
+            if model is not None:
+                p = model.params
+                source = f"{p['flops_per_cycle']:g} ({p['model_source']}: {p['microarch']})"
+        t.add_row(*key, *cells, source)
+    return t
+
+
+def percent_of(m: Metric, model: Metric) -> float:
+    return 100.0 * m.summary.median / model.summary.median
+
+
+def _peak_lines(run: Run) -> list[str]:
+    """The headline: the best all-core peak per precision against its model."""
+    peaks = _metrics(run, "compute", "peak")
+    if not peaks:
+        return []
+    models = {(_kernel_key(m.params), m.params["threads"]): m
+              for m in _metrics(run, "compute", "peak_model")}
+    top = max(m.params["threads"] for m in peaks)
+    out = []
+    for precision in ("dp", "sp"):
+        cand = [m for m in peaks if m.params["precision"] == precision
+                and m.params["threads"] == top]
+        if not cand:
+            continue
+        best = max(cand, key=lambda m: m.summary.median)
+        p = best.params
+        line = (f"Peak {precision.upper()}: {best.summary.median:.1f} GFLOP/s on {top} core(s), "
+                f"{p['isa']} {p['op']}")
+        model = models.get((_kernel_key(p), top))
+        if model is not None:
+            mp = model.params
+            ghz = model.summary.median / (mp["flops_per_cycle"] * top)
+            line += (f" = {percent_of(best, model):.1f} % of the model {model.summary.median:.1f}"
+                     f" ({mp['flops_per_cycle']:g} FLOP/cycle x {top} core(s) x {ghz:.2f} GHz "
+                     f"measured under {mp['clock_load']} load; {mp['model_source']} model, "
+                     f"{mp['microarch']})")
+        out.append(line)
+    return out
+
+
+def _scaling_table(run: Run) -> Table | None:
+    scaling = {m.params["threads"]: m for m in _metrics(run, "compute", "peak")
+               if m.params.get("scaling")}
+    if len(scaling) < 2:
+        return None
+    triad = {m.params["threads"]: m for m in _metrics(run, "memory", "bandwidth")
+             if m.params["kernel"] == "triad" and m.params["stores"] == "regular"
+             and m.params["level"] == "DRAM" and m.params["placement"] == "one-per-core"}
+    first = scaling[min(scaling)]
+    label = " ".join(_kernel_key(first.params))
+    t = Table(title=f"Core scaling: peak {label} and DRAM triad (regular stores, one per core) "
+                    "by threads, median ±95% CI" + ("" if triad else
+                                                    "; run `memory` too for the triad curve"),
+              title_justify="left")
+    for col in ("threads", "GFLOP/s", "per core", "speedup", "triad GB/s"):
+        t.add_column(col, justify="right")
+    base = first.summary.median / min(scaling)
+    for n in sorted(scaling):
+        med = scaling[n].summary.median
+        t.add_row(str(n), _cell(scaling[n]), f"{med / n:.1f}", f"{med / base:.2f}",
+                  _cell(triad.get(n)))
+    return t
+
+
+def _clock_table(run: Run) -> Table | None:
+    clocks = [m for m in run.metrics if m.name == "clock" and m.benchmark == "frequency"]
+    if not clocks:
+        return None
+    loads = list(dict.fromkeys(m.params["load"] for m in clocks))
+    cells = {(m.params["active_cores"], m.params["load"]): m for m in clocks}
+    cur = {(m.params["active_cores"], m.params["load"]): m
+           for m in _metrics(run, "frequency", "scaling_cur_freq")}
+    t = Table(title=f"Core clock, GHz (dependent add chains; scalar: the chain alone, avx2/avx512:"
+                    f" with FMAs of that width in flight), median ±95% CI, {_n_range(clocks)}; "
+                    f"cores in the order of placement {clocks[0].params['placement']}",
+              title_justify="left")
+    t.add_column("active cores", justify="right")
+    for load in loads:
+        t.add_column(f"{load} load", justify="right")
+        if any(key[1] == load for key in cur):
+            t.add_column(f"{load} cpufreq says", justify="right")
+    for k in sorted({key[0] for key in cells}):
+        row = [str(k)]
+        for load in loads:
+            row.append(_cell(cells.get((k, load)), 3))
+            if any(key[1] == load for key in cur):
+                row.append(_cell(cur.get((k, load)), 3))
+        t.add_row(*row)
+    return t
+
+
+def _roofline_table(run: Run) -> Table | None:
+    ceilings = _metrics(run, "roofline", "bandwidth_ceiling")
+    compute = {m.params["precision"]: m for m in _metrics(run, "roofline", "compute_ceiling")}
+    if not ceilings or not compute:
+        return None
+    ridge = {(m.params["precision"], m.params["level"]): m
+             for m in _metrics(run, "roofline", "ridge_point")}
+    tops = ", ".join(f"{p.upper()} {m.summary.median:.1f} GFLOP/s ({m.params['isa']} "
+                     f"{m.params['op']})" for p, m in compute.items())
+    t = Table(title=f"Roofline on {ceilings[0].params['threads']} core(s): compute ceilings {tops};"
+                    " ridge point = peak / bandwidth (FLOP/B, STREAM byte counting)",
+              title_justify="left")
+    for col in ("level", "bandwidth GB/s", "kernel", *[f"ridge {p.upper()} FLOP/B"
+                                                         for p in compute]):
+        t.add_column(col, justify="right")
+    for m in ceilings:
+        lvl = m.params["level"]
+        t.add_row(lvl, _cell(m), f"{m.params['kernel']} {m.params['stores']}",
+                  *[f"{ridge[(p, lvl)].summary.median:.2f}" if (p, lvl) in ridge else "-"
+                    for p in compute])
+    return t
+
+
 def render(run: Run, console: Console) -> None:
     console.print(_header(run))
     bw = [m for m in run.metrics if m.benchmark == "memory" and m.name == "bandwidth"]
     for table in (_sweep_table(bw), _stream_table(bw), _latency_table(run), _loaded_table(run),
-                  *_numa_tables(run), _c2c_table(run), _levels_table(run)):
+                  *_numa_tables(run), _c2c_table(run), _levels_table(run), _clock_table(run),
+                  _compute_table(run), _scaling_table(run), _roofline_table(run)):
         if table is not None:
             console.print(table)
+    for line in _peak_lines(run):
+        console.print(line, highlight=False)
     for w in run.warnings:
         console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
     for e in run.errors:

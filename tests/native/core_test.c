@@ -66,6 +66,32 @@ int main(void)
     double t;
     CHECK(hpb_stream_measure(team, 0, HPB_ISA_SCALAR, 0, 8192, 1, 1, &t, NULL) == -EINVAL);
     CHECK(hpb_stream_prepare(team, 100, 0, -1) == -EINVAL);
+    /* every peak kernel built and supported ends its chains at their analytic values */
+    for (int isa = 0; isa < HPB_ISA_COUNT; isa++) {
+        for (int prec = 0; prec < HPB_PRECISION_COUNT; prec++) {
+            for (int op = 0; op < HPB_PEAK_OP_COUNT; op++) {
+                struct hpb_peak_shape shape;
+                if (hpb_peak_shape(isa, prec, op, &shape) != 0 || !hpb_isa_supported(isa))
+                    continue;
+                double out[512], t[2];
+                int valid = 0, migrated[2] = {-1, -1};
+                CHECK(hpb_peak_run(isa, prec, op, 1000, out, &valid) == 0 && valid == 1);
+                CHECK(out[shape.lanes * shape.mul_chains] == shape.mul_chains + 1000.0);
+                CHECK(hpb_peak_measure(team, isa, prec, op, 1000, 2, 2, t, migrated) == 0);
+                CHECK(t[0] > 0 && t[1] > 0 && migrated[0] == 0);
+            }
+        }
+    }
+    CHECK(hpb_peak_run(HPB_ISA_SCALAR, HPB_SP, HPB_PEAK_MUL_ADD, hpb_peak_max_iters(HPB_SP) + 1,
+                       (double[512]){0}, &(int){0}) == -EINVAL);
+    CHECK(hpb_peak_op_name(HPB_PEAK_OP_COUNT) == NULL && hpb_precision_name(-1) == NULL);
+    {
+        double t[2];
+        int migrated[2] = {-1, -1};
+        CHECK(hpb_clock_chain(team, HPB_ISA_SCALAR, 1000, 2, t, migrated) == 0);
+        CHECK(t[0] > 0 && migrated[0] == 0);
+        CHECK(hpb_clock_chain(team, HPB_ISA_COUNT, 1000, 2, t, NULL) == -ENOTSUP);
+    }
     hpb_team_destroy(team);
 
     int bad = CPU_SETSIZE + 5;

@@ -46,6 +46,7 @@ class PeakPoint:
     kernel: PeakKernel
     cpus: tuple[int, ...]
     phase: str  # "peak" (the table at 1 and N cores) or "scaling" (the curve's other counts)
+    scaling: bool = False  # a point of the core-scaling curve (the headline kernel)
 
     @property
     def label(self) -> str:
@@ -60,10 +61,11 @@ def plan(topo: Topology, opts: ComputeOptions, isas: list[str], max_points: int 
     table = counts if opts.threads else sorted({1, len(cores)})
     built = [k for k in peak.kernels(isas, opts.precisions or peak.PRECISIONS)
              if _native.peak_shape(k.isa, k.precision, k.op) is not None]
-    points = [PeakPoint(k, cores[:t], "peak") for k in built for t in table]
+    head = peak.headline(isas[-1], (opts.precisions or peak.PRECISIONS)[0])
+    points = [PeakPoint(k, cores[:t], "peak", k == head and not opts.threads)
+              for k in built for t in table]
     if not opts.threads:
-        head = peak.headline(isas[-1], (opts.precisions or peak.PRECISIONS)[0])
-        points += [PeakPoint(head, cores[:t], "scaling")
+        points += [PeakPoint(head, cores[:t], "scaling", True)
                    for t in active_counts(len(cores), max_points) if t not in table]
     return name, points
 
@@ -162,7 +164,7 @@ def run(ctx: RunContext, opts: ComputeOptions | None) -> None:
             k = pt.kernel
             params = {"isa": k.isa, "precision": k.precision, "op": k.op,
                       "threads": len(pt.cpus), "placement": name, "cpus": binding,
-                      "phase": pt.phase, "width_bits": k.width_bits}
+                      "phase": pt.phase, "scaling": pt.scaling, "width_bits": k.width_bits}
             metric = Metric("compute", "peak", "GFLOP/s", params, samples)
             ctx.metrics.append(metric)
             measured.append((pt, metric))

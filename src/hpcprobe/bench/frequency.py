@@ -19,8 +19,9 @@ from .base import Benchmark, RunContext
 
 #: Each point of the curve first runs its load this long, so the cores settle at its clock.
 POINT_WARMUP_S = 0.05
-#: Share of rejected samples above which a point gets a warning.
-REJECTED_WARN = 0.2
+#: Share of rejected samples above which a point gets a warning (a few disturbed samples are
+#: normal on a shared machine; the estimator drops them).
+REJECTED_WARN = 1 / 3
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,9 @@ def curve(topo: Topology, placement: str | None, threads: tuple[int, ...] | None
     cores = place(topo, name).cpus
     counts = sorted(set(threads)) if threads else active_counts(len(cores), max_points)
     for k in counts:
-        if k < 1 or k > len(cores):
+        if k < 1:
+            raise UserError(f"--threads {k}: the thread count must be at least 1")
+        if k > len(cores):
             raise UserError(f"--threads {k}: {what} needs one thread per CPU and placement {name} "
                             f"yields {len(cores)} CPU(s) here; use --threads 1..{len(cores)}")
     return name, cores, counts

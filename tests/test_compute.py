@@ -1,0 +1,63 @@
+"""The compute benchmark: its plan on recorded machines, a real narrowed run with its model, the
+core-scaling points, and bad input."""
+
+import pytest
+
+from conftest import DATA, assert_user_error, hpcprobe, run_json
+from hpcprobe import _native, topology
+from hpcprobe.bench.compute import ComputeOptions, plan
+
+
+def test_plan_covers_every_kernel_at_one_and_all_cores_and_a_scaling_curve():
+    topo = topology.load_xml(DATA / "epyc-2s-nps4-128c.xml")
+    name, points = plan(topo, ComputeOptions(), ["scalar", "avx2"], 16)
+    table = [p for p in points if p.phase == "peak"]
+    assert name == "one-per-core"
+    assert {len(p.cpus) for p in table} == {1, 128}
+    assert len(table) == 2 * 6  # scalar mul+add x 2 precisions, avx2 fma and fma+add x 2
+    curve = sorted(len(p.cpus) for p in points if p.scaling)
+    assert curve[0] == 1 and curve[-1] == 128 and len(curve) == len(set(curve)) <= 16
+    assert {p.kernel.label for p in points if p.scaling} == {"avx2 dp fma"}
+
+
+def test_narrowed_plan_has_no_curve():
+    topo = topology.load_xml(DATA / "laptop-8c.xml")
+    _, points = plan(topo, ComputeOptions(precisions=("sp",), threads=(2, 4)), ["avx2"], 16)
+    assert {(p.kernel.precision, len(p.cpus)) for p in points} == {("sp", 2), ("sp", 4)}
+    assert not any(p.scaling for p in points)
+
+
+def test_peak_against_its_model(tmp_path):
+    _, doc = run_json(tmp_path, "compute", "--quick", "--isa", "scalar", "--threads", "1",
+                      "--precision", "dp", "--no-store")
+    by_name = {m["name"]: m for m in doc["metrics"]}
+    assert set(by_name) == {"peak", "peak_model", "peak_fraction", "clock"}
+    peak = by_name["peak"]
+    assert peak["unit"] == "GFLOP/s" and peak["params"]["op"] == "mul+add"
+    assert peak["params"]["threads"] == 1 and peak["summary"]["n"] >= 3
+    model = by_name["peak_model"]
+    assert model["params"]["model_source"] in ("table", "measured")
+    assert model["params"]["clock_load"] == "scalar"
+    # the fraction is the peak over the model's median, sample by sample
+    frac = by_name["peak_fraction"]
+    assert frac["samples"][0] == pytest.approx(
+        100 * peak["samples"][0] / model["summary"]["median"])
+    assert any(f["kind"] == "microarchitecture" for f in doc["findings"])
+    assert not doc["errors"]
+
+
+def test_the_frequency_curve_feeds_the_model(tmp_path):
+    _, doc = run_json(tmp_path, "frequency", "compute", "--quick", "--isa",
+                      _native.best_isa(), "--threads", "1", "--precision", "sp", "--no-store")
+    # the clock under the kernel's ISA load was measured once, by the frequency benchmark
+    clocks = [m for m in doc["metrics"] if m["name"] == "clock"]
+    assert [m["benchmark"] for m in clocks] == ["frequency"]
+
+
+def test_unknown_precision_and_bad_threads_are_user_errors():
+    r = hpcprobe("run", "compute", "--precision", "hp")
+    assert r.code == 2 and "--precision" in r.err
+    assert_user_error(hpcprobe("run", "compute", "--threads", "999", "--no-store"),
+                      "--threads 999")
+    assert_user_error(hpcprobe("run", "latency", "--precision", "dp", "--no-store"),
+                      "--precision", "compute")
