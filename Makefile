@@ -30,6 +30,7 @@ test: setup
 bench: setup
 	$(PY) benchmarks/memory_vs_likwid.py
 	$(PY) benchmarks/latency_levels.py
+	$(PY) benchmarks/compute_vs_likwid.py
 
 lint: setup
 	$(PY) -m pip install -q ruff mypy

@@ -46,12 +46,17 @@ def test_peak_against_its_model(tmp_path):
     assert not doc["errors"]
 
 
-def test_the_frequency_curve_feeds_the_model(tmp_path):
-    _, doc = run_json(tmp_path, "frequency", "compute", "--quick", "--isa",
-                      _native.best_isa(), "--threads", "1", "--precision", "sp", "--no-store")
-    # the clock under the kernel's ISA load was measured once, by the frequency benchmark
-    clocks = [m for m in doc["metrics"] if m["name"] == "clock"]
-    assert [m["benchmark"] for m in clocks] == ["frequency"]
+def test_each_isa_and_core_set_gets_its_clock_before_its_kernels(tmp_path):
+    _, doc = run_json(tmp_path, "compute", "--quick", "--isa", _native.best_isa(),
+                      "--threads", "1", "--precision", "sp", "--no-store")
+    names = [m["name"] for m in doc["metrics"]]
+    assert names[0] == "clock" and names.count("clock") == 1
+    clock = doc["metrics"][0]
+    assert clock["benchmark"] == "compute" and clock["params"]["load"] == _native.best_isa()
+    model = next(m for m in doc["metrics"] if m["name"] == "peak_model")
+    # the model's samples are FLOPs/cycle x cores x each clock sample
+    fpc = model["params"]["flops_per_cycle"]
+    assert model["samples"] == pytest.approx([fpc * g for g in clock["samples"]], rel=1e-3)
 
 
 def test_unknown_precision_and_bad_threads_are_user_errors():

@@ -4,9 +4,8 @@ import pytest
 
 from conftest import DATA, assert_user_error, hpcprobe, run_json, two_cpus
 from hpcprobe import _native, topology
-from hpcprobe.bench.frequency import curve, find_clock
+from hpcprobe.bench.frequency import curve
 from hpcprobe.errors import UserError
-from hpcprobe.results import Metric
 
 
 def test_curve_on_a_dual_socket_node_follows_the_placement():
@@ -23,13 +22,6 @@ def test_impossible_counts_are_refused(threads, needle):
     topo = topology.load_xml(DATA / "epyc-2s-nps4-128c.xml")
     with pytest.raises(UserError, match=needle):
         curve(topo, None, threads, 16)
-
-
-def test_find_clock_matches_load_and_cpus():
-    m = Metric("frequency", "clock", "GHz", {"load": "avx2", "cpus": "0-1"}, [3.0])
-    assert find_clock([m], "avx2", "0-1") is m
-    assert find_clock([m], "avx2", "0") is None
-    assert find_clock([m], "scalar", "0-1") is None
 
 
 def test_clock_curve_is_measured_for_every_load(tmp_path):

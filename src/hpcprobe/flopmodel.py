@@ -17,8 +17,10 @@ from pathlib import Path
 from .peak import PeakKernel
 
 #: A measured single-core figure this far above the table's means the table does not describe
-#: this core (a masked CPU ID, an unlisted SKU): the model falls back to the measurement.
-EXCEEDS_TOLERANCE = 1.03
+#: this core (a masked CPU ID, an unlisted SKU): the model falls back to the measurement. Rows
+#: differ by a pipe at least (x1.25 or more); the clock of a busy host drifts by a few percent
+#: between the clock's and the kernel's samples.
+EXCEEDS_TOLERANCE = 1.10
 
 
 @dataclass(frozen=True)

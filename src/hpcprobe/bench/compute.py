@@ -11,21 +11,19 @@ from dataclasses import dataclass
 
 from .. import _native, flopmodel, peak
 from .._native import Team
-from ..cpulist import format_cpulist
 from ..errors import MeasurementError
 from ..peak import PeakKernel
 from ..placement import active_counts
 from ..results import Metric
 from ..topology import Topology
 from .base import Benchmark, RunContext, bound_cpus
-from .frequency import clock_point, curve, find_clock
+from .frequency import clock_point, curve
 
 #: A timed sample lasts at least this long: long enough for a settled vector clock.
 SAMPLE_S = 0.01
 #: Iterations of the calibration call that sizes the samples.
 CALIBRATION_ITERS = 20_000
-#: Share of the budget for the peak samples; the clocks of the model (when the frequency
-#: benchmark did not measure them) get the rest.
+#: Share of the budget for the peak samples; the clocks of the model get the rest.
 PEAK_BUDGET_SHARE = 0.75
 
 
@@ -107,37 +105,48 @@ def measure_peak(ctx: RunContext, team: Team, pt: PeakPoint, budget_s: float) ->
     return samples
 
 
-def _model(ctx: RunContext, team: Team, placement: str, measured: list[tuple[PeakPoint, Metric]],
-           budget_s: float) -> None:
-    """The model of each measured point: the table's (or the measured) FLOPs per cycle x cores x
-    the clock under the kernel's ISA load on the same CPUs, measured in this run."""
-    ident = flopmodel.identify(flopmodel.read_cpuid())
-    ctx.findings.append({"benchmark": "compute", "kind": "microarchitecture", "how": ident.how,
-                         "microarch": ident.arch.name if ident.arch else None,
-                         "message": ident.note})
-    models: dict[PeakKernel, flopmodel.Model] = {}
-    todo = sorted(measured, key=lambda pm: len(pm[0].cpus))  # one core first: it sets a model
-    for i, (pt, metric) in enumerate(todo):
-        k, cpus = pt.kernel, pt.cpus
-        clk = find_clock(ctx.metrics, k.isa, format_cpulist(cpus))
-        if clk is None:
-            clk = clock_point(ctx, team, k.isa, cpus, placement, budget_s / (len(todo) - i),
-                              "compute")
-        if clk is None:
-            continue
-        if k not in models:
-            per_cycle = metric.summary.median / (len(cpus) * clk.summary.median)
-            models[k], warning = flopmodel.model_for(ident, k, per_cycle)
+class _Models:
+    """The peak model of each kernel, set by its first measurement (one core where measured):
+    the table's FLOPs per cycle, or the measured throughput where the table has no row for this
+    CPU or its row is beaten."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.ident = flopmodel.identify(flopmodel.read_cpuid())
+        self.models: dict[PeakKernel, flopmodel.Model] = {}
+        ctx.findings.append({"benchmark": "compute", "kind": "microarchitecture",
+                             "how": self.ident.how,
+                             "microarch": self.ident.arch.name if self.ident.arch else None,
+                             "message": self.ident.note})
+
+    def add(self, pt: PeakPoint, peak_metric: Metric, clk: Metric) -> None:
+        """Store the model of one measured point (GFLOP/s: FLOPs/cycle x cores x each clock
+        sample) and the point's samples as % of the model's median."""
+        k, cores = pt.kernel, len(pt.cpus)
+        if k not in self.models:
+            per_cycle = peak_metric.summary.median / (cores * clk.summary.median)
+            self.models[k], warning = flopmodel.model_for(self.ident, k, per_cycle)
             if warning:
-                ctx.warnings.append(f"compute: {warning}")
-        model = models[k]
-        params = dict(metric.params, model_source=model.source, microarch=model.microarch,
+                self.ctx.warnings.append(f"compute: {warning}")
+        model = self.models[k]
+        params = dict(peak_metric.params, model_source=model.source, microarch=model.microarch,
                       flops_per_cycle=round(model.flops_per_cycle, 4), clock_load=k.isa)
-        model_gflops = [model.gflops(len(cpus), g) for g in clk.samples]
-        ctx.metrics.append(Metric("compute", "peak_model", "GFLOP/s", params, model_gflops))
+        model_gflops = [model.gflops(cores, g) for g in clk.samples]
+        self.ctx.metrics.append(Metric("compute", "peak_model", "GFLOP/s", params,
+                                       model_gflops))
         mid = statistics.median(model_gflops)
-        ctx.metrics.append(Metric("compute", "peak_fraction", "%", dict(params),
-                                  [flopmodel.percent_of_model(s, mid) for s in metric.samples]))
+        self.ctx.metrics.append(Metric("compute", "peak_fraction", "%", dict(params),
+                                       [flopmodel.percent_of_model(s, mid)
+                                        for s in peak_metric.samples]))
+
+
+def groups(points: list[PeakPoint]) -> list[tuple[tuple[str, tuple[int, ...]], list[PeakPoint]]]:
+    """Points grouped by (ISA, CPUs), fewest CPUs first: each group's clock is measured just
+    before its kernels, and one core's figure sets a kernel's model before more cores run it."""
+    out: dict[tuple[str, tuple[int, ...]], list[PeakPoint]] = {}
+    for pt in points:
+        out.setdefault((pt.kernel.isa, pt.cpus), []).append(pt)
+    return sorted(out.items(), key=lambda g: len(g[0][1]))
 
 
 def run(ctx: RunContext, opts: ComputeOptions | None) -> None:
@@ -145,30 +154,39 @@ def run(ctx: RunContext, opts: ComputeOptions | None) -> None:
     isas = [opts.isa] if opts.isa else _native.supported_isas()
     name, points = plan(ctx.topo, opts, isas, ctx.profile.curve_points)
     cores = tuple(dict.fromkeys(c for pt in points for c in pt.cpus))
+    plan_groups = groups(points)
     ctx.progress.start("compute", len(points))
-    measured: list[tuple[PeakPoint, Metric]] = []
+    models = _Models(ctx)
     budget = ctx.profile.compute_budget_s
-    deadline = time.perf_counter() + budget * PEAK_BUDGET_SHARE
+    deadline = time.perf_counter() + budget
+    done = 0
     with Team(cores) as team:
-        for i, pt in enumerate(points):
-            team.select(pt.cpus)
+        for g, ((isa, cpus), pts) in enumerate(plan_groups):
+            # the clock under this ISA's load on these cores, just before their peaks, so the
+            # model sees the clock the kernels run at
+            left = max(0.0, deadline - time.perf_counter())
+            clk = clock_point(ctx, team, isa, cpus, name,
+                              left * (1 - PEAK_BUDGET_SHARE) / (len(plan_groups) - g), "compute")
             binding = bound_cpus(ctx, team, "compute")
-            try:
-                samples = measure_peak(ctx, team, pt, max(0.0, deadline - time.perf_counter())
-                                       / (len(points) - i))
-            except MeasurementError as exc:
-                ctx.errors.append(str(exc))
-                continue
-            finally:
-                ctx.progress.advance(pt.label)
-            k = pt.kernel
-            params = {"isa": k.isa, "precision": k.precision, "op": k.op,
-                      "threads": len(pt.cpus), "placement": name, "cpus": binding,
-                      "phase": pt.phase, "scaling": pt.scaling, "width_bits": k.width_bits}
-            metric = Metric("compute", "peak", "GFLOP/s", params, samples)
-            ctx.metrics.append(metric)
-            measured.append((pt, metric))
-        _model(ctx, team, name, measured, budget * (1 - PEAK_BUDGET_SHARE))
+            for pt in pts:
+                left = max(0.0, deadline - time.perf_counter())
+                try:
+                    samples = measure_peak(ctx, team, pt, left * PEAK_BUDGET_SHARE
+                                           / (len(points) - done))
+                except MeasurementError as exc:
+                    ctx.errors.append(str(exc))
+                    continue
+                finally:
+                    done += 1
+                    ctx.progress.advance(pt.label)
+                k = pt.kernel
+                params = {"isa": k.isa, "precision": k.precision, "op": k.op,
+                          "threads": len(pt.cpus), "placement": name, "cpus": binding,
+                          "phase": pt.phase, "scaling": pt.scaling, "width_bits": k.width_bits}
+                metric = Metric("compute", "peak", "GFLOP/s", params, samples)
+                ctx.metrics.append(metric)
+                if clk is not None:
+                    models.add(pt, metric, clk)
 
 
 BENCHMARK = Benchmark("compute", "peak FLOP/s per ISA and precision against a measured-clock "

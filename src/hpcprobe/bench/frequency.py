@@ -55,12 +55,6 @@ def curve(topo: Topology, placement: str | None, threads: tuple[int, ...] | None
     return name, cores, counts
 
 
-def find_clock(metrics: list[Metric], load: str, cpus: str) -> Metric | None:
-    """A clock measured in this run under `load` on exactly these CPUs (a cpulist)."""
-    return next((m for m in metrics if m.name == "clock" and m.params.get("load") == load
-                 and m.params.get("cpus") == cpus), None)
-
-
 def clock_point(ctx: RunContext, team: Team, load: str, cpus: tuple[int, ...], placement: str,
                 budget_s: float, benchmark: str = "frequency") -> Metric | None:
     """The clock of `cpus` all running the chain under `load`: samples pooled over the threads,
