@@ -16,6 +16,7 @@ from .bench.compute import ComputeOptions
 from .bench.frequency import FrequencyOptions
 from .bench.latency import LatencyOptions
 from .bench.memory import MemoryOptions
+from .bench.mpi import MpiOptions
 from .bench.numa import NumaOptions
 from .cpulist import format_cpulist
 from .errors import EXIT_FAILURE, EXIT_USAGE, HpcprobeError, UserError
@@ -60,15 +61,8 @@ def _name_list(text: str) -> tuple[str, ...]:
     return tuple(v.strip() for v in text.split(",") if v.strip())
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="hpcprobe", description="Characterise what an HPC node really delivers.")
-    p.add_argument("--version", action="version", version=f"hpcprobe {__version__}")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-
-    r = sub.add_parser("run", help="measure this node and store the run",
-                       description="Measure this node; with no BENCHMARK, run them all.")
-    r.add_argument("benchmarks", nargs="*", metavar="BENCHMARK",
-                   help="benchmarks to run (" + ", ".join(BENCHMARKS) + ")")
+def _add_run_options(r: argparse.ArgumentParser) -> None:
+    """Options of every command that measures: profile, store, JSON, tag, oversubscription."""
     prof = r.add_mutually_exclusive_group()
     prof.add_argument("--profile", default="default",
                       help="time and sample budget: " + "; ".join(
@@ -80,10 +74,22 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--no-store", action="store_true", help="do not store the run")
     r.add_argument("--json", metavar="FILE", help="also write the run as a JSON document")
     r.add_argument("--tag", help="label the run, e.g. a BIOS or tuning configuration")
+    r.add_argument("--oversubscribe", action="store_true",
+                   help="allow more threads (or ranks) than the placement's CPUs")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="hpcprobe", description="Characterise what an HPC node really delivers.")
+    p.add_argument("--version", action="version", version=f"hpcprobe {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    r = sub.add_parser("run", help="measure this node and store the run",
+                       description="Measure this node; with no BENCHMARK, run them all.")
+    r.add_argument("benchmarks", nargs="*", metavar="BENCHMARK",
+                   help="benchmarks to run (" + ", ".join(BENCHMARKS) + ")")
+    _add_run_options(r)
     r.add_argument("--isa", help="kernel variant: scalar, avx2, avx512 (default: the best this "
                                  "CPU supports; compute and frequency: every one it supports)")
-    r.add_argument("--oversubscribe", action="store_true",
-                   help="allow more threads than the placement's CPUs")
     g = r.add_argument_group("narrowing the memory benchmark (likwid-bench style)")
     g.add_argument("--kernel", type=_name_list,
                    help="copy, scale, add, triad, load, store, sum (comma-separated)")
@@ -115,6 +121,34 @@ def build_parser() -> argparse.ArgumentParser:
     lg.add_argument("--pages", choices=("default", "huge", "both"),
                     help="page size of the rings: the default one, transparent huge pages, or "
                          "both (default: both)")
+
+    m = sub.add_parser("mpi", help="MPI tests with OSU conventions, or `mpi info`",
+                       description="MPI point-to-point, message rate, collectives and a 4-D halo "
+                                   "exchange, built with and run by the MPI found (`mpi info` "
+                                   "shows it).")
+    m.add_argument("action", nargs="?", choices=("run", "info"), default="run",
+                   help="run the tests (default) or show the MPI found, its fingerprint and "
+                        "launchers")
+    m.add_argument("--np", type=int, help="ranks (default: one per CPU of the placement)")
+    m.add_argument("--launcher", help="mpirun (Open MPI), mpiexec (MPICH, Intel MPI), srun "
+                                      "(default: the one that goes with the MPI; srun inside a "
+                                      "Slurm allocation)")
+    m.add_argument("--placement", help=placement.PLACEMENT_HELP + " (rank i on CPU i)")
+    m.add_argument("--tests", type=_name_list,
+                   help="latency, bandwidth, bibw, message_rate, allreduce, bcast, alltoall, "
+                        "barrier, halo (default: all)")
+    m.add_argument("--pairs", type=_name_list,
+                   help="also run point-to-point tests between two ranks of each kind: "
+                        "intra-l3, intra-socket, inter-socket, inter-node")
+    m.add_argument("--hosts", type=_name_list, help="hosts for multi-node runs, e.g. n1,n2")
+    m.add_argument("--mpi", metavar="PREFIX", help="the MPI installation to use (its prefix; "
+                                                   "default: $HPCPROBE_MPI, then PATH)")
+    m.add_argument("--timeout", type=float, metavar="S",
+                   help="stop a test (one size) that makes no progress for S seconds "
+                        "(default: 600; 30 in hpcprobe run)")
+    m.add_argument("--max-size", type=_size, help="largest message (default: 4MiB; collectives "
+                                                  "1MiB)")
+    _add_run_options(m)
 
     t = sub.add_parser("topology", help="show the machine's topology")
     t.add_argument("--input", metavar="FILE.xml", help="an hwloc XML file instead of this machine")
@@ -221,19 +255,21 @@ def cmd_run(a: argparse.Namespace) -> int:
     if lat_only and "latency" not in chosen:
         raise UserError(f"{'/'.join(lat_only)} narrow the latency benchmark; add `latency` to "
                         "the benchmarks")
-    if a.json:
-        parent = Path(a.json).resolve().parent
-        if not parent.is_dir() or not os.access(parent, os.W_OK):
-            raise UserError(f"--json {a.json}: directory {parent} is not writable; choose "
-                            "another path")
+    _check_json_path(a.json)
+    return _measure(a, prof, benchmarks, isa,
+                    {"memory": mem, "latency": lat, "numa": numa, "compute": compute,
+                     "frequency": frequency})
+
+
+def _measure(a: argparse.Namespace, prof: profiles.Profile, benchmarks: list[str], isa: str,
+             options: dict[str, Any]) -> int:
+    """Run benchmarks, print the summary, store the run and write its JSON as asked."""
     store = None if a.no_store else Store.open(a.db)
     if store is not None:
         store.check_writable()
     topo = topology.discover()
     with _Bar() as bar:
-        run = runner.execute(topo, prof, benchmarks, isa,
-                             {"memory": mem, "latency": lat, "numa": numa, "compute": compute,
-                              "frequency": frequency}, bar,
+        run = runner.execute(topo, prof, benchmarks, isa, options, bar,
                              oversubscribe=a.oversubscribe, tag=a.tag)
     console = _console()
     summary.render(run, console)
@@ -247,6 +283,45 @@ def cmd_run(a: argparse.Namespace) -> int:
         results.write_json(run, a.json)
         console.print(f"Wrote {a.json}.", highlight=False)
     return EXIT_FAILURE if run.errors else 0
+
+
+def _check_json_path(path: str | None) -> None:
+    if path:
+        parent = Path(path).resolve().parent
+        if not parent.is_dir() or not os.access(parent, os.W_OK):
+            raise UserError(f"--json {path}: directory {parent} is not writable; choose "
+                            "another path")
+
+
+def cmd_mpi(a: argparse.Namespace) -> int:
+    if a.action == "info":
+        return _mpi_info(a.mpi)
+    if a.timeout is not None and a.timeout <= 0:
+        raise UserError(f"--timeout {a.timeout:g}: give a positive number of seconds")
+    prof = profiles.get(a.profile)
+    opts = MpiOptions(np=a.np, launcher=a.launcher, placement=a.placement, tests=a.tests,
+                      pairs=a.pairs, hosts=a.hosts, mpi_prefix=a.mpi, timeout_s=a.timeout,
+                      max_size=a.max_size, full=prof.name != "quick")
+    _check_json_path(a.json)
+    return _measure(a, prof, ["mpi"], runner.resolve_isa(None), {"mpi": opts})
+
+
+def _mpi_info(prefix: str | None) -> int:
+    from .mpi import build, find, launchers
+
+    mpi = find.find(prefix)
+    exe = build.program(mpi)
+    print(f"MPI:          {mpi.implementation} {mpi.version} (MPI standard {mpi.standard})")
+    print(f"prefix:       {mpi.prefix}")
+    print(f"mpicc:        {mpi.mpicc}")
+    print(f"wrapper:      {mpi.wrapper_flags}")
+    print(f"fingerprint:  {mpi.fingerprint}")
+    print(f"test program: {exe} ({'built' if exe.is_file() else 'built on first use'})")
+    print("launchers:")
+    for name, path in launchers.available(mpi).items():
+        ln = launchers.LAUNCHERS[name]
+        print(f"  {name:8s} {path or 'not usable here'}  ({ln.description})")
+    return 0
 
 
 def cmd_topology(a: argparse.Namespace) -> int:
@@ -305,8 +380,8 @@ def cmd_show(a: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "topology": cmd_topology, "plan": cmd_plan, "list": cmd_list,
-            "show": cmd_show}
+COMMANDS = {"run": cmd_run, "mpi": cmd_mpi, "topology": cmd_topology, "plan": cmd_plan,
+            "list": cmd_list, "show": cmd_show}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -56,6 +56,7 @@ def execute(topo: Topology, profile: Profile, benchmarks: list[str], isa: str,
         except MeasurementError as exc:
             ctx.errors.append(f"{name}: {exc}")
     ctx.metrics.extend(roofline.derive(ctx.metrics))
+    run.provenance.update(ctx.provenance)
     run.metrics = ctx.metrics
     run.findings = ctx.findings
     run.warnings = ctx.warnings

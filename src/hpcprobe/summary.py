@@ -356,6 +356,10 @@ def render(run: Run, console: Console) -> None:
             console.print(table)
     for line in _peak_lines(run):
         console.print(line, highlight=False)
+    if any(m.benchmark == "mpi" for m in run.metrics):
+        from .mpi import osu
+
+        console.print(osu.render(run.metrics), highlight=False, markup=False)
     for w in run.warnings:
         console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
     for e in run.errors:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import compute, frequency, latency, memory, numa
+from . import compute, frequency, latency, memory, mpi, numa
 from .base import Benchmark
 
 #: Registered benchmarks, in the order `hpcprobe run` runs them.
@@ -12,6 +12,7 @@ BENCHMARKS: dict[str, Benchmark] = {
     "numa": numa.BENCHMARK,
     "frequency": frequency.BENCHMARK,
     "compute": compute.BENCHMARK,
+    "mpi": mpi.BENCHMARK,
 }
 
 __all__ = ["BENCHMARKS", "Benchmark"]

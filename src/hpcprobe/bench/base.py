@@ -42,6 +42,7 @@ class RunContext:
     findings: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    provenance: dict[str, Any] = field(default_factory=dict)  # merged into the run's
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,100 @@
+"""Run one launch of the MPI test program: JSON lines in, a timeout per test, the launcher and
+every rank stopped when a test hangs; whatever was measured before is kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .launchers import Launch
+
+#: After SIGTERM, the launcher and its ranks get this long before SIGKILL.
+GRACE_S = 3.0
+
+
+@dataclass
+class Outcome:
+    """What one launch produced, and why it stopped early (error is None when it finished)."""
+
+    info: dict[str, Any] | None = None
+    bindings: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[dict[str, Any]] = field(default_factory=list)
+    running: str = "start-up"  # the test and size in progress, for messages
+    error: str | None = None
+    timed_out: bool = False
+
+
+def _stop(p: subprocess.Popen[str]) -> None:
+    """SIGTERM to the launcher's process group (it and the ranks it started), then SIGKILL."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(p.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            p.wait(GRACE_S)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def run(launch: Launch, timeout_s: float, name: str) -> Outcome:
+    """Run the launch; each test and size (and the start-up) may take at most timeout_s."""
+    out = Outcome()
+    try:
+        p = subprocess.Popen(launch.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env={**os.environ, **launch.env},
+                             start_new_session=True)
+    except OSError as exc:
+        out.error = f"{name} cannot be started: {exc}"
+        return out
+    assert p.stdout is not None and p.stderr is not None
+    err_lines: list[str] = []
+    stderr = p.stderr
+    drain = threading.Thread(target=lambda: err_lines.extend(stderr), daemon=True)
+    drain.start()
+    sel = selectors.DefaultSelector()
+    sel.register(p.stdout, selectors.EVENT_READ)
+    deadline = time.monotonic() + timeout_s
+    done = False
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not sel.select(timeout=left):
+            _stop(p)
+            out.timed_out = True
+            out.error = (f"{name}: no progress for {timeout_s:g} s in {out.running}; the launcher "
+                         "and its ranks were stopped (a hung or lost rank?)")
+            break
+        line = p.stdout.readline()
+        if not line:
+            break
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a library's chatter on stdout
+        kind = rec.get("type")
+        if kind == "begin":
+            out.running = f"{rec['test']} at {rec['size']} B"
+            deadline = time.monotonic() + timeout_s
+        elif kind == "sample":
+            out.samples.append(rec)
+        elif kind == "binding":
+            out.bindings.append(rec)
+        elif kind == "info":
+            out.info = rec
+        elif kind == "done":
+            done = True
+    rc = p.wait()
+    drain.join(timeout=GRACE_S)
+    if out.error is None and (rc != 0 or not done):
+        tail = " | ".join(ln.strip() for ln in err_lines if ln.strip())[-600:]
+        out.error = (f"{name} exited with status {rc} during {out.running}"
+                     + (f": {tail}" if tail else ""))
+    return out

@@ -1,0 +1,148 @@
+"""Launchers by name: each turns a rank layout into an argv list (no shell) with explicit
+binding: Open MPI's mpirun (a rankfile of OS CPU numbers), MPICH/Intel MPI's mpiexec (Hydra),
+Slurm's srun."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import UserError
+from .find import Mpi
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Rank i runs on CPU cpus[i] of host hosts[i] (no hosts: this host)."""
+
+    cpus: tuple[int, ...]
+    hosts: tuple[str, ...] | None = None
+
+    @property
+    def ranks(self) -> int:
+        return len(self.cpus)
+
+    @property
+    def oversubscribed(self) -> bool:
+        places = list(zip(self.hosts or ("",) * self.ranks, self.cpus, strict=True))
+        return len(set(places)) < len(places)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """What to execute: the argv and the environment it needs on top of ours."""
+
+    argv: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def _unique(xs: tuple[str, ...]) -> list[str]:
+    return list(dict.fromkeys(xs))
+
+
+def _mpirun(path: str, mpi: Mpi, layout: Layout, command: list[str], workdir: Path) -> Launch:
+    """Open MPI: a rankfile pins rank i to OS CPU cpus[i] (physical numbering)."""
+    hosts = layout.hosts or ("localhost",) * layout.ranks
+    rankfile = workdir / "rankfile"
+    rankfile.write_text("".join(f"rank {i}={h} slot={c}\n"
+                                for i, (h, c) in enumerate(zip(hosts, layout.cpus, strict=True))))
+    argv = [path, "-np", str(layout.ranks), "--rankfile", str(rankfile),
+            "--mca", "rmaps_rank_file_physical", "1"]
+    if layout.hosts:
+        argv += ["--host", ",".join(f"{h}:{layout.hosts.count(h)}"
+                                    for h in _unique(layout.hosts))]
+    if layout.oversubscribed:
+        argv.append("--oversubscribe")
+    env = {}
+    if os.geteuid() == 0:  # Open MPI refuses root unless told; CI runs as root
+        env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
+    return Launch(argv + command, env)
+
+
+def _mpiexec(path: str, mpi: Mpi, layout: Layout, command: list[str], workdir: Path) -> Launch:
+    """Hydra: -bind-to user:c0,c1,... pins rank i to the i-th CPU; Intel MPI reads its pinning
+    from I_MPI_PIN_PROCESSOR_LIST."""
+    cpus = ",".join(map(str, layout.cpus))
+    argv = [path, "-n", str(layout.ranks)]
+    env = {}
+    if mpi.implementation == "Intel MPI":
+        env = {"I_MPI_PIN": "1", "I_MPI_PIN_PROCESSOR_LIST": cpus}
+    else:
+        argv += ["-bind-to", f"user:{cpus}"]
+    if layout.hosts:
+        argv += ["-hosts", ",".join(f"{h}:{layout.hosts.count(h)}" for h in _unique(layout.hosts))]
+    return Launch(argv + command, env)
+
+
+def _srun(path: str, mpi: Mpi, layout: Layout, command: list[str], workdir: Path) -> Launch:
+    """Slurm: --cpu-bind=map_cpu pins the i-th task of a node to the i-th CPU of the map."""
+    argv = [path, "-n", str(layout.ranks), "--cpu-bind=map_cpu:" + ",".join(map(str, layout.cpus))]
+    if layout.hosts:
+        argv += ["--nodelist", ",".join(_unique(layout.hosts))]
+    if layout.oversubscribed:
+        argv.append("--overcommit")
+    return Launch(argv + command)
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """A registered launcher: its name, the MPIs it goes with, how it is found and used."""
+
+    name: str
+    description: str
+    implementations: tuple[str, ...]  # empty: any
+    locate: Callable[[Mpi], str | None]
+    build: Callable[[str, Mpi, Layout, list[str], Path], Launch]
+
+    def path(self, mpi: Mpi) -> str | None:
+        if self.implementations and mpi.implementation not in self.implementations:
+            return None
+        return self.locate(mpi)
+
+
+LAUNCHERS: dict[str, Launcher] = {
+    ln.name: ln for ln in (
+        Launcher("mpirun", "Open MPI's mpirun (rankfile binding)", ("Open MPI",),
+                 lambda m: m.bin("mpirun"), _mpirun),
+        Launcher("mpiexec", "MPICH / Intel MPI mpiexec (Hydra, -bind-to user:)",
+                 ("MPICH", "Intel MPI"), lambda m: m.bin("mpiexec"), _mpiexec),
+        Launcher("srun", "Slurm's srun (--cpu-bind=map_cpu)", (),
+                 lambda m: shutil.which("srun"), _srun),
+    )
+}
+
+
+def available(mpi: Mpi) -> dict[str, str | None]:
+    """Each launcher's path for this MPI, None where it does not go with it or is missing."""
+    return {name: ln.path(mpi) for name, ln in LAUNCHERS.items()}
+
+
+def choose(mpi: Mpi, name: str | None) -> tuple[Launcher, str]:
+    """The launcher asked for, or the default: srun inside a Slurm allocation, else the one that
+    goes with the MPI."""
+    if name is not None:
+        if name not in LAUNCHERS:
+            raise UserError(f"--launcher {name!r} is unknown; launchers: {', '.join(LAUNCHERS)}")
+        ln = LAUNCHERS[name]
+        path = ln.path(mpi)
+        if path is None:
+            fits = [n for n, p in available(mpi).items() if p]
+            raise UserError(f"--launcher {name}: not usable with {mpi.implementation} "
+                            f"{mpi.version} at {mpi.prefix}; usable here: "
+                            f"{', '.join(fits) or 'none'}")
+        return ln, path
+    order = (["srun"] if os.environ.get("SLURM_JOB_ID") else []) + ["mpirun", "mpiexec"]
+    for n in order:
+        path = LAUNCHERS[n].path(mpi)
+        if path:
+            return LAUNCHERS[n], path
+    raise UserError(f"no launcher for {mpi.implementation} {mpi.version} at {mpi.prefix} "
+                    "(no mpirun/mpiexec in its bin/, no srun on PATH); use --launcher")
+
+
+def this_host() -> str:
+    return socket.gethostname()
