@@ -24,9 +24,11 @@ def test_missing_isa():
 
 
 def test_benchmarks():
-    assert runner.resolve_benchmarks(None) == ["memory", "latency", "numa", "frequency", "compute"]
+    assert runner.resolve_benchmarks(None) == ["memory", "latency", "numa", "frequency",
+                                                "compute", "mpi"]
     assert runner.resolve_benchmarks(["latency", "memory", "latency"]) == ["latency", "memory"]
-    with pytest.raises(UserError, match="benchmarks: memory, latency, numa, frequency, compute"):
+    with pytest.raises(UserError, match="benchmarks: memory, latency, numa, frequency, "
+                                        "compute, mpi"):
         runner.resolve_benchmarks(["nope"])
 
 

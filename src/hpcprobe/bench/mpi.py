@@ -211,9 +211,9 @@ def run(ctx: RunContext, opts: MpiOptions | None) -> None:
             raise
         ctx.warnings.append(f"mpi: skipped: {exc}")
         return
-    launcher, path = launchers.choose(mpi, opts.launcher)
     steps = plan(ctx.topo, opts, ctx.oversubscribe, ctx.profile.curve_points)
     exe = build.build(mpi)
+    launcher, path = launchers.choose(mpi, opts.launcher)
     ctx.provenance["mpi"] = {**mpi.to_dict(), "launcher": launcher.name, "launcher_path": path}
     reps = ctx.profile.repetition.min_samples
     timeout = opts.timeout_s or (600.0 if opts.full else 30.0)

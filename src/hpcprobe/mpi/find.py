@@ -108,8 +108,9 @@ def find(prefix: str | None = None) -> Mpi:
     if prefix:
         mpicc = Path(prefix) / "bin" / "mpicc"
         if not mpicc.is_file():
-            raise MpiNotFound(f"--mpi {prefix}: no bin/mpicc there; give the prefix of an MPI "
-                              "installation (the directory holding bin/mpicc)")
+            raise MpiNotFound(f"MPI prefix {prefix} (--mpi or $HPCPROBE_MPI): no bin/mpicc "
+                              "there; give the prefix of an MPI installation (the directory "
+                              "holding bin/mpicc)")
         return describe(str(mpicc))
     found = shutil.which("mpicc") or shutil.which("mpicc", path=str(Path(sys.prefix) / "bin"))
     if not found:

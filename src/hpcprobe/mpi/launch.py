@@ -17,6 +17,8 @@ from .launchers import Launch
 
 #: After SIGTERM, the launcher and its ranks get this long before SIGKILL.
 GRACE_S = 3.0
+#: Starting the ranks (and MPI_Init) may take this long even when a test's timeout is shorter.
+STARTUP_S = 60.0
 
 
 @dataclass
@@ -62,14 +64,15 @@ def run(launch: Launch, timeout_s: float, name: str) -> Outcome:
     drain.start()
     sel = selectors.DefaultSelector()
     sel.register(p.stdout, selectors.EVENT_READ)
-    deadline = time.monotonic() + timeout_s
+    limit = max(timeout_s, STARTUP_S)
+    deadline = time.monotonic() + limit
     done = False
     while True:
         left = deadline - time.monotonic()
         if left <= 0 or not sel.select(timeout=left):
             _stop(p)
             out.timed_out = True
-            out.error = (f"{name}: no progress for {timeout_s:g} s in {out.running}; the launcher "
+            out.error = (f"{name}: no progress for {limit:g} s in {out.running}; the launcher "
                          "and its ranks were stopped (a hung or lost rank?)")
             break
         line = p.stdout.readline()
@@ -82,7 +85,8 @@ def run(launch: Launch, timeout_s: float, name: str) -> Outcome:
         kind = rec.get("type")
         if kind == "begin":
             out.running = f"{rec['test']} at {rec['size']} B"
-            deadline = time.monotonic() + timeout_s
+            limit = timeout_s
+            deadline = time.monotonic() + limit
         elif kind == "sample":
             out.samples.append(rec)
         elif kind == "binding":
@@ -94,7 +98,9 @@ def run(launch: Launch, timeout_s: float, name: str) -> Outcome:
     rc = p.wait()
     drain.join(timeout=GRACE_S)
     if out.error is None and (rc != 0 or not done):
-        tail = " | ".join(ln.strip() for ln in err_lines if ln.strip())[-600:]
+        # the launcher's own message, without its banner lines of dashes
+        tail = " | ".join(ln.strip() for ln in err_lines
+                          if ln.strip() and set(ln.strip()) != {"-"})[-600:]
         out.error = (f"{name} exited with status {rc} during {out.running}"
                      + (f": {tail}" if tail else ""))
     return out

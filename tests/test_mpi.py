@@ -1,0 +1,297 @@
+"""MPI out of process with real ranks: the MPI found and fingerprinted, the program built with
+its mpicc and cached, launchers' argv, plans on recorded machines, real runs of every test on
+2 and 4 ranks (Open MPI from Debian where installed, MPICH from its PyPI wheel), timeouts, a
+killed rank, and bad input. Nothing in the MPI path is mocked."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, assert_user_error, hpcprobe
+from hpcprobe import topology
+from hpcprobe.bench.mpi import MpiOptions, pair_cpus, plan
+from hpcprobe.errors import UserError
+from hpcprobe.mpi import build, find, launchers
+from hpcprobe.mpi.launchers import Layout
+
+
+def _mpi() -> find.Mpi | None:
+    try:
+        return find.find()
+    except find.MpiNotFound:
+        return None
+
+
+MPI = _mpi()
+needs_mpi = pytest.mark.skipif(MPI is None, reason="no MPI: install openmpi-bin libopenmpi-dev "
+                                                   "(make setup as root) or pip install mpich")
+WHEEL = Path(sys.prefix) / "bin" / "mpicc"
+needs_wheel = pytest.mark.skipif(not WHEEL.is_file(), reason="the mpich wheel is not installed")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def private_cache(tmp_path_factory: pytest.TempPathFactory):
+    """Builds go to a cache of this test session, which the CLI subprocesses inherit."""
+    old = os.environ.get("HPCPROBE_CACHE")
+    os.environ["HPCPROBE_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if old is None:
+        del os.environ["HPCPROBE_CACHE"]
+    else:
+        os.environ["HPCPROBE_CACHE"] = old
+
+
+def mpi_json(tmp_path: Path, *args: str, code: int = 0) -> dict:
+    out = tmp_path / "mpi.json"
+    r = hpcprobe("mpi", *args, "--no-store", "--json", str(out))
+    assert r.code == code, r.err
+    from hpcprobe import results
+
+    doc = json.loads(out.read_text())
+    results.validate(doc)
+    return doc
+
+
+def by_name(doc: dict, name: str) -> dict[int, dict]:
+    return {m["params"]["size_bytes"]: m for m in doc["metrics"] if m["name"] == name}
+
+
+# ------------------------------------------------------------------ finding and building
+
+@needs_mpi
+def test_the_mpi_is_described_and_fingerprinted():
+    assert MPI.implementation in ("Open MPI", "MPICH", "Intel MPI")
+    assert MPI.version and MPI.version != "?"
+    assert (Path(MPI.prefix) / "bin" / "mpicc").exists()
+    assert len(MPI.fingerprint) == 16
+    other = dataclasses.replace(MPI, wrapper_flags=MPI.wrapper_flags + " -O0")
+    assert other.fingerprint != MPI.fingerprint
+    assert build.program(other) != build.program(MPI)
+
+
+@needs_mpi
+def test_built_once_then_cached():
+    exe = build.build(MPI)
+    assert exe.is_file() and os.access(exe, os.X_OK)
+    stamp = exe.stat().st_mtime_ns
+    assert build.build(MPI) == exe and exe.stat().st_mtime_ns == stamp
+    assert MPI.fingerprint in (exe.parent / "fingerprint.txt").read_text()
+
+
+@needs_mpi
+def test_an_mpicc_that_cannot_compile_shows_the_compilers_message(tmp_path):
+    # an MPI whose wrapper answers questions but fails to compile anything
+    (tmp_path / "bin").mkdir()
+    fake = tmp_path / "bin" / "mpicc"
+    fake.write_text(f"#!/bin/sh\ncase \"$*\" in *-E*|*-show*) exec {MPI.mpicc} \"$@\";; esac\n"
+                    "echo 'hpb_mpi.c:1: error: simulated broken toolchain' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    r = hpcprobe("mpi", "--mpi", str(tmp_path), "--np", "2", "--no-store")
+    assert_user_error(r, "cannot compile", "simulated broken toolchain")
+
+
+def test_no_mpi_found_says_how_to_point_at_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("HPCPROBE_MPI", raising=False)
+    monkeypatch.setattr(sys, "prefix", str(tmp_path))
+    with pytest.raises(find.MpiNotFound, match="--mpi PREFIX"):
+        find.find()
+    r = hpcprobe("mpi", "--np", "2", "--no-store", env={"HPCPROBE_MPI": str(tmp_path)})
+    assert_user_error(r, str(tmp_path), "bin/mpicc")
+
+
+def test_run_says_why_the_mpi_section_skipped(tmp_path):
+    r = hpcprobe("run", "mpi", "--no-store", env={"HPCPROBE_MPI": str(tmp_path / "none")})
+    assert r.code == 0, r.err
+    assert "mpi: skipped" in r.out and "bin/mpicc" in r.out
+
+
+# ------------------------------------------------------------------ launchers (argv only)
+
+def fake_mpi(impl: str, prefix: str = "/opt/mpi") -> find.Mpi:
+    return find.Mpi(f"{prefix}/bin/mpicc", prefix, impl, "1.0", "3.1", "")
+
+
+def test_mpirun_binds_by_rankfile_of_os_cpus(tmp_path):
+    spec = launchers.LAUNCHERS["mpirun"].build("/x/mpirun", fake_mpi("Open MPI"),
+                                               Layout((4, 68, 4)), ["prog", "-a"], tmp_path)
+    assert spec.argv[:3] == ["/x/mpirun", "-np", "3"]
+    assert "--oversubscribe" in spec.argv and spec.argv[-2:] == ["prog", "-a"]
+    assert (tmp_path / "rankfile").read_text() == \
+        "rank 0=localhost slot=4\nrank 1=localhost slot=68\nrank 2=localhost slot=4\n"
+    assert ("OMPI_ALLOW_RUN_AS_ROOT" in spec.env) == (os.geteuid() == 0)
+    spec = launchers.LAUNCHERS["mpirun"].build("/x/mpirun", fake_mpi("Open MPI"),
+                                               Layout((0, 0), ("n1", "n2")), ["p"], tmp_path)
+    assert "--oversubscribe" not in spec.argv
+    assert spec.argv[spec.argv.index("--host") + 1] == "n1:1,n2:1"
+
+
+def test_hydra_and_intel_and_srun_binding():
+    hydra = launchers.LAUNCHERS["mpiexec"].build("/x/mpiexec", fake_mpi("MPICH"), Layout((0, 1)),
+                                                 ["p"], Path("."))
+    assert hydra.argv == ["/x/mpiexec", "-n", "2", "-bind-to", "user:0,1", "p"]
+    intel = launchers.LAUNCHERS["mpiexec"].build("/x/mpiexec", fake_mpi("Intel MPI"),
+                                                 Layout((2, 3)), ["p"], Path("."))
+    assert intel.env["I_MPI_PIN_PROCESSOR_LIST"] == "2,3" and "-bind-to" not in intel.argv
+    srun = launchers.LAUNCHERS["srun"].build("/x/srun", fake_mpi("MPICH"), Layout((5, 5)), ["p"],
+                                             Path("."))
+    assert srun.argv == ["/x/srun", "-n", "2", "--cpu-bind=map_cpu:5,5", "--overcommit", "p"]
+
+
+def test_a_launcher_of_another_mpi_or_unknown_is_refused():
+    with pytest.raises(UserError, match="unknown; launchers: mpirun, mpiexec, srun"):
+        launchers.choose(fake_mpi("Open MPI"), "aprun")
+    with pytest.raises(UserError, match="not usable with Open MPI"):
+        launchers.choose(fake_mpi("Open MPI"), "mpiexec")
+
+
+# ------------------------------------------------------------------ plans on recorded machines
+
+def test_run_section_plan_on_a_dual_socket_nps4_node():
+    topo = topology.load_xml(DATA / "epyc-2s-nps4-128c.xml")
+    steps = plan(topo, MpiOptions(), False, 16)
+    main = steps[0]
+    # one rank per core in spread order: ranks 0 and 1 sit on different sockets
+    assert main.layout.ranks == 128 and main.pair == "inter-socket"
+    pairs = {s.pair: s for s in steps[1:] if s.pair}
+    assert set(pairs) == {"intra-l3", "intra-socket"}
+    a, b = pairs["intra-socket"].layout.cpus
+    assert topo.pu(a).package == topo.pu(b).package and topo.pu(a).l3 != topo.pu(b).l3
+    assert pairs["intra-socket"].tests == ("latency", "bandwidth", "bibw")
+    ladder = [s.layout.ranks for s in steps if s.pair is None]
+    assert ladder == [2, 4, 8, 16, 32, 64]
+    assert pair_cpus(topology.load_xml(DATA / "laptop-8c.xml"), "inter-socket") is None
+
+
+@pytest.mark.parametrize("opts,needle", [
+    (MpiOptions(np=1), "at least 2 ranks"),
+    (MpiOptions(np=9), "--np 9"),
+    (MpiOptions(np=2, tests=("pingpong",)), "--tests 'pingpong' is unknown"),
+    (MpiOptions(np=2, pairs=("inter-node",)), "needs two hosts"),
+    (MpiOptions(np=2, pairs=("inter-socket",)), "no inter-socket pair"),
+    (MpiOptions(np=3, hosts=("a", "b")), "multiple of the 2 hosts"),
+])
+def test_impossible_layouts_are_refused(opts, needle):
+    with pytest.raises(UserError, match=needle):
+        plan(topology.load_xml(DATA / "laptop-8c.xml"), opts, False, 16)
+
+
+# ------------------------------------------------------------------ real ranks
+
+@needs_mpi
+def test_point_to_point_on_two_real_ranks(tmp_path):
+    doc = mpi_json(tmp_path, "--np", "2", "--oversubscribe", "--tests", "latency,bandwidth,bibw",
+                   "--max-size", "1KiB", "--quick")
+    lat, bw, bibw = by_name(doc, "latency"), by_name(doc, "bandwidth"), by_name(doc, "bibw")
+    assert sorted(lat) == [0] + [2 ** k for k in range(11)]
+    assert min(bw) == 1 and max(bw) == 1024 and sorted(bibw) == sorted(bw)
+    m = lat[8]
+    assert m["unit"] == "us" and m["better"] == "lower" and m["summary"]["n"] >= 3
+    assert m["params"]["ranks"] == 2 and m["params"]["pairs"] == 1
+    assert m["params"]["launcher"] in ("mpirun", "mpiexec")
+    asked = [int(c) for c in m["params"]["cpus"].replace("-", ",").split(",")]
+    assert m["params"]["binding"].split(";")[0] == str(asked[0])
+    assert all(v > 0 for v in bw[1024]["samples"])
+    assert doc["provenance"]["mpi"]["fingerprint"] == MPI.fingerprint
+    assert not doc["errors"]
+
+
+@needs_mpi
+def test_message_rate_collectives_and_halo_on_four_ranks(tmp_path):
+    doc = mpi_json(tmp_path, "--np", "4", "--oversubscribe", "--tests",
+                   "message_rate,allreduce,bcast,alltoall,barrier,halo", "--max-size", "64",
+                   "--quick")
+    mr = by_name(doc, "message_rate")
+    assert mr[64]["params"]["pairs"] == 2 and mr[64]["unit"] == "messages/s"
+    for coll in ("allreduce", "bcast", "alltoall"):
+        got = by_name(doc, coll)
+        assert sorted(got) == [4, 8, 16, 32, 64], coll
+        assert got[64]["params"]["ranks"] == 4
+        lo, hi = by_name(doc, f"{coll}_rank_min")[64], by_name(doc, f"{coll}_rank_max")[64]
+        assert lo["summary"]["median"] <= got[64]["summary"]["median"] <= \
+            hi["summary"]["median"]
+    assert list(by_name(doc, "barrier")) == [0]
+    halo = {m["params"]["l"]: m for m in doc["metrics"] if m["name"] == "halo"}
+    assert sorted(halo) == [8, 12, 16, 24, 32]
+    p = halo[8]["params"]
+    assert p["dims"] == "2x2x1x1" and p["faces"] == 4
+    assert p["size_bytes"] == 8 ** 3 * p["ls"] * p["site_bytes"]
+    assert len(p["binding"].split(";")) == 4
+
+
+@needs_wheel
+def test_mpich_from_its_wheel_with_hydra(tmp_path):
+    doc = mpi_json(tmp_path, "--mpi", sys.prefix, "--np", "2", "--oversubscribe", "--tests",
+                   "latency", "--max-size", "8", "--quick")
+    m = by_name(doc, "latency")[8]
+    assert m["params"]["mpi"].startswith("MPICH") and m["params"]["launcher"] == "mpiexec"
+
+
+@needs_mpi
+def test_text_view_and_info():
+    r = hpcprobe("mpi", "--np", "2", "--oversubscribe", "--tests", "latency", "--max-size", "4",
+                 "--quick", "--no-store")
+    assert r.code == 0, r.err
+    assert "# hpcprobe MPI Latency Test" in r.out and "Latency (us)" in r.out
+    r = hpcprobe("mpi", "info")
+    assert r.code == 0 and MPI.fingerprint in r.out and "launchers:" in r.out
+
+
+@needs_mpi
+def test_a_test_without_progress_is_stopped_and_earlier_sizes_kept(tmp_path):
+    # full OSU iteration counts: from some size on, one size takes longer than 0.4 s
+    doc = mpi_json(tmp_path, "--np", "2", "--oversubscribe", "--tests", "latency", "--timeout",
+                   "0.4", code=1)
+    assert any("no progress for 0.4 s in latency at" in e for e in doc["errors"])
+    lat = by_name(doc, "latency")
+    assert 0 in lat and max(lat) < 4 << 20
+
+
+@needs_mpi
+def test_a_killed_rank_ends_the_run_with_what_was_measured(tmp_path):
+    db = tmp_path / "r.sqlite"
+    exe = Path(sys.executable).parent / "hpcprobe"
+    p = subprocess.Popen([str(exe), "mpi", "--np", "2", "--oversubscribe", "--tests", "latency",
+                          "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    time.sleep(3.0)  # start-up and a few sizes
+    ranks = subprocess.run(["pgrep", "-f", str(build.cache_root())], capture_output=True,
+                           text=True).stdout.split()
+    assert ranks, "no rank running"
+    os.kill(int(max(ranks, key=int)), signal.SIGKILL)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 1, err
+    assert "exited with status" in out and "during latency at" in out
+    n = sqlite3.connect(db).execute("select count(*) from metrics").fetchone()[0]
+    assert n > 0  # the sizes measured before the rank died are stored
+
+
+@needs_mpi
+def test_hpcprobe_run_has_a_short_mpi_section(tmp_path):
+    out = tmp_path / "run.json"
+    r = hpcprobe("run", "mpi", "--quick", "--no-store", "--json", str(out))
+    assert r.code == 0, r.err
+    doc = json.loads(out.read_text())
+    names = {m["name"] for m in doc["metrics"]}
+    assert {"latency", "bandwidth", "bibw", "allreduce", "halo"} <= names
+    assert doc["provenance"]["mpi"]["launcher"] in ("mpirun", "mpiexec", "srun")
+
+
+def test_bad_mpi_options_are_user_errors():
+    assert_user_error(hpcprobe("mpi", "--np", "2", "--launcher", "aprun", "--no-store"),
+                      "--launcher 'aprun' is unknown")
+    assert_user_error(hpcprobe("mpi", "--np", "2", "--tests", "pingpong", "--no-store"),
+                      "--tests 'pingpong'")
+    assert_user_error(hpcprobe("mpi", "--np", "4096", "--no-store"), "--np 4096",
+                      "--oversubscribe")
+    assert_user_error(hpcprobe("mpi", "--timeout", "0", "--no-store"), "--timeout 0")
