@@ -31,6 +31,7 @@ bench: setup
 	$(PY) benchmarks/memory_vs_likwid.py
 	$(PY) benchmarks/latency_levels.py
 	$(PY) benchmarks/compute_vs_likwid.py
+	$(PY) benchmarks/mpi_vs_hpcc.py
 
 lint: setup
 	$(PY) -m pip install -q ruff mypy
