@@ -257,18 +257,26 @@ def test_a_test_without_progress_is_stopped_and_earlier_sizes_kept(tmp_path):
     assert 0 in lat and max(lat) < 4 << 20
 
 
+def _cmdline(proc: Path) -> bytes:
+    try:
+        return (proc / "cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 @needs_mpi
 def test_a_killed_rank_ends_the_run_with_what_was_measured(tmp_path):
     db = tmp_path / "r.sqlite"
-    exe = Path(sys.executable).parent / "hpcprobe"
-    p = subprocess.Popen([str(exe), "mpi", "--np", "2", "--oversubscribe", "--tests", "latency",
+    cli = Path(sys.executable).parent / "hpcprobe"
+    p = subprocess.Popen([str(cli), "mpi", "--np", "2", "--oversubscribe", "--tests", "latency",
                           "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
     time.sleep(3.0)  # start-up and a few sizes
-    ranks = subprocess.run(["pgrep", "-f", str(build.cache_root())], capture_output=True,
-                           text=True).stdout.split()
+    exe = str(build.program(MPI)).encode()
+    ranks = [int(d.name) for d in Path("/proc").iterdir()
+             if d.name.isdigit() and _cmdline(d).split(b"\0")[0] == exe]
     assert ranks, "no rank running"
-    os.kill(int(max(ranks, key=int)), signal.SIGKILL)
+    os.kill(max(ranks), signal.SIGKILL)
     out, err = p.communicate(timeout=120)
     assert p.returncode == 1, err
     assert "exited with status" in out and "during latency at" in out
