@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__, placement, profiles, results, runner, summary, topology
+from . import __version__, files, placement, profiles, results, runner, summary, topology
 from .bench import BENCHMARKS
 from .bench.compute import ComputeOptions
 from .bench.frequency import FrequencyOptions
@@ -88,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("benchmarks", nargs="*", metavar="BENCHMARK",
                    help="benchmarks to run (" + ", ".join(BENCHMARKS) + ")")
     _add_run_options(r)
+    r.add_argument("--report", metavar="FILE.html",
+                   help="also write the HTML report of this run")
     r.add_argument("--isa", help="kernel variant: scalar, avx2, avx512 (default: the best this "
                                  "CPU supports; compute and frequency: every one it supports)")
     g = r.add_argument_group("narrowing the memory benchmark (likwid-bench style)")
@@ -149,6 +151,29 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--max-size", type=_size, help="largest message (default: 4MiB; collectives "
                                                   "1MiB)")
     _add_run_options(m)
+
+    c = sub.add_parser("compare", help="compare runs with statistics",
+                       description="Compare runs against the first: what differs in their "
+                                   "configuration, then every metric they share.")
+    c.add_argument("runs", nargs="+", metavar="RUN",
+                   help="run id, unique id prefix, tag, host (its latest run), 'latest', or a "
+                        "result JSON file; the first is the baseline")
+    c.add_argument("--db", help=f"result store (default: {default_path()})")
+    out = c.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    out.add_argument("--csv", action="store_true", help="print the rows as CSV")
+    c.add_argument("--limit", type=int, default=40,
+                   help="rows in the text view (default 40; JSON and CSV have all)")
+
+    rp = sub.add_parser("report", help="write an HTML report of runs, with plots",
+                        description="One self-contained HTML file (opens without network) "
+                                    "with the runs' tables and plots; with several runs, the "
+                                    "comparison and overlaid curves.")
+    rp.add_argument("runs", nargs="*", metavar="RUN", default=["latest"],
+                    help="run id, prefix, tag, host, 'latest' (default) or a result JSON file")
+    rp.add_argument("-o", "--output", required=True, metavar="FILE.html")
+    rp.add_argument("--png", metavar="DIR", help="also write each plot as a PNG file there")
+    rp.add_argument("--db", help=f"result store (default: {default_path()})")
 
     t = sub.add_parser("topology", help="show the machine's topology")
     t.add_argument("--input", metavar="FILE.xml", help="an hwloc XML file instead of this machine")
@@ -255,7 +280,10 @@ def cmd_run(a: argparse.Namespace) -> int:
     if lat_only and "latency" not in chosen:
         raise UserError(f"{'/'.join(lat_only)} narrow the latency benchmark; add `latency` to "
                         "the benchmarks")
-    _check_json_path(a.json)
+    if a.json:
+        files.check_writable(a.json, "--json")
+    if a.report:
+        files.check_writable(a.report, "--report")
     return _measure(a, prof, benchmarks, isa,
                     {"memory": mem, "latency": lat, "numa": numa, "compute": compute,
                      "frequency": frequency})
@@ -282,15 +310,15 @@ def _measure(a: argparse.Namespace, prof: profiles.Profile, benchmarks: list[str
     if a.json:
         results.write_json(run, a.json)
         console.print(f"Wrote {a.json}.", highlight=False)
+    if getattr(a, "report", None):
+        from . import report
+
+        n = report.write([run], a.report)
+        console.print(f"Wrote the report {a.report} ({n} plots).", highlight=False)
+    elif store is not None:
+        console.print(f"Its report: `hpcprobe report {run.run_id} -o report.html`; compare it "
+                      f"with another: `hpcprobe compare {run.run_id} OTHER`.", highlight=False)
     return EXIT_FAILURE if run.errors else 0
-
-
-def _check_json_path(path: str | None) -> None:
-    if path:
-        parent = Path(path).resolve().parent
-        if not parent.is_dir() or not os.access(parent, os.W_OK):
-            raise UserError(f"--json {path}: directory {parent} is not writable; choose "
-                            "another path")
 
 
 def cmd_mpi(a: argparse.Namespace) -> int:
@@ -302,7 +330,8 @@ def cmd_mpi(a: argparse.Namespace) -> int:
     opts = MpiOptions(np=a.np, launcher=a.launcher, placement=a.placement, tests=a.tests,
                       pairs=a.pairs, hosts=a.hosts, mpi_prefix=a.mpi, timeout_s=a.timeout,
                       max_size=a.max_size, full=prof.name != "quick")
-    _check_json_path(a.json)
+    if a.json:
+        files.check_writable(a.json, "--json")
     return _measure(a, prof, ["mpi"], runner.resolve_isa(None), {"mpi": opts})
 
 
@@ -367,12 +396,54 @@ def cmd_list(a: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_show(a: argparse.Namespace) -> int:
-    if a.run.endswith(".json") and Path(a.run).exists():
-        run = results.read_json(a.run)
+def _load_runs(refs: Sequence[str], db: str | None) -> list[results.Run]:
+    """Runs named by result JSON file, or by id, prefix, tag, host or 'latest' in the store."""
+    out = []
+    store: Store | None = None
+    try:
+        for ref in refs:
+            if ref.endswith(".json") and Path(ref).exists():
+                out.append(results.read_json(ref))
+                continue
+            store = store or Store.open(db, create=False)
+            out.append(store.load(ref))
+    finally:
+        if store is not None:
+            store.close()
+    return out
+
+
+def cmd_report(a: argparse.Namespace) -> int:
+    from . import report
+
+    files.check_writable(a.output, "-o")
+    runs = _load_runs(a.runs, a.db)
+    n = report.write(runs, a.output, a.png)
+    print(f"Wrote {a.output} ({n} plots" + (f", PNGs in {a.png}" if a.png else "") + ").")
+    return 0
+
+
+def cmd_compare(a: argparse.Namespace) -> int:
+    from . import compare
+
+    c = compare.compare(_load_runs(a.runs, a.db))
+    if a.json:
+        _print_json(compare.to_json(c))
+    elif a.csv:
+        import csv
+
+        w = csv.DictWriter(sys.stdout, fieldnames=compare.CSV_COLUMNS, extrasaction="ignore",
+                           lineterminator="\n")
+        w.writeheader()
+        for r in c.rows:
+            w.writerow(r.to_dict())
     else:
-        with Store.open(a.db, create=False) as st:
-            run = st.load(a.run)
+        summary.render_comparison(c, _console(), a.limit if a.limit > 0 else None)
+    return 0
+
+
+def cmd_show(a: argparse.Namespace) -> int:
+    [run] = _load_runs([a.run], a.db)
     if a.json:
         _print_json(run.to_dict())
     else:
@@ -380,8 +451,8 @@ def cmd_show(a: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "mpi": cmd_mpi, "topology": cmd_topology, "plan": cmd_plan,
-            "list": cmd_list, "show": cmd_show}
+COMMANDS = {"run": cmd_run, "mpi": cmd_mpi, "compare": cmd_compare, "report": cmd_report,
+            "topology": cmd_topology, "plan": cmd_plan, "list": cmd_list, "show": cmd_show}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -394,6 +465,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("hpcprobe: interrupted; nothing of this run was stored\n")
         return 130
+    except BrokenPipeError:  # `hpcprobe compare ... --csv | head`: the reader has enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from . import files
 from .errors import UserError
 from .stats import Summary, summarize
 
@@ -102,25 +102,10 @@ def validate(doc: dict[str, Any], source: str = "result") -> None:
 
 
 def write_json(run: Run, path: str | os.PathLike[str]) -> None:
-    """Write the run's document atomically: a temporary file renamed into place."""
+    """Write the run's document atomically (validated first)."""
     doc = run.to_dict()
     validate(doc)
-    target = Path(path)
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=".hpcprobe-", suffix=".json",
-                                   dir=target.parent if str(target.parent) else ".")
-    except OSError as exc:
-        raise UserError(f"--json {target}: cannot write there ({exc.strerror}); choose a "
-                        "writable path") from exc
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(doc, fh, indent=1)
-            fh.write("\n")
-        os.replace(tmp, target)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise UserError(f"--json {target}: cannot write it ({exc.strerror}); choose a writable "
-                        "path with free space") from exc
+    files.atomic_write(path, (json.dumps(doc, indent=1) + "\n").encode(), "--json")
 
 
 def read_json(path: str | os.PathLike[str]) -> Run:

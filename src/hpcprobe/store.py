@@ -168,7 +168,8 @@ class Store:
                 for r in self.conn.execute(sql)]
 
     def resolve(self, ref: str) -> str:
-        """A run id from a full id, a unique prefix, a tag (latest run with it) or 'latest'."""
+        """A run id from a full id, a unique prefix, a tag or a host (the latest run with it),
+        or 'latest'."""
         if ref in ("latest", "last"):
             row = self.conn.execute(
                 "SELECT run_id FROM runs ORDER BY created DESC, rowid DESC LIMIT 1").fetchone()
@@ -182,11 +183,12 @@ class Store:
         if len(ids) > 1:
             raise UserError(f"run {ref!r} is ambiguous ({len(ids)} runs start with it); give "
                             "more characters")
-        row = self.conn.execute("SELECT run_id FROM runs WHERE tag = ? ORDER BY created DESC "
-                                "LIMIT 1", (ref,)).fetchone()
-        if row is not None:
-            return str(row[0])
-        raise UserError(f"run {ref!r}: no run id, id prefix or tag matches in {self.path}; "
+        for column in ("tag", "host"):
+            row = self.conn.execute(f"SELECT run_id FROM runs WHERE {column} = ? "
+                                    "ORDER BY created DESC, rowid DESC LIMIT 1", (ref,)).fetchone()
+            if row is not None:
+                return str(row[0])
+        raise UserError(f"run {ref!r}: no run id, id prefix, tag or host matches in {self.path}; "
                         "see `hpcprobe list`")
 
     def load(self, ref: str) -> Run:

@@ -364,3 +364,47 @@ def render(run: Run, console: Console) -> None:
         console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
     for e in run.errors:
         console.print(f"[red]error:[/red] {e}", highlight=False)
+
+
+def _pct(x: float) -> str:
+    return f"{100 * (x - 1):+.1f} %"
+
+
+def render_comparison(c: Any, console: Console, limit: int | None) -> None:
+    """A comparison (compare.Comparison): what differs between the runs' configurations first,
+    then the metrics by effect size."""
+    console.print(f"Baseline: run {c.runs[0]}; compared: {', '.join(c.runs[1:])}",
+                  highlight=False)
+    if c.differences:
+        t = Table(title="What differs (configuration fingerprint)", title_justify="left")
+        t.add_column("setting")
+        for r in c.runs:
+            t.add_column(r)
+        for what, values in c.differences:
+            t.add_row(what, *values)
+        console.print(t)
+    else:
+        console.print("The configurations do not differ (same fingerprint).", highlight=False)
+    rows = c.rows if limit is None else c.rows[:limit]
+    t = Table(title=f"Metrics by effect size ({len(rows)} of {len(c.rows)} joined; ratio = run / "
+                    "baseline median, 95 % bootstrap CI; p: Mann-Whitney U; ~ not significant at "
+                    "0.05; ! fewer than 5 samples)", title_justify="left")
+    for col in ("benchmark", "metric", "params", "run", "baseline", "median", "change [95% CI]",
+                "p", ""):
+        t.add_column(col, justify="right" if col in ("baseline", "median", "p") else "left")
+    for r in rows:
+        t.add_row(r.benchmark, f"{r.name} ({r.unit})", r.params, r.run.split(" ")[0],
+                  f"{r.baseline_median:.4g}", f"{r.median:.4g}",
+                  f"{_pct(r.ratio)} [{_pct(r.ratio_ci_low)}, {_pct(r.ratio_ci_high)}]",
+                  f"{r.p_value:.3g}", r.verdict + (" !" if r.few_samples else ""))
+    console.print(t)
+    sig = [r for r in c.rows if r.significant][:3]
+    if c.differences and sig:
+        what = "; ".join(f"{k} {' -> '.join(v)}" for k, v in c.differences[:2])
+        for r in sig:
+            console.print(f"{what}: {r.benchmark} {r.name} {r.params}: {_pct(r.ratio)} "
+                          f"[{_pct(r.ratio_ci_low)}, {_pct(r.ratio_ci_high)}]", highlight=False)
+    for run, n in c.only_in.items():
+        if n:
+            console.print(f"{n} metric(s) of run {run} have no counterpart in the baseline.",
+                          highlight=False)
