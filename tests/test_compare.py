@@ -1,0 +1,116 @@
+"""Comparing runs: the statistics, the join, golden outputs on a stored pair of runs (NPS1 vs
+NPS4), the CLI by file, id, tag and host, and bad input."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+
+import pytest
+
+from conftest import DATA, assert_user_error, hpcprobe
+from hpcprobe import compare, results, stats
+from hpcprobe.errors import UserError
+from hpcprobe.results import Metric
+from hpcprobe.store import Store
+
+PAIR = DATA / "compare"
+BASE, NPS4 = str(PAIR / "nps1.json"), str(PAIR / "nps4.json")
+
+
+def test_mann_whitney_and_ratio_ci():
+    a, b = [10.0, 10.1, 9.9, 10.2, 10.0], [11.0, 11.2, 10.9, 11.1, 11.3]
+    assert stats.mann_whitney_p(a, b) == pytest.approx(0.0119, abs=1e-3)
+    assert stats.mann_whitney_p(a, a) > 0.5
+    lo, hi = stats.median_ratio_ci(a, b)
+    assert lo <= 11.1 / 10.0 <= hi and hi - lo < 0.1
+    assert stats.median_ratio_ci(a, b) == (lo, hi)  # seeded: the same every time
+    # too few samples or no spread: the point ratio, and no evidence of a difference
+    assert stats.median_ratio_ci([2.0], [3.0]) == (1.5, 1.5)
+    assert stats.mann_whitney_p([1.0], [2.0]) == 1.0
+
+
+def test_golden_csv_and_json():
+    r = hpcprobe("compare", BASE, NPS4, "--csv")
+    assert r.code == 0, r.err
+    got = list(csv.DictReader(io.StringIO(r.out)))
+    want = list(csv.DictReader((PAIR / "golden.csv").open()))
+    assert [row["params"] for row in got] == [row["params"] for row in want]
+    for g, w in zip(got, want, strict=True):
+        for k in w:
+            try:
+                # the bootstrap CI may move in the last digits between scipy versions
+                tol = 1e-3 if k.startswith("ratio_ci") else 1e-9
+                assert float(g[k]) == pytest.approx(float(w[k]), rel=tol, abs=1e-12), k
+            except ValueError:
+                assert g[k] == w[k], k
+    r = hpcprobe("compare", BASE, NPS4, "--json")
+    doc, gold = json.loads(r.out), json.loads((PAIR / "golden.json").read_text())
+    assert doc["differences"] == gold["differences"]
+    assert [x["verdict"] for x in doc["rows"]] == [x["verdict"] for x in gold["rows"]]
+
+
+def test_nps4_reads_as_the_field_states_it():
+    c = compare.compare([results.read_json(BASE), results.read_json(NPS4)])
+    assert ("NUMA domains per socket", ["1", "4"]) in c.differences
+    top = c.rows[0]  # the largest effect first
+    assert (top.benchmark, top.name, top.verdict) == ("memory", "bandwidth", "better")
+    assert "kernel=triad" in top.params and "cpus" not in top.params  # binding is not joined
+    assert top.change_pct == pytest.approx(100 * (678.5 / 600.5 - 1))
+    lat = next(r for r in c.rows if r.name == "latency")
+    assert lat.verdict == "~" and lat.few_samples  # n = 3: not significant, flagged
+    same = next(r for r in c.rows if "kernel=copy" in r.params)
+    assert same.verdict == "~" and same.ratio == 1.0
+    assert c.only_in == {"b0000000000b (nps4)": 1}
+    assert [r.effect for r in c.rows] == sorted((r.effect for r in c.rows), reverse=True)
+
+
+def test_lower_is_better_verdicts():
+    run_a, run_b = results.read_json(BASE), results.read_json(BASE)
+    run_b.run_id = "c" * 12
+    run_b.metrics = [Metric(m.benchmark, m.name, m.unit, m.params, [x * 0.8 for x in m.samples],
+                            m.better) for m in run_a.metrics]
+    rows = {r.name: r for r in compare.compare([run_a, run_b]).rows}
+    assert rows["latency"].ratio == pytest.approx(0.8)
+    assert rows["bandwidth"].verdict == "worse"
+    assert math.isclose(rows["latency"].effect, abs(math.log(0.8)))
+
+
+def test_runs_with_nothing_in_common_are_refused():
+    a = results.read_json(BASE)
+    b = results.read_json(NPS4)
+    b.metrics = [m for m in b.metrics if m.params.get("threads") == 8]
+    with pytest.raises(UserError, match="no metric in common"):
+        compare.compare([a, b])
+    with pytest.raises(UserError, match="at least two runs"):
+        compare.compare([a])
+
+
+def test_compare_from_the_store_by_id_tag_and_host(tmp_path):
+    db = tmp_path / "r.sqlite"
+    with Store.open(db) as st:
+        for f in (BASE, NPS4):
+            st.save(results.read_json(f))
+    r = hpcprobe("compare", "nps1", "b0000", "--db", str(db))
+    assert r.code == 0, r.err
+    assert "NUMA domains per socket" in r.out and "+13.0 %" in r.out
+    host = results.read_json(BASE).host  # the latest run of that host: nps4
+    r = hpcprobe("compare", "a000", host, "--db", str(db), "--json")
+    assert json.loads(r.out)["runs"][1].startswith("b0000000000b")
+
+
+def test_bad_references_and_files(tmp_path):
+    db = tmp_path / "r.sqlite"
+    with Store.open(db) as st:
+        st.save(results.read_json(BASE))
+    assert_user_error(hpcprobe("compare", "nps1", "nosuchrun", "--db", str(db)),
+                      "nosuchrun", "no run id")
+    old = json.loads((PAIR / "nps4.json").read_text())
+    old["schema_version"] = 99
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert_user_error(hpcprobe("compare", BASE, str(tmp_path / "old.json")),
+                      "schema version 99")
+    (tmp_path / "bad.json").write_text("{not json")
+    assert_user_error(hpcprobe("compare", BASE, str(tmp_path / "bad.json")), "not JSON")

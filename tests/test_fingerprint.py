@@ -1,0 +1,45 @@
+"""The configuration fingerprint of a run, and what differs between runs."""
+
+from conftest import DATA
+from hpcprobe import fingerprint, provenance, results, topology
+
+
+def test_fingerprint_labels_the_settings_that_decide_results():
+    run = results.read_json(DATA / "compare" / "nps4.json")
+    fp = fingerprint.fingerprint(run)
+    assert fp["NUMA domains per socket"] == "4"
+    assert fp["env OMP_PROC_BIND"] == "close"
+    assert fp["THP"] == run.provenance["thp"]
+    assert set(fp) >= {"SMT", "L3 as NUMA", "governor", "tuned profile", "kernel", "BIOS", "MPI",
+                       "BLAS", "compiler"}
+
+
+def test_old_runs_read_as_not_recorded():
+    run = results.read_json(DATA / "compare" / "nps1.json")
+    for key in ("dmi", "tuned_profile", "blas", "l3_as_numa"):
+        run.provenance.pop(key, None)
+    fp = fingerprint.fingerprint(run)
+    assert fp["BIOS"] == "n/a" and fp["tuned profile"] == "n/a" and fp["L3 as NUMA"] == "n/a"
+
+
+def test_differences_list_only_what_differs():
+    a = results.read_json(DATA / "compare" / "nps1.json")
+    b = results.read_json(DATA / "compare" / "nps4.json")
+    assert fingerprint.differences([a, b]) == [("NUMA domains per socket", ["1", "4"]),
+                                               ("env OMP_PROC_BIND", ["n/a", "close"])]
+    assert fingerprint.differences([a, a]) == []
+
+
+def test_nps_and_l3_as_numa_from_recorded_machines():
+    nps4 = topology.load_xml(DATA / "epyc-2s-nps4-128c.xml")
+    assert provenance.numa_per_package(nps4) == 4
+    assert provenance.l3_as_numa(nps4) is False  # 4 L3 domains per NUMA domain
+    laptop = topology.load_xml(DATA / "laptop-8c.xml")
+    assert provenance.numa_per_package(laptop) == 1 and not provenance.l3_as_numa(laptop)
+
+
+def test_dmi_reads_what_is_readable(tmp_path):
+    (tmp_path / "bios_vendor").write_text("AMI\n")
+    (tmp_path / "product_name").write_text("<Server> & co\n")
+    assert provenance.dmi(str(tmp_path)) == {"bios_vendor": "AMI",
+                                             "product_name": "<Server> & co"}
