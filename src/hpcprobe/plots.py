@@ -155,10 +155,9 @@ def _matrix(run: Run, benchmark: str, name: str, key: Callable[[Metric], tuple[A
 
 
 def numa_latency(run: Run) -> Figure | None:
-    fig = _matrix(run, "numa", "latency", lambda m: (m.params["cpu_domain"],
-                                                     m.params["memory_domain"]),
-                  "NUMA latency: CPU domain (rows) x memory domain", "ns")
-    return fig
+    return _matrix(run, "numa", "latency", lambda m: (m.params["cpu_domain"],
+                                                      m.params["memory_domain"]),
+                   "NUMA latency: CPU domain (rows) x memory domain", "ns")
 
 
 def numa_bandwidth(run: Run) -> Figure | None:

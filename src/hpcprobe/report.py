@@ -42,7 +42,7 @@ def _table(head: list[str], rows: list[list[str]], classes: list[str] | None = N
     for i, row in enumerate(rows):
         cls = f' class="{classes[i]}"' if classes and classes[i] else ""
         out.append(f"<tr{cls}>" + "".join(
-            f'<td class="num">{escape(c)}</td>' if c[:1].isdigit() or c[:1] in "+-"
+            f'<td class="num">{escape(c)}</td>' if c[:1].isdigit() or (c and c[0] in "+-")
             else f"<td>{escape(c)}</td>" for c in row) + "</tr>")
     return "\n".join(out) + "</table>"
 

@@ -8,6 +8,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from .compare import Comparison
 from .kernels import KERNELS
 from .results import Metric, Run
 from .units import format_bytes
@@ -370,16 +371,16 @@ def _pct(x: float) -> str:
     return f"{100 * (x - 1):+.1f} %"
 
 
-def render_comparison(c: Any, console: Console, limit: int | None) -> None:
-    """A comparison (compare.Comparison): what differs between the runs' configurations first,
+def render_comparison(c: Comparison, console: Console, limit: int | None) -> None:
+    """A comparison: what differs between the runs' configurations first,
     then the metrics by effect size."""
     console.print(f"Baseline: run {c.runs[0]}; compared: {', '.join(c.runs[1:])}",
                   highlight=False)
     if c.differences:
         t = Table(title="What differs (configuration fingerprint)", title_justify="left")
         t.add_column("setting")
-        for r in c.runs:
-            t.add_column(r)
+        for label in c.runs:
+            t.add_column(label)
         for what, values in c.differences:
             t.add_row(what, *values)
         console.print(t)
