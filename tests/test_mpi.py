@@ -148,6 +148,17 @@ def test_hydra_and_intel_and_srun_binding():
     assert srun.argv == ["/x/srun", "-n", "2", "--cpu-bind=map_cpu:5,5", "--overcommit", "p"]
 
 
+def test_multi_node_layout_puts_ranks_host_by_host():
+    topo = topology.load_xml(DATA / "laptop-8c.xml")
+    steps = plan(topo, MpiOptions(np=4, hosts=("n1", "n2"), pairs=("inter-node",)), False, 16)
+    main = steps[0]
+    assert main.layout.hosts == ("n1", "n1", "n2", "n2") and main.pair != "inter-node"
+    assert main.layout.cpus[:2] == main.layout.cpus[2:]
+    assert steps[1].pair == "inter-node" and steps[1].layout.hosts == ("n1", "n2")
+    one_each = plan(topo, MpiOptions(np=2, hosts=("n1", "n2")), False, 16)[0]
+    assert one_each.pair == "inter-node"
+
+
 def test_a_launcher_of_another_mpi_or_unknown_is_refused():
     with pytest.raises(UserError, match="unknown; launchers: mpirun, mpiexec, srun"):
         launchers.choose(fake_mpi("Open MPI"), "aprun")

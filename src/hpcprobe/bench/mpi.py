@@ -92,25 +92,26 @@ def plan(topo: Topology, opts: MpiOptions, oversubscribe: bool, max_points: int 
     tests = opts.tests or TESTS
     check_tests(tests)
     name = opts.placement or "one-per-core"
-    if opts.hosts:
-        if opts.np and opts.np % len(opts.hosts):
-            raise UserError(f"--np {opts.np}: not a multiple of the {len(opts.hosts)} hosts")
-    per_host = (opts.np or 2 * len(opts.hosts or ("",))) // len(opts.hosts or ("",))
+    hosts = opts.hosts or ()
+    if hosts and opts.np and opts.np % len(hosts):
+        raise UserError(f"--np {opts.np}: not a multiple of the {len(hosts)} hosts")
     avail = len(place(topo, name).cpus)
-    if opts.np is None and not opts.hosts and avail < 2:
-        raise UserError(f"placement {name} yields {avail} CPU here; MPI tests need 2 ranks: use "
-                        "--np 2 --oversubscribe")
-    np_local = per_host if opts.hosts else (opts.np or avail)
-    if np_local < 2 and not opts.hosts:
-        raise UserError(f"--np {np_local}: the MPI tests need at least 2 ranks")
-    if np_local > avail and not oversubscribe:
+    # ranks per host: --np split over the hosts, else one per CPU of the placement (every host
+    # is taken to look like this one)
+    per_host = opts.np // max(1, len(hosts)) if opts.np else avail
+    if per_host * max(1, len(hosts)) < 2:
+        raise UserError(f"--np {opts.np}: the MPI tests need at least 2 ranks" if opts.np else
+                        f"placement {name} yields {avail} CPU here; the MPI tests need 2 ranks: "
+                        "use --np 2 --oversubscribe")
+    if per_host > avail and not oversubscribe:
         raise UserError(f"--np {opts.np}: placement {name} yields {avail} CPU(s) here; use "
-                        f"--np <= {avail} or --oversubscribe")
-    cpus = place(topo, name, np_local, oversubscribe).cpus
-    hosts = tuple(h for h in (opts.hosts or ()) for _ in range(per_host)) or None
-    main = Layout(cpus * len(opts.hosts) if opts.hosts else cpus, hosts)
-    first_pair = "inter-node" if opts.hosts and per_host == 1 else \
-        pair_kind(topo, cpus[0], cpus[1]) if cpus[0] != cpus[1] else "same-cpu"
+                        f"--np <= {avail * max(1, len(hosts))} or --oversubscribe")
+    cpus = place(topo, name, per_host, oversubscribe).cpus
+    main = Layout(cpus * len(hosts), tuple(h for h in hosts for _ in cpus)) if hosts else \
+        Layout(cpus)
+    a, b = main.cpus[:2]
+    first_pair = ("inter-node" if main.hosts and main.hosts[0] != main.hosts[1] else
+                  "same-cpu" if a == b else pair_kind(topo, a, b))
     steps = [Step(main, tests, name, first_pair)]
     pt2pt = tuple(t for t in tests if t in PT2PT)
     kinds = opts.pairs if opts.pairs is not None else (
@@ -121,9 +122,9 @@ def plan(topo: Topology, opts: MpiOptions, oversubscribe: bool, max_points: int 
         if not pt2pt or kind == first_pair:
             continue
         if kind == "inter-node":
-            if not opts.hosts or len(opts.hosts) < 2:
+            if len(hosts) < 2:
                 raise UserError("--pairs inter-node needs two hosts: --hosts A,B")
-            steps.append(Step(Layout((cpus[0], cpus[0]), opts.hosts[:2]), pt2pt, name, kind))
+            steps.append(Step(Layout((cpus[0], cpus[0]), hosts[:2]), pt2pt, name, kind))
             continue
         pair = pair_cpus(topo, kind)
         if pair is None:
@@ -132,7 +133,7 @@ def plan(topo: Topology, opts: MpiOptions, oversubscribe: bool, max_points: int 
             continue
         steps.append(Step(Layout(pair), pt2pt, f"pair {kind}", kind))
     colls = tuple(t for t in tests if t in COLLECTIVES)
-    if colls and opts.np is None and not opts.hosts:
+    if colls and opts.np is None and not hosts:
         counts = [k for k in thread_ladder(len(cpus)) if 2 <= k < len(cpus)]
         if max_points is not None:
             counts = counts[:max_points]
