@@ -315,9 +315,12 @@ def _measure(a: argparse.Namespace, prof: profiles.Profile, benchmarks: list[str
 
         n = report.write([run], a.report)
         console.print(f"Wrote the report {a.report} ({n} plots).", highlight=False)
-    elif store is not None:
-        console.print(f"Its report: `hpcprobe report {run.run_id} -o report.html`; compare it "
-                      f"with another: `hpcprobe compare {run.run_id} OTHER`.", highlight=False)
+    else:
+        ref = run.run_id if store is not None else a.json
+        console.print(f"Its report: `hpcprobe report {ref} -o report.html`; compare it with "
+                      f"another run: `hpcprobe compare {ref} OTHER`." if ref else
+                      "Not stored: add --report FILE.html or --json FILE to keep this run's "
+                      "figures for a report.", highlight=False)
     return EXIT_FAILURE if run.errors else 0
 
 
