@@ -59,56 +59,69 @@ def _cache_marks(ax: Any, run: Run, threads: int) -> None:
                 va="top", color="grey")
 
 
+Points = list[tuple[float, Metric]]
+
+
+def _draw(ax: Any, runs: list[Run], groups: Callable[[Run], dict[str, Points]],
+          cache_marks: bool = False) -> bool:
+    """One curve per group of each run (labelled with the run where there are several);
+    whether anything was drawn. Cache sizes of the first run are marked where asked."""
+    drawn = False
+    for run in runs:
+        curves = groups(run)
+        for what, pts in sorted(curves.items()):
+            _curve(ax, pts, _label(run, len(runs) > 1, what))
+            drawn = True
+        if curves and cache_marks and run is runs[0]:
+            _cache_marks(ax, run, 1)
+    if drawn:
+        ax.legend(fontsize=8)
+    return drawn
+
+
+def _grouped(metrics: list[Metric], key: Callable[[Metric], str | None],
+             x: Callable[[Metric], float]) -> dict[str, Points]:
+    out: dict[str, Points] = defaultdict(list)
+    for m in metrics:
+        k = key(m)
+        if k is not None:
+            out[k].append((x(m), m))
+    return out
+
+
 def bandwidth_sweep(runs: list[Run]) -> Figure | None:
     fig, ax = _fig("Bandwidth against working set per thread (STREAM counting)",
                    "working set per thread (bytes)", "GB/s", logx=True, logy=True)
-    drawn = False
-    for run in runs:
-        curves: dict[tuple[str, int], list[tuple[float, Metric]]] = defaultdict(list)
-        for m in _metrics(run, "memory", "bandwidth"):
-            if m.params.get("in_sweep"):
-                p = m.params
-                curves[(p["kernel"], p["threads"])].append((p["size_per_thread_bytes"], m))
-        for (kernel, threads), pts in sorted(curves.items()):
-            _curve(ax, pts, _label(run, len(runs) > 1, f"{kernel} {threads}T"))
-            drawn = True
-        if curves and run is runs[0]:
-            _cache_marks(ax, run, 1)
-    if not drawn:
-        return None
-    ax.legend(fontsize=8)
-    return fig
+    return fig if _draw(ax, runs, lambda run: _grouped(
+        _metrics(run, "memory", "bandwidth"),
+        lambda m: f"{m.params['kernel']} {m.params['threads']}T" if m.params.get("in_sweep")
+        else None, lambda m: m.params["size_per_thread_bytes"]), cache_marks=True) else None
 
 
 def thread_scaling(runs: list[Run]) -> Figure | None:
     fig = Figure(figsize=(9, 4.8), dpi=100)
     ax1, ax2 = fig.subplots(1, 2)
-    drawn = False
-    for run in runs:
-        peak = [(m.params["threads"], m) for m in _metrics(run, "compute", "peak")
-                if m.params.get("scaling")]
-        triad = [(m.params["threads"], m) for m in _metrics(run, "memory", "bandwidth")
-                 if m.params["kernel"] == "triad" and m.params["stores"] == "regular"
-                 and m.params["level"] == "DRAM" and m.params["placement"] == "one-per-core"
-                 and m.params.get("phase") != "sweep"]
-        if len(peak) > 1:
-            _curve(ax1, peak, _label(run, len(runs) > 1, "peak " + peak[0][1].params["isa"]))
-            drawn = True
-        if len(triad) > 1:
-            _curve(ax2, triad, _label(run, len(runs) > 1, "DRAM triad"))
-            drawn = True
-    if not drawn:
+
+    def dram_triad(m: Metric) -> str | None:
+        p = m.params
+        ok = (p["kernel"], p["stores"], p["level"], p["placement"]) == \
+            ("triad", "regular", "DRAM", "one-per-core") and p.get("phase") != "sweep"
+        return "DRAM triad" if ok else None
+
+    peak = _draw(ax1, runs, lambda run: _grouped(
+        _metrics(run, "compute", "peak"),
+        lambda m: f"peak {m.params['isa']}" if m.params.get("scaling") else None,
+        lambda m: m.params["threads"]))
+    triad = _draw(ax2, runs, lambda run: _grouped(_metrics(run, "memory", "bandwidth"),
+                                                  dram_triad, lambda m: m.params["threads"]))
+    if not (peak or triad):
         return None
-    ax1.set_title("Peak compute by threads", fontsize=11)
-    ax1.set_xlabel("threads")
-    ax1.set_ylabel("GFLOP/s")
-    ax2.set_title("DRAM triad by threads", fontsize=11)
-    ax2.set_xlabel("threads")
-    ax2.set_ylabel("GB/s")
-    for ax in (ax1, ax2):
+    for ax, title, unit in ((ax1, "Peak compute by threads", "GFLOP/s"),
+                            (ax2, "DRAM triad by threads", "GB/s")):
+        ax.set_title(title, fontsize=11)
+        ax.set_xlabel("threads")
+        ax.set_ylabel(unit)
         ax.grid(True, alpha=0.3)
-        if ax.lines:
-            ax.legend(fontsize=8)
     fig.tight_layout()
     return fig
 
@@ -116,20 +129,9 @@ def thread_scaling(runs: list[Run]) -> Figure | None:
 def latency_sweep(runs: list[Run]) -> Figure | None:
     fig, ax = _fig("Memory latency against working set (pointer chase)", "working set (bytes)",
                    "ns per load", logx=True, logy=True)
-    drawn = False
-    for run in runs:
-        curves: dict[str, list[tuple[float, Metric]]] = defaultdict(list)
-        for m in _metrics(run, "latency", "latency"):
-            curves[m.params["page_size"]].append((m.params["size_bytes"], m))
-        for page, pts in sorted(curves.items()):
-            _curve(ax, pts, _label(run, len(runs) > 1, f"{page} pages"))
-            drawn = True
-        if curves and run is runs[0]:
-            _cache_marks(ax, run, 1)
-    if not drawn:
-        return None
-    ax.legend(fontsize=8)
-    return fig
+    return fig if _draw(ax, runs, lambda run: _grouped(
+        _metrics(run, "latency", "latency"), lambda m: f"{m.params['page_size']} pages",
+        lambda m: m.params["size_bytes"]), cache_marks=True) else None
 
 
 def _matrix(run: Run, benchmark: str, name: str, key: Callable[[Metric], tuple[Any, Any]],
@@ -174,18 +176,9 @@ def core_to_core(run: Run) -> Figure | None:
 
 def clock_curve(runs: list[Run]) -> Figure | None:
     fig, ax = _fig("Core clock against active cores", "active cores", "GHz")
-    drawn = False
-    for run in runs:
-        curves: dict[str, list[tuple[float, Metric]]] = defaultdict(list)
-        for m in _metrics(run, "frequency", "clock"):
-            curves[m.params["load"]].append((m.params["active_cores"], m))
-        for load, pts in curves.items():
-            _curve(ax, pts, _label(run, len(runs) > 1, f"{load} load"))
-            drawn = True
-    if not drawn:
-        return None
-    ax.legend(fontsize=8)
-    return fig
+    return fig if _draw(ax, runs, lambda run: _grouped(
+        _metrics(run, "frequency", "clock"), lambda m: f"{m.params['load']} load",
+        lambda m: m.params["active_cores"])) else None
 
 
 def roofline(runs: list[Run]) -> Figure | None:
@@ -218,18 +211,15 @@ def roofline(runs: list[Run]) -> Figure | None:
 def mpi_point_to_point(runs: list[Run]) -> Figure | None:
     fig = Figure(figsize=(9, 4.8), dpi=100)
     ax1, ax2 = fig.subplots(1, 2)
-    drawn = False
-    for run in runs:
-        for name, ax in (("latency", ax1), ("bandwidth", ax2), ("bibw", ax2)):
-            curves: dict[str, list[tuple[float, Metric]]] = defaultdict(list)
-            for m in _metrics(run, "mpi", name):
-                if m.params["size_bytes"] > 0:
-                    curves[f"{name} {m.params.get('pair') or ''}".strip()].append(
-                        (m.params["size_bytes"], m))
-            for what, pts in curves.items():
-                _curve(ax, pts, _label(run, len(runs) > 1, what))
-                drawn = True
-    if not drawn:
+
+    def sized(names: tuple[str, ...]) -> Callable[[Run], dict[str, Points]]:
+        return lambda run: _grouped(
+            [m for m in run.metrics if m.benchmark == "mpi" and m.name in names],
+            lambda m: f"{m.name} {m.params.get('pair') or ''}".strip()
+            if m.params["size_bytes"] > 0 else None, lambda m: m.params["size_bytes"])
+
+    if not (_draw(ax1, runs, sized(("latency",))) | _draw(ax2, runs, sized(("bandwidth",
+                                                                            "bibw")))):
         return None
     for ax, title, unit in ((ax1, "MPI latency (one way)", "us"),
                             (ax2, "MPI bandwidth (window 64)", "MB/s")):
@@ -239,8 +229,6 @@ def mpi_point_to_point(runs: list[Run]) -> Figure | None:
         ax.set_xlabel("message size (bytes)")
         ax.set_ylabel(unit)
         ax.grid(True, which="both", alpha=0.3)
-        if ax.lines:
-            ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
 
@@ -248,19 +236,11 @@ def mpi_point_to_point(runs: list[Run]) -> Figure | None:
 def mpi_collectives(runs: list[Run]) -> Figure | None:
     fig, ax = _fig("MPI collectives: mean latency over ranks", "message size (bytes)", "us",
                    logx=True, logy=True)
-    drawn = False
-    for run in runs:
-        curves: dict[tuple[str, int], list[tuple[float, Metric]]] = defaultdict(list)
-        for name in ("allreduce", "bcast", "alltoall"):
-            for m in _metrics(run, "mpi", name):
-                curves[(name, m.params["ranks"])].append((m.params["size_bytes"], m))
-        for (name, ranks), pts in sorted(curves.items()):
-            _curve(ax, pts, _label(run, len(runs) > 1, f"{name} {ranks} ranks"))
-            drawn = True
-    if not drawn:
-        return None
-    ax.legend(fontsize=7)
-    return fig
+    return fig if _draw(ax, runs, lambda run: _grouped(
+        [m for m in run.metrics if m.benchmark == "mpi"
+         and m.name in ("allreduce", "bcast", "alltoall")],
+        lambda m: f"{m.name} {m.params['ranks']} ranks",
+        lambda m: m.params["size_bytes"])) else None
 
 
 def figures(runs: list[Run]) -> list[tuple[str, str, Figure]]:
