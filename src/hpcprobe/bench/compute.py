@@ -118,6 +118,9 @@ class _Models:
                              "how": self.ident.how,
                              "microarch": self.ident.arch.name if self.ident.arch else None,
                              "message": self.ident.note})
+        if self.ident.arch is None:  # said once, not once per kernel
+            ctx.warnings.append(f"compute: {self.ident.note}; each kernel's model is its "
+                                "measured single-core throughput")
 
     def add(self, pt: PeakPoint, peak_metric: Metric, clk: Metric) -> None:
         """Store the model of one measured point (GFLOP/s: FLOPs/cycle x cores x each clock
@@ -126,7 +129,7 @@ class _Models:
         if k not in self.models:
             per_cycle = peak_metric.summary.median / (cores * clk.summary.median)
             self.models[k], warning = flopmodel.model_for(self.ident, k, per_cycle)
-            if warning:
+            if warning and self.ident.arch is not None:
                 self.ctx.warnings.append(f"compute: {warning}")
         model = self.models[k]
         params = dict(peak_metric.params, model_source=model.source, microarch=model.microarch,
