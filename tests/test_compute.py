@@ -66,3 +66,18 @@ def test_unknown_precision_and_bad_threads_are_user_errors():
                       "--threads 999")
     assert_user_error(hpcprobe("run", "latency", "--precision", "dp", "--no-store"),
                       "--precision", "compute")
+
+
+def test_an_unknown_microarchitecture_gets_a_measured_model_and_one_warning(monkeypatch, tiny):
+    from hpcprobe import flopmodel, profiles, runner
+    from hpcprobe.bench.base import NoProgress
+
+    unknown = flopmodel.CpuId("GenuineIntel", 6, 250, "Intel(R) Future(R)", frozenset())
+    monkeypatch.setattr(flopmodel, "read_cpuid", lambda: unknown)
+    run = runner.execute(tiny, profiles.get("quick"), ["compute"], "scalar",
+                         {"compute": ComputeOptions(isa="scalar", threads=(1,))}, NoProgress())
+    assert not run.errors
+    models = [m for m in run.metrics if m.name == "peak_model"]
+    assert len(models) == 2 and all(m.params["model_source"] == "measured" for m in models)
+    assert [w for w in run.warnings if "not in the table" in w] == [run.warnings[0]]
+    assert len([w for w in run.warnings if "not in the table" in w]) == 1
