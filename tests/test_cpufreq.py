@@ -20,13 +20,11 @@ def test_policy_and_current_frequency(tmp_path):
     assert pol == cpufreq.Policy("acpi-cpufreq", "performance", 1.5, 3.7)
     assert pol.to_dict()["max_ghz"] == 3.7
     assert cpufreq.current_ghz(0, root) == 3.1
-    assert cpufreq.exposed([0, 5], root)
 
 
 def test_no_cpufreq_is_none(tmp_path):
     assert cpufreq.policy(0, str(tmp_path)) is None
     assert cpufreq.current_ghz(0, str(tmp_path)) is None
-    assert not cpufreq.exposed([0, 1], str(tmp_path))
 
 
 def test_garbage_reads_as_unknown(tmp_path):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -80,7 +79,3 @@ class CurrentSampler:
         assert self._thread is not None
         self._thread.join()
 
-
-def exposed(cpus: Iterable[int], root: str = SYSFS_CPU) -> bool:
-    """Whether any of the CPUs has cpufreq in sysfs."""
-    return any(policy(c, root) is not None for c in cpus)

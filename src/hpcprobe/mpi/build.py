@@ -17,8 +17,12 @@ SOURCE = "hpb_mpi.c"
 
 @cache
 def source_text() -> str:
-    """The C source shipped in the package (native/mpi/hpb_mpi.c in the checkout)."""
-    return resources.files("hpcprobe.mpi").joinpath(SOURCE).read_text()
+    """The C source shipped in the package; run from a checkout (src/ on the path), the one in
+    native/mpi/."""
+    shipped = resources.files("hpcprobe.mpi").joinpath(SOURCE)
+    if shipped.is_file():
+        return shipped.read_text()
+    return (Path(__file__).resolve().parents[3] / "native" / "mpi" / SOURCE).read_text()
 
 
 def cache_root() -> Path:

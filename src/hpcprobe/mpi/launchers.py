@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -143,7 +142,3 @@ def choose(mpi: Mpi, name: str | None) -> tuple[Launcher, str]:
             return LAUNCHERS[n], path
     raise UserError(f"no launcher for {mpi.implementation} {mpi.version} at {mpi.prefix} "
                     "(no mpirun/mpiexec in its bin/, no srun on PATH); use --launcher")
-
-
-def this_host() -> str:
-    return socket.gethostname()
