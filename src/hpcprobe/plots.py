@@ -17,10 +17,6 @@ from matplotlib.figure import Figure  # noqa: E402
 from .results import Metric, Run  # noqa: E402
 
 
-def _metrics(run: Run, benchmark: str, name: str) -> list[Metric]:
-    return [m for m in run.metrics if m.benchmark == benchmark and m.name == name]
-
-
 def _label(run: Run, several: bool, what: str) -> str:
     return f"{run.tag or run.run_id}: {what}" if several else what
 
@@ -93,7 +89,7 @@ def bandwidth_sweep(runs: list[Run]) -> Figure | None:
     fig, ax = _fig("Bandwidth against working set per thread (STREAM counting)",
                    "working set per thread (bytes)", "GB/s", logx=True, logy=True)
     return fig if _draw(ax, runs, lambda run: _grouped(
-        _metrics(run, "memory", "bandwidth"),
+        run.select("memory", "bandwidth"),
         lambda m: f"{m.params['kernel']} {m.params['threads']}T" if m.params.get("in_sweep")
         else None, lambda m: m.params["size_per_thread_bytes"]), cache_marks=True) else None
 
@@ -109,10 +105,10 @@ def thread_scaling(runs: list[Run]) -> Figure | None:
         return "DRAM triad" if ok else None
 
     peak = _draw(ax1, runs, lambda run: _grouped(
-        _metrics(run, "compute", "peak"),
+        run.select("compute", "peak"),
         lambda m: f"peak {m.params['isa']}" if m.params.get("scaling") else None,
         lambda m: m.params["threads"]))
-    triad = _draw(ax2, runs, lambda run: _grouped(_metrics(run, "memory", "bandwidth"),
+    triad = _draw(ax2, runs, lambda run: _grouped(run.select("memory", "bandwidth"),
                                                   dram_triad, lambda m: m.params["threads"]))
     if not (peak or triad):
         return None
@@ -130,13 +126,13 @@ def latency_sweep(runs: list[Run]) -> Figure | None:
     fig, ax = _fig("Memory latency against working set (pointer chase)", "working set (bytes)",
                    "ns per load", logx=True, logy=True)
     return fig if _draw(ax, runs, lambda run: _grouped(
-        _metrics(run, "latency", "latency"), lambda m: f"{m.params['page_size']} pages",
+        run.select("latency", "latency"), lambda m: f"{m.params['page_size']} pages",
         lambda m: m.params["size_bytes"]), cache_marks=True) else None
 
 
 def _matrix(run: Run, benchmark: str, name: str, key: Callable[[Metric], tuple[Any, Any]],
             title: str, unit: str) -> Figure | None:
-    cells = {key(m): m.summary.median for m in _metrics(run, benchmark, name)}
+    cells = {key(m): m.summary.median for m in run.select(benchmark, name)}
     if not cells:
         return None
     rows = sorted({r for r, _ in cells})
@@ -177,7 +173,7 @@ def core_to_core(run: Run) -> Figure | None:
 def clock_curve(runs: list[Run]) -> Figure | None:
     fig, ax = _fig("Core clock against active cores", "active cores", "GHz")
     return fig if _draw(ax, runs, lambda run: _grouped(
-        _metrics(run, "frequency", "clock"), lambda m: f"{m.params['load']} load",
+        run.select("frequency", "clock"), lambda m: f"{m.params['load']} load",
         lambda m: m.params["active_cores"])) else None
 
 
@@ -188,8 +184,8 @@ def roofline(runs: list[Run]) -> Figure | None:
     drawn = False
     for run in runs:
         compute = {m.params["precision"]: m.summary.median
-                   for m in _metrics(run, "roofline", "compute_ceiling")}
-        for m in _metrics(run, "roofline", "bandwidth_ceiling"):
+                   for m in run.select("roofline", "compute_ceiling")}
+        for m in run.select("roofline", "bandwidth_ceiling"):
             bw = m.summary.median
             top = max(compute.values(), default=0.0)
             if not top:

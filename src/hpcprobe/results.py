@@ -61,6 +61,10 @@ class Run:
     tag: str | None = None
     duration_s: float = 0.0
 
+    def select(self, benchmark: str, name: str) -> list[Metric]:
+        """The run's metrics of one benchmark and name, in measurement order."""
+        return [m for m in self.metrics if m.benchmark == benchmark and m.name == name]
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema": SCHEMA_NAME, "schema_version": SCHEMA_VERSION, "run_id": self.run_id,

@@ -117,7 +117,7 @@ def _page_order(label: str) -> tuple[int, int]:
 
 
 def _latency_table(run: Run) -> Table | None:
-    lat = [m for m in run.metrics if m.benchmark == "latency" and m.name == "latency"]
+    lat = run.select("latency", "latency")
     if not lat:
         return None
     pages = sorted({m.params["page_size"] for m in lat}, key=_page_order)
@@ -196,21 +196,17 @@ def _c2c_table(run: Run) -> Table | None:
     return t
 
 
-def _metrics(run: Run, benchmark: str, name: str) -> list[Metric]:
-    return [m for m in run.metrics if m.benchmark == benchmark and m.name == name]
-
-
 def _kernel_key(p: dict[str, Any]) -> tuple[str, str, str]:
     return p["isa"], p["precision"], p["op"]
 
 
 def _compute_table(run: Run) -> Table | None:
-    peaks = _metrics(run, "compute", "peak")
+    peaks = run.select("compute", "peak")
     table = [m for m in peaks if m.params["phase"] == "peak"]
     if not table:
         return None
     models = {(_kernel_key(m.params), m.params["threads"]): m
-              for m in _metrics(run, "compute", "peak_model")}
+              for m in run.select("compute", "peak_model")}
     counts = sorted({m.params["threads"] for m in table})
     t = Table(title=f"Peak compute, GFLOP/s (FMA = 2 FLOPs), median ±95% CI, {_n_range(table)}; "
                     "% of the model: FLOP/cycle/core x cores x the clock measured under the "
@@ -245,11 +241,11 @@ def percent_of(m: Metric, model: Metric) -> float:
 
 def _peak_lines(run: Run) -> list[str]:
     """The headline: the best all-core peak per precision against its model."""
-    peaks = _metrics(run, "compute", "peak")
+    peaks = run.select("compute", "peak")
     if not peaks:
         return []
     models = {(_kernel_key(m.params), m.params["threads"]): m
-              for m in _metrics(run, "compute", "peak_model")}
+              for m in run.select("compute", "peak_model")}
     top = max(m.params["threads"] for m in peaks)
     out = []
     for precision in ("dp", "sp"):
@@ -274,11 +270,11 @@ def _peak_lines(run: Run) -> list[str]:
 
 
 def _scaling_table(run: Run) -> Table | None:
-    scaling = {m.params["threads"]: m for m in _metrics(run, "compute", "peak")
+    scaling = {m.params["threads"]: m for m in run.select("compute", "peak")
                if m.params.get("scaling")}
     if len(scaling) < 2:
         return None
-    triad = {m.params["threads"]: m for m in _metrics(run, "memory", "bandwidth")
+    triad = {m.params["threads"]: m for m in run.select("memory", "bandwidth")
              if m.params["kernel"] == "triad" and m.params["stores"] == "regular"
              and m.params["level"] == "DRAM" and m.params["placement"] == "one-per-core"}
     first = scaling[min(scaling)]
@@ -298,13 +294,13 @@ def _scaling_table(run: Run) -> Table | None:
 
 
 def _clock_table(run: Run) -> Table | None:
-    clocks = [m for m in run.metrics if m.name == "clock" and m.benchmark == "frequency"]
+    clocks = run.select("frequency", "clock")
     if not clocks:
         return None
     loads = list(dict.fromkeys(m.params["load"] for m in clocks))
     cells = {(m.params["active_cores"], m.params["load"]): m for m in clocks}
     cur = {(m.params["active_cores"], m.params["load"]): m
-           for m in _metrics(run, "frequency", "scaling_cur_freq")}
+           for m in run.select("frequency", "scaling_cur_freq")}
     t = Table(title=f"Core clock, GHz (dependent add chains; scalar: the chain alone, avx2/avx512:"
                     f" with FMAs of that width in flight), median ±95% CI, {_n_range(clocks)}; "
                     f"cores in the order of placement {clocks[0].params['placement']}",
@@ -325,12 +321,12 @@ def _clock_table(run: Run) -> Table | None:
 
 
 def _roofline_table(run: Run) -> Table | None:
-    ceilings = _metrics(run, "roofline", "bandwidth_ceiling")
-    compute = {m.params["precision"]: m for m in _metrics(run, "roofline", "compute_ceiling")}
+    ceilings = run.select("roofline", "bandwidth_ceiling")
+    compute = {m.params["precision"]: m for m in run.select("roofline", "compute_ceiling")}
     if not ceilings or not compute:
         return None
     ridge = {(m.params["precision"], m.params["level"]): m
-             for m in _metrics(run, "roofline", "ridge_point")}
+             for m in run.select("roofline", "ridge_point")}
     tops = ", ".join(f"{p.upper()} {m.summary.median:.1f} GFLOP/s ({m.params['isa']} "
                      f"{m.params['op']})" for p, m in compute.items())
     t = Table(title=f"Roofline on {ceilings[0].params['threads']} core(s): compute ceilings {tops};"
@@ -349,7 +345,7 @@ def _roofline_table(run: Run) -> Table | None:
 
 def render(run: Run, console: Console) -> None:
     console.print(_header(run))
-    bw = [m for m in run.metrics if m.benchmark == "memory" and m.name == "bandwidth"]
+    bw = run.select("memory", "bandwidth")
     for table in (_sweep_table(bw), _stream_table(bw), _latency_table(run), _loaded_table(run),
                   *_numa_tables(run), _c2c_table(run), _levels_table(run), _clock_table(run),
                   _compute_table(run), _scaling_table(run), _roofline_table(run)):
