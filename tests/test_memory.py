@@ -118,6 +118,21 @@ def test_full_plan_runs_on_a_small_topology(tiny):
     assert any(f["kind"] == "cache_level" for f in ctx.findings)
 
 
+def test_default_plan_has_the_dram_triad_at_every_scaling_count():
+    from conftest import DATA
+    from hpcprobe import topology
+    from hpcprobe.placement import active_counts
+
+    topo = topology.load_xml(DATA / "laptop-8c.xml")
+    p = profiles.get("default")
+    plan = default_plan(topo, p.sweep_kernels, p.stream_stores, p.sweep_points_per_octave,
+                        active_counts(8, p.curve_points))
+    triad = sorted(m.threads for m in plan if m.phase == "stream" and m.kernel == "triad"
+                   and m.stores == "regular" and m.placement == "one-per-core")
+    assert triad == list(range(1, 9))
+    assert len(plan) == len(_default(topo)) + 4  # 3, 5, 6, 7 threads; triad only
+
+
 def test_default_plan_on_one_allowed_cpu():
     from conftest import DATA
     from hpcprobe import topology

@@ -13,6 +13,7 @@ from .._native import Team
 from ..errors import UserError
 from ..kernels import KERNELS, STREAM_KERNELS, bandwidth_gbs
 from ..levels import check_levels
+from ..placement import active_counts
 from ..placement import plan as place
 from ..results import Metric
 from ..sysinfo import mem_available_bytes
@@ -173,11 +174,13 @@ def _store_types(kernel: str, stores: Iterable[str]) -> list[str]:
 
 
 def default_plan(topo: Topology, sweep_kernels: Iterable[str], stream_stores: Iterable[str],
-                 per_octave: int) -> list[Measurement]:
+                 per_octave: int, scaling_counts: Iterable[int] = ()) -> list[Measurement]:
     """The full characterisation: sweeps from L1 to DRAM on 1 thread and on all cores, and DRAM
-    STREAM at a ladder of thread counts on all cores, one thread per L3 and per NUMA domain.
-    Every DRAM measurement has a working set of 4x the last-level cache serving its team; a
-    sweep's DRAM point that STREAM measures anyway is measured once."""
+    STREAM at a ladder of thread counts on all cores, one thread per L3 and per NUMA domain,
+    and the DRAM triad (ordinary stores, one thread per core) at the other `scaling_counts` (the
+    bandwidth side of the core-scaling curve). Every DRAM measurement has a working set of 4x
+    the last-level cache serving its team; a sweep's DRAM point that STREAM measures anyway is
+    measured once."""
     # The most specific name labels a thread set that several placements yield (spreading 32
     # threads over all cores of a 32-CCX node is one per L3 domain); one thread is one-per-core.
     placements = ["one-per-numa"] if len(topo.numa_nodes) > 1 else []
@@ -193,6 +196,11 @@ def default_plan(topo: Topology, sweep_kernels: Iterable[str], stream_stores: It
             for stores in _store_types(name, stream_stores):
                 stream.setdefault((name, stores, cpus), Measurement(
                     "stream", name, stores, placement, cpus, elems_for(name, dram, k), "DRAM"))
+    for k in scaling_counts:
+        cpus = place(topo, "one-per-core", k).cpus
+        stream.setdefault(("triad", "regular", cpus), Measurement(
+            "stream", "triad", "regular", "one-per-core", cpus,
+            elems_for("triad", dram_working_set(topo, cpus), k), "DRAM"))
     sweep: list[Measurement] = []
     all_cores = place(topo, "one-per-core").cpus
     for cpus in [all_cores[:1]] + ([all_cores] if len(all_cores) > 1 else []):
@@ -332,8 +340,9 @@ def run(ctx: RunContext, opts: MemoryOptions | None) -> None:
     if opts.narrowed:
         plan_ = narrowed_plan(topo, opts, ctx.oversubscribe)
     else:
+        cores = len(place(topo, "one-per-core").cpus)
         plan_ = default_plan(topo, prof.sweep_kernels, prof.stream_stores,
-                             prof.sweep_points_per_octave)
+                             prof.sweep_points_per_octave, active_counts(cores, prof.curve_points))
     check_memory(plan_, mem_available_bytes())
     ctx.progress.start("memory", len(plan_))
     # Cache-resident measurements are many and cheap, DRAM ones few and dear: each pool gets its
