@@ -296,6 +296,25 @@ def test_a_killed_rank_ends_the_run_with_what_was_measured(tmp_path):
 
 
 @needs_mpi
+def test_an_interrupt_stops_the_ranks_and_stores_nothing(tmp_path):
+    db = tmp_path / "r.sqlite"
+    cli = Path(sys.executable).parent / "hpcprobe"
+    p = subprocess.Popen([str(cli), "mpi", "--np", "2", "--oversubscribe", "--tests", "latency",
+                          "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    time.sleep(2.5)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and "interrupted" in err
+    exe = str(build.program(MPI)).encode()
+    time.sleep(0.5)
+    assert not [d for d in Path("/proc").iterdir()
+                if d.name.isdigit() and _cmdline(d).split(b"\0")[0] == exe]
+    n = sqlite3.connect(db).execute("select count(*) from runs").fetchone()[0]
+    assert n == 0
+
+
+@needs_mpi
 def test_hpcprobe_run_has_a_short_mpi_section(tmp_path):
     out = tmp_path / "run.json"
     r = hpcprobe("run", "mpi", "--quick", "--no-store", "--json", str(out))

@@ -47,21 +47,10 @@ def _stop(p: subprocess.Popen[str]) -> None:
             continue
 
 
-def run(launch: Launch, timeout_s: float, name: str) -> Outcome:
-    """Run the launch; each test and size (and the start-up) may take at most timeout_s."""
-    out = Outcome()
-    try:
-        p = subprocess.Popen(launch.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, env={**os.environ, **launch.env},
-                             start_new_session=True)
-    except OSError as exc:
-        out.error = f"{name} cannot be started: {exc}"
-        return out
-    assert p.stdout is not None and p.stderr is not None
-    err_lines: list[str] = []
-    stderr = p.stderr
-    drain = threading.Thread(target=lambda: err_lines.extend(stderr), daemon=True)
-    drain.start()
+def _follow(p: subprocess.Popen[str], out: Outcome, timeout_s: float, name: str) -> bool:
+    """Read the program's lines into `out` until it ends or a test makes no progress for
+    timeout_s (then stop it); whether it said it was done."""
+    assert p.stdout is not None
     sel = selectors.DefaultSelector()
     sel.register(p.stdout, selectors.EVENT_READ)
     limit = max(timeout_s, STARTUP_S)
@@ -95,6 +84,30 @@ def run(launch: Launch, timeout_s: float, name: str) -> Outcome:
             out.info = rec
         elif kind == "done":
             done = True
+    return done
+
+
+def run(launch: Launch, timeout_s: float, name: str) -> Outcome:
+    """Run the launch: each test and size may take timeout_s, the start-up at least
+    STARTUP_S; interrupted, it stops the launcher and its ranks before it re-raises."""
+    out = Outcome()
+    try:
+        p = subprocess.Popen(launch.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env={**os.environ, **launch.env},
+                             start_new_session=True)
+    except OSError as exc:
+        out.error = f"{name} cannot be started: {exc}"
+        return out
+    assert p.stderr is not None
+    err_lines: list[str] = []
+    stderr = p.stderr
+    drain = threading.Thread(target=lambda: err_lines.extend(stderr), daemon=True)
+    drain.start()
+    try:
+        done = _follow(p, out, timeout_s, name)
+    except BaseException:  # Ctrl-C: the ranks run in their own session and would live on
+        _stop(p)
+        raise
     rc = p.wait()
     drain.join(timeout=GRACE_S)
     if out.error is None and (rc != 0 or not done):
