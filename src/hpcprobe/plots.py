@@ -8,13 +8,10 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
-import matplotlib
+# Figure objects, not pyplot: no global state and no display backend; savefig renders PNG
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")  # no display: figures are rendered to PNG
-
-from matplotlib.figure import Figure  # noqa: E402
-
-from .results import Metric, Run  # noqa: E402
+from .results import Metric, Run
 
 
 def _label(run: Run, several: bool, what: str) -> str:
