@@ -275,17 +275,27 @@ def _cmdline(proc: Path) -> bytes:
         return b""
 
 
+def running_ranks() -> list[int]:
+    """PIDs of the processes running the test program (found through /proc)."""
+    exe = str(build.program(MPI)).encode()
+    return [int(d.name) for d in Path("/proc").iterdir()
+            if d.name.isdigit() and _cmdline(d).split(b"\0")[0] == exe]
+
+
+def start_latency_run(db: Path) -> subprocess.Popen[str]:
+    """`hpcprobe mpi` on 2 ranks with OSU's latency counts: about 8 s here."""
+    cli = Path(sys.executable).parent / "hpcprobe"
+    return subprocess.Popen([str(cli), "mpi", "--np", "2", "--oversubscribe", "--tests",
+                             "latency", "--db", str(db)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
 @needs_mpi
 def test_a_killed_rank_ends_the_run_with_what_was_measured(tmp_path):
     db = tmp_path / "r.sqlite"
-    cli = Path(sys.executable).parent / "hpcprobe"
-    p = subprocess.Popen([str(cli), "mpi", "--np", "2", "--oversubscribe", "--tests", "latency",
-                          "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+    p = start_latency_run(db)
     time.sleep(3.0)  # start-up and a few sizes
-    exe = str(build.program(MPI)).encode()
-    ranks = [int(d.name) for d in Path("/proc").iterdir()
-             if d.name.isdigit() and _cmdline(d).split(b"\0")[0] == exe]
+    ranks = running_ranks()
     assert ranks, "no rank running"
     os.kill(max(ranks), signal.SIGKILL)
     out, err = p.communicate(timeout=120)
@@ -298,18 +308,13 @@ def test_a_killed_rank_ends_the_run_with_what_was_measured(tmp_path):
 @needs_mpi
 def test_an_interrupt_stops_the_ranks_and_stores_nothing(tmp_path):
     db = tmp_path / "r.sqlite"
-    cli = Path(sys.executable).parent / "hpcprobe"
-    p = subprocess.Popen([str(cli), "mpi", "--np", "2", "--oversubscribe", "--tests", "latency",
-                          "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
+    p = start_latency_run(db)
     time.sleep(2.5)
     p.send_signal(signal.SIGINT)
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130 and "interrupted" in err
-    exe = str(build.program(MPI)).encode()
     time.sleep(0.5)
-    assert not [d for d in Path("/proc").iterdir()
-                if d.name.isdigit() and _cmdline(d).split(b"\0")[0] == exe]
+    assert running_ranks() == []
     n = sqlite3.connect(db).execute("select count(*) from runs").fetchone()[0]
     assert n == 0
 
