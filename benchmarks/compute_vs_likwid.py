@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import statistics
 import subprocess
 import sys
+
+from sidebyside import in_turn, missing, round_ratios
 
 from hpcprobe import _native, profiles, runner, topology
 from hpcprobe.bench.base import NoProgress
@@ -66,8 +67,7 @@ def main() -> int:
     ap.add_argument("--likwid-seconds", type=float, default=1.0,
                     help="likwid-bench -s (its default, 1 s)")
     a = ap.parse_args()
-    if not shutil.which("likwid-bench"):
-        print("likwid-bench not found: install Debian's likwid (make setup does, as root)")
+    if missing("likwid-bench", "likwid"):
         return 2
     topo = topology.discover()
     have = _native.supported_isas()
@@ -81,8 +81,7 @@ def main() -> int:
     for r in range(a.rounds):
         for i, (test, t) in enumerate(configs):
             isa, op = SHAPES[test]
-            for step in (["likwid", "hpcprobe"] if (r + i) % 2 == 0 else
-                         ["hpcprobe", "likwid"]):
+            for step in in_turn("likwid", "hpcprobe", r + i):
                 if step == "likwid":
                     theirs[(test, t)].append(likwid(test, t, a.likwid_seconds))
                 else:
@@ -96,13 +95,12 @@ def main() -> int:
           f"{'clock GHz':>9s}")
     worst, worst_pct = float("inf"), float("inf")
     for c in configs:
-        ratios = [h / k for h, k in zip(ours[c], theirs[c], strict=True)]
-        ratio = statistics.median(ratios)
+        ratio, lo, hi = round_ratios(ours[c], theirs[c])
         p = statistics.median(pct[c])
         worst, worst_pct = min(worst, ratio), min(worst_pct, p)
         print(f"{c[0]:21s} {c[1]:3d} {statistics.median(theirs[c]):15.0f} "
-              f"{statistics.median(ours[c]):17.0f} {ratio:6.3f} {min(ratios):6.3f}-"
-              f"{max(ratios):.3f} {p:8.1f} {statistics.median(ghz[c]):9.3f}")
+              f"{statistics.median(ours[c]):17.0f} {ratio:6.3f} {lo:6.3f}-"
+              f"{hi:.3f} {p:8.1f} {statistics.median(ghz[c]):9.3f}")
     print(f"lowest ratio hpcprobe/likwid-bench: {worst:.3f} (target >= 0.99); lowest % of the "
           f"measured-clock model: {worst_pct:.1f} (target >= 97); medians of {a.rounds} "
           f"interleaved rounds; hpcprobe profile {a.profile}")

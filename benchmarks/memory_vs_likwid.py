@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import argparse
 import re
-import shutil
 import statistics
 import subprocess
 import sys
+
+from sidebyside import in_turn, missing, round_ratios
 
 from hpcprobe import _native, profiles, runner, topology
 from hpcprobe.bench.base import NoProgress
@@ -84,8 +85,7 @@ def main() -> int:
     ap.add_argument("--likwid-seconds", type=float, default=1.0,
                     help="likwid-bench -s (its default, 1 s; shorter runs read low here)")
     a = ap.parse_args()
-    if not shutil.which("likwid-bench"):
-        print("likwid-bench not found: install Debian's likwid (make setup does, as root)")
+    if missing("likwid-bench", "likwid"):
         return 2
     if "avx512" not in _native.supported_isas():
         print("this CPU lacks AVX-512; the avx512 shapes cannot be compared")
@@ -100,9 +100,8 @@ def main() -> int:
             size = level_sizes(topo, t)[lvl]
             kernel, stores = SHAPES[test]
             # interleaved, alternating which tool goes first
-            steps = ["likwid", "hpcprobe"] if (r + i) % 2 == 0 else ["hpcprobe", "likwid"]
             used = size
-            for step in steps:
+            for step in in_turn("likwid", "hpcprobe", r + i):
                 if step == "likwid":
                     mbs, used = likwid(test, size, t, a.likwid_seconds)
                     theirs[(lvl, t, test)].append(mbs)
@@ -115,11 +114,10 @@ def main() -> int:
     worst = float("inf")
     for c in configs:
         lk, hp = statistics.median(theirs[c]), statistics.median(ours[c])
-        ratios = [h / k for h, k in zip(ours[c], theirs[c], strict=True)]
-        ratio = statistics.median(ratios)
+        ratio, lo, hi = round_ratios(ours[c], theirs[c])
         worst = min(worst, ratio)
         print(f"{c[0]:5s} {c[1]:3d} {c[2]:18s} {lk:12.0f} {hp:14.0f} {ratio:6.3f} "
-              f"{min(ratios):6.3f}-{max(ratios):.3f}")
+              f"{lo:6.3f}-{hi:.3f}")
     print(f"lowest ratio hpcprobe/likwid-bench: {worst:.3f} (target >= 0.99); median of "
           f"{a.rounds} interleaved rounds' ratios; hpcprobe profile {a.profile}")
     return 0

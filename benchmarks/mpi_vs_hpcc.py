@@ -25,6 +25,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from sidebyside import in_turn, missing, round_ratios
+
 from hpcprobe import _native, profiles, runner, topology
 from hpcprobe.bench.base import NoProgress
 from hpcprobe.bench.mpi import MpiOptions
@@ -117,8 +119,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
-    if not shutil.which("hpcc"):
-        print("hpcc not found: install Debian's hpcc (make setup does, as root)")
+    if missing("hpcc", "hpcc"):
         return 2
     mpi = find.find()
     topo = topology.discover()
@@ -126,7 +127,7 @@ def main() -> int:
     ours: list[dict[tuple[str, int, str], float]] = []
     theirs: list[dict[str, float]] = []
     for r in range(a.rounds):
-        for step in (["hpcc", "hpcprobe"] if r % 2 == 0 else ["hpcprobe", "hpcc"]):
+        for step in in_turn("hpcc", "hpcprobe", r):
             if step == "hpcc":
                 theirs.append(hpcc(mpi, Layout(cpus)))
             else:
@@ -143,9 +144,8 @@ def main() -> int:
             print(f"{label:24s} {med:15.2f} {best:10.2f} {'-':>10s} {'-':>12s} {'-':>10s}")
             continue
         other = statistics.median(t[key] for t in theirs)
-        ratios = {kind: statistics.median(o[(name, size, kind)] / t[key]
-                                          for o, t in zip(ours, theirs, strict=True))
-                  for kind in ("median", "best")}
+        ratios = {kind: round_ratios([o[(name, size, kind)] for o in ours],
+                                     [t[key] for t in theirs])[0] for kind in ("median", "best")}
         note = ("hpcc: 8 B ping-pong; lower is better" if name == "latency" else
                 "hpcc: 2,000,000 B ping-pong (1 in flight); hpcprobe: window of 64" +
                 ("; both directions counted" if name == "bibw" else ""))
