@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from ..errors import UserError
@@ -81,8 +82,10 @@ def _macros(mpicc: str) -> dict[str, str]:
     return out
 
 
+@cache
 def describe(mpicc: str) -> Mpi:
-    """What the MPI behind this mpicc is."""
+    """What the MPI behind this mpicc is (asked once per process: the provenance and the mpi
+    benchmark both need it)."""
     real = os.path.realpath(mpicc)
     mac = _macros(mpicc)
     if "OMPI_MAJOR_VERSION" in mac:
