@@ -140,3 +140,38 @@ def test_oversubscribe_allows_more_threads(tmp_path):
     r = hpcprobe("run", "memory", "--kernel", "triad", "--stores", "regular", "--threads",
                  str(n), "--oversubscribe", "--size", "4MiB", "--quick", "--no-store")
     assert r.code == 0, r.err
+
+
+def _commands() -> list[list[str]]:
+    """Every command of the parser, and the top level."""
+    import argparse
+
+    from hpcprobe.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return [[]] + [[name] for name in sub.choices]
+
+
+@pytest.mark.parametrize("command", _commands(), ids=lambda c: " ".join(c) or "hpcprobe")
+def test_every_help_renders(command):
+    r = hpcprobe(*command, "--help")
+    assert r.code == 0 and "Traceback" not in r.err, r.err
+    assert "usage: hpcprobe" in r.out
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["mpi", "--np", "0"], ["--np 0", ">= 1"]),
+    (["mpi", "--np", "-3"], ["--np -3"]),
+    (["mpi", "--timeout", "-1"], ["--timeout -1"]),
+    (["run", "latency", "--cpu", "-1"], ["--cpu -1"]),
+    (["run", "numa", "--cpu-node", "-2"], ["--cpu-node -2"]),
+    (["run", "compute", "--threads", "2,-1"], ["--threads 2,-1"]),
+    (["plan", "--placement", "compact", "--threads", "0"], ["--threads 0"]),
+    (["list", "--limit", "0"], ["--limit 0"]),
+    (["compare", "a", "b", "--limit", "-1"], ["--limit -1"]),
+])
+def test_zero_and_negative_counts_are_usage_errors(tmp_path, args, needles):
+    db = tmp_path / "r.sqlite"
+    r = hpcprobe(*args, "--db", str(db)) if args[0] != "plan" else hpcprobe(*args)
+    assert_user_error(r, *needles)
+    assert not db.exists() or _runs(db) == 0

@@ -338,3 +338,20 @@ def test_bad_mpi_options_are_user_errors():
     assert_user_error(hpcprobe("mpi", "--np", "4096", "--no-store"), "--np 4096",
                       "--oversubscribe")
     assert_user_error(hpcprobe("mpi", "--timeout", "0", "--no-store"), "--timeout 0")
+
+
+@needs_mpi
+def test_a_launcher_that_cannot_start_stores_nothing(tmp_path):
+    # an srun on PATH whose controller cannot be reached, as on a login node without Slurm
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    srun = bindir / "srun"
+    srun.write_text("#!/bin/sh\necho 'srun: error: Unable to contact slurm controller "
+                    "(connect failure)' >&2\nexit 1\n")
+    srun.chmod(0o755)
+    db = tmp_path / "r.sqlite"
+    r = hpcprobe("mpi", "--launcher", "srun", "--np", "2", "--db", str(db),
+                 env={"PATH": f"{bindir}:{os.environ['PATH']}"})
+    assert_user_error(r, "srun launcher could not start", "Unable to contact slurm controller")
+    assert not db.exists() or \
+        sqlite3.connect(db).execute("select count(*) from runs").fetchone()[0] == 0

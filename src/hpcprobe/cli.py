@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,10 +25,23 @@ from .store import Store, default_path
 from .units import parse_size
 
 
+class _Formatter(argparse.HelpFormatter):
+    """Help texts are shown as written: a `%` in one (\"CI target 2 %\") is text, not a format."""
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        return action.help or ""
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that ends a usage mistake with one line and exit code 2."""
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _Formatter)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
+        # "argument --np: --np '0': ..." when the type's message names its flag already
+        message = re.sub(r"^argument ([^:]+): (?=\1 )", "", message)
         sys.stderr.write(f"hpcprobe: error: {message} (see `{self.prog} --help`)\n")
         sys.exit(EXIT_USAGE)
 
@@ -43,10 +57,39 @@ def _int_list(text: str) -> tuple[int, ...]:
     try:
         vals = tuple(int(v) for v in text.split(","))
     except ValueError:
+        vals = ()
+    if not vals or min(vals) < 1:
         raise argparse.ArgumentTypeError(
-            f"--threads {text!r}: give a thread count or a comma-separated list, e.g. 1,2,4"
-        ) from None
+            f"--threads {text}: give a thread count of at least 1 or a comma-separated list, "
+            "e.g. 1,2,4")
     return vals
+
+
+def _at_least(flag: str, least: int, what: str) -> Any:
+    """An argparse type: a whole number >= least, else a usage error naming the flag."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{flag} {text}: give {what} (a whole number "
+                                             f">= {least})")
+        return value
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"--timeout {text}: give a positive number of "
+                                         "seconds")
+    return value
 
 
 def _int_pair(text: str) -> tuple[int, int]:
@@ -108,11 +151,12 @@ def build_parser() -> argparse.ArgumentParser:
     cg.add_argument("--precision", choices=("dp", "sp", "both"),
                     help="peak kernels in double or single precision (default: both)")
     lg = r.add_argument_group("narrowing the latency benchmark")
-    lg.add_argument("--cpu", type=int, help="the CPU that chases pointers (default: the first "
+    lg.add_argument("--cpu", type=_at_least("--cpu", 0, "an OS CPU number"), help="the CPU that chases pointers (default: the first "
                                             "core)")
     ng = r.add_argument_group("narrowing the numa benchmark")
-    ng.add_argument("--cpu-node", type=int, help="only threads in this NUMA domain (OS index)")
-    ng.add_argument("--memory-node", type=int, help="only memory bound to this NUMA domain")
+    ng.add_argument("--cpu-node", type=_at_least("--cpu-node", 0, "a NUMA domain's OS index"), help="only threads in this NUMA domain (OS index)")
+    ng.add_argument("--memory-node",
+                    type=_at_least("--memory-node", 0, "a NUMA domain's OS index"), help="only memory bound to this NUMA domain")
     lg.add_argument("--loaded", action="store_true",
                     help="also measure latency while the other cores stream (the default and "
                          "thorough profiles do)")
@@ -131,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("action", nargs="?", choices=("run", "info"), default="run",
                    help="run the tests (default) or show the MPI found, its fingerprint and "
                         "launchers")
-    m.add_argument("--np", type=int, help="ranks (default: one per CPU of the placement)")
+    m.add_argument("--np", type=_at_least("--np", 1, "a rank count"), help="ranks (default: one per CPU of the placement)")
     m.add_argument("--launcher", help="mpirun (Open MPI), mpiexec (MPICH, Intel MPI), srun "
                                       "(default: the one that goes with the MPI; srun inside a "
                                       "Slurm allocation)")
@@ -145,7 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--hosts", type=_name_list, help="hosts for multi-node runs, e.g. n1,n2")
     m.add_argument("--mpi", metavar="PREFIX", help="the MPI installation to use (its prefix; "
                                                    "default: $HPCPROBE_MPI, then PATH)")
-    m.add_argument("--timeout", type=float, metavar="S",
+    m.add_argument("--timeout", type=_seconds, metavar="S",
                    help="stop a test (one size) that makes no progress for S seconds "
                         "(default: 600; 30 in hpcprobe run)")
     m.add_argument("--max-size", type=_size, help="largest message (default: 4MiB; collectives "
@@ -162,8 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
     out = c.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the comparison as JSON")
     out.add_argument("--csv", action="store_true", help="print the rows as CSV")
-    c.add_argument("--limit", type=int, default=40,
-                   help="rows in the text view (default 40; JSON and CSV have all)")
+    c.add_argument("--limit", type=_at_least("--limit", 0, "a row count"), default=40,
+                   help="rows in the text view (default 40, 0 for all; JSON and CSV have all)")
 
     rp = sub.add_parser("report", help="write an HTML report of runs, with plots",
                         description="One self-contained HTML file (opens without network) "
@@ -181,14 +225,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     pl = sub.add_parser("plan", help="show the CPUs a placement yields")
     pl.add_argument("--placement", required=True, help=placement.PLACEMENT_HELP)
-    pl.add_argument("--threads", type=int, help="number of threads (default: all it yields)")
+    pl.add_argument("--threads", type=_at_least("--threads", 1, "a thread count"), help="number of threads (default: all it yields)")
     pl.add_argument("--oversubscribe", action="store_true")
     pl.add_argument("--input", metavar="FILE.xml", help="an hwloc XML file instead of this machine")
     pl.add_argument("--json", action="store_true")
 
     ls = sub.add_parser("list", help="list stored runs")
     ls.add_argument("--db", help=f"result store (default: {default_path()})")
-    ls.add_argument("--limit", type=int, default=50)
+    ls.add_argument("--limit", type=_at_least("--limit", 1, "a run count"), default=50,
+                    help="most recent runs to list (default 50)")
     ls.add_argument("--json", action="store_true")
 
     sh = sub.add_parser("show", help="show a stored run")
@@ -327,8 +372,6 @@ def _measure(a: argparse.Namespace, prof: profiles.Profile, benchmarks: list[str
 def cmd_mpi(a: argparse.Namespace) -> int:
     if a.action == "info":
         return _mpi_info(a.mpi)
-    if a.timeout is not None and a.timeout <= 0:
-        raise UserError(f"--timeout {a.timeout:g}: give a positive number of seconds")
     prof = profiles.get(a.profile)
     opts = MpiOptions(np=a.np, launcher=a.launcher, placement=a.placement, tests=a.tests,
                       pairs=a.pairs, hosts=a.hosts, mpi_prefix=a.mpi, timeout_s=a.timeout,

@@ -225,6 +225,12 @@ def run(ctx: RunContext, opts: MpiOptions | None) -> None:
                                   Path(tmp))
             outcome = launch.run(spec, timeout, launcher.name)
         what = f"{step.layout.ranks} ranks, {step.placement}"
+        if outcome.info is None and not outcome.samples and standalone and step is steps[0]:
+            # the launcher never got the ranks going (no Slurm controller, no hosts, a broken
+            # MPI): nothing was measured, so nothing is stored
+            raise UserError(f"mpi: the {launcher.name} launcher could not start the ranks "
+                            f"({outcome.error}); nothing was measured or stored. Choose another "
+                            "--launcher (`hpcprobe mpi info` lists the usable ones)")
         ctx.progress.advance(f"mpi {what}")
         binding = _binding(ctx, step, outcome.bindings)
         ctx.metrics.extend(_metrics(step, outcome, launcher.name, mpi, binding))
