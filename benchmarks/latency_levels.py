@@ -45,7 +45,7 @@ def main() -> int:
     topo = topology.discover()
     cpu = a.cpu if a.cpu is not None else topo.allowed_cpus[0]
     with _native.Team([cpu]) as team:
-        ghz_before = clock.measure(team).median
+        ghz_before = statistics.median(clock.measure(team))
     shares = cache_shares(topo, (cpu,))
     per_level: dict[str, list[float]] = {}
     sizes: dict[str, int] = {}
@@ -60,7 +60,7 @@ def main() -> int:
             sizes[level] = size
         print(f"run {r + 1}/{a.runs} done", file=sys.stderr)
     with _native.Team([cpu]) as team:
-        ghz_after = clock.measure(team).median
+        ghz_after = statistics.median(clock.measure(team))
     ghz = (ghz_before + ghz_after) / 2
     print(f"CPU {cpu}: clock {ghz_before:.3f} GHz before, {ghz_after:.3f} GHz after the runs "
           "(dependent add chains)")

@@ -212,3 +212,21 @@ def test_one_allowed_cpu_plans_no_pairs_and_no_readers():
     one = topology.from_hwloc_xml(xml, "one-cpu")
     assert latency.c2c_pairs(one) == []
     assert [p.level for p in latency.plan(one, 0, LatencyOptions(pages="default"))][-1] == "L1"
+
+
+def test_huge_page_shortfalls_say_why():
+    from hpcprobe.sysinfo import huge_page_shortfall
+
+    two = 2 << 20
+    assert "smaller than one 2 MiB huge page" in huge_page_shortfall(1 << 20, two, "always",
+                                                                      "madvise")
+    assert "disabled" in huge_page_shortfall(8 << 20, two, "never", "madvise")
+    assert "no transparent huge pages" in huge_page_shortfall(8 << 20, two, None, None)
+    assert "fragmented" in huge_page_shortfall(8 << 20, two, "madvise", "defer")
+
+
+def test_one_size_runs_no_level_check(tmp_path):
+    _, doc = run_json(tmp_path, "latency", "--size", "64KiB", "--pages", "default", "--quick",
+                      "--no-store")
+    assert not [f for f in doc["findings"] if f.get("kind") == "cache_level"]
+    assert not [w for w in doc["warnings"] if "not seen" in w]

@@ -1,13 +1,13 @@
 """Provenance readings."""
 
 from conftest import DATA
-from hpcprobe import _native, provenance, topology
+from hpcprobe import _native, provenance, sysinfo, topology
 
 
 def test_bracketed_choice():
-    assert provenance.bracketed("always [madvise] never") == "madvise"
-    assert provenance.bracketed("performance") == "performance"
-    assert provenance.bracketed(None) is None
+    assert sysinfo.bracketed("always [madvise] never") == "madvise"
+    assert sysinfo.bracketed("performance") == "performance"
+    assert sysinfo.bracketed(None) is None
 
 
 def test_environment_keeps_only_relevant_variables():

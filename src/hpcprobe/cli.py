@@ -151,12 +151,15 @@ def build_parser() -> argparse.ArgumentParser:
     cg.add_argument("--precision", choices=("dp", "sp", "both"),
                     help="peak kernels in double or single precision (default: both)")
     lg = r.add_argument_group("narrowing the latency benchmark")
-    lg.add_argument("--cpu", type=_at_least("--cpu", 0, "an OS CPU number"), help="the CPU that chases pointers (default: the first "
+    lg.add_argument("--cpu", type=_at_least("--cpu", 0, "an OS CPU number"),
+                    help="the CPU that chases pointers (default: the first "
                                             "core)")
     ng = r.add_argument_group("narrowing the numa benchmark")
-    ng.add_argument("--cpu-node", type=_at_least("--cpu-node", 0, "a NUMA domain's OS index"), help="only threads in this NUMA domain (OS index)")
+    ng.add_argument("--cpu-node", type=_at_least("--cpu-node", 0, "a NUMA domain's OS index"),
+                    help="only threads in this NUMA domain (OS index)")
     ng.add_argument("--memory-node",
-                    type=_at_least("--memory-node", 0, "a NUMA domain's OS index"), help="only memory bound to this NUMA domain")
+                    type=_at_least("--memory-node", 0, "a NUMA domain's OS index"),
+                    help="only memory bound to this NUMA domain")
     lg.add_argument("--loaded", action="store_true",
                     help="also measure latency while the other cores stream (the default and "
                          "thorough profiles do)")
@@ -175,7 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("action", nargs="?", choices=("run", "info"), default="run",
                    help="run the tests (default) or show the MPI found, its fingerprint and "
                         "launchers")
-    m.add_argument("--np", type=_at_least("--np", 1, "a rank count"), help="ranks (default: one per CPU of the placement)")
+    m.add_argument("--np", type=_at_least("--np", 1, "a rank count"),
+                   help="ranks (default: one per CPU of the placement)")
     m.add_argument("--launcher", help="mpirun (Open MPI), mpiexec (MPICH, Intel MPI), srun "
                                       "(default: the one that goes with the MPI; srun inside a "
                                       "Slurm allocation)")
@@ -225,7 +229,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     pl = sub.add_parser("plan", help="show the CPUs a placement yields")
     pl.add_argument("--placement", required=True, help=placement.PLACEMENT_HELP)
-    pl.add_argument("--threads", type=_at_least("--threads", 1, "a thread count"), help="number of threads (default: all it yields)")
+    pl.add_argument("--threads", type=_at_least("--threads", 1, "a thread count"),
+                    help="number of threads (default: all it yields)")
     pl.add_argument("--oversubscribe", action="store_true")
     pl.add_argument("--input", metavar="FILE.xml", help="an hwloc XML file instead of this machine")
     pl.add_argument("--json", action="store_true")

@@ -3,24 +3,23 @@ alone or with vector FMAs in flight, and the estimator that turns timings into G
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._native import Team
 from .errors import MeasurementError
-from .stats import outliers
 
 ADDS_PER_ITER = 64
 #: Warm-up before timing, so the core has left its idle clock (field practice: >= 0.5 s).
 WARMUP_S = 0.5
 #: The short chain: about 2 ms at 4 GHz; the long one is twice as long.
 SHORT_ITERS = 125_000
-#: A sample further than this many robust standard deviations from the median is disturbed
-#: (an interrupt in one chain of the pair), but never one within OUTLIER_FLOOR of it.
-OUTLIER_Z = 3.5
-OUTLIER_FLOOR = 0.02
+#: Pairs per clock sample. A sample is taken from the fastest short and the fastest long chain
+#: among them: an interrupt or a stolen time slice only ever adds time, so the minima are the
+#: undisturbed timings, where a median of per-pair figures still carries the host's noise (it
+#: read a busy host's clock 6 % low, and put kernels above their model).
+BLOCK = 3
 
 
 @dataclass(frozen=True)
@@ -33,39 +32,16 @@ class Timing:
     migrated: bool = False
 
 
-@dataclass(frozen=True)
-class ClockEstimate:
-    """Accepted clock samples in GHz, and how many pairs were rejected for each reason."""
-
-    ghz: list[float]
-    wrong: int = 0
-    migrated: int = 0
-    disturbed: int = 0
-    outliers: int = 0
-
-    @property
-    def rejected(self) -> int:
-        return self.wrong + self.migrated + self.disturbed + self.outliers
-
-    @property
-    def median(self) -> float:
-        return statistics.median(self.ghz)
-
-
-def estimate(timings: Sequence[Timing], short_adds: int, long_adds: int) -> ClockEstimate:
-    """GHz samples from paired timings of two chain lengths: the extra adds over the extra time,
-    which cancels the fixed overhead of a timing. Pairs with a wrong result or a migrated thread
-    are rejected, so are pairs whose difference is not positive, and then outliers."""
-    wrong = sum(1 for t in timings if t.short_s < 0 or t.long_s < 0)
-    ok = [t for t in timings if t.short_s >= 0 and t.long_s >= 0]
-    migrated = sum(1 for t in ok if t.migrated)
-    ok = [t for t in ok if not t.migrated]
-    ghz = [(long_adds - short_adds) / (t.long_s - t.short_s) / 1e9 for t in ok
-           if t.long_s > t.short_s > 0]
-    disturbed = len(ok) - len(ghz)
-    out = outliers(ghz, OUTLIER_Z, OUTLIER_FLOOR)
-    kept = [g for i, g in enumerate(ghz) if i not in out]
-    return ClockEstimate(kept, wrong, migrated, disturbed, len(out))
+def block_ghz(timings: Sequence[Timing], short_adds: int, long_adds: int) -> float | None:
+    """One clock sample in GHz from one thread's pairs: the extra adds of the long chain over
+    the difference of the fastest long and the fastest short timing, which cancels the fixed
+    overhead of a timing. None (rejected) when fewer than two pairs had a right result on their
+    CPU, or the difference is not positive."""
+    ok = [t for t in timings if t.short_s >= 0 and t.long_s >= 0 and not t.migrated]
+    if len(ok) < 2:
+        return None
+    dt = min(t.long_s for t in ok) - min(t.short_s for t in ok)
+    return (long_adds - short_adds) / dt / 1e9 if dt > 0 else None
 
 
 def warm_up(team: Team, load: str, seconds: float = WARMUP_S) -> None:
@@ -77,7 +53,8 @@ def warm_up(team: Team, load: str, seconds: float = WARMUP_S) -> None:
 
 
 def sample_pairs(team: Team, load: str, pairs: int, iters: int = SHORT_ITERS) -> list[Timing]:
-    """`pairs` short/long chain timings on every selected thread, all threads at once."""
+    """`pairs` short/long chain timings on every selected thread, all threads at once; thread
+    t's timings are every len(team.active)-th from t."""
     out = []
     for _ in range(pairs):
         (short,), (m_short,) = team.clock_chain(load, iters, 1)
@@ -87,13 +64,24 @@ def sample_pairs(team: Team, load: str, pairs: int, iters: int = SHORT_ITERS) ->
     return out
 
 
-def measure(team: Team, load: str = "scalar", pairs: int = 11, iters: int = SHORT_ITERS,
-            warmup_s: float = WARMUP_S) -> ClockEstimate:
-    """The clock of the selected threads with `load` in flight, after a warm-up."""
+def samples(team: Team, load: str, n: int, iters: int = SHORT_ITERS) -> list[float | None]:
+    """n clock samples of every selected thread (GHz; None where rejected), all threads at once,
+    each from BLOCK short/long pairs."""
+    threads = len(team.active)
+    out: list[float | None] = []
+    for _ in range(n):
+        pairs = sample_pairs(team, load, BLOCK, iters)
+        out += [block_ghz(pairs[t::threads], iters * ADDS_PER_ITER, 2 * iters * ADDS_PER_ITER)
+                for t in range(threads)]
+    return out
+
+
+def measure(team: Team, load: str = "scalar", n: int = 11, iters: int = SHORT_ITERS,
+            warmup_s: float = WARMUP_S) -> list[float]:
+    """n clock samples of the selected threads with `load` in flight, after a warm-up."""
     warm_up(team, load, warmup_s)
-    est = estimate(sample_pairs(team, load, pairs, iters), iters * ADDS_PER_ITER,
-                   2 * iters * ADDS_PER_ITER)
-    if not est.ghz:
-        raise MeasurementError(f"clock ({load} load): every sample was rejected ({est.wrong} "
-                               f"wrong, {est.migrated} migrated, {est.disturbed} disturbed)")
-    return est
+    ghz = [g for g in samples(team, load, n, iters) if g is not None]
+    if not ghz:
+        raise MeasurementError(f"clock ({load} load): every sample was rejected (wrong results, "
+                               "migrated threads or disturbed timings)")
+    return ghz

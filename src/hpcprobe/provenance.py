@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import platform
-import re
 import socket
 from pathlib import Path
 from typing import Any
 
-from . import __version__, _native, cpufreq
+from . import __version__, _native, cpufreq, sysinfo
 from .cpulist import format_cpulist
 from .topology import Topology
 
@@ -23,14 +22,6 @@ def _read(path: str) -> str | None:
         return Path(path).read_text().strip()
     except OSError:
         return None
-
-
-def bracketed(text: str | None) -> str | None:
-    """The selected value of a sysfs choice list: "always [madvise] never" -> "madvise"."""
-    if text is None:
-        return None
-    m = re.search(r"\[([^\]]+)\]", text)
-    return m.group(1) if m else text.strip() or None
 
 
 def cpu_flags() -> list[str]:
@@ -104,8 +95,8 @@ def collect(topo: Topology, isa: str) -> dict[str, Any]:
         "dmi": dmi(),
         "blas": blas(),
         "mpi_found": mpi_found(),
-        "thp": bracketed(_read("/sys/kernel/mm/transparent_hugepage/enabled")),
-        "thp_defrag": bracketed(_read("/sys/kernel/mm/transparent_hugepage/defrag")),
+        "thp": sysinfo.sysfs_choice(f"{sysinfo.THP_SYSFS}/enabled"),
+        "thp_defrag": sysinfo.sysfs_choice(f"{sysinfo.THP_SYSFS}/defrag"),
         "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         "cpufreq": None if (pol := cpufreq.policy(topo.allowed_cpus[0])) is None else
         pol.to_dict(),

@@ -55,6 +55,7 @@ def execute(topo: Topology, profile: Profile, benchmarks: list[str], isa: str,
             BENCHMARKS[name].run(ctx, options.get(name))
         except MeasurementError as exc:
             ctx.errors.append(f"{name}: {exc}")
+        ctx.close_ledgers()
     ctx.metrics.extend(roofline.derive(ctx.metrics))
     run.provenance.update(ctx.provenance)
     run.metrics = ctx.metrics

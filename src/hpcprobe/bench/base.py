@@ -10,6 +10,7 @@ from .._native import Team
 from ..cpulist import format_cpulist
 from ..profiles import Profile
 from ..results import Metric
+from ..sampling import Ledger, Sampled
 from ..topology import Topology
 
 
@@ -43,6 +44,19 @@ class RunContext:
     warnings: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     provenance: dict[str, Any] = field(default_factory=dict)  # merged into the run's
+    ledgers: dict[str, Ledger] = field(default_factory=dict)
+
+    def record(self, benchmark: str, label: str, sampled: Sampled) -> list[float]:
+        """Note how a figure's samples were got (warm-up settled, CI target met); its samples."""
+        self.ledgers.setdefault(benchmark, Ledger(benchmark)).add(label, sampled)
+        return sampled.samples
+
+    def close_ledgers(self) -> None:
+        """Say, once per benchmark, which figures did not settle or missed the CI target."""
+        for ledger in self.ledgers.values():
+            self.warnings.extend(ledger.warnings())
+            self.findings.extend(ledger.findings())
+        self.ledgers.clear()
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import statistics
 import time
 from dataclasses import dataclass
 
-from .. import _native, flopmodel, peak
+from .. import _native, flopmodel, peak, sampling
 from .._native import Team
 from ..errors import MeasurementError
 from ..peak import PeakKernel
@@ -80,29 +80,23 @@ def measure_peak(ctx: RunContext, team: Team, pt: PeakPoint, budget_s: float) ->
                                    "their analytic values; figure discarded")
         return times, migrated
 
-    start = time.perf_counter()
     took = max(timed(CALIBRATION_ITERS, 1, 1)[0][0])
     total = math.ceil(SAMPLE_S / max(took, 1e-9) * CALIBRATION_ITERS)
     calls = math.ceil(total / min(total, _native.peak_max_iters(k.precision), 1 << 22))
     iters = math.ceil(total / calls)
-    timed(iters, calls, 1)  # the dropped first sample: the vector units and clock settle
-    samples: list[float] = []
-    migrated = 0
-    rep = ctx.profile.repetition
-    while (more := rep.more(samples, time.perf_counter() - start, budget_s)) > 0 and \
-            migrated < rep.max_samples:
-        times, moved = timed(iters, calls, more)
-        for t, m in zip(times, moved, strict=True):
-            if any(m):
-                migrated += 1
-            else:
-                samples.append(peak.gflops(k, iters, calls, len(pt.cpus), max(t)))
-    if migrated:
-        ctx.warnings.append(f"compute {pt.label}: {migrated} sample(s) dropped, a thread left "
+
+    def take(n: int) -> list[float | None]:
+        times, moved = timed(iters, calls, n)
+        return [None if any(m) else peak.gflops(k, iters, calls, len(pt.cpus), max(t))
+                for t, m in zip(times, moved, strict=True)]
+
+    got = sampling.sample(take, ctx.profile.repetition, budget_s)
+    if got.rejected:
+        ctx.warnings.append(f"compute {pt.label}: {got.rejected} sample(s) dropped, a thread left "
                             "its CPU; is something else changing affinities?")
-    if not samples:
+    if not got.samples:
         raise MeasurementError(f"compute {pt.label}: every sample had a migrated thread")
-    return samples
+    return ctx.record("compute", pt.label, got)
 
 
 class _Models:

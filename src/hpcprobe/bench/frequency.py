@@ -7,7 +7,7 @@ import math
 import time
 from dataclasses import dataclass
 
-from .. import _native, clock, cpufreq
+from .. import _native, clock, cpufreq, sampling
 from .._native import Team
 from ..cpulist import format_cpulist
 from ..errors import UserError
@@ -57,37 +57,34 @@ def curve(topo: Topology, placement: str | None, threads: tuple[int, ...] | None
 
 def clock_point(ctx: RunContext, team: Team, load: str, cpus: tuple[int, ...], placement: str,
                 budget_s: float, benchmark: str = "frequency") -> Metric | None:
-    """The clock of `cpus` all running the chain under `load`: samples pooled over the threads,
-    each a short/long pair; scaling_cur_freq read during the samples where cpufreq exists."""
+    """The clock of `cpus` all running the chain under `load`, in the steady state: samples
+    pooled over the threads (each from a block of short/long pairs); scaling_cur_freq read
+    during the samples where cpufreq exists."""
     team.select(cpus)
     clock.warm_up(team, load, POINT_WARMUP_S)
-    start = time.perf_counter()
-    timings: list[clock.Timing] = []
     readings: list[float] = []
-    est = clock.ClockEstimate([])
-    rep = ctx.profile.repetition
-    # rejected samples do not count towards the repetition rule, so a cap ends a hopeless point
-    cap = 2 * rep.max_samples + len(cpus)
-    while (more := rep.more(est.ghz, time.perf_counter() - start, budget_s)) > 0 and \
-            len(timings) < cap:
+
+    def take(n: int) -> list[float | None]:
         with cpufreq.CurrentSampler(cpus, delay_s=0.001) as cur:
-            timings += clock.sample_pairs(team, load, math.ceil(more / len(cpus)))
-        readings += cur.readings
-        est = clock.estimate(timings, clock.SHORT_ITERS * clock.ADDS_PER_ITER,
-                             2 * clock.SHORT_ITERS * clock.ADDS_PER_ITER)
+            got = clock.samples(team, load, math.ceil(n / len(cpus)))
+        readings.extend(cur.readings)
+        return got
+
     label = f"clock {load} load, {len(cpus)} active core(s)"
-    if not est.ghz:
-        ctx.errors.append(f"{benchmark}: {label}: every sample was rejected ({est.wrong} wrong "
-                          f"results, {est.migrated} migrated, {est.disturbed + est.outliers} "
-                          "disturbed); no figure")
+    sampled = sampling.sample(take, ctx.profile.repetition, budget_s)
+    ghz = ctx.record(benchmark, label, sampled)
+    taken = sampled.rejected + sampled.warmup + len(ghz)
+    if not ghz:
+        ctx.errors.append(f"{benchmark}: {label}: every sample was rejected (wrong results, "
+                          "migrated threads or disturbed timings); no figure")
         return None
-    if est.rejected > REJECTED_WARN * len(timings):
-        ctx.warnings.append(f"{benchmark}: {label}: {est.rejected} of {len(timings)} samples "
-                            f"rejected ({est.migrated} migrated, {est.disturbed + est.outliers} "
-                            "disturbed); is the machine busy?")
+    if sampled.rejected > REJECTED_WARN * taken:
+        ctx.warnings.append(f"{benchmark}: {label}: {sampled.rejected} of {taken} samples "
+                            "rejected (migrated threads or disturbed timings); is the machine "
+                            "busy?")
     params = {"load": load, "active_cores": len(cpus), "placement": placement,
               "cpus": format_cpulist(cpus)}
-    out = Metric(benchmark, "clock", "GHz", params, est.ghz)
+    out = Metric(benchmark, "clock", "GHz", params, ghz)
     ctx.metrics.append(out)
     if readings:
         ctx.metrics.append(Metric(benchmark, "scaling_cur_freq", "GHz", dict(params), readings))

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from .. import kernels
+from .. import kernels, sampling
 from .._native import Team
 from ..errors import UserError
 from ..kernels import KERNELS, STREAM_KERNELS, bandwidth_gbs
@@ -292,14 +292,15 @@ def check_memory(measurements: list[Measurement], available: int | None) -> None
 
 # ---------------------------------------------------------------- measuring
 
-def measure(ctx: RunContext, team: Team, m: Measurement, budget_s: float) -> list[float]:
-    """Timed samples of one measurement as GB/s (STREAM counting), first sample dropped."""
+def measure(ctx: RunContext, team: Team, m: Measurement, budget_s: float,
+            benchmark: str = "memory") -> list[float]:
+    """Timed samples of one measurement as GB/s (STREAM counting), taken in the steady state:
+    the calibration and warm-up samples are dropped."""
     k = KERNELS[m.kernel]
     kid = k.kernel_id
     team.stream_begin(kid, m.elems)
-    start = time.perf_counter()
     # Grow the inner repetitions until a sample lasts at least sample_s (a first, cold pass
-    # underestimates how many fit). The last of these samples is the dropped first sample.
+    # underestimates how many fit).
     inner = 1
     for _ in range(CALIBRATION_STEPS):
         times, _ = team.stream_measure(kid, ctx.isa, m.stores, m.elems, inner, 1)
@@ -307,18 +308,19 @@ def measure(ctx: RunContext, team: Team, m: Measurement, budget_s: float) -> lis
         if took >= ctx.profile.sample_s:
             break
         inner = max(inner + 1, math.ceil(inner * 1.2 * ctx.profile.sample_s / took))
-    samples: list[float] = []
     migrated = 0
-    rep = ctx.profile.repetition
-    while (more := rep.more(samples, time.perf_counter() - start, budget_s)) > 0:
-        times, mig = team.stream_measure(kid, ctx.isa, m.stores, m.elems, inner, more)
+
+    def take(n: int) -> list[float | None]:
+        nonlocal migrated
+        times, mig = team.stream_measure(kid, ctx.isa, m.stores, m.elems, inner, n)
         migrated += mig
-        samples.extend(bandwidth_gbs(k, m.stores, m.elems, m.threads, inner, max(t))
-                       for t in times)
+        return [bandwidth_gbs(k, m.stores, m.elems, m.threads, inner, max(t)) for t in times]
+
+    got = sampling.sample(take, ctx.profile.repetition, budget_s)
     if migrated:
         ctx.warnings.append(f"memory {m.label}: threads left their CPU in {migrated} "
                             "thread-sample(s); is something else changing affinities?")
-    return samples
+    return ctx.record(benchmark, m.label, got)
 
 
 def _metrics(m: Measurement, samples: list[float], isa: str, binding: str) -> list[Metric]:

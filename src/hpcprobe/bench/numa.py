@@ -95,7 +95,7 @@ def _run(ctx: RunContext, opts: NumaOptions, bind: bool) -> None:
             seen = _bound_to(addr, length)
             label, fraction = granted_pages(team, cpu, base_page, huge_page)
             samples = chase_samples(ctx, team, max(0.0, lat_deadline - time.perf_counter())
-                               / (len(todo) - n))
+                                    / (len(todo) - n), f"latency {i}->{j}", benchmark="numa")
             valid = team.chase_check(CHECK_STEPS)
         ctx.progress.advance(f"NUMA latency {i}->{j}")
         if not valid:
@@ -117,7 +117,7 @@ def _run(ctx: RunContext, opts: NumaOptions, bind: bool) -> None:
         with Team(cpus) as team:
             team.stream_prepare(m.elems, node=j if bind else None)
             samples = measure(ctx, team, m, max(0.0, bw_deadline - time.perf_counter())
-                               / (len(todo) - n))
+                              / (len(todo) - n), "numa")
             err = team.stream_check(load.kernel_id, m.elems)
             seen = sorted({s for c in cpus for s in _bound_to(*team.stream_buffer(c))})
             binding = format_cpulist(team.binding().cpus)
