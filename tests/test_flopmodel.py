@@ -109,3 +109,69 @@ def test_a_kernel_wider_than_the_table_row_gets_the_measured_throughput():
     k = PeakKernel("avx512", "dp", "fma", 16, 0, 0, 8)
     model, warning = fm.model_for(fm.identify(haswell), k, 16.0)
     assert model.source == "measured" and "no 512-bit unit" in warning
+
+
+#: DP FLOP/cycle/core per kernel from each CPU's documented pipes: (scalar mul+add, AVX2 FMA,
+#: AVX2 8 FMA + 7 add, AVX-512 FMA, AVX-512 12 FMA + 12 add); None where the core lacks the ISA.
+#: Zen 1-4 start 2 FMAs + 1 add per cycle when FMAs mix with adds (vfpbench on Zen 3: 3 FP
+#: instructions per cycle), Zen 5 two of each at 512 bits but 3 at 256; Intel's server cores
+#: put adds on the FMA ports, and Golden Cove adds a 256-bit FADD port.
+ROWS = {
+    "zen2-epyc-7742": ("Zen 2", (4, 16, 18.4, None, None)),
+    "zen3-epyc-7763": ("Zen 3", (4, 16, 18.4, None, None)),
+    "zen4-epyc-9654": ("Zen 4", (4, 16, 18.4, 16, 24)),
+    "zen5-epyc-9755": ("Zen 5", (4, 16, 18.4, 32, 48)),
+    "skylake-sp-8180": ("Skylake-SP/Cascade Lake/Cooper Lake", (2, 16, 92 / 7.5, 32, 24)),
+    "cascade-lake-5218": ("Skylake-SP/Cascade Lake (one 512-bit FMA unit)",
+                          (2, 16, 92 / 7.5, 16, 12)),
+    "ice-lake-sp-8380": ("Ice Lake-SP", (2, 16, 92 / 7.5, 32, 24)),
+    "sapphire-rapids-8480": ("Sapphire/Emerald/Granite Rapids", (3, 16, 18.4, 32, 24)),
+}
+ORDER = (("scalar", "mul+add"), ("avx2", "fma"), ("avx2", "fma+add"), ("avx512", "fma"),
+         ("avx512", "fma+add"))
+
+
+@pytest.mark.parametrize("fixture", sorted(ROWS))
+def test_every_row_from_a_real_cpuinfo(fixture):
+    c = fm.parse_cpuinfo((DATA / "cpuinfo" / f"{fixture}.txt").read_text())
+    name, expected = ROWS[fixture]
+    ident = fm.identify(c)
+    assert (ident.how, ident.arch.name) == ("cpuid", name)
+    for (isa, op), fpc in zip(ORDER, expected, strict=True):
+        got = ident.arch.flops_per_cycle(KERNELS[(isa, "dp", op)])
+        assert got == (None if fpc is None else pytest.approx(fpc)), (isa, op)
+        if fpc is not None and isa != "scalar":  # single precision: twice the lanes
+            assert ident.arch.flops_per_cycle(KERNELS[(isa, "sp", op)]) == \
+                pytest.approx(2 * fpc)
+
+
+def test_every_row_of_the_table_is_covered_by_a_fixture_or_a_test():
+    tested = {name for name, _ in ROWS.values()} | {
+        "Haswell/Broadwell", "Skylake/Kaby/Coffee/Comet Lake (client)",
+        "Ice Lake/Tiger Lake/Rocket Lake (client)", "Zen/Zen+", "Zen 5 (mobile)"}
+    assert {a.name for a in fm.MICROARCHS} <= tested
+
+
+@pytest.mark.parametrize("family,model,name,flags,arch", [
+    (6, 94, "Intel(R) Xeon(R) E-2176G", "avx2 fma", "Skylake/Kaby/Coffee/Comet Lake (client)"),
+    (6, 140, "11th Gen Intel(R) Core(TM) i7-1185G7", "avx2 fma avx512f",
+     "Ice Lake/Tiger Lake/Rocket Lake (client)"),
+])
+def test_client_rows(family, model, name, flags, arch):
+    c = cpu(fm.INTEL, family, model, name, flags)
+    assert fm.identify(c).arch.name == arch
+
+
+def test_zen_rows_of_the_older_and_mobile_cores():
+    zen1 = fm.identify(cpu(fm.AMD, 0x17, 0x01, "AMD EPYC 7601", "avx2 fma")).arch
+    assert zen1.name == "Zen/Zen+"
+    assert zen1.flops_per_cycle(KERNELS[("avx2", "dp", "fma")]) == pytest.approx(8)
+    strix = fm.identify(cpu(fm.AMD, 0x1A, 0x24, "AMD Ryzen AI 9 HX 370", "avx2 avx512f")).arch
+    assert strix.name == "Zen 5 (mobile)"
+    assert strix.flops_per_cycle(KERNELS[("avx512", "dp", "fma")]) == pytest.approx(16)
+
+
+def test_above_the_model_is_no_efficiency():
+    assert fm.efficiency_label(99.6) == "99.6"
+    assert fm.efficiency_label(100.9) == "100.9"
+    assert "above model" in fm.efficiency_label(104.2)

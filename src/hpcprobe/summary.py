@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from .compare import Comparison
+from .flopmodel import ABOVE_MODEL, efficiency_label
 from .kernels import KERNELS
 from .results import Metric, Run
 from .units import format_bytes
@@ -227,7 +228,7 @@ def _compute_table(run: Run) -> Table | None:
             got, model = by_n.get(n), models.get((key, n))
             cells.append(_cell(got))
             cells.append("-" if got is None or model is None else
-                         f"{percent_of(got, model):.1f}")
+                         efficiency_label(percent_of(got, model)))
             if model is not None:
                 p = model.params
                 source = f"{p['flops_per_cycle']:g} ({p['model_source']}: {p['microarch']})"
@@ -261,8 +262,12 @@ def _peak_lines(run: Run) -> list[str]:
         if model is not None:
             mp = model.params
             ghz = model.summary.median / (mp["flops_per_cycle"] * top)
-            line += (f" = {percent_of(best, model):.1f} % of the model {model.summary.median:.1f}"
-                     f" ({mp['flops_per_cycle']:g} FLOP/cycle x {top} core(s) x {ghz:.2f} GHz "
+            pct = percent_of(best, model)
+            line += (f" = {pct:.1f} % of the model {model.summary.median:.1f}"
+                     if pct <= ABOVE_MODEL else
+                     f", ABOVE its model {model.summary.median:.1f} ({pct:.1f} %: the model's "
+                     "clock read low; see the warnings, not an efficiency)")
+            line += (f" ({mp['flops_per_cycle']:g} FLOP/cycle x {top} core(s) x {ghz:.2f} GHz "
                      f"measured under {mp['clock_load']} load; {mp['model_source']} model, "
                      f"{mp['microarch']})")
         out.append(line)

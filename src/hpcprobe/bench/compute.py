@@ -135,6 +135,17 @@ class _Models:
         self.ctx.metrics.append(Metric("compute", "peak_fraction", "%", dict(params),
                                        [flopmodel.percent_of_model(s, mid)
                                         for s in peak_metric.samples]))
+        pct = flopmodel.percent_of_model(peak_metric.summary.median, mid)
+        if pct > flopmodel.ABOVE_MODEL:
+            ghz = statistics.median(clk.samples)
+            msg = (f"{pt.label} measured {pct:.1f} % of its model: no core beats its pipes, so "
+                   f"the clock the model used ({ghz:.3f} GHz under {k.isa} load) reads below "
+                   "the clock the kernel ran at (clock drift between the clock's samples and "
+                   "the kernel's, or a busy host); not an efficiency")
+            self.ctx.findings.append({"benchmark": "compute", "kind": "above_model",
+                                      "kernel": pt.label, "percent": round(pct, 2),
+                                      "clock_ghz": round(ghz, 4), "message": msg})
+            self.ctx.warnings.append(f"compute: {msg}")
 
 
 def groups(points: list[PeakPoint]) -> list[tuple[tuple[str, tuple[int, ...]], list[PeakPoint]]]:
