@@ -42,12 +42,28 @@ static void begin(const char *test, size_t size)
     if (rank == 0) printf("{\"type\":\"begin\",\"test\":\"%s\",\"size\":%zu}\n", test, size);
 }
 
-static void *alloc(size_t bytes)
+/* OSU's buffers: one send and one receive buffer per rank, allocated once at the largest size
+ * any test uses, page-aligned and touched before any timing; every test and size reuses them. */
+static char *sbuf, *rbuf;
+
+static void alloc_buffers(size_t bytes)
 {
-    void *p = NULL;
-    if (posix_memalign(&p, 4096, bytes ? bytes : 64) != 0) die("out of memory");
-    memset(p, 1, bytes ? bytes : 64);
-    return p;
+    void *s = NULL, *r = NULL;
+    if (bytes < 64) bytes = 64;
+    if (posix_memalign(&s, 4096, bytes) != 0 || posix_memalign(&r, 4096, bytes) != 0)
+        die("out of memory for the message buffers");
+    memset(s, 'a', bytes);
+    memset(r, 'b', bytes);
+    sbuf = s;
+    rbuf = r;
+}
+
+/* Timed iterations per sample: OSU's count (scaled) split over the samples, so all the samples
+ * together cost what one OSU run does. */
+static int per_sample(const struct opts *o, int osu_count)
+{
+    int n = iterations(osu_count, o->iter_scale) / o->reps;
+    return n < 1 ? 1 : n;
 }
 
 /* Every rank's CPUs (its affinity mask as a list), current CPU and host, printed by rank 0. */
@@ -79,20 +95,19 @@ static void report_binding(void)
 /* Ping-pong between ranks 0 and 1: one-way latency in microseconds (half the round trip). */
 static void latency(const struct opts *o, size_t size)
 {
-    const int iters = iterations(size <= SMALL ? 10000 : 1000, o->iter_scale);
+    const int iters = per_sample(o, size <= SMALL ? 10000 : 1000);
     const int warm = size <= SMALL ? 100 : 10;
-    char *buf = alloc(size);
-    for (int r = -1; r < o->reps; r++) { /* r = -1: the warm-up */
+    for (int r = -1; r < o->reps; r++) { /* r = -1: the warm-up (OSU's skip) */
         const int n = r < 0 ? warm : iters;
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         for (int i = 0; i < n; i++) {
             if (rank == 0) {
-                MPI_Send(buf, (int)size, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
-                MPI_Recv(buf, (int)size, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(sbuf, (int)size, MPI_CHAR, 1, 1, MPI_COMM_WORLD);
+                MPI_Recv(rbuf, (int)size, MPI_CHAR, 1, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
             } else if (rank == 1) {
-                MPI_Recv(buf, (int)size, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
-                MPI_Send(buf, (int)size, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
+                MPI_Recv(rbuf, (int)size, MPI_CHAR, 0, 1, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+                MPI_Send(sbuf, (int)size, MPI_CHAR, 0, 1, MPI_COMM_WORLD);
             }
         }
         double t = MPI_Wtime() - t0;
@@ -100,14 +115,13 @@ static void latency(const struct opts *o, size_t size)
             printf("{\"type\":\"sample\",\"test\":\"latency\",\"size\":%zu,\"value\":%.6g,"
                    "\"iters\":%d}\n", size, t * 1e6 / (2.0 * n), n);
     }
-    free(buf);
 }
 
 /* Windowed streaming from `from` to `to` (bidirectional: both ways at once). Returns the time.
  * As OSU's, every message of a window uses the same send and receive buffer: the figure is the
  * transport's, not that of a window of buffers too large for the caches. */
-static double stream_window(const struct opts *o, char *sbuf, char *rbuf, size_t size, int n,
-                            int from, int to, int bidir, MPI_Request *req)
+static double stream_window(const struct opts *o, size_t size, int n, int from, int to,
+                            int bidir, MPI_Request *req)
 {
     const int w = o->window;
     const int me_send = rank == from, me_recv = rank == to;
@@ -136,20 +150,17 @@ static double stream_window(const struct opts *o, char *sbuf, char *rbuf, size_t
 /* Bandwidth (window of sends, then an ack) or bidirectional bandwidth, ranks 0 and 1, MB/s. */
 static void bandwidth(const struct opts *o, size_t size, int bidir)
 {
-    const int iters = iterations(size <= SMALL ? 100 : 20, o->iter_scale);
+    const int iters = per_sample(o, size <= SMALL ? 100 : 20);
     const int warm = size <= SMALL ? 10 : 2;
-    char *sbuf = alloc(size), *rbuf = alloc(size);
     MPI_Request req[2 * MAX_WINDOW];
     for (int r = -1; r < o->reps; r++) {
         const int n = r < 0 ? warm : iters;
-        double t = stream_window(o, sbuf, rbuf, size, n, 0, 1, bidir, req);
+        double t = stream_window(o, size, n, 0, 1, bidir, req);
         if (rank == 0 && r >= 0)
             printf("{\"type\":\"sample\",\"test\":\"%s\",\"size\":%zu,\"value\":%.6g,"
                    "\"iters\":%d}\n", bidir ? "bibw" : "bandwidth", size,
                    (bidir ? 2.0 : 1.0) * (double)size * o->window * n / t / 1e6, n);
     }
-    free(sbuf);
-    free(rbuf);
 }
 
 /* Multi-pair message rate (osu_mbw_mr): rank r < P sends windows to r + P; the rate is
@@ -157,9 +168,8 @@ static void bandwidth(const struct opts *o, size_t size, int bidir)
 static void message_rate(const struct opts *o, size_t size)
 {
     const int pairs = nranks / 2;
-    const int iters = iterations(size <= SMALL ? 100 : 20, o->iter_scale);
+    const int iters = per_sample(o, size <= SMALL ? 100 : 20);
     const int warm = size <= SMALL ? 10 : 2;
-    char *sbuf = alloc(size), *rbuf = alloc(size);
     MPI_Request req[2 * MAX_WINDOW];
     const int from = rank < pairs ? rank : rank - pairs, to = from + pairs;
     for (int r = -1; r < o->reps; r++) {
@@ -197,8 +207,6 @@ static void message_rate(const struct opts *o, size_t size)
                    rate * (double)size / 1e6, pairs, n);
         }
     }
-    free(sbuf);
-    free(rbuf);
 }
 
 enum coll { ALLREDUCE, BCAST, ALLTOALL, BARRIER };
@@ -208,10 +216,8 @@ static const char *const coll_names[] = {"allreduce", "bcast", "alltoall", "barr
  * the mean over ranks of each rank's mean, and the min and max over ranks, microseconds. */
 static void collective(const struct opts *o, enum coll c, size_t size)
 {
-    const int iters = iterations(size <= SMALL ? 1000 : 100, o->iter_scale);
+    const int iters = per_sample(o, size <= SMALL ? 1000 : 100);
     const int warm = size <= SMALL ? 100 : 10;
-    const size_t per = c == ALLTOALL ? size * (size_t)nranks : size;
-    float *sbuf = alloc(per), *rbuf = alloc(per);
     const int count = (int)(size / sizeof(float));
     for (int r = -1; r < o->reps; r++) {
         const int n = r < 0 ? warm : iters;
@@ -246,8 +252,6 @@ static void collective(const struct opts *o, enum coll c, size_t size)
                    "\"min\":%.6g,\"max\":%.6g,\"ranks\":%d,\"iters\":%d}\n", coll_names[c], size,
                    sum / nranks, lo, hi, nranks, n);
     }
-    free(sbuf);
-    free(rbuf);
 }
 
 /* Grid-style halo exchange: ranks on a periodic 4-D grid, each exchanging faces of its local
@@ -267,9 +271,7 @@ static void halo(const struct opts *o, int l)
             MPI_Cart_shift(cart, d, 1, &nb[faces], &nb[faces + 1]);
             faces += 2;
         }
-    char *sbuf = alloc(face * (size_t)(faces ? faces : 1));
-    char *rbuf = alloc(face * (size_t)(faces ? faces : 1));
-    const int iters = iterations(face <= SMALL ? 1000 : 100, o->iter_scale);
+    const int iters = per_sample(o, face <= SMALL ? 1000 : 100);
     MPI_Request req[16];
     for (int r = -1; r < o->reps; r++) {
         const int n = r < 0 ? 5 : iters;
@@ -296,8 +298,6 @@ static void halo(const struct opts *o, int l)
                    2 * sum / nranks, lo, l, o->halo_ls, faces, dims[0], dims[1], dims[2],
                    dims[3], nranks, n);
     }
-    free(sbuf);
-    free(rbuf);
     MPI_Comm_free(&cart);
 }
 
@@ -371,6 +371,21 @@ int main(int argc, char **argv)
         printf("{\"type\":\"info\",\"library\":\"%.*s\",\"mpi_version\":\"%d.%d\",\"ranks\":%d}\n",
                len, lib, ver, sub, nranks);
     report_binding();
+    /* the largest message of any wanted test: point-to-point, a whole alltoall, a halo's faces */
+    size_t largest = o.max_size;
+    if (wanted(&o, "alltoall") && o.coll_max_size * (size_t)nranks > largest)
+        largest = o.coll_max_size * (size_t)nranks;
+    if (o.coll_max_size > largest) largest = o.coll_max_size;
+    if (wanted(&o, "halo")) {
+        char list[sizeof o.halo_l];
+        snprintf(list, sizeof list, "%s", o.halo_l);
+        for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+            const size_t l = (size_t)atoi(tok);
+            const size_t faces = l * l * l * (size_t)o.halo_ls * (size_t)o.site_bytes * 8;
+            if (faces > largest) largest = faces;
+        }
+    }
+    alloc_buffers(largest);
     sizes_loop(&o, "latency", o.max_size, latency);
     /* streaming tests from 1 byte, as OSU's: a window of empty messages moves nothing */
     struct opts o1 = o;
@@ -397,6 +412,8 @@ int main(int argc, char **argv)
         }
     }
     if (rank == 0) printf("{\"type\":\"done\"}\n");
+    free(sbuf);
+    free(rbuf);
     MPI_Finalize();
     return 0;
 }
