@@ -260,12 +260,12 @@ def test_text_view_and_info():
 
 @needs_mpi
 def test_a_test_without_progress_is_stopped_and_earlier_sizes_kept(tmp_path):
-    # full OSU iteration counts: from some size on, one size takes longer than 0.4 s
+    # full OSU iteration counts up to 64 MiB: from some size on, one size takes longer than 0.4 s
     doc = mpi_json(tmp_path, "--np", "2", "--oversubscribe", "--tests", "latency", "--timeout",
-                   "0.4", code=1)
+                   "0.4", "--max-size", "64MiB", code=1)
     assert any("no progress for 0.4 s in latency at" in e for e in doc["errors"])
     lat = by_name(doc, "latency")
-    assert 0 in lat and max(lat) < 4 << 20
+    assert 0 in lat and max(lat) < 64 << 20
 
 
 def _cmdline(proc: Path) -> bytes:
@@ -283,10 +283,11 @@ def running_ranks() -> list[int]:
 
 
 def start_latency_run(db: Path) -> subprocess.Popen[str]:
-    """`hpcprobe mpi` on 2 ranks with OSU's latency counts: about 8 s here."""
+    """`hpcprobe mpi` on 2 ranks with OSU's latency counts up to 64 MiB: 15 s and more."""
     cli = Path(sys.executable).parent / "hpcprobe"
     return subprocess.Popen([str(cli), "mpi", "--np", "2", "--oversubscribe", "--tests",
-                             "latency", "--db", str(db)], stdout=subprocess.PIPE,
+                             "latency", "--max-size", "64MiB", "--db", str(db)],
+                            stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
 
 
