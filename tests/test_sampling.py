@@ -5,28 +5,19 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hpcprobe.sampling import Ledger, sample
+from hpcprobe.sampling import Ledger, Take, sample
 from hpcprobe.stats import Repetition
 
 
-def stream(values: list[float | None], then: float | None = None) -> tuple[list[int], object]:
-    """take() over a fixed sequence of samples, then `then` forever; counts the calls."""
+def stream(values: list[float | None], then: float | None = None) -> Take:
+    """take() over a fixed sequence of samples, then `then` forever."""
     it: Iterator[float | None] = iter(values)
-    calls: list[int] = []
-
-    def take(n: int) -> list[float | None]:
-        calls.append(n)
-        out = []
-        for _ in range(n):
-            out.append(next(it, then))
-        return out
-
-    return calls, take
+    return lambda n: [next(it, then) for _ in range(n)]
 
 
 def test_warm_up_drops_a_ramp_until_successive_samples_agree():
     # a ring filling a cache: 85, 62, 35, 24 ns, then steady at 20
-    _, take = stream([85.0, 62.0, 35.0, 24.0, 20.0, 20.1, 20.0], then=20.0)
+    take = stream([85.0, 62.0, 35.0, 24.0, 20.0, 20.1, 20.0], then=20.0)
     got = sample(take, Repetition(0.02, 5, 20), budget_s=10.0)
     assert got.steady and got.warmup == 7
     assert got.samples and max(got.samples) <= 20.1
@@ -34,7 +25,7 @@ def test_warm_up_drops_a_ramp_until_successive_samples_agree():
 
 
 def test_without_warm_up_only_the_first_sample_is_dropped():
-    _, take = stream([85.0], then=20.0)
+    take = stream([85.0], then=20.0)
     got = sample(take, Repetition(0.02, 5, 20), budget_s=10.0, warmup=False)
     assert got.warmup == 1 and got.samples == [20.0] * 5
 
@@ -73,9 +64,9 @@ def test_noisy_samples_stop_at_the_budget_and_the_ledger_says_so():
 
 
 def test_rejected_samples_do_not_count_and_a_hopeless_measurement_stops():
-    _, take = stream([None, 5.0, None, 5.0, 5.0, 5.0], then=5.0)
+    take = stream([None, 5.0, None, 5.0, 5.0, 5.0], then=5.0)
     got = sample(take, Repetition(0.02, 3, 10), budget_s=10.0)
     assert got.rejected == 2 and got.samples == [5.0] * 3
-    _, never = stream([], then=None)
+    never = stream([], then=None)
     got = sample(never, Repetition(0.02, 3, 10), budget_s=10.0)
     assert got.samples == [] and got.rejected == 11

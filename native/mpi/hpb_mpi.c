@@ -14,13 +14,14 @@
 
 #define SMALL 8192 /* OSU: more iterations at and below 8 KiB */
 #define MAX_WINDOW 1024
+#define MAX_HALO_L 16
 
 struct opts {
     char tests[512];
     size_t min_size, max_size, coll_max_size;
     int reps, window, halo_ls, site_bytes;
     double iter_scale;
-    char halo_l[128];
+    int halo_l[MAX_HALO_L], nhalo; /* the local lattice extents L of the halo exchange */
 };
 
 static int rank, nranks;
@@ -254,6 +255,12 @@ static void collective(const struct opts *o, enum coll c, size_t size)
     }
 }
 
+/* One face of a local L^4 x Ls lattice: L^3 x Ls sites. */
+static size_t face_bytes(const struct opts *o, int l)
+{
+    return (size_t)l * (size_t)l * (size_t)l * (size_t)o->halo_ls * (size_t)o->site_bytes;
+}
+
 /* Grid-style halo exchange: ranks on a periodic 4-D grid, each exchanging faces of its local
  * L^4 x Ls lattice (L^3 x Ls sites of site_bytes) with both neighbours in every distributed
  * dimension at once. Per-rank MB/s sent (unidirectional) and sent + received (bidirectional);
@@ -264,7 +271,7 @@ static void halo(const struct opts *o, int l)
     MPI_Dims_create(nranks, 4, dims);
     MPI_Comm cart;
     MPI_Cart_create(MPI_COMM_WORLD, 4, dims, periods, 0, &cart);
-    const size_t face = (size_t)l * l * l * (size_t)o->halo_ls * (size_t)o->site_bytes;
+    const size_t face = face_bytes(o, l);
     int nb[8], faces = 0;
     for (int d = 0; d < 4; d++)
         if (dims[d] > 1) {
@@ -319,6 +326,17 @@ static size_t parse_size(const char *s)
     return (size_t)v;
 }
 
+static void parse_halo_l(struct opts *o, const char *list)
+{
+    char buf[256];
+    snprintf(buf, sizeof buf, "%s", list);
+    o->nhalo = 0;
+    for (char *tok = strtok(buf, ","); tok; tok = strtok(NULL, ",")) {
+        if (o->nhalo == MAX_HALO_L || atoi(tok) < 1) die("bad --halo-l list");
+        o->halo_l[o->nhalo++] = atoi(tok);
+    }
+}
+
 static void sizes_loop(const struct opts *o, const char *test, size_t max,
                        void (*fn)(const struct opts *, size_t))
 {
@@ -338,7 +356,7 @@ static void alltoall(const struct opts *o, size_t s) { collective(o, ALLTOALL, s
 
 int main(int argc, char **argv)
 {
-    struct opts o = {"latency", 0, 4u << 20, 1u << 20, 5, 64, 1, 48, 1.0, "8,12,16,24,32"};
+    struct opts o = {"latency", 0, 4u << 20, 1u << 20, 5, 64, 1, 48, 1.0, {8, 12, 16, 24, 32}, 5};
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
@@ -352,7 +370,7 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--reps")) o.reps = atoi(v);
         else if (!strcmp(k, "--window")) o.window = atoi(v);
         else if (!strcmp(k, "--iter-scale")) o.iter_scale = atof(v);
-        else if (!strcmp(k, "--halo-l")) snprintf(o.halo_l, sizeof o.halo_l, "%s", v);
+        else if (!strcmp(k, "--halo-l")) parse_halo_l(&o, v);
         else if (!strcmp(k, "--halo-ls")) o.halo_ls = atoi(v);
         else if (!strcmp(k, "--site-bytes")) o.site_bytes = atoi(v);
         else die("unknown option");
@@ -376,14 +394,9 @@ int main(int argc, char **argv)
     if (wanted(&o, "alltoall") && o.coll_max_size * (size_t)nranks > largest)
         largest = o.coll_max_size * (size_t)nranks;
     if (o.coll_max_size > largest) largest = o.coll_max_size;
-    if (wanted(&o, "halo")) {
-        char list[sizeof o.halo_l];
-        snprintf(list, sizeof list, "%s", o.halo_l);
-        for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-            const size_t l = (size_t)atoi(tok);
-            const size_t faces = l * l * l * (size_t)o.halo_ls * (size_t)o.site_bytes * 8;
-            if (faces > largest) largest = faces;
-        }
+    for (int i = 0; wanted(&o, "halo") && i < o.nhalo; i++) {
+        const size_t faces = 8 * face_bytes(&o, o.halo_l[i]); /* both ways in 4 dimensions */
+        if (faces > largest) largest = faces;
     }
     alloc_buffers(largest);
     sizes_loop(&o, "latency", o.max_size, latency);
@@ -403,14 +416,11 @@ int main(int argc, char **argv)
         begin("barrier", 0);
         collective(&o, BARRIER, 0);
     }
-    if (wanted(&o, "halo")) {
-        char list[sizeof o.halo_l];
-        snprintf(list, sizeof list, "%s", o.halo_l);
-        for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
-            begin("halo", (size_t)atoi(tok));
-            halo(&o, atoi(tok));
+    if (wanted(&o, "halo"))
+        for (int i = 0; i < o.nhalo; i++) {
+            begin("halo", (size_t)o.halo_l[i]);
+            halo(&o, o.halo_l[i]);
         }
-    }
     if (rank == 0) printf("{\"type\":\"done\"}\n");
     free(sbuf);
     free(rbuf);

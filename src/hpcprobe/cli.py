@@ -7,7 +7,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -65,7 +65,7 @@ def _int_list(text: str) -> tuple[int, ...]:
     return vals
 
 
-def _at_least(flag: str, least: int, what: str) -> Any:
+def _at_least(flag: str, least: int, what: str) -> Callable[[str], int]:
     """An argparse type: a whole number >= least, else a usage error naming the flag."""
 
     def parse(text: str) -> int:

@@ -34,7 +34,6 @@ class Sampled:
     steady: bool = False  # successive warm-up samples agreed before its budget ran out
     rejected: int = 0  # samples rejected by take (None)
     target: float = 0.0
-    seconds: float = 0.0
 
     @property
     def target_met(self) -> bool:
@@ -87,7 +86,6 @@ def sample(take: Take, rule: Repetition, budget_s: float, warmup: bool = True,
         got = take(more)
         out.rejected += sum(1 for x in got if x is None)
         out.samples.extend(x for x in got if x is not None)
-    out.seconds = time.perf_counter() - start
     return out
 
 

@@ -90,8 +90,8 @@ def _stream_table(bw: list[Metric]) -> Table | None:
         label = lvl if size is None else f"{lvl} {format_bytes(size)}"
         cells: list[str] = []
         for k in kernels:
-            m = rows[key].get(k)
-            cells += [_cell(m), "-" if m is None else f"{m.summary.max:.1f}"]
+            cell = rows[key].get(k)
+            cells += [_cell(cell), "-" if cell is None else f"{cell.summary.max:.1f}"]
         t.add_row(placement, str(threads), cpus, "nt (streaming)" if stores == "nt" else
                   "regular", label, *cells)
     t.caption = ("Every kernel, copy included, ran with the store type of its row: `regular` "

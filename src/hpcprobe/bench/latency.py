@@ -7,6 +7,7 @@ import math
 import resource
 import time
 from dataclasses import dataclass, replace
+from functools import partial
 
 from .. import sampling
 from .._native import Team
@@ -177,22 +178,23 @@ def _loaded(ctx: RunContext, team: Team, cpu: int, loaders: list[int], ring_byte
     for k in range(len(loaders) + 1):
         team.select([cpu] + loaders[:k])
         # a sample lasts LOADED_SAMPLE_S at the unloaded latency, so the readers make several
-        # passes; the first sample (the readers' warm-up) is dropped
+        # passes; the driver's warm-up covers the readers' first passes
         loads = max(1, math.ceil(LOADED_SAMPLE_S / (unloaded_ns * 1e-9) / LOAD_QUANTUM))
         loads *= LOAD_QUANTUM
         budget = max(0.0, deadline - time.perf_counter()) / (len(loaders) + 1 - k)
-        bw_of: dict[int, float] = {}  # the readers' bandwidth of each kept latency sample
+        readers_gbs: list[float] = []  # the readers' bandwidth during each latency sample
 
-        def take(n: int, loads: int = loads, bw_of: dict[int, float] = bw_of
+        def take(n: int, loads: int = loads, readers_gbs: list[float] = readers_gbs
                  ) -> list[float | None]:
             chase_s, others = team.loaded_latency(loads, load.kernel_id, ctx.isa, elems)
-            bw_of[len(bw_of)] = sum(bandwidth_gbs(load, "regular", elems, 1, passes, secs)
-                                    for secs, passes in others if secs > 0)
+            readers_gbs.append(sum(bandwidth_gbs(load, "regular", elems, 1, passes, secs)
+                                   for secs, passes in others if secs > 0))
             return [chase_s / loads * 1e9]
 
         got = sampling.sample(take, ctx.profile.repetition, budget)
-        # the warm-up's samples come first: the kept ones are the last len(samples) taken
-        bw = list(bw_of.values())[len(bw_of) - len(got.samples):]
+        # nothing is rejected here and the warm-up's samples come first: the kept ones are the
+        # last len(samples) taken
+        bw = readers_gbs[len(readers_gbs) - len(got.samples):]
         lat = ctx.record("latency", f"loaded latency, {k} streaming", got)
         if loaders:
             team.select(loaders)
@@ -211,6 +213,11 @@ def _loaded(ctx: RunContext, team: Team, cpu: int, loaders: list[int], ring_byte
         ctx.metrics.append(Metric("latency", "loaded_latency", "ns", dict(params), lat, "lower"))
         ctx.metrics.append(Metric("latency", "loaded_bandwidth", "GB/s", dict(params), bw))
         ctx.progress.advance(f"loaded latency, {k} streaming")
+
+
+def _handoff_ns(team: Team, rounds: int, n: int) -> list[float | None]:
+    """n core-to-core samples: ns one way (a round trip of the line is two handoffs)."""
+    return [t / (2 * rounds) * 1e9 for t in team.c2c_measure(rounds, n)]
 
 
 def _c2c(ctx: RunContext, opts: LatencyOptions, deadline: float) -> None:
@@ -232,9 +239,8 @@ def _c2c(ctx: RunContext, opts: LatencyOptions, deadline: float) -> None:
                     break
                 rounds = max(2 * rounds, math.ceil(rounds * 1.2 * ctx.profile.sample_s / took))
             out = ctx.record("latency", f"core-to-core {a}<->{b}", sampling.sample(
-                lambda n, rounds=rounds: [t / (2 * rounds) * 1e9  # type: ignore[misc]
-                                          for t in team.c2c_measure(rounds, n)],
-                ctx.profile.repetition, max(0.0, budget - (time.perf_counter() - start))))
+                partial(_handoff_ns, team, rounds), ctx.profile.repetition,
+                max(0.0, budget - (time.perf_counter() - start))))
             params = {"cpu_a": a, "cpu_b": b, "relation": relation(ctx.topo, a, b),
                       "cpu_domain": numa_of(ctx.topo, a), "memory_domain": numa_of(ctx.topo, b),
                       "load_threads": 0}
