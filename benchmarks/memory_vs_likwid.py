@@ -9,6 +9,11 @@ the ratio within a round (the two runs of a round are adjacent in time, so a slo
 host affects both).
 Both count bytes the STREAM way (no write-allocate) and MB as 10^6 B.
 
+In L1 a tool's rate is bounded by the core's load/store ports, not by memory: the script measures
+the core clock under AVX-512 load in every round and prints each tool's bytes per cycle per core
+there, so a ratio above 1 in L1 reads as "likwid-bench's loop leaves cycles unused" (or not) against
+the port limit (a 512-bit triad iteration moves 192 B at STREAM counting: 2 loads + 1 store of 64 B).
+
 Usage: benchmarks/memory_vs_likwid.py [--rounds 3] [--threads 1,2] [--levels L1,L2,L3,DRAM]
 Needs Debian's likwid (likwid-bench) and an AVX-512 CPU for the avx512 shapes.
 """
@@ -23,7 +28,8 @@ import sys
 
 from sidebyside import in_turn, missing, round_ratios
 
-from hpcprobe import _native, profiles, runner, topology
+from hpcprobe import _native, clock, profiles, runner, topology
+from hpcprobe._native import Team
 from hpcprobe.bench.base import NoProgress
 from hpcprobe.bench.memory import MemoryOptions, dram_working_set
 
@@ -74,6 +80,12 @@ def hpcprobe(topo: topology.Topology, kernel: str, stores: str, size: int, threa
     return m.summary.median * 1000.0
 
 
+def core_ghz(cpus: tuple[int, ...]) -> float:
+    """Median clock (GHz) of `cpus` under AVX-512 load, all at once, as the memory kernels run."""
+    with Team(list(cpus)) as team:
+        return statistics.median(clock.measure(team, "avx512", n=5))
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
@@ -95,7 +107,12 @@ def main() -> int:
     configs = [(lvl, t, test) for t in threads for lvl in a.levels.split(",") for test in SHAPES]
     ours: dict[tuple[str, int, str], list[float]] = {c: [] for c in configs}
     theirs: dict[tuple[str, int, str], list[float]] = {c: [] for c in configs}
+    ghz: dict[int, list[float]] = {t: [] for t in threads}
+    cpus = tuple(sorted(topo.allowed_cpus))
     for r in range(a.rounds):
+        if "L1" in a.levels.split(","):
+            for t in threads:
+                ghz[t].append(core_ghz(cpus[:t]))
         for i, (lvl, t, test) in enumerate(configs):
             size = level_sizes(topo, t)[lvl]
             kernel, stores = SHAPES[test]
@@ -110,16 +127,24 @@ def main() -> int:
                                                          a.profile))
             print(f"round {r + 1}/{a.rounds}: {lvl:4s} {t}T {test:18s} done", file=sys.stderr)
     print(f"{'level':5s} {'thr':>3s} {'likwid-bench test':18s} {'likwid MB/s':>12s} "
-          f"{'hpcprobe MB/s':>14s} {'ratio':>6s} {'ratio range':>13s}")
+          f"{'hpcprobe MB/s':>14s} {'ratio':>6s} {'ratio range':>13s} {'B/cycle/core':>14s}")
     worst = float("inf")
     for c in configs:
         lk, hp = statistics.median(theirs[c]), statistics.median(ours[c])
         ratio, lo, hi = round_ratios(ours[c], theirs[c])
         worst = min(worst, ratio)
+        per_cycle = ""
+        if c[0] == "L1" and ghz[c[1]]:  # MB/s / (MHz x cores) = B/cycle/core
+            mhz = statistics.median(ghz[c[1]]) * 1000.0 * c[1]
+            per_cycle = f"{lk / mhz:6.1f} {hp / mhz:6.1f}"
         print(f"{c[0]:5s} {c[1]:3d} {c[2]:18s} {lk:12.0f} {hp:14.0f} {ratio:6.3f} "
-              f"{lo:6.3f}-{hi:.3f}")
+              f"{lo:6.3f}-{hi:.3f} {per_cycle:>14s}")
     print(f"lowest ratio hpcprobe/likwid-bench: {worst:.3f} (target >= 0.99); median of "
           f"{a.rounds} interleaved rounds' ratios; hpcprobe profile {a.profile}")
+    for t in threads:
+        if ghz[t]:
+            print(f"core clock under AVX-512 load, {t} core(s): {statistics.median(ghz[t]):.2f} GHz "
+                  f"(median of {len(ghz[t])} rounds); B/cycle/core columns: likwid, hpcprobe")
     return 0
 
 
