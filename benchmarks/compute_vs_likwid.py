@@ -23,9 +23,11 @@ import sys
 
 from sidebyside import in_turn, missing, round_ratios
 
-from hpcprobe import _native, profiles, runner, topology
-from hpcprobe.bench.base import NoProgress
-from hpcprobe.bench.compute import ComputeOptions
+from hpcprobe import native
+from hpcprobe.families.compute.bench import ComputeOptions
+from hpcprobe.machine import topology
+from hpcprobe.measure import profiles, runner
+from hpcprobe.measure.family import NoProgress
 
 #: likwid-bench test -> hpcprobe (isa, op), double precision
 SHAPES = {
@@ -70,7 +72,7 @@ def main() -> int:
     if missing("likwid-bench", "likwid"):
         return 2
     topo = topology.discover()
-    have = _native.supported_isas()
+    have = native.supported_isas()
     tests = [t for t, (isa, _) in SHAPES.items() if isa in have]
     threads = [int(t) for t in a.threads.split(",") if int(t) <= len(topo.allowed_cpus)]
     configs = [(test, t) for t in threads for test in tests]

@@ -18,11 +18,13 @@ import argparse
 import statistics
 import sys
 
-from hpcprobe import _native, clock, profiles, runner, topology
-from hpcprobe.bench.base import NoProgress
-from hpcprobe.bench.latency import LatencyOptions
-from hpcprobe.bench.memory import cache_shares
-from hpcprobe.units import format_bytes
+from hpcprobe import native
+from hpcprobe.common.units import format_bytes
+from hpcprobe.families.latency.bench import LatencyOptions
+from hpcprobe.machine import clock, topology
+from hpcprobe.machine.sizing import cache_shares
+from hpcprobe.measure import profiles, runner
+from hpcprobe.measure.family import NoProgress
 
 
 def level_figures(metrics: list, shares: list[tuple[str, int]]) -> dict[str, tuple[int, float]]:
@@ -44,13 +46,13 @@ def main() -> int:
     a = ap.parse_args()
     topo = topology.discover()
     cpu = a.cpu if a.cpu is not None else topo.allowed_cpus[0]
-    with _native.Team([cpu]) as team:
+    with native.Team([cpu]) as team:
         ghz_before = statistics.median(clock.measure(team))
     shares = cache_shares(topo, (cpu,))
     per_level: dict[str, list[float]] = {}
     sizes: dict[str, int] = {}
     for r in range(a.runs):
-        run = runner.execute(topo, profiles.get("default"), ["latency"], _native.best_isa(),
+        run = runner.execute(topo, profiles.get("default"), ["latency"], native.best_isa(),
                              {"latency": LatencyOptions(cpu=cpu, pages="default")}, NoProgress())
         if run.errors:
             print(f"run {r + 1}: {run.errors}", file=sys.stderr)
@@ -59,7 +61,7 @@ def main() -> int:
             per_level.setdefault(level, []).append(ns)
             sizes[level] = size
         print(f"run {r + 1}/{a.runs} done", file=sys.stderr)
-    with _native.Team([cpu]) as team:
+    with native.Team([cpu]) as team:
         ghz_after = statistics.median(clock.measure(team))
     ghz = (ghz_before + ghz_after) / 2
     print(f"CPU {cpu}: clock {ghz_before:.3f} GHz before, {ghz_after:.3f} GHz after the runs "

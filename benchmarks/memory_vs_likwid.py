@@ -28,10 +28,13 @@ import sys
 
 from sidebyside import in_turn, missing, round_ratios
 
-from hpcprobe import _native, clock, profiles, runner, topology
-from hpcprobe._native import Team
-from hpcprobe.bench.base import NoProgress
-from hpcprobe.bench.memory import MemoryOptions, dram_working_set
+from hpcprobe import native
+from hpcprobe.families.memory.bench import MemoryOptions
+from hpcprobe.machine import clock, topology
+from hpcprobe.machine.sizing import dram_working_set
+from hpcprobe.measure import profiles, runner
+from hpcprobe.measure.family import NoProgress
+from hpcprobe.native import Team
 
 KiB, MiB = 1 << 10, 1 << 20
 
@@ -99,7 +102,7 @@ def main() -> int:
     a = ap.parse_args()
     if missing("likwid-bench", "likwid"):
         return 2
-    if "avx512" not in _native.supported_isas():
+    if "avx512" not in native.supported_isas():
         print("this CPU lacks AVX-512; the avx512 shapes cannot be compared")
         return 2
     topo = topology.discover()

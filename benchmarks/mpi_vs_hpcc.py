@@ -27,12 +27,14 @@ from pathlib import Path
 
 from sidebyside import in_turn, missing, round_ratios
 
-from hpcprobe import _native, profiles, runner, topology
-from hpcprobe.bench.base import NoProgress
-from hpcprobe.bench.mpi import MpiOptions
+from hpcprobe import native
+from hpcprobe.families.mpi.bench import MpiOptions
+from hpcprobe.machine import topology
+from hpcprobe.machine.placement import plan
+from hpcprobe.measure import profiles, runner
+from hpcprobe.measure.family import NoProgress
 from hpcprobe.mpi import find, launchers
 from hpcprobe.mpi.launchers import Layout
-from hpcprobe.placement import plan
 
 MiB = 1 << 20
 HPCC_INPUT = """HPLinpack benchmark input file
@@ -103,7 +105,7 @@ def hpcprobe(topo: topology.Topology) -> dict[tuple[str, int, str], float]:
     counts: (name, size, "median" or "best") -> figure."""
     opts = MpiOptions(np=2, tests=("latency", "bandwidth", "bibw"), max_size=4 * MiB,
                       full=True)
-    run = runner.execute(topo, profiles.get("default"), ["mpi"], _native.best_isa(),
+    run = runner.execute(topo, profiles.get("default"), ["mpi"], native.best_isa(),
                          {"mpi": opts}, NoProgress())
     if run.errors:
         raise SystemExit(f"hpcprobe failed: {run.errors}")

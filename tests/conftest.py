@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hpcprobe import topology
+from hpcprobe.machine import topology
 
 DATA = Path(__file__).parent / "data"
 
@@ -63,7 +63,7 @@ def hpcprobe(*args: str, env: dict[str, str] | None = None, timeout: float = 300
 
 def run_json(tmp_path: Path, *args: str) -> tuple[Result, dict]:
     """`hpcprobe run ARGS --json FILE`: the result and its document, validated."""
-    from hpcprobe import results
+    from hpcprobe.results import model as results
 
     out = tmp_path / "run.json"
     r = hpcprobe("run", *args, "--json", str(out))

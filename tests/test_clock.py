@@ -6,8 +6,9 @@ import statistics
 
 import pytest
 
-from hpcprobe import _native, clock
-from hpcprobe.clock import Timing
+from hpcprobe import native
+from hpcprobe.machine import clock
+from hpcprobe.machine.clock import Timing
 
 SHORT, LONG = 10**6, 2 * 10**6
 
@@ -44,9 +45,9 @@ def test_a_block_without_a_positive_difference_is_rejected():
     assert clock.block_ghz([Timing(0.002, 0.001), Timing(0.002, 0.0015)], SHORT, LONG) is None
 
 
-@pytest.mark.parametrize("load", _native.supported_isas())
+@pytest.mark.parametrize("load", native.supported_isas())
 def test_real_clock_is_plausible(load):
-    with _native.Team([min(os.sched_getaffinity(0))]) as team:
+    with native.Team([min(os.sched_getaffinity(0))]) as team:
         ghz = clock.measure(team, load, n=5, iters=20_000, warmup_s=0.05)
     assert 0.2 < statistics.median(ghz) < 10.0  # any CPU of this century; not a timing check
 

@@ -11,10 +11,12 @@ import math
 import pytest
 
 from conftest import DATA, assert_user_error, hpcprobe
-from hpcprobe import compare, results, stats
-from hpcprobe.errors import UserError
-from hpcprobe.results import Metric
-from hpcprobe.store import Store
+from hpcprobe.analysis import compare
+from hpcprobe.common import stats
+from hpcprobe.common.errors import UserError
+from hpcprobe.results import model as results
+from hpcprobe.results.model import Metric
+from hpcprobe.results.store import Store
 
 PAIR = DATA / "compare"
 BASE, NPS4 = str(PAIR / "nps1.json"), str(PAIR / "nps4.json")

@@ -4,8 +4,9 @@ core-scaling points, and bad input."""
 import pytest
 
 from conftest import DATA, assert_user_error, hpcprobe, run_json
-from hpcprobe import _native, topology
-from hpcprobe.bench.compute import ComputeOptions, plan
+from hpcprobe import native
+from hpcprobe.families.compute.bench import ComputeOptions, plan
+from hpcprobe.machine import topology
 
 
 def test_plan_covers_every_kernel_at_one_and_all_cores_and_a_scaling_curve():
@@ -47,12 +48,12 @@ def test_peak_against_its_model(tmp_path):
 
 
 def test_each_isa_and_core_set_gets_its_clock_before_its_kernels(tmp_path):
-    _, doc = run_json(tmp_path, "compute", "--quick", "--isa", _native.best_isa(),
+    _, doc = run_json(tmp_path, "compute", "--quick", "--isa", native.best_isa(),
                       "--threads", "1", "--precision", "sp", "--no-store")
     names = [m["name"] for m in doc["metrics"]]
     assert names[0] == "clock" and names.count("clock") == 1
     clock = doc["metrics"][0]
-    assert clock["benchmark"] == "compute" and clock["params"]["load"] == _native.best_isa()
+    assert clock["benchmark"] == "compute" and clock["params"]["load"] == native.best_isa()
     model = next(m for m in doc["metrics"] if m["name"] == "peak_model")
     # the model's samples are FLOPs/cycle x cores x each clock sample
     fpc = model["params"]["flops_per_cycle"]
@@ -69,8 +70,9 @@ def test_unknown_precision_and_bad_threads_are_user_errors():
 
 
 def test_an_unknown_microarchitecture_gets_a_measured_model_and_one_warning(monkeypatch, tiny):
-    from hpcprobe import flopmodel, profiles, runner
-    from hpcprobe.bench.base import NoProgress
+    from hpcprobe.machine import flopmodel
+    from hpcprobe.measure import profiles, runner
+    from hpcprobe.measure.family import NoProgress
 
     unknown = flopmodel.CpuId("GenuineIntel", 6, 250, "Intel(R) Future(R)", frozenset())
     monkeypatch.setattr(flopmodel, "read_cpuid", lambda: unknown)

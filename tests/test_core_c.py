@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-import hpcprobe
+import hpcprobe.native
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.skipif(not shutil.which("cc"), reason="no C compiler")
 def test_core_from_c(tmp_path):
-    libdir = Path(hpcprobe.__file__).parent
+    libdir = Path(hpcprobe.native.__file__).parent
     exe = tmp_path / "core_test"
     subprocess.run(["cc", "-std=gnu11", "-Wall", "-Werror", "-I", str(ROOT / "native/include"),
                     str(ROOT / "tests/native/core_test.c"), "-L", str(libdir),

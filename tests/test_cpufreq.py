@@ -1,6 +1,6 @@
 """cpufreq readings from a fake sysfs tree, and their absence (most VMs)."""
 
-from hpcprobe import cpufreq
+from hpcprobe.machine import cpufreq
 
 
 def fake_sysfs(tmp_path, cpus=(0, 1), cur_khz=3_100_000):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from hpcprobe.cpulist import format_cpulist, parse_cpulist, parse_hwloc_bitmap
+from hpcprobe.common.cpulist import format_cpulist, parse_cpulist, parse_hwloc_bitmap
 
 
 def test_parse_keeps_order_and_ranges():

@@ -1,7 +1,8 @@
 """The configuration fingerprint of a run, and what differs between runs."""
 
 from conftest import DATA
-from hpcprobe import fingerprint, provenance, results, topology
+from hpcprobe.machine import fingerprint, provenance, topology
+from hpcprobe.results import model as results
 
 
 def test_fingerprint_labels_the_settings_that_decide_results():

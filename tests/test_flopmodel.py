@@ -4,8 +4,8 @@ the ID is masked), FLOPs per cycle from the pipe table, and the measured-through
 import pytest
 
 from conftest import DATA
-from hpcprobe import flopmodel as fm
-from hpcprobe.peak import PEAK_KERNELS, PeakKernel
+from hpcprobe.machine import flopmodel as fm
+from hpcprobe.native.peak import PEAK_KERNELS, PeakKernel
 
 KERNELS = {(k.isa, k.precision, k.op): k for k in PEAK_KERNELS}
 

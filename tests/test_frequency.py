@@ -3,9 +3,10 @@
 import pytest
 
 from conftest import DATA, assert_user_error, hpcprobe, run_json, two_cpus
-from hpcprobe import _native, topology
-from hpcprobe.bench.frequency import curve
-from hpcprobe.errors import UserError
+from hpcprobe import native
+from hpcprobe.common.errors import UserError
+from hpcprobe.families.frequency.bench import curve
+from hpcprobe.machine import topology
 
 
 def test_curve_on_a_dual_socket_node_follows_the_placement():
@@ -27,7 +28,7 @@ def test_impossible_counts_are_refused(threads, needle):
 def test_clock_curve_is_measured_for_every_load(tmp_path):
     _, doc = run_json(tmp_path, "frequency", "--quick", "--threads", "1", "--no-store")
     clocks = [m for m in doc["metrics"] if m["name"] == "clock"]
-    assert {m["params"]["load"] for m in clocks} == set(_native.supported_isas())
+    assert {m["params"]["load"] for m in clocks} == set(native.supported_isas())
     for m in clocks:
         assert m["params"]["active_cores"] == 1 and m["summary"]["n"] >= 1
         assert 0.2 < m["summary"]["median"] < 10  # plausibility, not a timing

@@ -2,8 +2,8 @@
 
 import pytest
 
-from hpcprobe.errors import UserError
-from hpcprobe.kernels import KERNELS, bandwidth_gbs, get
+from hpcprobe.common.errors import UserError
+from hpcprobe.native.kernels import KERNELS, bandwidth_gbs, get
 
 
 def test_stream_byte_counting():

@@ -10,18 +10,21 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import DATA, assert_user_error, hpcprobe, run_json, two_cpus
-from hpcprobe import _native, profiles, results, topology
-from hpcprobe.bench import latency
-from hpcprobe.bench.base import RunContext
-from hpcprobe.bench.latency import LatencyOptions, Point
-from hpcprobe.errors import UserError
-from hpcprobe.smaps import mapping_pages, page_label
+from hpcprobe import native
+from hpcprobe.common.errors import UserError
+from hpcprobe.families.latency import bench as latency
+from hpcprobe.families.latency.bench import LatencyOptions, Point
+from hpcprobe.machine import topology
+from hpcprobe.machine.smaps import mapping_pages, page_label
+from hpcprobe.measure import profiles
+from hpcprobe.measure.family import RunContext
+from hpcprobe.results import model as results
 
 
 @settings(max_examples=60, deadline=None)
 @given(lines=st.integers(1, 3000), group=st.integers(0, 500), seed=st.integers(0, 2**63))
 def test_chase_order_is_one_cycle_through_every_line(lines, group, seed):
-    order = _native.chase_order(lines, group, seed)
+    order = native.chase_order(lines, group, seed)
     assert sorted(order) == list(range(lines))  # every line exactly once: one cycle
     g = group if 0 < group < lines else lines
     # group locality: the walk finishes a group before it enters another
@@ -31,7 +34,7 @@ def test_chase_order_is_one_cycle_through_every_line(lines, group, seed):
 
 
 def test_chase_order_depends_on_seed():
-    assert _native.chase_order(1000, 0, 1) != _native.chase_order(1000, 0, 2)
+    assert native.chase_order(1000, 0, 1) != native.chase_order(1000, 0, 2)
 
 
 SMAPS = """\
@@ -89,7 +92,7 @@ def test_groups_only_for_cache_levels():
 
 
 def test_real_run_on_small_rings(tiny):
-    ctx = RunContext(tiny, profiles.get("quick"), _native.best_isa())
+    ctx = RunContext(tiny, profiles.get("quick"), native.best_isa())
     latency.run(ctx, LatencyOptions(size_bytes=128 << 10, pages="default"))
     [m] = ctx.metrics
     assert not ctx.errors
@@ -98,7 +101,7 @@ def test_real_run_on_small_rings(tiny):
 
 
 def test_huge_pages_are_labelled_as_granted(tiny):
-    ctx = RunContext(tiny, profiles.get("quick"), _native.best_isa())
+    ctx = RunContext(tiny, profiles.get("quick"), native.best_isa())
     latency.run(ctx, LatencyOptions(size_bytes=8 << 20, pages="huge"))
     [m] = ctx.metrics
     frac = m.params["huge_page_fraction"]
@@ -141,7 +144,7 @@ def test_c2c_pairs_on_recorded_machines(nps4, xeon_smt):
 
 @pytest.mark.skipif(not two_cpus(), reason="needs two CPUs")
 def test_c2c_measures_a_real_pair(tiny):
-    ctx = RunContext(tiny, profiles.get("quick"), _native.best_isa())
+    ctx = RunContext(tiny, profiles.get("quick"), native.best_isa())
     latency._c2c(ctx, LatencyOptions(), deadline=time.perf_counter() + 1.0)
     [m] = ctx.metrics
     assert m.name == "core_to_core" and m.params["relation"] == "same-l3"
@@ -162,25 +165,25 @@ def _doc_shell() -> dict:
 
 def test_ring_bound_to_node_0_is_found_there():
     cpu = min(os.sched_getaffinity(0))
-    with _native.Team([cpu]) as team:
+    with native.Team([cpu]) as team:
         team.chase_prepare(4 << 20, 64, 0, False, 7, node=0)
         addr, length = team.chase_mapping(cpu)
         assert length == 4 << 20
-        assert _native.memory_node(addr) == 0 == _native.memory_node(addr + length - 64)
+        assert native.memory_node(addr) == 0 == native.memory_node(addr + length - 64)
         assert team.chase_check(1 << 20)
 
 
 def test_binding_to_a_missing_node_is_a_user_error():
-    with _native.Team([min(os.sched_getaffinity(0))]) as team:
+    with native.Team([min(os.sched_getaffinity(0))]) as team:
         with pytest.raises(UserError, match="NUMA node 1000"):
             team.chase_prepare(1 << 20, 64, 0, False, 7, node=1000)
 
 
 @pytest.mark.skipif(not two_cpus(), reason="needs two CPUs")
 def test_loaded_latency_curve(tiny):
-    ctx = RunContext(tiny, profiles.get("quick"), _native.best_isa())
+    ctx = RunContext(tiny, profiles.get("quick"), native.best_isa())
     a, b = sorted(os.sched_getaffinity(0))[:2]
-    with _native.Team([a, b]) as team:
+    with native.Team([a, b]) as team:
         team.select([a])
         team.chase_prepare(4 << 20, 64, 0, False, 3)
         latency._loaded(ctx, team, a, [b], 4 << 20, 50.0, time.perf_counter() + 2.0)
@@ -215,7 +218,7 @@ def test_one_allowed_cpu_plans_no_pairs_and_no_readers():
 
 
 def test_huge_page_shortfalls_say_why():
-    from hpcprobe.sysinfo import huge_page_shortfall
+    from hpcprobe.machine.sysinfo import huge_page_shortfall
 
     two = 2 << 20
     assert "smaller than one 2 MiB huge page" in huge_page_shortfall(1 << 20, two, "always",

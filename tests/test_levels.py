@@ -1,6 +1,6 @@
 """Cache-plateau identification on synthetic curves."""
 
-from hpcprobe.levels import check_levels
+from hpcprobe.analysis.levels import check_levels
 
 KiB, MiB = 1 << 10, 1 << 20
 SHARES = [("L1", 48 * KiB), ("L2", 2 * MiB), ("L3", 32 * MiB)]

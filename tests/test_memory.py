@@ -5,12 +5,14 @@ from __future__ import annotations
 import pytest
 
 from conftest import two_cpus
-from hpcprobe import _native, profiles
-from hpcprobe.bench import memory
-from hpcprobe.bench.base import RunContext
-from hpcprobe.bench.memory import MemoryOptions, default_plan, narrowed_plan
-from hpcprobe.errors import UserError
-from hpcprobe.results import Metric
+from hpcprobe import native
+from hpcprobe.common.errors import UserError
+from hpcprobe.families.memory import bench as memory
+from hpcprobe.families.memory.bench import MemoryOptions, default_plan, narrowed_plan
+from hpcprobe.machine import sizing
+from hpcprobe.measure import profiles
+from hpcprobe.measure.family import RunContext
+from hpcprobe.results.model import Metric
 
 
 def _default(topo):
@@ -28,7 +30,7 @@ def test_dram_working_sets_are_four_times_the_llc(machine):
     topo, _ = machine
     for m in _default(topo):
         if m.level == "DRAM":
-            assert m.size_bytes >= 0.999 * 4 * memory.llc_bytes(topo, m.cpus) - 3 * 512 * m.threads
+            assert m.size_bytes >= 0.999 * 4 * sizing.llc_bytes(topo, m.cpus) - 3 * 512 * m.threads
 
 
 def test_sweep_spans_l1_to_dram(nps4):
@@ -100,7 +102,7 @@ def test_memory_check_refuses_too_large(nps4):
 def test_full_plan_runs_on_a_small_topology(tiny):
     """The default plan end to end, on a topology with this machine's CPU numbers but small
     caches, so that the DRAM sizes stay small."""
-    ctx = RunContext(tiny, profiles.get("quick"), _native.best_isa())
+    ctx = RunContext(tiny, profiles.get("quick"), native.best_isa())
     memory.run(ctx, None)
     assert not ctx.errors
     bw = [m for m in ctx.metrics if m.name == "bandwidth"]
@@ -120,8 +122,8 @@ def test_full_plan_runs_on_a_small_topology(tiny):
 
 def test_default_plan_has_the_dram_triad_at_every_scaling_count():
     from conftest import DATA
-    from hpcprobe import topology
-    from hpcprobe.placement import active_counts
+    from hpcprobe.machine import topology
+    from hpcprobe.machine.placement import active_counts
 
     topo = topology.load_xml(DATA / "laptop-8c.xml")
     p = profiles.get("default")
@@ -135,7 +137,7 @@ def test_default_plan_has_the_dram_triad_at_every_scaling_count():
 
 def test_default_plan_on_one_allowed_cpu():
     from conftest import DATA
-    from hpcprobe import topology
+    from hpcprobe.machine import topology
 
     xml = (DATA / "laptop-8c.xml").read_text().replace(
         'allowed_cpuset="0x000000ff"', 'allowed_cpuset="0x00000001"')

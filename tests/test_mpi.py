@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, assert_user_error, hpcprobe
-from hpcprobe import topology
-from hpcprobe.bench.mpi import MpiOptions, pair_cpus, plan
-from hpcprobe.errors import UserError
+from hpcprobe.common.errors import UserError
+from hpcprobe.families.mpi.bench import MpiOptions, pair_cpus, plan
+from hpcprobe.machine import topology
 from hpcprobe.mpi import build, find, launchers
 from hpcprobe.mpi.launchers import Layout
 
@@ -55,7 +55,7 @@ def mpi_json(tmp_path: Path, *args: str, code: int = 0) -> dict:
     out = tmp_path / "mpi.json"
     r = hpcprobe("mpi", *args, "--no-store", "--json", str(out))
     assert r.code == code, r.err
-    from hpcprobe import results
+    from hpcprobe.results import model as results
 
     doc = json.loads(out.read_text())
     results.validate(doc)

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from conftest import two_cpus
-from hpcprobe import _native
-from hpcprobe.errors import NativeError, UserError
-from hpcprobe.kernels import KERNELS
+from hpcprobe import native
+from hpcprobe.common.errors import NativeError, UserError
+from hpcprobe.native.kernels import KERNELS
 
-ISAS = _native.supported_isas()
-S = _native.stream_scalar()
+ISAS = native.supported_isas()
+S = native.stream_scalar()
 
 
 def aligned(n: int, fill: np.ndarray | float) -> np.ndarray:
@@ -39,12 +39,12 @@ def reference(name: str, x: np.ndarray, y: np.ndarray) -> np.ndarray | float:
 
 
 def test_c_table_matches_registry():
-    assert _native.kernel_names() == list(KERNELS)
+    assert native.kernel_names() == list(KERNELS)
 
 
 def test_scalar_always_supported_and_best_is_last():
     assert ISAS[0] == "scalar"
-    assert _native.best_isa() == ISAS[-1]
+    assert native.best_isa() == ISAS[-1]
 
 
 # On x86 every kernel that stores has a non-temporal variant; read-only ones only "regular".
@@ -56,7 +56,7 @@ VARIANTS = [(isa, name, st) for isa in ISAS for name, k in KERNELS.items()
 def test_nt_variants_exist_exactly_for_storing_kernels():
     for isa in ISAS:
         for name, k in KERNELS.items():
-            assert _native.kernel_has_nt(k.kernel_id, isa) == (bool(k.stores) and X86), (isa, name)
+            assert native.kernel_has_nt(k.kernel_id, isa) == (bool(k.stores) and X86), (isa, name)
 
 
 @pytest.mark.parametrize("isa,name,stores", VARIANTS)
@@ -67,7 +67,7 @@ def test_kernel_against_numpy(isa, name, stores, n):
     x = aligned(n, rng.standard_normal(n))
     y = aligned(n, rng.standard_normal(n))
     dst = aligned(n, np.nan)
-    got = _native.kernel_apply(kid, isa, stores, addr(dst), addr(x), addr(y), n, S)
+    got = native.kernel_apply(kid, isa, stores, addr(dst), addr(x), addr(y), n, S)
     want = reference(name, x, y)
     if name in ("load", "sum"):
         assert got == pytest.approx(want, rel=1e-12, abs=1e-12)
@@ -81,18 +81,18 @@ def test_kernel_against_numpy(isa, name, stores, n):
 def test_kernel_apply_rejects_misaligned():
     x = aligned(65, 1.0)
     with pytest.raises(NativeError, match="EINVAL"):
-        _native.kernel_apply(0, "scalar", "regular", x.ctypes.data + 8, x.ctypes.data,
+        native.kernel_apply(0, "scalar", "regular", x.ctypes.data + 8, x.ctypes.data,
                              x.ctypes.data, 8, S)
 
 
 def test_read_only_kernels_have_no_nt_variant():
     for name in ("load", "sum"):
-        assert not any(_native.kernel_has_nt(KERNELS[name].kernel_id, isa) for isa in ISAS)
+        assert not any(native.kernel_has_nt(KERNELS[name].kernel_id, isa) for isa in ISAS)
 
 
 def test_team_pins_and_reads_back():
     cpus = sorted(os.sched_getaffinity(0))[:2]
-    with _native.Team(cpus) as team:
+    with native.Team(cpus) as team:
         b = team.binding()
         assert b.cpus == tuple(cpus)
         assert b.mask_counts == (1,) * len(cpus)
@@ -101,7 +101,7 @@ def test_team_pins_and_reads_back():
 def test_team_rejects_cpu_outside_cpuset():
     bad = max(os.sched_getaffinity(0)) + 1000
     with pytest.raises(UserError, match="cannot pin"):
-        _native.Team([bad])
+        native.Team([bad])
 
 
 @pytest.mark.parametrize("isa", ISAS)
@@ -109,8 +109,8 @@ def test_team_rejects_cpu_outside_cpuset():
 def test_stream_measure_validates(isa, name):
     cpus = sorted(os.sched_getaffinity(0))[:2]
     kid = KERNELS[name].kernel_id
-    stores = ["regular"] + (["nt"] if _native.kernel_has_nt(kid, isa) else [])
-    with _native.Team(cpus) as team:
+    stores = ["regular"] + (["nt"] if native.kernel_has_nt(kid, isa) else [])
+    with native.Team(cpus) as team:
         team.stream_prepare(4096)
         for st in stores:
             for n in (64, 4096, 1024):
@@ -125,7 +125,7 @@ def test_stream_measure_validates(isa, name):
 def test_stream_check_catches_a_missing_store():
     """Validation must fail when the kernel did not run after the arrays were reset."""
     kid = KERNELS["copy"].kernel_id
-    with _native.Team([sorted(os.sched_getaffinity(0))[0]]) as team:
+    with native.Team([sorted(os.sched_getaffinity(0))[0]]) as team:
         team.stream_prepare(1024)
         team.stream_begin(kid, 1024)
         assert team.stream_check(kid, 1024) > 0.1
@@ -137,7 +137,7 @@ def test_stream_check_catches_a_missing_store():
 def test_select_subsets_keep_buffers_and_order():
     a, b = sorted(os.sched_getaffinity(0))[:2]
     kid = KERNELS["triad"].kernel_id
-    with _native.Team([a, b]) as team:
+    with native.Team([a, b]) as team:
         team.stream_prepare(2048)
         for sel in ([b], [a, b], [b, a], [a]):
             team.select(sel)
@@ -149,7 +149,7 @@ def test_select_subsets_keep_buffers_and_order():
 
 
 def test_stream_rejects_bad_sizes():
-    with _native.Team([sorted(os.sched_getaffinity(0))[0]]) as team:
+    with native.Team([sorted(os.sched_getaffinity(0))[0]]) as team:
         with pytest.raises(NativeError):
             team.stream_prepare(100)  # not a multiple of 64
         team.stream_prepare(128)

@@ -7,18 +7,20 @@ import dataclasses
 import pytest
 
 from conftest import DATA, assert_user_error, hpcprobe, run_json
-from hpcprobe import _native, profiles, topology
-from hpcprobe.bench import numa
-from hpcprobe.bench.base import RunContext
-from hpcprobe.bench.numa import NumaOptions
-from hpcprobe.errors import UserError
+from hpcprobe import native
+from hpcprobe.common.errors import UserError
+from hpcprobe.families.numa import bench as numa
+from hpcprobe.families.numa.bench import NumaOptions
+from hpcprobe.machine import topology
+from hpcprobe.measure import profiles
+from hpcprobe.measure.family import RunContext
 
 #: The quick profile with the 1x1 matrix that it leaves out on one-node machines.
 ONE_NODE_TOO = dataclasses.replace(profiles.get("quick"), numa_on_one_node=True)
 
 
 def test_quick_profile_leaves_a_1x1_matrix_out(tiny):
-    ctx = RunContext(tiny, profiles.get("quick"), _native.best_isa())
+    ctx = RunContext(tiny, profiles.get("quick"), native.best_isa())
     numa.run(ctx, None)
     assert not ctx.metrics and ctx.findings[0]["kind"] == "skipped"
 
@@ -42,7 +44,7 @@ def test_one_cell_and_missing_domains(nps4):
 
 
 def test_real_1x1_matrix_binds_to_node_0(tiny):
-    ctx = RunContext(tiny, ONE_NODE_TOO, _native.best_isa())
+    ctx = RunContext(tiny, ONE_NODE_TOO, native.best_isa())
     numa.run(ctx, None)
     assert not ctx.errors, ctx.errors
     lat = [m for m in ctx.metrics if m.name == "latency"]
@@ -70,15 +72,15 @@ def test_cli_one_cell(tmp_path):
 def test_without_mbind_only_the_diagonal_by_first_touch(tiny, monkeypatch):
     """Where a seccomp filter forbids mbind, the matrix falls back to first touch, honestly."""
     for name in ("chase_prepare", "stream_prepare"):
-        real = getattr(_native.Team, name)
+        real = getattr(native.Team, name)
 
         def refuse(self, *args, _real=real, node=None, **kw):
             if node is not None:
-                raise _native.BindingUnavailable("binding memory is not permitted here (EPERM)")
+                raise native.BindingUnavailable("binding memory is not permitted here (EPERM)")
             return _real(self, *args, node=node, **kw)
 
-        monkeypatch.setattr(_native.Team, name, refuse)
-    ctx = RunContext(tiny, ONE_NODE_TOO, _native.best_isa())
+        monkeypatch.setattr(native.Team, name, refuse)
+    ctx = RunContext(tiny, ONE_NODE_TOO, native.best_isa())
     numa.run(ctx, None)
     assert any("first touch" in w for w in ctx.warnings)
     assert {m.params["memory_policy"] for m in ctx.metrics} == {"first-touch"}

@@ -5,26 +5,27 @@ import os
 
 import pytest
 
-from hpcprobe import _native, peak
-from hpcprobe.errors import NativeError
+from hpcprobe import native
+from hpcprobe.common.errors import NativeError
+from hpcprobe.native import peak
 
-BUILT = [k for k in peak.PEAK_KERNELS if _native.peak_shape(k.isa, k.precision, k.op)]
-RUNNABLE = [k for k in BUILT if k.isa in _native.supported_isas()]
+BUILT = [k for k in peak.PEAK_KERNELS if native.peak_shape(k.isa, k.precision, k.op)]
+RUNNABLE = [k for k in BUILT if k.isa in native.supported_isas()]
 
 
 def test_registry_declares_what_the_core_built():
-    assert _native.peak_op_names() == list(peak.OPS)
-    assert _native.precision_names() == list(peak.PRECISIONS)
+    assert native.peak_op_names() == list(peak.OPS)
+    assert native.precision_names() == list(peak.PRECISIONS)
     for k in BUILT:
-        shape = _native.peak_shape(k.isa, k.precision, k.op)
+        shape = native.peak_shape(k.isa, k.precision, k.op)
         assert (shape.fma_chains, shape.mul_chains, shape.add_chains, shape.lanes) == \
             (k.fma_chains, k.mul_chains, k.add_chains, k.lanes), k.label
     # every (isa, precision, op) the core builds is in the registry
     declared = {(k.isa, k.precision, k.op) for k in peak.PEAK_KERNELS}
-    for isa in _native.isa_names():
+    for isa in native.isa_names():
         for prec in peak.PRECISIONS:
             for op in peak.OPS:
-                if _native.peak_shape(isa, prec, op) is not None:
+                if native.peak_shape(isa, prec, op) is not None:
                     assert (isa, prec, op) in declared
 
 
@@ -38,7 +39,7 @@ def test_vector_kernels_keep_enough_chains_in_flight():
 @pytest.mark.parametrize("k", RUNNABLE, ids=lambda k: k.label)
 def test_kernel_validates_against_analytic_values(k):
     iters = 1234
-    values, ok = _native.peak_run(k.isa, k.precision, k.op, iters)
+    values, ok = native.peak_run(k.isa, k.precision, k.op, iters)
     assert ok
     chains = k.fma_chains + k.mul_chains + k.add_chains
     assert len(values) == chains * k.lanes
@@ -48,10 +49,10 @@ def test_kernel_validates_against_analytic_values(k):
 
 
 def test_single_precision_chains_stay_exact_up_to_the_iteration_limit():
-    k = peak.headline(_native.best_isa(), "sp")
-    most = _native.peak_max_iters("sp")
+    k = peak.headline(native.best_isa(), "sp")
+    most = native.peak_max_iters("sp")
     assert most < 1 << 24  # a float counts exactly up to 2^24
-    _, ok = _native.peak_run(k.isa, k.precision, k.op, most)
+    _, ok = native.peak_run(k.isa, k.precision, k.op, most)
     assert ok
 
 
@@ -59,20 +60,20 @@ def test_single_precision_chains_stay_exact_up_to_the_iteration_limit():
 def test_more_iterations_than_exact_are_refused(precision):
     k = peak.headline("scalar", precision)
     with pytest.raises(NativeError, match="EINVAL"):
-        _native.peak_run(k.isa, k.precision, k.op, _native.peak_max_iters(precision) + 1)
+        native.peak_run(k.isa, k.precision, k.op, native.peak_max_iters(precision) + 1)
 
 
 def test_team_samples_are_timed_and_validated():
-    k = peak.headline(_native.best_isa(), "dp")
-    with _native.Team([min(os.sched_getaffinity(0))]) as team:
+    k = peak.headline(native.best_isa(), "dp")
+    with native.Team([min(os.sched_getaffinity(0))]) as team:
         times, migrated = team.peak_measure(k.isa, k.precision, k.op, 10_000, 2, 3)
     assert len(times) == 3 and all(t[0] > 0 for t in times)
     assert migrated == [[False]] * 3
 
 
 def test_kernels_a_variant_lacks_are_not_built():
-    assert _native.peak_shape("scalar", "dp", "fma") is None  # no FMA in the x86-64 baseline
-    assert _native.peak_shape("avx512", "dp", "mul+add") is None
+    assert native.peak_shape("scalar", "dp", "fma") is None  # no FMA in the x86-64 baseline
+    assert native.peak_shape("avx512", "dp", "mul+add") is None
 
 
 def test_flop_counting_and_rates():

@@ -6,8 +6,8 @@ from collections import Counter
 
 import pytest
 
-from hpcprobe.errors import UserError
-from hpcprobe.placement import PLACEMENTS, placement_cpus, plan
+from hpcprobe.common.errors import UserError
+from hpcprobe.machine.placement import PLACEMENTS, placement_cpus, plan
 
 
 @pytest.mark.parametrize("name", sorted(PLACEMENTS))
@@ -81,7 +81,7 @@ def test_oversubscribe_wraps(nps4):
 
 def test_disallowed_cpus_are_not_placed(tmp_path):
     from conftest import DATA
-    from hpcprobe import topology
+    from hpcprobe.machine import topology
 
     xml = (DATA / "laptop-8c.xml").read_text().replace(
         'allowed_cpuset="0x000000ff"', 'allowed_cpuset="0x0000000f"')
@@ -93,14 +93,14 @@ def test_disallowed_cpus_are_not_placed(tmp_path):
 
 
 def test_active_counts_cover_every_count_when_few():
-    from hpcprobe.placement import active_counts
+    from hpcprobe.machine.placement import active_counts
 
     assert active_counts(2, 16) == [1, 2]
     assert active_counts(12) == list(range(1, 13))
 
 
 def test_active_counts_thin_out_on_big_machines():
-    from hpcprobe.placement import active_counts
+    from hpcprobe.machine.placement import active_counts
 
     counts = active_counts(128, 16)
     assert counts[:8] == list(range(1, 9)) and counts[-1] == 128

@@ -1,7 +1,8 @@
 """Provenance readings."""
 
 from conftest import DATA
-from hpcprobe import _native, provenance, sysinfo, topology
+from hpcprobe import native
+from hpcprobe.machine import provenance, sysinfo, topology
 
 
 def test_bracketed_choice():
@@ -21,5 +22,5 @@ def test_collect_records_build_and_system():
     topo = topology.load_xml(DATA / "xeon-2s-26c-smt.xml")
     p = provenance.collect(topo, "scalar")
     assert p["smt"] == 2 and p["numa_nodes"] == 2 and p["isa"] == "scalar"
-    assert p["compiler"] == _native.build_info() and "flags:" in p["compiler"]
+    assert p["compiler"] == native.build_info() and "flags:" in p["compiler"]
     assert p["isa_supported"][0] == "scalar"

@@ -17,12 +17,15 @@ import pytest
 from matplotlib import image
 
 from conftest import DATA, assert_user_error, hpcprobe
-from hpcprobe import _native, profiles, report, results, runner
-from hpcprobe.bench.base import NoProgress
-from hpcprobe.bench.compute import ComputeOptions
-from hpcprobe.bench.frequency import FrequencyOptions
-from hpcprobe.bench.latency import LatencyOptions
-from hpcprobe.bench.memory import MemoryOptions
+from hpcprobe import native
+from hpcprobe.families.compute.bench import ComputeOptions
+from hpcprobe.families.frequency.bench import FrequencyOptions
+from hpcprobe.families.latency.bench import LatencyOptions
+from hpcprobe.families.memory.bench import MemoryOptions
+from hpcprobe.measure import profiles, runner
+from hpcprobe.measure.family import NoProgress
+from hpcprobe.results import model as results
+from hpcprobe.views import html as report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -30,10 +33,10 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory: pytest.TempPathFactory) -> results.Run:
     """A small real run with memory, latency, frequency and compute figures."""
-    from hpcprobe import topology
+    from hpcprobe.machine import topology
 
     topo = topology.load_xml(DATA / "tiny-2c.xml")
-    isa = _native.best_isa()
+    isa = native.best_isa()
     run = runner.execute(
         topo, profiles.get("quick"), ["memory", "latency", "frequency", "compute"], isa,
         {"memory": MemoryOptions(kernels=("triad",), stores=("regular",), threads=(1,),

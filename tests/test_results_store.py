@@ -8,26 +8,28 @@ import sqlite3
 
 import pytest
 
-from hpcprobe import _native, profiles, results, runner
-from hpcprobe.bench.base import NoProgress
-from hpcprobe.bench.memory import MemoryOptions
-from hpcprobe.errors import HpcprobeError, UserError
-from hpcprobe.results import Metric
-from hpcprobe.store import STORE_VERSION, Store
+from hpcprobe import native
+from hpcprobe.common.errors import HpcprobeError, UserError
+from hpcprobe.families.memory.bench import MemoryOptions
+from hpcprobe.measure import profiles, runner
+from hpcprobe.measure.family import NoProgress
+from hpcprobe.results import model as results
+from hpcprobe.results.model import Metric
+from hpcprobe.results.store import STORE_VERSION, Store
 
 
 @pytest.fixture(scope="module")
 def measured_run(tiny_module):
     """A real, small run: triad and load on one thread at an L2-sized working set."""
     opts = MemoryOptions(kernels=("triad", "load"), threads=(1,), size_bytes=96 << 10)
-    return runner.execute(tiny_module, profiles.get("quick"), ["memory"], _native.best_isa(),
+    return runner.execute(tiny_module, profiles.get("quick"), ["memory"], native.best_isa(),
                           {"memory": opts}, NoProgress(), tag="unit")
 
 
 @pytest.fixture(scope="module")
 def tiny_module():
     from conftest import DATA
-    from hpcprobe import topology
+    from hpcprobe.machine import topology
     return topology.load_xml(DATA / "tiny-2c.xml")
 
 

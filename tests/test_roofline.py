@@ -2,8 +2,8 @@
 
 import pytest
 
-from hpcprobe.results import Metric
-from hpcprobe.roofline import derive
+from hpcprobe.families.roofline.derive import derive
+from hpcprobe.results.model import Metric
 
 
 def peak(precision, isa, op, threads, gflops):

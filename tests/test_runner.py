@@ -2,12 +2,13 @@
 
 import pytest
 
-from hpcprobe import _native, runner
-from hpcprobe.errors import UserError
+from hpcprobe import native
+from hpcprobe.common.errors import UserError
+from hpcprobe.measure import runner
 
 
 def test_default_isa_is_the_best():
-    assert runner.resolve_isa(None) == _native.supported_isas()[-1]
+    assert runner.resolve_isa(None) == native.supported_isas()[-1]
 
 
 def test_unknown_isa_lists_what_the_cpu_has():
@@ -16,7 +17,7 @@ def test_unknown_isa_lists_what_the_cpu_has():
 
 
 def test_missing_isa():
-    missing = [i for i in _native.isa_names() if i not in _native.supported_isas()]
+    missing = [i for i in native.isa_names() if i not in native.supported_isas()]
     if not missing:
         pytest.skip("this CPU supports every compiled variant")
     with pytest.raises(UserError, match="lacks it"):
@@ -33,7 +34,7 @@ def test_benchmarks():
 
 
 def test_an_isa_this_cpu_lacks_lists_what_it_has(monkeypatch):
-    monkeypatch.setattr(runner._native, "supported_isas", lambda: ["scalar", "avx2"])
+    monkeypatch.setattr(runner.native, "supported_isas", lambda: ["scalar", "avx2"])
     with pytest.raises(UserError, match="--isa avx512: this CPU lacks it; it supports scalar, "
                                         "avx2"):
         runner.resolve_isa("avx512")

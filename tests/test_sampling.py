@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from hpcprobe.sampling import Ledger, Take, sample
-from hpcprobe.stats import Repetition
+from hpcprobe.common.stats import Repetition
+from hpcprobe.measure.sampling import Ledger, Take, sample
 
 
 def stream(values: list[float | None], then: float | None = None) -> Take:

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from hpcprobe.stats import Repetition, median_ci_ranks, summarize
+from hpcprobe.common.stats import Repetition, median_ci_ranks, summarize
 
 
 def test_summary_values():
@@ -42,7 +42,7 @@ def test_repetition_rules():
 
 
 def test_robust_z_ignores_the_outlier_it_scores():
-    from hpcprobe.stats import outliers, robust_z
+    from hpcprobe.common.stats import outliers, robust_z
 
     xs = [10.0, 10.1, 9.9, 10.0, 10.2, 9.8, 50.0]
     z = robust_z(xs)

@@ -2,15 +2,17 @@
 
 from rich.console import Console
 
-from hpcprobe import _native, profiles, runner, summary
-from hpcprobe.bench.base import NoProgress
-from hpcprobe.bench.memory import MemoryOptions
+from hpcprobe import native
+from hpcprobe.families.memory.bench import MemoryOptions
+from hpcprobe.measure import profiles, runner
+from hpcprobe.measure.family import NoProgress
+from hpcprobe.views import terminal as summary
 
 
 def test_summary_shows_the_stream_table_with_ci(tiny):
     opts = MemoryOptions(kernels=("copy", "triad"), stores=("regular",), threads=(1,),
                          size_bytes=64 << 10)
-    run = runner.execute(tiny, profiles.get("quick"), ["memory"], _native.best_isa(),
+    run = runner.execute(tiny, profiles.get("quick"), ["memory"], native.best_isa(),
                          {"memory": opts}, NoProgress())
     console = Console(record=True, width=200)
     summary.render(run, console)
@@ -25,10 +27,10 @@ def test_summary_shows_the_stream_table_with_ci(tiny):
 
 
 def test_summary_shows_clock_peak_model_scaling_and_roofline(tiny):
-    from hpcprobe.bench.compute import ComputeOptions
-    from hpcprobe.bench.frequency import FrequencyOptions
+    from hpcprobe.families.compute.bench import ComputeOptions
+    from hpcprobe.families.frequency.bench import FrequencyOptions
 
-    isa = _native.best_isa()
+    isa = native.best_isa()
     run = runner.execute(
         tiny, profiles.get("quick"), ["memory", "frequency", "compute"], isa,
         {"memory": MemoryOptions(kernels=("triad",), stores=("regular",), threads=(1,),

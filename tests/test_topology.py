@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA
-from hpcprobe import topology
-from hpcprobe.errors import UserError
+from hpcprobe.common.errors import UserError
+from hpcprobe.machine import topology
 
 
 def test_counts_from_xml(machine):

@@ -2,7 +2,7 @@
 
 import pytest
 
-from hpcprobe.units import format_bytes, parse_size
+from hpcprobe.common.units import format_bytes, parse_size
 
 
 @pytest.mark.parametrize("text,value", [("2GiB", 2 << 30), ("512MiB", 512 << 20), ("64KiB", 65536),

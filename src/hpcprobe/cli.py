@@ -11,18 +11,23 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__, files, placement, profiles, results, runner, summary, topology
-from .bench import BENCHMARKS
-from .bench.compute import ComputeOptions
-from .bench.frequency import FrequencyOptions
-from .bench.latency import LatencyOptions
-from .bench.memory import MemoryOptions
-from .bench.mpi import MpiOptions
-from .bench.numa import NumaOptions
-from .cpulist import format_cpulist
-from .errors import EXIT_FAILURE, EXIT_USAGE, HpcprobeError, UserError
-from .store import Store, default_path
-from .units import parse_size
+from hpcprobe import __version__
+from hpcprobe.bench import BENCHMARKS
+from hpcprobe.common import files
+from hpcprobe.common.cpulist import format_cpulist
+from hpcprobe.common.errors import EXIT_FAILURE, EXIT_USAGE, HpcprobeError, UserError
+from hpcprobe.common.units import parse_size
+from hpcprobe.families.compute.bench import ComputeOptions
+from hpcprobe.families.frequency.bench import FrequencyOptions
+from hpcprobe.families.latency.bench import LatencyOptions
+from hpcprobe.families.memory.bench import MemoryOptions
+from hpcprobe.families.mpi.bench import MpiOptions
+from hpcprobe.families.numa.bench import NumaOptions
+from hpcprobe.machine import placement, topology
+from hpcprobe.measure import profiles, runner
+from hpcprobe.results import model as results
+from hpcprobe.results.store import Store, default_path
+from hpcprobe.views import terminal as summary
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -361,7 +366,7 @@ def _measure(a: argparse.Namespace, prof: profiles.Profile, benchmarks: list[str
         results.write_json(run, a.json)
         console.print(f"Wrote {a.json}.", highlight=False)
     if getattr(a, "report", None):
-        from . import report
+        from hpcprobe.views import html as report
 
         n = report.write([run], a.report)
         console.print(f"Wrote the report {a.report} ({n} plots).", highlight=False)
@@ -387,7 +392,7 @@ def cmd_mpi(a: argparse.Namespace) -> int:
 
 
 def _mpi_info(prefix: str | None) -> int:
-    from .mpi import build, find, launchers
+    from hpcprobe.mpi import build, find, launchers
 
     mpi = find.find(prefix)
     exe = build.program(mpi)
@@ -465,7 +470,7 @@ def _load_runs(refs: Sequence[str], db: str | None) -> list[results.Run]:
 
 
 def cmd_report(a: argparse.Namespace) -> int:
-    from . import report
+    from hpcprobe.views import html as report
 
     files.check_writable(a.output, "-o")
     runs = _load_runs(a.runs, a.db)
@@ -475,7 +480,7 @@ def cmd_report(a: argparse.Namespace) -> int:
 
 
 def cmd_compare(a: argparse.Namespace) -> int:
-    from . import compare
+    from hpcprobe.analysis import compare
 
     c = compare.compare(_load_runs(a.runs, a.db))
     if a.json:

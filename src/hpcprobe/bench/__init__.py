@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-from . import compute, frequency, latency, memory, mpi, numa
-from .base import Benchmark
+from hpcprobe.families.compute import bench as compute
+from hpcprobe.families.frequency import bench as frequency
+from hpcprobe.families.latency import bench as latency
+from hpcprobe.families.memory import bench as memory
+from hpcprobe.families.mpi import bench as mpi
+from hpcprobe.families.numa import bench as numa
+from hpcprobe.measure.family import Benchmark
 
 #: Registered benchmarks, in the order `hpcprobe run` runs them.
 BENCHMARKS: dict[str, Benchmark] = {

@@ -9,8 +9,8 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from ..errors import UserError
-from .find import CFLAGS, Mpi
+from hpcprobe.common.errors import UserError
+from hpcprobe.mpi.find import CFLAGS, Mpi
 
 SOURCE = "hpb_mpi.c"
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from ..errors import UserError
+from hpcprobe.common.errors import UserError
 
 HOW_TO = ("install one (Debian: apt install openmpi-bin libopenmpi-dev; or pip install mpich), "
           "put its bin/ on PATH, or name its prefix with --mpi PREFIX or $HPCPROBE_MPI")
@@ -39,7 +39,7 @@ class Mpi:
     @property
     def fingerprint(self) -> str:
         """Changes when the MPI, its flags, our flags or our source change: a rebuild."""
-        from .build import source_text
+        from hpcprobe.mpi.build import source_text
 
         h = hashlib.sha256()
         for part in (self.implementation, self.version, self.prefix, self.mpicc,

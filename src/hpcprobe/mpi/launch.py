@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from .launchers import Launch
+from hpcprobe.mpi.launchers import Launch
 
 #: After SIGTERM, the launcher and its ranks get this long before SIGKILL.
 GRACE_S = 3.0

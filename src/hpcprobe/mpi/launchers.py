@@ -10,8 +10,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UserError
-from .find import Mpi
+from hpcprobe.common.errors import UserError
+from hpcprobe.mpi.find import Mpi
 
 
 @dataclass(frozen=True)

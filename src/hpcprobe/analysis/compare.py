@@ -1,0 +1,140 @@
+"""Compare runs: metrics joined on (benchmark, name, params), each against the first run with
+the ratio of medians, its 95 % CI and a Mann-Whitney U p-value; rows by effect size. Pure: the
+runs come in, a table goes out."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from hpcprobe.common import stats
+from hpcprobe.common.errors import UserError
+from hpcprobe.common.units import format_bytes
+from hpcprobe.machine import fingerprint
+from hpcprobe.results.model import Metric, Run
+
+#: Params that record where or how a figure was taken rather than what it is: they differ
+#: between configurations of the same measurement (another binding, MPI or model), so they do not
+#: take part in the join.
+NOT_JOINED = frozenset({"cpus", "binding", "memory_domain_seen", "huge_page_fraction", "hosts",
+                        "mpi", "launcher", "load_cpus", "model_source", "microarch",
+                        "flops_per_cycle", "clock_load", "page_size"})
+ALPHA = 0.05
+FEW = 5
+
+
+@dataclass(frozen=True)
+class Row:
+    """One metric of one run against the same metric of the baseline run."""
+
+    benchmark: str
+    name: str
+    unit: str
+    better: str
+    params: str
+    run: str
+    baseline_median: float
+    median: float
+    ratio: float
+    ratio_ci_low: float
+    ratio_ci_high: float
+    p_value: float
+    significant: bool
+    n_baseline: int
+    n: int
+
+    @property
+    def change_pct(self) -> float:
+        return 100.0 * (self.ratio - 1.0)
+
+    @property
+    def effect(self) -> float:
+        return abs(math.log(self.ratio)) if self.ratio > 0 else math.inf
+
+    @property
+    def few_samples(self) -> bool:
+        return min(self.n, self.n_baseline) < FEW
+
+    @property
+    def verdict(self) -> str:
+        """`~` where not significant at ALPHA, else better or worse for this metric."""
+        if not self.significant:
+            return "~"
+        return "better" if (self.ratio > 1) == (self.better == "higher") else "worse"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "change_pct": self.change_pct, "verdict": self.verdict,
+                "few_samples": self.few_samples}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    runs: list[str]  # labels, the baseline first
+    differences: list[tuple[str, list[str]]]  # fingerprint labels whose values differ
+    rows: list[Row]
+    only_in: dict[str, int]  # metrics of each run without a partner in the baseline
+
+
+def label(run: Run) -> str:
+    return f"{run.run_id}" + (f" ({run.tag})" if run.tag else f" ({run.host})")
+
+
+def _key(m: Metric) -> tuple[str, str, str]:
+    params = {k: v for k, v in sorted(m.params.items()) if k not in NOT_JOINED}
+    return m.benchmark, m.name, json.dumps(params, sort_keys=True)
+
+
+def describe_params(params_json: str) -> str:
+    """A compact label of the joined params: sizes in binary units, booleans only when set."""
+    out = []
+    for k, v in json.loads(params_json).items():
+        if isinstance(v, bool):
+            if v:
+                out.append(k)
+        elif k.endswith("_bytes") and isinstance(v, int):
+            out.append(f"{k[:-6]}={format_bytes(v)}")
+        else:
+            out.append(f"{k}={v}")
+    return " ".join(out)
+
+
+def compare(runs: list[Run]) -> Comparison:
+    """Every later run against the first. Refuses runs that share no metric with the first."""
+    if len(runs) < 2:
+        raise UserError("compare needs at least two runs")
+    base = {_key(m): m for m in runs[0].metrics}
+    rows: list[Row] = []
+    only: dict[str, int] = {}
+    for run in runs[1:]:
+        theirs = {_key(m): m for m in run.metrics}
+        common = [k for k in theirs if k in base]
+        if not common:
+            raise UserError(f"runs {label(runs[0])} and {label(run)} have no metric in common "
+                            f"(benchmarks {', '.join(runs[0].benchmarks)} vs "
+                            f"{', '.join(run.benchmarks)}); compare runs of the same benchmarks")
+        only[label(run)] = len(theirs) - len(common)
+        for k in common:
+            a, b = base[k], theirs[k]
+            ma, mb = a.summary.median, b.summary.median
+            if ma == 0:
+                continue  # no ratio to a zero figure
+            lo, hi = stats.median_ratio_ci(a.samples, b.samples)
+            p = stats.mann_whitney_p(a.samples, b.samples)
+            rows.append(Row(a.benchmark, a.name, a.unit, a.better, describe_params(k[2]),
+                            label(run), ma, mb, mb / ma, lo, hi, p, p < ALPHA, len(a.samples),
+                            len(b.samples)))
+    rows.sort(key=lambda r: (-r.effect, r.benchmark, r.name, r.params))
+    return Comparison([label(r) for r in runs], fingerprint.differences(runs), rows, only)
+
+
+CSV_COLUMNS = ("benchmark", "name", "params", "unit", "better", "run", "baseline_median",
+               "median", "ratio", "ratio_ci_low", "ratio_ci_high", "change_pct", "p_value",
+               "verdict", "n_baseline", "n", "few_samples")
+
+
+def to_json(c: Comparison) -> dict[str, Any]:
+    return {"runs": c.runs, "baseline": c.runs[0],
+            "differences": [{"what": k, "values": v} for k, v in c.differences],
+            "rows": [r.to_dict() for r in c.rows], "only_in": c.only_in}

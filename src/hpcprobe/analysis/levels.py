@@ -1,0 +1,92 @@
+"""Identify the cache-level plateaus of a sweep (bandwidth or latency) and check them against
+the topology's cache sizes."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from hpcprobe.common.units import format_bytes
+
+#: A level ends where the figure is this much worse than at the level's smallest working set:
+#: the step from one level to the next is at least 2x on current machines (L1->L2 latency ~3x,
+#: L3->DRAM bandwidth per core ~2x), while noise and partial misses stay well below it.
+EDGE_RATIO = 1.5
+#: An observed edge within this factor of the nominal capacity agrees with it (the sweep moves in
+#: octaves, and caches lose capacity to code, page colouring and associativity).
+EDGE_TOLERANCE = 2.5
+
+
+@dataclass(frozen=True)
+class LevelCheck:
+    """The verdict on one cache level: its plateau, where it ends, and whether that matches."""
+
+    level: str
+    nominal_bytes: int  # capacity per thread according to the topology
+    plateau: float | None  # in the sweep's unit
+    edge_bytes: float | None
+    agrees: bool | None  # None when the sweep has too few points to judge
+    note: str
+
+    def to_dict(self) -> dict[str, object]:
+        return {"level": self.level, "nominal_bytes": self.nominal_bytes,
+                "plateau": self.plateau, "edge_bytes": self.edge_bytes,
+                "agrees": self.agrees, "note": self.note}
+
+
+def _median(points: Sequence[tuple[int, float]]) -> float | None:
+    return statistics.median(v for _, v in points) if points else None
+
+
+def check_levels(points: Sequence[tuple[int, float]], shares: Sequence[tuple[str, int]],
+                 unit: str = "GB/s", lower_is_better: bool = False) -> list[LevelCheck]:
+    """Check each cache level of `shares` ((name, capacity per thread) from small to large)
+    against `points` ((working set per thread, figure) of one sweep).
+
+    A level's reference is the figure at the smallest working set surely inside it (twice the
+    previous level's capacity); the level ends at the first larger working set whose figure is
+    EDGE_RATIO worse. That edge agrees with the topology when it lies within EDGE_TOLERANCE of
+    the capacity. Bandwidth falls from level to level; a latency (lower_is_better) rises and is
+    judged through its rate 1/latency."""
+    to_rate: Callable[[float], float] = (lambda v: 1.0 / v) if lower_is_better else (lambda v: v)
+    pts = sorted((s, to_rate(v)) for s, v in points if v > 0)
+    out: list[LevelCheck] = []
+    prev = 0
+    for name, cap in shares:
+        lower, prev = prev, cap
+        above = [p for p in pts if p[0] >= 2 * lower]
+        inside = [p for p in above if p[0] <= cap / 2] or above[:1]
+        plateau = _median(inside)
+        shown = None if plateau is None else to_rate(plateau)
+        if not above or plateau is None:
+            out.append(LevelCheck(name, cap, shown, None, None,
+                                  f"{name}: too few sweep points to judge"))
+            continue
+        ref = above[0][1]
+        edge = None
+        for before, p in zip(above, above[1:], strict=False):
+            if p[1] < ref / EDGE_RATIO:
+                edge = math.sqrt(before[0] * p[0])
+                break
+        level_span = f"{to_rate(plateau):.1f} {unit}"
+        if edge is None:
+            beyond = [p for p in pts if p[0] >= 2 * cap]
+            if not beyond:
+                out.append(LevelCheck(name, cap, shown, None, None,
+                                      f"{name}: the sweep does not reach past it"))
+                continue
+            out.append(LevelCheck(
+                name, cap, shown, None, False,
+                f"{name}: {level_span} and no step to a slower level up to "
+                f"{format_bytes(beyond[-1][0])} per thread; the {format_bytes(cap)} per thread "
+                "the topology reports is not seen as a distinct level"))
+            continue
+        agrees = cap / EDGE_TOLERANCE <= edge <= cap * EDGE_TOLERANCE
+        verdict = "agrees with" if agrees else "disagrees with"
+        out.append(LevelCheck(
+            name, cap, shown, edge, agrees,
+            f"{name}: {level_span} plateau ends near {format_bytes(edge)} per thread, "
+            f"{verdict} the {format_bytes(cap)} per thread the topology reports"))
+    return out

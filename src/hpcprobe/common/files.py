@@ -1,0 +1,38 @@
+"""Output files written atomically (a temporary file renamed into place, so a full disk or a
+crash never leaves half a file), with the permissions the umask gives a new file."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from hpcprobe.common.errors import UserError
+
+
+def check_writable(path: str | os.PathLike[str], option: str) -> Path:
+    """Refuse an output path whose directory cannot be written, before any work is done."""
+    target = Path(path)
+    parent = target.resolve().parent
+    if not parent.is_dir() or not os.access(parent, os.W_OK):
+        raise UserError(f"{option} {path}: directory {parent} is not writable; choose another "
+                        "path")
+    return target
+
+
+def atomic_write(path: str | os.PathLike[str], data: bytes, option: str) -> None:
+    target = Path(path)
+    tmp: str | None = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.resolve().parent, prefix=".hpcprobe-")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; an output file is the user's
+        os.replace(tmp, target)
+    except OSError as exc:
+        if tmp is not None:
+            Path(tmp).unlink(missing_ok=True)
+        raise UserError(f"{option} {target}: cannot write it ({exc.strerror}); choose a "
+                        "writable path with free space") from None

@@ -1,0 +1,203 @@
+"""The compute benchmark: peak FLOP/s of every peak kernel this CPU runs, on one core and on all,
+as a percentage of a peak model built on the clock measured in the same run, and the
+core-scaling curve of the headline kernel."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from dataclasses import dataclass
+
+from hpcprobe import native
+from hpcprobe.common.errors import MeasurementError
+from hpcprobe.machine import flopmodel
+from hpcprobe.machine.placement import active_counts, curve
+from hpcprobe.machine.topology import Topology
+from hpcprobe.measure import sampling
+from hpcprobe.measure.family import Benchmark, RunContext, bound_cpus
+from hpcprobe.native import Team, peak
+from hpcprobe.native.peak import PeakKernel
+from hpcprobe.probes.clock import clock_point
+from hpcprobe.results.model import Metric
+
+#: A timed sample lasts at least this long: long enough for a settled vector clock.
+SAMPLE_S = 0.01
+#: Iterations of the calibration call that sizes the samples.
+CALIBRATION_ITERS = 20_000
+#: Share of the budget for the peak samples; the clocks of the model get the rest.
+PEAK_BUDGET_SHARE = 0.75
+
+
+@dataclass(frozen=True)
+class ComputeOptions:
+    """Options that narrow `hpcprobe run compute`."""
+
+    isa: str | None = None  # only this ISA variant (default: every one this CPU runs)
+    precisions: tuple[str, ...] | None = None
+    threads: tuple[int, ...] | None = None
+    placement: str | None = None
+
+
+@dataclass(frozen=True)
+class PeakPoint:
+    """One measurement: a kernel on the first threads of the placement."""
+
+    kernel: PeakKernel
+    cpus: tuple[int, ...]
+    phase: str  # "peak" (the table at 1 and N cores) or "scaling" (the curve's other counts)
+    scaling: bool = False  # a point of the core-scaling curve (the headline kernel)
+
+    @property
+    def label(self) -> str:
+        return f"{self.kernel.label} {len(self.cpus)}T"
+
+
+def plan(topo: Topology, opts: ComputeOptions, isas: list[str], max_points: int | None
+         ) -> tuple[str, list[PeakPoint]]:
+    """Every built kernel of the ISAs at 1 and all cores (or the --threads counts), then the
+    headline kernel of the best ISA at the other counts of the scaling curve."""
+    name, cores, counts = curve(topo, opts.placement, opts.threads, max_points, "peak compute")
+    table = counts if opts.threads else sorted({1, len(cores)})
+    built = [k for k in peak.kernels(isas, opts.precisions or peak.PRECISIONS)
+             if native.peak_shape(k.isa, k.precision, k.op) is not None]
+    head = peak.headline(isas[-1], (opts.precisions or peak.PRECISIONS)[0])
+    points = [PeakPoint(k, cores[:t], "peak", k == head and not opts.threads)
+              for k in built for t in table]
+    if not opts.threads:
+        points += [PeakPoint(head, cores[:t], "scaling", True)
+                   for t in active_counts(len(cores), max_points) if t not in table]
+    return name, points
+
+
+def measure_peak(ctx: RunContext, team: Team, pt: PeakPoint, budget_s: float) -> list[float]:
+    """GFLOP/s samples of one point (first sample dropped); raises MeasurementError when the
+    chains do not end at their analytic values."""
+    k = pt.kernel
+
+    def timed(iters: int, calls: int, reps: int) -> tuple[list[list[float]], list[list[bool]]]:
+        times, migrated = team.peak_measure(k.isa, k.precision, k.op, iters, calls, reps)
+        if any(t < 0 for sample in times for t in sample):
+            raise MeasurementError(f"compute {pt.label}: the FMA/add chains did not end at "
+                                   "their analytic values; figure discarded")
+        return times, migrated
+
+    took = max(timed(CALIBRATION_ITERS, 1, 1)[0][0])
+    total = math.ceil(SAMPLE_S / max(took, 1e-9) * CALIBRATION_ITERS)
+    calls = math.ceil(total / min(total, native.peak_max_iters(k.precision), 1 << 22))
+    iters = math.ceil(total / calls)
+
+    def take(n: int) -> list[float | None]:
+        times, moved = timed(iters, calls, n)
+        return [None if any(m) else peak.gflops(k, iters, calls, len(pt.cpus), max(t))
+                for t, m in zip(times, moved, strict=True)]
+
+    got = sampling.sample(take, ctx.profile.repetition, budget_s)
+    if got.rejected:
+        ctx.warnings.append(f"compute {pt.label}: {got.rejected} sample(s) dropped, a thread left "
+                            "its CPU; is something else changing affinities?")
+    if not got.samples:
+        raise MeasurementError(f"compute {pt.label}: every sample had a migrated thread")
+    return ctx.record("compute", pt.label, got)
+
+
+class _Models:
+    """The peak model of each kernel, set by its first measurement (one core where measured):
+    the table's FLOPs per cycle, or the measured throughput where the table has no row for this
+    CPU or its row is beaten."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.ctx = ctx
+        self.ident = flopmodel.identify(flopmodel.read_cpuid())
+        self.models: dict[PeakKernel, flopmodel.Model] = {}
+        ctx.findings.append({"benchmark": "compute", "kind": "microarchitecture",
+                             "how": self.ident.how,
+                             "microarch": self.ident.arch.name if self.ident.arch else None,
+                             "message": self.ident.note})
+        if self.ident.arch is None:  # said once, not once per kernel
+            ctx.warnings.append(f"compute: {self.ident.note}; each kernel's model is its "
+                                "measured single-core throughput")
+
+    def add(self, pt: PeakPoint, peak_metric: Metric, clk: Metric) -> None:
+        """Store the model of one measured point (GFLOP/s: FLOPs/cycle x cores x each clock
+        sample) and the point's samples as % of the model's median."""
+        k, cores = pt.kernel, len(pt.cpus)
+        if k not in self.models:
+            per_cycle = peak_metric.summary.median / (cores * clk.summary.median)
+            self.models[k], warning = flopmodel.model_for(self.ident, k, per_cycle)
+            if warning and self.ident.arch is not None:
+                self.ctx.warnings.append(f"compute: {warning}")
+        model = self.models[k]
+        params = dict(peak_metric.params, model_source=model.source, microarch=model.microarch,
+                      flops_per_cycle=round(model.flops_per_cycle, 4), clock_load=k.isa)
+        model_gflops = [model.gflops(cores, g) for g in clk.samples]
+        self.ctx.metrics.append(Metric("compute", "peak_model", "GFLOP/s", params,
+                                       model_gflops))
+        mid = statistics.median(model_gflops)
+        self.ctx.metrics.append(Metric("compute", "peak_fraction", "%", dict(params),
+                                       [flopmodel.percent_of_model(s, mid)
+                                        for s in peak_metric.samples]))
+        pct = flopmodel.percent_of_model(peak_metric.summary.median, mid)
+        if pct > flopmodel.ABOVE_MODEL:
+            ghz = statistics.median(clk.samples)
+            msg = (f"{pt.label} measured {pct:.1f} % of its model: no core beats its pipes, so "
+                   f"the clock the model used ({ghz:.3f} GHz under {k.isa} load) reads below "
+                   "the clock the kernel ran at (clock drift between the clock's samples and "
+                   "the kernel's, or a busy host); not an efficiency")
+            self.ctx.findings.append({"benchmark": "compute", "kind": "above_model",
+                                      "kernel": pt.label, "percent": round(pct, 2),
+                                      "clock_ghz": round(ghz, 4), "message": msg})
+            self.ctx.warnings.append(f"compute: {msg}")
+
+
+def groups(points: list[PeakPoint]) -> list[tuple[tuple[str, tuple[int, ...]], list[PeakPoint]]]:
+    """Points grouped by (ISA, CPUs), fewest CPUs first: each group's clock is measured just
+    before its kernels, and one core's figure sets a kernel's model before more cores run it."""
+    out: dict[tuple[str, tuple[int, ...]], list[PeakPoint]] = {}
+    for pt in points:
+        out.setdefault((pt.kernel.isa, pt.cpus), []).append(pt)
+    return sorted(out.items(), key=lambda g: len(g[0][1]))
+
+
+def run(ctx: RunContext, opts: ComputeOptions | None) -> None:
+    opts = opts or ComputeOptions()
+    isas = [opts.isa] if opts.isa else native.supported_isas()
+    name, points = plan(ctx.topo, opts, isas, ctx.profile.curve_points)
+    cores = tuple(dict.fromkeys(c for pt in points for c in pt.cpus))
+    plan_groups = groups(points)
+    ctx.progress.start("compute", len(points))
+    models = _Models(ctx)
+    budget = ctx.profile.compute_budget_s
+    deadline = time.perf_counter() + budget
+    done = 0
+    with Team(cores) as team:
+        for g, ((isa, cpus), pts) in enumerate(plan_groups):
+            # the clock under this ISA's load on these cores, just before their peaks, so the
+            # model sees the clock the kernels run at
+            left = max(0.0, deadline - time.perf_counter())
+            clk = clock_point(ctx, team, isa, cpus, name,
+                              left * (1 - PEAK_BUDGET_SHARE) / (len(plan_groups) - g), "compute")
+            binding = bound_cpus(ctx, team, "compute")
+            for pt in pts:
+                left = max(0.0, deadline - time.perf_counter())
+                try:
+                    samples = measure_peak(ctx, team, pt, left * PEAK_BUDGET_SHARE
+                                           / (len(points) - done))
+                except MeasurementError as exc:
+                    ctx.errors.append(str(exc))
+                    continue
+                finally:
+                    done += 1
+                    ctx.progress.advance(pt.label)
+                k = pt.kernel
+                params = {"isa": k.isa, "precision": k.precision, "op": k.op,
+                          "threads": len(pt.cpus), "placement": name, "cpus": binding,
+                          "phase": pt.phase, "scaling": pt.scaling, "width_bits": k.width_bits}
+                metric = Metric("compute", "peak", "GFLOP/s", params, samples)
+                ctx.metrics.append(metric)
+                if clk is not None:
+                    models.add(pt, metric, clk)
+
+
+BENCHMARK = Benchmark("compute", "peak FLOP/s per ISA and precision against a measured-clock "
+                      "model, core scaling", run)

@@ -1,0 +1,246 @@
+"""The mpi benchmark: OSU-convention point-to-point tests for each kind of rank pair the node
+has, multi-pair message rate, collectives at a ladder of rank counts, and a 4-D halo exchange,
+run out of process with the user's MPI; every sample stored, the binding read back."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hpcprobe.common.cpulist import format_cpulist
+from hpcprobe.common.errors import UserError
+from hpcprobe.machine.placement import plan as place
+from hpcprobe.machine.sizing import thread_ladder
+from hpcprobe.machine.topology import Topology, relation
+from hpcprobe.measure.family import Benchmark, RunContext
+from hpcprobe.mpi import build, find, launch, launchers
+from hpcprobe.mpi.launchers import Layout
+from hpcprobe.results.model import Metric
+
+PT2PT = ("latency", "bandwidth", "bibw")
+COLLECTIVES = ("allreduce", "bcast", "alltoall", "barrier")
+TESTS = (*PT2PT, "message_rate", *COLLECTIVES, "halo")
+#: Pair kinds and the topology relations of their two CPUs.
+PAIR_KINDS = {"intra-l3": ("same-l3",), "intra-socket": ("same-numa", "same-package"),
+              "inter-socket": ("cross-package",), "inter-node": ()}
+#: name -> (unit, better); collectives also store the slowest and fastest rank.
+UNITS = {"latency": ("us", "lower"), "bandwidth": ("MB/s", "higher"),
+         "bibw": ("MB/s", "higher"), "message_rate": ("messages/s", "higher"),
+         **{c: ("us", "lower") for c in COLLECTIVES}, "halo": ("MB/s", "higher")}
+#: Grid's halo volumes (local L^4) and a Wilson half spinor in single precision per site:
+#: 2 spins x 3 colours x complex float = 48 B; Ls = 1 (Wilson; DWF would be 12 or 16).
+HALO_L = (8, 12, 16, 24, 32)
+#: Samples per test and size with OSU's iteration counts (`hpcprobe mpi`).
+FULL_SAMPLES = 10
+SITE_BYTES = 48
+
+
+@dataclass(frozen=True)
+class MpiOptions:
+    """What `hpcprobe mpi` asks for; None everywhere is `hpcprobe run`'s short section."""
+
+    np: int | None = None
+    launcher: str | None = None
+    placement: str | None = None
+    tests: tuple[str, ...] | None = None
+    pairs: tuple[str, ...] | None = None
+    hosts: tuple[str, ...] | None = None
+    mpi_prefix: str | None = None
+    timeout_s: float | None = None
+    max_size: int | None = None
+    full: bool = False  # OSU iteration counts (hpcprobe mpi) instead of a tenth of them
+
+
+@dataclass(frozen=True)
+class Step:
+    """One launch: a rank layout, the tests it runs, and how its layout was chosen."""
+
+    layout: Layout
+    tests: tuple[str, ...]
+    placement: str
+    pair: str | None = None  # the pair kind of ranks 0 and 1, for point-to-point figures
+
+
+def pair_cpus(topo: Topology, kind: str) -> tuple[int, int] | None:
+    """Two cores whose relation is of this kind (intra-L3, intra-socket, inter-socket), the
+    first such in topology order; None where the node has no such pair."""
+    cores = place(topo, "one-per-core").cpus
+    for i, a in enumerate(cores):
+        for b in cores[i + 1:]:
+            if relation(topo, a, b) in PAIR_KINDS[kind]:
+                return a, b
+    return None
+
+
+def pair_kind(topo: Topology, a: int, b: int) -> str:
+    rel = relation(topo, a, b)
+    return next((k for k, rels in PAIR_KINDS.items() if rel in rels), rel)
+
+
+def check_tests(tests: tuple[str, ...]) -> None:
+    for t in tests:
+        if t not in TESTS:
+            raise UserError(f"--tests {t!r} is unknown; tests: {', '.join(TESTS)}")
+
+
+def plan(topo: Topology, opts: MpiOptions, oversubscribe: bool, max_points: int | None
+         ) -> list[Step]:
+    """The launches. `hpcprobe mpi`: the asked tests on --np ranks of the placement, and a
+    two-rank launch per asked pair kind. `hpcprobe run`: every test on one rank per core, a
+    two-rank launch for each other pair kind the node has, collectives at fewer ranks."""
+    tests = opts.tests or TESTS
+    check_tests(tests)
+    name = opts.placement or "one-per-core"
+    hosts = opts.hosts or ()
+    if hosts and opts.np and opts.np % len(hosts):
+        raise UserError(f"--np {opts.np}: not a multiple of the {len(hosts)} hosts")
+    avail = len(place(topo, name).cpus)
+    # ranks per host: --np split over the hosts, else one per CPU of the placement (every host
+    # is taken to look like this one)
+    per_host = opts.np // max(1, len(hosts)) if opts.np else avail
+    if per_host * max(1, len(hosts)) < 2:
+        raise UserError(f"--np {opts.np}: the MPI tests need at least 2 ranks" if opts.np else
+                        f"placement {name} yields {avail} CPU here; the MPI tests need 2 ranks: "
+                        "use --np 2 --oversubscribe")
+    if per_host > avail and not oversubscribe:
+        raise UserError(f"--np {opts.np}: placement {name} yields {avail} CPU(s) here; use "
+                        f"--np <= {avail * max(1, len(hosts))} or --oversubscribe")
+    cpus = place(topo, name, per_host, oversubscribe).cpus
+    main = Layout(cpus * len(hosts), tuple(h for h in hosts for _ in cpus)) if hosts else \
+        Layout(cpus)
+    a, b = main.cpus[:2]
+    first_pair = ("inter-node" if main.hosts and main.hosts[0] != main.hosts[1] else
+                  "same-cpu" if a == b else pair_kind(topo, a, b))
+    steps = [Step(main, tests, name, first_pair)]
+    pt2pt = tuple(t for t in tests if t in PT2PT)
+    kinds = opts.pairs if opts.pairs is not None else (
+        () if opts.np else tuple(k for k in PAIR_KINDS if k != "inter-node"))
+    for kind in kinds:
+        if kind not in PAIR_KINDS:
+            raise UserError(f"--pairs {kind!r} is unknown; pair kinds: {', '.join(PAIR_KINDS)}")
+        if not pt2pt or kind == first_pair:
+            continue
+        if kind == "inter-node":
+            if len(hosts) < 2:
+                raise UserError("--pairs inter-node needs two hosts: --hosts A,B")
+            steps.append(Step(Layout((cpus[0], cpus[0]), hosts[:2]), pt2pt, name, kind))
+            continue
+        pair = pair_cpus(topo, kind)
+        if pair is None:
+            if opts.pairs is not None:
+                raise UserError(f"--pairs {kind}: this node has no {kind} pair of cores")
+            continue
+        steps.append(Step(Layout(pair), pt2pt, f"pair {kind}", kind))
+    colls = tuple(t for t in tests if t in COLLECTIVES)
+    if colls and opts.np is None and not hosts:
+        counts = [k for k in thread_ladder(len(cpus)) if 2 <= k < len(cpus)]
+        if max_points is not None:
+            counts = counts[:max_points]
+        steps += [Step(Layout(cpus[:k]), colls, name) for k in counts]
+    return steps
+
+
+def _command(exe: Path, step: Step, opts: MpiOptions, reps: int) -> list[str]:
+    args = [str(exe), "--tests", ",".join(step.tests), "--reps", str(reps),
+            "--iter-scale", "1" if opts.full else "0.1",
+            "--halo-l", ",".join(map(str, HALO_L)), "--site-bytes", str(SITE_BYTES)]
+    if opts.max_size is not None:
+        args += ["--max-size", str(opts.max_size),
+                 "--coll-max-size", str(min(opts.max_size, 1 << 20))]
+    return args
+
+
+def _binding(ctx: RunContext, step: Step, bindings: list[dict[str, Any]]) -> str:
+    """Each rank's CPUs as read back ("0;1" for ranks 0 and 1); one that differs from the one
+    asked for is a warning."""
+    got = {b["rank"]: b for b in bindings}
+    out = []
+    for r, cpu in enumerate(step.layout.cpus):
+        b = got.get(r)
+        cpus = b["cpus"] if b else []
+        out.append(format_cpulist(cpus) if cpus else "?")
+        if cpus != [cpu]:
+            ctx.warnings.append(f"mpi: rank {r} asked for CPU {cpu}, bound to "
+                                f"{format_cpulist(cpus) if cpus else 'unknown CPUs'} "
+                                f"({len(step.layout.cpus)} ranks, {step.placement})")
+    return ";".join(out)
+
+
+def _metrics(step: Step, outcome: launch.Outcome, launcher: str, mpi: find.Mpi,
+             binding: str) -> list[Metric]:
+    """One metric per test and size (every sample kept); collectives add the slowest and the
+    fastest rank, the halo its bidirectional figure."""
+    base: dict[str, Any] = {"ranks": step.layout.ranks, "launcher": launcher,
+                            "placement": step.placement,
+                            "cpus": format_cpulist(step.layout.cpus), "binding": binding,
+                            "hosts": ",".join(dict.fromkeys(step.layout.hosts or ())),
+                            "mpi": f"{mpi.implementation} {mpi.version}"}
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = {}
+    for s in outcome.samples:
+        groups.setdefault((s["test"], s["size"]), []).append(s)
+    out = []
+    for (test, size), samples in groups.items():
+        unit, better = UNITS[test]
+        params = dict(base, size_bytes=size, pairs=samples[0].get("pairs", 1 if test in PT2PT
+                                                                 else step.layout.ranks // 2))
+        if test in PT2PT:
+            params["pair"] = step.pair
+        if test == "halo":
+            s0 = samples[0]
+            params.update(l=s0["l"], ls=s0["ls"], site_bytes=SITE_BYTES, faces=s0["faces"],
+                          dims="x".join(map(str, s0["dims"])))
+        out.append(Metric("mpi", test, unit, params, [s["value"] for s in samples], better))
+        if test in COLLECTIVES:
+            out.append(Metric("mpi", f"{test}_rank_max", unit, dict(params),
+                              [s["max"] for s in samples], better))
+            out.append(Metric("mpi", f"{test}_rank_min", unit, dict(params),
+                              [s["min"] for s in samples], better))
+        if test == "halo":
+            out.append(Metric("mpi", "halo_bidir", unit, dict(params),
+                              [s["bidir"] for s in samples], better))
+    return out
+
+
+def run(ctx: RunContext, opts: MpiOptions | None) -> None:
+    standalone = opts is not None
+    opts = opts or MpiOptions()
+    try:
+        mpi = find.find(opts.mpi_prefix)
+    except find.MpiNotFound as exc:
+        if standalone:
+            raise
+        ctx.warnings.append(f"mpi: skipped: {exc}")
+        return
+    steps = plan(ctx.topo, opts, ctx.oversubscribe, ctx.profile.curve_points)
+    exe = build.build(mpi)
+    launcher, path = launchers.choose(mpi, opts.launcher)
+    ctx.provenance["mpi"] = {**mpi.to_dict(), "launcher": launcher.name, "launcher_path": path}
+    # the samples share OSU's iteration count between them (the C program splits it), so more
+    # of them cost no more time and narrow the CI of the median
+    reps = max(ctx.profile.repetition.min_samples, FULL_SAMPLES if opts.full else 0)
+    timeout = opts.timeout_s or (600.0 if opts.full else 30.0)
+    ctx.progress.start("mpi", len(steps))
+    for step in steps:
+        with tempfile.TemporaryDirectory(prefix="hpcprobe-mpi-") as tmp:
+            spec = launcher.build(path, mpi, step.layout, _command(exe, step, opts, reps),
+                                  Path(tmp))
+            outcome = launch.run(spec, timeout, launcher.name)
+        what = f"{step.layout.ranks} ranks, {step.placement}"
+        if outcome.info is None and not outcome.samples and standalone and step is steps[0]:
+            # the launcher never got the ranks going (no Slurm controller, no hosts, a broken
+            # MPI): nothing was measured, so nothing is stored
+            raise UserError(f"mpi: the {launcher.name} launcher could not start the ranks "
+                            f"({outcome.error}); nothing was measured or stored. Choose another "
+                            "--launcher (`hpcprobe mpi info` lists the usable ones)")
+        ctx.progress.advance(f"mpi {what}")
+        binding = _binding(ctx, step, outcome.bindings)
+        ctx.metrics.extend(_metrics(step, outcome, launcher.name, mpi, binding))
+        if outcome.error:
+            ctx.errors.append(f"mpi ({what}): {outcome.error}; the figures measured before "
+                              "are kept")
+
+
+BENCHMARK = Benchmark("mpi", "MPI point-to-point, message rate, collectives and halo exchange "
+                      "(OSU conventions), out of process", run)

@@ -1,0 +1,78 @@
+"""The text view of MPI figures, in the layout of the OSU micro-benchmarks' output."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from hpcprobe.results.model import Metric
+
+HEADERS = {
+    "latency": "Latency (us)", "bandwidth": "Bandwidth (MB/s)", "bibw": "Bandwidth (MB/s)",
+    "message_rate": "Messages/s", "allreduce": "Avg Latency(us)", "bcast": "Avg Latency(us)",
+    "alltoall": "Avg Latency(us)", "barrier": "Avg Latency(us)", "halo": "MB/s per rank",
+}
+TITLES = {
+    "latency": "Latency Test", "bandwidth": "Bandwidth Test", "bibw": "Bi-Directional "
+    "Bandwidth Test", "message_rate": "Multiple Bandwidth / Message Rate Test",
+    "allreduce": "Allreduce Latency Test", "bcast": "Broadcast Latency Test",
+    "alltoall": "All-to-All Personalized Exchange Latency Test",
+    "barrier": "Barrier Latency Test", "halo": "4-D Halo Exchange (Grid-style)",
+}
+
+
+def _layout_key(p: dict[str, Any]) -> tuple[Any, ...]:
+    return p["ranks"], p["placement"], p.get("pair"), p["cpus"], p["hosts"]
+
+
+def render(metrics: list[Metric]) -> str:
+    """One OSU-style block per test and rank layout: sizes down, median and its CI, n."""
+    by: dict[tuple[Any, ...], dict[str, Metric]] = defaultdict(dict)
+    for metric in metrics:
+        if metric.benchmark == "mpi":
+            by[(metric.params.get("size_bytes"), *_layout_key(metric.params))][metric.name] = \
+                metric
+    blocks: dict[tuple[Any, ...], list[str]] = defaultdict(list)
+    for key in sorted(by, key=lambda k: (str(k[1:]), k[0])):
+        names = by[key]
+        for test in TITLES:
+            m = names.get(test)
+            if m is None:
+                continue
+            p, s = m.params, m.summary
+            ci = 100 * s.rel_ci_halfwidth
+            if test == "halo":
+                bidir = names["halo_bidir"].summary.median
+                row = (f"{p['l']:<4d} {p['size_bytes']:>12d} {s.median:14.2f} {bidir:14.2f} "
+                       f"{ci:6.1f} {s.n:4d}")
+            elif test in ("allreduce", "bcast", "alltoall", "barrier"):
+                row = (f"{p['size_bytes']:<12d} {s.median:16.2f} "
+                       f"{names[test + '_rank_min'].summary.median:12.2f} "
+                       f"{names[test + '_rank_max'].summary.median:12.2f} {ci:6.1f} {s.n:4d}")
+            elif test == "message_rate":
+                row = (f"{p['size_bytes']:<12d} {s.median * p['size_bytes'] / 1e6:14.2f} "
+                       f"{s.median:16.2f} {ci:6.1f} {s.n:4d}")
+            else:
+                row = f"{p['size_bytes']:<12d} {s.median:18.2f} {ci:6.1f} {s.n:4d}"
+            blocks[(test, *_layout_key(p))].append(row)
+    out = []
+    order = list(TITLES)
+    for (test, ranks, placement, pair, cpus, hosts), rows in sorted(
+            blocks.items(), key=lambda b: (str(b[0][1:]), order.index(b[0][0]))):
+        where = f"{ranks} ranks, {placement}" + (f", pair {pair}" if pair else "") + \
+            f", CPUs {cpus}" + (f", hosts {hosts}" if hosts else "")
+        out.append(f"# hpcprobe MPI {TITLES[test]} ({where}); median of the samples, ±CI %")
+        if test == "halo":
+            out.append(f"# {'L':<4s} {'face bytes':>12s} {'uni MB/s':>14s} {'bidir MB/s':>14s} "
+                       f"{'±CI%':>6s} {'n':>4s}")
+        elif test in ("allreduce", "bcast", "alltoall", "barrier"):
+            out.append(f"# {'Size':<10s} {HEADERS[test]:>16s} {'Min (us)':>12s} "
+                       f"{'Max (us)':>12s} {'±CI%':>6s} {'n':>4s}")
+        elif test == "message_rate":
+            out.append(f"# {'Size':<10s} {'MB/s':>14s} {'Messages/s':>16s} {'±CI%':>6s} "
+                       f"{'n':>4s}")
+        else:
+            out.append(f"# {'Size':<10s} {HEADERS[test]:>18s} {'±CI%':>6s} {'n':>4s}")
+        out += rows
+        out.append("")
+    return "\n".join(out)

@@ -1,0 +1,62 @@
+"""A run's configuration fingerprint: the system state that decides its results, as labelled
+values (NUMA domains per socket, L3 as NUMA, SMT, THP, governor, BIOS, MPI, BLAS, environment...),
+and what differs between runs. Pure: reads only the run documents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hpcprobe.results.model import Run
+
+
+def _on_off(v: Any) -> str:
+    return "n/a" if v is None else ("on" if v else "off")
+
+
+def fingerprint(run: Run) -> dict[str, str]:
+    """Labelled configuration of one run; a value the run did not record reads "n/a" (runs
+    stored by an older hpcprobe lack some)."""
+    p = run.provenance
+    c = run.topology.get("counts", {})
+    packages = c.get("packages") or 0
+    dmi = p.get("dmi") or {}
+    mpi = p.get("mpi")
+    out: dict[str, Any] = {
+        "CPU": p.get("cpu_model"),
+        "sockets x cores": f"{packages} x {c.get('cores', 0) // max(1, packages)}",
+        "NUMA domains per socket": p.get("numa_per_package",
+                                         c.get("numa_nodes", 0) // max(1, packages) or None),
+        "L3 as NUMA": _on_off(p.get("l3_as_numa")),
+        "SMT": _on_off(p.get("smt_active") if p.get("smt_active") is not None
+                       else (p.get("smt", 1) > 1 if "smt" in p else None)),
+        "THP": p.get("thp"),
+        "THP defrag": p.get("thp_defrag"),
+        "governor": p.get("governor"),
+        "tuned profile": p.get("tuned_profile"),
+        "kernel": p.get("kernel"),
+        "BIOS": " ".join(dmi[k] for k in ("bios_vendor", "bios_version", "bios_date")
+                         if dmi.get(k)) or None,
+        "system": " ".join(dmi[k] for k in ("sys_vendor", "product_name") if dmi.get(k))
+        or None,
+        "MPI": f"{mpi['implementation']} {mpi['version']} ({mpi['prefix']})" if mpi
+        else p.get("mpi_found"),
+        "BLAS": p.get("blas"),
+        "compiler": p.get("compiler"),
+        "ISA": p.get("isa"),
+        "allowed CPUs": p.get("allowed_cpus"),
+        "hpcprobe": p.get("hpcprobe_version"),
+    }
+    out.update({f"env {k}": v for k, v in sorted((p.get("environment") or {}).items())})
+    return {k: "n/a" if v is None or v == "" else str(v) for k, v in out.items()}
+
+
+def differences(runs: list[Run]) -> list[tuple[str, list[str]]]:
+    """(label, value in each run) for every label whose values differ, in fingerprint order."""
+    fps = [fingerprint(r) for r in runs]
+    labels = list(dict.fromkeys(k for fp in fps for k in fp))
+    out = []
+    for label in labels:
+        values = [fp.get(label, "n/a") for fp in fps]
+        if len(set(values)) > 1:
+            out.append((label, values))
+    return out

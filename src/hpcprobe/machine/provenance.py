@@ -1,0 +1,112 @@
+"""Provenance: the system state a result depends on, read without privileges."""
+
+from __future__ import annotations
+
+import os
+import platform
+import socket
+from pathlib import Path
+from typing import Any
+
+from hpcprobe import __version__, native
+from hpcprobe.common.cpulist import format_cpulist
+from hpcprobe.machine import cpufreq, sysinfo
+from hpcprobe.machine.topology import Topology
+
+#: Environment variables that change how kernels, OpenMP, BLAS and MPI behave.
+ENV_PREFIXES = ("OMP_", "GOMP_", "KMP_", "OPENBLAS_", "MKL_", "BLIS_", "I_MPI_", "OMPI_",
+                "MPICH_", "UCX_", "FI_", "SLURM_CPU", "HPCPROBE_")
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def cpu_flags() -> list[str]:
+    for line in (_read("/proc/cpuinfo") or "").splitlines():
+        if line.startswith(("flags", "Features")):
+            return sorted(line.split(":", 1)[1].split())
+    return []
+
+
+def environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    src = os.environ if env is None else env
+    return {k: v for k, v in sorted(src.items()) if k.startswith(ENV_PREFIXES)}
+
+
+#: DMI strings that any user may read (serial numbers and UUIDs are root-only and not wanted).
+DMI_FIELDS = ("bios_vendor", "bios_version", "bios_date", "sys_vendor", "product_name",
+              "board_vendor", "board_name")
+
+
+def dmi(root: str = "/sys/class/dmi/id") -> dict[str, str]:
+    return {f: v for f in DMI_FIELDS if (v := _read(f"{root}/{f}") or "")}
+
+
+def numa_per_package(topo: Topology) -> int | None:
+    """NUMA domains per socket: 1, 2 or 4 on AMD EPYC in NPS1/2/4 (None without packages)."""
+    return len(topo.numa_nodes) // len(topo.packages) if topo.packages else None
+
+
+def l3_as_numa(topo: Topology) -> bool:
+    """Whether each NUMA domain is one L3 domain (AMD's "L3 as NUMA" BIOS option)."""
+    return len(topo.numa_nodes) > len(topo.packages) and \
+        len(topo.numa_nodes) == len(topo.l3_domains)
+
+
+def blas() -> str | None:
+    """The BLAS that Debian's alternatives select for programs linked against libblas."""
+    for link in ("/etc/alternatives/libblas.so.3-x86_64-linux-gnu",
+                 "/etc/alternatives/libblas.so.3-aarch64-linux-gnu",
+                 "/etc/alternatives/libblas.so.3"):
+        if os.path.exists(link):
+            return os.path.realpath(link)
+    return None
+
+
+def mpi_found() -> str | None:
+    """The MPI a run would use (implementation, version, prefix), None where none is found."""
+    from hpcprobe.mpi import find
+
+    try:
+        m = find.find()
+    except find.MpiNotFound:
+        return None
+    return f"{m.implementation} {m.version} ({m.prefix})"
+
+
+def collect(topo: Topology, isa: str) -> dict[str, Any]:
+    """Everything about this host and build that decides what a kernel measures."""
+    smt_active = _read("/sys/devices/system/cpu/smt/active")
+    return {
+        "host": socket.gethostname(),
+        "cpu_model": topo.cpu_model,
+        "cpu_flags": cpu_flags(),
+        "kernel": f"{platform.system()} {platform.release()}",
+        "machine": platform.machine(),
+        "smt": topo.smt,
+        "smt_active": None if smt_active is None else smt_active == "1",
+        "numa_nodes": len(topo.numa_nodes),
+        "numa_per_package": numa_per_package(topo),
+        "l3_as_numa": l3_as_numa(topo),
+        "tuned_profile": _read("/etc/tuned/active_profile"),
+        "dmi": dmi(),
+        "blas": blas(),
+        "mpi_found": mpi_found(),
+        "thp": sysinfo.sysfs_choice(f"{sysinfo.THP_SYSFS}/enabled"),
+        "thp_defrag": sysinfo.sysfs_choice(f"{sysinfo.THP_SYSFS}/defrag"),
+        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "cpufreq": None if (pol := cpufreq.policy(topo.allowed_cpus[0])) is None else
+        pol.to_dict(),
+        "compiler": native.build_info(),
+        "isa_supported": native.supported_isas(),
+        "isa": isa,
+        "hpcprobe_version": __version__,
+        "python": platform.python_version(),
+        "topology_source": topo.source,
+        "allowed_cpus": format_cpulist(topo.allowed_cpus),
+        "environment": environment(),
+    }

@@ -1,0 +1,95 @@
+"""Sizing rules of the machine layer: cache shares per thread, the level a working set fits in, the
+last-level cache serving a team, DRAM working sets, thread ladders."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+from hpcprobe.machine.topology import Topology
+from hpcprobe.native import kernels
+from hpcprobe.native.kernels import KERNELS
+
+#: Elements per thread are a multiple of this: whole cache lines and whole unrolled SIMD steps.
+ELEM_QUANTUM = 64
+
+
+#: Working sets per thread are multiples of this, so one-, two- and three-array kernels get the
+#: same one: 64 elements x 8 B x lcm(1, 2, 3).
+SWEEP_QUANTUM = ELEM_QUANTUM * kernels.ELEMENT_BYTES * 6
+
+
+#: DRAM working set as a multiple of the last-level cache serving the team (STREAM's rule).
+DRAM_FACTOR = 4
+
+
+#: Assumed last-level cache when the topology knows none.
+FALLBACK_LLC = 256 << 20
+
+
+def thread_ladder(n: int) -> list[int]:
+    """1, 2, 4, ... up to n, and n itself."""
+    out = []
+    k = 1
+    while k < n:
+        out.append(k)
+        k *= 2
+    out.append(n)
+    return out
+
+
+def _sharers(cpus: tuple[int, ...], members: tuple[int, ...]) -> int:
+    return sum(1 for c in cpus if c in members)
+
+
+def cache_shares(topo: Topology, cpus: tuple[int, ...]) -> list[tuple[str, int]]:
+    """(level, bytes of that cache per thread) for each cache level, the smallest share over the
+    team: a shared cache is divided among the team's threads that use it."""
+    out = []
+    for level in topo.cache_levels():
+        shares = []
+        for cpu in cpus:
+            c = topo.cache_for(level, cpu)
+            if c is not None:
+                shares.append(c.size_bytes // max(1, _sharers(cpus, c.cpus)))
+        if shares:
+            out.append((f"L{level}", min(shares)))
+    return out
+
+
+def level_of(topo: Topology, cpus: tuple[int, ...], ws_per_thread: int) -> str:
+    """The level a working set per thread nominally fits in."""
+    for name, share in cache_shares(topo, cpus):
+        if ws_per_thread <= share:
+            return name
+    return "DRAM"
+
+
+def llc_bytes(topo: Topology, cpus: Iterable[int]) -> int:
+    """Total size of the last-level cache instances serving these CPUs."""
+    levels = topo.cache_levels()
+    if not levels:
+        return FALLBACK_LLC
+    seen = {}
+    for cpu in cpus:
+        c = topo.cache_for(levels[-1], cpu)
+        if c is not None:
+            seen[c.cpus] = c.size_bytes
+    return sum(seen.values()) or FALLBACK_LLC
+
+
+def dram_working_set(topo: Topology, cpus: tuple[int, ...]) -> int:
+    """4x the last-level cache serving the team, rounded up so that one-, two- and three-array
+    kernels get the same working set per thread."""
+    step = SWEEP_QUANTUM * len(cpus)
+    return math.ceil(DRAM_FACTOR * llc_bytes(topo, cpus) / step) * step
+
+
+def _quantize(elems: float) -> int:
+    return int(elems) // ELEM_QUANTUM * ELEM_QUANTUM
+
+
+def elems_for(kernel: str, total_bytes: float, threads: int) -> int:
+    """Elements per array and thread that give `kernel` a working set of total_bytes over all
+    threads (likwid-bench's convention: the size is split among the kernel's arrays)."""
+    return _quantize(total_bytes / (KERNELS[kernel].arrays * kernels.ELEMENT_BYTES * threads))

@@ -1,0 +1,1 @@
+"""Measurement primitives on the native core that several families share."""

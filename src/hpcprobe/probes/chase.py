@@ -1,0 +1,112 @@
+"""Pointer-chase samples on a pinned team: ns per dependent load in the steady state (shared by
+the families that chase: latency, numa)."""
+
+from __future__ import annotations
+
+import math
+
+from hpcprobe.machine.sizing import llc_bytes
+from hpcprobe.machine.smaps import mapping_pages, page_label, read_self
+from hpcprobe.machine.topology import Topology
+from hpcprobe.measure import sampling
+from hpcprobe.measure.family import RunContext
+from hpcprobe.native import Team
+
+#: Lines at least this far apart: one per cache line, so every load misses to the next level.
+STRIDE = 64
+
+
+#: The DRAM point: at least this, and at least twice the last-level cache.
+MIN_DRAM = 1 << 30
+
+
+#: Loads per sample are a multiple of this (the chase loop is unrolled 16 times).
+LOAD_QUANTUM = 16
+
+
+SEED = 0x5EED
+
+
+#: Settling a cache-resident ring before a batch of samples may take this many samples' time,
+#: and at least REWARM_MIN_S.
+REWARM_SAMPLES = 10
+
+
+REWARM_MIN_S = 0.05
+
+
+#: A cache-resident sample this much slower than the settled ring is disturbed (rejected).
+DISTURBED = 0.3
+
+
+#: Rings up to this many lines are walked once round in validation; larger ones this far.
+CHECK_STEPS = 1 << 20
+
+
+def dram_size(topo: Topology, cpu: int) -> int:
+    """Twice the last-level cache serving `cpu`, at least 1 GiB, rounded up to a power of two."""
+    need = max(MIN_DRAM, 2 * llc_bytes(topo, [cpu]))
+    return 1 << math.ceil(math.log2(need))
+
+
+def chase_samples(ctx: RunContext, team: Team, budget_s: float, label: str,
+                  rewarm_bytes: int = 0, benchmark: str = "latency") -> list[float]:
+    """ns per dependent load in the steady state: samples of at least sample_s, after a warm-up
+    that walks the ring until successive samples agree. A cache-resident ring (rewarm_bytes > 0)
+    is also settled before every batch of samples: the host evicts it from a shared L3 while
+    the thread waits between batches, and an AMD L3 (a victim cache) takes several passes to
+    refill, so whole passes are walked, untimed, until two successive ones agree."""
+    loads = 1024
+    for _ in range(6):
+        took = team.chase_measure(loads, 1)[0][0]
+        if took >= ctx.profile.sample_s:
+            break
+        loads = max(loads * 2, math.ceil(loads * 1.2 * ctx.profile.sample_s / max(took, 1e-9)))
+        loads = -(-loads // LOAD_QUANTUM) * LOAD_QUANTUM
+    ring = -(-(rewarm_bytes // STRIDE) // LOAD_QUANTUM) * LOAD_QUANTUM
+
+    best = math.inf  # ns per load of the fastest settled pass so far
+
+    def take(n: int) -> list[float | None]:
+        nonlocal best
+        if not ring:
+            return [t[0] / loads * 1e9 for t in team.chase_measure(loads, n)]
+        best = min(best, settle(team, ring, max(REWARM_MIN_S,
+                                                ctx.profile.sample_s * REWARM_SAMPLES)))
+        # a sample far slower than the settled ring lost it to the host's other tenants during
+        # the sample (it comes back 5-15x slower): not this cache level's latency
+        return [None if ns > best * (1 + DISTURBED) else ns
+                for ns in (t[0] / loads * 1e9 for t in team.chase_measure(loads, n))]
+
+    got = sampling.sample(take, ctx.profile.repetition, budget_s)
+    # a batch kept before a later settle found the ring faster was disturbed all along
+    kept = [x for x in got.samples if x <= best * (1 + DISTURBED)]
+    if kept:
+        got.rejected += len(got.samples) - len(kept)
+        got.samples = kept
+    if got.rejected:
+        ctx.warnings.append(f"{benchmark} {label}: {got.rejected} sample(s) rejected, more than "
+                            f"{100 * DISTURBED:.0f} % slower than the settled ring (evicted by "
+                            "other tenants of the host's cache?)")
+    return ctx.record(benchmark, label, got)
+
+
+def settle(team: Team, ring_loads: int, limit_s: float) -> float:
+    """Walk the ring once round at a time until two successive passes agree (or limit_s); ns
+    per load of the last pass."""
+    prev, spent = 0.0, 0.0
+    while True:
+        took = team.chase_measure(ring_loads, 1)[0][0]
+        spent += took
+        if sampling.agree(took, prev, sampling.WARMUP_AGREE) or spent >= limit_s:
+            return took / ring_loads * 1e9
+        prev = took
+
+
+def granted_pages(team: Team, cpu: int, base_page: int, huge_page: int) -> tuple[str, float]:
+    """The page size the ring really got, from /proc/self/smaps."""
+    addr, _ = team.chase_mapping(cpu)
+    pages = mapping_pages(read_self(), addr)
+    if pages is None:
+        return f"{base_page // 1024}KiB", 0.0
+    return page_label(pages[0], pages[1], base_page, huge_page)

@@ -1,0 +1,124 @@
+"""The one result schema: a run (provenance + metrics), its JSON document and validation."""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from hpcprobe.common import files
+from hpcprobe.common.errors import UserError
+from hpcprobe.common.stats import Summary, summarize
+
+SCHEMA_NAME = "hpcprobe-result"
+SCHEMA_VERSION = 1
+
+
+@dataclass
+class Metric:
+    """One named figure of a benchmark under one parameter set, with every raw sample."""
+
+    benchmark: str
+    name: str
+    unit: str
+    params: dict[str, Any]
+    samples: list[float]
+    better: str = "higher"  # or "lower"
+
+    @property
+    def summary(self) -> Summary:
+        return summarize(self.samples)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"benchmark": self.benchmark, "name": self.name, "unit": self.unit,
+                "better": self.better, "params": self.params, "samples": list(self.samples),
+                "summary": self.summary.to_dict()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Metric:
+        return cls(d["benchmark"], d["name"], d["unit"], dict(d["params"]),
+                   [float(x) for x in d["samples"]], d.get("better", "higher"))
+
+
+@dataclass
+class Run:
+    """One invocation of `hpcprobe run` on one host."""
+
+    run_id: str
+    created: str
+    host: str
+    profile: str
+    benchmarks: list[str]
+    provenance: dict[str, Any]
+    topology: dict[str, Any]
+    metrics: list[Metric] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    tag: str | None = None
+    duration_s: float = 0.0
+
+    def select(self, benchmark: str, name: str) -> list[Metric]:
+        """The run's metrics of one benchmark and name, in measurement order."""
+        return [m for m in self.metrics if m.benchmark == benchmark and m.name == name]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": SCHEMA_NAME, "schema_version": SCHEMA_VERSION, "run_id": self.run_id,
+            "created": self.created, "host": self.host, "tag": self.tag, "profile": self.profile,
+            "benchmarks": list(self.benchmarks), "duration_s": self.duration_s,
+            "provenance": self.provenance, "topology": self.topology,
+            "findings": self.findings, "warnings": self.warnings, "errors": self.errors,
+            "metrics": [m.to_dict() for m in self.metrics],
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Run:
+        return cls(d["run_id"], d["created"], d["host"], d["profile"], list(d["benchmarks"]),
+                   d["provenance"], d["topology"], [Metric.from_dict(m) for m in d["metrics"]],
+                   list(d.get("findings", [])), list(d.get("warnings", [])),
+                   list(d.get("errors", [])), d.get("tag"), float(d.get("duration_s", 0.0)))
+
+
+def schema() -> dict[str, Any]:
+    """The JSON schema of a run document, shipped in the package."""
+    text = resources.files("hpcprobe.results").joinpath("schema/result-v1.schema.json").read_text()
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def validate(doc: dict[str, Any], source: str = "result") -> None:
+    """Raise UserError naming the first place where `doc` breaks the schema."""
+    import jsonschema
+
+    version = doc.get("schema_version") if isinstance(doc, dict) else None
+    if isinstance(doc, dict) and doc.get("schema") == SCHEMA_NAME and version != SCHEMA_VERSION:
+        raise UserError(f"{source}: schema version {version} is not supported by this hpcprobe "
+                        f"(it reads version {SCHEMA_VERSION}); upgrade hpcprobe")
+    try:
+        jsonschema.validate(doc, schema())
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+        raise UserError(f"{source}: not an hpcprobe result at {where}: {exc.message}") from None
+
+
+def write_json(run: Run, path: str | os.PathLike[str]) -> None:
+    """Write the run's document atomically (validated first)."""
+    doc = run.to_dict()
+    validate(doc)
+    files.atomic_write(path, (json.dumps(doc, indent=1) + "\n").encode(), "--json")
+
+
+def read_json(path: str | os.PathLike[str]) -> Run:
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except OSError as exc:
+        raise UserError(f"{p}: cannot read it ({exc.strerror})") from exc
+    except json.JSONDecodeError as exc:
+        raise UserError(f"{p}: not JSON ({exc.msg} at line {exc.lineno})") from exc
+    validate(doc, str(p))
+    return Run.from_dict(doc)

@@ -1,0 +1,157 @@
+"""The HTML report of one or more runs: one self-contained file (figures as embedded PNG, no
+network), every string from hosts, environments or the store escaped; optionally each figure as
+a PNG file too."""
+
+from __future__ import annotations
+
+import base64
+import io
+import os
+from collections import defaultdict
+from html import escape
+from pathlib import Path
+
+from hpcprobe import __version__
+from hpcprobe.analysis import compare
+from hpcprobe.common import files
+from hpcprobe.common.errors import UserError
+from hpcprobe.common.units import format_bytes
+from hpcprobe.machine import fingerprint
+from hpcprobe.native.kernels import KERNELS
+from hpcprobe.results.model import Metric, Run
+from hpcprobe.views import plots
+
+STYLE = """
+body { font-family: sans-serif; margin: 2em; max-width: 80em; color: #222; }
+table { border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.2em 0.6em; text-align: left; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+tr.differs td { background: #fff3cd; }
+figure { margin: 1em 0 2em; } figure img { max-width: 100%; border: 1px solid #eee; }
+.warn { color: #8a6d3b; } .err { color: #a94442; }
+"""
+#: Opened in a browser, the report checks that every figure decoded, and says so on the console
+#: otherwise (the browser test reads the console).
+SELF_CHECK = """
+window.addEventListener("load", function () {
+  document.querySelectorAll("img.plot").forEach(function (img) {
+    if (!img.complete || img.naturalWidth === 0) console.error("plot not drawn: " + img.alt);
+  });
+});
+"""
+
+
+def _table(head: list[str], rows: list[list[str]], classes: list[str] | None = None) -> str:
+    out = ["<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in head) + "</tr>"]
+    for i, row in enumerate(rows):
+        cls = f' class="{classes[i]}"' if classes and classes[i] else ""
+        out.append(f"<tr{cls}>" + "".join(
+            f'<td class="num">{escape(c)}</td>' if c[:1].isdigit() or (c and c[0] in "+-")
+            else f"<td>{escape(c)}</td>" for c in row) + "</tr>")
+    return "\n".join(out) + "</table>"
+
+
+def _cell(m: Metric | None) -> str:
+    if m is None:
+        return "-"
+    return f"{m.summary.median:.1f} ±{100 * m.summary.rel_ci_halfwidth:.1f}%"
+
+
+def _stream(run: Run) -> str:
+    bw = [m for m in run.metrics if m.benchmark == "memory" and m.name == "bandwidth"
+          and m.params.get("phase") != "sweep"]
+    if not bw:
+        return ""
+    kernels = [k for k in KERNELS if any(m.params["kernel"] == k for m in bw)]
+    rows: dict[tuple[str, int, str, str, str], dict[str, Metric]] = defaultdict(dict)
+    for m in bw:
+        p = m.params
+        rows[(p["placement"], p["threads"], p["cpus"], p["stores"], p["level"])][p["kernel"]] = m
+    body = [[pl, str(t), cpus, st, lvl, *[_cell(r.get(k)) for k in kernels]]
+            for (pl, t, cpus, st, lvl), r in sorted(rows.items(), key=lambda kv: kv[0][:2])]
+    return (f"<h3>STREAM, GB/s ({escape(run.tag or run.run_id)}), median ±95% CI</h3>"
+            + _table(["placement", "threads", "CPUs", "stores", "level", *kernels], body))
+
+
+def _topology(run: Run) -> str:
+    t = run.topology
+    c = t.get("counts", {})
+    caches = ", ".join(f"L{x['level']} {format_bytes(x['size_bytes'])} x{x.get('instances', 1)}"
+                       for x in t.get("caches", []))
+    return _table(["run", "CPU", "packages", "NUMA", "L3 domains", "cores", "PUs", "caches"],
+                  [[run.run_id, str(t.get("cpu_model") or "?"), str(c.get("packages", "?")),
+                    str(c.get("numa_nodes", "?")), str(c.get("l3_domains", "?")),
+                    str(c.get("cores", "?")), str(c.get("pus", "?")), caches]])
+
+
+def _png(fig: object) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")  # type: ignore[attr-defined]
+    return buf.getvalue()
+
+
+def build(runs: list[Run]) -> tuple[str, list[tuple[str, bytes]]]:
+    """The report's HTML and each figure as (slug, PNG bytes)."""
+    title = "hpcprobe report: " + ", ".join(r.tag or r.run_id for r in runs)
+    parts = [f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{escape(title)}"
+             f"</title><style>{STYLE}</style><script>{SELF_CHECK}</script></head><body>",
+             f"<h1>{escape(title)}</h1>"]
+    parts.append(_table(["run", "host", "tag", "created", "profile", "benchmarks", "seconds"],
+                        [[r.run_id, r.host, r.tag or "", r.created, r.profile,
+                          ",".join(r.benchmarks), f"{r.duration_s:.1f}"] for r in runs]))
+    fps = [fingerprint.fingerprint(r) for r in runs]
+    labels = list(dict.fromkeys(k for fp in fps for k in fp))
+    differs = {k for k, _ in fingerprint.differences(runs)}
+    parts.append("<h2>Configuration</h2>")
+    parts.append(_table(["setting", *[r.run_id for r in runs]],
+                        [[k, *[fp.get(k, "n/a") for fp in fps]] for k in labels],
+                        ["differs" if k in differs else "" for k in labels]))
+    parts.append("<h2>Topology</h2>" + "".join(_topology(r) for r in runs))
+    parts.append("<h2>Results</h2>" + "".join(_stream(r) for r in runs))
+    pngs: list[tuple[str, bytes]] = []
+    for slug, ftitle, fig in plots.figures(runs):
+        data = _png(fig)
+        pngs.append((slug, data))
+        b64 = base64.b64encode(data).decode()
+        parts.append(f'<figure id="{escape(slug)}"><img class="plot" alt="{escape(ftitle)}" '
+                     f'src="data:image/png;base64,{b64}"><figcaption>{escape(ftitle)}'
+                     "</figcaption></figure>")
+    if len(runs) > 1:
+        try:
+            c = compare.compare(runs)
+        except UserError as exc:
+            parts.append(f'<p class="warn">{escape(str(exc))}</p>')
+        else:
+            parts.append(f"<h2>Comparison against {escape(c.runs[0])}</h2>")
+            parts.append(_table(
+                ["benchmark", "metric", "params", "run", "baseline", "median", "change",
+                 "95% CI", "p", ""],
+                [[r.benchmark, f"{r.name} ({r.unit})", r.params, r.run,
+                  f"{r.baseline_median:.4g}", f"{r.median:.4g}", f"{r.change_pct:+.1f} %",
+                  f"[{100 * (r.ratio_ci_low - 1):+.1f} %, {100 * (r.ratio_ci_high - 1):+.1f} %]",
+                  f"{r.p_value:.3g}", r.verdict + (" (n<5)" if r.few_samples else "")]
+                 for r in c.rows[:200]]))
+    for r in runs:
+        for w in r.warnings:
+            parts.append(f'<p class="warn">{escape(r.run_id)}: warning: {escape(w)}</p>')
+        for e in r.errors:
+            parts.append(f'<p class="err">{escape(r.run_id)}: error: {escape(e)}</p>')
+    parts.append(f"<p>Made by hpcprobe {escape(__version__)}.</p></body></html>\n")
+    return "\n".join(parts), pngs
+
+
+def write(runs: list[Run], out: str | os.PathLike[str], png_dir: str | None = None) -> int:
+    """Write the report (atomically) and, with png_dir, each figure; returns the figure count."""
+    target = files.check_writable(out, "-o")
+    if png_dir is not None:
+        try:
+            Path(png_dir).mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise UserError(f"--png {png_dir}: cannot create it ({exc.strerror})") from None
+        files.check_writable(Path(png_dir) / "x.png", "--png")
+    html, pngs = build(runs)
+    files.atomic_write(target, html.encode(), "-o")
+    for i, (slug, data) in enumerate(pngs):
+        if png_dir is not None:
+            files.atomic_write(Path(png_dir) / f"{i + 1:02d}-{slug}.png", data, "--png")
+    return len(pngs)
