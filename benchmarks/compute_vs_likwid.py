@@ -23,10 +23,10 @@ import sys
 
 from sidebyside import in_turn, missing, round_ratios
 
-from hpcprobe import native
+from hpcprobe import native, registry
 from hpcprobe.families.compute.bench import ComputeOptions
 from hpcprobe.machine import topology
-from hpcprobe.measure import profiles, runner
+from hpcprobe.measure import profiles
 from hpcprobe.measure.family import NoProgress
 
 #: likwid-bench test -> hpcprobe (isa, op), double precision
@@ -51,7 +51,7 @@ def hpcprobe(topo: topology.Topology, isa: str, op: str, threads: int,
              profile: str) -> tuple[float, float, float]:
     """(median MFLOP/s, % of the model, clock GHz under the ISA's load) of one measurement."""
     opts = {"compute": ComputeOptions(isa=isa, precisions=("dp",), threads=(threads,))}
-    run = runner.execute(topo, profiles.get(profile), ["compute"], isa, opts, NoProgress())
+    run = registry.execute(topo, profiles.get(profile), ["compute"], isa, opts, NoProgress())
     if run.errors:
         raise SystemExit(f"hpcprobe failed: {run.errors}")
     found = {m.name: m for m in run.metrics if m.params.get("op") == op or m.name == "clock"}

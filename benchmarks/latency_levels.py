@@ -18,12 +18,12 @@ import argparse
 import statistics
 import sys
 
-from hpcprobe import native
+from hpcprobe import native, registry
 from hpcprobe.common.units import format_bytes
 from hpcprobe.families.latency.bench import LatencyOptions
 from hpcprobe.machine import clock, topology
 from hpcprobe.machine.sizing import cache_shares
-from hpcprobe.measure import profiles, runner
+from hpcprobe.measure import profiles
 from hpcprobe.measure.family import NoProgress
 
 
@@ -52,7 +52,7 @@ def main() -> int:
     per_level: dict[str, list[float]] = {}
     sizes: dict[str, int] = {}
     for r in range(a.runs):
-        run = runner.execute(topo, profiles.get("default"), ["latency"], native.best_isa(),
+        run = registry.execute(topo, profiles.get("default"), ["latency"], native.best_isa(),
                              {"latency": LatencyOptions(cpu=cpu, pages="default")}, NoProgress())
         if run.errors:
             print(f"run {r + 1}: {run.errors}", file=sys.stderr)

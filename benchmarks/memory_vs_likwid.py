@@ -11,8 +11,9 @@ Both count bytes the STREAM way (no write-allocate) and MB as 10^6 B.
 
 In L1 a tool's rate is bounded by the core's load/store ports, not by memory: the script measures
 the core clock under AVX-512 load in every round and prints each tool's bytes per cycle per core
-there, so a ratio above 1 in L1 reads as "likwid-bench's loop leaves cycles unused" (or not) against
-the port limit (a 512-bit triad iteration moves 192 B at STREAM counting: 2 loads + 1 store of 64 B).
+there, so a ratio above 1 in L1 reads as "likwid-bench's loop leaves cycles unused" (or not)
+against the port limit (a 512-bit triad iteration moves 192 B at STREAM counting: 2 loads and 1
+store of 64 B).
 
 Usage: benchmarks/memory_vs_likwid.py [--rounds 3] [--threads 1,2] [--levels L1,L2,L3,DRAM]
 Needs Debian's likwid (likwid-bench) and an AVX-512 CPU for the avx512 shapes.
@@ -28,11 +29,11 @@ import sys
 
 from sidebyside import in_turn, missing, round_ratios
 
-from hpcprobe import native
+from hpcprobe import native, registry
 from hpcprobe.families.memory.bench import MemoryOptions
 from hpcprobe.machine import clock, topology
 from hpcprobe.machine.sizing import dram_working_set
-from hpcprobe.measure import profiles, runner
+from hpcprobe.measure import profiles
 from hpcprobe.measure.family import NoProgress
 from hpcprobe.native import Team
 
@@ -75,7 +76,7 @@ def hpcprobe(topo: topology.Topology, kernel: str, stores: str, size: int, threa
     """Median MB/s of one hpcprobe measurement, through the same code path as
     `hpcprobe run memory --kernel ... --size ... --profile ...`."""
     opts = MemoryOptions(kernels=(kernel,), stores=(stores,), threads=(threads,), size_bytes=size)
-    run = runner.execute(topo, profiles.get(profile), ["memory"], "avx512", {"memory": opts},
+    run = registry.execute(topo, profiles.get(profile), ["memory"], "avx512", {"memory": opts},
                          NoProgress())
     if run.errors:
         raise SystemExit(f"hpcprobe failed: {run.errors}")
@@ -146,7 +147,8 @@ def main() -> int:
           f"{a.rounds} interleaved rounds' ratios; hpcprobe profile {a.profile}")
     for t in threads:
         if ghz[t]:
-            print(f"core clock under AVX-512 load, {t} core(s): {statistics.median(ghz[t]):.2f} GHz "
+            print(f"core clock under AVX-512 load, {t} core(s): "
+                  f"{statistics.median(ghz[t]):.2f} GHz "
                   f"(median of {len(ghz[t])} rounds); B/cycle/core columns: likwid, hpcprobe")
     return 0
 

@@ -27,11 +27,11 @@ from pathlib import Path
 
 from sidebyside import in_turn, missing, round_ratios
 
-from hpcprobe import native
+from hpcprobe import native, registry
 from hpcprobe.families.mpi.bench import MpiOptions
 from hpcprobe.machine import topology
 from hpcprobe.machine.placement import plan
-from hpcprobe.measure import profiles, runner
+from hpcprobe.measure import profiles
 from hpcprobe.measure.family import NoProgress
 from hpcprobe.mpi import find, launchers
 from hpcprobe.mpi.launchers import Layout
@@ -105,7 +105,7 @@ def hpcprobe(topo: topology.Topology) -> dict[tuple[str, int, str], float]:
     counts: (name, size, "median" or "best") -> figure."""
     opts = MpiOptions(np=2, tests=("latency", "bandwidth", "bibw"), max_size=4 * MiB,
                       full=True)
-    run = runner.execute(topo, profiles.get("default"), ["mpi"], native.best_isa(),
+    run = registry.execute(topo, profiles.get("default"), ["mpi"], native.best_isa(),
                          {"mpi": opts}, NoProgress())
     if run.errors:
         raise SystemExit(f"hpcprobe failed: {run.errors}")

@@ -175,3 +175,13 @@ def test_zero_and_negative_counts_are_usage_errors(tmp_path, args, needles):
     r = hpcprobe(*args, "--db", str(db)) if args[0] != "plan" else hpcprobe(*args)
     assert_user_error(r, *needles)
     assert not db.exists() or _runs(db) == 0
+
+
+def test_option_errors_name_flags_on_the_command_line_and_fields_elsewhere():
+    from hpcprobe import registry
+    from hpcprobe.common.errors import OptionError
+
+    exc = OptionError("<size_bytes> 1KiB: too small; use <size_bytes> >= 2KiB or <oversubscribe>")
+    assert str(exc) == "size_bytes 1KiB: too small; use size_bytes >= 2KiB or oversubscribe"
+    assert exc.render(registry.option_names()) == \
+        "--size 1KiB: too small; use --size >= 2KiB or --oversubscribe"

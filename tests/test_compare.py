@@ -11,12 +11,15 @@ import math
 import pytest
 
 from conftest import DATA, assert_user_error, hpcprobe
+from hpcprobe import registry
 from hpcprobe.analysis import compare
 from hpcprobe.common import stats
 from hpcprobe.common.errors import UserError
 from hpcprobe.results import model as results
 from hpcprobe.results.model import Metric
 from hpcprobe.results.store import Store
+
+IGNORE = registry.not_joined()
 
 PAIR = DATA / "compare"
 BASE, NPS4 = str(PAIR / "nps1.json"), str(PAIR / "nps4.json")
@@ -55,7 +58,7 @@ def test_golden_csv_and_json():
 
 
 def test_nps4_reads_as_the_field_states_it():
-    c = compare.compare([results.read_json(BASE), results.read_json(NPS4)])
+    c = compare.compare([results.read_json(BASE), results.read_json(NPS4)], IGNORE)
     assert ("NUMA domains per socket", ["1", "4"]) in c.differences
     top = c.rows[0]  # the largest effect first
     assert (top.benchmark, top.name, top.verdict) == ("memory", "bandwidth", "better")
@@ -74,7 +77,7 @@ def test_lower_is_better_verdicts():
     run_b.run_id = "c" * 12
     run_b.metrics = [Metric(m.benchmark, m.name, m.unit, m.params, [x * 0.8 for x in m.samples],
                             m.better) for m in run_a.metrics]
-    rows = {r.name: r for r in compare.compare([run_a, run_b]).rows}
+    rows = {r.name: r for r in compare.compare([run_a, run_b], IGNORE).rows}
     assert rows["latency"].ratio == pytest.approx(0.8)
     assert rows["bandwidth"].verdict == "worse"
     assert math.isclose(rows["latency"].effect, abs(math.log(0.8)))
@@ -85,9 +88,9 @@ def test_runs_with_nothing_in_common_are_refused():
     b = results.read_json(NPS4)
     b.metrics = [m for m in b.metrics if m.params.get("threads") == 8]
     with pytest.raises(UserError, match="no metric in common"):
-        compare.compare([a, b])
+        compare.compare([a, b], IGNORE)
     with pytest.raises(UserError, match="at least two runs"):
-        compare.compare([a])
+        compare.compare([a], IGNORE)
 
 
 def test_compare_from_the_store_by_id_tag_and_host(tmp_path):

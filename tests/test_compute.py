@@ -4,7 +4,7 @@ core-scaling points, and bad input."""
 import pytest
 
 from conftest import DATA, assert_user_error, hpcprobe, run_json
-from hpcprobe import native
+from hpcprobe import native, registry
 from hpcprobe.families.compute.bench import ComputeOptions, plan
 from hpcprobe.machine import topology
 
@@ -71,12 +71,12 @@ def test_unknown_precision_and_bad_threads_are_user_errors():
 
 def test_an_unknown_microarchitecture_gets_a_measured_model_and_one_warning(monkeypatch, tiny):
     from hpcprobe.machine import flopmodel
-    from hpcprobe.measure import profiles, runner
+    from hpcprobe.measure import profiles
     from hpcprobe.measure.family import NoProgress
 
     unknown = flopmodel.CpuId("GenuineIntel", 6, 250, "Intel(R) Future(R)", frozenset())
     monkeypatch.setattr(flopmodel, "read_cpuid", lambda: unknown)
-    run = runner.execute(tiny, profiles.get("quick"), ["compute"], "scalar",
+    run = registry.execute(tiny, profiles.get("quick"), ["compute"], "scalar",
                          {"compute": ComputeOptions(isa="scalar", threads=(1,))}, NoProgress())
     assert not run.errors
     models = [m for m in run.metrics if m.name == "peak_model"]

@@ -16,14 +16,14 @@ from hpcprobe.results.model import Metric
 
 
 def _default(topo):
-    p = profiles.get("default")
-    return default_plan(topo, p.sweep_kernels, p.stream_stores, p.sweep_points_per_octave)
+    s = memory.SETTINGS["default"]
+    return default_plan(topo, s.sweep_kernels, s.stream_stores, s.sweep_points_per_octave)
 
 
 def test_thread_ladder():
-    assert memory.thread_ladder(1) == [1]
-    assert memory.thread_ladder(6) == [1, 2, 4, 6]
-    assert memory.thread_ladder(8) == [1, 2, 4, 8]
+    assert sizing.thread_ladder(1) == [1]
+    assert sizing.thread_ladder(6) == [1, 2, 4, 6]
+    assert sizing.thread_ladder(8) == [1, 2, 4, 8]
 
 
 def test_dram_working_sets_are_four_times_the_llc(machine):
@@ -82,7 +82,7 @@ def test_narrowed_plan(nps4):
     (MemoryOptions(kernels=("daxpy",)), "unknown"),
     (MemoryOptions(kernels=("load",), stores=("nt",)), "stores nothing"),
     (MemoryOptions(threads=(0,)), "at least 1"),
-    (MemoryOptions(threads=(129,)), "--oversubscribe"),
+    (MemoryOptions(threads=(129,)), "oversubscribe"),
     (MemoryOptions(size_bytes=100), "too small"),
     (MemoryOptions(placement="bogus"), "unknown"),
 ])
@@ -126,9 +126,9 @@ def test_default_plan_has_the_dram_triad_at_every_scaling_count():
     from hpcprobe.machine.placement import active_counts
 
     topo = topology.load_xml(DATA / "laptop-8c.xml")
-    p = profiles.get("default")
-    plan = default_plan(topo, p.sweep_kernels, p.stream_stores, p.sweep_points_per_octave,
-                        active_counts(8, p.curve_points))
+    s = memory.SETTINGS["default"]
+    plan = default_plan(topo, s.sweep_kernels, s.stream_stores, s.sweep_points_per_octave,
+                        active_counts(8, profiles.get("default").curve_points))
     triad = sorted(m.threads for m in plan if m.phase == "stream" and m.kernel == "triad"
                    and m.stores == "regular" and m.placement == "one-per-core")
     assert triad == list(range(1, 9))

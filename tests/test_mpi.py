@@ -186,8 +186,8 @@ def test_run_section_plan_on_a_dual_socket_nps4_node():
 
 @pytest.mark.parametrize("opts,needle", [
     (MpiOptions(np=1), "at least 2 ranks"),
-    (MpiOptions(np=9), "--np 9"),
-    (MpiOptions(np=2, tests=("pingpong",)), "--tests 'pingpong' is unknown"),
+    (MpiOptions(np=9), "np 9"),
+    (MpiOptions(np=2, tests=("pingpong",)), "tests 'pingpong' is unknown"),
     (MpiOptions(np=2, pairs=("inter-node",)), "needs two hosts"),
     (MpiOptions(np=2, pairs=("inter-socket",)), "no inter-socket pair"),
     (MpiOptions(np=3, hosts=("a", "b")), "multiple of the 2 hosts"),

@@ -16,7 +16,14 @@ from hpcprobe.measure import profiles
 from hpcprobe.measure.family import RunContext
 
 #: The quick profile with the 1x1 matrix that it leaves out on one-node machines.
-ONE_NODE_TOO = dataclasses.replace(profiles.get("quick"), numa_on_one_node=True)
+QUICK = profiles.get("quick")
+
+
+@pytest.fixture
+def one_node_too(monkeypatch):
+    """The quick profile, with the 1x1 matrix run where there is one NUMA domain."""
+    monkeypatch.setitem(numa.SETTINGS, "quick",
+                        dataclasses.replace(numa.SETTINGS["quick"], on_one_node=True))
 
 
 def test_quick_profile_leaves_a_1x1_matrix_out(tiny):
@@ -35,16 +42,16 @@ def test_nps4_has_an_8x8_matrix(nps4):
 def test_one_cell_and_missing_domains(nps4):
     assert numa.cells(nps4, NumaOptions(cpu_node=2, memory_node=5)) == [(2, 5)]
     assert numa.cells(nps4, NumaOptions(memory_node=0)) == [(i, 0) for i in range(8)]
-    with pytest.raises(UserError, match="--memory-node 8"):
+    with pytest.raises(UserError, match="memory_node 8"):
         numa.cells(nps4, NumaOptions(memory_node=8))
-    with pytest.raises(UserError, match="--cpu-node 9"):
+    with pytest.raises(UserError, match="cpu_node 9"):
         numa.cells(nps4, NumaOptions(cpu_node=9))
     laptop = topology.load_xml(DATA / "laptop-8c.xml")
     assert numa.cells(laptop, NumaOptions()) == [(0, 0)]
 
 
-def test_real_1x1_matrix_binds_to_node_0(tiny):
-    ctx = RunContext(tiny, ONE_NODE_TOO, native.best_isa())
+def test_real_1x1_matrix_binds_to_node_0(tiny, one_node_too):
+    ctx = RunContext(tiny, QUICK, native.best_isa())
     numa.run(ctx, None)
     assert not ctx.errors, ctx.errors
     lat = [m for m in ctx.metrics if m.name == "latency"]
@@ -69,7 +76,7 @@ def test_cli_one_cell(tmp_path):
     assert "NUMA latency" in r.out and "NUMA read bandwidth" in r.out
 
 
-def test_without_mbind_only_the_diagonal_by_first_touch(tiny, monkeypatch):
+def test_without_mbind_only_the_diagonal_by_first_touch(tiny, monkeypatch, one_node_too):
     """Where a seccomp filter forbids mbind, the matrix falls back to first touch, honestly."""
     for name in ("chase_prepare", "stream_prepare"):
         real = getattr(native.Team, name)
@@ -80,7 +87,7 @@ def test_without_mbind_only_the_diagonal_by_first_touch(tiny, monkeypatch):
             return _real(self, *args, node=node, **kw)
 
         monkeypatch.setattr(native.Team, name, refuse)
-    ctx = RunContext(tiny, ONE_NODE_TOO, native.best_isa())
+    ctx = RunContext(tiny, QUICK, native.best_isa())
     numa.run(ctx, None)
     assert any("first touch" in w for w in ctx.warnings)
     assert {m.params["memory_policy"] for m in ctx.metrics} == {"first-touch"}

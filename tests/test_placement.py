@@ -63,11 +63,11 @@ def test_explicit_list_keeps_order(nps4):
 
 @pytest.mark.parametrize("placement,threads,needle", [
     ("nowhere", None, "unknown"),
-    ("0-3,x", None, "--placement"),
+    ("0-3,x", None, "placement 0-3,x"),
     ("0,999", None, "do not exist"),
     ("1,1", None, "twice"),
     ("compact", 0, "at least 1"),
-    ("one-per-numa", 9, "--oversubscribe"),
+    ("one-per-numa", 9, "oversubscribe"),
 ])
 def test_errors(nps4, placement, threads, needle):
     with pytest.raises(UserError, match=needle):

@@ -17,15 +17,18 @@ import pytest
 from matplotlib import image
 
 from conftest import DATA, assert_user_error, hpcprobe
-from hpcprobe import native
+from hpcprobe import native, registry
 from hpcprobe.families.compute.bench import ComputeOptions
 from hpcprobe.families.frequency.bench import FrequencyOptions
 from hpcprobe.families.latency.bench import LatencyOptions
 from hpcprobe.families.memory.bench import MemoryOptions
-from hpcprobe.measure import profiles, runner
+from hpcprobe.measure import profiles
 from hpcprobe.measure.family import NoProgress
 from hpcprobe.results import model as results
 from hpcprobe.views import html as report
+
+#: what the report is built from: the families' views and figures, the params not joined
+REG = (registry.views(), registry.figures(), registry.not_joined())
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
@@ -37,7 +40,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> results.Run:
 
     topo = topology.load_xml(DATA / "tiny-2c.xml")
     isa = native.best_isa()
-    run = runner.execute(
+    run = registry.execute(
         topo, profiles.get("quick"), ["memory", "latency", "frequency", "compute"], isa,
         {"memory": MemoryOptions(kernels=("triad",), stores=("regular",), threads=(1,),
                                  size_bytes=256 << 10),
@@ -60,7 +63,7 @@ def non_blank(png: bytes) -> bool:
 
 
 def test_report_of_one_run_is_self_contained_and_escaped(measured):
-    html, pngs = report.build([measured])
+    html, pngs = report.build([measured], *REG)
     assert "<script>alert(" not in html and "&lt;script&gt;alert(" in html
     assert "http://" not in html and "https://" not in html  # nothing to fetch
     assert {slug for slug, _ in pngs} >= {"latency-sweep", "clock-curve"}
@@ -71,7 +74,7 @@ def test_report_of_one_run_is_self_contained_and_escaped(measured):
 def test_two_runs_are_overlaid_and_compared(measured):
     other = results.Run.from_dict(measured.to_dict())
     other.run_id, other.tag = "f" * 12, "second"
-    html, _ = report.build([measured, other])
+    html, _ = report.build([measured, other], *REG)
     assert "Comparison against" in html and "~" in html
 
 
@@ -130,7 +133,7 @@ def console_errors(stderr: str) -> list[str]:
                                              "chromium as root")
 def test_rendered_in_headless_chromium(measured, tmp_path):
     page, shot = tmp_path / "report.html", tmp_path / "shot.png"
-    report.write([measured], page)
+    report.write([measured], page, *REG)
     p = chromium(page, shot)
     assert p.returncode == 0, p.stderr[-2000:]
     assert console_errors(p.stderr) == []
@@ -147,5 +150,5 @@ def test_report_from_json_of_the_schema(tmp_path, measured):
     results.write_json(measured, path)
     doc = json.loads(path.read_text())
     assert doc["tag"].startswith("<script>")  # stored as given, escaped only in HTML
-    html, _ = report.build([results.read_json(path)])
+    html, _ = report.build([results.read_json(path)], *REG)
     assert "&lt;script&gt;" in html

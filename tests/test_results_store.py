@@ -8,10 +8,10 @@ import sqlite3
 
 import pytest
 
-from hpcprobe import native
+from hpcprobe import native, registry
 from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.families.memory.bench import MemoryOptions
-from hpcprobe.measure import profiles, runner
+from hpcprobe.measure import profiles
 from hpcprobe.measure.family import NoProgress
 from hpcprobe.results import model as results
 from hpcprobe.results.model import Metric
@@ -22,7 +22,7 @@ from hpcprobe.results.store import STORE_VERSION, Store
 def measured_run(tiny_module):
     """A real, small run: triad and load on one thread at an L2-sized working set."""
     opts = MemoryOptions(kernels=("triad", "load"), threads=(1,), size_bytes=96 << 10)
-    return runner.execute(tiny_module, profiles.get("quick"), ["memory"], native.best_isa(),
+    return registry.execute(tiny_module, profiles.get("quick"), ["memory"], native.best_isa(),
                           {"memory": opts}, NoProgress(), tag="unit")
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from hpcprobe import native
+from hpcprobe import native, registry
 from hpcprobe.common.errors import UserError
 from hpcprobe.measure import runner
 
@@ -25,12 +25,15 @@ def test_missing_isa():
 
 
 def test_benchmarks():
-    assert runner.resolve_benchmarks(None) == ["memory", "latency", "numa", "frequency",
-                                                "compute", "mpi"]
-    assert runner.resolve_benchmarks(["latency", "memory", "latency"]) == ["latency", "memory"]
+    def names(fams):
+        return [f.name for f in fams]
+
+    assert names(registry.resolve(None)) == ["memory", "latency", "numa", "frequency",
+                                             "compute", "mpi"]
+    assert names(registry.resolve(["latency", "memory", "latency"])) == ["latency", "memory"]
     with pytest.raises(UserError, match="benchmarks: memory, latency, numa, frequency, "
                                         "compute, mpi"):
-        runner.resolve_benchmarks(["nope"])
+        registry.resolve(["nope"])
 
 
 def test_an_isa_this_cpu_lacks_lists_what_it_has(monkeypatch):

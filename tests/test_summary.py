@@ -2,20 +2,20 @@
 
 from rich.console import Console
 
-from hpcprobe import native
+from hpcprobe import native, registry
 from hpcprobe.families.memory.bench import MemoryOptions
-from hpcprobe.measure import profiles, runner
+from hpcprobe.measure import profiles
 from hpcprobe.measure.family import NoProgress
-from hpcprobe.views import terminal as summary
+from hpcprobe.views import terminal
 
 
 def test_summary_shows_the_stream_table_with_ci(tiny):
     opts = MemoryOptions(kernels=("copy", "triad"), stores=("regular",), threads=(1,),
                          size_bytes=64 << 10)
-    run = runner.execute(tiny, profiles.get("quick"), ["memory"], native.best_isa(),
+    run = registry.execute(tiny, profiles.get("quick"), ["memory"], native.best_isa(),
                          {"memory": opts}, NoProgress())
     console = Console(record=True, width=200)
-    summary.render(run, console)
+    terminal.render(run, console, registry.views())
     text = console.export_text()
     assert run.run_id in text and "STREAM" in text
     assert "copy" in text and "triad" in text and "±" in text
@@ -31,7 +31,7 @@ def test_summary_shows_clock_peak_model_scaling_and_roofline(tiny):
     from hpcprobe.families.frequency.bench import FrequencyOptions
 
     isa = native.best_isa()
-    run = runner.execute(
+    run = registry.execute(
         tiny, profiles.get("quick"), ["memory", "frequency", "compute"], isa,
         {"memory": MemoryOptions(kernels=("triad",), stores=("regular",), threads=(1,),
                                  size_bytes=64 << 10),
@@ -39,7 +39,7 @@ def test_summary_shows_clock_peak_model_scaling_and_roofline(tiny):
          "compute": ComputeOptions(isa=isa, precisions=("dp",), threads=(1,))}, NoProgress())
     assert not run.errors
     console = Console(record=True, width=250)
-    summary.render(run, console)
+    terminal.render(run, console, registry.views())
     text = console.export_text()
     assert "Core clock" in text and "Peak compute" in text and "Roofline" in text
     # the headline is the best DP kernel, whichever it is on this CPU (fma+add beats fma where

@@ -7,27 +7,24 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from hpcprobe import __version__
-from hpcprobe.bench import BENCHMARKS
+from hpcprobe import __version__, registry
 from hpcprobe.common import files
 from hpcprobe.common.cpulist import format_cpulist
-from hpcprobe.common.errors import EXIT_FAILURE, EXIT_USAGE, HpcprobeError, UserError
-from hpcprobe.common.units import parse_size
-from hpcprobe.families.compute.bench import ComputeOptions
-from hpcprobe.families.frequency.bench import FrequencyOptions
-from hpcprobe.families.latency.bench import LatencyOptions
-from hpcprobe.families.memory.bench import MemoryOptions
-from hpcprobe.families.mpi.bench import MpiOptions
-from hpcprobe.families.numa.bench import NumaOptions
+from hpcprobe.common.errors import EXIT_FAILURE, EXIT_USAGE, HpcprobeError, OptionError, UserError
 from hpcprobe.machine import placement, topology
-from hpcprobe.measure import profiles, runner
+from hpcprobe.measure import options, profiles
+from hpcprobe.measure.family import Family, Flag, flags
+from hpcprobe.measure.runner import resolve_isa
 from hpcprobe.results import model as results
 from hpcprobe.results.store import Store, default_path
-from hpcprobe.views import terminal as summary
+from hpcprobe.views import terminal
+
+#: argparse's own messages, which name no value of ours
+_ARGPARSE_OWN = ("invalid choice", "expected", "ignored", "not allowed", "one of the arguments")
 
 
 class _Formatter(argparse.HelpFormatter):
@@ -45,68 +42,12 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        # "argument --np: --np '0': ..." when the type's message names its flag already
-        message = re.sub(r"^argument ([^:]+): (?=\1 )", "", message)
+        # "argument --np: 0: give ..." (our value parsers) reads "--np 0: give ..."
+        m = re.match(r"^argument ([^:/]+)(?:/\S+)?: (.*)$", message, re.S)
+        if m and not m.group(2).startswith(_ARGPARSE_OWN):
+            message = f"{m.group(1)} {m.group(2)}"
         sys.stderr.write(f"hpcprobe: error: {message} (see `{self.prog} --help`)\n")
         sys.exit(EXIT_USAGE)
-
-
-def _size(text: str) -> int:
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"--size {exc}") from None
-
-
-def _int_list(text: str) -> tuple[int, ...]:
-    try:
-        vals = tuple(int(v) for v in text.split(","))
-    except ValueError:
-        vals = ()
-    if not vals or min(vals) < 1:
-        raise argparse.ArgumentTypeError(
-            f"--threads {text}: give a thread count of at least 1 or a comma-separated list, "
-            "e.g. 1,2,4")
-    return vals
-
-
-def _at_least(flag: str, least: int, what: str) -> Callable[[str], int]:
-    """An argparse type: a whole number >= least, else a usage error naming the flag."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = least - 1
-        if value < least:
-            raise argparse.ArgumentTypeError(f"{flag} {text}: give {what} (a whole number "
-                                             f">= {least})")
-        return value
-
-    return parse
-
-
-def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = 0.0
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"--timeout {text}: give a positive number of "
-                                         "seconds")
-    return value
-
-
-def _int_pair(text: str) -> tuple[int, int]:
-    try:
-        a, b = (int(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"--pair {text!r}: give two CPUs, e.g. 0,1") from None
-    return a, b
-
-
-def _name_list(text: str) -> tuple[str, ...]:
-    return tuple(v.strip() for v in text.split(",") if v.strip())
 
 
 def _add_run_options(r: argparse.ArgumentParser) -> None:
@@ -134,76 +75,25 @@ def build_parser() -> argparse.ArgumentParser:
     r = sub.add_parser("run", help="measure this node and store the run",
                        description="Measure this node; with no BENCHMARK, run them all.")
     r.add_argument("benchmarks", nargs="*", metavar="BENCHMARK",
-                   help="benchmarks to run (" + ", ".join(BENCHMARKS) + ")")
+                   help="benchmarks to run (" + ", ".join(f.name for f in registry.measuring())
+                        + ")")
     _add_run_options(r)
     r.add_argument("--report", metavar="FILE.html",
                    help="also write the HTML report of this run")
     r.add_argument("--isa", help="kernel variant: scalar, avx2, avx512 (default: the best this "
                                  "CPU supports; compute and frequency: every one it supports)")
-    g = r.add_argument_group("narrowing the memory benchmark (likwid-bench style)")
-    g.add_argument("--kernel", type=_name_list,
-                   help="copy, scale, add, triad, load, store, sum (comma-separated)")
-    g.add_argument("--stores", choices=("regular", "nt", "both"),
-                   help="ordinary or non-temporal stores (default: both)")
-    g.add_argument("--threads", type=_int_list,
-                   help="thread count(s), e.g. 2 or 1,2,4 (also narrows compute and frequency)")
-    g.add_argument("--size", type=_size,
-                   help="total working set of all threads, e.g. 2GiB (default: 4x the LLC); "
-                        "for latency, the ring size (default: a sweep)")
-    g.add_argument("--placement", help=placement.PLACEMENT_HELP + " (also orders the cores of "
-                   "compute and frequency)")
-    cg = r.add_argument_group("narrowing the compute benchmark")
-    cg.add_argument("--precision", choices=("dp", "sp", "both"),
-                    help="peak kernels in double or single precision (default: both)")
-    lg = r.add_argument_group("narrowing the latency benchmark")
-    lg.add_argument("--cpu", type=_at_least("--cpu", 0, "an OS CPU number"),
-                    help="the CPU that chases pointers (default: the first "
-                                            "core)")
-    ng = r.add_argument_group("narrowing the numa benchmark")
-    ng.add_argument("--cpu-node", type=_at_least("--cpu-node", 0, "a NUMA domain's OS index"),
-                    help="only threads in this NUMA domain (OS index)")
-    ng.add_argument("--memory-node",
-                    type=_at_least("--memory-node", 0, "a NUMA domain's OS index"),
-                    help="only memory bound to this NUMA domain")
-    lg.add_argument("--loaded", action="store_true",
-                    help="also measure latency while the other cores stream (the default and "
-                         "thorough profiles do)")
-    lg.add_argument("--pair", type=_int_pair, metavar="A,B",
-                    help="core-to-core latency of these two CPUs only")
-    lg.add_argument("--all-pairs", action="store_true",
-                    help="core-to-core latency for every pair of cores, not a sample")
-    lg.add_argument("--pages", choices=("default", "huge", "both"),
-                    help="page size of the rings: the default one, transparent huge pages, or "
-                         "both (default: both)")
+    _add_family_options(r, registry.measuring())
 
-    m = sub.add_parser("mpi", help="MPI tests with OSU conventions, or `mpi info`",
-                       description="MPI point-to-point, message rate, collectives and a 4-D halo "
-                                   "exchange, built with and run by the MPI found (`mpi info` "
-                                   "shows it).")
-    m.add_argument("action", nargs="?", choices=("run", "info"), default="run",
-                   help="run the tests (default) or show the MPI found, its fingerprint and "
-                        "launchers")
-    m.add_argument("--np", type=_at_least("--np", 1, "a rank count"),
-                   help="ranks (default: one per CPU of the placement)")
-    m.add_argument("--launcher", help="mpirun (Open MPI), mpiexec (MPICH, Intel MPI), srun "
-                                      "(default: the one that goes with the MPI; srun inside a "
-                                      "Slurm allocation)")
-    m.add_argument("--placement", help=placement.PLACEMENT_HELP + " (rank i on CPU i)")
-    m.add_argument("--tests", type=_name_list,
-                   help="latency, bandwidth, bibw, message_rate, allreduce, bcast, alltoall, "
-                        "barrier, halo (default: all)")
-    m.add_argument("--pairs", type=_name_list,
-                   help="also run point-to-point tests between two ranks of each kind: "
-                        "intra-l3, intra-socket, inter-socket, inter-node")
-    m.add_argument("--hosts", type=_name_list, help="hosts for multi-node runs, e.g. n1,n2")
-    m.add_argument("--mpi", metavar="PREFIX", help="the MPI installation to use (its prefix; "
-                                                   "default: $HPCPROBE_MPI, then PATH)")
-    m.add_argument("--timeout", type=_seconds, metavar="S",
-                   help="stop a test (one size) that makes no progress for S seconds "
-                        "(default: 600; 30 in hpcprobe run)")
-    m.add_argument("--max-size", type=_size, help="largest message (default: 4MiB; collectives "
-                                                  "1MiB)")
-    _add_run_options(m)
+    for fam in registry.measuring():
+        if fam.command is None:
+            continue
+        fc = sub.add_parser(fam.name, help=fam.command.help,
+                            description=fam.command.description)
+        fc.add_argument("action", nargs="?", choices=("run", *fam.command.actions),
+                        default="run", help="run the tests (default); " + "; ".join(
+                            f"{name}: {what}" for name, (what, _) in fam.command.actions.items()))
+        _add_family_options(fc, [fam])
+        _add_run_options(fc)
 
     c = sub.add_parser("compare", help="compare runs with statistics",
                        description="Compare runs against the first: what differs in their "
@@ -215,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
     out = c.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the comparison as JSON")
     out.add_argument("--csv", action="store_true", help="print the rows as CSV")
-    c.add_argument("--limit", type=_at_least("--limit", 0, "a row count"), default=40,
+    c.add_argument("--limit", type=options.at_least(0, "a row count"), default=40,
                    help="rows in the text view (default 40, 0 for all; JSON and CSV have all)")
 
     rp = sub.add_parser("report", help="write an HTML report of runs, with plots",
@@ -234,7 +124,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     pl = sub.add_parser("plan", help="show the CPUs a placement yields")
     pl.add_argument("--placement", required=True, help=placement.PLACEMENT_HELP)
-    pl.add_argument("--threads", type=_at_least("--threads", 1, "a thread count"),
+    pl.add_argument("--threads", type=options.at_least(1, "a thread count"),
                     help="number of threads (default: all it yields)")
     pl.add_argument("--oversubscribe", action="store_true")
     pl.add_argument("--input", metavar="FILE.xml", help="an hwloc XML file instead of this machine")
@@ -242,7 +132,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     ls = sub.add_parser("list", help="list stored runs")
     ls.add_argument("--db", help=f"result store (default: {default_path()})")
-    ls.add_argument("--limit", type=_at_least("--limit", 1, "a run count"), default=50,
+    ls.add_argument("--limit", type=options.at_least(1, "a run count"), default=50,
                     help="most recent runs to list (default 50)")
     ls.add_argument("--json", action="store_true")
 
@@ -251,6 +141,71 @@ def build_parser() -> argparse.ArgumentParser:
     sh.add_argument("--db", help=f"result store (default: {default_path()})")
     sh.add_argument("--json", action="store_true", help="print the run document")
     return p
+
+
+def _dest(flag: Flag) -> str:
+    return flag.flag.lstrip("-").replace("-", "_")
+
+
+def _add_family_options(p: argparse.ArgumentParser, families: Sequence[Family]) -> None:
+    """Each family's option fields as flags, in one group per family; a flag that several
+    families declare is one option, in the group of the first."""
+    seen: dict[str, Flag] = {}
+    users: dict[str, list[str]] = {}
+    for fam in families:
+        for _, flag in flags(fam.options):
+            users.setdefault(flag.flag, []).append(fam.name)
+    for fam in families:
+        group = p.add_argument_group(f"narrowing the {fam.name} benchmark")
+        for _, flag in flags(fam.options):
+            if flag.flag in seen:
+                if (seen[flag.flag].parse, seen[flag.flag].choices) != (flag.parse, flag.choices):
+                    raise AssertionError(f"{flag.flag} is declared twice with different types")
+                continue
+            seen[flag.flag] = flag
+            shared = users[flag.flag]
+            kw: dict[str, Any] = {"dest": _dest(flag), "help": flag.help + (
+                f" [{', '.join(shared)}]" if len(shared) > 1 else "")}
+            if flag.switch:
+                kw["action"] = "store_true"
+            else:
+                kw.update(type=flag.parse, choices=flag.choices, metavar=flag.metavar)
+            group.add_argument(flag.flag, **kw)
+
+
+def _given(a: argparse.Namespace, flag: Flag) -> bool:
+    value = getattr(a, _dest(flag), None)
+    return value is not None and value is not False
+
+
+def _family_options(a: argparse.Namespace, fam: Family) -> Any:
+    """The family's options dataclass from the flags given."""
+    kw = {}
+    for name, flag in flags(fam.options):
+        if _given(a, flag):
+            value = getattr(a, _dest(flag))
+            kw[name] = flag.convert(value) if flag.convert else value
+    return fam.options(**kw)
+
+
+def _check_narrowing(a: argparse.Namespace, chosen: Sequence[Family]) -> None:
+    """A flag given for families none of which runs is a mistake, said once per flag group."""
+    users: dict[str, list[str]] = {}
+    for fam in registry.measuring():
+        for _, flag in flags(fam.options):
+            if _given(a, flag):
+                users.setdefault(flag.flag, []).append(fam.name)
+    names = {f.name for f in chosen}
+    idle: dict[tuple[str, ...], list[str]] = {}  # families -> their idle flags
+    for flag_name, fams in users.items():
+        if not names & set(fams):
+            idle.setdefault(tuple(fams), []).append(flag_name)
+    for group, flag_names in idle.items():
+        which = group[0] if len(group) == 1 else ", ".join(group[:-1]) + " and " + group[-1]
+        raise UserError(f"{'/'.join(flag_names)} narrow{'s' if len(flag_names) == 1 else ''} "
+                        f"the {which} benchmark{'s' if len(group) > 1 else ''}; add "
+                        f"{f'`{group[0]}`' if len(group) == 1 else 'one of them'} to the "
+                        "benchmarks")
 
 
 def _print_json(obj: Any) -> None:
@@ -299,63 +254,30 @@ class _Bar:
 
 def cmd_run(a: argparse.Namespace) -> int:
     prof = profiles.get(a.profile)
-    benchmarks = runner.resolve_benchmarks(a.benchmarks)
-    isa = runner.resolve_isa(a.isa)
-    stores = None if a.stores in (None, "both") else (a.stores,)
-    mem = MemoryOptions(kernels=a.kernel, stores=stores, threads=a.threads, size_bytes=a.size,
-                        placement=a.placement)
-    lat = LatencyOptions(size_bytes=a.size, cpu=a.cpu, all_pairs=a.all_pairs, pair=a.pair,
-                         loaded=True if a.loaded else None,
-                         pages=None if a.pages in (None, "both") else a.pages)
-    numa = NumaOptions(cpu_node=a.cpu_node, memory_node=a.memory_node)
-    compute = ComputeOptions(isa=a.isa, threads=a.threads, placement=a.placement,
-                             precisions=None if a.precision in (None, "both") else (a.precision,))
-    frequency = FrequencyOptions(threads=a.threads, placement=a.placement,
-                                 loads=(isa,) if a.isa else None)
-    chosen = set(benchmarks)
-    mem_only = [f for f, v in (("--kernel", a.kernel), ("--stores", a.stores)) if v]
-    if mem_only and "memory" not in chosen:
-        raise UserError(f"{'/'.join(mem_only)} narrow the memory benchmark; add `memory` to the "
-                        "benchmarks")
-    shared = [f for f, v in (("--threads", a.threads), ("--placement", a.placement)) if v]
-    if shared and not chosen & {"memory", "compute", "frequency"}:
-        raise UserError(f"{'/'.join(shared)} narrow the memory, compute and frequency "
-                        "benchmarks; add one of them to the benchmarks")
-    if a.precision and "compute" not in chosen:
-        raise UserError("--precision narrows the compute benchmark; add `compute` to the "
-                        "benchmarks")
-    numa_only = [f for f, v in (("--cpu-node", a.cpu_node), ("--memory-node", a.memory_node))
-                 if v is not None]
-    if numa_only and "numa" not in chosen:
-        raise UserError(f"{'/'.join(numa_only)} narrow the numa benchmark; add `numa` to the "
-                        "benchmarks")
-    lat_only = [f for f, v in (("--cpu", a.cpu is not None), ("--pages", a.pages),
-                               ("--all-pairs", a.all_pairs), ("--loaded", a.loaded),
-                               ("--pair", a.pair)) if v]
-    if lat_only and "latency" not in chosen:
-        raise UserError(f"{'/'.join(lat_only)} narrow the latency benchmark; add `latency` to "
-                        "the benchmarks")
-    if a.json:
-        files.check_writable(a.json, "--json")
+    chosen = registry.resolve(a.benchmarks)
+    isa = resolve_isa(a.isa)
+    _check_narrowing(a, chosen)
     if a.report:
         files.check_writable(a.report, "--report")
-    return _measure(a, prof, benchmarks, isa,
-                    {"memory": mem, "latency": lat, "numa": numa, "compute": compute,
-                     "frequency": frequency})
+    return _measure(a, prof, chosen, isa, isa_asked=a.isa is not None)
 
 
-def _measure(a: argparse.Namespace, prof: profiles.Profile, benchmarks: list[str], isa: str,
-             options: dict[str, Any]) -> int:
-    """Run benchmarks, print the summary, store the run and write its JSON as asked."""
+def _measure(a: argparse.Namespace, prof: profiles.Profile, chosen: Sequence[Family], isa: str,
+             isa_asked: bool = False, standalone: bool = False) -> int:
+    """Run the families, print the run, store it and write its JSON and report as asked."""
+    if a.json:
+        files.check_writable(a.json, "--json")
+    opts = {f.name: _family_options(a, f) for f in chosen}
     store = None if a.no_store else Store.open(a.db)
     if store is not None:
         store.check_writable()
     topo = topology.discover()
     with _Bar() as bar:
-        run = runner.execute(topo, prof, benchmarks, isa, options, bar,
-                             oversubscribe=a.oversubscribe, tag=a.tag)
+        run = registry.execute(topo, prof, [f.name for f in chosen], isa, opts, bar,
+                               oversubscribe=a.oversubscribe, tag=a.tag, isa_asked=isa_asked,
+                               standalone=standalone)
     console = _console()
-    summary.render(run, console)
+    terminal.render(run, console, registry.views())
     if store is not None:
         store.save(run)
         console.print(f"Stored as run {run.run_id} in {store.path} "
@@ -368,7 +290,8 @@ def _measure(a: argparse.Namespace, prof: profiles.Profile, benchmarks: list[str
     if getattr(a, "report", None):
         from hpcprobe.views import html as report
 
-        n = report.write([run], a.report)
+        n = report.write([run], a.report, registry.views(), registry.figures(),
+                         registry.not_joined())
         console.print(f"Wrote the report {a.report} ({n} plots).", highlight=False)
     else:
         ref = run.run_id if store is not None else a.json
@@ -379,34 +302,14 @@ def _measure(a: argparse.Namespace, prof: profiles.Profile, benchmarks: list[str
     return EXIT_FAILURE if run.errors else 0
 
 
-def cmd_mpi(a: argparse.Namespace) -> int:
-    if a.action == "info":
-        return _mpi_info(a.mpi)
+def cmd_family(a: argparse.Namespace) -> int:
+    """A family's own command: one of its actions, or the family alone."""
+    [fam] = [f for f in registry.measuring() if f.name == a.command]
+    assert fam.command is not None
+    if a.action in fam.command.actions:
+        return fam.command.actions[a.action][1](_family_options(a, fam))
     prof = profiles.get(a.profile)
-    opts = MpiOptions(np=a.np, launcher=a.launcher, placement=a.placement, tests=a.tests,
-                      pairs=a.pairs, hosts=a.hosts, mpi_prefix=a.mpi, timeout_s=a.timeout,
-                      max_size=a.max_size, full=prof.name != "quick")
-    if a.json:
-        files.check_writable(a.json, "--json")
-    return _measure(a, prof, ["mpi"], runner.resolve_isa(None), {"mpi": opts})
-
-
-def _mpi_info(prefix: str | None) -> int:
-    from hpcprobe.mpi import build, find, launchers
-
-    mpi = find.find(prefix)
-    exe = build.program(mpi)
-    print(f"MPI:          {mpi.implementation} {mpi.version} (MPI standard {mpi.standard})")
-    print(f"prefix:       {mpi.prefix}")
-    print(f"mpicc:        {mpi.mpicc}")
-    print(f"wrapper:      {mpi.wrapper_flags}")
-    print(f"fingerprint:  {mpi.fingerprint}")
-    print(f"test program: {exe} ({'built' if exe.is_file() else 'built on first use'})")
-    print("launchers:")
-    for name, path in launchers.available(mpi).items():
-        ln = launchers.LAUNCHERS[name]
-        print(f"  {name:8s} {path or 'not usable here'}  ({ln.description})")
-    return 0
+    return _measure(a, prof, [fam], resolve_isa(None), standalone=True)
 
 
 def cmd_topology(a: argparse.Namespace) -> int:
@@ -474,7 +377,8 @@ def cmd_report(a: argparse.Namespace) -> int:
 
     files.check_writable(a.output, "-o")
     runs = _load_runs(a.runs, a.db)
-    n = report.write(runs, a.output, a.png)
+    n = report.write(runs, a.output, registry.views(), registry.figures(),
+                     registry.not_joined(), a.png)
     print(f"Wrote {a.output} ({n} plots" + (f", PNGs in {a.png}" if a.png else "") + ").")
     return 0
 
@@ -482,7 +386,7 @@ def cmd_report(a: argparse.Namespace) -> int:
 def cmd_compare(a: argparse.Namespace) -> int:
     from hpcprobe.analysis import compare
 
-    c = compare.compare(_load_runs(a.runs, a.db))
+    c = compare.compare(_load_runs(a.runs, a.db), registry.not_joined())
     if a.json:
         _print_json(compare.to_json(c))
     elif a.csv:
@@ -494,7 +398,7 @@ def cmd_compare(a: argparse.Namespace) -> int:
         for r in c.rows:
             w.writerow(r.to_dict())
     else:
-        summary.render_comparison(c, _console(), a.limit if a.limit > 0 else None)
+        terminal.render_comparison(c, _console(), a.limit if a.limit > 0 else None)
     return 0
 
 
@@ -503,18 +407,21 @@ def cmd_show(a: argparse.Namespace) -> int:
     if a.json:
         _print_json(run.to_dict())
     else:
-        summary.render(run, _console())
+        terminal.render(run, _console(), registry.views())
     return 0
 
 
-COMMANDS = {"run": cmd_run, "mpi": cmd_mpi, "compare": cmd_compare, "report": cmd_report,
+COMMANDS = {"run": cmd_run, "compare": cmd_compare, "report": cmd_report,
             "topology": cmd_topology, "plan": cmd_plan, "list": cmd_list, "show": cmd_show}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return COMMANDS[args.command](args)
+        return COMMANDS.get(args.command, cmd_family)(args)
+    except OptionError as exc:  # options named as flags
+        sys.stderr.write(f"hpcprobe: error: {exc.render(registry.option_names())}\n")
+        return exc.exit_code
     except HpcprobeError as exc:
         sys.stderr.write(f"hpcprobe: error: {exc}\n")
         return exc.exit_code

@@ -15,12 +15,6 @@ from hpcprobe.common.units import format_bytes
 from hpcprobe.machine import fingerprint
 from hpcprobe.results.model import Metric, Run
 
-#: Params that record where or how a figure was taken rather than what it is: they differ
-#: between configurations of the same measurement (another binding, MPI or model), so they do not
-#: take part in the join.
-NOT_JOINED = frozenset({"cpus", "binding", "memory_domain_seen", "huge_page_fraction", "hosts",
-                        "mpi", "launcher", "load_cpus", "model_source", "microarch",
-                        "flops_per_cycle", "clock_load", "page_size"})
 ALPHA = 0.05
 FEW = 5
 
@@ -81,8 +75,8 @@ def label(run: Run) -> str:
     return f"{run.run_id}" + (f" ({run.tag})" if run.tag else f" ({run.host})")
 
 
-def _key(m: Metric) -> tuple[str, str, str]:
-    params = {k: v for k, v in sorted(m.params.items()) if k not in NOT_JOINED}
+def _key(m: Metric, ignore: frozenset[str]) -> tuple[str, str, str]:
+    params = {k: v for k, v in sorted(m.params.items()) if k not in ignore}
     return m.benchmark, m.name, json.dumps(params, sort_keys=True)
 
 
@@ -100,15 +94,18 @@ def describe_params(params_json: str) -> str:
     return " ".join(out)
 
 
-def compare(runs: list[Run]) -> Comparison:
-    """Every later run against the first. Refuses runs that share no metric with the first."""
+def compare(runs: list[Run], ignore: frozenset[str]) -> Comparison:
+    """Every later run against the first, metrics joined on (benchmark, name, params) without
+    the params in `ignore`: those that record where or how a figure was taken rather than what
+    it is (another binding, MPI or model; each family declares its own). Refuses runs that
+    share no metric with the first."""
     if len(runs) < 2:
         raise UserError("compare needs at least two runs")
-    base = {_key(m): m for m in runs[0].metrics}
+    base = {_key(m, ignore): m for m in runs[0].metrics}
     rows: list[Row] = []
     only: dict[str, int] = {}
     for run in runs[1:]:
-        theirs = {_key(m): m for m in run.metrics}
+        theirs = {_key(m, ignore): m for m in run.metrics}
         common = [k for k in theirs if k in base]
         if not common:
             raise UserError(f"runs {label(runs[0])} and {label(run)} have no metric in common "

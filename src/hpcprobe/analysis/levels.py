@@ -9,6 +9,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from hpcprobe.common.units import format_bytes
+from hpcprobe.results.model import Run
+from hpcprobe.views.table import Table
 
 #: A level ends where the figure is this much worse than at the level's smallest working set:
 #: the step from one level to the next is at least 2x on current machines (L1->L2 latency ~3x,
@@ -90,3 +92,22 @@ def check_levels(points: Sequence[tuple[int, float]], shares: Sequence[tuple[str
             f"{name}: {level_span} plateau ends near {format_bytes(edge)} per thread, "
             f"{verdict} the {format_bytes(cap)} per thread the topology reports"))
     return out
+
+
+def levels_table(run: Run, benchmark: str) -> Table | None:
+    """The cache levels a family's sweeps saw, against the topology (its `cache_level` findings)."""
+    rows = [f for f in run.findings
+            if f.get("kind") == "cache_level" and f["benchmark"] == benchmark]
+    if not rows:
+        return None
+    t = Table(title="Cache levels seen by the sweeps, against the topology")
+    for col in ("benchmark", "kernel", "threads", "level", "capacity/thread", "plateau",
+                "edge seen", "verdict"):
+        t.add_column(col)
+    for f in rows:
+        verdict = {True: "agrees", False: "DISAGREES", None: "n/a"}[f["agrees"]]
+        t.add_row(f["benchmark"], f["kernel"], str(f["threads"]), f["level"],
+                  format_bytes(f["nominal_bytes"]),
+                  "-" if f["plateau"] is None else f"{f['plateau']:.1f} {f['unit']}",
+                  "-" if f["edge_bytes"] is None else format_bytes(f["edge_bytes"]), verdict)
+    return t

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 #: Exit codes, documented in docs/cli.md.
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -26,3 +28,14 @@ class MeasurementError(HpcprobeError):
 
 class NativeError(MeasurementError):
     """The native core returned an error status."""
+
+
+class OptionError(UserError):
+    """A value of an option is impossible. The message names options as <field> (the options
+    dataclass's field name); the CLI shows its flag (--size), a sweep file its key."""
+
+    def render(self, names: dict[str, str]) -> str:
+        return re.sub(r"<(\w+)>", lambda m: names.get(m.group(1), m.group(1)), str(self.args[0]))
+
+    def __str__(self) -> str:
+        return self.render({})

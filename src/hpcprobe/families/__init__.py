@@ -1,1 +1,17 @@
-"""families."""
+"""The registry of benchmark families, in the order `hpcprobe run` runs them. A family is one
+package under families/ and one line here; nothing else names it."""
+
+from __future__ import annotations
+
+from hpcprobe.families import compute, frequency, latency, memory, mpi, numa, roofline
+from hpcprobe.measure.family import Family
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    memory.FAMILY,
+    latency.FAMILY,
+    numa.FAMILY,
+    frequency.FAMILY,
+    compute.FAMILY,
+    mpi.FAMILY,
+    roofline.FAMILY,
+)}

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from hpcprobe.common.cpulist import format_cpulist, parse_cpulist
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.machine.topology import PU, Topology
 
 # Hierarchy levels used to spread threads, outermost first.
@@ -81,21 +81,21 @@ def placement_cpus(topo: Topology, placement: str) -> list[int]:
         try:
             cpus = parse_cpulist(placement)
         except ValueError as exc:
-            raise UserError(f"--placement {placement}: {exc}") from exc
+            raise OptionError(f"<placement> {placement}: {exc}") from exc
         known = {p.os_index for p in topo.pus}
         allowed_set = {p.os_index for p in allowed}
         bad = [c for c in cpus if c not in known]
         if bad:
-            raise UserError(f"--placement {placement}: CPU(s) {format_cpulist(bad)} do not exist "
+            raise OptionError(f"<placement> {placement}: CPU(s) {format_cpulist(bad)} do not exist "
                             f"on this machine (it has {format_cpulist(known)})")
         denied = [c for c in cpus if c not in allowed_set]
         if denied:
-            raise UserError(f"--placement {placement}: CPU(s) {format_cpulist(denied)} are outside "
-                            f"the allowed cpuset {format_cpulist(allowed_set)}")
+            raise OptionError(f"<placement> {placement}: CPU(s) {format_cpulist(denied)} are "
+                              f"outside the allowed cpuset {format_cpulist(allowed_set)}")
         if len(set(cpus)) != len(cpus):
-            raise UserError(f"--placement {placement}: a CPU is listed twice")
+            raise OptionError(f"<placement> {placement}: a CPU is listed twice")
         return cpus
-    raise UserError(f"--placement {placement!r} is unknown; use {PLACEMENT_HELP}")
+    raise OptionError(f"<placement> {placement!r} is unknown; use {PLACEMENT_HELP}")
 
 
 def plan(topo: Topology, placement: str, threads: int | None = None,
@@ -105,10 +105,11 @@ def plan(topo: Topology, placement: str, threads: int | None = None,
     if threads is None:
         return Plan(placement, tuple(cpus), len(cpus), False)
     if threads <= 0:
-        raise UserError(f"--threads {threads}: the thread count must be at least 1")
+        raise OptionError(f"<threads> {threads}: the thread count must be at least 1")
     if threads > len(cpus) and not oversubscribe:
-        raise UserError(f"--threads {threads}: placement {placement} yields {len(cpus)} CPU(s) on "
-                        f"this machine; use --threads <= {len(cpus)} or --oversubscribe")
+        raise OptionError(f"<threads> {threads}: placement {placement} yields {len(cpus)} "
+                          f"CPU(s) on this machine; use <threads> <= {len(cpus)} or "
+                          "<oversubscribe>")
     chosen = [cpus[i % len(cpus)] for i in range(threads)]
     return Plan(placement, tuple(chosen), len(cpus), threads > len(cpus))
 
@@ -139,8 +140,9 @@ def curve(topo: Topology, placement: str | None, threads: tuple[int, ...] | None
     counts = sorted(set(threads)) if threads else active_counts(len(cores), max_points)
     for k in counts:
         if k < 1:
-            raise UserError(f"--threads {k}: the thread count must be at least 1")
+            raise OptionError(f"<threads> {k}: the thread count must be at least 1")
         if k > len(cores):
-            raise UserError(f"--threads {k}: {what} needs one thread per CPU and placement {name} "
-                            f"yields {len(cores)} CPU(s) here; use --threads 1..{len(cores)}")
+            raise OptionError(f"<threads> {k}: {what} needs one thread per CPU and placement "
+                              f"{name} yields {len(cores)} CPU(s) here; use <threads> "
+                              f"1..{len(cores)}")
     return name, cores, counts

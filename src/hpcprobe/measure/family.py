@@ -1,8 +1,10 @@
-"""What every benchmark gets to work with, and what it must provide."""
+"""A benchmark family: what it declares (options with their flags, per-profile settings, the
+metrics' join rules, views, figures) and what it gets to work with (the run context)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -12,6 +14,8 @@ from hpcprobe.measure.profiles import Profile
 from hpcprobe.measure.sampling import Ledger, Sampled
 from hpcprobe.native import Team
 from hpcprobe.results.model import Metric
+from hpcprobe.views.figure import Figures
+from hpcprobe.views.table import View
 
 
 class Progress(Protocol):
@@ -45,6 +49,8 @@ class RunContext:
     errors: list[str] = field(default_factory=list)
     provenance: dict[str, Any] = field(default_factory=dict)  # merged into the run's
     ledgers: dict[str, Ledger] = field(default_factory=dict)
+    isa_asked: bool = False  # the user chose the ISA: families that cover every ISA take it alone
+    standalone: bool = False  # started by the family's own command (`hpcprobe mpi`)
 
     def record(self, benchmark: str, label: str, sampled: Sampled) -> list[float]:
         """Note how a figure's samples were got (warm-up settled, CI target met); its samples."""
@@ -60,12 +66,60 @@ class RunContext:
 
 
 @dataclass(frozen=True)
-class Benchmark:
-    """A registered benchmark: its name, a one-line description, how to run it."""
+class Flag:
+    """How an option field is given on the command line. Families that declare the same flag
+    share one command-line option (its `parse` and `choices` must then agree)."""
+
+    flag: str  # "--size"
+    help: str
+    parse: Callable[[str], Any] | None = None  # argparse type: text -> value, or a usage error
+    choices: tuple[str, ...] | None = None
+    switch: bool = False  # present or absent (the field gets True or its default)
+    metavar: str | None = None
+    #: the command-line value -> the field's value (e.g. "both" -> None, "nt" -> ("nt",))
+    convert: Callable[[Any], Any] | None = None
+
+
+def option(flag: Flag, default: Any = None) -> Any:
+    """A field of a family's options dataclass that the command line sets through `flag`."""
+    return field(default=default, metadata={"flag": flag})
+
+
+def flags(options: type) -> list[tuple[str, Flag]]:
+    """(field name, flag) of every option field of an options dataclass that has a flag."""
+    return [(f.name, f.metadata["flag"]) for f in dataclasses.fields(options)
+            if "flag" in f.metadata]
+
+
+@dataclass(frozen=True)
+class Command:
+    """A family's own command (`hpcprobe mpi`): the family alone with its options, plus named
+    actions that are not measurements (`hpcprobe mpi info`)."""
+
+    help: str
+    description: str
+    actions: Mapping[str, tuple[str, Callable[[Any], int]]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Family:
+    """A registered benchmark family. Central code (CLI, runner, views, compare) iterates over
+    the registry of these and names no family."""
 
     name: str
     description: str
-    run: Callable[[RunContext, Any], None]
+    options: type  # a frozen dataclass; its fields made with option() are on the command line
+    run: Callable[[RunContext, Any], None] | None  # None: derived from the others' metrics
+    #: per profile name, the family's own budget and knobs (checked: one for every profile)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    #: metrics derived from all measured ones, after every family ran (the roofline)
+    derive: Callable[[list[Metric]], list[Metric]] | None = None
+    #: params that say where or how a figure was taken, not what it is: compare ignores them
+    #: when it joins metrics across runs
+    not_joined: frozenset[str] = frozenset()
+    views: tuple[View, ...] = ()  # tables and text of one run (terminal and HTML)
+    figures: tuple[Figures, ...] = ()  # plots of one or more runs (HTML report)
+    command: Command | None = None
 
 
 def bound_cpus(ctx: RunContext, team: Team, benchmark: str) -> str:

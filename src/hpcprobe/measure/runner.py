@@ -1,21 +1,20 @@
-"""Run benchmarks on this machine and assemble the run: provenance, metrics (the roofline
-derived from them), findings."""
+"""Run families on this machine and assemble the run: provenance, metrics (and those derived
+from them), findings, warnings, errors."""
 
 from __future__ import annotations
 
 import socket
 import time
 import uuid
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
 from hpcprobe import native
-from hpcprobe.bench import BENCHMARKS
 from hpcprobe.common.errors import MeasurementError, UserError
-from hpcprobe.families.roofline import derive as roofline
 from hpcprobe.machine import provenance
 from hpcprobe.machine.topology import Topology
-from hpcprobe.measure.family import Progress, RunContext
+from hpcprobe.measure.family import Family, Progress, RunContext
 from hpcprobe.measure.profiles import Profile
 from hpcprobe.results.model import Run
 
@@ -33,32 +32,30 @@ def resolve_isa(requested: str | None) -> str:
     return requested
 
 
-def resolve_benchmarks(names: list[str] | None) -> list[str]:
-    if not names:
-        return list(BENCHMARKS)
-    for n in names:
-        if n not in BENCHMARKS:
-            raise UserError(f"benchmark {n!r} is unknown; benchmarks: {', '.join(BENCHMARKS)}")
-    return list(dict.fromkeys(names))
-
-
-def execute(topo: Topology, profile: Profile, benchmarks: list[str], isa: str,
-            options: dict[str, Any], progress: Progress, oversubscribe: bool = False,
-            tag: str | None = None) -> Run:
-    """Run the benchmarks in order; a benchmark's failure is recorded and the others go on."""
+def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: str,
+            options: Mapping[str, Any], progress: Progress, oversubscribe: bool = False,
+            tag: str | None = None, isa_asked: bool = False, standalone: bool = False) -> Run:
+    """Run the families that measure, in order (a family's failure is recorded and the others
+    go on), then add what the deriving ones derive from all the metrics."""
     t0 = time.perf_counter()
-    ctx = RunContext(topo, profile, isa, oversubscribe, progress)
+    ctx = RunContext(topo, profile, isa, oversubscribe, progress, isa_asked=isa_asked,
+                     standalone=standalone)
+    measured = [f for f in families if f.run is not None]
     run = Run(run_id=uuid.uuid4().hex[:12],
               created=datetime.now(UTC).isoformat(timespec="seconds"),
-              host=socket.gethostname(), profile=profile.name, benchmarks=benchmarks,
+              host=socket.gethostname(), profile=profile.name,
+              benchmarks=[f.name for f in measured],
               provenance=provenance.collect(topo, isa), topology=topo.to_dict(), tag=tag)
-    for name in benchmarks:
+    for family in measured:
+        assert family.run is not None
         try:
-            BENCHMARKS[name].run(ctx, options.get(name))
+            family.run(ctx, options.get(family.name))
         except MeasurementError as exc:
-            ctx.errors.append(f"{name}: {exc}")
+            ctx.errors.append(f"{family.name}: {exc}")
         ctx.close_ledgers()
-    ctx.metrics.extend(roofline.derive(ctx.metrics))
+    for family in families:
+        if family.derive is not None:
+            ctx.metrics.extend(family.derive(ctx.metrics))
     run.provenance.update(ctx.provenance)
     run.metrics = ctx.metrics
     run.findings = ctx.findings

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hpcprobe import native
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import OptionError
 
 ELEMENT_BYTES = 8  # double precision
 
@@ -62,7 +62,7 @@ def get(name: str) -> StreamKernel:
     try:
         return KERNELS[name]
     except KeyError:
-        raise UserError(f"--kernel {name!r} is unknown; kernels: {', '.join(KERNELS)}") from None
+        raise OptionError(f"<kernels> {name!r} is unknown; kernels: {', '.join(KERNELS)}") from None
 
 
 def bandwidth_gbs(kernel: StreamKernel, stores: str, elems_per_thread: int, threads: int,

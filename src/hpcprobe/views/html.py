@@ -7,7 +7,7 @@ from __future__ import annotations
 import base64
 import io
 import os
-from collections import defaultdict
+from collections.abc import Sequence
 from html import escape
 from pathlib import Path
 
@@ -17,9 +17,9 @@ from hpcprobe.common import files
 from hpcprobe.common.errors import UserError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.machine import fingerprint
-from hpcprobe.native.kernels import KERNELS
-from hpcprobe.results.model import Metric, Run
-from hpcprobe.views import plots
+from hpcprobe.results.model import Run
+from hpcprobe.views.figure import Figures
+from hpcprobe.views.table import Block, Lines, View
 
 STYLE = """
 body { font-family: sans-serif; margin: 2em; max-width: 80em; color: #222; }
@@ -51,26 +51,14 @@ def _table(head: list[str], rows: list[list[str]], classes: list[str] | None = N
     return "\n".join(out) + "</table>"
 
 
-def _cell(m: Metric | None) -> str:
-    if m is None:
-        return "-"
-    return f"{m.summary.median:.1f} ±{100 * m.summary.rel_ci_halfwidth:.1f}%"
-
-
-def _stream(run: Run) -> str:
-    bw = [m for m in run.metrics if m.benchmark == "memory" and m.name == "bandwidth"
-          and m.params.get("phase") != "sweep"]
-    if not bw:
-        return ""
-    kernels = [k for k in KERNELS if any(m.params["kernel"] == k for m in bw)]
-    rows: dict[tuple[str, int, str, str, str], dict[str, Metric]] = defaultdict(dict)
-    for m in bw:
-        p = m.params
-        rows[(p["placement"], p["threads"], p["cpus"], p["stores"], p["level"])][p["kernel"]] = m
-    body = [[pl, str(t), cpus, st, lvl, *[_cell(r.get(k)) for k in kernels]]
-            for (pl, t, cpus, st, lvl), r in sorted(rows.items(), key=lambda kv: kv[0][:2])]
-    return (f"<h3>STREAM, GB/s ({escape(run.tag or run.run_id)}), median ±95% CI</h3>"
-            + _table(["placement", "threads", "CPUs", "stores", "level", *kernels], body))
+def _block(block: Block) -> str:
+    """A view toolkit block as HTML: a titled table (with its caption), or text lines."""
+    if isinstance(block, Lines):
+        text = escape("\n".join(block.lines))
+        return f"<pre>{text}</pre>" if block.preformatted else f"<p>{text}</p>"
+    head = f"<h3>{escape(block.title)}</h3>"
+    foot = f"<p><small>{escape(block.caption)}</small></p>" if block.caption else ""
+    return head + _table(block.columns, block.rows) + foot
 
 
 def _topology(run: Run) -> str:
@@ -90,8 +78,11 @@ def _png(fig: object) -> bytes:
     return buf.getvalue()
 
 
-def build(runs: list[Run]) -> tuple[str, list[tuple[str, bytes]]]:
-    """The report's HTML and each figure as (slug, PNG bytes)."""
+def build(runs: list[Run], views: Sequence[View], figures: Sequence[Figures],
+          ignore: frozenset[str]) -> tuple[str, list[tuple[str, bytes]]]:
+    """The report's HTML and each figure as (slug, PNG bytes): every run's views (the same
+    blocks the terminal shows), the families' figures, and with several runs the comparison
+    (metrics joined without the params in `ignore`)."""
     title = "hpcprobe report: " + ", ".join(r.tag or r.run_id for r in runs)
     parts = [f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{escape(title)}"
              f"</title><style>{STYLE}</style><script>{SELF_CHECK}</script></head><body>",
@@ -107,9 +98,12 @@ def build(runs: list[Run]) -> tuple[str, list[tuple[str, bytes]]]:
                         [[k, *[fp.get(k, "n/a") for fp in fps]] for k in labels],
                         ["differs" if k in differs else "" for k in labels]))
     parts.append("<h2>Topology</h2>" + "".join(_topology(r) for r in runs))
-    parts.append("<h2>Results</h2>" + "".join(_stream(r) for r in runs))
+    parts.append("<h2>Results</h2>")
+    for r in runs:
+        parts.append(f"<h2>Run {escape(r.tag or r.run_id)}</h2>")
+        parts += [_block(block) for view in views for block in view(r)]
     pngs: list[tuple[str, bytes]] = []
-    for slug, ftitle, fig in plots.figures(runs):
+    for slug, ftitle, fig in (item for draw in figures for item in draw(runs)):
         data = _png(fig)
         pngs.append((slug, data))
         b64 = base64.b64encode(data).decode()
@@ -118,7 +112,7 @@ def build(runs: list[Run]) -> tuple[str, list[tuple[str, bytes]]]:
                      "</figcaption></figure>")
     if len(runs) > 1:
         try:
-            c = compare.compare(runs)
+            c = compare.compare(runs, ignore)
         except UserError as exc:
             parts.append(f'<p class="warn">{escape(str(exc))}</p>')
         else:
@@ -140,7 +134,8 @@ def build(runs: list[Run]) -> tuple[str, list[tuple[str, bytes]]]:
     return "\n".join(parts), pngs
 
 
-def write(runs: list[Run], out: str | os.PathLike[str], png_dir: str | None = None) -> int:
+def write(runs: list[Run], out: str | os.PathLike[str], views: Sequence[View],
+          figures: Sequence[Figures], ignore: frozenset[str], png_dir: str | None = None) -> int:
     """Write the report (atomically) and, with png_dir, each figure; returns the figure count."""
     target = files.check_writable(out, "-o")
     if png_dir is not None:
@@ -149,7 +144,7 @@ def write(runs: list[Run], out: str | os.PathLike[str], png_dir: str | None = No
         except OSError as exc:
             raise UserError(f"--png {png_dir}: cannot create it ({exc.strerror})") from None
         files.check_writable(Path(png_dir) / "x.png", "--png")
-    html, pngs = build(runs)
+    html, pngs = build(runs, views, figures, ignore)
     files.atomic_write(target, html.encode(), "-o")
     for i, (slug, data) in enumerate(pngs):
         if png_dir is not None:

@@ -1,1 +1,14 @@
-"""families.compute."""
+"""The compute family: peak FLOP/s per ISA and precision against a model of FLOPs per cycle at
+the clock measured under the same load, and core scaling."""
+
+from __future__ import annotations
+
+from hpcprobe.families.compute import bench, views
+from hpcprobe.measure.family import Family
+
+FAMILY = Family(
+    "compute", "peak FLOP/s per ISA and precision against a measured-clock model, core scaling",
+    bench.ComputeOptions, bench.run, settings=bench.SETTINGS,
+    not_joined=frozenset({"cpus", "model_source", "microarch", "flops_per_cycle",
+                          "clock_load"}),
+    views=(views.tables,))

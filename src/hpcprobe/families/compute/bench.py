@@ -14,8 +14,8 @@ from hpcprobe.common.errors import MeasurementError
 from hpcprobe.machine import flopmodel
 from hpcprobe.machine.placement import active_counts, curve
 from hpcprobe.machine.topology import Topology
-from hpcprobe.measure import sampling
-from hpcprobe.measure.family import Benchmark, RunContext, bound_cpus
+from hpcprobe.measure import options, sampling
+from hpcprobe.measure.family import Flag, RunContext, bound_cpus, option
 from hpcprobe.native import Team, peak
 from hpcprobe.native.peak import PeakKernel
 from hpcprobe.probes.clock import clock_point
@@ -30,13 +30,25 @@ PEAK_BUDGET_SHARE = 0.75
 
 
 @dataclass(frozen=True)
+class Settings:
+    """What a profile gives the compute family."""
+
+    budget_s: float  # peak FLOPs of every kernel, their clocks and the core-scaling curve
+
+
+SETTINGS = {"quick": Settings(2.5), "default": Settings(5.0), "thorough": Settings(60.0)}
+
+
+@dataclass(frozen=True)
 class ComputeOptions:
     """Options that narrow `hpcprobe run compute`."""
 
     isa: str | None = None  # only this ISA variant (default: every one this CPU runs)
-    precisions: tuple[str, ...] | None = None
-    threads: tuple[int, ...] | None = None
-    placement: str | None = None
+    precisions: tuple[str, ...] | None = option(Flag(
+        "--precision", "peak kernels in double or single precision (default: both)",
+        choices=("dp", "sp", "both"), convert=options.all_or_one))
+    threads: tuple[int, ...] | None = option(options.THREADS)
+    placement: str | None = option(options.PLACEMENT)
 
 
 @dataclass(frozen=True)
@@ -161,13 +173,13 @@ def groups(points: list[PeakPoint]) -> list[tuple[tuple[str, tuple[int, ...]], l
 
 def run(ctx: RunContext, opts: ComputeOptions | None) -> None:
     opts = opts or ComputeOptions()
-    isas = [opts.isa] if opts.isa else native.supported_isas()
+    isas = [opts.isa or ctx.isa] if opts.isa or ctx.isa_asked else native.supported_isas()
     name, points = plan(ctx.topo, opts, isas, ctx.profile.curve_points)
     cores = tuple(dict.fromkeys(c for pt in points for c in pt.cpus))
     plan_groups = groups(points)
     ctx.progress.start("compute", len(points))
     models = _Models(ctx)
-    budget = ctx.profile.compute_budget_s
+    budget = SETTINGS[ctx.profile.name].budget_s
     deadline = time.perf_counter() + budget
     done = 0
     with Team(cores) as team:
@@ -197,7 +209,3 @@ def run(ctx: RunContext, opts: ComputeOptions | None) -> None:
                 ctx.metrics.append(metric)
                 if clk is not None:
                     models.add(pt, metric, clk)
-
-
-BENCHMARK = Benchmark("compute", "peak FLOP/s per ISA and precision against a measured-clock "
-                      "model, core scaling", run)

@@ -1,1 +1,11 @@
-"""families.frequency."""
+"""The frequency family: the core clock against active cores under scalar and vector loads."""
+
+from __future__ import annotations
+
+from hpcprobe.families.frequency import bench, views
+from hpcprobe.measure.family import Family
+
+FAMILY = Family(
+    "frequency", "core clock against active cores, integer and vector loads",
+    bench.FrequencyOptions, bench.run, settings=bench.SETTINGS, not_joined=frozenset({"cpus"}),
+    views=(views.tables,), figures=(views.figures,))

@@ -9,17 +9,28 @@ from dataclasses import dataclass
 from hpcprobe import native
 from hpcprobe.machine import clock, cpufreq
 from hpcprobe.machine.placement import curve
-from hpcprobe.measure.family import Benchmark, RunContext
+from hpcprobe.measure import options
+from hpcprobe.measure.family import RunContext, option
 from hpcprobe.native import Team
 from hpcprobe.probes.clock import clock_point
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a profile gives the frequency family."""
+
+    budget_s: float  # the clock curve under each load, after its warm-up
+
+
+SETTINGS = {"quick": Settings(1.0), "default": Settings(2.5), "thorough": Settings(30.0)}
 
 
 @dataclass(frozen=True)
 class FrequencyOptions:
     """Options that narrow `hpcprobe run frequency`."""
 
-    threads: tuple[int, ...] | None = None
-    placement: str | None = None
+    threads: tuple[int, ...] | None = option(options.THREADS)
+    placement: str | None = option(options.PLACEMENT)
     loads: tuple[str, ...] | None = None  # ISA names; None: the chain alone and every vector ISA
 
 
@@ -36,7 +47,7 @@ def run(ctx: RunContext, opts: FrequencyOptions | None) -> None:
     opts = opts or FrequencyOptions()
     name, cores, counts = curve(ctx.topo, opts.placement, opts.threads,
                                 ctx.profile.curve_points)
-    loads = list(opts.loads or default_loads())
+    loads = list(opts.loads or ((ctx.isa,) if ctx.isa_asked else default_loads()))
     policy = cpufreq.policy(cores[0])
     if policy is not None:
         ctx.findings.append({"benchmark": "frequency", "kind": "cpufreq", **policy.to_dict(),
@@ -48,12 +59,8 @@ def run(ctx: RunContext, opts: FrequencyOptions | None) -> None:
     with Team(cores) as team:
         team.select(cores[:counts[0]])
         clock.warm_up(team, loads[0])
-        deadline = time.perf_counter() + ctx.profile.frequency_budget_s
+        deadline = time.perf_counter() + SETTINGS[ctx.profile.name].budget_s
         for i, (load, k) in enumerate(points):
             budget = max(0.0, deadline - time.perf_counter()) / (len(points) - i)
             clock_point(ctx, team, load, cores[:k], name, budget)
             ctx.progress.advance(f"clock {load} load, {k} active")
-
-
-BENCHMARK = Benchmark("frequency", "core clock against active cores, integer and vector loads",
-                      run)

@@ -1,1 +1,13 @@
-"""families.latency."""
+"""The latency family: pointer-chase latency from L1 to DRAM with base and huge pages, latency
+under streaming load, and core-to-core cache-line handoff."""
+
+from __future__ import annotations
+
+from hpcprobe.families.latency import bench, views
+from hpcprobe.measure.family import Family
+
+FAMILY = Family(
+    "latency", "memory latency: pointer chase from L1 to DRAM, 4 KiB and huge pages",
+    bench.LatencyOptions, bench.run, settings=bench.SETTINGS,
+    not_joined=frozenset({"cpus", "huge_page_fraction", "load_cpus", "page_size"}),
+    views=(views.tables,), figures=(views.figures,))

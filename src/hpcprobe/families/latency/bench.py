@@ -11,7 +11,7 @@ from functools import partial
 
 from hpcprobe.analysis.levels import check_levels
 from hpcprobe.common.cpulist import format_cpulist
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import OptionError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.machine.placement import plan as place
 from hpcprobe.machine.sizing import cache_shares, elems_for, level_of, llc_bytes
@@ -23,8 +23,8 @@ from hpcprobe.machine.sysinfo import (
     sysfs_choice,
 )
 from hpcprobe.machine.topology import Topology, numa_of, relation
-from hpcprobe.measure import sampling
-from hpcprobe.measure.family import Benchmark, RunContext
+from hpcprobe.measure import options, sampling
+from hpcprobe.measure.family import Flag, RunContext, option
 from hpcprobe.native import Team
 from hpcprobe.native.kernels import KERNELS, bandwidth_gbs
 from hpcprobe.probes.chase import (
@@ -56,15 +56,39 @@ MAX_PAIRS = 64
 
 
 @dataclass(frozen=True)
+class Settings:
+    """What a profile gives the latency family."""
+
+    budget_s: float  # the whole family
+    loaded: bool  # latency under streaming load (needs DRAM-sized arrays)
+    huge_page_sweep: bool  # the sweep again with transparent huge pages
+
+
+SETTINGS = {
+    "quick": Settings(3.0, loaded=False, huge_page_sweep=False),
+    "default": Settings(3.0, loaded=True, huge_page_sweep=True),
+    "thorough": Settings(60.0, loaded=True, huge_page_sweep=True),
+}
+
+
+@dataclass(frozen=True)
 class LatencyOptions:
     """Options that narrow `hpcprobe run latency`."""
 
-    size_bytes: int | None = None
-    cpu: int | None = None
-    pages: str | None = None  # "default", "huge" or None for both
-    all_pairs: bool = False  # core-to-core: every pair of cores, not a sample
-    pair: tuple[int, int] | None = None  # core-to-core: only this pair of CPUs
-    loaded: bool | None = None  # loaded latency; None: as the profile says
+    size_bytes: int | None = option(options.SIZE)
+    cpu: int | None = option(Flag("--cpu", "the CPU that chases pointers (default: the first "
+                                  "core)", parse=options.at_least(0, "an OS CPU number")))
+    pages: str | None = option(Flag(  # "default", "huge" or None for both
+        "--pages", "page size of the rings: the default one, transparent huge pages, or both "
+        "(default: both)", choices=("default", "huge", "both"), convert=options.both_is_none))
+    all_pairs: bool = option(Flag("--all-pairs", "core-to-core latency for every pair of cores, "
+                                  "not a sample", switch=True), False)
+    pair: tuple[int, int] | None = option(Flag(
+        "--pair", "core-to-core latency of these two CPUs only", parse=options.cpu_pair,
+        metavar="A,B"))
+    loaded: bool | None = option(Flag(  # None: as the profile says
+        "--loaded", "also measure latency while the other cores stream (the default and "
+        "thorough profiles do)", switch=True))
 
 
 @dataclass(frozen=True)
@@ -230,36 +254,38 @@ def _c2c(ctx: RunContext, opts: LatencyOptions, deadline: float) -> None:
 
 def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
     opts = opts or LatencyOptions()
+    settings = SETTINGS[ctx.profile.name]
     topo = ctx.topo
     if opts.pair is not None:
         a, b = opts.pair
         bad = [c for c in opts.pair if c not in topo.allowed_cpus]
         if bad or a == b:
-            raise UserError(f"--pair {a},{b}: give two different CPUs of the allowed cpuset "
+            raise OptionError(f"<pair> {a},{b}: give two different CPUs of the allowed cpuset "
                             f"({format_cpulist(topo.allowed_cpus)})")
-        _c2c(ctx, opts, time.perf_counter() + ctx.profile.latency_budget_s)
+        _c2c(ctx, opts, time.perf_counter() + settings.budget_s)
         return
     cpu = opts.cpu if opts.cpu is not None else place(topo, "one-per-core").cpus[0]
     if cpu not in topo.allowed_cpus:
-        raise UserError(f"--cpu {cpu}: not an allowed CPU of this machine "
+        raise OptionError(f"<cpu> {cpu}: not an allowed CPU of this machine "
                         f"({', '.join(map(str, topo.allowed_cpus))}); see `hpcprobe topology`")
     if opts.size_bytes is not None and opts.size_bytes < 16 * STRIDE:
-        raise UserError(f"--size {opts.size_bytes}: a pointer-chase ring needs at least "
+        raise OptionError(f"<size_bytes> {opts.size_bytes}: a pointer-chase ring needs at least "
                         f"{16 * STRIDE} B (16 lines of {STRIDE} B)")
-    if opts.pages is None and not ctx.profile.huge_page_sweep:
+    if opts.pages is None and not settings.huge_page_sweep:
         opts = replace(opts, pages="default")
     points = plan(topo, cpu, opts)
     available = mem_available_bytes()
     biggest = max(p.size_bytes for p in points)
     if available is not None and biggest > 0.8 * available:
-        raise UserError(f"--size {format_bytes(biggest)}: more than the {format_bytes(available)} "
-                        "of memory available; use a smaller --size")
+        raise OptionError(f"<size_bytes> {format_bytes(biggest)}: more than the "
+                          f"{format_bytes(available)} of memory available; use a smaller "
+                          "<size_bytes>")
     base_page, huge_page = resource.getpagesize(), huge_page_bytes()
     node = numa_of(topo, cpu)
     ctx.progress.start("latency", len(points))
-    deadline = time.perf_counter() + ctx.profile.latency_budget_s * (1 - C2C_BUDGET_SHARE)
+    deadline = time.perf_counter() + settings.budget_s * (1 - C2C_BUDGET_SHARE)
     curve: list[tuple[int, float]] = []
-    loaded = opts.loaded if opts.loaded is not None else ctx.profile.loaded_latency
+    loaded = opts.loaded if opts.loaded is not None else settings.loaded
     loaders = [c for c in place(topo, "one-per-core").cpus if c != cpu] if loaded else []
     with Team([cpu] + loaders) as team:
         team.select([cpu])
@@ -292,7 +318,7 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
             if loaded and i == 0 and p.level == "DRAM":
                 # the DRAM ring is there now: measure it under load before it is rebuilt
                 _loaded(ctx, team, cpu, loaders, p.size_bytes, ctx.metrics[-1].summary.median,
-                        time.perf_counter() + ctx.profile.latency_budget_s * C2C_BUDGET_SHARE)
+                        time.perf_counter() + settings.budget_s * C2C_BUDGET_SHARE)
                 team.select([cpu])
     if opts.size_bytes is None:  # levels are read off a sweep; one size (--size) has none
         for chk in check_levels(curve, cache_shares(topo, (cpu,)), "ns", lower_is_better=True):
@@ -301,10 +327,4 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
                                  "message": chk.note, **chk.to_dict()})
             if chk.agrees is False:
                 ctx.warnings.append(f"latency: {chk.note}")
-        _c2c(ctx, opts, time.perf_counter() + ctx.profile.latency_budget_s * C2C_BUDGET_SHARE)
-
-
-
-
-BENCHMARK = Benchmark("latency", "memory latency: pointer chase from L1 to DRAM, 4 KiB and "
-                      "huge pages", run)
+        _c2c(ctx, opts, time.perf_counter() + settings.budget_s * C2C_BUDGET_SHARE)

@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from hpcprobe.analysis.levels import check_levels
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import OptionError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.machine.placement import active_counts
 from hpcprobe.machine.placement import plan as place
@@ -25,7 +25,8 @@ from hpcprobe.machine.sizing import (
 )
 from hpcprobe.machine.sysinfo import mem_available_bytes
 from hpcprobe.machine.topology import Topology
-from hpcprobe.measure.family import Benchmark, RunContext, bound_cpus
+from hpcprobe.measure import options
+from hpcprobe.measure.family import Flag, RunContext, bound_cpus, option
 from hpcprobe.native import Team, kernels
 from hpcprobe.native.kernels import KERNELS, STREAM_KERNELS
 from hpcprobe.probes.stream import MAX_REL_ERROR, Measurement, measure
@@ -36,14 +37,35 @@ CACHE_BUDGET_SHARE = 0.15
 
 
 @dataclass(frozen=True)
+class Settings:
+    """What a profile gives the memory family."""
+
+    budget_s: float  # the whole family, allocation included
+    sweep_points_per_octave: int
+    sweep_kernels: tuple[str, ...]
+    stream_stores: tuple[str, ...]
+
+
+SETTINGS = {
+    "quick": Settings(8.0, 1, ("triad",), ("regular",)),
+    "default": Settings(14.0, 1, ("triad", "load"), ("regular", "nt")),
+    "thorough": Settings(180.0, 2, ("triad", "load", "copy", "store"), ("regular", "nt")),
+}
+
+
+@dataclass(frozen=True)
 class MemoryOptions:
     """Options that narrow `hpcprobe run memory` to chosen measurements."""
 
-    kernels: tuple[str, ...] | None = None
-    stores: tuple[str, ...] | None = None
-    threads: tuple[int, ...] | None = None
-    size_bytes: int | None = None
-    placement: str | None = None
+    kernels: tuple[str, ...] | None = option(Flag(
+        "--kernel", "copy, scale, add, triad, load, store, sum (comma-separated)",
+        parse=options.names))
+    stores: tuple[str, ...] | None = option(Flag(
+        "--stores", "ordinary or non-temporal stores (default: both)",
+        choices=("regular", "nt", "both"), convert=options.all_or_one))
+    threads: tuple[int, ...] | None = option(options.THREADS)
+    size_bytes: int | None = option(options.SIZE)
+    placement: str | None = option(options.PLACEMENT)
 
     @property
     def narrowed(self) -> bool:
@@ -146,7 +168,7 @@ def narrowed_plan(topo: Topology, opts: MemoryOptions, oversubscribe: bool) -> l
     stores = opts.stores or kernels.STORE_TYPES
     for s in stores:
         if s not in kernels.STORE_TYPES:
-            raise UserError(f"--stores {s!r} is unknown; use regular, nt or both")
+            raise OptionError(f"<stores> {s!r} is unknown; use regular, nt or both")
     placement = opts.placement or "one-per-core"
     counts = opts.threads or (len(place(topo, placement).cpus),)
     out = []
@@ -155,15 +177,16 @@ def narrowed_plan(topo: Topology, opts: MemoryOptions, oversubscribe: bool) -> l
         for name in names:
             types = _store_types(name, stores)
             if not types:
-                raise UserError(f"--stores {','.join(stores)}: kernel {name} stores nothing; "
-                                "drop --stores or use --stores regular")
+                raise OptionError(f"<stores> {','.join(stores)}: kernel {name} stores nothing; "
+                                "drop <stores> or use <stores> regular")
             bytes_per_elem = KERNELS[name].arrays * kernels.ELEMENT_BYTES
             size = opts.size_bytes or dram_working_set(topo, cpus)
             elems = elems_for(name, size, len(cpus))
             if elems < ELEM_QUANTUM:
                 least = ELEM_QUANTUM * bytes_per_elem * len(cpus)
-                raise UserError(f"--size {format_bytes(size)}: too small for kernel {name} on "
-                                f"{len(cpus)} thread(s); use --size >= {format_bytes(least)}")
+                raise OptionError(f"<size_bytes> {format_bytes(size)}: too small for kernel "
+                                  f"{name} on {len(cpus)} thread(s); use <size_bytes> >= "
+                                  f"{format_bytes(least)}")
             level = level_of(topo, cpus, elems * bytes_per_elem)
             for s in types:
                 out.append(Measurement("single", name, s, placement, cpus, elems, level))
@@ -202,10 +225,10 @@ def check_memory(measurements: list[Measurement], available: int | None) -> None
     need = sum(per_cpu.values())
     if need > 0.9 * available:
         biggest = max(measurements, key=lambda m: m.size_bytes)
-        raise UserError(
-            f"--size {format_bytes(biggest.size_bytes)}: the stream arrays need up to "
+        raise OptionError(
+            f"<size_bytes> {format_bytes(biggest.size_bytes)}: the stream arrays need up to "
             f"{format_bytes(need)} but only {format_bytes(available)} of memory is available; "
-            "use a smaller --size or fewer threads")
+            "use a smaller <size_bytes> or fewer threads")
 
 
 # ---------------------------------------------------------------- measuring
@@ -227,19 +250,20 @@ def _metrics(m: Measurement, samples: list[float], isa: str, binding: str) -> li
 def run(ctx: RunContext, opts: MemoryOptions | None) -> None:
     opts = opts or MemoryOptions()
     topo = ctx.topo
-    prof = ctx.profile
+    prof = SETTINGS[ctx.profile.name]
     if opts.narrowed:
         plan_ = narrowed_plan(topo, opts, ctx.oversubscribe)
     else:
         cores = len(place(topo, "one-per-core").cpus)
         plan_ = default_plan(topo, prof.sweep_kernels, prof.stream_stores,
-                             prof.sweep_points_per_octave, active_counts(cores, prof.curve_points))
+                             prof.sweep_points_per_octave,
+                             active_counts(cores, ctx.profile.curve_points))
     check_memory(plan_, mem_available_bytes())
     ctx.progress.start("memory", len(plan_))
     # Cache-resident measurements are many and cheap, DRAM ones few and dear: each pool gets its
     # share of the budget, spread evenly over what is left in it.
-    pool = {True: prof.memory_budget_s * CACHE_BUDGET_SHARE,
-            False: prof.memory_budget_s * (1 - CACHE_BUDGET_SHARE)}
+    pool = {True: prof.budget_s * CACHE_BUDGET_SHARE,
+            False: prof.budget_s * (1 - CACHE_BUDGET_SHARE)}
     left = {cached: sum((m.level != "DRAM") == cached for m in plan_) for cached in (True, False)}
     curves: dict[tuple[tuple[int, ...], str], list[tuple[int, float]]] = {}
     for team_cpus, groups in _team_plan(plan_):
@@ -280,6 +304,3 @@ def _check_sweeps(ctx: RunContext, curves: dict[tuple[tuple[int, ...], str],
                                  **chk.to_dict()})
             if chk.agrees is False:
                 ctx.warnings.append(f"memory {kernel} {len(cpus)}T: {chk.note}")
-
-
-BENCHMARK = Benchmark("memory", "memory bandwidth: cache sweep and DRAM STREAM", run)

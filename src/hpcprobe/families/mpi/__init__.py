@@ -1,1 +1,18 @@
-"""families.mpi."""
+"""The mpi family: point-to-point, message rate, collectives and a 4-D halo exchange with OSU's
+loop shapes, built with and run by the MPI found, out of process."""
+
+from __future__ import annotations
+
+from hpcprobe.families.mpi import bench, views
+from hpcprobe.measure.family import Command, Family
+
+FAMILY = Family(
+    "mpi", "MPI point-to-point, message rate, collectives and halo exchange (OSU conventions), "
+    "out of process", bench.MpiOptions, bench.run, settings=bench.SETTINGS,
+    not_joined=frozenset({"cpus", "binding", "hosts", "mpi", "launcher"}),
+    views=(views.tables,), figures=(views.figures,),
+    command=Command(
+        help="MPI tests with OSU conventions, or `mpi info`",
+        description="MPI point-to-point, message rate, collectives and a 4-D halo exchange, "
+                    "built with and run by the MPI found (`mpi info` shows it).",
+        actions={"info": ("show the MPI found, its fingerprint and launchers", bench.info)}))

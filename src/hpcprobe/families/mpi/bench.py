@@ -5,16 +5,17 @@ run out of process with the user's MPI; every sample stored, the binding read ba
 from __future__ import annotations
 
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from hpcprobe.common.cpulist import format_cpulist
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import OptionError
 from hpcprobe.machine.placement import plan as place
 from hpcprobe.machine.sizing import thread_ladder
 from hpcprobe.machine.topology import Topology, relation
-from hpcprobe.measure.family import Benchmark, RunContext
+from hpcprobe.measure import options
+from hpcprobe.measure.family import Flag, RunContext, option
 from hpcprobe.mpi import build, find, launch, launchers
 from hpcprobe.mpi.launchers import Layout
 from hpcprobe.results.model import Metric
@@ -38,18 +39,41 @@ SITE_BYTES = 48
 
 
 @dataclass(frozen=True)
+class Settings:
+    """What a profile gives the mpi family (its time follows OSU's iteration counts)."""
+
+    full_iterations: bool  # `hpcprobe mpi`: OSU's iteration counts, not a tenth of them
+
+
+SETTINGS = {"quick": Settings(False), "default": Settings(True), "thorough": Settings(True)}
+
+
+@dataclass(frozen=True)
 class MpiOptions:
     """What `hpcprobe mpi` asks for; None everywhere is `hpcprobe run`'s short section."""
 
-    np: int | None = None
-    launcher: str | None = None
-    placement: str | None = None
-    tests: tuple[str, ...] | None = None
-    pairs: tuple[str, ...] | None = None
-    hosts: tuple[str, ...] | None = None
-    mpi_prefix: str | None = None
-    timeout_s: float | None = None
-    max_size: int | None = None
+    np: int | None = option(Flag("--np", "ranks (default: one per CPU of the placement)",
+                                 parse=options.at_least(1, "a rank count")))
+    launcher: str | None = option(Flag(
+        "--launcher", "mpirun (Open MPI), mpiexec (MPICH, Intel MPI), srun (default: the one "
+        "that goes with the MPI; srun inside a Slurm allocation)"))
+    placement: str | None = option(options.PLACEMENT)
+    tests: tuple[str, ...] | None = option(Flag(
+        "--tests", "latency, bandwidth, bibw, message_rate, allreduce, bcast, alltoall, "
+        "barrier, halo (default: all)", parse=options.names))
+    pairs: tuple[str, ...] | None = option(Flag(
+        "--pairs", "also run point-to-point tests between two ranks of each kind: intra-l3, "
+        "intra-socket, inter-socket, inter-node", parse=options.names))
+    hosts: tuple[str, ...] | None = option(Flag(
+        "--hosts", "hosts for multi-node runs, e.g. n1,n2", parse=options.names))
+    mpi_prefix: str | None = option(Flag(
+        "--mpi", "the MPI installation to use (its prefix; default: $HPCPROBE_MPI, then PATH)",
+        metavar="PREFIX"))
+    timeout_s: float | None = option(Flag(
+        "--timeout", "stop a test (one size) that makes no progress for S seconds (default: "
+        "600; 30 in hpcprobe run)", parse=options.seconds, metavar="S"))
+    max_size: int | None = option(Flag(
+        "--max-size", "largest message (default: 4MiB; collectives 1MiB)", parse=options.size))
     full: bool = False  # OSU iteration counts (hpcprobe mpi) instead of a tenth of them
 
 
@@ -82,7 +106,7 @@ def pair_kind(topo: Topology, a: int, b: int) -> str:
 def check_tests(tests: tuple[str, ...]) -> None:
     for t in tests:
         if t not in TESTS:
-            raise UserError(f"--tests {t!r} is unknown; tests: {', '.join(TESTS)}")
+            raise OptionError(f"<tests> {t!r} is unknown; tests: {', '.join(TESTS)}")
 
 
 def plan(topo: Topology, opts: MpiOptions, oversubscribe: bool, max_points: int | None
@@ -95,18 +119,18 @@ def plan(topo: Topology, opts: MpiOptions, oversubscribe: bool, max_points: int 
     name = opts.placement or "one-per-core"
     hosts = opts.hosts or ()
     if hosts and opts.np and opts.np % len(hosts):
-        raise UserError(f"--np {opts.np}: not a multiple of the {len(hosts)} hosts")
+        raise OptionError(f"<np> {opts.np}: not a multiple of the {len(hosts)} hosts")
     avail = len(place(topo, name).cpus)
     # ranks per host: --np split over the hosts, else one per CPU of the placement (every host
     # is taken to look like this one)
     per_host = opts.np // max(1, len(hosts)) if opts.np else avail
     if per_host * max(1, len(hosts)) < 2:
-        raise UserError(f"--np {opts.np}: the MPI tests need at least 2 ranks" if opts.np else
+        raise OptionError(f"<np> {opts.np}: the MPI tests need at least 2 ranks" if opts.np else
                         f"placement {name} yields {avail} CPU here; the MPI tests need 2 ranks: "
-                        "use --np 2 --oversubscribe")
+                        "use <np> 2 <oversubscribe>")
     if per_host > avail and not oversubscribe:
-        raise UserError(f"--np {opts.np}: placement {name} yields {avail} CPU(s) here; use "
-                        f"--np <= {avail * max(1, len(hosts))} or --oversubscribe")
+        raise OptionError(f"<np> {opts.np}: placement {name} yields {avail} CPU(s) here; use "
+                        f"<np> <= {avail * max(1, len(hosts))} or <oversubscribe>")
     cpus = place(topo, name, per_host, oversubscribe).cpus
     main = Layout(cpus * len(hosts), tuple(h for h in hosts for _ in cpus)) if hosts else \
         Layout(cpus)
@@ -119,18 +143,18 @@ def plan(topo: Topology, opts: MpiOptions, oversubscribe: bool, max_points: int 
         () if opts.np else tuple(k for k in PAIR_KINDS if k != "inter-node"))
     for kind in kinds:
         if kind not in PAIR_KINDS:
-            raise UserError(f"--pairs {kind!r} is unknown; pair kinds: {', '.join(PAIR_KINDS)}")
+            raise OptionError(f"<pairs> {kind!r} is unknown; pair kinds: {', '.join(PAIR_KINDS)}")
         if not pt2pt or kind == first_pair:
             continue
         if kind == "inter-node":
             if len(hosts) < 2:
-                raise UserError("--pairs inter-node needs two hosts: --hosts A,B")
+                raise OptionError("<pairs> inter-node needs two hosts: <hosts> A,B")
             steps.append(Step(Layout((cpus[0], cpus[0]), hosts[:2]), pt2pt, name, kind))
             continue
         pair = pair_cpus(topo, kind)
         if pair is None:
             if opts.pairs is not None:
-                raise UserError(f"--pairs {kind}: this node has no {kind} pair of cores")
+                raise OptionError(f"<pairs> {kind}: this node has no {kind} pair of cores")
             continue
         steps.append(Step(Layout(pair), pt2pt, f"pair {kind}", kind))
     colls = tuple(t for t in tests if t in COLLECTIVES)
@@ -204,8 +228,10 @@ def _metrics(step: Step, outcome: launch.Outcome, launcher: str, mpi: find.Mpi,
 
 
 def run(ctx: RunContext, opts: MpiOptions | None) -> None:
-    standalone = opts is not None
+    standalone = ctx.standalone
     opts = opts or MpiOptions()
+    if standalone and SETTINGS[ctx.profile.name].full_iterations:
+        opts = replace(opts, full=True)
     try:
         mpi = find.find(opts.mpi_prefix)
     except find.MpiNotFound as exc:
@@ -231,9 +257,9 @@ def run(ctx: RunContext, opts: MpiOptions | None) -> None:
         if outcome.info is None and not outcome.samples and standalone and step is steps[0]:
             # the launcher never got the ranks going (no Slurm controller, no hosts, a broken
             # MPI): nothing was measured, so nothing is stored
-            raise UserError(f"mpi: the {launcher.name} launcher could not start the ranks "
+            raise OptionError(f"mpi: the {launcher.name} launcher could not start the ranks "
                             f"({outcome.error}); nothing was measured or stored. Choose another "
-                            "--launcher (`hpcprobe mpi info` lists the usable ones)")
+                            "<launcher> (`hpcprobe mpi info` lists the usable ones)")
         ctx.progress.advance(f"mpi {what}")
         binding = _binding(ctx, step, outcome.bindings)
         ctx.metrics.extend(_metrics(step, outcome, launcher.name, mpi, binding))
@@ -242,5 +268,19 @@ def run(ctx: RunContext, opts: MpiOptions | None) -> None:
                               "are kept")
 
 
-BENCHMARK = Benchmark("mpi", "MPI point-to-point, message rate, collectives and halo exchange "
-                      "(OSU conventions), out of process", run)
+def info(opts: MpiOptions) -> int:
+    """`hpcprobe mpi info`: the MPI found, its fingerprint, the test program, the launchers."""
+
+    mpi = find.find(opts.mpi_prefix)
+    exe = build.program(mpi)
+    print(f"MPI:          {mpi.implementation} {mpi.version} (MPI standard {mpi.standard})")
+    print(f"prefix:       {mpi.prefix}")
+    print(f"mpicc:        {mpi.mpicc}")
+    print(f"wrapper:      {mpi.wrapper_flags}")
+    print(f"fingerprint:  {mpi.fingerprint}")
+    print(f"test program: {exe} ({'built' if exe.is_file() else 'built on first use'})")
+    print("launchers:")
+    for name, path in launchers.available(mpi).items():
+        ln = launchers.LAUNCHERS[name]
+        print(f"  {name:8s} {path or 'not usable here'}  ({ln.description})")
+    return 0

@@ -1,11 +1,17 @@
-"""The text view of MPI figures, in the layout of the OSU micro-benchmarks' output."""
+"""The mpi family's views: its figures listed in the layout of the OSU micro-benchmarks' output;
+point-to-point and collective curves."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from typing import Any
 
-from hpcprobe.results.model import Metric
+from matplotlib.figure import Figure
+
+from hpcprobe.results.model import Metric, Run
+from hpcprobe.views import figure
+from hpcprobe.views.table import Block, Lines
 
 HEADERS = {
     "latency": "Latency (us)", "bandwidth": "Bandwidth (MB/s)", "bibw": "Bandwidth (MB/s)",
@@ -76,3 +82,49 @@ def render(metrics: list[Metric]) -> str:
         out += rows
         out.append("")
     return "\n".join(out)
+
+
+def mpi_point_to_point(runs: list[Run]) -> Figure | None:
+    fig = Figure(figsize=(9, 4.8), dpi=100)
+    ax1, ax2 = fig.subplots(1, 2)
+
+    def sized(names: tuple[str, ...]) -> Callable[[Run], dict[str, figure.Points]]:
+        return lambda run: figure.grouped(
+            [m for m in run.metrics if m.benchmark == "mpi" and m.name in names],
+            lambda m: f"{m.name} {m.params.get('pair') or ''}".strip()
+            if m.params["size_bytes"] > 0 else None, lambda m: m.params["size_bytes"])
+
+    if not (figure.draw(ax1, runs, sized(("latency",))) | figure.draw(ax2, runs, sized(("bandwidth",
+                                                                            "bibw")))):
+        return None
+    for ax, title, unit in ((ax1, "MPI latency (one way)", "us"),
+                            (ax2, "MPI bandwidth (window 64)", "MB/s")):
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(title, fontsize=11)
+        ax.set_xlabel("message size (bytes)")
+        ax.set_ylabel(unit)
+        ax.grid(True, which="both", alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def mpi_collectives(runs: list[Run]) -> Figure | None:
+    fig, ax = figure.new("MPI collectives: mean latency over ranks", "message size (bytes)", "us",
+                   logx=True, logy=True)
+    return fig if figure.draw(ax, runs, lambda run: figure.grouped(
+        [m for m in run.metrics if m.benchmark == "mpi"
+         and m.name in ("allreduce", "bcast", "alltoall")],
+        lambda m: f"{m.name} {m.params['ranks']} ranks",
+        lambda m: m.params["size_bytes"])) else None
+
+
+def tables(run: Run) -> list[Block]:
+    mpi = [m for m in run.metrics if m.benchmark == "mpi"]
+    return [Lines(render(mpi).splitlines(), preformatted=True)] if mpi else []
+
+
+def figures(runs: list[Run]) -> list[tuple[str, str, Figure]]:
+    return figure.named(("mpi-point-to-point", "MPI latency and bandwidth",
+                         mpi_point_to_point(runs)),
+                        ("mpi-collectives", "MPI collectives", mpi_collectives(runs)))

@@ -1,1 +1,13 @@
-"""families.numa."""
+"""The numa family: latency and read bandwidth from each NUMA domain's cores to memory bound to
+each domain."""
+
+from __future__ import annotations
+
+from hpcprobe.families.numa import bench, views
+from hpcprobe.measure.family import Family
+
+FAMILY = Family(
+    "numa", "NUMA latency and bandwidth matrices (memory bound with mbind)", bench.NumaOptions,
+    bench.run, settings=bench.SETTINGS,
+    not_joined=frozenset({"cpus", "memory_domain_seen", "huge_page_fraction"}),
+    views=(views.tables,), figures=(views.figures,))

@@ -9,12 +9,13 @@ from dataclasses import dataclass
 
 from hpcprobe import native
 from hpcprobe.common.cpulist import format_cpulist
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import OptionError
 from hpcprobe.machine.placement import plan as place
 from hpcprobe.machine.sizing import dram_working_set, elems_for
 from hpcprobe.machine.sysinfo import huge_page_bytes
 from hpcprobe.machine.topology import Topology, numa_of
-from hpcprobe.measure.family import Benchmark, RunContext
+from hpcprobe.measure import options
+from hpcprobe.measure.family import Flag, RunContext, option
 from hpcprobe.native import Team
 from hpcprobe.native.kernels import KERNELS
 from hpcprobe.probes.chase import CHECK_STEPS, SEED, STRIDE, chase_samples, dram_size, granted_pages
@@ -26,11 +27,30 @@ LATENCY_SHARE = 0.5
 
 
 @dataclass(frozen=True)
+class Settings:
+    """What a profile gives the numa family."""
+
+    budget_s: float
+    on_one_node: bool  # run the 1x1 matrix where there is one NUMA domain
+
+
+SETTINGS = {
+    "quick": Settings(3.0, on_one_node=False),
+    "default": Settings(3.0, on_one_node=True),
+    "thorough": Settings(60.0, on_one_node=True),
+}
+
+
+@dataclass(frozen=True)
 class NumaOptions:
     """Options that narrow `hpcprobe run numa` to one cell."""
 
-    cpu_node: int | None = None
-    memory_node: int | None = None
+    cpu_node: int | None = option(Flag(
+        "--cpu-node", "only threads in this NUMA domain (OS index)",
+        parse=options.at_least(0, "a NUMA domain's OS index")))
+    memory_node: int | None = option(Flag(
+        "--memory-node", "only memory bound to this NUMA domain",
+        parse=options.at_least(0, "a NUMA domain's OS index")))
 
 
 def domain_cpus(topo: Topology, node: int) -> tuple[int, ...]:
@@ -46,11 +66,11 @@ def cells(topo: Topology, opts: NumaOptions) -> list[tuple[int, int]]:
     mem_nodes = [n.os_index for n in topo.numa_nodes
                  if n.os_index is not None and (n.memory_bytes is None or n.memory_bytes)]
     known = ", ".join(str(n.os_index) for n in topo.numa_nodes)
-    for flag, value, valid in (("--cpu-node", opts.cpu_node, cpu_nodes),
-                               ("--memory-node", opts.memory_node, mem_nodes)):
+    for flag, value, valid in (("<cpu_node>", opts.cpu_node, cpu_nodes),
+                               ("<memory_node>", opts.memory_node, mem_nodes)):
         if value is not None and value not in valid:
-            raise UserError(f"{flag} {value}: no such NUMA domain with "
-                            f"{'allowed cores' if flag == '--cpu-node' else 'memory'} here "
+            raise OptionError(f"{flag} {value}: no such NUMA domain with "
+                            f"{'allowed cores' if flag == '<cpu_node>' else 'memory'} here "
                             f"(domains: {known}); see `hpcprobe topology`")
     return [(i, j) for i in cpu_nodes for j in mem_nodes
             if opts.cpu_node in (None, i) and opts.memory_node in (None, j)]
@@ -63,7 +83,7 @@ def _bound_to(addr: int, length: int) -> list[int]:
 
 def run(ctx: RunContext, opts: NumaOptions | None) -> None:
     opts = opts or NumaOptions()
-    if (len(ctx.topo.numa_nodes) == 1 and not ctx.profile.numa_on_one_node
+    if (len(ctx.topo.numa_nodes) == 1 and not SETTINGS[ctx.profile.name].on_one_node
             and opts == NumaOptions()):
         ctx.findings.append({"benchmark": "numa", "kind": "skipped", "message":
                              f"one NUMA domain: profile {ctx.profile.name} leaves the 1x1 matrix "
@@ -85,7 +105,7 @@ def _run(ctx: RunContext, opts: NumaOptions, bind: bool) -> None:
     policy = "bind" if bind else "first-touch"
     base_page, huge_page = resource.getpagesize(), huge_page_bytes()
     ctx.progress.start("NUMA matrices", 2 * len(todo))
-    budget = ctx.profile.latency_budget_s
+    budget = SETTINGS[ctx.profile.name].budget_s
     lat_deadline = time.perf_counter() + budget * LATENCY_SHARE
     for n, (i, j) in enumerate(todo):
         cpu = domain_cpus(topo, i)[0]
@@ -138,7 +158,3 @@ def _warn_binding(ctx: RunContext, what: str, i: int, j: int, seen: list[int]) -
     if seen != [j]:
         ctx.warnings.append(f"numa {what} {i}->{j}: memory bound to node {j} was found on "
                             f"node(s) {seen}")
-
-
-BENCHMARK = Benchmark("numa", "NUMA latency and bandwidth matrices (memory bound with mbind)",
-                      run)

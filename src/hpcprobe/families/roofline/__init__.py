@@ -1,1 +1,20 @@
-"""families.roofline."""
+"""The roofline: compute and bandwidth ceilings and ridge points, derived from the memory and
+compute families' figures (it measures nothing)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from hpcprobe.families.roofline import derive, views
+from hpcprobe.measure.family import Family
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """The roofline takes no options."""
+
+
+FAMILY = Family(
+    "roofline", "ceilings and ridge points derived from the compute and memory figures",
+    NoOptions, None, derive=derive.derive, not_joined=frozenset({"cpus"}),
+    views=(views.tables,), figures=(views.figures,))

@@ -1,0 +1,127 @@
+"""The memory family's views: the working-set sweep, the STREAM table, the cache levels its
+sweeps saw; its figures: bandwidth against working set, thread scaling."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from hpcprobe.analysis.levels import levels_table
+from hpcprobe.common.units import format_bytes
+from hpcprobe.native.kernels import KERNELS
+from hpcprobe.results.model import Metric, Run
+from hpcprobe.views import figure
+from hpcprobe.views.table import Block, Table, cell, n_range
+
+
+def bandwidth_sweep(runs: list[Run]) -> Figure | None:
+    fig, ax = figure.new("Bandwidth against working set per thread (STREAM counting)",
+                   "working set per thread (bytes)", "GB/s", logx=True, logy=True)
+    return fig if figure.draw(ax, runs, lambda run: figure.grouped(
+        run.select("memory", "bandwidth"),
+        lambda m: f"{m.params['kernel']} {m.params['threads']}T" if m.params.get("in_sweep")
+        else None, lambda m: m.params["size_per_thread_bytes"]), cache_marks=True) else None
+
+
+def thread_scaling(runs: list[Run]) -> Figure | None:
+    fig = Figure(figsize=(9, 4.8), dpi=100)
+    ax1, ax2 = fig.subplots(1, 2)
+
+    def dram_triad(m: Metric) -> str | None:
+        p = m.params
+        ok = (p["kernel"], p["stores"], p["level"], p["placement"]) == \
+            ("triad", "regular", "DRAM", "one-per-core") and p.get("phase") != "sweep"
+        return "DRAM triad" if ok else None
+
+    peak = figure.draw(ax1, runs, lambda run: figure.grouped(
+        run.select("compute", "peak"),
+        lambda m: f"peak {m.params['isa']}" if m.params.get("scaling") else None,
+        lambda m: m.params["threads"]))
+    triad = figure.draw(ax2, runs, lambda run: figure.grouped(run.select("memory", "bandwidth"),
+                                                  dram_triad, lambda m: m.params["threads"]))
+    if not (peak or triad):
+        return None
+    for ax, title, unit in ((ax1, "Peak compute by threads", "GFLOP/s"),
+                            (ax2, "DRAM triad by threads", "GB/s")):
+        ax.set_title(title, fontsize=11)
+        ax.set_xlabel("threads")
+        ax.set_ylabel(unit)
+        ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def _sweep_table(bw: list[Metric]) -> Table | None:
+    sweep = [m for m in bw if m.params.get("in_sweep")]
+    if not sweep:
+        return None
+    threads = sorted({m.params["threads"] for m in sweep})
+    kernels = sorted({m.params["kernel"] for m in sweep}, key=list(KERNELS).index)
+    cells: dict[tuple[int, int, str], Metric] = {}
+    level: dict[tuple[int, int], str] = {}
+    for m in sweep:
+        ws, t = m.params["size_per_thread_bytes"], m.params["threads"]
+        cells[(ws, t, m.params["kernel"])] = m
+        level[(ws, t)] = m.params["level"]
+    t = Table(title=f"Working-set sweep, GB/s (STREAM counting), median ±95% CI, {n_range(sweep)}")
+    t.add_column("size/thread", justify="right")
+    for n in threads:
+        t.add_column(f"level {n}T")
+        for k in kernels:
+            t.add_column(f"{k} {n}T", justify="right")
+    for ws in sorted({key[0] for key in cells}):
+        row = [format_bytes(ws)]
+        for n in threads:
+            row.append(level.get((ws, n), ""))
+            row += [cell(cells.get((ws, n, k))) for k in kernels]
+        t.add_row(*row)
+    return t
+
+
+def _stream_table(bw: list[Metric]) -> Table | None:
+    stream = [m for m in bw if m.params.get("phase") != "sweep"]
+    if not stream:
+        return None
+    kernels = [k for k in KERNELS if any(m.params["kernel"] == k for m in stream)]
+    rows: dict[tuple[Any, ...], dict[str, Metric]] = defaultdict(dict)
+    for m in stream:
+        p = m.params
+        key = (p["placement"], p["threads"], p["cpus"], p["stores"], p["size_bytes"]
+               if p["phase"] == "single" else None, p["level"])
+        rows[key][p["kernel"]] = m
+    t = Table(title=f"STREAM, GB/s (STREAM counting; write-allocate corrected in the stored "
+                    f"bandwidth_write_allocate), median ±95% CI and best (the figure STREAM and "
+                    f"likwid-bench print), {n_range(stream)}")
+    for col in ("placement", "threads", "CPUs", "stores", "level"):
+        t.add_column(col)
+    for k in kernels:
+        t.add_column(f"{k} median", justify="right")
+        t.add_column(f"{k} best", justify="right")
+    for key in sorted(rows, key=lambda k: (k[0], k[1], k[3])):
+        placement, threads, cpus, stores, size, lvl = key
+        label = lvl if size is None else f"{lvl} {format_bytes(size)}"
+        cells: list[str] = []
+        for k in kernels:
+            got = rows[key].get(k)
+            cells += [cell(got), "-" if got is None else f"{got.summary.max:.1f}"]
+        t.add_row(placement, str(threads), cpus, "nt (streaming)" if stores == "nt" else
+                  "regular", label, *cells)
+    t.caption = ("Every kernel, copy included, ran with the store type of its row: `regular` "
+                 "stores allocate each line written, `nt` bypass the caches. McCalpin STREAM "
+                 "built with gcc at -O2/-O3 turns copy into memcpy, which streams (nt) at DRAM "
+                 "sizes: compare its copy with the nt row.")
+    return t
+
+
+def tables(run: Run) -> list[Block]:
+    bw = run.select("memory", "bandwidth")
+    return [t for t in (_sweep_table(bw), _stream_table(bw), levels_table(run, "memory"))
+            if t is not None]
+
+
+def figures(runs: list[Run]) -> list[tuple[str, str, Figure]]:
+    return figure.named(("bandwidth-sweep", "Bandwidth against working set",
+                         bandwidth_sweep(runs)),
+                        ("thread-scaling", "Thread scaling", thread_scaling(runs)))

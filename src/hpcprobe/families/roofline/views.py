@@ -1,0 +1,67 @@
+"""The roofline's views: ceilings and ridge points as a table, and the roofline plot."""
+
+from __future__ import annotations
+
+from matplotlib.figure import Figure
+
+from hpcprobe.results.model import Run
+from hpcprobe.views import figure
+from hpcprobe.views.table import Block, Table, cell
+
+
+def roofline(runs: list[Run]) -> Figure | None:
+    fig, ax = figure.new("Roofline (all cores)", "arithmetic intensity (FLOP/B)", "GFLOP/s",
+                   logy=True)
+    ax.set_xscale("log", base=2)
+    drawn = False
+    for run in runs:
+        compute = {m.params["precision"]: m.summary.median
+                   for m in run.select("roofline", "compute_ceiling")}
+        for m in run.select("roofline", "bandwidth_ceiling"):
+            bw = m.summary.median
+            top = max(compute.values(), default=0.0)
+            if not top:
+                continue
+            ai = sorted([2.0 ** k for k in range(-6, 9)] + [top / bw])  # bend at the ridge
+            ax.plot(ai, [min(top, a * bw) for a in ai],
+                    label=figure.label(run, len(runs) > 1, f"{m.params['level']} {bw:.0f} GB/s"))
+            drawn = True
+        for precision, peak in compute.items():
+            ax.axhline(peak, linestyle="--", linewidth=1, color="black")
+            ax.text(2.0 ** -6, peak, f" {precision.upper()} peak {peak:.0f}", va="bottom",
+                    fontsize=8)
+    if not drawn:
+        return None
+    ax.legend(fontsize=8)
+    return fig
+
+
+def _roofline_table(run: Run) -> Table | None:
+    ceilings = run.select("roofline", "bandwidth_ceiling")
+    compute = {m.params["precision"]: m for m in run.select("roofline", "compute_ceiling")}
+    if not ceilings or not compute:
+        return None
+    ridge = {(m.params["precision"], m.params["level"]): m
+             for m in run.select("roofline", "ridge_point")}
+    tops = ", ".join(f"{p.upper()} {m.summary.median:.1f} GFLOP/s ({m.params['isa']} "
+                     f"{m.params['op']})" for p, m in compute.items())
+    t = Table(title=f"Roofline on {ceilings[0].params['threads']} core(s): compute ceilings {tops};"
+                    " ridge point = peak / bandwidth (FLOP/B, STREAM byte counting)")
+    for col in ("level", "bandwidth GB/s", "kernel", *[f"ridge {p.upper()} FLOP/B"
+                                                         for p in compute]):
+        t.add_column(col, justify="right")
+    for m in ceilings:
+        lvl = m.params["level"]
+        t.add_row(lvl, cell(m), f"{m.params['kernel']} {m.params['stores']}",
+                  *[f"{ridge[(p, lvl)].summary.median:.2f}" if (p, lvl) in ridge else "-"
+                    for p in compute])
+    return t
+
+
+def tables(run: Run) -> list[Block]:
+    t = _roofline_table(run)
+    return [] if t is None else [t]
+
+
+def figures(runs: list[Run]) -> list[tuple[str, str, Figure]]:
+    return figure.named(("roofline", "Roofline", roofline(runs)))

@@ -1,0 +1,87 @@
+"""Option values as the command line (and later sweep files) give them: parsers that turn text
+into a value or one clear reason, and the flags that several families share (one
+command-line option serves all of them)."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+from hpcprobe.common.units import parse_size
+from hpcprobe.machine.placement import PLACEMENT_HELP
+from hpcprobe.measure.family import Flag
+
+
+def size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def counts(text: str) -> tuple[int, ...]:
+    """One count or a comma-separated list of counts, each at least 1."""
+    try:
+        vals = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        vals = ()
+    if not vals or min(vals) < 1:
+        raise argparse.ArgumentTypeError(f"{text}: give a thread count of at least 1 or a "
+                                         "comma-separated list, e.g. 1,2,4")
+    return vals
+
+
+def at_least(least: int, what: str) -> Callable[[str], int]:
+    """A whole number >= least."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            value = least - 1
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{text}: give {what} (a whole number >= {least})")
+        return value
+
+    parse.__name__ = f"at_least_{least}"
+    return parse
+
+
+def seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text}: give a positive number of seconds")
+    return value
+
+
+def cpu_pair(text: str) -> tuple[int, int]:
+    try:
+        a, b = (int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give two CPUs, e.g. 0,1") from None
+    return a, b
+
+
+def names(text: str) -> tuple[str, ...]:
+    """A comma-separated list of names."""
+    return tuple(v.strip() for v in text.split(",") if v.strip())
+
+
+def all_or_one(value: str | None) -> tuple[str, ...] | None:
+    """"both" (or nothing) -> None (every one); a single choice -> a tuple of it."""
+    return None if value in (None, "both") else (value,)
+
+
+def both_is_none(value: str | None) -> str | None:
+    return None if value == "both" else value
+
+
+#: Flags shared by the families that run a team of threads on chosen cores.
+THREADS = Flag("--threads", "thread count(s), e.g. 2 or 1,2,4", parse=counts)
+PLACEMENT = Flag("--placement", PLACEMENT_HELP + " (memory: the team's CPUs; compute and "
+                 "frequency: the order of their cores; mpi: rank i on CPU i)")
+SIZE = Flag("--size", "memory: total working set of all threads, e.g. 2GiB (default: 4x the "
+            "LLC); latency: the ring size (default: a sweep)", parse=size)
