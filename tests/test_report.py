@@ -152,3 +152,18 @@ def test_report_from_json_of_the_schema(tmp_path, measured):
     assert doc["tag"].startswith("<script>")  # stored as given, escaped only in HTML
     html, _ = report.build([results.read_json(path)], *REG)
     assert "&lt;script&gt;" in html
+
+
+def test_the_report_shows_every_table_the_terminal_shows(measured):
+    """One view definition, two renderings: every table title and every cell of the run's
+    views is in the HTML page."""
+    from html import escape
+
+    from hpcprobe.views.table import Table
+
+    page, _ = report.build([measured], *REG)
+    tables = [b for view in registry.views() for b in view(measured) if isinstance(b, Table)]
+    assert len(tables) >= 4  # memory, latency, frequency and compute each show one at least
+    for t in tables:
+        assert escape(t.title) in page
+        assert all(escape(c) in page for row in t.rows for c in row)

@@ -1,0 +1,106 @@
+"""The architecture as the import graph: layers point one way, no family imports another, and
+a family is its package plus one registry line."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import hpcprobe
+from hpcprobe.families import FAMILIES
+from hpcprobe.measure import profiles
+from hpcprobe.measure.family import flags
+
+SRC = Path(hpcprobe.__file__).parent
+
+#: Layers, lowest first: a module may import its own layer and those below, never above.
+LAYERS: list[tuple[str, ...]] = [
+    ("hpcprobe.common",),
+    ("hpcprobe.native", "hpcprobe.results"),
+    ("hpcprobe.machine", "hpcprobe.mpi"),
+    ("hpcprobe.views.table", "hpcprobe.views.figure"),
+    ("hpcprobe.analysis",),
+    ("hpcprobe.measure", "hpcprobe.views.terminal", "hpcprobe.views.html"),
+    ("hpcprobe.probes",),
+    ("hpcprobe.families",),
+    ("hpcprobe.registry",),
+    ("hpcprobe.cli", "hpcprobe.__main__", "hpcprobe.views"),
+]
+
+
+def rank(module: str) -> int:
+    best, where = -1, -1
+    for i, layer in enumerate(LAYERS):
+        for prefix in layer:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best:
+                best, where = len(prefix), i
+    return where
+
+
+def modules() -> dict[str, Path]:
+    out = {}
+    for p in SRC.rglob("*.py"):
+        parts = p.relative_to(SRC.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = p
+    return out
+
+
+def imports(path: Path) -> set[str]:
+    """Every hpcprobe module a file imports, at the top or inside a function."""
+    got = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            got |= {a.name for a in node.names if a.name.startswith("hpcprobe")}
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("hpcprobe"):
+            assert node.level == 0, f"{path}: relative import"
+            for a in node.names:  # `from hpcprobe.x import y` imports module x.y or name y of x
+                sub = f"{node.module}.{a.name}"
+                got.add(sub if sub in ALL else node.module)
+    return got
+
+
+ALL = modules()
+
+
+def test_every_module_has_a_layer():
+    assert [m for m in ALL if m != "hpcprobe" and rank(m) < 0] == []
+
+
+def test_layers_point_one_way():
+    upward = [f"{m} -> {dep}" for m, path in ALL.items() if m != "hpcprobe"
+              for dep in imports(path) if dep != "hpcprobe" and rank(dep) > rank(m)]
+    assert upward == []
+
+
+def test_no_family_imports_another():
+    def family(m: str) -> str | None:
+        parts = m.split(".")
+        return parts[2] if len(parts) > 2 and parts[1] == "families" else None
+
+    crossing = [f"{m} -> {dep}" for m, path in ALL.items() if family(m)
+                for dep in imports(path) if family(dep) not in (None, family(m))]
+    assert crossing == []
+
+
+def test_nothing_below_the_registry_names_a_family():
+    """Only the registry (families/__init__), its package and the composition root import
+    families; central code gets them handed over."""
+    allowed = {"hpcprobe.families", "hpcprobe.registry"}
+    naming = [f"{m} -> {dep}" for m, path in ALL.items()
+              if not m.startswith("hpcprobe.families.") and m not in allowed
+              for dep in imports(path) if dep.startswith("hpcprobe.families")]
+    assert naming == []
+
+
+def test_every_family_has_settings_for_every_profile_and_consistent_flags():
+    seen: dict[str, object] = {}
+    for fam in FAMILIES.values():
+        if fam.run is not None:
+            assert set(fam.settings) == set(profiles.PROFILES), fam.name
+        assert dataclasses.is_dataclass(fam.options)
+        for _, flag in flags(fam.options):
+            other = seen.setdefault(flag.flag, flag)
+            assert (other.parse, other.choices, other.switch) == \
+                (flag.parse, flag.choices, flag.switch), flag.flag  # type: ignore[attr-defined]
