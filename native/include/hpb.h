@@ -29,7 +29,7 @@ enum hpb_kernel {
 enum hpb_stores { HPB_STORES_REGULAR = 0, HPB_STORES_NT = 1 };
 
 /* Version of this C API; Python refuses a library whose version differs from the one it expects. */
-#define HPB_API_VERSION 2
+#define HPB_API_VERSION 3
 
 /* Returns HPB_API_VERSION of the loaded library. */
 int hpb_api_version(void);
@@ -42,6 +42,19 @@ int hpb_isa_supported(int isa);
 
 /* Returns the name of an ISA variant ("scalar", "avx2", "avx512") or NULL when out of range. */
 const char *hpb_isa_name(int isa);
+
+/* What a streaming kernel moves and computes per element: declared once, here in the core, and
+ * read by Python, so the bytes and FLOPs of every figure come from the kernel's own table. */
+typedef struct hpb_kernel_shape {
+    const char *name;    /* "triad" */
+    const char *formula; /* "z = x + s*y" */
+    int loads;           /* arrays read per element: x, then y */
+    int stores;          /* arrays written per element: dst */
+    int flops;           /* floating-point operations per element */
+} hpb_kernel_shape;
+
+/* Returns the shape of a kernel, or NULL when out of range. */
+const hpb_kernel_shape *hpb_kernel_shape_of(int kernel);
 
 /* Returns the name of a kernel ("copy", ...) or NULL when out of range. */
 const char *hpb_kernel_name(int kernel);

@@ -6,10 +6,25 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 
+#include "chase.h"
 #include "hpb.h"
 #include "team.h"
 
 #define HUGE_PAGE (2u << 20)
+
+static void release_ring(void *state)
+{
+    struct hpb_chase_ring *r = state;
+    if (r->map) munmap(r->map, r->len);
+}
+
+static const struct hpb_state_kind ring_kind = {"chase ring", sizeof(struct hpb_chase_ring),
+                                                release_ring};
+
+struct hpb_chase_ring *hpb_chase_ring_of(const struct hpb_thread *th)
+{
+    return hpb_thread_state_find(th, &ring_kind);
+}
 
 /* xoshiro-style 64-bit generator: fast, seedable, good enough to shuffle. */
 static uint64_t splitmix(uint64_t *s)
@@ -65,28 +80,29 @@ struct chase_arg {
 static int chase_prepare_job(struct hpb_thread *th, void *p)
 {
     const struct chase_arg *a = p;
+    struct hpb_chase_ring *ring = hpb_thread_state(th, &ring_kind);
+    if (!ring) return -ENOMEM;
     size_t bytes = a->lines * a->stride;
     size_t len = bytes + HUGE_PAGE;
     /* a smaller ring of the same page kind reuses the mapping: no new first touch */
-    if (th->chase_map && (th->chase_len < len || th->chase_huge != a->huge ||
-                          th->chase_node != a->node)) {
-        munmap(th->chase_map, th->chase_len);
-        th->chase_map = NULL;
+    if (ring->map && (ring->len < len || ring->huge != a->huge || ring->node != a->node)) {
+        munmap(ring->map, ring->len);
+        *ring = (struct hpb_chase_ring){0};
     }
-    if (!th->chase_map) {
+    if (!ring->map) {
         void *map = mmap(NULL, len, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (map == MAP_FAILED) return -ENOMEM;
-        th->chase_map = map;
-        th->chase_len = len;
-        th->chase_huge = a->huge;
-        th->chase_node = a->node;
+        ring->map = map;
+        ring->len = len;
+        ring->huge = a->huge;
+        ring->node = a->node;
         if (a->huge) madvise(map, len, MADV_HUGEPAGE);
         /* before the first touch, so every page lands on the node asked for */
         int rc = a->node >= 0 ? hpb_bind_memory(map, len, a->node) : 0;
         if (rc != 0) return rc;
     }
-    char *base = (char *)(((uintptr_t)th->chase_map + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE);
+    char *base = (char *)(((uintptr_t)ring->map + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE);
     size_t *order = malloc(a->lines * sizeof *order);
     if (!order) return -ENOMEM;
     int rc = hpb_chase_order(a->lines, a->group_lines, a->seed + (uint64_t)th->rank, order);
@@ -96,10 +112,10 @@ static int chase_prepare_job(struct hpb_thread *th, void *p)
             size_t next = order[(k + 1) % a->lines];
             *(void **)(base + order[k] * a->stride) = base + next * a->stride;
         }
-        th->chase_start = (void **)(base + order[0] * a->stride);
-        th->chase_base = base;
-        th->chase_lines = a->lines;
-        th->chase_stride = a->stride;
+        ring->start = (void **)(base + order[0] * a->stride);
+        ring->base = base;
+        ring->lines = a->lines;
+        ring->stride = a->stride;
     }
     free(order);
     return rc;
@@ -135,13 +151,14 @@ void **hpb_chase_walk(void **p, size_t loads)
 static int chase_measure_job(struct hpb_thread *th, void *p_)
 {
     const struct chase_measure_arg *m = p_;
-    if (!th->chase_start) return -EINVAL;
+    struct hpb_chase_ring *ring = hpb_chase_ring_of(th);
+    if (!ring || !ring->start) return -EINVAL;
     const size_t nactive = (size_t)th->team->nactive;
     for (int r = 0; r < m->reps; r++) {
         hpb_team_barrier(th);
         double t0 = hpb_now();
         /* each walk continues where the last one ended */
-        th->chase_start = hpb_chase_walk(th->chase_start, m->loads);
+        ring->start = hpb_chase_walk(ring->start, m->loads);
         double t1 = hpb_now();
         m->times[(size_t)r * nactive + (size_t)th->rank] = t1 - t0;
     }
@@ -165,18 +182,22 @@ struct chase_check_arg {
 static int chase_check_job(struct hpb_thread *th, void *p_)
 {
     const struct chase_check_arg *c = p_;
-    int ok = th->chase_start != NULL;
-    void **start = th->chase_start, **p = start;
-    const size_t steps = th->chase_lines < c->max_steps ? th->chase_lines : c->max_steps;
+    const struct hpb_chase_ring *ring = hpb_chase_ring_of(th);
+    if (!ring || !ring->start) {
+        c->ok[th->rank] = 0;
+        return 0;
+    }
+    int ok = 1;
+    void **start = ring->start, **p = start;
+    const size_t steps = ring->lines < c->max_steps ? ring->lines : c->max_steps;
     for (size_t k = 1; ok && k <= steps; k++) {
         p = (void **)*p;
-        uintptr_t off = (uintptr_t)((char *)p - th->chase_base);
-        if ((char *)p < th->chase_base || off % th->chase_stride != 0 ||
-            off / th->chase_stride >= th->chase_lines)
+        uintptr_t off = (uintptr_t)((char *)p - ring->base);
+        if ((char *)p < ring->base || off % ring->stride != 0 || off / ring->stride >= ring->lines)
             ok = 0;
-        else if (p == start && k != th->chase_lines)
+        else if (p == start && k != ring->lines)
             ok = 0; /* a shorter cycle: some lines are never visited */
-        else if (k == th->chase_lines && p != start)
+        else if (k == ring->lines && p != start)
             ok = 0;
     }
     c->ok[th->rank] = ok;
@@ -198,9 +219,9 @@ int hpb_chase_check(hpb_team *team, size_t max_steps, int *ok)
 int hpb_chase_buffer(const hpb_team *team, int thread, uintptr_t *addr, size_t *len)
 {
     if (!team || thread < 0 || thread >= team->n || !addr || !len) return -EINVAL;
-    const struct hpb_thread *th = &team->th[thread];
-    if (!th->chase_base) return -EINVAL;
-    *addr = (uintptr_t)th->chase_base;
-    *len = th->chase_lines * th->chase_stride;
+    const struct hpb_chase_ring *ring = hpb_chase_ring_of(&team->th[thread]);
+    if (!ring || !ring->base) return -EINVAL;
+    *addr = (uintptr_t)ring->base;
+    *len = ring->lines * ring->stride;
     return 0;
 }

@@ -16,8 +16,20 @@
 #endif
 
 static const char *const isa_names[HPB_ISA_COUNT] = {"scalar", "avx2", "avx512"};
-static const char *const kernel_names[HPB_KERNEL_COUNT] = {"copy", "scale", "add", "triad",
-                                                           "load", "store", "sum"};
+static const hpb_kernel_shape kernel_shapes[HPB_KERNEL_COUNT] = {
+    [HPB_KERNEL_COPY] = {"copy", "z = x", 1, 1, 0},
+    [HPB_KERNEL_SCALE] = {"scale", "z = s*x", 1, 1, 1},
+    [HPB_KERNEL_ADD] = {"add", "z = x + y", 2, 1, 1},
+    [HPB_KERNEL_TRIAD] = {"triad", "z = x + s*y", 2, 1, 2},
+    [HPB_KERNEL_LOAD] = {"load", "read x", 1, 0, 0},
+    [HPB_KERNEL_STORE] = {"store", "z = s", 0, 1, 0},
+    [HPB_KERNEL_SUM] = {"sum", "sum += x", 1, 0, 1},
+};
+
+const hpb_kernel_shape *hpb_kernel_shape_of(int kernel)
+{
+    return (kernel >= 0 && kernel < HPB_KERNEL_COUNT) ? &kernel_shapes[kernel] : NULL;
+}
 
 int hpb_api_version(void) { return HPB_API_VERSION; }
 
@@ -58,7 +70,7 @@ const char *hpb_isa_name(int isa)
 
 const char *hpb_kernel_name(int kernel)
 {
-    return (kernel >= 0 && kernel < HPB_KERNEL_COUNT) ? kernel_names[kernel] : NULL;
+    return (kernel >= 0 && kernel < HPB_KERNEL_COUNT) ? kernel_shapes[kernel].name : NULL;
 }
 
 hpb_kernel_fn hpb_kernel_lookup(int kernel, int isa, int stores)

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "chase.h"
 #include "kernels.h"
 #include "team.h"
 
@@ -29,10 +30,28 @@ double hpb_stream_scalar(void) { return 3.0; }
  * demand exact equality; none equals the scalar 3, so a store that did not happen shows. */
 static inline double pattern(size_t r) { return 1.0 + 0.125 * (double)(r % PERIOD); }
 
-/* Arrays per kernel, in buffer order: x, then y, then dst (roles a kernel lacks are skipped). */
-static const int has_x[HPB_KERNEL_COUNT] = {1, 1, 1, 1, 1, 0, 1};
-static const int has_y[HPB_KERNEL_COUNT] = {0, 0, 1, 1, 0, 0, 0};
-static const int has_dst[HPB_KERNEL_COUNT] = {1, 1, 1, 1, 0, 1, 0};
+#define MAX_DIRTY 8
+
+/* The stream buffer a thread owns (first touched), and what it holds. */
+struct stream_state {
+    void *map; /* the mapping (a huge page of slack for alignment) */
+    size_t map_len;
+    double *buf;
+    size_t n;       /* elements per array it was prepared for, 0 when not prepared */
+    size_t touched; /* elements [0, touched) were written at least once */
+    struct { size_t lo, hi; } dirty[MAX_DIRTY]; /* intervals not holding the pattern */
+    int ndirty;
+    double last_sum; /* the sum kernel's last result (keeps it live; validated) */
+};
+
+static void release_stream(void *state)
+{
+    struct stream_state *s = state;
+    if (s->map) munmap(s->map, s->map_len);
+}
+
+static const struct hpb_state_kind stream_kind = {"stream buffer", sizeof(struct stream_state),
+                                                  release_stream};
 
 /* Where a kernel's arrays of n elements start in the thread's buffer (in elements, -1 = none),
  * and where its last array ends. One buffer serves every kernel: the working set of each kernel
@@ -44,11 +63,13 @@ struct layout {
 
 static struct layout layout_of(int kernel, size_t n)
 {
+    /* the arrays in buffer order: x, then y (the loads), then dst (the store) */
+    const hpb_kernel_shape *k = hpb_kernel_shape_of(kernel);
     struct layout l = {-1, -1, -1, 0};
     size_t slot = 0;
-    if (has_x[kernel]) l.x = (ptrdiff_t)(slot++ * (n + SKEW));
-    if (has_y[kernel]) l.y = (ptrdiff_t)(slot++ * (n + SKEW));
-    if (has_dst[kernel]) l.dst = (ptrdiff_t)(slot++ * (n + SKEW));
+    if (k->loads >= 1) l.x = (ptrdiff_t)(slot++ * (n + SKEW));
+    if (k->loads >= 2) l.y = (ptrdiff_t)(slot++ * (n + SKEW));
+    if (k->stores >= 1) l.dst = (ptrdiff_t)(slot++ * (n + SKEW));
     l.end = slot * (n + SKEW) - SKEW;
     return l;
 }
@@ -67,35 +88,35 @@ static void fill_pattern(double *buf, size_t from, size_t to)
 }
 
 /* Restores the pattern on the dirty intervals that meet [0, end). */
-static void clean_upto(struct hpb_thread *th, size_t end)
+static void clean_upto(struct stream_state *s, size_t end)
 {
     int keep = 0;
-    for (int k = 0; k < th->ndirty; k++) {
-        size_t lo = th->dirty[k].lo, hi = th->dirty[k].hi;
+    for (int k = 0; k < s->ndirty; k++) {
+        size_t lo = s->dirty[k].lo, hi = s->dirty[k].hi;
         if (lo < end) {
-            fill_pattern(th->buf, lo, hi < end ? hi : end);
+            fill_pattern(s->buf, lo, hi < end ? hi : end);
             if (hi <= end) continue;
             lo = end;
         }
-        th->dirty[keep].lo = lo;
-        th->dirty[keep].hi = hi;
+        s->dirty[keep].lo = lo;
+        s->dirty[keep].hi = hi;
         keep++;
     }
-    th->ndirty = keep;
+    s->ndirty = keep;
 }
 
-static void mark_dirty(struct hpb_thread *th, size_t lo, size_t hi)
+static void mark_dirty(struct stream_state *s, size_t lo, size_t hi)
 {
-    if (th->ndirty == HPB_MAX_DIRTY) { /* too many: one interval covering them all */
-        for (int k = 0; k < th->ndirty; k++) {
-            if (th->dirty[k].lo < lo) lo = th->dirty[k].lo;
-            if (th->dirty[k].hi > hi) hi = th->dirty[k].hi;
+    if (s->ndirty == MAX_DIRTY) { /* too many: one interval covering them all */
+        for (int k = 0; k < s->ndirty; k++) {
+            if (s->dirty[k].lo < lo) lo = s->dirty[k].lo;
+            if (s->dirty[k].hi > hi) hi = s->dirty[k].hi;
         }
-        th->ndirty = 0;
+        s->ndirty = 0;
     }
-    th->dirty[th->ndirty].lo = lo;
-    th->dirty[th->ndirty].hi = hi;
-    th->ndirty++;
+    s->dirty[s->ndirty].lo = lo;
+    s->dirty[s->ndirty].hi = hi;
+    s->ndirty++;
 }
 
 struct prepare_arg {
@@ -106,21 +127,23 @@ struct prepare_arg {
 static int prepare_job(struct hpb_thread *th, void *p)
 {
     const struct prepare_arg *arg = p;
-    hpb_thread_free_buffers(th);
+    struct stream_state *s = hpb_thread_state(th, &stream_kind);
+    if (!s) return -ENOMEM;
+    release_stream(s);
+    *s = (struct stream_state){0};
     size_t len = buffer_elems(arg->n) * sizeof(double) + HUGE_PAGE;
     void *map = mmap(NULL, len, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (map == MAP_FAILED) return -ENOMEM;
-    th->map = map;
-    th->map_len = len;
+    s->map = map;
+    s->map_len = len;
     uintptr_t base = ((uintptr_t)map + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE;
     if (arg->huge) madvise((void *)base, len - (base - (uintptr_t)map), MADV_HUGEPAGE);
     /* before the first touch, so every page lands on the node asked for */
     int rc = arg->node >= 0 ? hpb_bind_memory(map, len, arg->node) : 0;
     if (rc != 0) return rc;
-    th->buf = (double *)base;
-    th->touched = 0;
-    th->ndirty = 0;
+    s->buf = (double *)base;
+    s->n = arg->n;
     return 0;
 }
 
@@ -129,7 +152,11 @@ int hpb_stream_prepare(hpb_team *team, size_t n, int huge, int node)
     if (!team || n == 0 || n % QUANTUM != 0 || n > SIZE_MAX / 64) return -EINVAL;
     struct prepare_arg arg = {n, huge, node};
     int rc = hpb_team_run(team, prepare_job, &arg);
-    team->stream_n = rc == 0 ? n : 0;
+    if (rc != 0) /* every thread's buffer or none */
+        for (int i = 0; i < team->n; i++) {
+            struct stream_state *s = hpb_thread_state_find(&team->th[i], &stream_kind);
+            if (s) s->n = 0;
+        }
     return rc;
 }
 
@@ -143,20 +170,34 @@ struct begin_arg {
 static int begin_job(struct hpb_thread *th, void *p)
 {
     const struct begin_arg *b = p;
+    struct stream_state *s = hpb_thread_state_find(th, &stream_kind);
     struct layout l = layout_of(b->kernel, b->n);
-    clean_upto(th, l.end < th->touched ? l.end : th->touched);
-    if (th->touched < l.end) {
-        fill_pattern(th->buf, th->touched, l.end);
-        th->touched = l.end;
+    clean_upto(s, l.end < s->touched ? l.end : s->touched);
+    if (s->touched < l.end) {
+        fill_pattern(s->buf, s->touched, l.end);
+        s->touched = l.end;
     }
-    if (l.dst >= 0) mark_dirty(th, (size_t)l.dst, (size_t)l.dst + b->n);
+    if (l.dst >= 0) mark_dirty(s, (size_t)l.dst, (size_t)l.dst + b->n);
     return 0;
+}
+
+/* Whether the buffers of the active threads of rank >= from_rank were prepared for at least n
+ * elements per array. */
+static int check_n_from(const hpb_team *team, int kernel, size_t n, int from_rank)
+{
+    if (!team || kernel < 0 || kernel >= HPB_KERNEL_COUNT || n == 0 || n % QUANTUM != 0)
+        return 0;
+    for (int i = 0; i < team->n; i++) {
+        if (team->th[i].rank < from_rank) continue;
+        const struct stream_state *s = hpb_thread_state_find(&team->th[i], &stream_kind);
+        if (!s || n > s->n) return 0;
+    }
+    return 1;
 }
 
 static int check_n(const hpb_team *team, int kernel, size_t n)
 {
-    return team && kernel >= 0 && kernel < HPB_KERNEL_COUNT && n > 0 && n % QUANTUM == 0 &&
-           n <= team->stream_n;
+    return check_n_from(team, kernel, n, 0);
 }
 
 int hpb_stream_begin(hpb_team *team, int kernel, size_t n)
@@ -174,15 +215,16 @@ struct measure_arg {
     double *times;
 };
 
-static double *at(struct hpb_thread *th, ptrdiff_t off) { return off < 0 ? NULL : th->buf + off; }
+static double *at(struct stream_state *s, ptrdiff_t off) { return off < 0 ? NULL : s->buf + off; }
 
 static int measure_job(struct hpb_thread *th, void *p)
 {
     const struct measure_arg *m = p;
+    struct stream_state *st = hpb_thread_state_find(th, &stream_kind);
     struct layout l = layout_of(m->kernel, m->n);
-    double *dst = at(th, l.dst);
-    const double *x = at(th, l.x);
-    const double *y = at(th, l.y);
+    double *dst = at(st, l.dst);
+    const double *x = at(st, l.x);
+    const double *y = at(st, l.y);
     const double s = hpb_stream_scalar();
     const size_t nactive = (size_t)th->team->nactive;
     double sum = 0.0;
@@ -197,7 +239,7 @@ static int measure_job(struct hpb_thread *th, void *p)
         m->times[(size_t)r * nactive + (size_t)th->rank] = t1 - t0;
         if (c0 != th->cpu_req || c1 != th->cpu_req) th->migrated++;
     }
-    th->last_sum = sum;
+    st->last_sum = sum;
     return 0;
 }
 
@@ -221,10 +263,10 @@ int hpb_stream_measure(hpb_team *team, int kernel, int isa, int stores, size_t n
 int hpb_stream_buffer(const hpb_team *team, int thread, uintptr_t *addr, size_t *len)
 {
     if (!team || thread < 0 || thread >= team->n || !addr || !len) return -EINVAL;
-    const struct hpb_thread *th = &team->th[thread];
-    if (!th->buf || th->touched == 0) return -EINVAL;
-    *addr = (uintptr_t)th->buf;
-    *len = th->touched * sizeof(double);
+    const struct stream_state *s = hpb_thread_state_find(&team->th[thread], &stream_kind);
+    if (!s || !s->buf || s->touched == 0) return -EINVAL;
+    *addr = (uintptr_t)s->buf;
+    *len = s->touched * sizeof(double);
     return 0;
 }
 
@@ -242,23 +284,25 @@ struct loaded_arg {
 static int loaded_job(struct hpb_thread *th, void *p)
 {
     struct loaded_arg *a = p;
-    if (th->rank == 0 && !th->chase_start) return -EINVAL;
+    struct hpb_chase_ring *ring = th->rank == 0 ? hpb_chase_ring_of(th) : NULL;
+    if (th->rank == 0 && (!ring || !ring->start)) return -EINVAL;
     hpb_team_barrier(th);
     double t0 = hpb_now();
     if (th->rank == 0) {
-        th->chase_start = hpb_chase_walk(th->chase_start, a->loads);
+        ring->start = hpb_chase_walk(ring->start, a->loads);
         *a->chase_seconds = hpb_now() - t0;
         atomic_store_explicit(&a->stop, 1, memory_order_release);
         return 0;
     }
+    struct stream_state *s = hpb_thread_state_find(th, &stream_kind);
     struct layout l = layout_of(a->kernel, a->n);
     uint64_t passes = 0;
     double sum = 0.0;
     while (!atomic_load_explicit(&a->stop, memory_order_acquire)) {
-        sum = a->fn(at(th, l.dst), at(th, l.x), at(th, l.y), a->n, hpb_stream_scalar());
+        sum = a->fn(at(s, l.dst), at(s, l.x), at(s, l.y), a->n, hpb_stream_scalar());
         passes++;
     }
-    th->last_sum = sum;
+    s->last_sum = sum;
     a->seconds[th->rank] = hpb_now() - t0;
     a->passes[th->rank] = passes;
     return 0;
@@ -268,7 +312,7 @@ int hpb_loaded_latency(hpb_team *team, size_t loads, int kernel, int isa, size_t
                        double *chase_seconds, double *seconds, uint64_t *passes)
 {
     if (!team || loads == 0 || loads % 16 != 0 || !chase_seconds || !seconds || !passes ||
-        (team->nactive > 1 && !check_n(team, kernel, n)))
+        (team->nactive > 1 && !check_n_from(team, kernel, n, 1)))
         return -EINVAL;
     hpb_kernel_fn fn = hpb_kernel_lookup(kernel, isa, HPB_STORES_REGULAR);
     if (!fn || !hpb_isa_supported(isa)) return -ENOTSUP;
@@ -327,12 +371,13 @@ static size_t count_mismatches(const double *arr, const double *tab, size_t n)
 static int check_job(struct hpb_thread *th, void *p)
 {
     const struct check_arg *c = p;
+    const struct stream_state *s = hpb_thread_state_find(th, &stream_kind);
     struct layout l = layout_of(c->kernel, c->n);
     double worst = 0.0;
     if (l.dst >= 0 || c->kernel == HPB_KERNEL_LOAD) {
         /* the output, or for the load kernel the array it read, which must be intact */
         const ptrdiff_t off = l.dst >= 0 ? l.dst : l.x;
-        const double *arr = th->buf + off;
+        const double *arr = s->buf + off;
         double tab[PERIOD];
         for (size_t j = 0; j < PERIOD; j++)
             tab[j] = l.dst >= 0 ? expected(c->kernel, &l, j) : pattern((size_t)off + j);
@@ -348,7 +393,7 @@ static int check_job(struct hpb_thread *th, void *p)
         for (size_t j = 0; j < PERIOD; j++) period_sum += pattern((size_t)l.x + j);
         for (size_t i = c->n - c->n % PERIOD; i < c->n; i++) want += pattern((size_t)l.x + i);
         want += (double)(c->n / PERIOD) * period_sum;
-        worst = worse(worst, rel_err(th->last_sum, want));
+        worst = worse(worst, rel_err(s->last_sum, want));
     }
     c->err[th->rank] = worst;
     return 0;

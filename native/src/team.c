@@ -74,19 +74,34 @@ static void *worker(void *p)
     return NULL;
 }
 
-void hpb_thread_free_buffers(struct hpb_thread *th)
+void *hpb_thread_state(struct hpb_thread *th, const struct hpb_state_kind *kind)
 {
-    if (th->map) munmap(th->map, th->map_len);
-    th->map = NULL;
-    th->map_len = 0;
-    th->buf = NULL;
-    th->touched = 0;
-    th->ndirty = 0;
-    if (th->chase_map) munmap(th->chase_map, th->chase_len);
-    th->chase_map = NULL;
-    th->chase_len = 0;
-    th->chase_start = NULL;
-    th->chase_base = NULL;
+    void *found = hpb_thread_state_find(th, kind);
+    if (found) return found;
+    struct hpb_state_node *node = aligned_alloc(64, (sizeof *node + kind->size + 63) / 64 * 64);
+    if (!node) return NULL;
+    memset(node, 0, sizeof *node + kind->size);
+    node->kind = kind;
+    node->next = th->states;
+    th->states = node;
+    return node->data;
+}
+
+void *hpb_thread_state_find(const struct hpb_thread *th, const struct hpb_state_kind *kind)
+{
+    for (struct hpb_state_node *n = th->states; n; n = n->next)
+        if (n->kind == kind) return n->data;
+    return NULL;
+}
+
+void hpb_thread_free_states(struct hpb_thread *th)
+{
+    while (th->states) {
+        struct hpb_state_node *n = th->states;
+        th->states = n->next;
+        if (n->kind->release) n->kind->release(n->data);
+        free(n);
+    }
 }
 
 int hpb_team_create(const int *cpus, int nthreads, hpb_team **out)
@@ -155,7 +170,7 @@ void hpb_team_destroy(hpb_team *t)
     pthread_mutex_unlock(&t->mu);
     for (int i = 0; i < t->n; i++) {
         pthread_join(t->th[i].tid, NULL);
-        hpb_thread_free_buffers(&t->th[i]);
+        hpb_thread_free_states(&t->th[i]);
     }
     pthread_cond_destroy(&t->cv_go);
     pthread_cond_destroy(&t->cv_done);

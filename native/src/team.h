@@ -8,7 +8,21 @@
 
 #include "hpb.h"
 
-#define HPB_MAX_DIRTY 8
+/* Per-thread state owned by one module (the stream buffer, the pointer-chase ring, ...): a
+ * module declares its kind once, in its own file, and finds its state on a thread through it;
+ * the team frees every state with its kind's release function. No module's fields live in the
+ * shared structs, so a new module adds a file, not a field. */
+struct hpb_state_kind {
+    const char *name;
+    size_t size;                  /* bytes of the module's state struct, zeroed when created */
+    void (*release)(void *state); /* frees what the state holds (not the state itself) */
+};
+
+struct hpb_state_node {
+    const struct hpb_state_kind *kind;
+    struct hpb_state_node *next;
+    _Alignas(64) unsigned char data[];
+};
 
 struct hpb_thread {
     pthread_t tid;
@@ -18,23 +32,8 @@ struct hpb_thread {
     int cpu_req;       /* CPU asked for */
     int cpu_seen;      /* CPU the thread found itself on after pinning */
     int mask_count;    /* CPUs in its affinity mask after pinning */
-    /* the stream buffer owned (first touched) by this thread */
-    void *map;
-    size_t map_len;
-    double *buf;
-    size_t touched; /* elements [0, touched) were written at least once */
-    struct { size_t lo, hi; } dirty[HPB_MAX_DIRTY]; /* intervals not holding the pattern */
-    int ndirty;
-    /* the pointer-chase ring owned (built, first touched) by this thread */
-    void *chase_map;
-    size_t chase_len;
-    void **chase_start;
-    char *chase_base;
-    size_t chase_lines, chase_stride;
-    int chase_huge;
-    int chase_node; /* NUMA node the ring is bound to, -1: first touch */
-    double last_sum;
-    int migrated;
+    int migrated;      /* timed samples during which the thread left its CPU (last job) */
+    struct hpb_state_node *states; /* the modules' state on this thread, see hpb_thread_state */
 };
 
 typedef int (*hpb_job_fn)(struct hpb_thread *th, void *arg);
@@ -52,7 +51,6 @@ struct hpb_team {
     int nactive;       /* threads taking part in jobs, in hpb_team_select's order */
     atomic_int bar_count;
     atomic_int bar_gen;
-    size_t stream_n; /* elements per array per thread, 0 when not prepared */
 };
 
 /* Runs job on every thread of the team and waits for all; returns the first non-zero status. */
@@ -61,8 +59,15 @@ int hpb_team_run(struct hpb_team *team, hpb_job_fn job, void *arg);
 /* Spin barrier across the active threads of the team; every timed sample starts here. */
 void hpb_team_barrier(struct hpb_thread *th);
 
-/* Unmaps the stream buffer and the pointer-chase ring of one thread. */
-void hpb_thread_free_buffers(struct hpb_thread *th);
+/* The state of `kind` on this thread, created (zeroed) on first use; NULL when out of memory.
+ * Only the thread itself (in a job) or the caller between jobs may touch it. */
+void *hpb_thread_state(struct hpb_thread *th, const struct hpb_state_kind *kind);
+
+/* The state of `kind` on this thread, or NULL when it has none. */
+void *hpb_thread_state_find(const struct hpb_thread *th, const struct hpb_state_kind *kind);
+
+/* Releases and frees every module's state of one thread. */
+void hpb_thread_free_states(struct hpb_thread *th);
 
 /* Follows a pointer-chase ring for `loads` (a multiple of 16) dependent loads; returns where the
  * walk ended, which keeps every load live. */

@@ -14,12 +14,17 @@ from typing import Any
 
 from hpcprobe.common.errors import NativeError, UserError
 
-API_VERSION = 2
+API_VERSION = 3
 STORES = ("regular", "nt")
 _LIB_NAME = "libhpcprobe_native.so"
 
 _c_double_p = ctypes.POINTER(ctypes.c_double)
 _c_int_p = ctypes.POINTER(ctypes.c_int)
+
+
+class _KernelShape(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("formula", ctypes.c_char_p), ("loads", ctypes.c_int),
+                ("stores", ctypes.c_int), ("flops", ctypes.c_int)]
 
 
 class _PeakShape(ctypes.Structure):
@@ -34,6 +39,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "hpb_isa_supported": (ctypes.c_int, [ctypes.c_int]),
         "hpb_isa_name": (ctypes.c_char_p, [ctypes.c_int]),
         "hpb_kernel_name": (ctypes.c_char_p, [ctypes.c_int]),
+        "hpb_kernel_shape_of": (ctypes.POINTER(_KernelShape), [ctypes.c_int]),
         "hpb_kernel_has_nt": (ctypes.c_int, [ctypes.c_int, ctypes.c_int]),
         "hpb_kernel_apply": (
             ctypes.c_int,
@@ -161,6 +167,17 @@ def best_isa() -> str:
 def kernel_names() -> list[str]:
     """Kernel names in the C table's order (their index is the C kernel id)."""
     return _names(lib().hpb_kernel_name)
+
+
+@cache
+def kernel_shapes() -> list[tuple[str, str, int, int, int]]:
+    """(name, formula, loads, stores, flops per element) of each streaming kernel, from the
+    core's table, in its order."""
+    out = []
+    for i in range(len(kernel_names())):
+        s = lib().hpb_kernel_shape_of(i).contents
+        out.append((s.name.decode(), s.formula.decode(), s.loads, s.stores, s.flops))
+    return out
 
 
 @cache

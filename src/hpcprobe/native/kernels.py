@@ -1,4 +1,5 @@
-"""The streaming-kernel registry: what each kernel moves and computes per element.
+"""The streaming kernels: what each moves and computes per element, read from the native core's
+table.
 
 Rates are computed here and nowhere else (STREAM byte counting as the headline, the
 write-allocate corrected count beside it)."""
@@ -43,16 +44,10 @@ class StreamKernel:
         return native.kernel_names().index(self.name)
 
 
+#: The kernels as the native core declares them (its table is the one definition).
 KERNELS: dict[str, StreamKernel] = {
-    k.name: k for k in (
-        StreamKernel("copy", "z = x", loads=1, stores=1, flops=0),
-        StreamKernel("scale", "z = s*x", loads=1, stores=1, flops=1),
-        StreamKernel("add", "z = x + y", loads=2, stores=1, flops=1),
-        StreamKernel("triad", "z = x + s*y", loads=2, stores=1, flops=2),
-        StreamKernel("load", "read x", loads=1, stores=0, flops=0),
-        StreamKernel("store", "z = s", loads=0, stores=1, flops=0),
-        StreamKernel("sum", "sum += x", loads=1, stores=0, flops=1),
-    )
+    name: StreamKernel(name, formula, loads, stores, flops)
+    for name, formula, loads, stores, flops in native.kernel_shapes()
 }
 STREAM_KERNELS = ("copy", "scale", "add", "triad")
 STORE_TYPES = ("regular", "nt")
