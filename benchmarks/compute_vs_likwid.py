@@ -69,7 +69,7 @@ def main() -> int:
     ap.add_argument("--likwid-seconds", type=float, default=1.0,
                     help="likwid-bench -s (its default, 1 s)")
     a = ap.parse_args()
-    if missing("likwid-bench", "likwid"):
+    if missing("likwid-bench"):
         return 2
     topo = topology.discover()
     have = native.supported_isas()

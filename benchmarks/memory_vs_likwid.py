@@ -101,7 +101,7 @@ def main() -> int:
     ap.add_argument("--likwid-seconds", type=float, default=1.0,
                     help="likwid-bench -s (its default, 1 s; shorter runs read low here)")
     a = ap.parse_args()
-    if missing("likwid-bench", "likwid"):
+    if missing("likwid-bench"):
         return 2
     if "avx512" not in native.supported_isas():
         print("this CPU lacks AVX-512; the avx512 shapes cannot be compared")

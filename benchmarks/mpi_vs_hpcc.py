@@ -121,7 +121,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     a = ap.parse_args()
-    if missing("hpcc", "hpcc"):
+    if missing("hpcc"):
         return 2
     mpi = find.find()
     topo = topology.discover()

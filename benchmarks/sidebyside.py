@@ -3,16 +3,18 @@ round, and the within-round ratio statistics (imported by the scripts next to th
 
 from __future__ import annotations
 
-import shutil
 import statistics
 from collections.abc import Sequence
 
+from hpcprobe import tools
 
-def missing(tool: str, package: str) -> bool:
-    """Say so and return True when `tool` is not on PATH."""
-    if shutil.which(tool):
+
+def missing(tool: str) -> bool:
+    """Say so and return True when the registered tool is not installed."""
+    if tools.get(tool).find():
         return False
-    print(f"{tool} not found: install Debian's {package} (make setup does, as root)")
+    print(f"{tool} not found: install Debian's {tools.get(tool).package} (make setup does, "
+          "as root)")
     return True
 
 

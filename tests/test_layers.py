@@ -16,12 +16,12 @@ SRC = Path(hpcprobe.__file__).parent
 
 #: Layers, lowest first: a module may import its own layer and those below, never above.
 LAYERS: list[tuple[str, ...]] = [
-    ("hpcprobe.common",),
+    ("hpcprobe.common", "hpcprobe.tools"),
     ("hpcprobe.native", "hpcprobe.results"),
     ("hpcprobe.machine", "hpcprobe.mpi"),
     ("hpcprobe.views.table", "hpcprobe.views.figure"),
     ("hpcprobe.analysis",),
-    ("hpcprobe.measure", "hpcprobe.views.terminal", "hpcprobe.views.html"),
+    ("hpcprobe.measure", "hpcprobe.schedulers", "hpcprobe.views.terminal", "hpcprobe.views.html"),
     ("hpcprobe.probes",),
     ("hpcprobe.families",),
     ("hpcprobe.registry",),

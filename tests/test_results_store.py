@@ -15,7 +15,8 @@ from hpcprobe.measure import profiles
 from hpcprobe.measure.family import NoProgress
 from hpcprobe.results import model as results
 from hpcprobe.results.model import Metric
-from hpcprobe.results.store import STORE_VERSION, Store
+from hpcprobe.results.sqlite import STORE_VERSION
+from hpcprobe.results.store import Store
 
 
 @pytest.fixture(scope="module")
@@ -173,3 +174,18 @@ def test_store_under_a_file_is_refused(tmp_path):
     (tmp_path / "file").write_text("x")
     with pytest.raises(UserError, match="--db"):
         Store.open(tmp_path / "file" / "r.sqlite")
+
+
+def test_a_url_picks_its_backend_and_an_unknown_one_is_refused(tmp_path, monkeypatch):
+    from conftest import assert_user_error, hpcprobe
+    from hpcprobe.results.sqlite import SqliteStore
+    from hpcprobe.results.store import BACKENDS
+
+    assert BACKENDS["sqlite"] is SqliteStore
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UserError, match=r"no result store backend for nosuch:// here; backends: "
+                                        r"sqlite"):
+        Store.open("nosuch://host/db")
+    assert_user_error(hpcprobe("list", "--db", "nosuch://host/db"),
+                      "no result store backend")
+    assert list(tmp_path.iterdir()) == []  # not taken as a path: no nosuch: directory

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -12,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from hpcprobe import tools
 from hpcprobe.common.cpulist import format_cpulist, parse_cpulist, parse_hwloc_bitmap
 from hpcprobe.common.errors import UserError
 from hpcprobe.common.units import format_bytes
@@ -370,7 +370,7 @@ def discover(use_hwloc: bool = True) -> Topology:
     """The live machine: hwloc's lstopo when installed, sysfs otherwise; PUs outside this
     process's affinity mask are marked not allowed."""
     allowed = set(os.sched_getaffinity(0))
-    lstopo = shutil.which("lstopo-no-graphics") or shutil.which("lstopo")
+    lstopo = tools.get("lstopo").find()
     if use_hwloc and lstopo:
         try:
             out = subprocess.run([lstopo, "--of", "xml", "-"], capture_output=True, text=True,
