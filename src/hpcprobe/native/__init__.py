@@ -32,8 +32,12 @@ class _PeakShape(ctypes.Structure):
                 ("add_chains", ctypes.c_int), ("lanes", ctypes.c_int)]
 
 
+#: C function name -> (restype, argtypes)
+Signatures = dict[str, tuple[Any, list[Any]]]
+
+
 def _declare(lib: ctypes.CDLL) -> None:
-    sig = {
+    sig: Signatures = {
         "hpb_api_version": (ctypes.c_int, []),
         "hpb_build_info": (None, [ctypes.c_char_p, ctypes.c_size_t]),
         "hpb_isa_supported": (ctypes.c_int, [ctypes.c_int]),
@@ -100,10 +104,20 @@ def _declare(lib: ctypes.CDLL) -> None:
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.POINTER(ctypes.c_size_t),
                            ctypes.POINTER(ctypes.c_size_t)]),
     }
+    declare(sig, lib)
+
+
+
+def declare(sig: Signatures, handle: ctypes.CDLL | None = None) -> ctypes.CDLL:
+    """Give C functions of the core their ctypes signature: name -> (restype, argtypes). A
+    family with C code of its own declares its functions here from its package, so binding a new
+    module edits no shared file."""
+    handle = handle or lib()
     for name, (res, args) in sig.items():
-        fn = getattr(lib, name)
+        fn = getattr(handle, name)
         fn.restype = res
         fn.argtypes = args
+    return handle
 
 
 @cache

@@ -57,6 +57,3 @@ def n_range(metrics: list[Metric]) -> str:
     return f"n={min(ns)}" if min(ns) == max(ns) else f"n={min(ns)}-{max(ns)}"
 
 
-def one(table: Table | None) -> list[Block]:
-    """A view of at most one table."""
-    return [] if table is None else [table]
