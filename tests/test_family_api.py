@@ -5,14 +5,14 @@ with no other code touched."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pytest
 
 from hpcprobe import cli, registry
 from hpcprobe.families import FAMILIES
 from hpcprobe.measure import options, profiles
-from hpcprobe.measure.family import Family, Flag, RunContext, option
+from hpcprobe.measure.family import Family, Flag, MetricSpec, RunContext, option
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.views import html
 from hpcprobe.views.table import Block, Table
@@ -51,7 +51,8 @@ def tables(r: Run) -> list[Block]:
 
 
 TOY = Family("toy", "a family declared in a test", ToyOptions, run, settings=SETTINGS,
-             not_joined=frozenset({"where"}), views=(tables,))
+             metrics=(MetricSpec("items", "items"),), not_joined=frozenset({"where"}),
+             views=(tables,))
 
 
 @pytest.fixture
@@ -84,3 +85,18 @@ def test_a_registered_familys_flag_is_on_the_command_line_and_checked(toy, capsy
     assert "--toy-count 0: give a count" in capsys.readouterr().err
     assert cli.main(["run", "memory", "--toy-count", "2", "--no-store"]) == 2
     assert "--toy-count narrows the toy benchmark; add `toy`" in capsys.readouterr().err
+
+
+def test_a_metric_the_family_did_not_declare_is_an_error_not_a_figure(monkeypatch, tmp_path,
+                                                                      capsys):
+    def sloppy(ctx: RunContext, opts: ToyOptions | None) -> None:
+        ctx.metrics.append(Metric("toy", "items", "items", {"n": 1}, [1.0] * 3))
+        ctx.metrics.append(Metric("toy", "itmes", "items", {"n": 1}, [1.0] * 3))  # misnamed
+
+    monkeypatch.setitem(FAMILIES, "toy", replace(TOY, run=sloppy))
+    out = tmp_path / "run.json"
+    assert cli.main(["run", "toy", "--no-store", "--json", str(out)]) == 1
+    doc = json.loads(out.read_text())
+    assert [m["name"] for m in doc["metrics"]] == ["items"]
+    assert any("metric itmes (items, higher is better) is not declared" in e
+               for e in doc["errors"])

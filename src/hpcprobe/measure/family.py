@@ -92,6 +92,21 @@ def flags(options: type) -> list[tuple[str, Flag]]:
 
 
 @dataclass(frozen=True)
+class MetricSpec:
+    """A metric a family emits: its name, unit and which direction is better. The runner refuses
+    a figure whose family did not declare it so (a misnamed metric, a wrong unit)."""
+
+    name: str
+    unit: str
+    better: str = "higher"  # or "lower"
+
+
+def specs(unit: str, better: str, *names: str) -> tuple[MetricSpec, ...]:
+    """Several metrics of one unit and direction."""
+    return tuple(MetricSpec(n, unit, better) for n in names)
+
+
+@dataclass(frozen=True)
 class Command:
     """A family's own command (`hpcprobe mpi`): the family alone with its options, plus named
     actions that are not measurements (`hpcprobe mpi info`)."""
@@ -112,6 +127,7 @@ class Family:
     run: Callable[[RunContext, Any], None] | None  # None: derived from the others' metrics
     #: per profile name, the family's own budget and knobs (checked: one for every profile)
     settings: Mapping[str, Any] = field(default_factory=dict)
+    metrics: tuple[MetricSpec, ...] = ()  # every metric it emits
     #: metrics derived from all measured ones, after every family ran (the roofline)
     derive: Callable[[list[Metric]], list[Metric]] | None = None
     #: params that say where or how a figure was taken, not what it is: compare ignores them
@@ -120,6 +136,13 @@ class Family:
     views: tuple[View, ...] = ()  # tables and text of one run (terminal and HTML)
     figures: tuple[Figures, ...] = ()  # plots of one or more runs (HTML report)
     command: Command | None = None
+
+    def undeclared(self, metrics: list[Metric]) -> list[str]:
+        """Its metrics among these that it did not declare with that unit and direction."""
+        known = {(s.name, s.unit, s.better) for s in self.metrics}
+        return sorted({f"{m.name} ({m.unit}, {m.better} is better)" for m in metrics
+                       if m.benchmark == self.name
+                       and (m.name, m.unit, m.better) not in known})
 
 
 def bound_cpus(ctx: RunContext, team: Team, benchmark: str) -> str:

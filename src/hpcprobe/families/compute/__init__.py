@@ -4,11 +4,13 @@ the clock measured under the same load, and core scaling."""
 from __future__ import annotations
 
 from hpcprobe.families.compute import bench, views
-from hpcprobe.measure.family import Family
+from hpcprobe.measure.family import Family, MetricSpec, specs
 
 FAMILY = Family(
     "compute", "peak FLOP/s per ISA and precision against a measured-clock model, core scaling",
     bench.ComputeOptions, bench.run, settings=bench.SETTINGS,
+    metrics=(*specs("GFLOP/s", "higher", "peak", "peak_model"), MetricSpec("peak_fraction", "%"),
+             *specs("GHz", "higher", "clock", "scaling_cur_freq")),
     not_joined=frozenset({"cpus", "model_source", "microarch", "flops_per_cycle",
                           "clock_load"}),
     views=(views.tables,))

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from hpcprobe.families.frequency import bench, views
-from hpcprobe.measure.family import Family
+from hpcprobe.measure.family import Family, specs
 
 FAMILY = Family(
     "frequency", "core clock against active cores, integer and vector loads",
-    bench.FrequencyOptions, bench.run, settings=bench.SETTINGS, not_joined=frozenset({"cpus"}),
+    bench.FrequencyOptions, bench.run, settings=bench.SETTINGS,
+    metrics=specs("GHz", "higher", "clock", "scaling_cur_freq"), not_joined=frozenset({"cpus"}),
     views=(views.tables,), figures=(views.figures,))

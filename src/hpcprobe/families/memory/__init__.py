@@ -4,9 +4,11 @@ DRAM and the STREAM ladder over thread counts, ordinary and non-temporal stores.
 from __future__ import annotations
 
 from hpcprobe.families.memory import bench, views
-from hpcprobe.measure.family import Family
+from hpcprobe.measure.family import Family, specs
 
 FAMILY = Family(
     "memory", "memory bandwidth: cache sweep and DRAM STREAM", bench.MemoryOptions, bench.run,
-    settings=bench.SETTINGS, not_joined=frozenset({"cpus", "binding"}),
+    settings=bench.SETTINGS,
+    metrics=specs("GB/s", "higher", "bandwidth", "bandwidth_write_allocate"),
+    not_joined=frozenset({"cpus", "binding"}),
     views=(views.tables,), figures=(views.figures,))

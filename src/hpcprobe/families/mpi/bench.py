@@ -15,7 +15,7 @@ from hpcprobe.machine.placement import plan as place
 from hpcprobe.machine.sizing import thread_ladder
 from hpcprobe.machine.topology import Topology, relation
 from hpcprobe.measure import options
-from hpcprobe.measure.family import Flag, RunContext, option
+from hpcprobe.measure.family import Flag, MetricSpec, RunContext, option
 from hpcprobe.mpi import build, find, launch, launchers
 from hpcprobe.mpi.launchers import Layout
 from hpcprobe.results.model import Metric
@@ -30,6 +30,12 @@ PAIR_KINDS = {"intra-l3": ("same-l3",), "intra-socket": ("same-numa", "same-pack
 UNITS = {"latency": ("us", "lower"), "bandwidth": ("MB/s", "higher"),
          "bibw": ("MB/s", "higher"), "message_rate": ("messages/s", "higher"),
          **{c: ("us", "lower") for c in COLLECTIVES}, "halo": ("MB/s", "higher")}
+#: Every metric it emits: the tests, the slowest and fastest rank of collectives, the halo's
+#: bidirectional figure.
+METRICS = (*(MetricSpec(t, *UNITS[t]) for t in UNITS),
+           *(MetricSpec(f"{c}_rank_{end}", "us", "lower") for c in COLLECTIVES
+             for end in ("max", "min")),
+           MetricSpec("halo_bidir", "MB/s"))
 #: Grid's halo volumes (local L^4) and a Wilson half spinor in single precision per site:
 #: 2 spins x 3 colours x complex float = 48 B; Ls = 1 (Wilson; DWF would be 12 or 16).
 HALO_L = (8, 12, 16, 24, 32)
