@@ -185,3 +185,22 @@ def test_option_errors_name_flags_on_the_command_line_and_fields_elsewhere():
     assert str(exc) == "size_bytes 1KiB: too small; use size_bytes >= 2KiB or oversubscribe"
     assert exc.render(registry.option_names()) == \
         "--size 1KiB: too small; use --size >= 2KiB or --oversubscribe"
+
+
+def test_dry_run_lists_every_benchmarks_plan_and_measures_nothing(tmp_path):
+    db = tmp_path / "r.sqlite"
+    r = hpcprobe("run", "--dry-run", "--db", str(db))
+    assert r.code == 0, r.err
+    for name in ("memory", "latency", "numa", "frequency", "compute", "mpi"):
+        assert f"\n{name}: " in r.out
+    assert "triad regular" in r.out and not db.exists()
+
+
+def test_dry_run_plans_for_a_recorded_machine(tmp_path):
+    from conftest import DATA
+
+    r = hpcprobe("run", "numa", "--dry-run", "--input", str(DATA / "epyc-2s-nps4-128c.xml"))
+    assert r.code == 0, r.err
+    assert "numa: 64 measurement(s)" in r.out  # 8 NUMA domains x 8
+    assert_user_error(hpcprobe("run", "numa", "--input", str(DATA / "epyc-2s-nps4-128c.xml")),
+                      "add --dry-run")

@@ -65,6 +65,11 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--tag", help="label the run, e.g. a BIOS or tuning configuration")
     r.add_argument("--oversubscribe", action="store_true",
                    help="allow more threads (or ranks) than the placement's CPUs")
+    r.add_argument("--dry-run", action="store_true",
+                   help="list what would be measured (per benchmark, after the options and the "
+                        "profile), measure nothing, store nothing")
+    r.add_argument("--input", metavar="FILE.xml",
+                   help="with --dry-run: plan for the machine of this hwloc XML file instead")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -265,9 +270,14 @@ def cmd_run(a: argparse.Namespace) -> int:
 def _measure(a: argparse.Namespace, prof: profiles.Profile, chosen: Sequence[Family], isa: str,
              isa_asked: bool = False, standalone: bool = False) -> int:
     """Run the families, print the run, store it and write its JSON and report as asked."""
+    opts = {f.name: _family_options(a, f) for f in chosen}
+    if a.input and not a.dry_run:
+        raise UserError("--input plans for another machine: add --dry-run (measurements run on "
+                        "this one)")
+    if a.dry_run:
+        return _dry_run(a, prof, chosen, isa, opts, isa_asked)
     if a.json:
         files.check_writable(a.json, "--json")
-    opts = {f.name: _family_options(a, f) for f in chosen}
     store = None if a.no_store else Store.open(a.db)
     if store is not None:
         store.check_writable()
@@ -300,6 +310,22 @@ def _measure(a: argparse.Namespace, prof: profiles.Profile, chosen: Sequence[Fam
                       "Not stored: add --report FILE.html or --json FILE to keep this run's "
                       "figures for a report.", highlight=False)
     return EXIT_FAILURE if run.errors else 0
+
+
+def _dry_run(a: argparse.Namespace, prof: profiles.Profile, chosen: Sequence[Family], isa: str,
+             opts: dict[str, Any], isa_asked: bool) -> int:
+    """What the run would measure, and nothing else."""
+    topo = topology.load(a.input)
+    todo = registry.plan(topo, prof, [f.name for f in chosen], isa, opts, a.oversubscribe,
+                         isa_asked)
+    print(f"Profile {prof.name}, ISA {isa}, on {topo.counts()['cores']} core(s) of "
+          f"{a.input or 'this machine'}; "
+          "nothing measured or stored (--dry-run):")
+    for name, lines in todo:
+        print(f"{name}: {len(lines)} measurement(s)")
+        for line in lines:
+            print(f"  {line}")
+    return 0
 
 
 def cmd_family(a: argparse.Namespace) -> int:

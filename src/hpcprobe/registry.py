@@ -43,6 +43,13 @@ def execute(topo: Topology, profile: Profile, names: Sequence[str] | None, isa: 
                           oversubscribe, tag, isa_asked, standalone)
 
 
+def plan(topo: Topology, profile: Profile, names: Sequence[str] | None, isa: str,
+         options: Mapping[str, Any], oversubscribe: bool = False, isa_asked: bool = False
+         ) -> list[tuple[str, list[str]]]:
+    """What the named families would measure."""
+    return runner.plan(topo, profile, resolve(names), isa, options, oversubscribe, isa_asked)
+
+
 def views() -> list[View]:
     return [v for f in FAMILIES.values() for v in f.views]
 

@@ -125,6 +125,8 @@ class Family:
     description: str
     options: type  # a frozen dataclass; its fields made with option() are on the command line
     run: Callable[[RunContext, Any], None] | None  # None: derived from the others' metrics
+    #: what run(ctx, options) will measure, one line each, without measuring (its pure plan)
+    plan: Callable[[RunContext, Any], list[str]] | None = None
     #: per profile name, the family's own budget and knobs (checked: one for every profile)
     settings: Mapping[str, Any] = field(default_factory=dict)
     metrics: tuple[MetricSpec, ...] = ()  # every metric it emits

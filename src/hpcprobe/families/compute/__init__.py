@@ -8,7 +8,7 @@ from hpcprobe.measure.family import Family, MetricSpec, specs
 
 FAMILY = Family(
     "compute", "peak FLOP/s per ISA and precision against a measured-clock model, core scaling",
-    bench.ComputeOptions, bench.run, settings=bench.SETTINGS,
+    bench.ComputeOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
     metrics=(*specs("GFLOP/s", "higher", "peak", "peak_model"), MetricSpec("peak_fraction", "%"),
              *specs("GHz", "higher", "clock", "scaling_cur_freq")),
     not_joined=frozenset({"cpus", "model_source", "microarch", "flops_per_cycle",

@@ -171,10 +171,23 @@ def groups(points: list[PeakPoint]) -> list[tuple[tuple[str, tuple[int, ...]], l
     return sorted(out.items(), key=lambda g: len(g[0][1]))
 
 
+def points_of(ctx: RunContext, opts: ComputeOptions) -> tuple[str, list[PeakPoint]]:
+    """The placement and the points of a run: every ISA this CPU runs unless one was asked."""
+    isas = [opts.isa or ctx.isa] if opts.isa or ctx.isa_asked else native.supported_isas()
+    return plan(ctx.topo, opts, isas, ctx.profile.curve_points)
+
+
+def labels(ctx: RunContext, opts: ComputeOptions | None) -> list[str]:
+    """What a run measures: each group's clock under its ISA's load, then its kernels."""
+    out = []
+    for (isa, cpus), pts in groups(points_of(ctx, opts or ComputeOptions())[1]):
+        out += [f"clock {isa} load, {len(cpus)} active core(s)", *(pt.label for pt in pts)]
+    return out
+
+
 def run(ctx: RunContext, opts: ComputeOptions | None) -> None:
     opts = opts or ComputeOptions()
-    isas = [opts.isa or ctx.isa] if opts.isa or ctx.isa_asked else native.supported_isas()
-    name, points = plan(ctx.topo, opts, isas, ctx.profile.curve_points)
+    name, points = points_of(ctx, opts)
     cores = tuple(dict.fromkeys(c for pt in points for c in pt.cpus))
     plan_groups = groups(points)
     ctx.progress.start("compute", len(points))

@@ -7,6 +7,6 @@ from hpcprobe.measure.family import Family, specs
 
 FAMILY = Family(
     "frequency", "core clock against active cores, integer and vector loads",
-    bench.FrequencyOptions, bench.run, settings=bench.SETTINGS,
+    bench.FrequencyOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
     metrics=specs("GHz", "higher", "clock", "scaling_cur_freq"), not_joined=frozenset({"cpus"}),
     views=(views.tables,), figures=(views.figures,))

@@ -43,24 +43,36 @@ def default_loads() -> list[str]:
 
 
 
-def run(ctx: RunContext, opts: FrequencyOptions | None) -> None:
-    opts = opts or FrequencyOptions()
+def points(ctx: RunContext, opts: FrequencyOptions
+           ) -> tuple[str, tuple[int, ...], list[tuple[str, int]]]:
+    """(placement, its cores, (load, active cores) of every point of the curves)."""
     name, cores, counts = curve(ctx.topo, opts.placement, opts.threads,
                                 ctx.profile.curve_points)
     loads = list(opts.loads or ((ctx.isa,) if ctx.isa_asked else default_loads()))
+    return name, cores, [(load, k) for load in loads for k in counts]
+
+
+def labels(ctx: RunContext, opts: FrequencyOptions | None) -> list[str]:
+    """Each point of the clock curves."""
+    return [f"clock {load} load, {k} active core(s)"
+            for load, k in points(ctx, opts or FrequencyOptions())[2]]
+
+
+def run(ctx: RunContext, opts: FrequencyOptions | None) -> None:
+    opts = opts or FrequencyOptions()
+    name, cores, todo = points(ctx, opts)
     policy = cpufreq.policy(cores[0])
     if policy is not None:
         ctx.findings.append({"benchmark": "frequency", "kind": "cpufreq", **policy.to_dict(),
                              "message": f"cpufreq on CPU {cores[0]}: driver {policy.driver}, "
                                         f"governor {policy.governor}, {policy.min_ghz}-"
                                         f"{policy.max_ghz} GHz"})
-    points = [(load, k) for load in loads for k in counts]
-    ctx.progress.start("frequency", len(points))
+    ctx.progress.start("frequency", len(todo))
     with Team(cores) as team:
-        team.select(cores[:counts[0]])
-        clock.warm_up(team, loads[0])
+        team.select(cores[:todo[0][1]])
+        clock.warm_up(team, todo[0][0])
         deadline = time.perf_counter() + SETTINGS[ctx.profile.name].budget_s
-        for i, (load, k) in enumerate(points):
-            budget = max(0.0, deadline - time.perf_counter()) / (len(points) - i)
+        for i, (load, k) in enumerate(todo):
+            budget = max(0.0, deadline - time.perf_counter()) / (len(todo) - i)
             clock_point(ctx, team, load, cores[:k], name, budget)
             ctx.progress.advance(f"clock {load} load, {k} active")

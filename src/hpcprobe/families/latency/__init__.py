@@ -8,7 +8,7 @@ from hpcprobe.measure.family import Family, MetricSpec, specs
 
 FAMILY = Family(
     "latency", "memory latency: pointer chase from L1 to DRAM, 4 KiB and huge pages",
-    bench.LatencyOptions, bench.run, settings=bench.SETTINGS,
+    bench.LatencyOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
     metrics=(*specs("ns", "lower", "latency", "loaded_latency", "core_to_core"),
              MetricSpec("loaded_bandwidth", "GB/s")),
     not_joined=frozenset({"cpus", "huge_page_fraction", "load_cpus", "page_size"}),

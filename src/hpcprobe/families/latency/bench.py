@@ -252,8 +252,21 @@ def _c2c(ctx: RunContext, opts: LatencyOptions, deadline: float) -> None:
 
 
 
-def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
-    opts = opts or LatencyOptions()
+@dataclass(frozen=True)
+class Sweep:
+    """What a run measures: the chasing CPU, its sweep, the cores that load it, the core-to-core
+    pairs (only those with --pair)."""
+
+    cpu: int
+    points: list[Point]
+    loaded: bool  # latency under load too, with the loaders streaming
+    loaders: list[int]
+    pairs: list[tuple[int, int]]
+
+
+def sweep(ctx: RunContext, opts: LatencyOptions) -> tuple[Sweep, LatencyOptions]:
+    """The run's plan from the options (checked) and the profile; the options as the profile
+    completes them."""
     settings = SETTINGS[ctx.profile.name]
     topo = ctx.topo
     if opts.pair is not None:
@@ -261,19 +274,40 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
         bad = [c for c in opts.pair if c not in topo.allowed_cpus]
         if bad or a == b:
             raise OptionError(f"<pair> {a},{b}: give two different CPUs of the allowed cpuset "
-                            f"({format_cpulist(topo.allowed_cpus)})")
-        _c2c(ctx, opts, time.perf_counter() + settings.budget_s)
-        return
+                              f"({format_cpulist(topo.allowed_cpus)})")
+        return Sweep(a, [], False, [], [opts.pair]), opts
     cpu = opts.cpu if opts.cpu is not None else place(topo, "one-per-core").cpus[0]
     if cpu not in topo.allowed_cpus:
         raise OptionError(f"<cpu> {cpu}: not an allowed CPU of this machine "
-                        f"({', '.join(map(str, topo.allowed_cpus))}); see `hpcprobe topology`")
+                          f"({', '.join(map(str, topo.allowed_cpus))}); see `hpcprobe topology`")
     if opts.size_bytes is not None and opts.size_bytes < 16 * STRIDE:
         raise OptionError(f"<size_bytes> {opts.size_bytes}: a pointer-chase ring needs at least "
-                        f"{16 * STRIDE} B (16 lines of {STRIDE} B)")
+                          f"{16 * STRIDE} B (16 lines of {STRIDE} B)")
     if opts.pages is None and not settings.huge_page_sweep:
         opts = replace(opts, pages="default")
-    points = plan(topo, cpu, opts)
+    loaded = opts.loaded if opts.loaded is not None else settings.loaded
+    loaders = [c for c in place(topo, "one-per-core").cpus if c != cpu] if loaded else []
+    pairs = [] if opts.size_bytes is not None else c2c_pairs(topo, opts.all_pairs)
+    return Sweep(cpu, plan(topo, cpu, opts), loaded, loaders, pairs), opts
+
+
+def labels(ctx: RunContext, opts: LatencyOptions | None) -> list[str]:
+    s, _ = sweep(ctx, opts or LatencyOptions())
+    out = [f"chase {format_bytes(p.size_bytes)} ({p.level}), {'huge' if p.huge else 'default'} "
+           f"pages, CPU {s.cpu}" for p in s.points]
+    if s.loaded and s.points and s.points[0].level == "DRAM":
+        out.append(f"loaded latency: CPU {s.cpu} while 0..{len(s.loaders)} cores stream")
+    return out + [f"core-to-core {a},{b}" for a, b in s.pairs]
+
+
+def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
+    settings = SETTINGS[ctx.profile.name]
+    topo = ctx.topo
+    s, opts = sweep(ctx, opts or LatencyOptions())
+    if opts.pair is not None:
+        _c2c(ctx, opts, time.perf_counter() + settings.budget_s)
+        return
+    cpu, points, loaded, loaders = s.cpu, s.points, s.loaded, s.loaders
     available = mem_available_bytes()
     biggest = max(p.size_bytes for p in points)
     if available is not None and biggest > 0.8 * available:
@@ -285,8 +319,6 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
     ctx.progress.start("latency", len(points))
     deadline = time.perf_counter() + settings.budget_s * (1 - C2C_BUDGET_SHARE)
     curve: list[tuple[int, float]] = []
-    loaded = opts.loaded if opts.loaded is not None else settings.loaded
-    loaders = [c for c in place(topo, "one-per-core").cpus if c != cpu] if loaded else []
     with Team([cpu] + loaders) as team:
         team.select([cpu])
         for i, p in enumerate(points):

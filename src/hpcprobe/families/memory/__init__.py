@@ -8,7 +8,7 @@ from hpcprobe.measure.family import Family, specs
 
 FAMILY = Family(
     "memory", "memory bandwidth: cache sweep and DRAM STREAM", bench.MemoryOptions, bench.run,
-    settings=bench.SETTINGS,
+    settings=bench.SETTINGS, plan=bench.labels,
     metrics=specs("GB/s", "higher", "bandwidth", "bandwidth_write_allocate"),
     not_joined=frozenset({"cpus", "binding"}),
     views=(views.tables,), figures=(views.figures,))

@@ -247,17 +247,26 @@ def _metrics(m: Measurement, samples: list[float], isa: str, binding: str) -> li
                    [s * wa for s in samples])]
 
 
+def measurements(ctx: RunContext, opts: MemoryOptions) -> list[Measurement]:
+    """What the run measures: the narrowed plan, or the profile's sweep and STREAM ladder."""
+    if opts.narrowed:
+        return narrowed_plan(ctx.topo, opts, ctx.oversubscribe)
+    prof = SETTINGS[ctx.profile.name]
+    cores = len(place(ctx.topo, "one-per-core").cpus)
+    return default_plan(ctx.topo, prof.sweep_kernels, prof.stream_stores,
+                        prof.sweep_points_per_octave,
+                        active_counts(cores, ctx.profile.curve_points))
+
+
+def labels(ctx: RunContext, opts: MemoryOptions | None) -> list[str]:
+    """What a run measures, one line each."""
+    return [m.label for m in measurements(ctx, opts or MemoryOptions())]
+
+
 def run(ctx: RunContext, opts: MemoryOptions | None) -> None:
     opts = opts or MemoryOptions()
-    topo = ctx.topo
     prof = SETTINGS[ctx.profile.name]
-    if opts.narrowed:
-        plan_ = narrowed_plan(topo, opts, ctx.oversubscribe)
-    else:
-        cores = len(place(topo, "one-per-core").cpus)
-        plan_ = default_plan(topo, prof.sweep_kernels, prof.stream_stores,
-                             prof.sweep_points_per_octave,
-                             active_counts(cores, ctx.profile.curve_points))
+    plan_ = measurements(ctx, opts)
     check_memory(plan_, mem_available_bytes())
     ctx.progress.start("memory", len(plan_))
     # Cache-resident measurements are many and cheap, DRAM ones few and dear: each pool gets its

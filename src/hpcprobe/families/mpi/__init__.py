@@ -8,7 +8,7 @@ from hpcprobe.measure.family import Command, Family
 
 FAMILY = Family(
     "mpi", "MPI point-to-point, message rate, collectives and halo exchange (OSU conventions), "
-    "out of process", bench.MpiOptions, bench.run, settings=bench.SETTINGS,
+    "out of process", bench.MpiOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
     metrics=bench.METRICS,
     not_joined=frozenset({"cpus", "binding", "hosts", "mpi", "launcher"}),
     views=(views.tables,), figures=(views.figures,),

@@ -233,6 +233,14 @@ def _metrics(step: Step, outcome: launch.Outcome, launcher: str, mpi: find.Mpi,
     return out
 
 
+def labels(ctx: RunContext, opts: MpiOptions | None) -> list[str]:
+    """Each launch: its ranks, placement and tests."""
+    steps = plan(ctx.topo, opts or MpiOptions(), ctx.oversubscribe, ctx.profile.curve_points)
+    return [f"{s.layout.ranks} ranks, {s.placement}"
+            + (f" ({s.pair} pair)" if s.pair and s.pair not in s.placement else "")
+            + ": " + ", ".join(s.tests) for s in steps]
+
+
 def run(ctx: RunContext, opts: MpiOptions | None) -> None:
     standalone = ctx.standalone
     opts = opts or MpiOptions()

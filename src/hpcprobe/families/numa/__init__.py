@@ -8,7 +8,7 @@ from hpcprobe.measure.family import Family, MetricSpec
 
 FAMILY = Family(
     "numa", "NUMA latency and bandwidth matrices (memory bound with mbind)", bench.NumaOptions,
-    bench.run, settings=bench.SETTINGS,
+    bench.run, settings=bench.SETTINGS, plan=bench.labels,
     metrics=(MetricSpec("latency", "ns", "lower"), MetricSpec("bandwidth", "GB/s")),
     not_joined=frozenset({"cpus", "memory_domain_seen", "huge_page_fraction"}),
     views=(views.tables,), figures=(views.figures,))

@@ -81,10 +81,24 @@ def _bound_to(addr: int, length: int) -> list[int]:
     return sorted({native.memory_node(addr), native.memory_node(addr + length - STRIDE)})
 
 
+def skipped(ctx: RunContext, opts: NumaOptions) -> bool:
+    """One NUMA domain and a profile that leaves the 1x1 matrix to memory and latency."""
+    return (len(ctx.topo.numa_nodes) == 1 and not SETTINGS[ctx.profile.name].on_one_node
+            and opts == NumaOptions())
+
+
+def labels(ctx: RunContext, opts: NumaOptions | None) -> list[str]:
+    """Each cell of the matrices (none where the profile skips them)."""
+    opts = opts or NumaOptions()
+    if skipped(ctx, opts):
+        return []
+    return [f"CPU domain {i}, memory bound to domain {j}: latency and bandwidth"
+            for i, j in cells(ctx.topo, opts)]
+
+
 def run(ctx: RunContext, opts: NumaOptions | None) -> None:
     opts = opts or NumaOptions()
-    if (len(ctx.topo.numa_nodes) == 1 and not SETTINGS[ctx.profile.name].on_one_node
-            and opts == NumaOptions()):
+    if skipped(ctx, opts):
         ctx.findings.append({"benchmark": "numa", "kind": "skipped", "message":
                              f"one NUMA domain: profile {ctx.profile.name} leaves the 1x1 matrix "
                              "to the memory and latency benchmarks"})
