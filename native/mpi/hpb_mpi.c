@@ -19,7 +19,7 @@
 struct opts {
     char tests[512];
     size_t min_size, max_size, coll_max_size;
-    int reps, window, halo_ls, site_bytes;
+    int reps, min_reps, window, halo_ls, site_bytes; /* samples: up to reps, at least min_reps */
     double iter_scale;
     int halo_l[MAX_HALO_L], nhalo; /* the local lattice extents L of the halo exchange */
 };
@@ -59,12 +59,21 @@ static void alloc_buffers(size_t bytes)
     rbuf = r;
 }
 
-/* Timed iterations per sample: OSU's count (scaled) split over the samples, so all the samples
- * together cost what one OSU run does. */
-static int per_sample(const struct opts *o, int osu_count)
+/* How one test and size is sampled: OSU's count (scaled) split over the samples, so all the
+ * samples together cost what one OSU run does. A count smaller than the samples asked for gives
+ * fewer samples of one iteration each (never fewer than min_reps): many cheap samples where OSU
+ * runs thousands of iterations, no extra time where it runs a handful. */
+struct sampling {
+    int reps, iters;
+};
+
+static struct sampling sampling_of(const struct opts *o, int osu_count)
 {
-    int n = iterations(osu_count, o->iter_scale) / o->reps;
-    return n < 1 ? 1 : n;
+    const int total = iterations(osu_count, o->iter_scale);
+    int reps = total < o->reps ? total : o->reps;
+    if (reps < o->min_reps) reps = o->min_reps;
+    const int n = total / reps;
+    return (struct sampling){reps, n < 1 ? 1 : n};
 }
 
 /* Every rank's CPUs (its affinity mask as a list), current CPU and host, printed by rank 0. */
@@ -96,11 +105,15 @@ static void report_binding(void)
 /* Ping-pong between ranks 0 and 1: one-way latency in microseconds (half the round trip). */
 static void latency(const struct opts *o, size_t size)
 {
-    const int iters = per_sample(o, size <= SMALL ? 10000 : 1000);
+    const struct sampling s = sampling_of(o, size <= SMALL ? 10000 : 1000);
+    const int iters = s.iters;
     const int warm = size <= SMALL ? 100 : 10;
-    for (int r = -1; r < o->reps; r++) { /* r = -1: the warm-up (OSU's skip) */
+    /* One barrier, then back-to-back ping-pongs as OSU times them: the ping-pong synchronises
+     * the two ranks, so each sample starts where the last ended; a barrier per sample would add
+     * its exit skew to the first round trip of every sample. */
+    MPI_Barrier(MPI_COMM_WORLD);
+    for (int r = -1; r < s.reps; r++) { /* r = -1: the warm-up (OSU's skip) */
         const int n = r < 0 ? warm : iters;
-        MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         for (int i = 0; i < n; i++) {
             if (rank == 0) {
@@ -151,10 +164,11 @@ static double stream_window(const struct opts *o, size_t size, int n, int from, 
 /* Bandwidth (window of sends, then an ack) or bidirectional bandwidth, ranks 0 and 1, MB/s. */
 static void bandwidth(const struct opts *o, size_t size, int bidir)
 {
-    const int iters = per_sample(o, size <= SMALL ? 100 : 20);
+    const struct sampling s = sampling_of(o, size <= SMALL ? 100 : 20);
+    const int iters = s.iters;
     const int warm = size <= SMALL ? 10 : 2;
     MPI_Request req[2 * MAX_WINDOW];
-    for (int r = -1; r < o->reps; r++) {
+    for (int r = -1; r < s.reps; r++) {
         const int n = r < 0 ? warm : iters;
         double t = stream_window(o, size, n, 0, 1, bidir, req);
         if (rank == 0 && r >= 0)
@@ -169,11 +183,12 @@ static void bandwidth(const struct opts *o, size_t size, int bidir)
 static void message_rate(const struct opts *o, size_t size)
 {
     const int pairs = nranks / 2;
-    const int iters = per_sample(o, size <= SMALL ? 100 : 20);
+    const struct sampling s = sampling_of(o, size <= SMALL ? 100 : 20);
+    const int iters = s.iters;
     const int warm = size <= SMALL ? 10 : 2;
     MPI_Request req[2 * MAX_WINDOW];
     const int from = rank < pairs ? rank : rank - pairs, to = from + pairs;
-    for (int r = -1; r < o->reps; r++) {
+    for (int r = -1; r < s.reps; r++) {
         const int n = r < 0 ? warm : iters;
         double t = 0.0;
         if (rank < 2 * pairs) {
@@ -217,10 +232,11 @@ static const char *const coll_names[] = {"allreduce", "bcast", "alltoall", "barr
  * the mean over ranks of each rank's mean, and the min and max over ranks, microseconds. */
 static void collective(const struct opts *o, enum coll c, size_t size)
 {
-    const int iters = per_sample(o, size <= SMALL ? 1000 : 100);
+    const struct sampling s = sampling_of(o, size <= SMALL ? 1000 : 100);
+    const int iters = s.iters;
     const int warm = size <= SMALL ? 100 : 10;
     const int count = (int)(size / sizeof(float));
-    for (int r = -1; r < o->reps; r++) {
+    for (int r = -1; r < s.reps; r++) {
         const int n = r < 0 ? warm : iters;
         double total = 0.0;
         MPI_Barrier(MPI_COMM_WORLD);
@@ -278,9 +294,10 @@ static void halo(const struct opts *o, int l)
             MPI_Cart_shift(cart, d, 1, &nb[faces], &nb[faces + 1]);
             faces += 2;
         }
-    const int iters = per_sample(o, face <= SMALL ? 1000 : 100);
+    const struct sampling s = sampling_of(o, face <= SMALL ? 1000 : 100);
+    const int iters = s.iters;
     MPI_Request req[16];
-    for (int r = -1; r < o->reps; r++) {
+    for (int r = -1; r < s.reps; r++) {
         const int n = r < 0 ? 5 : iters;
         MPI_Barrier(cart);
         double t0 = MPI_Wtime();
@@ -356,7 +373,9 @@ static void alltoall(const struct opts *o, size_t s) { collective(o, ALLTOALL, s
 
 int main(int argc, char **argv)
 {
-    struct opts o = {"latency", 0, 4u << 20, 1u << 20, 5, 64, 1, 48, 1.0, {8, 12, 16, 24, 32}, 5};
+    struct opts o = {.tests = "latency", .max_size = 4u << 20, .coll_max_size = 1u << 20,
+                     .reps = 5, .window = 64, .halo_ls = 1, .site_bytes = 48, .iter_scale = 1.0,
+                     .halo_l = {8, 12, 16, 24, 32}, .nhalo = 5};
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
@@ -368,6 +387,7 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--max-size")) o.max_size = parse_size(v);
         else if (!strcmp(k, "--coll-max-size")) o.coll_max_size = parse_size(v);
         else if (!strcmp(k, "--reps")) o.reps = atoi(v);
+        else if (!strcmp(k, "--min-reps")) o.min_reps = atoi(v);
         else if (!strcmp(k, "--window")) o.window = atoi(v);
         else if (!strcmp(k, "--iter-scale")) o.iter_scale = atof(v);
         else if (!strcmp(k, "--halo-l")) parse_halo_l(&o, v);
@@ -375,6 +395,7 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--site-bytes")) o.site_bytes = atoi(v);
         else die("unknown option");
     }
+    if (o.min_reps < 1 || o.min_reps > o.reps) o.min_reps = o.reps;
     if (o.reps < 1 || o.window < 1 || o.window > MAX_WINDOW || o.iter_scale <= 0 ||
         o.halo_ls < 1 || o.site_bytes < 1)
         die("bad option value");

@@ -16,6 +16,7 @@ from hpcprobe.machine.sizing import thread_ladder
 from hpcprobe.machine.topology import Topology, relation
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, MetricSpec, RunContext, option
+from hpcprobe.measure.sampling import Sampled
 from hpcprobe.mpi import build, find, launch, launchers
 from hpcprobe.mpi.launchers import Layout
 from hpcprobe.results.model import Metric
@@ -39,7 +40,7 @@ METRICS = (*(MetricSpec(t, *UNITS[t]) for t in UNITS),
 #: Grid's halo volumes (local L^4) and a Wilson half spinor in single precision per site:
 #: 2 spins x 3 colours x complex float = 48 B; Ls = 1 (Wilson; DWF would be 12 or 16).
 HALO_L = (8, 12, 16, 24, 32)
-#: Samples per test and size with OSU's iteration counts (`hpcprobe mpi`).
+#: Least samples per test and size with OSU's iteration counts (`hpcprobe mpi`).
 FULL_SAMPLES = 10
 SITE_BYTES = 48
 
@@ -172,8 +173,9 @@ def plan(topo: Topology, opts: MpiOptions, oversubscribe: bool, max_points: int 
     return steps
 
 
-def _command(exe: Path, step: Step, opts: MpiOptions, reps: int) -> list[str]:
-    args = [str(exe), "--tests", ",".join(step.tests), "--reps", str(reps),
+def _command(exe: Path, step: Step, opts: MpiOptions, reps: tuple[int, int]) -> list[str]:
+    args = [str(exe), "--tests", ",".join(step.tests), "--reps", str(reps[1]),
+            "--min-reps", str(reps[0]),
             "--iter-scale", "1" if opts.full else "0.1",
             "--halo-l", ",".join(map(str, HALO_L)), "--site-bytes", str(SITE_BYTES)]
     if opts.max_size is not None:
@@ -257,9 +259,12 @@ def run(ctx: RunContext, opts: MpiOptions | None) -> None:
     exe = build.build(mpi)
     launcher, path = launchers.choose(mpi, opts.launcher)
     ctx.provenance["mpi"] = {**mpi.to_dict(), "launcher": launcher.name, "launcher_path": path}
-    # the samples share OSU's iteration count between them (the C program splits it), so more
-    # of them cost no more time and narrow the CI of the median
-    reps = max(ctx.profile.repetition.min_samples, FULL_SAMPLES if opts.full else 0)
+    # the samples share OSU's iteration count between them (the C program splits it): up to the
+    # profile's most samples where OSU runs many iterations (small messages), which costs no
+    # more time and narrows the CI of the median; at least `least` where it runs a handful
+    rule = ctx.profile.repetition
+    least = max(rule.min_samples, FULL_SAMPLES if opts.full else 0)
+    reps = (least, max(least, rule.max_samples))
     timeout = opts.timeout_s or (600.0 if opts.full else 30.0)
     ctx.progress.start("mpi", len(steps))
     for step in steps:
@@ -276,7 +281,12 @@ def run(ctx: RunContext, opts: MpiOptions | None) -> None:
                             "<launcher> (`hpcprobe mpi info` lists the usable ones)")
         ctx.progress.advance(f"mpi {what}")
         binding = _binding(ctx, step, outcome.bindings)
-        ctx.metrics.extend(_metrics(step, outcome, launcher.name, mpi, binding))
+        got = _metrics(step, outcome, launcher.name, mpi, binding)
+        ctx.metrics.extend(got)
+        for m in got:  # the figures (not the slowest/fastest rank) against the CI target
+            if m.name in UNITS:
+                label = f"{m.name} {m.params['size_bytes']} B, {what}"
+                ctx.record("mpi", label, Sampled(m.samples, steady=True, target=rule.target))
         if outcome.error:
             ctx.errors.append(f"mpi ({what}): {outcome.error}; the figures measured before "
                               "are kept")
