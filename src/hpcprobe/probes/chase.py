@@ -50,7 +50,7 @@ def dram_size(topo: Topology, cpu: int) -> int:
 
 
 def chase_samples(ctx: RunContext, team: Team, budget_s: float, label: str,
-                  rewarm_bytes: int = 0, benchmark: str = "latency") -> list[float]:
+                  rewarm_bytes: int = 0, *, benchmark: str) -> list[float]:
     """ns per dependent load in the steady state: samples of at least sample_s, after a warm-up
     that walks the ring until successive samples agree. A cache-resident ring (rewarm_bytes > 0)
     is also settled before every batch of samples: the host evicts it from a shared L3 while

@@ -22,7 +22,7 @@ REJECTED_WARN = 1 / 3
 
 
 def clock_point(ctx: RunContext, team: Team, load: str, cpus: tuple[int, ...], placement: str,
-                budget_s: float, benchmark: str = "frequency") -> Metric | None:
+                budget_s: float, benchmark: str) -> Metric | None:
     """The clock of `cpus` all running the chain under `load`, in the steady state: samples
     pooled over the threads (each from a block of short/long pairs); scaling_cur_freq read
     during the samples where cpufreq exists."""

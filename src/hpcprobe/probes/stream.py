@@ -50,7 +50,7 @@ class Measurement:
 
 
 def measure(ctx: RunContext, team: Team, m: Measurement, budget_s: float,
-            benchmark: str = "memory") -> list[float]:
+            benchmark: str) -> list[float]:
     """Timed samples of one measurement as GB/s (STREAM counting), taken in the steady state:
     the calibration and warm-up samples are dropped."""
     k = KERNELS[m.kernel]
@@ -75,6 +75,6 @@ def measure(ctx: RunContext, team: Team, m: Measurement, budget_s: float,
 
     got = sampling.sample(take, ctx.profile.repetition, budget_s)
     if migrated:
-        ctx.warnings.append(f"memory {m.label}: threads left their CPU in {migrated} "
+        ctx.warnings.append(f"{benchmark} {m.label}: threads left their CPU in {migrated} "
                             "thread-sample(s); is something else changing affinities?")
     return ctx.record(benchmark, m.label, got)

@@ -74,5 +74,5 @@ def run(ctx: RunContext, opts: FrequencyOptions | None) -> None:
         deadline = time.perf_counter() + SETTINGS[ctx.profile.name].budget_s
         for i, (load, k) in enumerate(todo):
             budget = max(0.0, deadline - time.perf_counter()) / (len(todo) - i)
-            clock_point(ctx, team, load, cores[:k], name, budget)
+            clock_point(ctx, team, load, cores[:k], name, budget, "frequency")
             ctx.progress.advance(f"clock {load} load, {k} active")

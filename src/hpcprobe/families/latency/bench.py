@@ -333,7 +333,8 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
             budget = max(0.0, deadline - time.perf_counter()) / (len(points) - i)
             pages = "huge" if p.huge else "default"
             samples = chase_samples(ctx, team, budget, f"{format_bytes(p.size_bytes)} {pages} "
-                                    "pages", 0 if p.level == "DRAM" else p.size_bytes)
+                                    "pages", 0 if p.level == "DRAM" else p.size_bytes,
+                                    benchmark="latency")
             if not team.chase_check(CHECK_STEPS):
                 ctx.errors.append(f"latency {format_bytes(p.size_bytes)}: the pointer-chase "
                                   "ring did not validate; figure discarded")

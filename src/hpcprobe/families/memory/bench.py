@@ -285,7 +285,8 @@ def run(ctx: RunContext, opts: MemoryOptions | None) -> None:
                 for m in ms:
                     cached = m.level != "DRAM"
                     t0 = time.perf_counter()
-                    samples = measure(ctx, team, m, max(0.0, pool[cached]) / left[cached])
+                    samples = measure(ctx, team, m, max(0.0, pool[cached]) / left[cached],
+                                      "memory")
                     pool[cached] -= time.perf_counter() - t0
                     left[cached] -= 1
                     err = team.stream_check(KERNELS[m.kernel].kernel_id, m.elems)
