@@ -1,0 +1,128 @@
+"""What the SQL backends of the result store share: one schema (runs, metrics, every sample),
+a run saved in one transaction, runs listed, resolved and loaded. A backend gives its driver's
+connection, placeholder style, errors and how it returns a new metric's id."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+from hpcprobe.common.errors import HpcprobeError, UserError
+from hpcprobe.results.model import SCHEMA_VERSION, Metric, Run, validate
+from hpcprobe.results.store import RunInfo, Store
+
+
+class SqlStore(Store):
+    """A result store over a DB-API connection; SQL is written with ? placeholders."""
+
+    placeholder = "?"
+    order = "rowid"  # the column that orders runs created in the same second
+    driver_errors: tuple[type[Exception], ...] = ()
+
+    def __init__(self, conn: Any, path: Path | str) -> None:
+        self.conn = conn
+        self.path = path
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        """Commits the block, or rolls it back on an exception."""
+        return self.conn  # type: ignore[no-any-return]
+
+    def _sql(self, sql: str) -> str:
+        if self.placeholder == "?":
+            return sql
+        return sql.replace("%", "%%").replace("?", self.placeholder)
+
+    def _execute(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        return self.conn.execute(self._sql(sql), params)
+
+    def _executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
+        self.conn.cursor().executemany(self._sql(sql), rows)
+
+    def _insert_metric(self, values: tuple[Any, ...]) -> int:
+        """Insert one metrics row; its metric_id."""
+        raise NotImplementedError
+
+    def save(self, run: Run) -> None:
+        """Insert the whole run in one transaction: all of it is stored, or none of it."""
+        doc = run.to_dict()
+        validate(doc)
+        try:
+            with self.transaction():
+                self._execute(
+                    "INSERT INTO runs (run_id, created, host, tag, profile, benchmarks, "
+                    "duration_s, schema_version, provenance, topology, findings, warnings, "
+                    "errors) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (run.run_id, run.created, run.host, run.tag, run.profile,
+                     json.dumps(run.benchmarks), run.duration_s, SCHEMA_VERSION,
+                     json.dumps(run.provenance), json.dumps(run.topology),
+                     json.dumps(run.findings), json.dumps(run.warnings), json.dumps(run.errors)))
+                for seq, m in enumerate(run.metrics):
+                    mid = self._insert_metric(
+                        (run.run_id, seq, m.benchmark, m.name, m.unit, m.better,
+                         json.dumps(m.params, sort_keys=True)))
+                    self._executemany("INSERT INTO samples (metric_id, seq, value) VALUES (?,?,?)",
+                                      [(mid, i, v) for i, v in enumerate(m.samples)])
+        except self.driver_errors as exc:
+            raise HpcprobeError(f"--db {self.path}: storing run {run.run_id} failed ({exc}); "
+                                "nothing of it was stored, earlier runs are intact") from exc
+
+    def runs(self, limit: int | None = None) -> list[RunInfo]:
+        sql = ("SELECT r.run_id, r.created, r.host, r.tag, r.profile, r.benchmarks, "
+               "(SELECT count(*) FROM metrics m WHERE m.run_id = r.run_id), r.duration_s "
+               f"FROM runs r ORDER BY r.created DESC, r.{self.order} DESC")
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        return [RunInfo(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7])
+                for r in self._execute(sql)]
+
+    def resolve(self, ref: str) -> str:
+        """A run id from a full id, a unique prefix, a tag or a host (the latest run with it),
+        or 'latest'."""
+        if ref in ("latest", "last"):
+            row = self._execute(
+                f"SELECT run_id FROM runs ORDER BY created DESC, {self.order} DESC LIMIT 1"
+            ).fetchone()
+            if row is None:
+                raise UserError(f"run {ref!r}: the store {self.path} holds no runs yet")
+            return str(row[0])
+        ids = [r[0] for r in self._execute(
+            "SELECT run_id FROM runs WHERE run_id LIKE ? || '%'", (ref,))]
+        if len(ids) == 1:
+            return str(ids[0])
+        if len(ids) > 1:
+            raise UserError(f"run {ref!r} is ambiguous ({len(ids)} runs start with it); give "
+                            "more characters")
+        for column in ("tag", "host"):
+            row = self._execute(f"SELECT run_id FROM runs WHERE {column} = ? "
+                                f"ORDER BY created DESC, {self.order} DESC LIMIT 1",
+                                (ref,)).fetchone()
+            if row is not None:
+                return str(row[0])
+        raise UserError(f"run {ref!r}: no run id, id prefix, tag or host matches in {self.path}; "
+                        "see `hpcprobe list`")
+
+    def load(self, ref: str) -> Run:
+        run_id = self.resolve(ref)
+        r = self._execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
+        metrics = []
+        rows = self._execute(
+            "SELECT metric_id, benchmark, name, unit, better, params FROM metrics "
+            "WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
+        for mid, bench, name, unit, better, params in rows:
+            samples = [v for (v,) in self._execute(
+                "SELECT value FROM samples WHERE metric_id = ? ORDER BY seq", (mid,))]
+            metrics.append(Metric(bench, name, unit, json.loads(params), samples, better))
+        doc: dict[str, Any] = {
+            "run_id": r[0], "created": r[1], "host": r[2], "tag": r[3], "profile": r[4],
+            "benchmarks": json.loads(r[5]), "duration_s": r[6], "provenance": json.loads(r[8]),
+            "topology": json.loads(r[9]), "findings": json.loads(r[10]),
+            "warnings": json.loads(r[11]), "errors": json.loads(r[12]), "metrics": []}
+        run = Run.from_dict(doc)
+        run.metrics = metrics
+        return run
