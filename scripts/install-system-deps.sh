@@ -3,7 +3,7 @@
 # Debian/Ubuntu. Unprivileged or elsewhere it says what is missing and succeeds: the core
 # (topology from sysfs, kernels, store) needs none of them.
 set -u
-PACKAGES=(hwloc likwid openmpi-bin libopenmpi-dev hpcc chromium)
+PACKAGES=(hwloc likwid openmpi-bin libopenmpi-dev hpcc chromium postgresql)
 # Debian's python3 has no venv/ensurepip without python3-venv
 python3 -c "import ensurepip, venv" 2>/dev/null || PACKAGES+=(python3-venv)
 

@@ -288,15 +288,21 @@ def _measure(a: argparse.Namespace, prof: profiles.Profile, chosen: Sequence[Fam
                                standalone=standalone)
     console = _console()
     terminal.render(run, console, registry.views())
+    if a.json:  # first: if the store fails now, the figures are in the document
+        results.write_json(run, a.json)
+        console.print(f"Wrote {a.json}.", highlight=False)
     if store is not None:
-        store.save(run)
+        try:
+            store.save(run)
+        except HpcprobeError as exc:
+            kept = f"; the run is in {a.json} (`hpcprobe import` can store it later)" \
+                if a.json else ""
+            raise HpcprobeError(f"{exc}{kept}") from None
+        finally:
+            store.close()
         console.print(f"Stored as run {run.run_id} in {store.path} "
                       f"({len(run.metrics)} metrics); `hpcprobe show {run.run_id}` reads it back.",
                       highlight=False)
-        store.close()
-    if a.json:
-        results.write_json(run, a.json)
-        console.print(f"Wrote {a.json}.", highlight=False)
     if getattr(a, "report", None):
         from hpcprobe.views import html as report
 

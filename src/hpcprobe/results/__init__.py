@@ -1,3 +1,4 @@
 """Results: the run document (model, schema) and the result store with its backends."""
 
-from hpcprobe.results import sqlite  # noqa: F401  (registers the SQLite backend)
+# the backends register themselves by URL scheme (one line per backend)
+from hpcprobe.results import postgres, sqlite  # noqa: F401

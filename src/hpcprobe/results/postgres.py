@@ -1,0 +1,158 @@
+"""The PostgreSQL backend of the result store, for a fleet: every node writes its runs to one
+database at once (psycopg 3). `--db postgresql://USER@HOST:PORT/DB`; the password comes from the
+URL, PGPASSWORD, PGPASSFILE or ~/.pgpass as libpq reads them, and is never printed."""
+
+from __future__ import annotations
+
+import os
+import re
+from contextlib import AbstractContextManager
+from typing import Any
+
+from hpcprobe.common.errors import UserError
+from hpcprobe.results.sql import SqlStore
+from hpcprobe.results.store import Store, backend
+
+#: Version of the table layout below; the hpcprobe_meta table holds it.
+STORE_VERSION = 1
+#: Seconds to wait for the server before saying it is unreachable.
+CONNECT_TIMEOUT_S = 10
+#: Serialises the creation of the schema when many writers meet an empty database at once.
+SCHEMA_LOCK = 0x68706370  # "hpcp"
+
+_DDL = """
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY,
+    created TEXT NOT NULL,
+    host TEXT NOT NULL,
+    tag TEXT,
+    profile TEXT NOT NULL,
+    benchmarks TEXT NOT NULL,
+    duration_s DOUBLE PRECISION NOT NULL,
+    schema_version INTEGER NOT NULL,
+    provenance TEXT NOT NULL,
+    topology TEXT NOT NULL,
+    findings TEXT NOT NULL,
+    warnings TEXT NOT NULL,
+    errors TEXT NOT NULL,
+    inserted BIGSERIAL NOT NULL
+);
+CREATE TABLE metrics (
+    metric_id BIGSERIAL PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    benchmark TEXT NOT NULL,
+    name TEXT NOT NULL,
+    unit TEXT NOT NULL,
+    better TEXT NOT NULL,
+    params TEXT NOT NULL
+);
+CREATE TABLE samples (
+    metric_id BIGINT NOT NULL REFERENCES metrics(metric_id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    value DOUBLE PRECISION NOT NULL,
+    PRIMARY KEY (metric_id, seq)
+);
+CREATE INDEX metrics_run ON metrics(run_id);
+CREATE INDEX runs_host ON runs(host);
+CREATE INDEX runs_tag ON runs(tag);
+CREATE INDEX runs_created ON runs(created);
+CREATE TABLE hpcprobe_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+def redact(url: str) -> str:
+    """The URL without its password."""
+    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
+
+
+def _reason(exc: Exception) -> str:
+    """The first line of a driver error, without a password it might echo."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return redact(text)
+
+
+@backend
+class PostgresStore(SqlStore):
+    """An open PostgreSQL store; open it with `Store.open("postgresql://...")`."""
+
+    scheme = "postgresql"
+    placeholder = "%s"
+    order = "inserted"
+
+    @classmethod
+    def connect(cls, location: str | os.PathLike[str] | None, create: bool) -> Store:
+        import psycopg
+
+        url = os.fspath(location) if location is not None else ""
+        shown = redact(url)
+        try:
+            conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+        except psycopg.Error as exc:
+            raise UserError(f"--db {shown}: cannot connect ({_reason(exc)}); check the host, "
+                            "port, database and credentials") from None
+        store = cls(conn, shown)
+        store.driver_errors = (psycopg.Error,)
+        try:
+            store._check_schema(create)
+        except psycopg.Error as exc:
+            conn.close()
+            raise UserError(f"--db {shown}: cannot use it as a result store "
+                            f"({_reason(exc)})") from None
+        except UserError:
+            conn.close()
+            raise
+        return store
+
+    def _version(self) -> int | None:
+        if self._execute("SELECT to_regclass('hpcprobe_meta')").fetchone()[0] is None:
+            return None
+        row = self._execute("SELECT value FROM hpcprobe_meta WHERE key = 'store_version'"
+                            ).fetchone()
+        return int(row[0]) if row else None
+
+    def _check_schema(self, create: bool) -> None:
+        version = self._version()
+        if version is None and create:
+            with self.transaction():
+                self._execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
+                if self._execute("SELECT to_regclass('hpcprobe_meta')").fetchone()[0] is None:
+                    if self._execute("SELECT to_regclass('runs')").fetchone()[0] is not None:
+                        raise UserError(f"--db {self.path}: the database has a runs table but "
+                                        "no hpcprobe schema; choose another database")
+                    self.conn.execute(_DDL)
+                    self._execute("INSERT INTO hpcprobe_meta VALUES ('store_version', ?)",
+                                  (str(STORE_VERSION),))
+            version = self._version()
+        if version is None:
+            raise UserError(f"--db {self.path}: the database holds no hpcprobe store yet; run "
+                            "`hpcprobe run --db ...` first")
+        if version != STORE_VERSION:
+            raise UserError(f"--db {self.path}: store version {version}, this hpcprobe reads "
+                            f"version {STORE_VERSION}; upgrade hpcprobe or use another --db")
+
+    def transaction(self) -> AbstractContextManager[Any]:
+        return self.conn.transaction()  # type: ignore[no-any-return]
+
+    def check_writable(self) -> None:
+        row = self._execute("SELECT has_table_privilege('runs', 'INSERT') AND "
+                            "has_table_privilege('metrics', 'INSERT') AND "
+                            "has_table_privilege('samples', 'INSERT')").fetchone()
+        if not row[0]:
+            raise UserError(f"--db {self.path}: this user may not insert runs; grant INSERT on "
+                            "runs, metrics and samples or use another --db")
+
+    def _insert_metric(self, values: tuple[Any, ...]) -> int:
+        row = self._execute("INSERT INTO metrics (run_id, seq, benchmark, name, unit, better, "
+                            "params) VALUES (?,?,?,?,?,?,?) RETURNING metric_id",
+                            values).fetchone()
+        return int(row[0])
+
+
+class PostgresAlias(PostgresStore):
+    """postgres:// is the same backend (libpq takes both schemes)."""
+
+    scheme = "postgres"
+
+
+backend(PostgresAlias)

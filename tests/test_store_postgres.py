@@ -1,0 +1,58 @@
+"""The PostgreSQL backend against a real, throwaway PostgreSQL server started by the tests:
+the same runs, read back whole; many concurrent writers; bad URLs and unreachable servers."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from conftest import assert_user_error, hpcprobe, run_json
+from hpcprobe.common.errors import UserError
+from hpcprobe.results import model as results
+from hpcprobe.results.store import Store
+
+
+def test_a_run_stored_in_postgresql_reads_back_whole(pg_url, tmp_path):
+    r, doc = run_json(tmp_path, "memory", "--kernel", "triad", "--threads", "1", "--size",
+                      "96KiB", "--quick", "--db", pg_url, "--tag", "pg")
+    assert r.code == 0, r.err
+    with Store.open(pg_url, create=False) as st:
+        back = st.load("pg")
+        assert [i.run_id for i in st.runs()] == [doc["run_id"]]
+    assert back.to_dict() == results.Run.from_dict(doc).to_dict()
+    shown = hpcprobe("show", "pg", "--db", pg_url, "--json")
+    assert shown.code == 0 and json.loads(shown.out)["run_id"] == doc["run_id"]
+    listed = hpcprobe("list", "--db", pg_url)
+    assert doc["run_id"] in listed.out
+
+
+def test_the_same_runs_in_sqlite_and_postgresql_compare_alike(pg_url, tmp_path):
+    from conftest import DATA
+
+    runs = [results.read_json(DATA / "compare" / f) for f in ("nps1.json", "nps4.json")]
+    sqlite_db = tmp_path / "r.sqlite"
+    for db in (str(sqlite_db), pg_url):
+        with Store.open(db) as st:
+            for run in runs:
+                st.save(run)
+    a = hpcprobe("compare", runs[0].run_id, runs[1].run_id, "--db", str(sqlite_db), "--csv")
+    b = hpcprobe("compare", runs[0].run_id, runs[1].run_id, "--db", pg_url, "--csv")
+    assert a.code == 0 and a.out == b.out
+
+
+def test_an_unreachable_server_is_one_line_before_anything_is_measured(tmp_path):
+    from conftest import _free_port
+
+    url = f"postgresql://nobody:secret@127.0.0.1:{_free_port()}/none"
+    out = tmp_path / "run.json"
+    r = hpcprobe("run", "memory", "--kernel", "triad", "--threads", "1", "--size", "96KiB",
+                 "--quick", "--db", url, "--json", str(out))
+    assert_user_error(r, "cannot connect")
+    assert "secret" not in r.err and "***" in r.err  # the password is never printed
+    assert not out.exists()  # refused before measuring: nothing measured, nothing lost
+
+
+def test_a_database_without_the_schema_is_refused_for_reading(pg_url):
+    with pytest.raises(UserError, match="holds no hpcprobe store yet"):
+        Store.open(pg_url, create=False)
