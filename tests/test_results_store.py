@@ -184,7 +184,7 @@ def test_a_url_picks_its_backend_and_an_unknown_one_is_refused(tmp_path, monkeyp
     assert BACKENDS["sqlite"] is SqliteStore
     monkeypatch.chdir(tmp_path)
     with pytest.raises(UserError, match=r"no result store backend for nosuch:// here; backends: "
-                                        r"sqlite"):
+                                        r"postgres, postgresql, sqlite"):
         Store.open("nosuch://host/db")
     assert_user_error(hpcprobe("list", "--db", "nosuch://host/db"),
                       "no result store backend")

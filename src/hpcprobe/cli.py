@@ -8,6 +8,7 @@ import os
 import re
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -19,8 +20,9 @@ from hpcprobe.machine import placement, topology
 from hpcprobe.measure import options, profiles
 from hpcprobe.measure.family import Family, Flag, flags
 from hpcprobe.measure.runner import resolve_isa
+from hpcprobe.results import export
 from hpcprobe.results import model as results
-from hpcprobe.results.store import Store, default_path
+from hpcprobe.results.store import Selection, Store, default_path
 from hpcprobe.views import terminal
 
 #: argparse's own messages, which name no value of ours
@@ -141,11 +143,47 @@ def build_parser() -> argparse.ArgumentParser:
                     help="most recent runs to list (default 50)")
     ls.add_argument("--json", action="store_true")
 
+    im = sub.add_parser("import", help="store run documents written with --json",
+                        description="Store runs measured elsewhere (a compute node offline, "
+                                    "another store): every file is read and checked first; "
+                                    "a run stored already is skipped, so importing twice "
+                                    "stores it once.")
+    im.add_argument("files", nargs="+", metavar="FILE.json")
+    im.add_argument("--db", help=f"result store (default: {default_path()})")
+
+    ex = sub.add_parser("export", help="write stored runs as JSON lines or CSV",
+                        description="Runs, their metrics (with median and 95% CI) or every "
+                                    "sample, selected by tag, host and date.")
+    ex.add_argument("--what", choices=export.WHAT, default="metrics",
+                    help="one row per run, per metric (default) or per sample")
+    ex.add_argument("--format", choices=export.FORMATS, default="jsonl")
+    ex.add_argument("--tag", help="only runs with this tag")
+    ex.add_argument("--host", help="only runs of this host")
+    ex.add_argument("--since", type=_date, metavar="DATE",
+                    help="only runs created at or after this UTC date/time (ISO 8601)")
+    ex.add_argument("--until", type=_date, metavar="DATE",
+                    help="only runs created before this UTC date/time (ISO 8601)")
+    ex.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    ex.add_argument("--db", help=f"result store (default: {default_path()})")
+
     sh = sub.add_parser("show", help="show a stored run")
     sh.add_argument("run", help="run id, unique id prefix, tag, 'latest', or a result JSON file")
     sh.add_argument("--db", help=f"result store (default: {default_path()})")
     sh.add_argument("--json", action="store_true", help="print the run document")
     return p
+
+
+def _date(text: str) -> str:
+    """An ISO 8601 date or date and time, as the store's UTC text compares with it."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a date such as 2026-11-01 or "
+                                         "2026-11-01T12:00") from None
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC).replace(tzinfo=None)
+    return when.isoformat(timespec="seconds") if "T" in text or " " in text else \
+        when.date().isoformat()
 
 
 def _dest(flag: Flag) -> str:
@@ -443,8 +481,33 @@ def cmd_show(a: argparse.Namespace) -> int:
     return 0
 
 
-COMMANDS = {"run": cmd_run, "compare": cmd_compare, "report": cmd_report,
-            "topology": cmd_topology, "plan": cmd_plan, "list": cmd_list, "show": cmd_show}
+def cmd_import(a: argparse.Namespace) -> int:
+    runs = export.read_documents(a.files)
+    with Store.open(a.db) as st:
+        stored, skipped = export.import_runs(st, runs)
+        where = st.path
+    print(f"Imported {len(stored)} run(s) into {where}"
+          + (f"; {len(skipped)} stored already, skipped: {', '.join(skipped)}" if skipped
+             else "") + ".")
+    return 0
+
+
+def cmd_export(a: argparse.Namespace) -> int:
+    if a.output:
+        files.check_writable(a.output, "-o")
+    with Store.open(a.db, create=False) as st:
+        text = export.render(export.rows(st, a.what, Selection(a.tag, a.host, a.since,
+                                                                 a.until)), a.what, a.format)
+    if a.output:
+        files.atomic_write(a.output, text.encode(), "-o")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+COMMANDS = {"run": cmd_run, "compare": cmd_compare, "report": cmd_report, "import": cmd_import,
+            "export": cmd_export, "topology": cmd_topology, "plan": cmd_plan, "list": cmd_list,
+            "show": cmd_show}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

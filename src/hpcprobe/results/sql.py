@@ -12,7 +12,7 @@ from typing import Any
 
 from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.results.model import SCHEMA_VERSION, Metric, Run, validate
-from hpcprobe.results.store import RunInfo, Store
+from hpcprobe.results.store import AlreadyStored, RunInfo, Selection, Store
 
 
 class SqlStore(Store):
@@ -54,6 +54,8 @@ class SqlStore(Store):
         validate(doc)
         try:
             with self.transaction():
+                if self.has(run.run_id):
+                    raise AlreadyStored(f"run {run.run_id} is stored already in {self.path}")
                 self._execute(
                     "INSERT INTO runs (run_id, created, host, tag, profile, benchmarks, "
                     "duration_s, schema_version, provenance, topology, findings, warnings, "
@@ -69,17 +71,32 @@ class SqlStore(Store):
                     self._executemany("INSERT INTO samples (metric_id, seq, value) VALUES (?,?,?)",
                                       [(mid, i, v) for i, v in enumerate(m.samples)])
         except self.driver_errors as exc:
+            if self.has(run.run_id):  # a concurrent writer stored the same run first
+                raise AlreadyStored(f"run {run.run_id} is stored already in {self.path}") \
+                    from None
             raise HpcprobeError(f"--db {self.path}: storing run {run.run_id} failed ({exc}); "
                                 "nothing of it was stored, earlier runs are intact") from exc
 
-    def runs(self, limit: int | None = None) -> list[RunInfo]:
+    def has(self, run_id: str) -> bool:
+        return self._execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() \
+            is not None
+
+    def runs(self, limit: int | None = None, where: Selection | None = None) -> list[RunInfo]:
+        sel = where or Selection()
+        conds, params = [], []
+        for column, value, op in (("tag", sel.tag, "="), ("host", sel.host, "="),
+                                  ("created", sel.since, ">="), ("created", sel.until, "<")):
+            if value is not None:
+                conds.append(f"r.{column} {op} ?")
+                params.append(value)
         sql = ("SELECT r.run_id, r.created, r.host, r.tag, r.profile, r.benchmarks, "
                "(SELECT count(*) FROM metrics m WHERE m.run_id = r.run_id), r.duration_s "
-               f"FROM runs r ORDER BY r.created DESC, r.{self.order} DESC")
+               "FROM runs r" + (" WHERE " + " AND ".join(conds) if conds else "")
+               + f" ORDER BY r.created DESC, r.{self.order} DESC")
         if limit:
             sql += f" LIMIT {int(limit)}"
         return [RunInfo(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7])
-                for r in self._execute(sql)]
+                for r in self._execute(sql, params)]
 
     def resolve(self, ref: str) -> str:
         """A run id from a full id, a unique prefix, a tag or a host (the latest run with it),

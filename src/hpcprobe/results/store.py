@@ -10,7 +10,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.results.model import Run
 
 
@@ -37,6 +37,21 @@ class RunInfo:
     duration_s: float
 
 
+@dataclass(frozen=True)
+class Selection:
+    """Which runs: by tag, host, and creation time (ISO 8601 text, UTC; since <= created <
+    until)."""
+
+    tag: str | None = None
+    host: str | None = None
+    since: str | None = None
+    until: str | None = None
+
+
+class AlreadyStored(HpcprobeError):
+    """The store holds a run with this id already (an import of the same run twice)."""
+
+
 class Store(ABC):
     """An open result store: save runs, list them, load one by reference."""
 
@@ -54,7 +69,7 @@ class Store(ABC):
         scheme = m.group(1) if m else "sqlite"
         if scheme not in BACKENDS:
             raise UserError(f"--db {text}: no result store backend for {scheme}:// here; "
-                            f"backends: {', '.join(BACKENDS)} (a plain path is SQLite)")
+                            f"backends: {', '.join(sorted(BACKENDS))} (a plain path is SQLite)")
         return BACKENDS[scheme].connect(location, create)
 
     @classmethod
@@ -76,11 +91,16 @@ class Store(ABC):
 
     @abstractmethod
     def save(self, run: Run) -> None:
-        """Store a run whole (one transaction) or not at all."""
+        """Store a run whole (one transaction) or not at all; AlreadyStored when its id is
+        there."""
 
     @abstractmethod
-    def runs(self, limit: int | None = None) -> list[RunInfo]:
-        """The most recent runs, newest first."""
+    def has(self, run_id: str) -> bool:
+        """Whether a run with this exact id is stored."""
+
+    @abstractmethod
+    def runs(self, limit: int | None = None, where: Selection | None = None) -> list[RunInfo]:
+        """The most recent runs (those selected), newest first."""
 
     @abstractmethod
     def load(self, ref: str) -> Run:

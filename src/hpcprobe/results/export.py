@@ -1,0 +1,80 @@
+"""Moving runs in and out of a store: export as JSON lines or CSV (runs, metrics with their
+summary, or every sample), import of run documents written with --json (idempotent)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from hpcprobe.results.model import Run, read_json
+from hpcprobe.results.store import AlreadyStored, Selection, Store
+
+WHAT = ("runs", "metrics", "samples")
+FORMATS = ("jsonl", "csv")
+COLUMNS = {
+    "runs": ("run_id", "created", "host", "tag", "profile", "benchmarks", "metrics",
+             "duration_s"),
+    "metrics": ("run_id", "created", "host", "tag", "benchmark", "name", "unit", "better",
+                "params", "n", "median", "ci_low", "ci_high", "min", "max"),
+    "samples": ("run_id", "host", "tag", "benchmark", "name", "unit", "params", "seq", "value"),
+}
+
+
+def rows(store: Store, what: str, where: Selection) -> Iterator[dict[str, Any]]:
+    """The selected runs as rows of `what`, oldest run first."""
+    infos = list(reversed(store.runs(where=where)))
+    if what == "runs":
+        for info in infos:
+            yield {"run_id": info.run_id, "created": info.created, "host": info.host,
+                   "tag": info.tag, "profile": info.profile, "benchmarks": info.benchmarks,
+                   "metrics": info.metrics, "duration_s": info.duration_s}
+        return
+    for info in infos:
+        run = store.load(info.run_id)
+        for m in run.metrics:
+            head = {"run_id": run.run_id, "created": run.created, "host": run.host,
+                    "tag": run.tag, "benchmark": m.benchmark, "name": m.name, "unit": m.unit,
+                    "better": m.better, "params": m.params}
+            if what == "metrics":
+                s = m.summary
+                yield {**head, "n": s.n, "median": s.median, "ci_low": s.ci95[0],
+                       "ci_high": s.ci95[1], "min": s.min, "max": s.max}
+            else:
+                for seq, value in enumerate(m.samples):
+                    yield {**head, "seq": seq, "value": value}
+
+
+def render(records: Iterator[dict[str, Any]], what: str, fmt: str) -> str:
+    """JSON lines (nested values as JSON), or CSV with a header (nested values as JSON text)."""
+    if fmt == "jsonl":
+        return "".join(json.dumps(r, sort_keys=False) + "\n" for r in records)
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS[what], extrasaction="ignore",
+                       lineterminator="\n")
+    w.writeheader()
+    for r in records:
+        w.writerow({k: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
+                    for k, v in r.items()})
+    return buf.getvalue()
+
+
+def read_documents(paths: Sequence[str | Path]) -> list[Run]:
+    """Every document read and validated before anything is stored: a bad file stores none."""
+    return [read_json(p) for p in paths]
+
+
+def import_runs(store: Store, runs: Sequence[Run]) -> tuple[list[str], list[str]]:
+    """(stored, already there) run ids; each run in its own transaction."""
+    stored, skipped = [], []
+    for run in runs:
+        try:
+            store.save(run)
+        except AlreadyStored:
+            skipped.append(run.run_id)
+        else:
+            stored.append(run.run_id)
+    return stored, skipped

@@ -1,0 +1,141 @@
+"""Moving runs in and out of both store backends (SQLite and a real PostgreSQL), concurrent
+writers, and a writer killed mid-run. The runs are recorded documents (tests/data/compare) under
+new ids, so every backend stores the same thing."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import multiprocessing
+import os
+import signal
+import time
+from dataclasses import replace
+
+import pytest
+
+from conftest import DATA, assert_user_error, hpcprobe
+from hpcprobe.results import model as results
+from hpcprobe.results.store import Store
+
+BASE = results.read_json(DATA / "compare" / "nps1.json")
+
+
+def copy_of(i: int, tag: str = "fleet", host: str = "vm", metrics: int = 1) -> results.Run:
+    """The recorded run under a new id (and host, tag), its metrics repeated `metrics` times."""
+    return replace(BASE, run_id=f"{i:012x}", host=host, tag=tag,
+                   metrics=[replace(m, params={**m.params, "copy": k})
+                            for k in range(metrics) for m in BASE.metrics])
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def db(request, tmp_path):
+    """A fresh store of each backend."""
+    if request.param == "sqlite":
+        return str(tmp_path / "r.sqlite")
+    return request.getfixturevalue("pg_url")
+
+
+def write_docs(tmp_path, runs):
+    paths = []
+    for run in runs:
+        p = tmp_path / f"{run.run_id}.json"
+        results.write_json(run, p)
+        paths.append(str(p))
+    return paths
+
+
+def test_import_is_idempotent_and_all_or_nothing(db, tmp_path):
+    paths = write_docs(tmp_path, [copy_of(1), copy_of(2)])
+    r = hpcprobe("import", *paths, "--db", db)
+    assert r.code == 0 and "Imported 2 run(s)" in r.out
+    again = hpcprobe("import", paths[0], "--db", db)
+    assert again.code == 0 and "Imported 0 run(s)" in again.out and "stored already" in again.out
+    bad = tmp_path / "other.json"
+    bad.write_text(json.dumps({"tool": "not hpcprobe"}))
+    trunc = tmp_path / "trunc.json"
+    trunc.write_text(open(paths[0]).read()[:100])
+    third = write_docs(tmp_path, [copy_of(3)])[0]
+    assert_user_error(hpcprobe("import", third, str(bad), "--db", db), "other.json")
+    assert_user_error(hpcprobe("import", third, str(trunc), "--db", db), "not JSON")
+    with Store.open(db, create=False) as st:
+        assert sorted(i.run_id for i in st.runs()) == ["000000000001", "000000000002"]
+
+
+def test_export_selects_and_counts_every_sample(db, tmp_path):
+    with Store.open(db) as st:
+        for i, (tag, host) in enumerate([("a", "n1"), ("a", "n2"), ("b", "n1")]):
+            st.save(copy_of(i, tag, host))
+    runs = hpcprobe("export", "--what", "runs", "--format", "csv", "--tag", "a", "--db", db)
+    assert runs.code == 0
+    assert [r["host"] for r in csv.DictReader(io.StringIO(runs.out))] == ["n1", "n2"]
+    samples = hpcprobe("export", "--what", "samples", "--host", "n1", "--db", db)
+    lines = [json.loads(x) for x in samples.out.splitlines()]
+    assert len(lines) == 2 * sum(len(m.samples) for m in BASE.metrics)
+    metrics = hpcprobe("export", "--db", db, "--format", "csv", "--since", "2030-01-01")
+    assert metrics.code == 0 and metrics.out.count("\n") == 1  # the header: no run that late
+    out = tmp_path / "m.jsonl"
+    assert hpcprobe("export", "--db", db, "-o", str(out)).code == 0
+    first = json.loads(out.read_text().splitlines()[0])
+    assert first["n"] == len(BASE.metrics[0].samples) and first["params"]["kernel"]
+    assert_user_error(hpcprobe("export", "--db", db, "-o", "/nonexistent/dir/x.csv"), "-o")
+
+
+def _writer(db: str, i: int) -> None:
+    with Store.open(db) as st:
+        st.save(copy_of(i, metrics=20))
+
+
+@pytest.mark.parametrize("backend,writers", [("sqlite", 20), ("postgresql", 100)])
+def test_concurrent_writers_lose_nothing(backend, writers, tmp_path, request):
+    db = str(tmp_path / "r.sqlite") if backend == "sqlite" else request.getfixturevalue("pg_url")
+    Store.open(db).close()  # the schema exists before the writers race (they may create it too)
+    ctx = multiprocessing.get_context("fork")
+    procs = [ctx.Process(target=_writer, args=(db, i)) for i in range(writers)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0] * writers
+    want = copy_of(0, metrics=20)
+    with Store.open(db, create=False) as st:
+        infos = st.runs()
+        assert len(infos) == writers and {i.metrics for i in infos} == {len(want.metrics)}
+        for i in range(writers):
+            back = st.load(f"{i:012x}")
+            assert [m.samples for m in back.metrics] == [m.samples for m in want.metrics]
+
+
+def _slow_writer(db: str) -> None:
+    with Store.open(db) as st:
+        st.save(copy_of(7, metrics=3000))
+
+
+def _writing(db: str) -> bool:
+    """Whether a write transaction is open on the store (rows inserted, not committed)."""
+    if "://" not in db:
+        return os.path.exists(db + "-journal")  # SQLite's rollback journal
+    import psycopg
+
+    with psycopg.connect(db, autocommit=True) as conn:
+        return bool(conn.execute("SELECT count(*) FROM pg_stat_activity WHERE backend_xid IS "
+                                 "NOT NULL AND datname = current_database()").fetchone()[0])
+
+
+def test_a_writer_killed_mid_run_leaves_no_partial_run(db):
+    Store.open(db).close()
+    ctx = multiprocessing.get_context("fork")
+    p = ctx.Process(target=_slow_writer, args=(db,))
+    p.start()
+    deadline = time.monotonic() + 60
+    while not _writing(db) and p.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert p.is_alive(), "the writer ended before its transaction was seen"
+    time.sleep(0.05)  # some rows in
+    os.kill(p.pid, signal.SIGKILL)
+    p.join(30)
+    with Store.open(db, create=False) as st:
+        assert st.runs() == []  # killed inside its transaction: nothing of it is stored
+    r = hpcprobe("list", "--db", db)
+    assert r.code == 0
