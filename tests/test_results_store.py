@@ -15,7 +15,7 @@ from hpcprobe.measure import profiles
 from hpcprobe.measure.family import NoProgress
 from hpcprobe.results import model as results
 from hpcprobe.results.model import Metric
-from hpcprobe.results.sqlite import STORE_VERSION
+from hpcprobe.results.sql import STORE_VERSION
 from hpcprobe.results.store import Store
 
 

@@ -54,5 +54,5 @@ def test_an_unreachable_server_is_one_line_before_anything_is_measured(tmp_path)
 
 
 def test_a_database_without_the_schema_is_refused_for_reading(pg_url):
-    with pytest.raises(UserError, match="holds no hpcprobe store yet"):
+    with pytest.raises(UserError, match="no hpcprobe store there yet"):
         Store.open(pg_url, create=False)

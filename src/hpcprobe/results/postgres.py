@@ -13,13 +13,13 @@ from hpcprobe.common.errors import UserError
 from hpcprobe.results.sql import SqlStore
 from hpcprobe.results.store import Store, backend
 
-#: Version of the table layout below; the hpcprobe_meta table holds it.
-STORE_VERSION = 1
 #: Seconds to wait for the server before saying it is unreachable.
 CONNECT_TIMEOUT_S = 10
 #: Serialises the creation of the schema when many writers meet an empty database at once.
 SCHEMA_LOCK = 0x68706370  # "hpcp"
 
+#: The version-1 tables (later versions: results/sql.py MIGRATIONS); hpcprobe_meta holds the
+#: version.
 _DDL = """
 CREATE TABLE runs (
     run_id TEXT PRIMARY KEY,
@@ -56,7 +56,6 @@ CREATE TABLE samples (
 CREATE INDEX metrics_run ON metrics(run_id);
 CREATE INDEX runs_host ON runs(host);
 CREATE INDEX runs_tag ON runs(tag);
-CREATE INDEX runs_created ON runs(created);
 CREATE TABLE hpcprobe_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
 
@@ -79,6 +78,7 @@ class PostgresStore(SqlStore):
     scheme = "postgresql"
     placeholder = "%s"
     order = "inserted"
+    base_ddl = tuple(s.strip() for s in _DDL.split(";") if s.strip())
 
     @classmethod
     def connect(cls, location: str | os.PathLike[str] | None, create: bool) -> Store:
@@ -94,7 +94,7 @@ class PostgresStore(SqlStore):
         store = cls(conn, shown)
         store.driver_errors = (psycopg.Error,)
         try:
-            store._check_schema(create)
+            store.prepare(create)
         except psycopg.Error as exc:
             conn.close()
             raise UserError(f"--db {shown}: cannot use it as a result store "
@@ -111,25 +111,15 @@ class PostgresStore(SqlStore):
                             ).fetchone()
         return int(row[0]) if row else None
 
-    def _check_schema(self, create: bool) -> None:
-        version = self._version()
-        if version is None and create:
-            with self.transaction():
-                self._execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
-                if self._execute("SELECT to_regclass('hpcprobe_meta')").fetchone()[0] is None:
-                    if self._execute("SELECT to_regclass('runs')").fetchone()[0] is not None:
-                        raise UserError(f"--db {self.path}: the database has a runs table but "
-                                        "no hpcprobe schema; choose another database")
-                    self.conn.execute(_DDL)
-                    self._execute("INSERT INTO hpcprobe_meta VALUES ('store_version', ?)",
-                                  (str(STORE_VERSION),))
-            version = self._version()
-        if version is None:
-            raise UserError(f"--db {self.path}: the database holds no hpcprobe store yet; run "
-                            "`hpcprobe run --db ...` first")
-        if version != STORE_VERSION:
-            raise UserError(f"--db {self.path}: store version {version}, this hpcprobe reads "
-                            f"version {STORE_VERSION}; upgrade hpcprobe or use another --db")
+    def _set_version(self, version: int) -> None:
+        self._execute("INSERT INTO hpcprobe_meta VALUES ('store_version', ?) ON CONFLICT (key) "
+                      "DO UPDATE SET value = excluded.value", (str(version),))
+
+    def _foreign(self) -> bool:
+        return self._execute("SELECT to_regclass('runs')").fetchone()[0] is not None
+
+    def _lock(self) -> None:
+        self._execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
 
     def transaction(self) -> AbstractContextManager[Any]:
         return self.conn.transaction()  # type: ignore[no-any-return]

@@ -14,6 +14,16 @@ from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.results.model import SCHEMA_VERSION, Metric, Run, validate
 from hpcprobe.results.store import AlreadyStored, RunInfo, Selection, Store
 
+#: Statements that take a store from the version before to this version (both backends speak
+#: this SQL); a store is created at version 1 and brought up by every step.
+MIGRATIONS: dict[int, tuple[str, ...]] = {
+    # v2: the queries a fleet needs, one metric across all runs and runs by time
+    2: ("CREATE INDEX IF NOT EXISTS metrics_name ON metrics(benchmark, name)",
+        "CREATE INDEX IF NOT EXISTS runs_created ON runs(created)"),
+}
+#: The version this hpcprobe writes and reads.
+STORE_VERSION = max(MIGRATIONS)
+
 
 class SqlStore(Store):
     """A result store over a DB-API connection; SQL is written with ? placeholders."""
@@ -21,6 +31,7 @@ class SqlStore(Store):
     placeholder = "?"
     order = "rowid"  # the column that orders runs created in the same second
     driver_errors: tuple[type[Exception], ...] = ()
+    base_ddl: tuple[str, ...] = ()  # the version-1 schema, statement by statement
 
     def __init__(self, conn: Any, path: Path | str) -> None:
         self.conn = conn
@@ -47,6 +58,52 @@ class SqlStore(Store):
     def _insert_metric(self, values: tuple[Any, ...]) -> int:
         """Insert one metrics row; its metric_id."""
         raise NotImplementedError
+
+    def _version(self) -> int | None:
+        """The store's version, or None where the database holds no hpcprobe schema."""
+        raise NotImplementedError
+
+    def _set_version(self, version: int) -> None:
+        raise NotImplementedError
+
+    def _foreign(self) -> bool:
+        """Whether the database holds tables of something else (then it is not ours to use)."""
+        raise NotImplementedError
+
+    def _lock(self) -> None:
+        """Inside the transaction: keep other writers out while the schema changes."""
+
+    def prepare(self, create: bool) -> None:
+        """Create the schema in an empty store and bring an older one up to STORE_VERSION, each
+        in one transaction (all of it or nothing); refuse a newer store or a foreign database."""
+        version = self._version()
+        if version == STORE_VERSION:
+            return
+        if version is None and not create:
+            raise UserError(f"--db {self.path}: no hpcprobe store there yet; run `hpcprobe run` "
+                            "or `hpcprobe import` with this --db first")
+        if version is not None and version > STORE_VERSION:
+            raise UserError(f"--db {self.path}: store version {version} was written by a newer "
+                            f"hpcprobe; this one reads up to version {STORE_VERSION}: upgrade "
+                            "hpcprobe")
+        try:
+            with self.transaction():
+                self._lock()
+                version = self._version()  # another writer may have got here first
+                if version is None:
+                    if self._foreign():
+                        raise UserError(f"--db {self.path}: holds tables of something else, "
+                                        "not an hpcprobe store; choose another")
+                    for statement in self.base_ddl:
+                        self._execute(statement)
+                    version = 1
+                for step in range(version + 1, STORE_VERSION + 1):
+                    for statement in MIGRATIONS[step]:
+                        self._execute(statement)
+                self._set_version(STORE_VERSION)
+        except self.driver_errors as exc:
+            raise UserError(f"--db {self.path}: cannot bring the store to version "
+                            f"{STORE_VERSION} ({exc}); nothing was changed") from None
 
     def save(self, run: Run) -> None:
         """Insert the whole run in one transaction: all of it is stored, or none of it."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -12,9 +14,8 @@ from hpcprobe.common.errors import UserError
 from hpcprobe.results.sql import SqlStore
 from hpcprobe.results.store import Store, backend, default_path
 
-#: Version of the table layout below; PRAGMA user_version holds it.
-STORE_VERSION = 1
-
+#: The version-1 tables (later versions: results/sql.py MIGRATIONS); PRAGMA user_version holds
+#: the version.
 _DDL = """
 CREATE TABLE runs (
     run_id TEXT PRIMARY KEY,
@@ -59,6 +60,7 @@ class SqliteStore(SqlStore):
 
     scheme = "sqlite"
     driver_errors = (sqlite3.Error,)
+    base_ddl = tuple(s.strip() for s in _DDL.split(";") if s.strip())
 
     @classmethod
     def connect(cls, location: str | os.PathLike[str] | None, create: bool) -> Store:
@@ -71,25 +73,36 @@ class SqliteStore(SqlStore):
                 p.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(p, timeout=30)
             conn.execute("PRAGMA foreign_keys = ON")
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version == 0:
-                tables = conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-                if tables:
-                    raise UserError(f"--db {p}: an SQLite file, but not an hpcprobe store; "
-                                    "choose another path")
-                with conn:
-                    conn.executescript(_DDL)
-                    conn.execute(f"PRAGMA user_version = {STORE_VERSION}")
-            elif version != STORE_VERSION:
-                raise UserError(f"--db {p}: store version {version}, this hpcprobe reads "
-                                f"version {STORE_VERSION}; upgrade hpcprobe or use another --db")
+            store = cls(conn, p)
+            store.prepare(create)
         except sqlite3.DatabaseError as exc:
             raise UserError(f"--db {p}: cannot open it as a result store ({exc}); choose a "
                             "writable path") from exc
         except OSError as exc:
             raise UserError(f"--db {p}: cannot create it ({exc.strerror}); choose a writable "
                             "path") from exc
-        return cls(conn, p)
+        return store
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """BEGIN IMMEDIATE: the write lock first (a concurrent writer waits up to 30 s)."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.conn.rollback()
+            raise
+        self.conn.commit()
+
+    def _version(self) -> int | None:
+        return int(self.conn.execute("PRAGMA user_version").fetchone()[0]) or None
+
+    def _set_version(self, version: int) -> None:
+        self.conn.execute(f"PRAGMA user_version = {int(version)}")
+
+    def _foreign(self) -> bool:
+        return bool(self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0])
+
 
     def check_writable(self) -> None:
         """Fail now, not after the measurements, when the store cannot take a run."""

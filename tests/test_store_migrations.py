@@ -1,0 +1,87 @@
+"""Stores written by every older hpcprobe (kept fixtures: tests/data/stores/v1.*) are brought to
+the current version in place, in one transaction, with every run intact; a newer store is
+refused; a store that cannot be upgraded changes nothing."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+
+import pytest
+
+from conftest import DATA, assert_user_error, hpcprobe
+from hpcprobe.common.errors import UserError
+from hpcprobe.results import model as results
+from hpcprobe.results.sql import STORE_VERSION
+from hpcprobe.results.store import Store
+
+STORES = DATA / "stores"
+RUNS = [results.read_json(DATA / "compare" / f) for f in ("nps1.json", "nps4.json")]
+#: every store version the project has shipped before this one, with its fixture
+SHIPPED = [1]
+
+
+def _load_pg_dump(url: str, version: int) -> None:
+    """A plain pg_dump of a store of that version into an empty database (psql's backslash
+    commands left out)."""
+    import psycopg
+
+    text = (STORES / f"v{version}.postgresql.sql").read_text()
+    sql = "\n".join(line for line in text.splitlines() if not line.startswith("\\"))
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute(sql)
+
+
+def _old_store(backend: str, version: int, tmp_path, request) -> str:
+    if backend == "sqlite":
+        db = tmp_path / "old.sqlite"
+        shutil.copy(STORES / f"v{version}.sqlite", db)
+        return str(db)
+    url = request.getfixturevalue("pg_url")
+    _load_pg_dump(url, version)
+    return url
+
+
+def test_every_shipped_version_has_its_fixtures():
+    assert SHIPPED == list(range(1, STORE_VERSION))
+    for v in SHIPPED:
+        assert (STORES / f"v{v}.sqlite").exists() and (STORES / f"v{v}.postgresql.sql").exists()
+
+
+@pytest.mark.parametrize("version", SHIPPED)
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_an_older_store_is_upgraded_in_place_with_every_run_intact(backend, version, tmp_path,
+                                                                   request):
+    db = _old_store(backend, version, tmp_path, request)
+    with Store.open(db, create=False) as st:
+        assert st._version() == STORE_VERSION  # type: ignore[attr-defined]
+        for run in RUNS:
+            assert st.load(run.run_id).to_dict() == run.to_dict()
+    r = hpcprobe("compare", RUNS[0].run_id, RUNS[1].run_id, "--db", db, "--json")
+    assert r.code == 0
+
+
+def test_a_newer_store_is_refused(tmp_path):
+    db = tmp_path / "r.sqlite"
+    Store.open(db).close()
+    conn = sqlite3.connect(db)
+    conn.execute(f"PRAGMA user_version = {STORE_VERSION + 1}")
+    conn.commit()
+    conn.close()
+    assert_user_error(hpcprobe("list", "--db", str(db)), "written by a newer hpcprobe")
+
+
+def test_an_upgrade_that_fails_changes_nothing(tmp_path, monkeypatch):
+    from hpcprobe.results import sql
+
+    db = tmp_path / "old.sqlite"
+    shutil.copy(STORES / "v1.sqlite", db)
+    broken = {**sql.MIGRATIONS, STORE_VERSION: (*sql.MIGRATIONS[STORE_VERSION],
+                                                "CREATE INDEX nope ON no_such_table(x)")}
+    monkeypatch.setattr(sql, "MIGRATIONS", broken)
+    with pytest.raises(UserError, match="nothing was changed"):
+        Store.open(db)
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert "metrics_name" not in names  # the first statements of the step were rolled back too
