@@ -139,3 +139,24 @@ def test_a_writer_killed_mid_run_leaves_no_partial_run(db):
         assert st.runs() == []  # killed inside its transaction: nothing of it is stored
     r = hpcprobe("list", "--db", db)
     assert r.code == 0
+
+
+def test_list_selects_and_prune_removes_old_runs_whole(db, tmp_path):
+    with Store.open(db) as st:
+        for i, (tag, host, day) in enumerate([(None, "n1", "01-01"), ("keep", "n1", "01-02"),
+                                              (None, "n2", "01-03"), (None, "n1", "12-01")]):
+            st.save(replace(copy_of(i, tag or "", host), tag=tag,
+                            created=f"2026-{day}T00:00:00+00:00"))
+    listed = hpcprobe("list", "--db", db, "--host", "n1", "--until", "2026-06-01", "--json")
+    assert sorted(r["run_id"] for r in json.loads(listed.out)) == ["000000000000",
+                                                                   "000000000001"]
+    dry = hpcprobe("prune", "--db", db, "--before", "2026-06-01", "--keep-tagged", "--dry-run")
+    assert dry.code == 0 and "Would remove 2 run(s)" in dry.out
+    r = hpcprobe("prune", "--db", db, "--before", "2026-06-01", "--keep-tagged")
+    assert r.code == 0 and "Removed 2 run(s)" in r.out
+    with Store.open(db, create=False) as st:
+        assert sorted(i.run_id for i in st.runs()) == ["000000000001", "000000000003"]
+    samples = hpcprobe("export", "--db", db, "--what", "samples")
+    assert {json.loads(x)["run_id"] for x in samples.out.splitlines()} == {"000000000001",
+                                                                            "000000000003"}
+    assert_user_error(hpcprobe("prune", "--db", db), "--before")

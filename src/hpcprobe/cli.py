@@ -142,6 +142,18 @@ def build_parser() -> argparse.ArgumentParser:
     ls.add_argument("--limit", type=options.at_least(1, "a run count"), default=50,
                     help="most recent runs to list (default 50)")
     ls.add_argument("--json", action="store_true")
+    _add_selection(ls)
+
+    pr = sub.add_parser("prune", help="remove old runs from the store",
+                        description="Remove the runs created before a date, whole (their "
+                                    "metrics and samples too), in one transaction.")
+    pr.add_argument("--before", type=_date, metavar="DATE", required=True,
+                    help="remove runs created before this UTC date/time (ISO 8601)")
+    pr.add_argument("--keep-tagged", action="store_true",
+                    help="keep runs that carry a tag (campaigns, configurations)")
+    pr.add_argument("--host", help="only runs of this host")
+    pr.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
+    pr.add_argument("--db", help=f"result store (default: {default_path()})")
 
     im = sub.add_parser("import", help="store run documents written with --json",
                         description="Store runs measured elsewhere (a compute node offline, "
@@ -157,12 +169,7 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--what", choices=export.WHAT, default="metrics",
                     help="one row per run, per metric (default) or per sample")
     ex.add_argument("--format", choices=export.FORMATS, default="jsonl")
-    ex.add_argument("--tag", help="only runs with this tag")
-    ex.add_argument("--host", help="only runs of this host")
-    ex.add_argument("--since", type=_date, metavar="DATE",
-                    help="only runs created at or after this UTC date/time (ISO 8601)")
-    ex.add_argument("--until", type=_date, metavar="DATE",
-                    help="only runs created before this UTC date/time (ISO 8601)")
+    _add_selection(ex)
     ex.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
     ex.add_argument("--db", help=f"result store (default: {default_path()})")
 
@@ -184,6 +191,20 @@ def _date(text: str) -> str:
         when = when.astimezone(UTC).replace(tzinfo=None)
     return when.isoformat(timespec="seconds") if "T" in text or " " in text else \
         when.date().isoformat()
+
+
+def _add_selection(p: argparse.ArgumentParser) -> None:
+    """Which stored runs: tag, host, time range."""
+    p.add_argument("--tag", help="only runs with this tag")
+    p.add_argument("--host", help="only runs of this host")
+    p.add_argument("--since", type=_date, metavar="DATE",
+                   help="only runs created at or after this UTC date/time (ISO 8601)")
+    p.add_argument("--until", type=_date, metavar="DATE",
+                   help="only runs created before this UTC date/time (ISO 8601)")
+
+
+def _selection(a: argparse.Namespace) -> Selection:
+    return Selection(a.tag, a.host, a.since, a.until)
 
 
 def _dest(flag: Flag) -> str:
@@ -409,13 +430,14 @@ def cmd_plan(a: argparse.Namespace) -> int:
 
 def cmd_list(a: argparse.Namespace) -> int:
     with Store.open(a.db, create=False) as st:
-        rows = st.runs(a.limit)
+        rows = st.runs(a.limit, _selection(a))
+        where = st.path
     if a.json:
         _print_json([r.__dict__ for r in rows])
         return 0
     from rich.table import Table
 
-    t = Table(title=f"Runs in {a.db or default_path()}", title_justify="left")
+    t = Table(title=f"Runs in {where}", title_justify="left")
     for col in ("run", "created", "host", "tag", "profile", "benchmarks", "metrics", "seconds"):
         t.add_column(col)
     for r in rows:
@@ -496,8 +518,7 @@ def cmd_export(a: argparse.Namespace) -> int:
     if a.output:
         files.check_writable(a.output, "-o")
     with Store.open(a.db, create=False) as st:
-        text = export.render(export.rows(st, a.what, Selection(a.tag, a.host, a.since,
-                                                                 a.until)), a.what, a.format)
+        text = export.render(export.rows(st, a.what, _selection(a)), a.what, a.format)
     if a.output:
         files.atomic_write(a.output, text.encode(), "-o")
     else:
@@ -505,9 +526,24 @@ def cmd_export(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_prune(a: argparse.Namespace) -> int:
+    with Store.open(a.db, create=False) as st:
+        old = [r for r in st.runs(where=Selection(host=a.host, until=a.before))
+               if not (a.keep_tagged and r.tag)]
+        if a.dry_run:
+            print(f"Would remove {len(old)} run(s) created before {a.before} from {st.path}"
+                  + (f": {', '.join(r.run_id for r in old[:20])}" if old else "")
+                  + (" ..." if len(old) > 20 else "") + ".")
+            return 0
+        gone = st.delete([r.run_id for r in old])
+        print(f"Removed {gone} run(s) created before {a.before} from {st.path}"
+              + (" (tagged runs kept)" if a.keep_tagged else "") + ".")
+    return 0
+
+
 COMMANDS = {"run": cmd_run, "compare": cmd_compare, "report": cmd_report, "import": cmd_import,
-            "export": cmd_export, "topology": cmd_topology, "plan": cmd_plan, "list": cmd_list,
-            "show": cmd_show}
+            "export": cmd_export, "prune": cmd_prune, "topology": cmd_topology, "plan": cmd_plan,
+            "list": cmd_list, "show": cmd_show}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -155,6 +155,13 @@ class SqlStore(Store):
         return [RunInfo(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7])
                 for r in self._execute(sql, params)]
 
+    def delete(self, run_ids: list[str]) -> int:
+        gone = 0
+        with self.transaction():
+            for run_id in run_ids:  # metrics and samples go with their run (ON DELETE CASCADE)
+                gone += self._execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount
+        return gone
+
     def resolve(self, ref: str) -> str:
         """A run id from a full id, a unique prefix, a tag or a host (the latest run with it),
         or 'latest'."""

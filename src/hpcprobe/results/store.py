@@ -103,6 +103,10 @@ class Store(ABC):
         """The most recent runs (those selected), newest first."""
 
     @abstractmethod
+    def delete(self, run_ids: list[str]) -> int:
+        """Remove these runs whole (one transaction); how many there were."""
+
+    @abstractmethod
     def load(self, ref: str) -> Run:
         """A run by id, unique id prefix, tag, host (its latest run) or 'latest'."""
 
