@@ -17,7 +17,7 @@ import pytest
 
 from conftest import DATA, assert_user_error, hpcprobe
 from hpcprobe.results import model as results
-from hpcprobe.results.store import Store
+from hpcprobe.results.store import Selection, Store
 
 BASE = results.read_json(DATA / "compare" / "nps1.json")
 
@@ -160,3 +160,18 @@ def test_list_selects_and_prune_removes_old_runs_whole(db, tmp_path):
     assert {json.loads(x)["run_id"] for x in samples.out.splitlines()} == {"000000000001",
                                                                             "000000000003"}
     assert_user_error(hpcprobe("prune", "--db", db), "--before")
+
+
+def test_one_metric_across_the_fleet_in_one_query(db):
+    with Store.open(db) as st:
+        for i, host in enumerate(["n1", "n2", "n3"]):
+            st.save(copy_of(i, "campaign", host))
+        st.save(copy_of(9, "other", "n4"))
+        got = st.metric_across("memory", "bandwidth", Selection(tag="campaign"))
+    want = [m for m in BASE.metrics if (m.benchmark, m.name) == ("memory", "bandwidth")]
+    assert [h["host"] for h, _ in got] == [h for h in ("n1", "n2", "n3") for _ in want]
+    assert [m.samples for _, m in got] == [m.samples for m in want] * 3
+    r = hpcprobe("export", "--db", db, "--metric", "memory.bandwidth", "--tag", "campaign",
+                 "--format", "csv")
+    assert r.code == 0 and r.out.count("\n") == 1 + 3 * len(want)
+    assert_user_error(hpcprobe("export", "--db", db, "--metric", "bandwidth"), "BENCHMARK.NAME")

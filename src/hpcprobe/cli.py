@@ -170,6 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="one row per run, per metric (default) or per sample")
     ex.add_argument("--format", choices=export.FORMATS, default="jsonl")
     _add_selection(ex)
+    ex.add_argument("--metric", metavar="BENCHMARK.NAME", type=_metric_name,
+                    help="only this metric of each run, e.g. memory.bandwidth (the fleet view)")
     ex.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
     ex.add_argument("--db", help=f"result store (default: {default_path()})")
 
@@ -191,6 +193,13 @@ def _date(text: str) -> str:
         when = when.astimezone(UTC).replace(tzinfo=None)
     return when.isoformat(timespec="seconds") if "T" in text or " " in text else \
         when.date().isoformat()
+
+
+def _metric_name(text: str) -> tuple[str, str]:
+    benchmark, dot, name = text.partition(".")
+    if not (benchmark and dot and name):
+        raise argparse.ArgumentTypeError(f"{text!r}: give BENCHMARK.NAME, e.g. memory.bandwidth")
+    return benchmark, name
 
 
 def _add_selection(p: argparse.ArgumentParser) -> None:
@@ -518,7 +527,8 @@ def cmd_export(a: argparse.Namespace) -> int:
     if a.output:
         files.check_writable(a.output, "-o")
     with Store.open(a.db, create=False) as st:
-        text = export.render(export.rows(st, a.what, _selection(a)), a.what, a.format)
+        text = export.render(export.rows(st, a.what, _selection(a), a.metric), a.what,
+                             a.format)
     if a.output:
         files.atomic_write(a.output, text.encode(), "-o")
     else:

@@ -10,7 +10,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from hpcprobe.results.model import Run, read_json
+from hpcprobe.results.model import Metric, Run, read_json
 from hpcprobe.results.store import AlreadyStored, Selection, Store
 
 WHAT = ("runs", "metrics", "samples")
@@ -24,8 +24,26 @@ COLUMNS = {
 }
 
 
-def rows(store: Store, what: str, where: Selection) -> Iterator[dict[str, Any]]:
-    """The selected runs as rows of `what`, oldest run first."""
+def _metric_rows(head: dict[str, Any], m: Metric, what: str) -> Iterator[dict[str, Any]]:
+    head = {**head, "benchmark": m.benchmark, "name": m.name, "unit": m.unit,
+            "better": m.better, "params": m.params}
+    if what == "metrics":
+        s = m.summary
+        yield {**head, "n": s.n, "median": s.median, "ci_low": s.ci95[0], "ci_high": s.ci95[1],
+               "min": s.min, "max": s.max}
+    else:
+        for seq, value in enumerate(m.samples):
+            yield {**head, "seq": seq, "value": value}
+
+
+def rows(store: Store, what: str, where: Selection, metric: tuple[str, str] | None = None
+         ) -> Iterator[dict[str, Any]]:
+    """The selected runs as rows of `what`, oldest run first; with `metric` (benchmark, name),
+    only that metric of each run, fetched in one query."""
+    if metric is not None and what != "runs":
+        for head, m in store.metric_across(*metric, where):
+            yield from _metric_rows(head, m, what)
+        return
     infos = list(reversed(store.runs(where=where)))
     if what == "runs":
         for info in infos:
@@ -36,16 +54,8 @@ def rows(store: Store, what: str, where: Selection) -> Iterator[dict[str, Any]]:
     for info in infos:
         run = store.load(info.run_id)
         for m in run.metrics:
-            head = {"run_id": run.run_id, "created": run.created, "host": run.host,
-                    "tag": run.tag, "benchmark": m.benchmark, "name": m.name, "unit": m.unit,
-                    "better": m.better, "params": m.params}
-            if what == "metrics":
-                s = m.summary
-                yield {**head, "n": s.n, "median": s.median, "ci_low": s.ci95[0],
-                       "ci_high": s.ci95[1], "min": s.min, "max": s.max}
-            else:
-                for seq, value in enumerate(m.samples):
-                    yield {**head, "seq": seq, "value": value}
+            yield from _metric_rows({"run_id": run.run_id, "created": run.created,
+                                     "host": run.host, "tag": run.tag}, m, what)
 
 
 def render(records: Iterator[dict[str, Any]], what: str, fmt: str) -> str:

@@ -138,22 +138,45 @@ class SqlStore(Store):
         return self._execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() \
             is not None
 
-    def runs(self, limit: int | None = None, where: Selection | None = None) -> list[RunInfo]:
-        sel = where or Selection()
-        conds, params = [], []
+    @staticmethod
+    def _where(sel: Selection | None, conds: list[str] | None = None,
+               params: list[Any] | None = None) -> tuple[str, list[Any]]:
+        """A WHERE clause on runs r for the selection (and further conditions)."""
+        sel = sel or Selection()
+        conds, params = list(conds or []), list(params or [])
         for column, value, op in (("tag", sel.tag, "="), ("host", sel.host, "="),
                                   ("created", sel.since, ">="), ("created", sel.until, "<")):
             if value is not None:
                 conds.append(f"r.{column} {op} ?")
                 params.append(value)
+        return (" WHERE " + " AND ".join(conds) if conds else ""), params
+
+    def runs(self, limit: int | None = None, where: Selection | None = None) -> list[RunInfo]:
+        clause, params = self._where(where)
         sql = ("SELECT r.run_id, r.created, r.host, r.tag, r.profile, r.benchmarks, "
                "(SELECT count(*) FROM metrics m WHERE m.run_id = r.run_id), r.duration_s "
-               "FROM runs r" + (" WHERE " + " AND ".join(conds) if conds else "")
-               + f" ORDER BY r.created DESC, r.{self.order} DESC")
+               f"FROM runs r{clause} ORDER BY r.created DESC, r.{self.order} DESC")
         if limit:
             sql += f" LIMIT {int(limit)}"
         return [RunInfo(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7])
                 for r in self._execute(sql, params)]
+
+    def metric_across(self, benchmark: str, name: str, where: Selection | None = None
+                      ) -> list[tuple[dict[str, Any], Metric]]:
+        clause, params = self._where(where, ["m.benchmark = ?", "m.name = ?"],
+                                     [benchmark, name])
+        joined = f"FROM metrics m JOIN runs r ON r.run_id = m.run_id{clause}"
+        rows = self._execute("SELECT m.metric_id, r.run_id, r.created, r.host, r.tag, m.unit, "
+                             f"m.better, m.params {joined} ORDER BY r.created, "
+                             f"r.{self.order}, m.seq", params).fetchall()
+        samples: dict[int, list[float]] = {}
+        for mid, _, value in self._execute(
+                f"SELECT s.metric_id, s.seq, s.value FROM samples s WHERE s.metric_id IN "
+                f"(SELECT m.metric_id {joined}) ORDER BY s.metric_id, s.seq", params):
+            samples.setdefault(mid, []).append(value)
+        return [({"run_id": run_id, "created": created, "host": host, "tag": tag},
+                 Metric(benchmark, name, unit, json.loads(ps), samples.get(mid, []), better))
+                for mid, run_id, created, host, tag, unit, better, ps in rows]
 
     def delete(self, run_ids: list[str]) -> int:
         gone = 0

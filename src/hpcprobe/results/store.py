@@ -9,9 +9,10 @@ import re
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from hpcprobe.common.errors import HpcprobeError, UserError
-from hpcprobe.results.model import Run
+from hpcprobe.results.model import Metric, Run
 
 
 def default_path() -> Path:
@@ -101,6 +102,12 @@ class Store(ABC):
     @abstractmethod
     def runs(self, limit: int | None = None, where: Selection | None = None) -> list[RunInfo]:
         """The most recent runs (those selected), newest first."""
+
+    @abstractmethod
+    def metric_across(self, benchmark: str, name: str, where: Selection | None = None
+                      ) -> list[tuple[dict[str, Any], Metric]]:
+        """One metric of every selected run, with its run's id, created, host and tag, oldest
+        run first: the figure of a campaign across the fleet, in one query."""
 
     @abstractmethod
     def delete(self, run_ids: list[str]) -> int:
