@@ -13,7 +13,9 @@ from pathlib import Path
 
 import pytest
 
+import pgserver
 from hpcprobe.machine import topology
+from pgserver import PgServer
 
 DATA = Path(__file__).parent / "data"
 
@@ -88,91 +90,13 @@ def two_cpus() -> bool:
     return len(os.sched_getaffinity(0)) >= 2
 
 
-def _pg_bin() -> Path | None:
-    """The newest PostgreSQL server binaries of Debian's layout, or None."""
-    found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"),
-                   key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit()
-                   else 0)
-    return found[-1].parent if found else None
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[PgServer]:
-    """A throwaway PostgreSQL cluster of this test session: initdb in a temporary directory,
-    listening on 127.0.0.1 at a free port and on a socket there, trust authentication for the
-    superuser `hpcprobe`; stopped (pg_ctl, by its data directory) and removed at the end."""
-    bin_dir = _pg_bin()
-    if bin_dir is None:
+    """A throwaway PostgreSQL cluster for this test session (see pgserver.py)."""
+    if pgserver.bin_dir() is None:
         pytest.skip("PostgreSQL server binaries not installed (Debian: apt install postgresql)")
-    import tempfile
-
-    # its own directory under /tmp: pytest's are private to root, and the server runs as a user
-    root = Path(tempfile.mkdtemp(prefix="hpcprobe-pg-"))
-    data, sock = root / "data", root / "sock"
-    sock.mkdir()
-    run_as: list[str] = []
-    if os.geteuid() == 0:  # initdb and postgres refuse to run as root
-        import pwd
-
-        user = next((u for u in ("postgres", "nobody") if _has_user(u)), None)
-        if user is None:
-            pytest.skip("running as root with no unprivileged user for PostgreSQL")
-        uid, gid = pwd.getpwnam(user).pw_uid, pwd.getpwnam(user).pw_gid
-        for p in (root, sock):
-            os.chown(p, uid, gid)
-        run_as = ["runuser", "-u", user, "--"]
-    port = _free_port()
-    try:
-        subprocess.run([*run_as, str(bin_dir / "initdb"), "-D", str(data), "-U", "hpcprobe",
-                        "--auth=trust", "-E", "UTF8", "--no-sync"], check=True,
-                       capture_output=True, timeout=120)
-        subprocess.run([*run_as, str(bin_dir / "pg_ctl"), "-D", str(data), "-w", "-t", "60",
-                        "-l", str(root / "log"), "-o",
-                        f"-h 127.0.0.1 -p {port} -k {sock} -c max_connections=200 "
-                        "-c fsync=off", "start"], check=True, capture_output=True, timeout=120)
-        yield PgServer(f"postgresql://hpcprobe@127.0.0.1:{port}", bin_dir, run_as, data)
-    finally:
-        if (data / "postmaster.pid").exists():  # stopped by its data directory, not by name
-            subprocess.run([*run_as, str(bin_dir / "pg_ctl"), "-D", str(data), "-m",
-                            "immediate", "-w", "stop"], capture_output=True, timeout=120)
-        shutil.rmtree(root, ignore_errors=True)
-
-
-def _has_user(name: str) -> bool:
-    import pwd
-
-    try:
-        pwd.getpwnam(name)
-    except KeyError:
-        return False
-    return True
-
-
-@dataclass
-class PgServer:
-    base: str  # postgresql://hpcprobe@127.0.0.1:PORT
-    bin_dir: Path
-    run_as: list[str]
-    data: Path
-
-    def new_database(self) -> str:
-        """A fresh empty database on the server; its URL."""
-        import uuid
-
-        import psycopg
-
-        name = "t_" + uuid.uuid4().hex[:12]
-        with psycopg.connect(f"{self.base}/postgres", autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}")
-        return f"{self.base}/{name}"
+    with pgserver.throwaway() as server:
+        yield server
 
 
 @pytest.fixture

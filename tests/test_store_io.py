@@ -174,4 +174,8 @@ def test_one_metric_across_the_fleet_in_one_query(db):
     r = hpcprobe("export", "--db", db, "--metric", "memory.bandwidth", "--tag", "campaign",
                  "--format", "csv")
     assert r.code == 0 and r.out.count("\n") == 1 + 3 * len(want)
+    triad = hpcprobe("export", "--db", db, "--metric", "memory.bandwidth", "--param",
+                     "kernel=triad", "--param", "threads=128", "--tag", "campaign")
+    assert [json.loads(x)["host"] for x in triad.out.splitlines()] == ["n1", "n2", "n3"]
     assert_user_error(hpcprobe("export", "--db", db, "--metric", "bandwidth"), "BENCHMARK.NAME")
+    assert_user_error(hpcprobe("export", "--db", db, "--param", "kernel=triad"), "--metric")

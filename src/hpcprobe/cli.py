@@ -172,6 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_selection(ex)
     ex.add_argument("--metric", metavar="BENCHMARK.NAME", type=_metric_name,
                     help="only this metric of each run, e.g. memory.bandwidth (the fleet view)")
+    ex.add_argument("--param", type=_param, action="append", metavar="KEY=VALUE",
+                    help="with --metric: only figures whose param KEY has this VALUE, e.g. "
+                         "kernel=triad (repeat for more)")
     ex.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
     ex.add_argument("--db", help=f"result store (default: {default_path()})")
 
@@ -200,6 +203,13 @@ def _metric_name(text: str) -> tuple[str, str]:
     if not (benchmark and dot and name):
         raise argparse.ArgumentTypeError(f"{text!r}: give BENCHMARK.NAME, e.g. memory.bandwidth")
     return benchmark, name
+
+
+def _param(text: str) -> tuple[str, str]:
+    key, eq, value = text.partition("=")
+    if not (key and eq):
+        raise argparse.ArgumentTypeError(f"{text!r}: give KEY=VALUE, e.g. kernel=triad")
+    return key, value
 
 
 def _add_selection(p: argparse.ArgumentParser) -> None:
@@ -527,8 +537,10 @@ def cmd_export(a: argparse.Namespace) -> int:
     if a.output:
         files.check_writable(a.output, "-o")
     with Store.open(a.db, create=False) as st:
-        text = export.render(export.rows(st, a.what, _selection(a), a.metric), a.what,
-                             a.format)
+        if a.param and not a.metric:
+            raise UserError("--param selects figures of one metric: add --metric")
+        text = export.render(export.rows(st, a.what, _selection(a), a.metric,
+                                         dict(a.param or [])), a.what, a.format)
     if a.output:
         files.atomic_write(a.output, text.encode(), "-o")
     else:

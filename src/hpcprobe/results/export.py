@@ -36,13 +36,15 @@ def _metric_rows(head: dict[str, Any], m: Metric, what: str) -> Iterator[dict[st
             yield {**head, "seq": seq, "value": value}
 
 
-def rows(store: Store, what: str, where: Selection, metric: tuple[str, str] | None = None
-         ) -> Iterator[dict[str, Any]]:
+def rows(store: Store, what: str, where: Selection, metric: tuple[str, str] | None = None,
+         params: dict[str, str] | None = None) -> Iterator[dict[str, Any]]:
     """The selected runs as rows of `what`, oldest run first; with `metric` (benchmark, name),
-    only that metric of each run, fetched in one query."""
+    only that metric of each run, fetched in one query, and of those only the ones whose
+    params have these values (compared as text)."""
     if metric is not None and what != "runs":
         for head, m in store.metric_across(*metric, where):
-            yield from _metric_rows(head, m, what)
+            if all(str(m.params.get(k)) == v for k, v in (params or {}).items()):
+                yield from _metric_rows(head, m, what)
         return
     infos = list(reversed(store.runs(where=where)))
     if what == "runs":

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -98,11 +99,21 @@ def validate(doc: dict[str, Any], source: str = "result") -> None:
     if isinstance(doc, dict) and doc.get("schema") == SCHEMA_NAME and version != SCHEMA_VERSION:
         raise UserError(f"{source}: schema version {version} is not supported by this hpcprobe "
                         f"(it reads version {SCHEMA_VERSION}); upgrade hpcprobe")
-    try:
-        jsonschema.validate(doc, schema())
-    except jsonschema.ValidationError as exc:
+    exc = jsonschema.exceptions.best_match(_validator().iter_errors(doc))
+    if exc is not None:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
-        raise UserError(f"{source}: not an hpcprobe result at {where}: {exc.message}") from None
+        raise UserError(f"{source}: not an hpcprobe result at {where}: {exc.message}")
+
+
+@cache
+def _validator() -> Any:
+    """The schema's validator, checked and built once (not once per document)."""
+    import jsonschema
+
+    s = schema()
+    cls = jsonschema.validators.validator_for(s)
+    cls.check_schema(s)
+    return cls(s)
 
 
 def write_json(run: Run, path: str | os.PathLike[str]) -> None:

@@ -132,11 +132,18 @@ class PostgresStore(SqlStore):
             raise UserError(f"--db {self.path}: this user may not insert runs; grant INSERT on "
                             "runs, metrics and samples or use another --db")
 
-    def _insert_metric(self, values: tuple[Any, ...]) -> int:
-        row = self._execute("INSERT INTO metrics (run_id, seq, benchmark, name, unit, better, "
-                            "params) VALUES (?,?,?,?,?,?,?) RETURNING metric_id",
-                            values).fetchone()
-        return int(row[0])
+    def _insert_metrics(self, rows: list[tuple[Any, ...]]) -> list[int]:
+        """One batch (psycopg pipelines executemany) with every new id returned."""
+        if not rows:
+            return []
+        cur = self.conn.cursor()
+        cur.executemany(self._sql(self.INSERT_METRIC + " RETURNING metric_id"), rows,
+                        returning=True)
+        ids = []
+        while True:
+            ids.append(int(cur.fetchone()[0]))
+            if not cur.nextset():
+                return ids
 
 
 class PostgresAlias(PostgresStore):

@@ -55,8 +55,12 @@ class SqlStore(Store):
     def _executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         self.conn.cursor().executemany(self._sql(sql), rows)
 
-    def _insert_metric(self, values: tuple[Any, ...]) -> int:
-        """Insert one metrics row; its metric_id."""
+    #: the INSERT of one metrics row (backends may batch it)
+    INSERT_METRIC = ("INSERT INTO metrics (run_id, seq, benchmark, name, unit, better, params) "
+                     "VALUES (?,?,?,?,?,?,?)")
+
+    def _insert_metrics(self, rows: list[tuple[Any, ...]]) -> list[int]:
+        """Insert metrics rows; their metric_ids, in order."""
         raise NotImplementedError
 
     def _version(self) -> int | None:
@@ -121,12 +125,12 @@ class SqlStore(Store):
                      json.dumps(run.benchmarks), run.duration_s, SCHEMA_VERSION,
                      json.dumps(run.provenance), json.dumps(run.topology),
                      json.dumps(run.findings), json.dumps(run.warnings), json.dumps(run.errors)))
-                for seq, m in enumerate(run.metrics):
-                    mid = self._insert_metric(
-                        (run.run_id, seq, m.benchmark, m.name, m.unit, m.better,
-                         json.dumps(m.params, sort_keys=True)))
-                    self._executemany("INSERT INTO samples (metric_id, seq, value) VALUES (?,?,?)",
-                                      [(mid, i, v) for i, v in enumerate(m.samples)])
+                ids = self._insert_metrics(
+                    [(run.run_id, seq, m.benchmark, m.name, m.unit, m.better,
+                      json.dumps(m.params, sort_keys=True)) for seq, m in enumerate(run.metrics)])
+                self._executemany("INSERT INTO samples (metric_id, seq, value) VALUES (?,?,?)",
+                                  [(mid, i, v) for mid, m in zip(ids, run.metrics, strict=True)
+                                   for i, v in enumerate(m.samples)])
         except self.driver_errors as exc:
             if self.has(run.run_id):  # a concurrent writer stored the same run first
                 raise AlreadyStored(f"run {run.run_id} is stored already in {self.path}") \

@@ -114,7 +114,5 @@ class SqliteStore(SqlStore):
             raise UserError(f"--db {self.path}: not writable ({exc}); choose a writable path") \
                 from exc
 
-    def _insert_metric(self, values: tuple[Any, ...]) -> int:
-        cur = self._execute("INSERT INTO metrics (run_id, seq, benchmark, name, unit, better, "
-                            "params) VALUES (?,?,?,?,?,?,?)", values)
-        return int(cur.lastrowid)
+    def _insert_metrics(self, rows: list[tuple[Any, ...]]) -> list[int]:
+        return [int(self._execute(self.INSERT_METRIC, r).lastrowid) for r in rows]
