@@ -1,5 +1,6 @@
 """A throwaway PostgreSQL cluster: initdb in a temporary directory, listening on 127.0.0.1 at a
-free port (and a socket there), trust authentication for the superuser `hpcprobe`, stopped by
+free port (and a socket there), the superuser `hpcprobe` authenticated by password (SCRAM) over
+TCP, as a fleet's server would be, and trusted on the socket; stopped by
 its data directory (never by process name) and removed at the end. Used by the tests and by
 benchmarks/store_scale.py."""
 
@@ -40,9 +41,13 @@ def _has_user(name: str) -> bool:
     return True
 
 
+#: the superuser's password of a throwaway server (tests check it is never printed)
+PASSWORD = "pw-not-shown"
+
+
 @dataclass
 class PgServer:
-    base: str  # postgresql://hpcprobe@127.0.0.1:PORT
+    base: str  # postgresql://hpcprobe:PASSWORD@127.0.0.1:PORT
 
     def new_database(self) -> str:
         """A fresh empty database on the server; its URL."""
@@ -73,15 +78,19 @@ def throwaway() -> Iterator[PgServer]:
             os.chown(p, entry.pw_uid, entry.pw_gid)
         run_as = ["runuser", "-u", user, "--"]
     port = free_port()
+    pwfile = root / "pw"
+    pwfile.write_text(PASSWORD + "\n")
+    if run_as:
+        os.chown(pwfile, entry.pw_uid, entry.pw_gid)
     try:
         subprocess.run([*run_as, str(binaries / "initdb"), "-D", str(data), "-U", "hpcprobe",
-                        "--auth=trust", "-E", "UTF8", "--no-sync"], check=True,
-                       capture_output=True, timeout=120)
+                        "--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}",
+                        "-E", "UTF8", "--no-sync"], check=True, capture_output=True, timeout=120)
         subprocess.run([*run_as, str(binaries / "pg_ctl"), "-D", str(data), "-w", "-t", "60",
                         "-l", str(root / "log"), "-o",
                         f"-h 127.0.0.1 -p {port} -k {sock} -c max_connections=200 "
                         "-c fsync=off", "start"], check=True, capture_output=True, timeout=120)
-        yield PgServer(f"postgresql://hpcprobe@127.0.0.1:{port}")
+        yield PgServer(f"postgresql://hpcprobe:{PASSWORD}@127.0.0.1:{port}")
     finally:
         if (data / "postmaster.pid").exists():  # stopped by its data directory
             subprocess.run([*run_as, str(binaries / "pg_ctl"), "-D", str(data), "-m",

@@ -56,3 +56,19 @@ def test_an_unreachable_server_is_one_line_before_anything_is_measured(tmp_path)
 def test_a_database_without_the_schema_is_refused_for_reading(pg_url):
     with pytest.raises(UserError, match="no hpcprobe store there yet"):
         Store.open(pg_url, create=False)
+
+
+def test_a_wrong_password_or_a_malformed_url_is_one_line_without_the_password(pg_url, tmp_path):
+    from pgserver import PASSWORD
+
+    wrong = pg_url.replace(PASSWORD, "wrong-secret")
+    r = hpcprobe("list", "--db", wrong)
+    assert_user_error(r, "cannot connect")
+    assert "wrong-secret" not in r.err and "password" in r.err
+    for bad in ("postgresql://host:notaport/db", "postgresql://[::1/db"):
+        r = hpcprobe("list", "--db", bad)
+        assert_user_error(r, "--db")
+    ok = hpcprobe("run", "memory", "--kernel", "triad", "--threads", "1", "--size", "96KiB",
+                  "--quick", "--db", pg_url)
+    assert ok.code == 0, ok.err
+    assert PASSWORD not in ok.out + ok.err and "***" in ok.out  # shown redacted
