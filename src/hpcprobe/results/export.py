@@ -40,11 +40,10 @@ def rows(store: Store, what: str, where: Selection, metric: tuple[str, str] | No
          params: dict[str, str] | None = None) -> Iterator[dict[str, Any]]:
     """The selected runs as rows of `what`, oldest run first; with `metric` (benchmark, name),
     only that metric of each run, fetched in one query, and of those only the ones whose
-    params have these values (compared as text)."""
+    params have these values."""
     if metric is not None and what != "runs":
-        for head, m in store.metric_across(*metric, where):
-            if all(str(m.params.get(k)) == v for k, v in (params or {}).items()):
-                yield from _metric_rows(head, m, what)
+        for head, m in store.metric_across(*metric, where, params):
+            yield from _metric_rows(head, m, what)
         return
     infos = list(reversed(store.runs(where=where)))
     if what == "runs":

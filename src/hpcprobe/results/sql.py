@@ -25,6 +25,21 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
 STORE_VERSION = max(MIGRATIONS)
 
 
+def json_value(text: str) -> str:
+    """A param value given as text (KEY=VALUE), as the canonical JSON of the stored params
+    writes it: numbers, true, false and null as they are, anything else a JSON string."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return json.dumps(text)
+    return json.dumps(value) if isinstance(value, (int, float, bool)) or value is None \
+        else json.dumps(text)
+
+
+def _like(text: str) -> str:
+    return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
+
+
 class SqlStore(Store):
     """A result store over a DB-API connection; SQL is written with ? placeholders."""
 
@@ -165,18 +180,23 @@ class SqlStore(Store):
         return [RunInfo(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7])
                 for r in self._execute(sql, params)]
 
-    def metric_across(self, benchmark: str, name: str, where: Selection | None = None
+    def metric_across(self, benchmark: str, name: str, where: Selection | None = None,
+                      params: dict[str, str] | None = None
                       ) -> list[tuple[dict[str, Any], Metric]]:
-        clause, params = self._where(where, ["m.benchmark = ?", "m.name = ?"],
-                                     [benchmark, name])
+        conds, values = ["m.benchmark = ?", "m.name = ?"], [benchmark, name]
+        for key, text in (params or {}).items():  # on the params' canonical JSON text
+            item = f"{json.dumps(key)}: {json_value(text)}"
+            conds.append("(m.params LIKE ? ESCAPE '!' OR m.params LIKE ? ESCAPE '!')")
+            values += [f"%{_like(item)},%", f"%{_like(item)}}}"]
+        clause, params_ = self._where(where, conds, values)
         joined = f"FROM metrics m JOIN runs r ON r.run_id = m.run_id{clause}"
         rows = self._execute("SELECT m.metric_id, r.run_id, r.created, r.host, r.tag, m.unit, "
                              f"m.better, m.params {joined} ORDER BY r.created, "
-                             f"r.{self.order}, m.seq", params).fetchall()
+                             f"r.{self.order}, m.seq", params_).fetchall()
         samples: dict[int, list[float]] = {}
         for mid, _, value in self._execute(
                 f"SELECT s.metric_id, s.seq, s.value FROM samples s WHERE s.metric_id IN "
-                f"(SELECT m.metric_id {joined}) ORDER BY s.metric_id, s.seq", params):
+                f"(SELECT m.metric_id {joined}) ORDER BY s.metric_id, s.seq", params_):
             samples.setdefault(mid, []).append(value)
         return [({"run_id": run_id, "created": created, "host": host, "tag": tag},
                  Metric(benchmark, name, unit, json.loads(ps), samples.get(mid, []), better))

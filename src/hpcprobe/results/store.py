@@ -104,10 +104,12 @@ class Store(ABC):
         """The most recent runs (those selected), newest first."""
 
     @abstractmethod
-    def metric_across(self, benchmark: str, name: str, where: Selection | None = None
+    def metric_across(self, benchmark: str, name: str, where: Selection | None = None,
+                      params: dict[str, str] | None = None
                       ) -> list[tuple[dict[str, Any], Metric]]:
-        """One metric of every selected run, with its run's id, created, host and tag, oldest
-        run first: the figure of a campaign across the fleet, in one query."""
+        """One metric of every selected run (those of its figures whose params have these
+        values, given as text: kernel=triad, threads=128), with its run's id, created, host
+        and tag, oldest run first: the figure of a campaign across the fleet, in one query."""
 
     @abstractmethod
     def delete(self, run_ids: list[str]) -> int:
