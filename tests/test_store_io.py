@@ -179,3 +179,29 @@ def test_one_metric_across_the_fleet_in_one_query(db):
     assert [json.loads(x)["host"] for x in triad.out.splitlines()] == ["n1", "n2", "n3"]
     assert_user_error(hpcprobe("export", "--db", db, "--metric", "bandwidth"), "BENCHMARK.NAME")
     assert_user_error(hpcprobe("export", "--db", db, "--param", "kernel=triad"), "--metric")
+
+
+def test_a_full_store_is_one_clear_error_and_loses_nothing_stored(tmp_path):
+    """The disk fills while a run is stored (a file-size limit on the writer): the run is not
+    stored, the error says so in one line, earlier runs read back, and its document is kept."""
+    import resource
+    import subprocess
+    import sys
+
+    db = tmp_path / "r.sqlite"
+    with Store.open(db) as st:
+        st.save(copy_of(1))
+    big = write_docs(tmp_path, [copy_of(2, metrics=400)])[0]
+    limit = db.stat().st_size + 64 * 1024  # far less than the big run needs
+
+    def cap() -> None:  # Python ignores SIGXFSZ, so the write fails with EFBIG instead
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    exe = os.path.join(os.path.dirname(sys.executable), "hpcprobe")
+    p = subprocess.run([exe, "import", big, "--db", str(db)], capture_output=True, text=True,
+                       preexec_fn=cap, timeout=120)
+    assert p.returncode != 0 and "Traceback" not in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1 and "nothing of it was stored" in p.stderr
+    with Store.open(db, create=False) as st:
+        assert [i.run_id for i in st.runs()] == [f"{1:012x}"]
+        assert st.load(f"{1:012x}").to_dict() == copy_of(1).to_dict()

@@ -72,3 +72,14 @@ def test_a_wrong_password_or_a_malformed_url_is_one_line_without_the_password(pg
                   "--quick", "--db", pg_url)
     assert ok.code == 0, ok.err
     assert PASSWORD not in ok.out + ok.err and "***" in ok.out  # shown redacted
+
+
+def test_a_report_from_a_postgresql_store(pg_url, tmp_path):
+    from conftest import DATA
+
+    for f in ("nps1.json", "nps4.json"):
+        assert hpcprobe("import", str(DATA / "compare" / f), "--db", pg_url).code == 0
+    out = tmp_path / "r.html"
+    r = hpcprobe("report", "nps1", "nps4", "--db", pg_url, "-o", str(out))
+    assert r.code == 0, r.err
+    assert "Comparison against" in out.read_text()
