@@ -83,3 +83,13 @@ def test_a_report_from_a_postgresql_store(pg_url, tmp_path):
     r = hpcprobe("report", "nps1", "nps4", "--db", pg_url, "-o", str(out))
     assert r.code == 0, r.err
     assert "Comparison against" in out.read_text()
+
+
+def test_hpcprobe_db_may_name_a_postgresql_store(pg_url, tmp_path):
+    from conftest import DATA
+
+    env = {"HPCPROBE_DB": pg_url}
+    assert hpcprobe("import", str(DATA / "compare" / "nps1.json"), env=env).code == 0
+    listed = hpcprobe("list", "--json", env=env)
+    assert listed.code == 0 and [r["tag"] for r in json.loads(listed.out)] == ["nps1"]
+    assert not (tmp_path / "postgresql:").exists()

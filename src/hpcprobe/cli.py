@@ -61,7 +61,7 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
                       + " (default: default)")
     prof.add_argument("--quick", action="store_const", dest="profile", const="quick",
                       help="same as --profile quick")
-    r.add_argument("--db", help=f"result store (default: {default_path()})")
+    _add_db(r)
     r.add_argument("--no-store", action="store_true", help="do not store the run")
     r.add_argument("--json", metavar="FILE", help="also write the run as a JSON document")
     r.add_argument("--tag", help="label the run, e.g. a BIOS or tuning configuration")
@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("runs", nargs="+", metavar="RUN",
                    help="run id, unique id prefix, tag, host (its latest run), 'latest', or a "
                         "result JSON file; the first is the baseline")
-    c.add_argument("--db", help=f"result store (default: {default_path()})")
+    _add_db(c)
     out = c.add_mutually_exclusive_group()
     out.add_argument("--json", action="store_true", help="print the comparison as JSON")
     out.add_argument("--csv", action="store_true", help="print the rows as CSV")
@@ -123,7 +123,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="run id, prefix, tag, host, 'latest' (default) or a result JSON file")
     rp.add_argument("-o", "--output", required=True, metavar="FILE.html")
     rp.add_argument("--png", metavar="DIR", help="also write each plot as a PNG file there")
-    rp.add_argument("--db", help=f"result store (default: {default_path()})")
+    _add_db(rp)
 
     t = sub.add_parser("topology", help="show the machine's topology")
     t.add_argument("--input", metavar="FILE.xml", help="an hwloc XML file instead of this machine")
@@ -138,7 +138,7 @@ def build_parser() -> argparse.ArgumentParser:
     pl.add_argument("--json", action="store_true")
 
     ls = sub.add_parser("list", help="list stored runs")
-    ls.add_argument("--db", help=f"result store (default: {default_path()})")
+    _add_db(ls)
     ls.add_argument("--limit", type=options.at_least(1, "a run count"), default=50,
                     help="most recent runs to list (default 50)")
     ls.add_argument("--json", action="store_true")
@@ -153,7 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="keep runs that carry a tag (campaigns, configurations)")
     pr.add_argument("--host", help="only runs of this host")
     pr.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
-    pr.add_argument("--db", help=f"result store (default: {default_path()})")
+    _add_db(pr)
 
     im = sub.add_parser("import", help="store run documents written with --json",
                         description="Store runs measured elsewhere (a compute node offline, "
@@ -161,7 +161,7 @@ def build_parser() -> argparse.ArgumentParser:
                                     "a run stored already is skipped, so importing twice "
                                     "stores it once.")
     im.add_argument("files", nargs="+", metavar="FILE.json")
-    im.add_argument("--db", help=f"result store (default: {default_path()})")
+    _add_db(im)
 
     ex = sub.add_parser("export", help="write stored runs as JSON lines or CSV",
                         description="Runs, their metrics (with median and 95% CI) or every "
@@ -176,11 +176,11 @@ def build_parser() -> argparse.ArgumentParser:
                     help="with --metric: only figures whose param KEY has this VALUE, e.g. "
                          "kernel=triad (repeat for more)")
     ex.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
-    ex.add_argument("--db", help=f"result store (default: {default_path()})")
+    _add_db(ex)
 
     sh = sub.add_parser("show", help="show a stored run")
     sh.add_argument("run", help="run id, unique id prefix, tag, 'latest', or a result JSON file")
-    sh.add_argument("--db", help=f"result store (default: {default_path()})")
+    _add_db(sh)
     sh.add_argument("--json", action="store_true", help="print the run document")
     return p
 
@@ -196,6 +196,12 @@ def _date(text: str) -> str:
         when = when.astimezone(UTC).replace(tzinfo=None)
     return when.isoformat(timespec="seconds") if "T" in text or " " in text else \
         when.date().isoformat()
+
+
+def _add_db(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", metavar="PATH|URL",
+                   help="result store: an SQLite file, or postgresql://USER@HOST[:PORT]/DB "
+                        f"(default: $HPCPROBE_DB, else {default_path()})")
 
 
 def _metric_name(text: str) -> tuple[str, str]:

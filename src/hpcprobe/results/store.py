@@ -65,7 +65,9 @@ class Store(ABC):
     def open(cls, location: str | os.PathLike[str] | None = None, create: bool = True) -> Store:
         """The store at `location` (default: $HPCPROBE_DB, else the user's SQLite file), by
         the backend its URL scheme names."""
-        text = os.fspath(location) if location is not None else os.fspath(default_path())
+        if location is None:  # $HPCPROBE_DB as given (a URL is not a path to normalise)
+            location = os.environ.get("HPCPROBE_DB") or default_path()
+        text = os.fspath(location)
         m = re.match(r"^([a-z][a-z0-9+.-]*)://", text)
         scheme = m.group(1) if m else "sqlite"
         if scheme not in BACKENDS:
