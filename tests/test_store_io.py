@@ -205,3 +205,32 @@ def test_a_full_store_is_one_clear_error_and_loses_nothing_stored(tmp_path):
     with Store.open(db, create=False) as st:
         assert [i.run_id for i in st.runs()] == [f"{1:012x}"]
         assert st.load(f"{1:012x}").to_dict() == copy_of(1).to_dict()
+
+
+def test_a_store_that_fails_after_the_measurement_keeps_the_runs_document(tmp_path):
+    """The store cannot grow when the run is saved: the error says where the figures are, and
+    the --json document (written first) holds the run, which `hpcprobe import` stores later."""
+    import resource
+    import subprocess
+    import sys
+
+    db = tmp_path / "r.sqlite"
+    with Store.open(db) as st:
+        st.save(copy_of(1, metrics=10))  # a store of some size, so the document fits the cap
+    limit = db.stat().st_size
+
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    out = tmp_path / "run.json"
+    exe = os.path.join(os.path.dirname(sys.executable), "hpcprobe")
+    p = subprocess.run([exe, "run", "memory", "--kernel", "triad", "--threads", "1", "--size",
+                        "96KiB", "--quick", "--db", str(db), "--json", str(out)],
+                       capture_output=True, text=True, preexec_fn=cap, timeout=300)
+    assert p.returncode == 1 and "Traceback" not in p.stderr
+    assert f"the run is in {out}" in p.stderr and "hpcprobe import" in p.stderr
+    doc = json.loads(out.read_text())
+    r = hpcprobe("import", str(out), "--db", str(db))
+    assert r.code == 0 and "Imported 1 run(s)" in r.out
+    with Store.open(db, create=False) as st:
+        assert st.load(doc["run_id"]).to_dict() == results.Run.from_dict(doc).to_dict()
