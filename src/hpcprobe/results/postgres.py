@@ -10,7 +10,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from hpcprobe.common.errors import UserError
-from hpcprobe.results.sql import SqlStore
+from hpcprobe.results.sql import SqlStore, schema_v1
 from hpcprobe.results.store import Store, backend
 
 #: Seconds to wait for the server before saying it is unreachable.
@@ -18,46 +18,6 @@ CONNECT_TIMEOUT_S = 10
 #: Serialises the creation of the schema when many writers meet an empty database at once.
 SCHEMA_LOCK = 0x68706370  # "hpcp"
 
-#: The version-1 tables (later versions: results/sql.py MIGRATIONS); hpcprobe_meta holds the
-#: version.
-_DDL = """
-CREATE TABLE runs (
-    run_id TEXT PRIMARY KEY,
-    created TEXT NOT NULL,
-    host TEXT NOT NULL,
-    tag TEXT,
-    profile TEXT NOT NULL,
-    benchmarks TEXT NOT NULL,
-    duration_s DOUBLE PRECISION NOT NULL,
-    schema_version INTEGER NOT NULL,
-    provenance TEXT NOT NULL,
-    topology TEXT NOT NULL,
-    findings TEXT NOT NULL,
-    warnings TEXT NOT NULL,
-    errors TEXT NOT NULL,
-    inserted BIGSERIAL NOT NULL
-);
-CREATE TABLE metrics (
-    metric_id BIGSERIAL PRIMARY KEY,
-    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
-    seq INTEGER NOT NULL,
-    benchmark TEXT NOT NULL,
-    name TEXT NOT NULL,
-    unit TEXT NOT NULL,
-    better TEXT NOT NULL,
-    params TEXT NOT NULL
-);
-CREATE TABLE samples (
-    metric_id BIGINT NOT NULL REFERENCES metrics(metric_id) ON DELETE CASCADE,
-    seq INTEGER NOT NULL,
-    value DOUBLE PRECISION NOT NULL,
-    PRIMARY KEY (metric_id, seq)
-);
-CREATE INDEX metrics_run ON metrics(run_id);
-CREATE INDEX runs_host ON runs(host);
-CREATE INDEX runs_tag ON runs(tag);
-CREATE TABLE hpcprobe_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
 
 
 def redact(url: str) -> str:
@@ -78,7 +38,11 @@ class PostgresStore(SqlStore):
     scheme = "postgresql"
     placeholder = "%s"
     order = "inserted"
-    base_ddl = tuple(s.strip() for s in _DDL.split(";") if s.strip())
+    # the version-1 tables in PostgreSQL's types, runs numbered as inserted (ordering runs of
+    # the same second); the hpcprobe_meta table holds the version
+    base_ddl = (*schema_v1(serial="BIGSERIAL", real="DOUBLE PRECISION", bigint="BIGINT",
+                           runs_extra=",\n    inserted BIGSERIAL NOT NULL"),
+                "CREATE TABLE hpcprobe_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
     @classmethod
     def connect(cls, location: str | os.PathLike[str] | None, create: bool) -> Store:

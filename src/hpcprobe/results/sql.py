@@ -14,6 +14,51 @@ from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.results.model import SCHEMA_VERSION, Metric, Run, validate
 from hpcprobe.results.store import AlreadyStored, RunInfo, Selection, Store
 
+#: The version-1 tables, in each backend's types (later versions: MIGRATIONS).
+_SCHEMA_V1 = """
+CREATE TABLE runs (
+    run_id TEXT PRIMARY KEY,
+    created TEXT NOT NULL,
+    host TEXT NOT NULL,
+    tag TEXT,
+    profile TEXT NOT NULL,
+    benchmarks TEXT NOT NULL,
+    duration_s {real} NOT NULL,
+    schema_version INTEGER NOT NULL,
+    provenance TEXT NOT NULL,
+    topology TEXT NOT NULL,
+    findings TEXT NOT NULL,
+    warnings TEXT NOT NULL,
+    errors TEXT NOT NULL{runs_extra}
+);
+CREATE TABLE metrics (
+    metric_id {serial} PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    benchmark TEXT NOT NULL,
+    name TEXT NOT NULL,
+    unit TEXT NOT NULL,
+    better TEXT NOT NULL,
+    params TEXT NOT NULL
+);
+CREATE TABLE samples (
+    metric_id {bigint} NOT NULL REFERENCES metrics(metric_id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    value {real} NOT NULL,
+    PRIMARY KEY (metric_id, seq)
+);
+CREATE INDEX metrics_run ON metrics(run_id);
+CREATE INDEX runs_host ON runs(host);
+CREATE INDEX runs_tag ON runs(tag)
+"""
+
+
+def schema_v1(serial: str, real: str, bigint: str, runs_extra: str = "") -> tuple[str, ...]:
+    """The version-1 schema, statement by statement, in a backend's column types."""
+    text = _SCHEMA_V1.format(serial=serial, real=real, bigint=bigint, runs_extra=runs_extra)
+    return tuple(s.strip() for s in text.split(";") if s.strip())
+
+
 #: Statements that take a store from the version before to this version (both backends speak
 #: this SQL); a store is created at version 1 and brought up by every step.
 MIGRATIONS: dict[int, tuple[str, ...]] = {

@@ -11,47 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from hpcprobe.common.errors import UserError
-from hpcprobe.results.sql import SqlStore
+from hpcprobe.results.sql import SqlStore, schema_v1
 from hpcprobe.results.store import Store, backend, default_path
-
-#: The version-1 tables (later versions: results/sql.py MIGRATIONS); PRAGMA user_version holds
-#: the version.
-_DDL = """
-CREATE TABLE runs (
-    run_id TEXT PRIMARY KEY,
-    created TEXT NOT NULL,
-    host TEXT NOT NULL,
-    tag TEXT,
-    profile TEXT NOT NULL,
-    benchmarks TEXT NOT NULL,
-    duration_s REAL NOT NULL,
-    schema_version INTEGER NOT NULL,
-    provenance TEXT NOT NULL,
-    topology TEXT NOT NULL,
-    findings TEXT NOT NULL,
-    warnings TEXT NOT NULL,
-    errors TEXT NOT NULL
-);
-CREATE TABLE metrics (
-    metric_id INTEGER PRIMARY KEY,
-    run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
-    seq INTEGER NOT NULL,
-    benchmark TEXT NOT NULL,
-    name TEXT NOT NULL,
-    unit TEXT NOT NULL,
-    better TEXT NOT NULL,
-    params TEXT NOT NULL
-);
-CREATE TABLE samples (
-    metric_id INTEGER NOT NULL REFERENCES metrics(metric_id) ON DELETE CASCADE,
-    seq INTEGER NOT NULL,
-    value REAL NOT NULL,
-    PRIMARY KEY (metric_id, seq)
-);
-CREATE INDEX metrics_run ON metrics(run_id);
-CREATE INDEX runs_host ON runs(host);
-CREATE INDEX runs_tag ON runs(tag);
-"""
 
 
 @backend
@@ -60,7 +21,8 @@ class SqliteStore(SqlStore):
 
     scheme = "sqlite"
     driver_errors = (sqlite3.Error,)
-    base_ddl = tuple(s.strip() for s in _DDL.split(";") if s.strip())
+    # the version-1 tables in SQLite's types; PRAGMA user_version holds the version
+    base_ddl = schema_v1(serial="INTEGER", real="REAL", bigint="INTEGER")
 
     @classmethod
     def connect(cls, location: str | os.PathLike[str] | None, create: bool) -> Store:
