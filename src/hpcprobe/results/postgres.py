@@ -10,14 +10,13 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from hpcprobe.common.errors import UserError
-from hpcprobe.results.sql import SqlStore, schema_v1
+from hpcprobe.results.sql import SqlStore, first_line, schema_v1
 from hpcprobe.results.store import Store, backend
 
 #: Seconds to wait for the server before saying it is unreachable.
 CONNECT_TIMEOUT_S = 10
 #: Serialises the creation of the schema when many writers meet an empty database at once.
 SCHEMA_LOCK = 0x68706370  # "hpcp"
-
 
 
 def redact(url: str) -> str:
@@ -27,8 +26,7 @@ def redact(url: str) -> str:
 
 def _reason(exc: Exception) -> str:
     """The first line of a driver error, without a password it might echo."""
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-    return redact(text)
+    return redact(first_line(exc))
 
 
 @backend

@@ -81,6 +81,12 @@ def json_value(text: str) -> str:
         else json.dumps(text)
 
 
+def first_line(exc: Exception) -> str:
+    """A driver error in one line (PostgreSQL adds DETAIL and HINT lines)."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def _like(text: str) -> str:
     return text.replace("!", "!!").replace("%", "!%").replace("_", "!_")
 
@@ -167,7 +173,8 @@ class SqlStore(Store):
                 self._set_version(STORE_VERSION)
         except self.driver_errors as exc:
             raise UserError(f"--db {self.path}: cannot bring the store to version "
-                            f"{STORE_VERSION} ({exc}); nothing was changed") from None
+                            f"{STORE_VERSION} ({first_line(exc)}); nothing was changed"
+                            ) from None
 
     def save(self, run: Run) -> None:
         """Insert the whole run in one transaction: all of it is stored, or none of it."""
@@ -195,8 +202,9 @@ class SqlStore(Store):
             if self.has(run.run_id):  # a concurrent writer stored the same run first
                 raise AlreadyStored(f"run {run.run_id} is stored already in {self.path}") \
                     from None
-            raise HpcprobeError(f"--db {self.path}: storing run {run.run_id} failed ({exc}); "
-                                "nothing of it was stored, earlier runs are intact") from exc
+            raise HpcprobeError(f"--db {self.path}: storing run {run.run_id} failed "
+                                f"({first_line(exc)}); nothing of it was stored, earlier runs "
+                                "are intact") from exc
 
     def has(self, run_id: str) -> bool:
         return self._execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() \
