@@ -32,7 +32,7 @@ def test_peak_against_its_model(tmp_path):
     _, doc = run_json(tmp_path, "compute", "--quick", "--isa", "scalar", "--threads", "1",
                       "--precision", "dp", "--no-store")
     by_name = {m["name"]: m for m in doc["metrics"]}
-    assert set(by_name) == {"peak", "peak_model", "peak_fraction", "clock"}
+    assert set(by_name) == {"peak", "peak_model", "peak_fraction", "clock", "clock_after"}
     peak = by_name["peak"]
     assert peak["unit"] == "GFLOP/s" and peak["params"]["op"] == "mul+add"
     assert peak["params"]["threads"] == 1 and peak["summary"]["n"] >= 3
@@ -52,12 +52,18 @@ def test_each_isa_and_core_set_gets_its_clock_before_its_kernels(tmp_path):
                       "--threads", "1", "--precision", "sp", "--no-store")
     names = [m["name"] for m in doc["metrics"]]
     assert names[0] == "clock" and names.count("clock") == 1
+    assert names.index("clock_after") > names.index("peak")  # the bracket's end, after them
     clock = doc["metrics"][0]
     assert clock["benchmark"] == "compute" and clock["params"]["load"] == native.best_isa()
     model = next(m for m in doc["metrics"] if m["name"] == "peak_model")
-    # the model's samples are FLOPs/cycle x cores x each clock sample
+    # the model's samples are FLOPs/cycle x cores x each sample of the side it used
+    side = {"before": "clock", "after": "clock_after"}[model["params"]["clock_side"]]
+    used = next(m for m in doc["metrics"] if m["name"] == side)
     fpc = model["params"]["flops_per_cycle"]
-    assert model["samples"] == pytest.approx([fpc * g for g in clock["samples"]], rel=1e-3)
+    assert model["samples"] == pytest.approx([fpc * g for g in used["samples"]], rel=1e-3)
+    medians = {m["name"]: sorted(m["samples"])[len(m["samples"]) // 2] for m in doc["metrics"]
+               if m["name"] in ("clock", "clock_after")}
+    assert medians[side] == max(medians.values())
 
 
 def test_unknown_precision_and_bad_threads_are_user_errors():
@@ -82,3 +88,21 @@ def test_an_unknown_microarchitecture_gets_a_measured_model_and_one_warning(monk
     models = [m for m in run.metrics if m.name == "peak_model"]
     assert len(models) == 2 and all(m.params["model_source"] == "measured" for m in models)
     assert len([w for w in run.warnings if "not in the table" in w]) == 1
+
+
+def test_the_models_clock_is_the_higher_side_of_the_bracket():
+    from hpcprobe.families.compute.bench import bracket
+    from hpcprobe.machine import topology as topo_mod
+    from hpcprobe.measure import profiles
+    from hpcprobe.measure.family import RunContext
+    from hpcprobe.results.model import Metric
+
+    ctx = RunContext(topo_mod.load_xml(DATA / "laptop-8c.xml"), profiles.get("quick"), "scalar")
+    before = Metric("compute", "clock", "GHz", {"load": "avx2", "cpus": "0"}, [3.0, 3.1, 3.2])
+    assert bracket(ctx, before, [2.9, 3.0, 3.0]) == (before, "before") and ctx.findings == []
+    assert bracket(ctx, before, []) == (before, "before")
+    used, side = bracket(ctx, before, [3.4, 3.5, 3.5])
+    assert side == "after" and used.name == "clock_after" and used.params == before.params
+    assert [m.name for m in ctx.metrics] == ["clock_after", "clock_after"]  # both stored
+    [f] = ctx.findings
+    assert f["kind"] == "clock_bracket" and f["before_ghz"] == 3.1 and f["after_ghz"] == 3.5

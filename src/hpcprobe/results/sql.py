@@ -107,8 +107,8 @@ class SqlStore(Store):
         self.conn.close()
 
     def transaction(self) -> AbstractContextManager[Any]:
-        """Commits the block, or rolls it back on an exception."""
-        return self.conn  # type: ignore[no-any-return]
+        """Commits the block, or rolls it back on an exception (each backend's own way)."""
+        raise NotImplementedError
 
     def _sql(self, sql: str) -> str:
         if self.placeholder == "?":

@@ -10,7 +10,7 @@ FAMILY = Family(
     "compute", "peak FLOP/s per ISA and precision against a measured-clock model, core scaling",
     bench.ComputeOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
     metrics=(*specs("GFLOP/s", "higher", "peak", "peak_model"), MetricSpec("peak_fraction", "%"),
-             *specs("GHz", "higher", "clock", "scaling_cur_freq")),
+             *specs("GHz", "higher", "clock", "clock_after", "scaling_cur_freq")),
     not_joined=frozenset({"cpus", "model_source", "microarch", "flops_per_cycle",
-                          "clock_load"}),
+                          "clock_load", "clock_side"}),
     views=(views.tables,))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from hpcprobe import native
 from hpcprobe.common.errors import MeasurementError
-from hpcprobe.machine import flopmodel
+from hpcprobe.machine import clock, flopmodel
 from hpcprobe.machine.placement import active_counts, curve
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import options, sampling
@@ -25,6 +25,8 @@ from hpcprobe.results.model import Metric
 SAMPLE_S = 0.01
 #: Iterations of the calibration call that sizes the samples.
 CALIBRATION_ITERS = 20_000
+#: Clock samples (blocks per thread) taken just after a group's kernels, the bracket's end.
+AFTER_BLOCKS = 3
 #: Share of the budget for the peak samples; the clocks of the model get the rest.
 PEAK_BUDGET_SHARE = 0.75
 
@@ -130,7 +132,7 @@ class _Models:
             ctx.warnings.append(f"compute: {self.ident.note}; each kernel's model is its "
                                 "measured single-core throughput")
 
-    def add(self, pt: PeakPoint, peak_metric: Metric, clk: Metric) -> None:
+    def add(self, pt: PeakPoint, peak_metric: Metric, clk: Metric, side: str) -> None:
         """Store the model of one measured point (GFLOP/s: FLOPs/cycle x cores x each clock
         sample) and the point's samples as % of the model's median."""
         k, cores = pt.kernel, len(pt.cpus)
@@ -141,7 +143,8 @@ class _Models:
                 self.ctx.warnings.append(f"compute: {warning}")
         model = self.models[k]
         params = dict(peak_metric.params, model_source=model.source, microarch=model.microarch,
-                      flops_per_cycle=round(model.flops_per_cycle, 4), clock_load=k.isa)
+                      flops_per_cycle=round(model.flops_per_cycle, 4), clock_load=k.isa,
+                      clock_side=side)
         model_gflops = [model.gflops(cores, g) for g in clk.samples]
         self.ctx.metrics.append(Metric("compute", "peak_model", "GFLOP/s", params,
                                        model_gflops))
@@ -160,6 +163,27 @@ class _Models:
                                       "kernel": pt.label, "percent": round(pct, 2),
                                       "clock_ghz": round(ghz, 4), "message": msg})
             self.ctx.warnings.append(f"compute: {msg}")
+
+
+def bracket(ctx: RunContext, before: Metric, after: list[float]) -> tuple[Metric, str]:
+    """The clock for the model, from the samples just before a group's kernels and those just
+    after them (stored as `clock_after`): the side with the higher median, since the kernels
+    ran at no more than the higher clock of the two within the drift between them. A higher
+    after-side is a finding. Returns the clock metric used and its side."""
+    if not after:
+        return before, "before"
+    end = Metric("compute", "clock_after", "GHz", dict(before.params), after)
+    ctx.metrics.append(end)
+    if end.summary.median <= before.summary.median:
+        return before, "before"
+    ctx.findings.append({
+        "benchmark": "compute", "kind": "clock_bracket", **before.params,
+        "before_ghz": round(before.summary.median, 4),
+        "after_ghz": round(end.summary.median, 4),
+        "message": f"clock under {before.params['load']} load on {before.params['cpus']} rose "
+                   f"from {before.summary.median:.3f} to {end.summary.median:.3f} GHz while "
+                   "the kernels ran; the model uses the higher"})
+    return end, "after"
 
 
 def groups(points: list[PeakPoint]) -> list[tuple[tuple[str, tuple[int, ...]], list[PeakPoint]]]:
@@ -203,6 +227,7 @@ def run(ctx: RunContext, opts: ComputeOptions | None) -> None:
             clk = clock_point(ctx, team, isa, cpus, name,
                               left * (1 - PEAK_BUDGET_SHARE) / (len(plan_groups) - g), "compute")
             binding = bound_cpus(ctx, team, "compute")
+            measured: list[tuple[PeakPoint, Metric]] = []
             for pt in pts:
                 left = max(0.0, deadline - time.perf_counter())
                 try:
@@ -220,5 +245,12 @@ def run(ctx: RunContext, opts: ComputeOptions | None) -> None:
                           "phase": pt.phase, "scaling": pt.scaling, "width_bits": k.width_bits}
                 metric = Metric("compute", "peak", "GFLOP/s", params, samples)
                 ctx.metrics.append(metric)
-                if clk is not None:
-                    models.add(pt, metric, clk)
+                measured.append((pt, metric))
+            if clk is not None and measured:
+                # the clock again just after the kernels: the model takes the higher side of
+                # the bracket, so a clock that rose while they ran cannot put them above it
+                team.select(cpus)
+                after = [g for g in clock.samples(team, isa, AFTER_BLOCKS) if g is not None]
+                used, side = bracket(ctx, clk, after)
+                for pt, metric in measured:
+                    models.add(pt, metric, used, side)
