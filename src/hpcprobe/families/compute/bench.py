@@ -27,6 +27,8 @@ SAMPLE_S = 0.01
 CALIBRATION_ITERS = 20_000
 #: Clock samples (blocks per thread) taken just after a group's kernels, the bracket's end.
 AFTER_BLOCKS = 3
+#: A rise of the clock across the bracket above this is a finding (below it, noise).
+DRIFT_FINDING = 0.01
 #: Share of the budget for the peak samples; the clocks of the model get the rest.
 PEAK_BUDGET_SHARE = 0.75
 
@@ -168,21 +170,23 @@ class _Models:
 def bracket(ctx: RunContext, before: Metric, after: list[float]) -> tuple[Metric, str]:
     """The clock for the model, from the samples just before a group's kernels and those just
     after them (stored as `clock_after`): the side with the higher median, since the kernels
-    ran at no more than the higher clock of the two within the drift between them. A higher
-    after-side is a finding. Returns the clock metric used and its side."""
+    ran at no more than the higher clock of the two within the drift between them. An
+    after-side more than DRIFT_FINDING higher is a finding. Returns the clock metric used and
+    its side."""
     if not after:
         return before, "before"
     end = Metric("compute", "clock_after", "GHz", dict(before.params), after)
     ctx.metrics.append(end)
     if end.summary.median <= before.summary.median:
         return before, "before"
-    ctx.findings.append({
-        "benchmark": "compute", "kind": "clock_bracket", **before.params,
-        "before_ghz": round(before.summary.median, 4),
-        "after_ghz": round(end.summary.median, 4),
-        "message": f"clock under {before.params['load']} load on {before.params['cpus']} rose "
-                   f"from {before.summary.median:.3f} to {end.summary.median:.3f} GHz while "
-                   "the kernels ran; the model uses the higher"})
+    if end.summary.median > (1 + DRIFT_FINDING) * before.summary.median:
+        ctx.findings.append({
+            "benchmark": "compute", "kind": "clock_bracket", **before.params,
+            "before_ghz": round(before.summary.median, 4),
+            "after_ghz": round(end.summary.median, 4),
+            "message": f"clock under {before.params['load']} load on {before.params['cpus']} "
+                       f"rose from {before.summary.median:.3f} to {end.summary.median:.3f} GHz "
+                       "while the kernels ran; the model uses the higher"})
     return end, "after"
 
 
