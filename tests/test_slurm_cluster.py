@@ -50,3 +50,42 @@ def test_mpi_runs_across_two_nodes_with_pmix():
     assert len(samples) >= 3 and '"type":"done"' in r.stdout
     hosts = [line for line in r.stdout.splitlines() if '"type":"binding"' in line]
     assert len({h.split('"host":"')[1].split('"')[0] for h in hosts}) == 2  # two nodes
+
+
+@pytest.fixture(scope="module")
+def slurm():
+    """A running four-node cluster and hpcprobe's Slurm scheduler pointed at it."""
+    from hpcprobe.schedulers import SCHEDULERS
+
+    with slurmcluster.cluster(4) as c:
+        yield SCHEDULERS["slurm"](prefix=["nsenter", f"--net=/run/netns/{c.hub}"],
+                                  env={"SLURM_CONF": str(c.conf)})
+
+
+def test_the_slurm_scheduler_finds_partitions_node_lists_and_allocations(slurm):
+    from hpcprobe.common.errors import UserError
+
+    assert slurm.available() is None
+    assert slurm.nodes(partition="test") == ["n1", "n2", "n3", "n4"]
+    assert slurm.nodes(nodelist="n[2-3]") == ["n2", "n3"]
+    slurm.env["SLURM_JOB_NODELIST"] = "n[1,4]"
+    assert slurm.nodes() == ["n1", "n4"]
+    del slurm.env["SLURM_JOB_NODELIST"]
+    with pytest.raises(UserError, match="'gpu' does not exist or has no nodes; partitions: test"):
+        slurm.nodes(partition="gpu")
+    with pytest.raises(UserError, match="n9 is not in the cluster"):
+        slurm.nodes(nodelist="n[3,9]")
+    with pytest.raises(UserError, match="name a --partition or a --nodelist"):
+        slurm.nodes()
+
+
+def test_no_slurm_or_no_controller_is_one_reason(tmp_path):
+    from hpcprobe.schedulers import SCHEDULERS
+
+    nowhere = SCHEDULERS["slurm"](env={"PATH": str(tmp_path)})
+    assert "Slurm not found: sinfo is not on PATH" in (nowhere.available() or "")
+    conf = tmp_path / "slurm.conf"  # a controller on a port where nobody listens
+    conf.write_text("ClusterName=x\nSlurmctldHost=localhost\nSlurmctldPort=1\n"
+                    "NodeName=a CPUs=1\nPartitionName=p Nodes=a\n")
+    dead = SCHEDULERS["slurm"](env={"SLURM_CONF": str(conf)})
+    assert "controller does not answer" in (dead.available() or "")

@@ -1,29 +1,35 @@
-"""Batch schedulers by name, the registry cluster mode will submit through. None is registered
-yet: Slurm comes with the cluster issue, as one module that subclasses `Scheduler` and one
-`@scheduler` line; the commands will only ever talk to this interface."""
+"""Batch schedulers by name, the registry cluster mode submits through: a scheduler is one module
+that subclasses `Scheduler` and registers itself with `@scheduler`; commands only ever talk to
+this interface."""
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
 
 
 class Scheduler(ABC):
-    """A batch scheduler hpcprobe submits node probes and link tests through."""
+    """A batch scheduler hpcprobe finds nodes and submits through. `prefix` runs its client
+    commands through another (e.g. nsenter into a test cluster's namespace), `env` adds to
+    their environment (e.g. SLURM_CONF)."""
 
     name: str
     description: str
 
-    @classmethod
-    @abstractmethod
-    def available(cls) -> bool:
-        """Whether its client commands are here and its controller answers."""
+    def __init__(self, prefix: Sequence[str] = (), env: Mapping[str, str] | None = None):
+        self.prefix = list(prefix)
+        self.env = dict(env or {})
 
     @abstractmethod
-    def nodes(self, selection: str | None) -> list[str]:
-        """The nodes of a partition or node list (None: the current allocation)."""
+    def available(self) -> str | None:
+        """None where its clients are here and its controller answers; else why not."""
+
+    @abstractmethod
+    def nodes(self, partition: str | None = None, nodelist: str | None = None) -> list[str]:
+        """The nodes of a partition, of a node list, or (neither) of the current allocation."""
 
 
-#: The registered schedulers by name (none yet, see the module's docstring).
+#: The registered schedulers by name.
 SCHEDULERS: dict[str, type[Scheduler]] = {}
 
 
@@ -31,3 +37,6 @@ def scheduler(cls: type[Scheduler]) -> type[Scheduler]:
     """Register a scheduler under its name."""
     SCHEDULERS[cls.name] = cls
     return cls
+
+
+from hpcprobe.schedulers import slurm  # noqa: E402,F401  (registers itself)
