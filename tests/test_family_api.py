@@ -100,3 +100,14 @@ def test_a_metric_the_family_did_not_declare_is_an_error_not_a_figure(monkeypatc
     assert [m["name"] for m in doc["metrics"]] == ["items"]
     assert any("metric itmes (items, higher is better) is not declared" in e
                for e in doc["errors"])
+
+
+def test_a_figure_without_samples_is_an_error_not_a_crash(monkeypatch, tmp_path):
+    def empty(ctx: RunContext, opts: ToyOptions | None) -> None:
+        ctx.metrics.append(Metric("toy", "items", "items", {"n": 0}, []))
+
+    monkeypatch.setitem(FAMILIES, "toy", replace(TOY, run=empty))
+    out = tmp_path / "run.json"
+    assert cli.main(["run", "toy", "--no-store", "--json", str(out)]) == 1
+    doc = json.loads(out.read_text())
+    assert doc["metrics"] == [] and any("has no sample" in e for e in doc["errors"])

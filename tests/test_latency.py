@@ -233,3 +233,15 @@ def test_one_size_runs_no_level_check(tmp_path):
                       "--no-store")
     assert not [f for f in doc["findings"] if f.get("kind") == "cache_level"]
     assert not [w for w in doc["warnings"] if "not seen" in w]
+
+
+def test_a_size_whose_every_sample_is_disturbed_gets_no_figure(tiny, monkeypatch):
+    """Every sample slower than the settled ring (here: any at all) is rejected: the size gets
+    an error and no figure, and the run goes on."""
+    from hpcprobe.probes import chase
+
+    monkeypatch.setattr(chase, "DISTURBED", -1.0)
+    ctx = RunContext(tiny, profiles.get("quick"), native.best_isa())
+    latency.run(ctx, LatencyOptions(size_bytes=128 << 10, pages="default"))
+    assert [m for m in ctx.metrics if m.name == "latency"] == []
+    assert any("every sample was rejected" in e for e in ctx.errors)

@@ -62,6 +62,9 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
         except MeasurementError as exc:
             ctx.errors.append(f"{family.name}: {exc}")
         ctx.close_ledgers()
+        for m in [m for m in ctx.metrics if not m.samples]:  # a family's bug: no figure
+            ctx.errors.append(f"{m.benchmark}: {m.name} {m.params} has no sample; dropped")
+        ctx.metrics = [m for m in ctx.metrics if m.samples]
     for family in families:
         if family.derive is not None:
             ctx.metrics.extend(family.derive(ctx.metrics))

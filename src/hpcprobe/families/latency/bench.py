@@ -241,11 +241,15 @@ def _c2c(ctx: RunContext, opts: LatencyOptions, deadline: float) -> None:
             out = ctx.record("latency", f"core-to-core {a}<->{b}", sampling.sample(
                 partial(_handoff_ns, team, rounds), ctx.profile.repetition,
                 max(0.0, budget - (time.perf_counter() - start))))
+            ctx.progress.advance(f"core-to-core {a}<->{b}")
+            if not out:
+                ctx.errors.append(f"latency core-to-core {a}<->{b}: every sample was rejected "
+                                  "(a handoff did not complete); no figure")
+                continue
             params = {"cpu_a": a, "cpu_b": b, "relation": relation(ctx.topo, a, b),
                       "cpu_domain": numa_of(ctx.topo, a), "memory_domain": numa_of(ctx.topo, b),
                       "load_threads": 0}
             ctx.metrics.append(Metric("latency", "core_to_core", "ns", params, out, "lower"))
-            ctx.progress.advance(f"core-to-core {a}<->{b}")
 
 
 
@@ -335,6 +339,10 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
             samples = chase_samples(ctx, team, budget, f"{format_bytes(p.size_bytes)} {pages} "
                                     "pages", 0 if p.level == "DRAM" else p.size_bytes,
                                     benchmark="latency")
+            if not samples:
+                ctx.errors.append(f"latency {format_bytes(p.size_bytes)} {pages} pages: every "
+                                  "sample was rejected (disturbed); no figure")
+                continue
             if not team.chase_check(CHECK_STEPS):
                 ctx.errors.append(f"latency {format_bytes(p.size_bytes)}: the pointer-chase "
                                   "ring did not validate; figure discarded")

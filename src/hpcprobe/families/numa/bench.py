@@ -133,8 +133,10 @@ def _run(ctx: RunContext, opts: NumaOptions, bind: bool) -> None:
                                     / (len(todo) - n), f"latency {i}->{j}", benchmark="numa")
             valid = team.chase_check(CHECK_STEPS)
         ctx.progress.advance(f"NUMA latency {i}->{j}")
-        if not valid:
-            ctx.errors.append(f"numa latency {i}->{j}: the ring did not validate; discarded")
+        if not valid or not samples:
+            ctx.errors.append(f"numa latency {i}->{j}: " + ("the ring did not validate" if not
+                              valid else "every sample was rejected (disturbed)")
+                              + "; no figure")
             continue
         _warn_binding(ctx, "latency", i, j, seen)
         ctx.metrics.append(Metric("numa", "latency", "ns", {
