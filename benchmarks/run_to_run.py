@@ -20,48 +20,33 @@ import statistics
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from hpcprobe.common.stats import summarize
-
-Metric = dict[str, Any]
-
-
-def _pick(metrics: list[Metric], benchmark: str, name: str,
-          keep: Callable[[dict[str, Any]], bool], best: Callable[[list[Metric]], Metric]
-          ) -> Metric | None:
-    cand = [m for m in metrics if m["benchmark"] == benchmark and m["name"] == name
-            and keep(m["params"])]
-    return best(cand) if cand else None
+from hpcprobe.results.model import Metric, Run
 
 
 def _median(m: Metric) -> float:
-    return float(statistics.median(m["samples"]))
+    return m.summary.median
 
 
-def headlines(doc: dict[str, Any]) -> dict[str, Metric | None]:
-    ms = doc["metrics"]
-    triads = [m for m in ms if m["benchmark"] == "memory" and m["name"] == "bandwidth"
-              and m["params"]["kernel"] == "triad" and m["params"]["stores"] == "regular"
-              and m["params"]["level"] == "DRAM" and m["params"]["placement"] == "one-per-core"]
-    top = max((m["params"]["threads"] for m in triads), default=0)
-    peaks = [m for m in ms if m["benchmark"] == "compute" and m["name"] == "peak"
-             and m["params"]["precision"] == "dp"]
-    most = max((m["params"]["threads"] for m in peaks), default=0)
-    lat = [m for m in ms if m["benchmark"] == "latency" and m["name"] == "latency"
-           and not m["params"]["huge_pages_requested"]]
+def headlines(run: Run) -> dict[str, Metric | None]:
+    """The headline figures of a run (None where the run has no such figure)."""
+    triads = [m for m in run.select("memory", "bandwidth")
+              if (m.params["kernel"], m.params["stores"], m.params["level"],
+                  m.params["placement"]) == ("triad", "regular", "DRAM", "one-per-core")]
+    peaks = [m for m in run.select("compute", "peak") if m.params["precision"] == "dp"]
+    lat = [m for m in run.select("latency", "latency") if not m.params["huge_pages_requested"]]
+    mpi_lat = [m for m in run.select("mpi", "latency") if m.params["size_bytes"] == 8]
+    mpi_bw = [m for m in run.select("mpi", "bandwidth") if m.params["size_bytes"] == 1 << 20]
+    most = max((m.params["threads"] for m in peaks), default=0)
     return {
-        "DRAM triad GB/s": next((m for m in triads if m["params"]["threads"] == top), None),
-        "peak DP GFLOP/s": max((m for m in peaks if m["params"]["threads"] == most),
-                               key=_median, default=None),
-        "L1 latency ns": min(lat, key=lambda m: m["params"]["size_bytes"], default=None),
-        "DRAM latency ns": max(lat, key=lambda m: m["params"]["size_bytes"], default=None),
-        "MPI 8 B latency us": _pick(ms, "mpi", "latency",
-                                    lambda p: p["size_bytes"] == 8, lambda c: c[0]),
-        "MPI 1 MiB bandwidth MB/s": _pick(ms, "mpi", "bandwidth",
-                                          lambda p: p["size_bytes"] == 1 << 20, lambda c: c[0]),
+        "DRAM triad GB/s": max(triads, key=lambda m: m.params["threads"], default=None),
+        "peak DP GFLOP/s": max((m for m in peaks if m.params["threads"] == most), key=_median,
+                               default=None),
+        "L1 latency ns": min(lat, key=lambda m: m.params["size_bytes"], default=None),
+        "DRAM latency ns": max(lat, key=lambda m: m.params["size_bytes"], default=None),
+        "MPI 8 B latency us": mpi_lat[0] if mpi_lat else None,  # the first layout
+        "MPI 1 MiB bandwidth MB/s": mpi_bw[0] if mpi_bw else None,
     }
 
 
@@ -81,8 +66,8 @@ def main() -> int:
             if not out.exists():
                 print(f"run {i + 1} failed: {p.stderr.strip()}")
                 return 1
-            docs.append(json.loads(out.read_text()))
-            print(f"run {i + 1}/{a.runs} done ({docs[-1]['duration_s']:.0f} s)", file=sys.stderr)
+            docs.append(Run.from_dict(json.loads(out.read_text())))
+            print(f"run {i + 1}/{a.runs} done ({docs[-1].duration_s:.0f} s)", file=sys.stderr)
     print(f"{'figure':26s} " + " ".join(f"{'run ' + str(i + 1):>12s}" for i in range(a.runs))
           + f" {'spread':>8s} {'largest CI':>10s}")
     for label in headlines(docs[0]):
@@ -91,7 +76,7 @@ def main() -> int:
             print(f"{label:26s} (not in every run)")
             continue
         meds = [_median(m) for m in picked if m is not None]
-        halfwidths = [100 * summarize(m["samples"]).rel_ci_halfwidth for m in picked if m]
+        halfwidths = [100 * m.summary.rel_ci_halfwidth for m in picked if m is not None]
         spread = 100 * (max(meds) - min(meds)) / statistics.mean(meds)
         print(f"{label:26s} " + " ".join(f"{x:12.3f}" for x in meds)
               + f" {spread:7.1f}% {max(halfwidths):9.1f}%")

@@ -15,7 +15,6 @@ import pytest
 
 import pgserver
 from hpcprobe.machine import topology
-from pgserver import PgServer
 
 DATA = Path(__file__).parent / "data"
 
@@ -91,7 +90,7 @@ def two_cpus() -> bool:
 
 
 @pytest.fixture(scope="session")
-def pg_server() -> Iterator[PgServer]:
+def pg_server() -> Iterator[pgserver.PgServer]:
     """A throwaway PostgreSQL cluster for this test session (see pgserver.py)."""
     if pgserver.bin_dir() is None:
         pytest.skip("PostgreSQL server binaries not installed (Debian: apt install postgresql)")
@@ -100,6 +99,6 @@ def pg_server() -> Iterator[PgServer]:
 
 
 @pytest.fixture
-def pg_url(pg_server: PgServer) -> str:
+def pg_url(pg_server: pgserver.PgServer) -> str:
     """A fresh empty database of the session's throwaway PostgreSQL server."""
     return pg_server.new_database()

@@ -7,7 +7,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NoReturn
@@ -22,7 +22,7 @@ from hpcprobe.measure.family import Family, Flag, flags
 from hpcprobe.measure.runner import resolve_isa
 from hpcprobe.results import export
 from hpcprobe.results import model as results
-from hpcprobe.results.store import Selection, Store, default_path
+from hpcprobe.results.store import Selection, Store, default_location
 from hpcprobe.views import terminal
 
 #: argparse's own messages, which name no value of ours
@@ -201,7 +201,7 @@ def _date(text: str) -> str:
 def _add_db(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="PATH|URL",
                    help="result store: an SQLite file, or postgresql://USER@HOST[:PORT]/DB "
-                        f"(default: $HPCPROBE_DB, else {default_path()})")
+                        f"(default: $HPCPROBE_DB, else {default_location()})")
 
 
 def _metric_name(text: str) -> tuple[str, str]:
@@ -240,10 +240,7 @@ def _add_family_options(p: argparse.ArgumentParser, families: Sequence[Family]) 
     """Each family's option fields as flags, in one group per family; a flag that several
     families declare is one option, in the group of the first."""
     seen: dict[str, Flag] = {}
-    users: dict[str, list[str]] = {}
-    for fam in families:
-        for _, flag in flags(fam.options):
-            users.setdefault(flag.flag, []).append(fam.name)
+    users = _users(families, lambda flag: True)
     for fam in families:
         group = p.add_argument_group(f"narrowing the {fam.name} benchmark")
         for _, flag in flags(fam.options):
@@ -260,6 +257,16 @@ def _add_family_options(p: argparse.ArgumentParser, families: Sequence[Family]) 
             else:
                 kw.update(type=flag.parse, choices=flag.choices, metavar=flag.metavar)
             group.add_argument(flag.flag, **kw)
+
+
+def _users(families: Sequence[Family], keep: Callable[[Flag], bool]) -> dict[str, list[str]]:
+    """Flag -> the families that declare it, for the flags kept."""
+    users: dict[str, list[str]] = {}
+    for fam in families:
+        for _, flag in flags(fam.options):
+            if keep(flag):
+                users.setdefault(flag.flag, []).append(fam.name)
+    return users
 
 
 def _given(a: argparse.Namespace, flag: Flag) -> bool:
@@ -279,11 +286,7 @@ def _family_options(a: argparse.Namespace, fam: Family) -> Any:
 
 def _check_narrowing(a: argparse.Namespace, chosen: Sequence[Family]) -> None:
     """A flag given for families none of which runs is a mistake, said once per flag group."""
-    users: dict[str, list[str]] = {}
-    for fam in registry.measuring():
-        for _, flag in flags(fam.options):
-            if _given(a, flag):
-                users.setdefault(flag.flag, []).append(fam.name)
+    users = _users(registry.measuring(), lambda flag: _given(a, flag))
     names = {f.name for f in chosen}
     idle: dict[tuple[str, ...], list[str]] = {}  # families -> their idle flags
     for flag_name, fams in users.items():
@@ -529,7 +532,7 @@ def cmd_show(a: argparse.Namespace) -> int:
 
 
 def cmd_import(a: argparse.Namespace) -> int:
-    runs = export.read_documents(a.files)
+    runs = [results.read_json(f) for f in a.files]  # all checked before any is stored
     with Store.open(a.db) as st:
         stored, skipped = export.import_runs(st, runs)
         where = st.path

@@ -139,12 +139,9 @@ class Family:
     figures: tuple[Figures, ...] = ()  # plots of one or more runs (HTML report)
     command: Command | None = None
 
-    def undeclared(self, metrics: list[Metric]) -> list[str]:
-        """Its metrics among these that it did not declare with that unit and direction."""
-        known = {(s.name, s.unit, s.better) for s in self.metrics}
-        return sorted({f"{m.name} ({m.unit}, {m.better} is better)" for m in metrics
-                       if m.benchmark == self.name
-                       and (m.name, m.unit, m.better) not in known})
+    def declares(self, m: Metric) -> bool:
+        """Whether it declared this metric with its unit and direction."""
+        return MetricSpec(m.name, m.unit, m.better) in self.metrics
 
 
 def bound_cpus(ctx: RunContext, team: Team, benchmark: str) -> str:

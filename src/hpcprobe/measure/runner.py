@@ -68,12 +68,13 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
     for family in families:
         if family.derive is not None:
             ctx.metrics.extend(family.derive(ctx.metrics))
-    for family in families:
-        for what in family.undeclared(ctx.metrics):  # a bug of the family, shown, not stored
-            ctx.errors.append(f"{family.name}: metric {what} is not declared by the family; "
-                              "dropped")
-    ctx.metrics = [m for m in ctx.metrics
-                   if not any(f.undeclared([m]) for f in families if f.name == m.benchmark)]
+    by_name = {f.name: f for f in families}
+    undeclared = [m for m in ctx.metrics
+                  if m.benchmark in by_name and not by_name[m.benchmark].declares(m)]
+    for benchmark, what in sorted({(m.benchmark, f"{m.name} ({m.unit}, {m.better} is better)")
+                                   for m in undeclared}):  # a bug of the family: not stored
+        ctx.errors.append(f"{benchmark}: metric {what} is not declared by the family; dropped")
+    ctx.metrics = [m for m in ctx.metrics if m not in undeclared]
     run.provenance.update(ctx.provenance)
     run.metrics = ctx.metrics
     run.findings = ctx.findings

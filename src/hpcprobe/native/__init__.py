@@ -107,7 +107,6 @@ def _declare(lib: ctypes.CDLL) -> None:
     declare(sig, lib)
 
 
-
 def declare(sig: Signatures, handle: ctypes.CDLL | None = None) -> ctypes.CDLL:
     """Give C functions of the core their ctypes signature: name -> (restype, argtypes). A
     family with C code of its own declares its functions here from its package, so binding a new

@@ -7,10 +7,9 @@ import csv
 import io
 import json
 from collections.abc import Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
-from hpcprobe.results.model import Metric, Run, read_json
+from hpcprobe.results.model import Metric, Run
 from hpcprobe.results.store import AlreadyStored, Selection, Store
 
 WHAT = ("runs", "metrics", "samples")
@@ -71,11 +70,6 @@ def render(records: Iterator[dict[str, Any]], what: str, fmt: str) -> str:
         w.writerow({k: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
                     for k, v in r.items()})
     return buf.getvalue()
-
-
-def read_documents(paths: Sequence[str | Path]) -> list[Run]:
-    """Every document read and validated before anything is stored: a bad file stores none."""
-    return [read_json(p) for p in paths]
 
 
 def import_runs(store: Store, runs: Sequence[Run]) -> tuple[list[str], list[str]]:

@@ -4,14 +4,13 @@ URL, PGPASSWORD, PGPASSFILE or ~/.pgpass as libpq reads them, and is never print
 
 from __future__ import annotations
 
-import os
 import re
 from contextlib import AbstractContextManager
 from typing import Any
 
 from hpcprobe.common.errors import UserError
 from hpcprobe.results.sql import SqlStore, first_line, schema_v1
-from hpcprobe.results.store import Store, backend
+from hpcprobe.results.store import BACKENDS, Store, backend
 
 #: Seconds to wait for the server before saying it is unreachable.
 CONNECT_TIMEOUT_S = 10
@@ -43,10 +42,10 @@ class PostgresStore(SqlStore):
                 "CREATE TABLE hpcprobe_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
     @classmethod
-    def connect(cls, location: str | os.PathLike[str] | None, create: bool) -> Store:
+    def connect(cls, location: str, create: bool) -> Store:
         import psycopg
 
-        url = os.fspath(location) if location is not None else ""
+        url = location
         shown = redact(url)
         try:
             conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
@@ -108,10 +107,4 @@ class PostgresStore(SqlStore):
                 return ids
 
 
-class PostgresAlias(PostgresStore):
-    """postgres:// is the same backend (libpq takes both schemes)."""
-
-    scheme = "postgres"
-
-
-backend(PostgresAlias)
+BACKENDS["postgres"] = PostgresStore  # libpq takes both schemes

@@ -3,7 +3,6 @@ sample in one file, one transaction per run."""
 
 from __future__ import annotations
 
-import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,7 +11,7 @@ from typing import Any
 
 from hpcprobe.common.errors import UserError
 from hpcprobe.results.sql import SqlStore, schema_v1
-from hpcprobe.results.store import Store, backend, default_path
+from hpcprobe.results.store import Store, backend
 
 
 @backend
@@ -25,8 +24,8 @@ class SqliteStore(SqlStore):
     base_ddl = schema_v1(serial="INTEGER", real="REAL", bigint="INTEGER")
 
     @classmethod
-    def connect(cls, location: str | os.PathLike[str] | None, create: bool) -> Store:
-        p = Path(location) if location is not None else default_path()
+    def connect(cls, location: str, create: bool) -> Store:
+        p = Path(location)
         if not create and not p.exists():
             raise UserError(f"--db {p}: no result store there yet; run `hpcprobe run` first or "
                             "point --db at an existing store")

@@ -15,13 +15,14 @@ from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.results.model import Metric, Run
 
 
-def default_path() -> Path:
-    """$HPCPROBE_DB, else $XDG_DATA_HOME/hpcprobe/results.sqlite (~/.local/share/...)."""
+def default_location() -> str:
+    """$HPCPROBE_DB as given (a path or a URL), else $XDG_DATA_HOME/hpcprobe/results.sqlite
+    (~/.local/share/...)."""
     env = os.environ.get("HPCPROBE_DB")
     if env:
-        return Path(env)
+        return env
     base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "hpcprobe" / "results.sqlite"
+    return str(Path(base) / "hpcprobe" / "results.sqlite")
 
 
 @dataclass(frozen=True)
@@ -65,19 +66,17 @@ class Store(ABC):
     def open(cls, location: str | os.PathLike[str] | None = None, create: bool = True) -> Store:
         """The store at `location` (default: $HPCPROBE_DB, else the user's SQLite file), by
         the backend its URL scheme names."""
-        if location is None:  # $HPCPROBE_DB as given (a URL is not a path to normalise)
-            location = os.environ.get("HPCPROBE_DB") or default_path()
-        text = os.fspath(location)
+        text = os.fspath(location) if location is not None else default_location()
         m = re.match(r"^([a-z][a-z0-9+.-]*)://", text)
         scheme = m.group(1) if m else "sqlite"
         if scheme not in BACKENDS:
             raise UserError(f"--db {text}: no result store backend for {scheme}:// here; "
                             f"backends: {', '.join(sorted(BACKENDS))} (a plain path is SQLite)")
-        return BACKENDS[scheme].connect(location, create)
+        return BACKENDS[scheme].connect(text, create)
 
     @classmethod
     @abstractmethod
-    def connect(cls, location: str | os.PathLike[str] | None, create: bool) -> Store: ...
+    def connect(cls, location: str, create: bool) -> Store: ...
 
     @abstractmethod
     def close(self) -> None: ...

@@ -4,6 +4,7 @@ or of the current allocation, each mistake one clear line."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 
@@ -85,6 +86,4 @@ class Slurm(Scheduler):
 
 def _natural(name: str) -> tuple[object, ...]:
     """n2 before n10."""
-    import re
-
     return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))

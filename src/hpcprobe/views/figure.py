@@ -5,15 +5,23 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from typing import Any
-
-# Figure objects, not pyplot: no global state and no display backend; savefig renders PNG
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from hpcprobe.results.model import Metric, Run
 
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn, not at start-up
+    from matplotlib.figure import Figure
+
 #: A family's figures of one or more runs: (slug, title, figure) for each it has data for.
-Figures = Callable[[list[Run]], list[tuple[str, str, Figure]]]
+Figures = Callable[[list[Run]], list[tuple[str, str, "Figure"]]]
+
+
+def blank(figsize: tuple[float, float] = (9, 4.8)) -> Figure:
+    """An empty figure: a Figure object, not pyplot (no global state, no display backend;
+    savefig renders PNG)."""
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=figsize, dpi=100)
 
 
 def label(run: Run, several: bool, what: str) -> str:
@@ -22,7 +30,7 @@ def label(run: Run, several: bool, what: str) -> str:
 
 def new(title: str, xlabel: str, ylabel: str, logx: bool = False,
          logy: bool = False) -> tuple[Figure, Any]:
-    fig = Figure(figsize=(9, 4.8), dpi=100)
+    fig = blank()
     ax = fig.subplots()
     ax.set_title(title, fontsize=11)
     ax.set_xlabel(xlabel)
@@ -92,7 +100,7 @@ def matrix(run: Run, benchmark: str, name: str, key: Callable[[Metric], tuple[An
     rows = sorted({r for r, _ in cells})
     cols = sorted({c for _, c in cells})
     data = [[cells.get((r, c), float("nan")) for c in cols] for r in rows]
-    fig = Figure(figsize=(6, 5), dpi=100)
+    fig = blank((6, 5))
     ax = fig.subplots()
     im = ax.imshow(data, cmap="viridis")
     ax.set_xticks(range(len(cols)), [str(c) for c in cols])

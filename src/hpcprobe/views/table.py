@@ -43,6 +43,11 @@ Block = Table | Lines
 View = Callable[[Run], list[Block]]
 
 
+def shown(*blocks: Block | None) -> list[Block]:
+    """The blocks a view has data for (a table function returns None where it has none)."""
+    return [b for b in blocks if b is not None]
+
+
 def cell(m: Metric | None, digits: int = 1) -> str:
     """A figure as its median and the 95 % CI half-width of the median, in %."""
     if m is None:

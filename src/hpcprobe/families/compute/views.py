@@ -8,7 +8,7 @@ from typing import Any
 
 from hpcprobe.machine.flopmodel import ABOVE_MODEL, efficiency_label
 from hpcprobe.results.model import Metric, Run
-from hpcprobe.views.table import Block, Lines, Table, cell, n_range
+from hpcprobe.views.table import Block, Lines, Table, cell, n_range, shown
 
 
 def _kernel_key(p: dict[str, Any]) -> tuple[str, str, str]:
@@ -112,6 +112,5 @@ def _scaling_table(run: Run) -> Table | None:
 
 
 def tables(run: Run) -> list[Block]:
-    out: list[Block] = [t for t in (_compute_table(run), _scaling_table(run)) if t is not None]
     lines = _peak_lines(run)
-    return out + [Lines(lines)] if lines else out
+    return shown(_compute_table(run), _scaling_table(run), Lines(lines) if lines else None)

@@ -39,10 +39,6 @@ def default_loads() -> list[str]:
     return native.supported_isas()
 
 
-
-
-
-
 def points(ctx: RunContext, opts: FrequencyOptions
            ) -> tuple[str, tuple[int, ...], list[tuple[str, int]]]:
     """(placement, its cores, (load, active cores) of every point of the curves)."""

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from hpcprobe.results.model import Run
 from hpcprobe.views import figure
-from hpcprobe.views.table import Block, Table, cell, n_range
+from hpcprobe.views.table import Block, Table, cell, n_range, shown
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def clock_curve(runs: list[Run]) -> Figure | None:
@@ -43,8 +46,7 @@ def _clock_table(run: Run) -> Table | None:
 
 
 def tables(run: Run) -> list[Block]:
-    t = _clock_table(run)
-    return [] if t is None else [t]
+    return shown(_clock_table(run))
 
 
 def figures(runs: list[Run]) -> list[tuple[str, str, Figure]]:

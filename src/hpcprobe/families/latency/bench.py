@@ -100,8 +100,6 @@ class Point:
     level: str
 
 
-
-
 def plan(topo: Topology, cpu: int, opts: LatencyOptions) -> list[Point]:
     """The sweep, largest first so each page kind's ring memory is touched once."""
     pages = {"default": (False,), "huge": (True,), None: (False, True)}[opts.pages]
@@ -126,10 +124,6 @@ def group_bytes(point: Point, base_page: int, huge_page: int) -> int:
     if point.level == "DRAM":
         return 0
     return TLB_GROUP_PAGES * (huge_page if point.huge else base_page)
-
-
-
-
 
 
 def c2c_pairs(topo: Topology, all_pairs: bool = False) -> list[tuple[int, int]]:
@@ -250,10 +244,6 @@ def _c2c(ctx: RunContext, opts: LatencyOptions, deadline: float) -> None:
                       "cpu_domain": numa_of(ctx.topo, a), "memory_domain": numa_of(ctx.topo, b),
                       "load_threads": 0}
             ctx.metrics.append(Metric("latency", "core_to_core", "ns", params, out, "lower"))
-
-
-
-
 
 
 @dataclass(frozen=True)

@@ -5,14 +5,16 @@ core-to-core heat map."""
 from __future__ import annotations
 
 from collections import defaultdict
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from hpcprobe.analysis.levels import levels_table
 from hpcprobe.common.units import format_bytes
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.views import figure
-from hpcprobe.views.table import Block, Table, cell, n_range
+from hpcprobe.views.table import Block, Table, cell, n_range, shown
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def latency_sweep(runs: list[Run]) -> Figure | None:
@@ -96,8 +98,8 @@ def _c2c_table(run: Run) -> Table | None:
 
 
 def tables(run: Run) -> list[Block]:
-    return [t for t in (_latency_table(run), _loaded_table(run), _c2c_table(run),
-                        levels_table(run, "latency")) if t is not None]
+    return shown(_latency_table(run), _loaded_table(run), _c2c_table(run),
+                 levels_table(run, "latency"))
 
 
 def figures(runs: list[Run]) -> list[tuple[str, str, Figure]]:

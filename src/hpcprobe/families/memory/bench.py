@@ -73,22 +73,7 @@ class MemoryOptions:
                                            self.size_bytes, self.placement))
 
 
-
-
 # ---------------------------------------------------------------- planning (pure)
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def sweep_sizes(topo: Topology, cpus: tuple[int, ...], per_octave: int) -> list[int]:
@@ -103,8 +88,6 @@ def sweep_sizes(topo: Topology, cpus: tuple[int, ...], per_octave: int) -> list[
         sizes.append(max(1, round(s / SWEEP_QUANTUM)) * SWEEP_QUANTUM)
         k += 1
     return sorted(set(sizes))
-
-
 
 
 def _store_types(kernel: str, stores: Iterable[str]) -> list[str]:
@@ -232,7 +215,6 @@ def check_memory(measurements: list[Measurement], available: int | None) -> None
 
 
 # ---------------------------------------------------------------- measuring
-
 
 
 def _metrics(m: Measurement, samples: list[float], isa: str, binding: str) -> list[Metric]:

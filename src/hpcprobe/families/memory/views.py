@@ -4,16 +4,17 @@ sweeps saw; its figures: bandwidth against working set, thread scaling."""
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from hpcprobe.analysis.levels import levels_table
 from hpcprobe.common.units import format_bytes
 from hpcprobe.native.kernels import KERNELS
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.views import figure
-from hpcprobe.views.table import Block, Table, cell, n_range
+from hpcprobe.views.table import Block, Table, cell, n_range, shown
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def bandwidth_sweep(runs: list[Run]) -> Figure | None:
@@ -26,7 +27,7 @@ def bandwidth_sweep(runs: list[Run]) -> Figure | None:
 
 
 def thread_scaling(runs: list[Run]) -> Figure | None:
-    fig = Figure(figsize=(9, 4.8), dpi=100)
+    fig = figure.blank()
     ax1, ax2 = fig.subplots(1, 2)
 
     def dram_triad(m: Metric) -> str | None:
@@ -117,8 +118,7 @@ def _stream_table(bw: list[Metric]) -> Table | None:
 
 def tables(run: Run) -> list[Block]:
     bw = run.select("memory", "bandwidth")
-    return [t for t in (_sweep_table(bw), _stream_table(bw), levels_table(run, "memory"))
-            if t is not None]
+    return shown(_sweep_table(bw), _stream_table(bw), levels_table(run, "memory"))
 
 
 def figures(runs: list[Run]) -> list[tuple[str, str, Figure]]:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable
-from typing import Any
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.views import figure
 from hpcprobe.views.table import Block, Lines
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 HEADERS = {
     "latency": "Latency (us)", "bandwidth": "Bandwidth (MB/s)", "bibw": "Bandwidth (MB/s)",
@@ -85,7 +86,7 @@ def render(metrics: list[Metric]) -> str:
 
 
 def mpi_point_to_point(runs: list[Run]) -> Figure | None:
-    fig = Figure(figsize=(9, 4.8), dpi=100)
+    fig = figure.blank()
     ax1, ax2 = fig.subplots(1, 2)
 
     def sized(names: tuple[str, ...]) -> Callable[[Run], dict[str, figure.Points]]:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from hpcprobe.results.model import Run
 from hpcprobe.views import figure
 from hpcprobe.views.table import Block, Table, cell, n_range
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def numa_latency(run: Run) -> Figure | None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING
 
 from hpcprobe.results.model import Run
 from hpcprobe.views import figure
-from hpcprobe.views.table import Block, Table, cell
+from hpcprobe.views.table import Block, Table, cell, shown
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def roofline(runs: list[Run]) -> Figure | None:
@@ -59,8 +62,7 @@ def _roofline_table(run: Run) -> Table | None:
 
 
 def tables(run: Run) -> list[Block]:
-    t = _roofline_table(run)
-    return [] if t is None else [t]
+    return shown(_roofline_table(run))
 
 
 def figures(runs: list[Run]) -> list[tuple[str, str, Figure]]:
