@@ -22,10 +22,10 @@ LAYERS: list[tuple[str, ...]] = [
     ("hpcprobe.views.table", "hpcprobe.views.figure"),
     ("hpcprobe.analysis",),
     ("hpcprobe.measure", "hpcprobe.schedulers", "hpcprobe.views.terminal", "hpcprobe.views.html"),
-    ("hpcprobe.probes",),
+    ("hpcprobe.probes", "hpcprobe.cluster"),
     ("hpcprobe.families",),
     ("hpcprobe.registry",),
-    ("hpcprobe.cli", "hpcprobe.__main__", "hpcprobe.views"),
+    ("hpcprobe.cli", "hpcprobe.cluster_cli", "hpcprobe.__main__", "hpcprobe.views"),
 ]
 
 

@@ -178,6 +178,10 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
     _add_db(ex)
 
+    from hpcprobe import cluster_cli
+
+    cluster_cli.add_parser(sub)
+
     sh = sub.add_parser("show", help="show a stored run")
     sh.add_argument("run", help="run id, unique id prefix, tag, 'latest', or a result JSON file")
     _add_db(sh)
@@ -572,9 +576,15 @@ def cmd_prune(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cluster(a: argparse.Namespace) -> int:
+    from hpcprobe import cluster_cli
+
+    return cluster_cli.command(a)
+
+
 COMMANDS = {"run": cmd_run, "compare": cmd_compare, "report": cmd_report, "import": cmd_import,
             "export": cmd_export, "prune": cmd_prune, "topology": cmd_topology, "plan": cmd_plan,
-            "list": cmd_list, "show": cmd_show}
+            "list": cmd_list, "show": cmd_show, "cluster": cmd_cluster}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -289,21 +289,33 @@ class SqlStore(Store):
                         "see `hpcprobe list`")
 
     def load(self, ref: str) -> Run:
-        run_id = self.resolve(ref)
-        r = self._execute("SELECT * FROM runs WHERE run_id = ?", (run_id,)).fetchone()
-        metrics = []
-        rows = self._execute(
-            "SELECT metric_id, benchmark, name, unit, better, params FROM metrics "
-            "WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
-        for mid, bench, name, unit, better, params in rows:
-            samples = [v for (v,) in self._execute(
-                "SELECT value FROM samples WHERE metric_id = ? ORDER BY seq", (mid,))]
-            metrics.append(Metric(bench, name, unit, json.loads(params), samples, better))
-        doc: dict[str, Any] = {
-            "run_id": r[0], "created": r[1], "host": r[2], "tag": r[3], "profile": r[4],
-            "benchmarks": json.loads(r[5]), "duration_s": r[6], "provenance": json.loads(r[8]),
-            "topology": json.loads(r[9]), "findings": json.loads(r[10]),
-            "warnings": json.loads(r[11]), "errors": json.loads(r[12]), "metrics": []}
-        run = Run.from_dict(doc)
-        run.metrics = metrics
-        return run
+        return self._assemble(" WHERE r.run_id = ?", [self.resolve(ref)])[0]
+
+    def load_all(self, where: Selection) -> list[Run]:
+        clause, params = self._where(where)
+        return self._assemble(clause, params)
+
+    def _assemble(self, clause: str, params: list[Any]) -> list[Run]:
+        """The runs a WHERE clause on runs r selects, oldest first: three queries."""
+        runs: dict[str, Run] = {}
+        for r in self._execute(
+                "SELECT r.run_id, r.created, r.host, r.tag, r.profile, r.benchmarks, "
+                "r.duration_s, r.provenance, r.topology, r.findings, r.warnings, r.errors "
+                f"FROM runs r{clause} ORDER BY r.created, r.{self.order}", params):
+            runs[r[0]] = Run(r[0], r[1], r[2], r[4], json.loads(r[5]), json.loads(r[7]),
+                             json.loads(r[8]), [], json.loads(r[9]), json.loads(r[10]),
+                             json.loads(r[11]), r[3], float(r[6]))
+        joined = f"FROM metrics m JOIN runs r ON r.run_id = m.run_id{clause}"
+        metrics: dict[int, Metric] = {}
+        for mid, run_id, bench, name, unit, better, ps in self._execute(
+                "SELECT m.metric_id, m.run_id, m.benchmark, m.name, m.unit, m.better, m.params "
+                f"{joined} ORDER BY m.run_id, m.seq", params):
+            metric = Metric(bench, name, unit, json.loads(ps), [], better)
+            metrics[mid] = metric
+            runs[run_id].metrics.append(metric)
+        for mid, value in self._execute(
+                f"SELECT s.metric_id, s.value FROM samples s JOIN metrics m ON m.metric_id = "
+                f"s.metric_id JOIN runs r ON r.run_id = m.run_id{clause} "
+                "ORDER BY s.metric_id, s.seq", params):
+            metrics[mid].samples.append(value)
+        return list(runs.values())

@@ -120,6 +120,11 @@ class Store(ABC):
     def load(self, ref: str) -> Run:
         """A run by id, unique id prefix, tag, host (its latest run) or 'latest'."""
 
+    @abstractmethod
+    def load_all(self, where: Selection) -> list[Run]:
+        """Every selected run whole, oldest first, in a few queries whatever their number (a
+        campaign of a thousand nodes)."""
+
 
 #: The registered backends by URL scheme; each backend module registers itself with
 #: @backend, and results/__init__.py imports every backend module (one line per backend).

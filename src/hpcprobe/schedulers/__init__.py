@@ -4,8 +4,48 @@ this interface."""
 
 from __future__ import annotations
 
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+#: Job states after which a job runs no more.
+FINISHED = frozenset({"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY",
+                      "PREEMPTED", "BOOT_FAIL", "DEADLINE", "GONE"})
+
+
+@dataclass
+class JobSpec:
+    """One job: `argv` run once on the first node (mpi None), or as tasks_per_node MPI ranks on
+    every node through the scheduler's launcher and that MPI plugin ("" its default)."""
+
+    name: str
+    nodes: list[str]
+    argv: list[str]
+    output: Path  # stdout and stderr
+    time_limit_s: float
+    tasks_per_node: int = 1
+    mpi: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Job:
+    """A submitted job as the driver follows it."""
+
+    spec: JobSpec
+    id: str
+    state: str = "PENDING"
+    reason: str = ""
+    submitted: float = field(default_factory=time.monotonic)
+    started: float | None = None  # when first seen running
+    handle: Any = None  # the scheduler's own (e.g. a process)
+
+    @property
+    def finished(self) -> bool:
+        return self.state in FINISHED
 
 
 class Scheduler(ABC):
@@ -27,6 +67,30 @@ class Scheduler(ABC):
     @abstractmethod
     def nodes(self, partition: str | None = None, nodelist: str | None = None) -> list[str]:
         """The nodes of a partition, of a node list, or (neither) of the current allocation."""
+
+    @abstractmethod
+    def submit(self, spec: JobSpec) -> Job:
+        """Submit a job (UserError with the scheduler's reason when it is refused)."""
+
+    @abstractmethod
+    def poll(self, jobs: Sequence[Job]) -> None:
+        """Bring the jobs' states up to date (and `started` when first seen running)."""
+
+    @abstractmethod
+    def cancel(self, jobs: Sequence[Job]) -> None:
+        """Cancel the jobs that still run or wait."""
+
+    @abstractmethod
+    def cpus(self, nodes: Sequence[str]) -> dict[str, int]:
+        """Each node's CPU count as the scheduler knows it."""
+
+    @abstractmethod
+    def drain_argv(self, node: str, reason: str) -> list[str]:
+        """The command that takes a node out of service with a reason (printed for the user)."""
+
+    @abstractmethod
+    def drain(self, node: str, reason: str) -> None:
+        """Take the node out of service (HpcprobeError with the scheduler's reason if not)."""
 
 
 #: The registered schedulers by name.

@@ -3,13 +3,18 @@ or of the current allocation, each mistake one clear line."""
 
 from __future__ import annotations
 
+import math
 import os
-import re
+import shlex
 import shutil
+import signal
 import subprocess
+import time
+from collections.abc import Sequence
 
-from hpcprobe.common.errors import UserError
-from hpcprobe.schedulers import Scheduler, scheduler
+from hpcprobe.common.errors import HpcprobeError, UserError
+from hpcprobe.common.names import natural
+from hpcprobe.schedulers import Job, JobSpec, Scheduler, scheduler
 
 #: Seconds a client command may take before the controller counts as not answering.
 CLIENT_TIMEOUT_S = 30
@@ -25,8 +30,12 @@ class Slurm(Scheduler):
     name = "slurm"
     description = "Slurm (sinfo, scontrol, sbatch, srun)"
 
+    @property
+    def _env(self) -> dict[str, str]:
+        return {**os.environ, **self.env}
+
     def _client(self, *argv: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, **self.env}
+        env = self._env
         if not self.prefix and shutil.which(argv[0], path=env.get("PATH")) is None:
             raise UserError(f"Slurm not found: {argv[0]} is not on PATH (install Slurm's "
                             "client commands, or run where they are)")
@@ -58,7 +67,7 @@ class Slurm(Scheduler):
         r = self._client(*argv)
         if r.returncode != 0:
             raise UserError(f"Slurm: {_first_line(r.stderr)}")
-        return sorted(set(r.stdout.split()), key=_natural)
+        return sorted(set(r.stdout.split()), key=natural)
 
     def nodes(self, partition: str | None = None, nodelist: str | None = None) -> list[str]:
         if nodelist is not None:
@@ -77,13 +86,102 @@ class Slurm(Scheduler):
                 raise UserError(f"--partition {partition!r} does not exist or has no nodes; "
                                 f"partitions: {', '.join(sorted(set(parts))) or 'none'}")
             return got
-        allocation = {**os.environ, **self.env}.get("SLURM_JOB_NODELIST")
+        allocation = self._env.get("SLURM_JOB_NODELIST")
         if not allocation:
             raise UserError("no nodes given: name a --partition or a --nodelist, or run inside "
                             "a Slurm allocation (salloc)")
         return self._hostnames(allocation)
 
 
-def _natural(name: str) -> tuple[object, ...]:
-    """n2 before n10."""
-    return tuple(int(p) if p.isdigit() else p for p in re.split(r"(\d+)", name))
+    # -- jobs: sbatch from a login node; srun steps inside an allocation (salloc, a batch job)
+
+    def _in_allocation(self, nodes: Sequence[str]) -> bool:
+        """Inside an allocation that holds these nodes: jobs become srun steps of it."""
+        mine = self._env.get("SLURM_JOB_NODELIST")
+        return bool(self._env.get("SLURM_JOB_ID") and mine
+                    and set(nodes) <= set(self._hostnames(mine)))
+
+    def submit(self, spec: JobSpec) -> Job:
+        if self._in_allocation(spec.nodes):
+            return self._step(spec)
+        script = spec.output.with_suffix(".sh")
+        run = spec.argv if spec.mpi is None else \
+            ["srun", *([f"--mpi={spec.mpi}"] if spec.mpi else []), *spec.argv]
+        script.write_text("#!/bin/sh\n# written by hpcprobe: " + spec.name + "\n"
+                          + "".join(f"export {k}={shlex.quote(v)}\n" for k, v in spec.env.items())
+                          + "exec " + shlex.join(run) + "\n")
+        r = self._client("sbatch", "--parsable", "--job-name", spec.name,
+                         "--nodes", str(len(spec.nodes)), "--nodelist", ",".join(spec.nodes),
+                         "--ntasks-per-node", str(spec.tasks_per_node), "--exclusive",
+                         "--time", str(max(1, math.ceil(spec.time_limit_s / 60))),
+                         "--output", str(spec.output), str(script))
+        if r.returncode != 0 or not r.stdout.strip():
+            raise UserError(f"sbatch refused {spec.name}: {_first_line(r.stderr)}")
+        return Job(spec, r.stdout.strip().split(";")[0])
+
+    def _step(self, spec: JobSpec) -> Job:
+        argv = ["srun", "--nodes", str(len(spec.nodes)), "--nodelist", ",".join(spec.nodes),
+                "--ntasks-per-node", str(spec.tasks_per_node), "--exact",
+                *([f"--mpi={spec.mpi}"] if spec.mpi else []), *spec.argv]
+        with open(spec.output, "w") as out:
+            p = subprocess.Popen([*self.prefix, *argv], stdout=out, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL, env={**self._env, **spec.env},
+                                 start_new_session=True)
+        return Job(spec, f"step-{p.pid}", state="RUNNING", handle=p)
+
+    def poll(self, jobs: Sequence[Job]) -> None:
+        batch = [j for j in jobs if j.handle is None and not j.finished]
+        for j in jobs:
+            if j.handle is not None and not j.finished:
+                rc = j.handle.poll()
+                if rc is not None:
+                    j.state = "COMPLETED" if rc == 0 else "FAILED"
+                    j.reason = f"exit status {rc}" if rc else ""
+        for chunk in range(0, len(batch), 500):
+            part = batch[chunk:chunk + 500]
+            r = self._client("squeue", "-h", "-t", "all", "-j", ",".join(j.id for j in part),
+                             "-o", "%i|%T|%r")
+            seen = {}
+            for line in r.stdout.splitlines():
+                fields = line.strip().split("|")
+                if len(fields) == 3:
+                    seen[fields[0]] = (fields[1], fields[2])
+            for j in part:
+                # a job gone from the controller's memory (MinJobAge) has finished
+                j.state, reason = seen.get(j.id, ("GONE", ""))
+                j.reason = "" if reason in ("None", "(null)") else reason
+        now = time.monotonic()
+        for j in jobs:
+            if j.started is None and j.state not in ("PENDING", "CONFIGURING"):
+                j.started = now
+
+    def cancel(self, jobs: Sequence[Job]) -> None:
+        live = [j for j in jobs if not j.finished]
+        for j in live:
+            if j.handle is not None:  # srun cancels its step on SIGTERM
+                try:
+                    os.killpg(j.handle.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        ids = [j.id for j in live if j.handle is None]
+        if ids:
+            self._client("scancel", *ids)
+        for j in live:
+            j.state = "CANCELLED"
+
+    def cpus(self, nodes: Sequence[str]) -> dict[str, int]:
+        r = self._client("sinfo", "-h", "-N", "-n", ",".join(nodes), "-o", "%N %c")
+        out = {}
+        for line in r.stdout.splitlines():
+            name, _, count = line.partition(" ")
+            if count.strip().isdigit():
+                out[name] = int(count)
+        return out
+
+    def drain_argv(self, node: str, reason: str) -> list[str]:
+        return ["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"]
+
+    def drain(self, node: str, reason: str) -> None:
+        r = self._client(*self.drain_argv(node, reason))
+        if r.returncode != 0:
+            raise HpcprobeError(f"scontrol could not drain {node}: {_first_line(r.stderr)}")

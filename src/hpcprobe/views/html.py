@@ -10,6 +10,7 @@ import os
 from collections.abc import Sequence
 from html import escape
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from hpcprobe import __version__
 from hpcprobe.analysis import compare
@@ -20,6 +21,9 @@ from hpcprobe.machine import fingerprint
 from hpcprobe.results.model import Run
 from hpcprobe.views.figure import Figures
 from hpcprobe.views.table import Block, Lines, View
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 STYLE = """
 body { font-family: sans-serif; margin: 2em; max-width: 80em; color: #222; }
@@ -78,15 +82,42 @@ def _png(fig: object) -> bytes:
     return buf.getvalue()
 
 
+def _head(title: str) -> list[str]:
+    return [f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{escape(title)}"
+            f"</title><style>{STYLE}</style><script>{SELF_CHECK}</script></head><body>",
+            f"<h1>{escape(title)}</h1>"]
+
+
+def _figures(items: Sequence[tuple[str, str, Figure]], parts: list[str]
+             ) -> list[tuple[str, bytes]]:
+    """Each figure embedded in the page as a PNG; (slug, PNG bytes) of each."""
+    pngs = []
+    for slug, ftitle, fig in items:
+        data = _png(fig)
+        pngs.append((slug, data))
+        b64 = base64.b64encode(data).decode()
+        parts.append(f'<figure id="{escape(slug)}"><img class="plot" alt="{escape(ftitle)}" '
+                     f'src="data:image/png;base64,{b64}"><figcaption>{escape(ftitle)}'
+                     "</figcaption></figure>")
+    return pngs
+
+
+def page(title: str, blocks: Sequence[Block], figures: Sequence[tuple[str, str, Figure]]
+         ) -> str:
+    """A page of blocks and figures (a campaign's report)."""
+    parts = _head(title) + [_block(b) for b in blocks]
+    _figures(figures, parts)
+    parts.append(f"<p>Made by hpcprobe {escape(__version__)}.</p></body></html>\n")
+    return "\n".join(parts)
+
+
 def build(runs: list[Run], views: Sequence[View], figures: Sequence[Figures],
           ignore: frozenset[str]) -> tuple[str, list[tuple[str, bytes]]]:
     """The report's HTML and each figure as (slug, PNG bytes): every run's views (the same
     blocks the terminal shows), the families' figures, and with several runs the comparison
     (metrics joined without the params in `ignore`)."""
     title = "hpcprobe report: " + ", ".join(r.tag or r.run_id for r in runs)
-    parts = [f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{escape(title)}"
-             f"</title><style>{STYLE}</style><script>{SELF_CHECK}</script></head><body>",
-             f"<h1>{escape(title)}</h1>"]
+    parts = _head(title)
     parts.append(_table(["run", "host", "tag", "created", "profile", "benchmarks", "seconds"],
                         [[r.run_id, r.host, r.tag or "", r.created, r.profile,
                           ",".join(r.benchmarks), f"{r.duration_s:.1f}"] for r in runs]))
@@ -102,14 +133,7 @@ def build(runs: list[Run], views: Sequence[View], figures: Sequence[Figures],
     for r in runs:
         parts.append(f"<h2>Run {escape(r.tag or r.run_id)}</h2>")
         parts += [_block(block) for view in views for block in view(r)]
-    pngs: list[tuple[str, bytes]] = []
-    for slug, ftitle, fig in (item for draw in figures for item in draw(runs)):
-        data = _png(fig)
-        pngs.append((slug, data))
-        b64 = base64.b64encode(data).decode()
-        parts.append(f'<figure id="{escape(slug)}"><img class="plot" alt="{escape(ftitle)}" '
-                     f'src="data:image/png;base64,{b64}"><figcaption>{escape(ftitle)}'
-                     "</figcaption></figure>")
+    pngs = _figures([item for draw in figures for item in draw(runs)], parts)
     if len(runs) > 1:
         try:
             c = compare.compare(runs, ignore)

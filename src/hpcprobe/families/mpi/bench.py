@@ -19,18 +19,13 @@ from hpcprobe.measure.family import Flag, MetricSpec, RunContext, option
 from hpcprobe.measure.sampling import Sampled
 from hpcprobe.mpi import build, find, launch, launchers
 from hpcprobe.mpi.launchers import Layout
+from hpcprobe.mpi.program import COLLECTIVES, PT2PT, UNITS
 from hpcprobe.results.model import Metric
 
-PT2PT = ("latency", "bandwidth", "bibw")
-COLLECTIVES = ("allreduce", "bcast", "alltoall", "barrier")
 TESTS = (*PT2PT, "message_rate", *COLLECTIVES, "halo")
 #: Pair kinds and the topology relations of their two CPUs.
 PAIR_KINDS = {"intra-l3": ("same-l3",), "intra-socket": ("same-numa", "same-package"),
               "inter-socket": ("cross-package",), "inter-node": ()}
-#: name -> (unit, better); collectives also store the slowest and fastest rank.
-UNITS = {"latency": ("us", "lower"), "bandwidth": ("MB/s", "higher"),
-         "bibw": ("MB/s", "higher"), "message_rate": ("messages/s", "higher"),
-         **{c: ("us", "lower") for c in COLLECTIVES}, "halo": ("MB/s", "higher")}
 #: Every metric it emits: the tests, the slowest and fastest rank of collectives, the halo's
 #: bidirectional figure.
 METRICS = (*(MetricSpec(t, *UNITS[t]) for t in UNITS),

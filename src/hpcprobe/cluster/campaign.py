@@ -1,0 +1,367 @@
+"""A campaign over a cluster: the node probe (`hpcprobe run` of some families) on every node as
+a job of its own, each node's document written to a shared work directory and stored under the
+campaign tag as it arrives; then the links (one MPI job over the nodes: pairs b_eff style,
+message rate, collectives as nodes are added); then what the verdict flags is measured again
+(a transient is not a verdict). A node whose job fails, never starts or runs past its timeout
+is cancelled and reported failed; the rest goes on. Each pass stores a campaign run: its node
+list, the failures and the link figures."""
+
+from __future__ import annotations
+
+import json
+import platform
+import socket
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from hpcprobe import __version__
+from hpcprobe.cluster import pairs as pairing
+from hpcprobe.cluster.verdict import (
+    CAMPAIGN,
+    SLOW_ENDPOINT,
+    SLOW_LINK,
+    SLOW_NODE,
+    Thresholds,
+    Verdict,
+    analyse,
+)
+from hpcprobe.common.errors import HpcprobeError, UserError
+from hpcprobe.common.names import natural
+from hpcprobe.measure.family import Progress
+from hpcprobe.mpi import build, find
+from hpcprobe.mpi.program import UNITS
+from hpcprobe.results.model import Metric, Run, read_json
+from hpcprobe.results.store import AlreadyStored, Selection, Store
+from hpcprobe.schedulers import Job, JobSpec, Scheduler
+
+#: Link samples per figure and the share of OSU's iteration counts, per profile.
+LINK_SAMPLING = {"quick": (5, 0.1), "default": (7, 0.3), "thorough": (11, 1.0)}
+
+
+@dataclass
+class Plan:
+    """What a campaign runs, and how patiently."""
+
+    tag: str
+    nodes: list[str]
+    workdir: Path
+    probe: list[str]  # the families of the node probe
+    profile: str = "quick"
+    concurrency: int = 0  # node jobs at once (0: all)
+    timeout_s: float = 900.0  # a node job running longer is cancelled
+    start_timeout_s: float = 600.0  # a node job waiting longer to start is cancelled
+    links: bool = True
+    link_size: int = 1 << 20
+    link_parallel: int = 0  # pairs of a round measured at once (0: all)
+    random_rounds: int = pairing.RANDOM_ROUNDS
+    ranks_per_node: int = 1  # ranks per node of the links job (message rate with all of them)
+    mpi_plugin: str = ""  # srun --mpi=...; "" the site's default
+    remeasure: bool = True
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    poll_s: float = 1.0
+    seed: int = 0
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _tail(path: Path, lines: int = 3) -> str:
+    """The last lines of a job's output worth quoting."""
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "no output"
+    keep = [ln.strip() for ln in text.splitlines()
+            if ln.strip() and not ln.lstrip().startswith("{") and set(ln.strip()) != {"-"}]
+    return " | ".join(keep[-lines:])[-400:] or "no output"
+
+
+class Campaign:
+    """One `hpcprobe cluster run`: the passes, their jobs, their stored runs."""
+
+    def __init__(self, sched: Scheduler, store: Store, plan: Plan, progress: Progress,
+                 say: Any = print) -> None:
+        self.sched, self.store, self.plan, self.progress, self.say = sched, store, plan, \
+            progress, say
+        self.mpi: find.Mpi | None = None
+        self.exe: Path | None = None
+
+    # -- the whole campaign
+
+    def execute(self) -> Verdict:
+        p = self.plan
+        for d in ("nodes", "jobs"):
+            (p.workdir / d).mkdir(parents=True, exist_ok=True)
+        if p.links and len(p.nodes) >= 2:  # a missing MPI is said before any job runs
+            self.mpi = find.find()
+            self.exe = build.build(self.mpi)
+        self._pass("campaign", p.nodes, pairing_rounds=self._rounds(p.nodes))
+        verdict = self.verdict()
+        if p.remeasure:
+            nodes, links = self._to_remeasure(verdict)
+            if nodes or links:
+                self.say(f"Re-measuring what was flagged: {len(nodes)} node(s), "
+                         f"{len(links)} link(s).")
+                rounds = pairing.matchings(links)
+                self._pass("re-measure", nodes, pairing_rounds=rounds, scaling=False)
+                verdict = self.verdict()
+        return verdict
+
+    def verdict(self) -> Verdict:
+        return analyse(self.store.load_all(Selection(tag=self.plan.tag)), self.plan.tag,
+                       self.plan.thresholds)
+
+    def _rounds(self, nodes: list[str]) -> list[list[tuple[str, str]]]:
+        p = self.plan
+        idx = pairing.schedule(len(nodes), p.random_rounds, seed=p.seed)
+        return [[(nodes[a], nodes[b]) for a, b in r] for r in idx]
+
+    def _to_remeasure(self, v: Verdict) -> tuple[list[str], list[tuple[str, str]]]:
+        nodes = [f.item for f in v.findings if f.kind == SLOW_NODE and not f.confirmed]
+        links: set[tuple[str, str]] = set()
+        for f in v.findings:
+            if f.confirmed:
+                continue
+            if f.kind == SLOW_LINK:
+                links.add((f.nodes[0], f.nodes[1]))
+            elif f.kind == SLOW_ENDPOINT:
+                links |= {k for pairs in v.links.values() for k in pairs if f.item in k}
+        return nodes, sorted({(min(a, b, key=natural), max(a, b, key=natural))
+                              for a, b in links})
+
+    def _pass(self, role: str, nodes: list[str], pairing_rounds: list[list[tuple[str, str]]],
+              scaling: bool = True) -> None:
+        """The node probes, then the links among the nodes that answered; one campaign run."""
+        start = time.monotonic()
+        done, failed = self.node_pass(nodes) if nodes else ([], {})
+        metrics: list[Metric] = []
+        errors = [f"{n}: {why}" for n, why in failed.items()]
+        up = set(done) | (set(self.plan.nodes) - set(nodes))  # answered now, or not re-run
+        rounds = [[pr for pr in r if set(pr) <= up] for r in pairing_rounds]
+        rounds = [r for r in rounds if r]
+        if self.plan.links and self.exe is not None and rounds:
+            try:
+                metrics = self.link_pass(rounds, scaling)
+            except HpcprobeError as exc:
+                errors.append(f"links: {exc}")
+        self._save_campaign(role, nodes, done, failed, metrics, errors,
+                            time.monotonic() - start)
+
+    # -- node probes
+
+    def _probe_spec(self, node: str, attempt: int) -> JobSpec:
+        p = self.plan
+        doc = p.workdir / "nodes" / f"{node}.{attempt}.json"
+        argv = [sys.executable, "-m", "hpcprobe", "run", *p.probe, "--profile", p.profile,
+                "--tag", p.tag, "--no-store", "--json", str(doc)]
+        return JobSpec(f"hpb-{p.tag}-{node}"[:64], [node], argv,
+                       p.workdir / "jobs" / f"{node}.{attempt}.out", p.timeout_s)
+
+    def _attempt(self, node: str) -> int:
+        return 1 + len(list((self.plan.workdir / "jobs").glob(f"{node}.*.out")))
+
+    def node_pass(self, nodes: list[str]) -> tuple[list[str], dict[str, str]]:
+        """Run the probe on each node, `concurrency` at a time; (nodes done, node -> why it
+        failed). A refusal of the first submission is the user's to fix and stops it all."""
+        p = self.plan
+        queue = list(nodes)
+        active: dict[str, Job] = {}
+        done: list[str] = []
+        failed: dict[str, str] = {}
+        self.progress.start(self._status(queue, active, done, failed), len(nodes))
+        try:
+            while queue or active:
+                while queue and (p.concurrency <= 0 or len(active) < p.concurrency):
+                    node = queue.pop(0)
+                    try:
+                        active[node] = self.sched.submit(self._probe_spec(node,
+                                                                          self._attempt(node)))
+                    except UserError as exc:
+                        if not (done or failed or active):
+                            raise
+                        failed[node] = str(exc)
+                time.sleep(p.poll_s)
+                self.sched.poll(list(active.values()))
+                now = time.monotonic()
+                for node, job in list(active.items()):
+                    why = None
+                    if job.finished:
+                        why = self._collect(node, job)
+                    elif job.started is None and now - job.submitted > p.start_timeout_s:
+                        self.sched.cancel([job])
+                        why = (f"its job {job.id} did not start in {p.start_timeout_s:g} s"
+                               + (f" ({job.reason})" if job.reason else "") + "; cancelled")
+                    elif job.started is not None and now - job.started > p.timeout_s:
+                        self.sched.cancel([job])
+                        why = (f"no result after {p.timeout_s:g} s running (job {job.id}); "
+                               f"cancelled; last output: {_tail(job.spec.output)}")
+                    else:
+                        continue
+                    del active[node]
+                    if why is None:
+                        done.append(node)
+                    else:
+                        failed[node] = why
+                    self.progress.advance(self._status(queue, active, done, failed))
+        finally:
+            self.sched.cancel(list(active.values()))
+        return done, failed
+
+    @staticmethod
+    def _status(queue: list[str], active: dict[str, Job], done: list[str],
+                failed: dict[str, str]) -> str:
+        running = sum(1 for j in active.values() if j.started is not None)
+        return (f"nodes: {len(queue) + len(active) - running} waiting, {running} running, "
+                f"{len(done)} done, {len(failed)} failed")
+
+    def _collect(self, node: str, job: Job) -> str | None:
+        """Store a finished node's document; None, or why the node failed."""
+        doc = Path(job.spec.argv[-1])
+        if not doc.is_file():
+            state = job.state.lower().replace("_", " ") + (f" ({job.reason})" if job.reason
+                                                           else "")
+            return f"its job {job.id} ended {state} without a result: {_tail(job.spec.output)}"
+        try:
+            run = read_json(doc)
+        except UserError as exc:
+            return f"its result is unreadable: {exc}"
+        run.host = node  # Slurm's name for it; the node's own is in the provenance
+        try:
+            self.store.save(run)
+        except AlreadyStored:
+            pass
+        except HpcprobeError as exc:
+            raise HpcprobeError(f"{exc}; the nodes' documents stay in {doc.parent} "
+                                "(`hpcprobe import` stores them)") from None
+        return None
+
+    # -- links
+
+    def link_pass(self, rounds: list[list[tuple[str, str]]], scaling: bool) -> list[Metric]:
+        p = self.plan
+        assert self.exe is not None
+        n = len(list((p.workdir / "jobs").glob("links.*.out"))) + 1
+        pairs_file = p.workdir / "jobs" / f"links.{n}.pairs"
+        pairs_file.write_text("".join(" ".join(f"{a} {b}" for a, b in r) + "\n"
+                                      for r in rounds))
+        nodes = sorted({x for r in rounds for pr in r for x in pr}, key=natural)
+        reps, scale = LINK_SAMPLING.get(p.profile, LINK_SAMPLING["default"])
+        argv = [str(self.exe), "--tests", "links,scaling" if scaling else "links",
+                "--pairs", str(pairs_file), "--reps", str(reps), "--min-reps", str(reps),
+                "--iter-scale", str(scale), "--link-size", str(p.link_size),
+                "--link-parallel", str(p.link_parallel), "--coll-max-size", "65536"]
+        spec = JobSpec(f"hpb-{p.tag}-links"[:64], nodes, argv,
+                       p.workdir / "jobs" / f"links.{n}.out", p.timeout_s,
+                       tasks_per_node=p.ranks_per_node, mpi=p.mpi_plugin)
+        job = self.sched.submit(spec)
+        total = len(rounds) + (len(nodes).bit_length() if scaling else 0)
+        self.progress.start(f"links: {len(nodes)} nodes, {len(rounds)} rounds", total)
+        seen = 0
+        try:
+            while not job.finished:
+                time.sleep(p.poll_s)
+                self.sched.poll([job])
+                begun = _count_begins(spec.output)
+                for _ in range(seen, begun):
+                    self.progress.advance(f"links: {len(nodes)} nodes")
+                seen = max(seen, begun)
+                now = time.monotonic()
+                if job.started is None and now - job.submitted > p.start_timeout_s:
+                    raise HpcprobeError(f"its job {job.id} did not start in "
+                                        f"{p.start_timeout_s:g} s ({job.reason or 'pending'})")
+                if job.started is not None and now - job.started > p.timeout_s:
+                    raise HpcprobeError(f"no end after {p.timeout_s:g} s (job {job.id}); "
+                                        f"cancelled; last output: {_tail(spec.output)}")
+        finally:
+            self.sched.cancel([job])
+        metrics, done = parse_links(spec.output)
+        if not done:
+            raise HpcprobeError(f"job {job.id} ended {job.state.lower()} before the end "
+                                f"({_tail(spec.output)}); the figures it printed are kept"
+                                if metrics else f"job {job.id} ended {job.state.lower()}: "
+                                f"{_tail(spec.output)}")
+        return metrics
+
+    # -- the campaign's own record
+
+    def _save_campaign(self, role: str, nodes: list[str], done: list[str],
+                       failed: dict[str, str], metrics: list[Metric], errors: list[str],
+                       duration: float) -> None:
+        p = self.plan
+        mpi = self.mpi
+        prov: dict[str, Any] = {
+            "host": socket.gethostname(), "cpu_model": None,
+            "kernel": f"{platform.system()} {platform.release()}",
+            "hpcprobe_version": __version__, "compiler": mpi.mpicc if mpi else "",
+            "isa_supported": [], "environment": {}, "python": platform.python_version(),
+            "mpi": mpi.to_dict() if mpi else None,
+            CAMPAIGN: {"role": role, "nodes": p.nodes if role == "campaign" else nodes,
+                       "measured": nodes, "done": done, "failed": failed,
+                       "scheduler": self.sched.name, "probe": p.probe,
+                       "workdir": str(p.workdir), "thresholds": vars(p.thresholds)},
+        }
+        run = Run(uuid.uuid4().hex[:12], _now(), socket.gethostname(), p.profile,
+                  sorted({m.benchmark for m in metrics}), prov,
+                  {"counts": {"packages": 0, "numa_nodes": 0, "l3_domains": 0, "cores": 0,
+                              "pus": 0}},
+                  metrics, errors=errors, tag=p.tag, duration_s=duration)
+        self.store.save(run)
+
+
+def _count_begins(path: Path) -> int:
+    try:
+        return path.read_text(errors="replace").count('"type":"begin"')
+    except OSError:
+        return 0
+
+
+def parse_links(path: Path) -> tuple[list[Metric], bool]:
+    """The link and scaling figures of a links job's output (node indices named by their
+    hosts), and whether the program said it was done."""
+    hosts: dict[int, str] = {}
+    groups: dict[tuple[Any, ...], list[float]] = {}
+    done = False
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return [], False
+    for line in lines:
+        try:
+            rec = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        kind = rec.get("type") if isinstance(rec, dict) else None
+        if kind == "node":
+            hosts[rec["index"]] = rec["host"]
+        elif kind == "done":
+            done = True
+        elif kind == "sample":
+            if "a" in rec:
+                key: tuple[Any, ...] = ("links", rec["test"], rec["a"], rec["b"], rec["size"],
+                                        rec.get("pairs"))
+            elif "nodes" in rec:
+                key = ("scaling", rec["test"], rec["nodes"], rec["size"])
+            else:
+                continue
+            groups.setdefault(key, []).append(float(rec["value"]))
+    out = []
+    for key, samples in groups.items():
+        bench, test = key[0], key[1]
+        unit, better = UNITS[test]
+        if bench == "links":
+            a, b = hosts.get(key[2], str(key[2])), hosts.get(key[3], str(key[3]))
+            params: dict[str, Any] = ({"from": a, "to": b} if test == "bandwidth"
+                                      else {"a": a, "b": b})
+            params["size"] = key[4]
+            if key[5] is not None:
+                params["pairs"] = key[5]
+        else:
+            params = {"nodes": key[2], "size": key[3]}
+        out.append(Metric(bench, test, unit, params, samples, better))
+    return out, done

@@ -1,0 +1,189 @@
+"""The campaign report: the verdict as blocks of the view toolkit (the same in the terminal and
+the HTML page), its figures (a heat map of nodes x figures against the peers' median, a node x
+node matrix per link figure, the collectives' scaling curves), and the drain lines."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from hpcprobe.cluster.verdict import SLOW_LINK, Finding, Verdict, drain_reason
+from hpcprobe.common.names import natural
+from hpcprobe.views.table import Block, Lines, Table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+#: Rows of the "furthest from the fleet" table.
+WORST_ROWS = 10
+#: The heat map's colour scale: this far below and above the peers' median.
+HEAT_RANGE = 0.2
+
+
+def _few(names: list[str], n: int = 8) -> str:
+    return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
+
+
+def to_drain(v: Verdict) -> list[tuple[str, str]]:
+    """(node, reason) of each node to take out of service: slow nodes and slow endpoints (a
+    slow link is two nodes' cable or port, not a node to drain) and failed nodes."""
+    out = [(f.item, drain_reason(v.campaign, f)) for f in v.findings if f.kind != SLOW_LINK]
+    out += [(node, f"hpcprobe {v.campaign}: failed, {why}"[:200])
+            for node, why in v.failed.items()]
+    return out
+
+
+def _finding_row(f: Finding) -> list[str]:
+    return [f.kind, f.item, "confirmed" if f.confirmed else "not re-measured",
+            str(len(f.evidence)), "; ".join(d.text() for d in f.evidence[:3])]
+
+
+def blocks(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> list[Block]:
+    th = v.thresholds
+    out: list[Block] = [Lines([
+        f"Campaign {v.campaign}: {len(v.nodes)} node(s), {len(v.measured)} measured, "
+        f"{len(v.failed)} failed, {len(v.findings)} finding(s); "
+        f"{len(v.groups)} hardware group(s). A figure is flagged beyond {th.z:g} robust z "
+        f"(median, 1.4826 MAD of its peers) and more than {th.worse:.0%} worse."])]
+    t = Table("Flagged", caption="re-measured: also flagged when measured before this; "
+              "evidence: the worst figures, change against the peers' median")
+    for name, justify in (("kind", "left"), ("item", "left"), ("re-measured", "left"),
+                          ("figures", "right"), ("evidence", "left")):
+        t.add_column(name, justify)
+    for f in v.findings:
+        t.add_row(*_finding_row(f))
+    out.append(t if t.rows else Lines(["Nothing flagged."]))
+    if v.failed:
+        t = Table("Failed nodes")
+        t.add_column("node")
+        t.add_column("why")
+        for node in sorted(v.failed, key=natural):
+            t.add_row(node, v.failed[node])
+        out.append(t)
+    if v.transients:
+        t = Table("Transients (flagged once, not when measured again; not counted)")
+        t.add_column("kind")
+        t.add_column("item")
+        t.add_column("flagged at first")
+        for f in v.transients:
+            t.add_row(f.kind, f.item, "; ".join(d.metric for d in f.evidence[:3]))
+        out.append(t)
+    if v.groups:
+        t = Table("Hardware groups (nodes are judged against their own group)")
+        t.add_column("hardware")
+        t.add_column("nodes", "right")
+        t.add_column("which")
+        for fp, nodes in v.groups.items():
+            t.add_row(fp, str(len(nodes)), _few(nodes))
+        out.append(t)
+    out += [b for b in (_worst_nodes(v), _links(v), _scaling(v)) if b is not None]
+    out.append(Lines(v.unjudged) if v.unjudged else Lines([]))
+    cmds = [shlex.join(drain_argv(node, why)) for node, why in to_drain(v)]
+    out.append(Lines(["To take the flagged nodes out of service (hpcprobe cluster report "
+                      "--drain runs these):", *cmds], True) if cmds
+               else Lines(["Nothing to drain."]))
+    return [b for b in out if not (isinstance(b, Lines) and not b.lines)]
+
+
+def _worst_nodes(v: Verdict) -> Table | None:
+    if not v.heat_nodes or not v.heat_metrics:
+        return None
+    with np.errstate(all="ignore"):
+        filled = np.where(np.isfinite(v.heat), v.heat, np.inf)
+    worst = np.argmin(filled, axis=1)
+    ratio = filled[np.arange(len(v.heat_nodes)), worst]
+    order = np.argsort(ratio, kind="stable")[:WORST_ROWS]
+    t = Table("Nodes furthest below their peers (worst figure of each)",
+              caption="ratio: the node's figure over its peers' median, oriented so that < 1 "
+              "is worse")
+    t.add_column("node")
+    t.add_column("ratio", "right")
+    t.add_column("figure")
+    for i in order:
+        if np.isfinite(ratio[i]):
+            t.add_row(v.heat_nodes[i], f"{ratio[i]:.3f}", v.heat_metrics[worst[i]])
+    return t
+
+
+def _links(v: Verdict) -> Table | None:
+    if not v.links:
+        return None
+    t = Table("Links", caption="per pair of nodes; bandwidth each way")
+    for name, justify in (("figure", "left"), ("links", "right"), ("median", "right"),
+                          ("worst", "right"), ("worst link", "left"), ("unit", "left")):
+        t.add_column(name, justify)
+    for label, pairs in v.links.items():
+        values = list(pairs.values())
+        lower = v.link_better[label] == "lower"
+        worst_key = (max if lower else min)(pairs, key=lambda k: pairs[k])
+        t.add_row(label, str(len(values)), f"{np.median(values):.4g}", f"{pairs[worst_key]:.4g}",
+                  f"{worst_key[0]} - {worst_key[1]}", v.link_units[label])
+    return t
+
+
+def _scaling(v: Verdict) -> Table | None:
+    if not v.scaling:
+        return None
+    counts = sorted({n for pts in v.scaling.values() for n, _ in pts})
+    t = Table("Collectives as nodes are added (one rank per node, us)")
+    t.add_column("collective")
+    for n in counts:
+        t.add_column(f"{n} nodes", "right")
+    for key, pts in v.scaling.items():
+        got = dict(pts)
+        t.add_row(key, *(f"{got[n]:.4g}" if n in got else "-" for n in counts))
+    return t
+
+
+def figures(v: Verdict) -> list[tuple[str, str, Figure]]:
+    from hpcprobe.views import figure
+
+    out = []
+    if v.heat_nodes and v.heat_metrics:
+        fig = figure.blank((11, max(3.0, min(14.0, 0.25 * len(v.heat_nodes) + 2))))
+        ax = fig.subplots()
+        im = ax.imshow(v.heat, aspect="auto", cmap="RdYlGn", vmin=1 - HEAT_RANGE,
+                       vmax=1 + HEAT_RANGE, interpolation="nearest")
+        if len(v.heat_nodes) <= 64:
+            ax.set_yticks(range(len(v.heat_nodes)), v.heat_nodes, fontsize=7)
+        ax.set_xlabel(f"{len(v.heat_metrics)} figures of the node probe")
+        ax.set_ylabel("node")
+        fig.colorbar(im, ax=ax, label="figure / peers' median (< 1 worse)")
+        title = "Nodes x figures against their peers' median"
+        ax.set_title(title, fontsize=11)
+        out.append(("cluster-heat", title, fig))
+    for label, pairs in v.links.items():
+        nodes = sorted({x for k in pairs for x in k}, key=natural)
+        at = {n: i for i, n in enumerate(nodes)}
+        data = np.full((len(nodes), len(nodes)), np.nan)
+        for (a, b), value in pairs.items():
+            data[at[a], at[b]] = value
+            if not any(k == (b, a) for k in pairs):  # undirected: both halves
+                data[at[b], at[a]] = value
+        fig = figure.blank((7, 6))
+        ax = fig.subplots()
+        im = ax.imshow(data, cmap="viridis_r" if v.link_better[label] == "lower" else "viridis",
+                       interpolation="nearest")
+        if len(nodes) <= 48:
+            ax.set_xticks(range(len(nodes)), nodes, fontsize=7, rotation=90)
+            ax.set_yticks(range(len(nodes)), nodes, fontsize=7)
+        fig.colorbar(im, ax=ax, label=v.link_units[label])
+        title = f"Links: {label}" + (" (row sends to column)" if "bandwidth" in label else "")
+        ax.set_title(title, fontsize=11)
+        out.append((f"cluster-links-{len(out)}", title, fig))
+    if v.scaling:
+        fig, ax = figure.new("Collectives as nodes are added", "nodes", "us", logx=True)
+        for key, pts in v.scaling.items():
+            ax.plot([n for n, _ in pts], [y for _, y in pts], marker="o", label=key)
+        ax.legend(fontsize=8)
+        out.append(("cluster-scaling", "Collectives as nodes are added", fig))
+    return out
+
+
+def document(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> dict[str, Any]:
+    """The JSON report: the verdict and the drain commands."""
+    return {**v.to_dict(), "flagged": v.flagged,
+            "drain": [shlex.join(drain_argv(node, why)) for node, why in to_drain(v)]}

@@ -1,0 +1,244 @@
+"""`hpcprobe cluster`: run a campaign over a cluster's nodes and links through its batch
+scheduler, and report its verdict (terminal, HTML, JSON; exit status 1 when anything is flagged
+or failed, for health checks)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from hpcprobe import registry
+from hpcprobe.cli import _add_db, _Bar, _console, _Parser
+from hpcprobe.cluster import views
+from hpcprobe.cluster.campaign import Campaign, Plan
+from hpcprobe.cluster.verdict import Thresholds, Verdict, analyse
+from hpcprobe.common import files
+from hpcprobe.common.errors import EXIT_FAILURE, UserError
+from hpcprobe.measure import options, profiles
+from hpcprobe.results.store import Selection, Store
+from hpcprobe.schedulers import SCHEDULERS, Scheduler
+
+#: The node probe's families by default: seconds per node in the quick profile.
+DEFAULT_PROBE = ("memory", "compute", "latency", "frequency", "numa")
+
+
+def _fraction(text: str) -> float:
+    try:
+        x = float(text.rstrip("%")) / (100 if text.endswith("%") else 1)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a fraction such as 0.04 or 4%") \
+            from None
+    if not 0 <= x < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a fraction between 0 and 1")
+    return x
+
+
+def _positive(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number") from None
+    if x <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a number above 0")
+    return x
+
+
+def _add_thresholds(p: argparse.ArgumentParser) -> None:
+    th = Thresholds()
+    p.add_argument("--z", type=_positive, default=th.z, metavar="Z",
+                   help=f"flag beyond this many robust z-scores (default {th.z:g})")
+    p.add_argument("--worse", type=_fraction, default=th.worse, metavar="FRACTION",
+                   help=f"and only when more than this much worse (default {th.worse:g}, "
+                        "i.e. 4 %%)")
+
+
+def _add_scheduler(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scheduler", choices=sorted(SCHEDULERS), default="slurm",
+                   help="the batch scheduler (default: slurm)")
+
+
+def add_parser(sub: Any) -> None:
+    c = sub.add_parser("cluster", help="measure every node and link of a cluster; find the "
+                       "slow ones", description="Cluster mode through the batch scheduler: "
+                       "`cluster run` measures, `cluster report` judges. See docs/cluster.md.")
+    csub = c.add_subparsers(dest="cluster_command", required=True, parser_class=_Parser)
+
+    r = csub.add_parser("run", help="run a campaign: the node probe on every node, the links "
+                        "between them, and again for what is flagged")
+    where = r.add_argument_group("which nodes (default: the current allocation)")
+    where.add_argument("--partition", "-p", help="every node of this partition")
+    where.add_argument("--nodelist", "-w", help="these nodes (a Slurm node list: n[1-4],gpu7)")
+    where.add_argument("--only", choices=("failed", "flagged"),
+                       help="only the nodes of campaign --tag that failed, or were flagged")
+    r.add_argument("--tag", help="the campaign's name (default: cluster-DATE-TIME); runs are "
+                   "stored under it")
+    r.add_argument("--probe", type=options.names, default=DEFAULT_PROBE, metavar="B1,B2",
+                   help="benchmarks of the node probe (default: " + ",".join(DEFAULT_PROBE)
+                        + ")")
+    r.add_argument("--profile", default="quick", choices=list(profiles.PROFILES),
+                   help="profile of the node probe and the links (default: quick)")
+    r.add_argument("--concurrency", type=options.at_least(0, "a job count"), default=0,
+                   metavar="N", help="node jobs at once (default 0: every node at once)")
+    r.add_argument("--timeout", type=options.seconds, default=900.0, metavar="SECONDS",
+                   help="cancel a node's job running longer (default 900)")
+    r.add_argument("--start-timeout", type=options.seconds, default=600.0, metavar="SECONDS",
+                   help="cancel a job waiting longer to start (default 600)")
+    r.add_argument("--workdir", metavar="DIR",
+                   help="job scripts, outputs and node documents; on a file system every node "
+                        "sees (default: ./hpcprobe-cluster/TAG)")
+    links = r.add_argument_group("links")
+    links.add_argument("--no-links", action="store_true", help="measure no links")
+    links.add_argument("--link-size", type=options.size, default=1 << 20, metavar="BYTES",
+                       help="bandwidth message size (default 1 MiB)")
+    links.add_argument("--link-parallel", type=options.at_least(0, "a pair count"), default=0,
+                       metavar="N", help="pairs of a round measured at once (default 0: all, "
+                                         "b_eff style)")
+    links.add_argument("--ranks-per-node", type=options.at_least(1, "a rank count"),
+                       metavar="N", help="ranks per node for the message rate (default: every "
+                                         "CPU of the smallest node)")
+    links.add_argument("--mpi-plugin", default="pmix", metavar="NAME",
+                       help="srun --mpi=NAME for the MPI job (default pmix; '' for the "
+                            "site's default)")
+    r.add_argument("--no-remeasure", action="store_true",
+                   help="do not measure flagged nodes and links again")
+    r.add_argument("--dry-run", action="store_true", help="say what would run; submit nothing")
+    _add_thresholds(r)
+    _add_scheduler(r)
+    _add_db(r)
+
+    rp = csub.add_parser("report", help="the verdict on a campaign: slow nodes, slow links, "
+                         "slow endpoints, failures; exit status 1 when any")
+    rp.add_argument("campaign", metavar="CAMPAIGN", help="the campaign's tag")
+    rp.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    rp.add_argument("-o", "--output", metavar="FILE.html", help="also write the HTML report")
+    rp.add_argument("--drain", action="store_true",
+                    help="run the suggested scontrol drain commands (default: print them)")
+    _add_thresholds(rp)
+    _add_scheduler(rp)
+    _add_db(rp)
+
+
+def _thresholds(a: argparse.Namespace) -> Thresholds:
+    return Thresholds(z=a.z, worse=a.worse)
+
+
+def _scheduler(a: argparse.Namespace) -> Scheduler:
+    sched = SCHEDULERS[a.scheduler]()
+    why = sched.available()
+    if why is not None:
+        raise UserError(why)
+    return sched
+
+
+def _load(store: Store, tag: str, th: Thresholds) -> Verdict:
+    runs = store.load_all(Selection(tag=tag))
+    if not runs:
+        raise UserError(f"campaign {tag!r}: no runs with this tag in {store.path}; "
+                        "`hpcprobe list` shows the tags")
+    return analyse(runs, tag, th)
+
+
+def _nodes(a: argparse.Namespace, sched: Scheduler, store: Store) -> list[str]:
+    if a.only is None:
+        return sched.nodes(a.partition, a.nodelist)
+    if not a.tag:
+        raise UserError(f"--only {a.only}: name the campaign with --tag")
+    v = _load(store, a.tag, _thresholds(a))
+    nodes = list(v.failed) if a.only == "failed" else \
+        list(dict.fromkeys(n for f in v.findings for n in f.nodes))
+    if not nodes:
+        raise UserError(f"--only {a.only}: campaign {a.tag} has no {a.only} nodes")
+    return nodes
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    registry.resolve(list(a.probe))
+    tag = a.tag or datetime.now(UTC).strftime("cluster-%Y%m%d-%H%M%S")
+    workdir = Path(a.workdir or Path("hpcprobe-cluster") / tag).resolve()
+    sched = _scheduler(a)
+    with Store.open(a.db) as store:
+        store.check_writable()
+        nodes = _nodes(a, sched, store)
+        ranks = a.ranks_per_node or min(sched.cpus(nodes).values(), default=1)
+        plan = Plan(tag, nodes, workdir, list(a.probe), a.profile, a.concurrency, a.timeout,
+                    a.start_timeout, links=not a.no_links and len(nodes) >= 2,
+                    link_size=a.link_size, link_parallel=a.link_parallel, ranks_per_node=ranks,
+                    mpi_plugin=a.mpi_plugin, remeasure=not a.no_remeasure,
+                    thresholds=_thresholds(a))
+        if a.dry_run:
+            return _dry_run(plan, sched)
+        try:
+            workdir.mkdir(parents=True, exist_ok=True)
+            files.check_writable(workdir / "campaign.check", "--workdir")
+        except OSError as exc:
+            raise UserError(f"--workdir {workdir}: cannot create it ({exc.strerror})") from None
+        print(f"Campaign {tag}: {len(nodes)} node(s) through {sched.name}, probe "
+              f"{','.join(plan.probe)} ({plan.profile}); work directory {workdir}.")
+        try:
+            with _Bar() as bar:
+                verdict = Campaign(sched, store, plan, bar, say=print).execute()
+        except KeyboardInterrupt:
+            sys.stderr.write(f"hpcprobe: interrupted; queued jobs cancelled; what was measured "
+                             f"is stored under tag {tag}\n")
+            return 130
+        print(f"Stored under tag {tag} in {store.path}.")
+    return _report(verdict, sched, a, drain=False)
+
+
+def _dry_run(plan: Plan, sched: Scheduler) -> int:
+    from hpcprobe.cluster import pairs
+
+    rounds = pairs.schedule(len(plan.nodes), plan.random_rounds, seed=plan.seed)
+    print(f"Campaign {plan.tag} through {sched.name}; nothing submitted (--dry-run):")
+    print(f"  node probe: `hpcprobe run {' '.join(plan.probe)} --profile {plan.profile}` on "
+          f"each of {len(plan.nodes)} node(s), "
+          + (f"{plan.concurrency} at a time" if plan.concurrency else "all at once")
+          + f"; timeout {plan.timeout_s:g} s")
+    for node in plan.nodes[:20]:
+        print(f"    {node}")
+    if len(plan.nodes) > 20:
+        print(f"    ... and {len(plan.nodes) - 20} more")
+    if plan.links:
+        print(f"  links: one MPI job of {len(plan.nodes)} node(s) x {plan.ranks_per_node} "
+              f"rank(s): {sum(len(r) for r in rounds)} pair(s) in {len(rounds)} round(s), "
+              "collectives on 2, 4, ... nodes")
+    return 0
+
+
+def cmd_report(a: argparse.Namespace) -> int:
+    if a.output:
+        files.check_writable(a.output, "-o")
+    with Store.open(a.db, create=False) as store:
+        v = _load(store, a.campaign, _thresholds(a))
+    sched = SCHEDULERS[a.scheduler]()
+    return _report(v, sched, a, drain=a.drain)
+
+
+def _report(v: Verdict, sched: Scheduler, a: argparse.Namespace, drain: bool) -> int:
+    from hpcprobe.views import terminal
+
+    blocks = views.blocks(v, sched.drain_argv)
+    if getattr(a, "json", False):
+        import json
+
+        sys.stdout.write(json.dumps(views.document(v, sched.drain_argv), indent=1) + "\n")
+    else:
+        terminal.print_blocks(blocks, _console())
+    if getattr(a, "output", None):
+        from hpcprobe.views import html
+
+        text = html.page(f"hpcprobe cluster report: {v.campaign}", blocks, views.figures(v))
+        files.atomic_write(a.output, text.encode(), "-o")
+        print(f"Wrote {a.output}.", file=sys.stderr if a.json else sys.stdout)
+    if drain:
+        for node, reason in views.to_drain(v):
+            sched.drain(node, reason)
+            print(f"Drained {node}: {reason}", file=sys.stderr)
+    return EXIT_FAILURE if v.flagged else 0
+
+
+def command(a: argparse.Namespace) -> int:
+    return {"run": cmd_run, "report": cmd_report}[a.cluster_command](a)

@@ -1,0 +1,207 @@
+"""The campaign verdict on synthetic campaigns (tests/clusterdata.py): slow nodes, slow links and
+slow endpoints told apart, peers grouped by hardware, the practical threshold, re-measured
+transients, failures; the pair schedule; the report command on a stored campaign."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import random
+from dataclasses import replace
+
+import pytest
+
+import clusterdata
+from hpcprobe.cli import main
+from hpcprobe.cluster import pairs, verdict
+from hpcprobe.cluster.verdict import SLOW_ENDPOINT, SLOW_LINK, SLOW_NODE, Thresholds, analyse
+from hpcprobe.results.model import read_json
+from hpcprobe.results.store import Store
+
+
+def kinds(v: verdict.Verdict) -> list[tuple[str, str]]:
+    return [(f.kind, f.item) for f in v.findings]
+
+
+def test_a_clean_fleet_flags_nothing():
+    _, runs = clusterdata.campaign(16, noise=0.01)
+    v = analyse(runs, "c1")
+    assert kinds(v) == [] and not v.flagged
+    assert v.heat.shape == (16, len(v.heat_metrics)) and len(v.heat_metrics) > 100
+    assert len(v.links["links.latency size=8"]) == 16 * 15 // 2  # every pair of a small fleet
+
+
+def test_a_slow_node_is_a_slow_node_and_nothing_else():
+    _, runs = clusterdata.campaign(16, slow_nodes={"n5": 0.85})
+    v = analyse(runs, "c1")
+    assert kinds(v) == [(SLOW_NODE, "n5")]
+    f = v.findings[0]
+    assert not f.confirmed  # measured once
+    assert all(abs(d.worse - 0.15 / 0.85) < 0.05 or abs(d.worse - 0.15) < 0.05
+               for d in f.evidence)
+    assert len(f.evidence) > 100  # its figures, each against the fleet's median
+
+
+def test_a_slow_node_explains_its_slow_links():
+    _, runs = clusterdata.campaign(12, slow_nodes={"n3": 0.7}, slow_endpoints={"n3": 0.7})
+    assert kinds(analyse(runs, "c1")) == [(SLOW_NODE, "n3")]
+
+
+def test_one_slow_link_is_a_slow_link():
+    _, runs = clusterdata.campaign(16, slow_links={("n2", "n7"): 0.5})
+    v = analyse(runs, "c1")
+    assert kinds(v) == [(SLOW_LINK, "n2 - n7")]
+    metrics = {d.metric for d in v.findings[0].evidence}
+    assert "links.bandwidth size=8 n2->n7" in metrics and "links.latency size=8" in metrics
+
+
+def test_every_link_of_a_node_slow_is_its_network_endpoint():
+    _, runs = clusterdata.campaign(16, slow_endpoints={"n4": 0.6})
+    assert kinds(analyse(runs, "c1")) == [(SLOW_ENDPOINT, "n4")]
+
+
+def test_a_large_fleet_uses_ring_and_random_pairs_and_still_finds_the_endpoint():
+    _, runs = clusterdata.campaign(40, slow_endpoints={"n17": 0.6}, slow_links={})
+    v = analyse(runs, "c1")
+    assert kinds(v) == [(SLOW_ENDPOINT, "n17")]
+    assert len(v.links["links.latency size=8"]) < 40 * 39 // 2  # not every pair
+
+
+def test_the_practical_threshold_keeps_a_tight_fleet_quiet():
+    _, runs = clusterdata.campaign(16, slow_nodes={"n9": 0.98}, noise=0.001)
+    assert kinds(analyse(runs, "c1")) == []  # 2 % worse: far beyond 3.5 z, under 4 %
+    assert kinds(analyse(runs, "c1", Thresholds(worse=0.01))) == [(SLOW_NODE, "n9")]
+    assert kinds(analyse(runs, "c1", Thresholds(z=1e6, worse=0.01))) == []
+
+
+def test_nodes_are_judged_against_peers_of_their_own_hardware():
+    nodes, runs = clusterdata.campaign(12)
+    other = read_json(clusterdata.TEMPLATE)
+    other.provenance = {**other.provenance, "cpu_model": "Other CPU"}
+    rng = random.Random(5)
+    runs += [clusterdata.node_run(other, f"m{i}", 0.7, rng, 0.01, 0, "c1") for i in range(4)]
+    v = analyse(runs, "c1")
+    assert kinds(v) == []  # 30 % slower than n*, but the same as their own peers
+    assert sorted(len(g) for g in v.groups.values()) == [4, 12]
+    assert any("Other CPU" in g for g in v.groups)
+
+
+def test_too_few_peers_are_not_judged():
+    _, runs = clusterdata.campaign(2, slow_nodes={"n2": 0.5})
+    v = analyse(runs, "c1")
+    assert kinds(v) == [] and "not judged" in v.unjudged[0]
+
+
+def test_a_transient_is_not_a_verdict_and_a_confirmed_node_is():
+    nodes, runs = clusterdata.campaign(12, slow_nodes={"n3": 0.8, "n6": 0.8})
+    template = read_json(clusterdata.TEMPLATE)
+    rng = random.Random(9)
+    # measured again: n3 is fine now (a transient), n6 still slow
+    runs += [clusterdata.node_run(template, "n3", 1.0, rng, 0.01, 5, "c1"),
+             clusterdata.node_run(template, "n6", 0.8, rng, 0.01, 5, "c1")]
+    v = analyse(runs, "c1")
+    assert kinds(v) == [(SLOW_NODE, "n6")] and v.findings[0].confirmed
+    assert [(t.kind, t.item) for t in v.transients] == [(SLOW_NODE, "n3")]
+
+
+def test_a_link_slow_once_is_a_transient():
+    nodes, runs = clusterdata.campaign(12, slow_links={("n1", "n2"): 0.5})
+    rng = random.Random(3)
+    runs.append(clusterdata.campaign_run(nodes, rng, 0.01, "c1", 9, {}, {}, {},
+                                         role="re-measure", rounds=[[("n1", "n2")]]))
+    v = analyse(runs, "c1")
+    assert kinds(v) == [] and [t.item for t in v.transients] == ["n1 - n2"]
+
+
+def test_failed_nodes_are_reported_and_flag_the_campaign():
+    _, runs = clusterdata.campaign(8, failed={"n8": "its job ended node fail"})
+    v = analyse(runs, "c1")
+    assert v.failed == {"n8": "its job ended node fail"} and v.flagged
+    assert v.measured == [f"n{i}" for i in range(1, 8)]
+
+
+def test_the_scaling_curve_and_the_json_document():
+    _, runs = clusterdata.campaign(8)
+    v = analyse(runs, "c1")
+    assert [n for n, _ in v.scaling["allreduce 8 B"]] == [2, 4, 8]
+    doc = json.loads(verdict.dumps(v))
+    assert doc["campaign"] == "c1" and doc["findings"] == [] and len(doc["heat"]["nodes"]) == 8
+
+
+@pytest.mark.parametrize("n", [2, 3, 4, 7, 16])
+def test_small_fleets_measure_every_pair_once_in_matchings(n):
+    rounds = pairs.schedule(n)
+    flat = [p for r in rounds for p in r]
+    assert sorted(flat) == list(itertools.combinations(range(n), 2))
+    for r in rounds:  # a node in at most one pair per round
+        ends = [x for p in r for x in p]
+        assert len(ends) == len(set(ends))
+
+
+def test_large_fleets_meet_several_partners_in_linear_pairs():
+    n = 1000
+    rounds = pairs.schedule(n, random_rounds=3, seed=1)
+    partners: dict[int, set[int]] = {i: set() for i in range(n)}
+    for r in rounds:
+        ends = [x for p in r for x in p]
+        assert len(ends) == len(set(ends))
+        for a, b in r:
+            partners[a].add(b)
+            partners[b].add(a)
+    assert len(rounds) == 5
+    assert min(len(p) for p in partners.values()) >= 4  # the ring's 2 and random ones
+    assert sum(len(r) for r in rounds) <= 5 * n // 2
+    assert pairs.schedule(n, seed=1) == rounds and pairs.schedule(n, seed=2) != rounds
+
+
+@pytest.fixture
+def stored(tmp_path):
+    """A store holding a campaign with a slow node (c1) and a clean one (c2)."""
+    db = tmp_path / "r.sqlite"
+    with Store.open(db) as st:
+        for tag, slow in (("c1", {"n5": 0.8}), ("c2", {})):
+            _, runs = clusterdata.campaign(8, slow_nodes=slow, tag=tag, seed=len(tag + str(slow)))
+            for r in runs:
+                st.save(replace(r, tag=tag))
+    return db
+
+
+def test_cluster_report_exits_1_on_a_finding_and_prints_the_drain_line(stored, tmp_path,
+                                                                       capsys):
+    out = tmp_path / "c1.html"
+    assert main(["cluster", "report", "c1", "--db", str(stored), "-o", str(out)]) == 1
+    text = capsys.readouterr().out
+    assert "slow node" in text and "n5" in text
+    assert "scontrol update NodeName=n5 State=DRAIN" in text
+    html = out.read_text()
+    assert html.count('<img class="plot"') == 5  # heat map, 3 link matrices, scaling
+    assert "Nothing to drain" not in html
+
+
+def test_cluster_report_of_a_clean_campaign_exits_0(stored, capsys):
+    assert main(["cluster", "report", "c2", "--db", str(stored)]) == 0
+    assert "Nothing flagged." in capsys.readouterr().out
+
+
+def test_cluster_report_json_and_thresholds(stored, capsys):
+    assert main(["cluster", "report", "c1", "--db", str(stored), "--json", "--worse", "50%"]) \
+        == 0  # 20 % worse is under a 50 % practical threshold
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["flagged"] is False and doc["thresholds"]["worse"] == 0.5
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["cluster", "report", "nosuch"], "campaign 'nosuch': no runs with this tag"),
+    (["cluster", "report", "c1", "--worse", "2"], "--worse '2': give a fraction between 0 and 1"),
+    (["cluster", "report", "c1", "--z", "-1"], "--z '-1': give a number above 0"),
+])
+def test_cluster_report_bad_input_is_one_line_and_exit_2(stored, capsys, argv, message):
+    assert_exit = pytest.raises(SystemExit) if "--worse" in argv or "--z" in argv else None
+    if assert_exit:
+        with assert_exit as e:
+            main([*argv, "--db", str(stored)])
+        assert e.value.code == 2
+    else:
+        assert main([*argv, "--db", str(stored)]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
