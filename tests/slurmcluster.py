@@ -16,14 +16,14 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 #: The test subnet (RFC 1918), blackholed in the root namespace while a cluster lives.
 SUBNET = "10.199.77"
 HUB_ADDR = f"{SUBNET}.1"
-TOOLS = ("ip", "nsenter", "unshare", "slurmctld", "slurmd", "munged", "srun", "sinfo")
+TOOLS = ("ip", "tc", "nsenter", "unshare", "slurmctld", "slurmd", "munged", "srun", "sinfo")
 
 
 def missing() -> str | None:
@@ -56,6 +56,20 @@ class Cluster:
                               capture_output=True, text=True, timeout=timeout,
                               env={**os.environ, "SLURM_CONF": str(self.conf), **(env or {})})
 
+    def slow(self, node: str, share: float = 0.2) -> AbstractContextManager[None]:
+        """A slow node: its slurmd, and every job it starts, limited to `share` of a CPU."""
+        return cpu_quota(self.pids[f"slurmd-{node}"], share)
+
+    def shape(self, node: str, rate: str = "200mbit") -> None:
+        """A slow link: a token bucket on the bridge port towards the node (gone with the
+        namespaces)."""
+        _run("tc", "-n", self.hub, "qdisc", "add", "dev", f"v{node}", "root", "tbf", "rate",
+             rate, "burst", "64kb", "latency", "500ms")
+
+    def kill_slurmd(self, node: str) -> None:
+        """The node's slurmd killed (its jobs' processes live on, as on a real node)."""
+        os.kill(self.pids[f"slurmd-{node}"], signal.SIGKILL)
+
     def wait_idle(self, timeout: float = 30) -> None:
         """Until every node answers (sinfo shows them idle)."""
         deadline = time.monotonic() + timeout
@@ -68,6 +82,40 @@ class Cluster:
                 raise RuntimeError(f"Slurm nodes not idle after {timeout} s: {states or r.stderr}"
                                    f"; logs in {self.root}")
             time.sleep(0.2)
+
+
+@contextmanager
+def cpu_quota(pid: int, share: float, period_us: int = 10000) -> Iterator[None]:
+    """The process `pid` (and every child it forks from now on) limited to `share` of one CPU:
+    a cgroup with a CPU quota (cgroup v2 cpu.max, or v1 cpu.cfs_quota_us), removed afterwards.
+    A short period, so that even millisecond samples see the limit."""
+    quota = max(1000, int(share * period_us))
+    v2 = Path("/sys/fs/cgroup/cgroup.controllers")
+    if v2.exists() and "cpu" in v2.read_text().split():
+        root = Path("/sys/fs/cgroup")
+        limits = {"cpu.max": f"{quota} {period_us}"}
+    else:
+        root = Path("/sys/fs/cgroup/cpu")
+        limits = {"cpu.cfs_period_us": str(period_us), "cpu.cfs_quota_us": str(quota)}
+    group = root / f"hpcprobe-test-{uuid.uuid4().hex[:8]}"
+    group.mkdir()
+    try:
+        for name, value in limits.items():
+            (group / name).write_text(value)
+        (group / "cgroup.procs").write_text(str(pid))
+        yield
+    finally:
+        for _ in range(50):  # every process of the group back to the root, then remove it
+            for task in (group / "cgroup.procs").read_text().split():
+                try:
+                    (root / "cgroup.procs").write_text(task)
+                except OSError:
+                    pass  # exited meanwhile
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
 
 
 def _daemon(cluster: Cluster, name: str, netns: str, hostname: str, argv: list[str]) -> None:
@@ -101,6 +149,16 @@ def _stop(pid: int) -> None:
                 except ProcessLookupError:
                     return
             time.sleep(0.05)
+
+
+def _stop_namespaces(c: Cluster) -> None:
+    """Whatever still runs in the nodes' namespaces (the steps of a killed slurmd): found by
+    the namespaces this cluster created, never by name."""
+    for ns in c.nodes.values():
+        r = _run("ip", "netns", "pids", ns, check=False)
+        for pid in r.stdout.split():
+            if int(pid) not in c.pids.values():
+                _stop(int(pid))
 
 
 SLURM_CONF = """ClusterName=hpbtest
@@ -185,6 +243,7 @@ def cluster(n: int = 4, cpus: int = 2) -> Iterator[Cluster]:
             start_new_session=True)
         c.pids["munged"] = munge.pid
         undo.callback(lambda: [_stop(pid) for pid in reversed(list(c.pids.values()))])
+        undo.callback(_stop_namespaces, c)
         deadline = time.monotonic() + 10
         while not (root / "munge.socket").exists():
             if time.monotonic() > deadline or munge.poll() is not None:

@@ -39,6 +39,9 @@ from hpcprobe.results.model import Metric, Run, read_json
 from hpcprobe.results.store import AlreadyStored, Selection, Store
 from hpcprobe.schedulers import Job, JobSpec, Scheduler
 
+#: Rounds of measuring again what is flagged and not yet confirmed (a node flagged first as
+#: slow hides its links; measured again and fine, its links are judged and may need a round).
+REMEASURES = 2
 #: Link samples per figure and the share of OSU's iteration counts, per profile.
 LINK_SAMPLING = {"quick": (5, 0.1), "default": (7, 0.3), "thorough": (11, 1.0)}
 
@@ -101,16 +104,16 @@ class Campaign:
         if p.links and len(p.nodes) >= 2:  # a missing MPI is said before any job runs
             self.mpi = find.find()
             self.exe = build.build(self.mpi)
-        self._pass("campaign", p.nodes, pairing_rounds=self._rounds(p.nodes))
+        self._pass("campaign", p.nodes, self._rounds(p.nodes))
         verdict = self.verdict()
-        if p.remeasure:
+        for _ in range(REMEASURES if p.remeasure else 0):
             nodes, links = self._to_remeasure(verdict)
-            if nodes or links:
-                self.say(f"Re-measuring what was flagged: {len(nodes)} node(s), "
-                         f"{len(links)} link(s).")
-                rounds = pairing.matchings(links)
-                self._pass("re-measure", nodes, pairing_rounds=rounds, scaling=False)
-                verdict = self.verdict()
+            if not (nodes or links):
+                break
+            self.say(f"Measuring again what was flagged: {len(nodes)} node(s), "
+                     f"{len(links)} link(s).")
+            self._pass("re-measure", nodes, pairing.matchings(links), scaling=False)
+            verdict = self.verdict()
         return verdict
 
     def verdict(self) -> Verdict:

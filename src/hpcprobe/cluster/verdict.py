@@ -32,7 +32,6 @@ class Thresholds:
     z: float = 3.5  # robust z-scores beyond the peers' median
     worse: float = 0.04  # and at least this much worse (relative)
     min_peers: int = 3  # fewer nodes with a figure: not judged
-    endpoint_share: float = 0.75  # of the links through a node flagged: the node's endpoint
 
 
 @dataclass(frozen=True)
@@ -196,7 +195,8 @@ def _matrix(rows: Sequence[dict[str, tuple[float, str, str]]], labels: list[str]
     m = np.full((len(rows), len(labels)), np.nan)
     for i, row in enumerate(rows):
         for lb, (v, _, _) in row.items():
-            m[i, index[lb]] = v
+            if lb in index:  # a figure the others do not have is not compared
+                m[i, index[lb]] = v
     return m
 
 
@@ -270,8 +270,12 @@ def link_key(params: dict[str, Any]) -> tuple[str, str] | None:
 
 
 def _link_verdict(campaign_runs: list[Run], th: Thresholds, v: Verdict) -> None:
-    """Links: each link figure against the same figure of every other link."""
-    per_metric: dict[str, list[tuple[tuple[str, str], float]]] = defaultdict(list)
+    """Links: first each node's links together (the median of its links' figures, against the
+    other nodes': a node all of whose links are slow is a slow endpoint, and one slow link does
+    not move the median); then each link against the links not through a slow node or
+    endpoint (a slow link)."""
+    first: dict[str, dict[tuple[str, str], float]] = defaultdict(dict)
+    before: dict[str, dict[tuple[str, str], list[float]]] = defaultdict(lambda: defaultdict(list))
     for run in sorted(campaign_runs, key=lambda r: r.created):
         for m in run.metrics:
             key = link_key(m.params)
@@ -279,42 +283,116 @@ def _link_verdict(campaign_runs: list[Run], th: Thresholds, v: Verdict) -> None:
                 continue
             rest = {k: p for k, p in m.params.items() if k not in ("a", "b", "from", "to")}
             label = metric_label(m.benchmark, m.name, rest)
-            per_metric[label].append((key, float(np.median(m.samples))))
+            value = float(np.median(m.samples))
+            latest = v.links.setdefault(label, {})
+            if key in latest:
+                before[label][key].append(latest[key])
+            else:
+                first[label][key] = value
+            latest[key] = value
             v.link_units[label] = m.unit
             v.link_better[label] = m.better
-    flagged: dict[tuple[str, str], list[Deviation]] = defaultdict(list)
-    transient: dict[tuple[str, str], list[Deviation]] = defaultdict(list)
-    remeasured: set[tuple[str, str]] = set()
-    for label, entries in per_metric.items():
-        latest: dict[tuple[str, str], float] = {}
-        before: dict[tuple[str, str], list[float]] = defaultdict(list)
-        for key, value in entries:  # oldest first: the last one is the latest
-            if key in latest:
-                before[key].append(latest[key])
-            latest[key] = value
-        v.links[label] = latest
-        keys = list(latest)
-        directed = any((b, a) in latest for a, b in keys)
-        unit = [v.link_units[label]]
-        values = np.array([[latest[k]] for k in keys]).reshape(len(keys), 1)
-        fleet = _fleet(values, np.array([v.link_better[label] == "lower"]), th.min_peers)
-        for k, devs in zip(keys, _deviations(values, [label], unit, fleet, th), strict=True):
-            und = _undirected(k)
-            devs = _named(devs, label, k, directed)
-            if k in before:  # measured again: only what is flagged both times is a verdict
-                old = np.array([[x] for x in before[k]]).reshape(-1, 1)
-                was = _named([d for row in _deviations(old, [label], unit, fleet, th)
-                              for d in row], label, k, directed)
-                if devs and was:
-                    remeasured.add(und)
-                    flagged[und] += devs
-                elif devs or was:
-                    transient[und] += devs or was
-            elif devs:
-                flagged[und] += devs
-    _classify(flagged, remeasured, th, v)
-    v.transients += [Finding(SLOW_LINK, f"{a} - {b}", (a, b), _worst(d), False)
-                     for (a, b), d in sorted(transient.items()) if (a, b) not in flagged]
+    slow = {f.item for f in v.findings if f.kind == SLOW_NODE}
+    _endpoints(first, before, slow, th, v)
+    bad = slow | {f.item for f in v.findings if f.kind == SLOW_ENDPOINT}
+    for label, latest in v.links.items():
+        _links_of(label, latest, before[label], bad, th, v)
+
+
+def _through(pairs: dict[tuple[str, str], float], directed: bool
+             ) -> dict[str, dict[str, list[float]]]:
+    """node -> side ("", or "into"/"out of" for a directed figure) -> its links' values."""
+    out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for (a, b), value in pairs.items():
+        out[a]["out of" if directed else ""].append(value)
+        out[b]["into" if directed else ""].append(value)
+    return out
+
+
+def _endpoints(first: dict[str, dict[tuple[str, str], float]],
+               before: dict[str, dict[tuple[str, str], list[float]]], slow: set[str],
+               th: Thresholds, v: Verdict) -> None:
+    """Slow endpoints: nodes (not slow themselves) whose links' median figure is worse than
+    the other nodes'; re-measured links must show it both times."""
+    rows: dict[str, dict[str, tuple[float, str, str]]] = defaultdict(dict)
+    rows_first: dict[str, dict[str, tuple[float, str, str]]] = defaultdict(dict)
+    for label, latest in v.links.items():
+        directed = _is_directed(latest)
+        unit, better = v.link_units[label], v.link_better[label]
+        for values, target in ((latest, rows), ({**latest, **first[label]}, rows_first)):
+            for node, sides in _through(values, directed).items():
+                for side, xs in sides.items():
+                    name = f"{label} {side} the node" if side else f"{label} of the node"
+                    target[node][name] = (float(np.median(xs)), unit, better)
+    nodes = sorted(rows, key=natural)
+    labels = list(dict.fromkeys(lb for n in nodes for lb in rows[n]))
+    info = {lb: (u, b) for n in nodes for lb, (_, u, b) in rows[n].items()}
+    units = [info[lb][0] for lb in labels]
+    values = _matrix([rows[n] for n in nodes], labels)
+    fleet = _fleet(values, np.array([info[lb][1] == "lower" for lb in labels], dtype=bool),
+                   th.min_peers)
+    now = _deviations(values, labels, units, fleet, th)
+    then = _deviations(_matrix([rows_first[n] for n in nodes], labels), labels, units, fleet, th)
+    for i, node in enumerate(nodes):
+        if node in slow:
+            continue
+        again = any(node in k for b in before.values() for k in b)
+        if not again:
+            if now[i]:
+                v.findings.append(Finding(SLOW_ENDPOINT, node, (node,), now[i], False))
+            continue
+        was = {d.metric for d in then[i]}
+        still = [d for d in now[i] if d.metric in was]
+        if still:
+            v.findings.append(Finding(SLOW_ENDPOINT, node, (node,), still, True))
+        elif now[i] or then[i]:
+            v.transients.append(Finding(SLOW_ENDPOINT, node, (node,), _worst(now[i] + then[i]),
+                                        False))
+
+
+def _is_directed(pairs: dict[tuple[str, str], float]) -> bool:
+    return any((b, a) in pairs for a, b in pairs)
+
+
+def _links_of(label: str, latest: dict[tuple[str, str], float],
+              before: dict[tuple[str, str], list[float]], bad: set[str], th: Thresholds,
+              v: Verdict) -> None:
+    """Slow links of one figure: each link not through a slow node or endpoint against those
+    links; a re-measured link must be flagged both times."""
+    keys = [k for k in latest if not set(k) & bad]
+    if not keys:
+        return
+    directed = _is_directed(latest)
+    unit = [v.link_units[label]]
+    values = np.array([[latest[k]] for k in keys])
+    fleet = _fleet(values, np.array([v.link_better[label] == "lower"]), th.min_peers)
+    found = {f.item: f for f in v.findings if f.kind == SLOW_LINK}
+    gone = {f.item: f for f in v.transients if f.kind == SLOW_LINK}
+    for k, devs in zip(keys, _deviations(values, [label], unit, fleet, th), strict=True):
+        devs = _named(devs, label, k, directed)
+        again = k in before
+        if again:
+            old = np.array([[x] for x in before[k]])
+            was = _named([d for row in _deviations(old, [label], unit, fleet, th) for d in row],
+                         label, k, directed)
+            if not (devs and was):
+                if devs or was:
+                    _add(gone, v.transients, k, devs or was, False)
+                continue
+        if devs:
+            _add(found, v.findings, k, devs, again)
+
+
+def _add(index: dict[str, Finding], into: list[Finding], k: tuple[str, str],
+         devs: list[Deviation], confirmed: bool) -> None:
+    """Add a link's deviations to its finding (one finding per link, both directions)."""
+    a, b = _undirected(k)
+    item = f"{a} - {b}"
+    if item in index:
+        index[item].evidence = _worst(index[item].evidence + devs)
+    else:
+        index[item] = Finding(SLOW_LINK, item, (a, b), _worst(devs), confirmed)
+        into.append(index[item])
 
 
 def _named(devs: list[Deviation], label: str, k: tuple[str, str], directed: bool
@@ -325,34 +403,6 @@ def _named(devs: list[Deviation], label: str, k: tuple[str, str], directed: bool
 
 def _undirected(k: tuple[str, str]) -> tuple[str, str]:
     return k if natural(k[0]) <= natural(k[1]) else (k[1], k[0])
-
-
-def _classify(flagged: dict[tuple[str, str], list[Deviation]],
-              remeasured: set[tuple[str, str]], th: Thresholds, v: Verdict) -> None:
-    """Flagged links through a slow node are the node's; a node most of whose links are
-    flagged (at least two) is a slow endpoint; the rest are slow links."""
-    slow = {f.item for f in v.findings if f.kind == SLOW_NODE}
-    through: dict[str, set[tuple[str, str]]] = defaultdict(set)
-    for pairs in v.links.values():
-        for a, b in pairs:
-            und = _undirected((a, b))
-            through[a].add(und)
-            through[b].add(und)
-    open_links = {k: d for k, d in flagged.items() if not (set(k) & slow)}
-    for node in sorted(through, key=natural):
-        if node in slow:
-            continue
-        mine = [k for k in open_links if node in k]
-        if len(mine) >= 2 and len(mine) >= th.endpoint_share * len(through[node]):
-            evidence = _worst([d for k in mine for d in open_links[k]])
-            confirmed = any(k in remeasured for k in mine)
-            v.findings.append(Finding(SLOW_ENDPOINT, node, (node,), evidence, confirmed))
-    endpoints = {f.item for f in v.findings if f.kind == SLOW_ENDPOINT}
-    for (a, b), evidence in sorted(open_links.items()):
-        if a in endpoints or b in endpoints:
-            continue
-        v.findings.append(Finding(SLOW_LINK, f"{a} - {b}", (a, b), _worst(evidence),
-                                  (a, b) in remeasured))
 
 
 def _scaling(campaign_runs: list[Run], v: Verdict) -> None:
@@ -399,8 +449,12 @@ def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None) -> Ver
 
 
 def drain_reason(campaign: str, f: Finding) -> str:
-    top = f.evidence[0].text() if f.evidence else ""
-    return f"hpcprobe {campaign}: {f.kind}" + (f", {top}" if top else "")
+    """A short reason for the scheduler's node record: the kind, how many figures, the worst."""
+    if not f.evidence:
+        return f"hpcprobe {campaign}: {f.kind}"
+    worst = f.evidence[0]
+    return (f"hpcprobe {campaign}: {f.kind}, {len(f.evidence)} figure(s) worse, "
+            f"{worst.metric.split()[0]} {-worst.worse:+.0%}")
 
 
 def dumps(v: Verdict) -> str:
