@@ -60,15 +60,25 @@ class Cluster:
         """A slow node: its slurmd, and every job it starts, limited to `share` of a CPU."""
         return cpu_quota(self.pids[f"slurmd-{node}"], share)
 
-    def shape(self, node: str, rate: str = "200mbit") -> None:
-        """A slow link: a token bucket on the bridge port towards the node (gone with the
-        namespaces)."""
-        _run("tc", "-n", self.hub, "qdisc", "add", "dev", f"v{node}", "root", "tbf", "rate",
-             rate, "burst", "64kb", "latency", "500ms")
+    @contextmanager
+    def shaped(self, node: str, rate: str = "200mbit") -> Iterator[None]:
+        """A slow link: a token bucket on the bridge port towards the node."""
+        port = ("tc", "-n", self.hub, "qdisc")
+        _run(*port, "add", "dev", f"v{node}", "root", "tbf", "rate", rate, "burst", "64kb",
+             "latency", "500ms")
+        try:
+            yield
+        finally:
+            _run(*port, "del", "dev", f"v{node}", "root", check=False)
 
     def kill_slurmd(self, node: str) -> None:
         """The node's slurmd killed (its jobs' processes live on, as on a real node)."""
         os.kill(self.pids[f"slurmd-{node}"], signal.SIGKILL)
+
+    def start_slurmd(self, node: str) -> None:
+        """The node's slurmd started (again)."""
+        _daemon(self, f"slurmd-{node}", self.nodes[node], node,
+                ["slurmd", "-D", "-N", node, "-f", str(self.conf)])
 
     def wait_idle(self, timeout: float = 30) -> None:
         """Until every node answers (sinfo shows them idle)."""
@@ -180,6 +190,7 @@ TaskPlugin=task/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 SlurmdParameters=config_overrides
+EnforcePartLimits=ALL
 MpiDefault=none
 ReturnToService=2
 JobAcctGatherType=jobacct_gather/none
@@ -190,6 +201,7 @@ InactiveLimit=0
 KillWait=2
 {nodes}
 PartitionName=test Nodes={names} Default=YES MaxTime=INFINITE State=UP
+PartitionName=short Nodes={names} MaxTime=1 State=UP
 """
 
 

@@ -71,7 +71,8 @@ def test_the_slurm_scheduler_finds_partitions_node_lists_and_allocations(slurm):
     slurm.env["SLURM_JOB_NODELIST"] = "n[1,4]"
     assert slurm.nodes() == ["n1", "n4"]
     del slurm.env["SLURM_JOB_NODELIST"]
-    with pytest.raises(UserError, match="'gpu' does not exist or has no nodes; partitions: test"):
+    with pytest.raises(UserError, match="'gpu' does not exist or has no nodes; "
+                                        "partitions: short, test"):
         slurm.nodes(partition="gpu")
     with pytest.raises(UserError, match="n9 is not in the cluster"):
         slurm.nodes(nodelist="n[3,9]")

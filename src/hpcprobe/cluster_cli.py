@@ -167,7 +167,7 @@ def cmd_run(a: argparse.Namespace) -> int:
                     a.start_timeout, links=not a.no_links and len(nodes) >= 2,
                     link_size=a.link_size, link_parallel=a.link_parallel, ranks_per_node=ranks,
                     mpi_plugin=a.mpi_plugin, remeasure=not a.no_remeasure,
-                    thresholds=_thresholds(a))
+                    thresholds=_thresholds(a), partition=a.partition)
         if a.dry_run:
             return _dry_run(plan, sched)
         try:

@@ -68,6 +68,7 @@ class Plan:
     thresholds: Thresholds = field(default_factory=Thresholds)
     poll_s: float = 1.0
     seed: int = 0
+    partition: str | None = None  # submit there (None: the scheduler's default)
 
 
 def _now() -> str:
@@ -164,7 +165,8 @@ class Campaign:
         argv = [sys.executable, "-m", "hpcprobe", "run", *p.probe, "--profile", p.profile,
                 "--tag", p.tag, "--no-store", "--json", str(doc)]
         return JobSpec(f"hpb-{p.tag}-{node}"[:64], [node], argv,
-                       p.workdir / "jobs" / f"{node}.{attempt}.out", p.timeout_s)
+                       p.workdir / "jobs" / f"{node}.{attempt}.out", p.timeout_s,
+                       partition=p.partition)
 
     def _attempt(self, node: str) -> int:
         return 1 + len(list((self.plan.workdir / "jobs").glob(f"{node}.*.out")))
@@ -196,6 +198,12 @@ class Campaign:
                     why = None
                     if job.finished:
                         why = self._collect(node, job)
+                    elif job.never:
+                        self.sched.cancel([job])
+                        why = f"{self.sched.name} will never start its job {job.id}: {job.reason}"
+                        if not (done or failed):
+                            raise UserError(f"{why} (a limit or a permission of the request: "
+                                            "partition, time, account, QOS); cancelled")
                     elif job.started is None and now - job.submitted > p.start_timeout_s:
                         self.sched.cancel([job])
                         why = (f"its job {job.id} did not start in {p.start_timeout_s:g} s"
@@ -261,7 +269,8 @@ class Campaign:
                 "--link-parallel", str(p.link_parallel), "--coll-max-size", "65536"]
         spec = JobSpec(f"hpb-{p.tag}-links"[:64], nodes, argv,
                        p.workdir / "jobs" / f"links.{n}.out", p.timeout_s,
-                       tasks_per_node=p.ranks_per_node, mpi=p.mpi_plugin)
+                       tasks_per_node=p.ranks_per_node, mpi=p.mpi_plugin,
+                       partition=p.partition)
         job = self.sched.submit(spec)
         total = len(rounds) + (len(nodes).bit_length() if scaling else 0)
         self.progress.start(f"links: {len(nodes)} nodes, {len(rounds)} rounds", total)

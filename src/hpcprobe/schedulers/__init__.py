@@ -29,6 +29,7 @@ class JobSpec:
     tasks_per_node: int = 1
     mpi: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    partition: str | None = None  # None: the scheduler's default
 
 
 @dataclass
@@ -41,6 +42,7 @@ class Job:
     reason: str = ""
     submitted: float = field(default_factory=time.monotonic)
     started: float | None = None  # when first seen running
+    never: bool = False  # pending for a reason that no wait resolves (a limit, an account)
     handle: Any = None  # the scheduler's own (e.g. a process)
 
     @property

@@ -16,6 +16,11 @@ from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.common.names import natural
 from hpcprobe.schedulers import Job, JobSpec, Scheduler, scheduler
 
+#: Reasons of a pending job that no wait resolves: the request breaks a limit or a permission.
+NEVER = frozenset({"PartitionTimeLimit", "PartitionNodeLimit", "PartitionConfig",
+                   "InvalidAccount", "InvalidQOS", "AccountNotAllowed", "QOSNotAllowed",
+                   "BadConstraints", "QOSMaxWallDurationPerJobLimit",
+                   "AssocMaxWallDurationPerJobLimit", "QOSMaxNodePerJobLimit"})
 #: Seconds a client command may take before the controller counts as not answering.
 CLIENT_TIMEOUT_S = 30
 
@@ -114,6 +119,7 @@ class Slurm(Scheduler):
                          "--nodes", str(len(spec.nodes)), "--nodelist", ",".join(spec.nodes),
                          "--ntasks-per-node", str(spec.tasks_per_node), "--exclusive",
                          "--time", str(max(1, math.ceil(spec.time_limit_s / 60))),
+                         *(["--partition", spec.partition] if spec.partition else []),
                          "--output", str(spec.output), str(script))
         if r.returncode != 0 or not r.stdout.strip():
             raise UserError(f"sbatch refused {spec.name}: {_first_line(r.stderr)}")
@@ -150,6 +156,7 @@ class Slurm(Scheduler):
                 # a job gone from the controller's memory (MinJobAge) has finished
                 j.state, reason = seen.get(j.id, ("GONE", ""))
                 j.reason = "" if reason in ("None", "(null)") else reason
+                j.never = j.state == "PENDING" and j.reason in NEVER
         now = time.monotonic()
         for j in jobs:
             if j.started is None and j.state not in ("PENDING", "CONFIGURING"):

@@ -1,0 +1,159 @@
+"""`hpcprobe cluster run` on the namespace Slurm cluster (tests/slurmcluster.py), with faults
+injected: a clean cluster flags nothing; a node whose slurmd (and every job it starts) runs
+under a CPU quota is a slow node and nothing else; a token bucket on a node's port makes it a
+slow network endpoint (or its links slow links), never a slow node; a node whose slurmd is
+killed mid-campaign is reported failed while the others complete, and `--only failed` measures
+it once it is back. The node probe is the compute benchmark (seconds per node); node jobs run
+one at a time, as four nodes share this machine's two CPUs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import slurmcluster
+from hpcprobe.results.store import Selection, Store
+
+pytestmark = pytest.mark.skipif(slurmcluster.missing() is not None,
+                                reason=str(slurmcluster.missing()))
+
+PROBE = ["--probe", "compute", "--concurrency", "1", "--ranks-per-node", "1",
+         "--link-parallel", "1"]
+
+
+def hpcprobe(c: slurmcluster.Cluster, *argv: str, timeout: float = 300
+             ) -> subprocess.CompletedProcess[str]:
+    """hpcprobe on the cluster's login node (the hub namespace, its slurm.conf). Four nodes on
+    two CPUs: idle MPI ranks yield their CPU to the busy ones."""
+    return c.client(sys.executable, "-m", "hpcprobe", *argv, timeout=timeout,
+                    env={"OMPI_MCA_mpi_yield_when_idle": "1"})
+
+
+def campaign(c: slurmcluster.Cluster, tmp: Path, tag: str, *extra: str
+             ) -> tuple[subprocess.CompletedProcess[str], dict]:
+    r = hpcprobe(c, "cluster", "run", "-p", "test", "--tag", tag, "--db", str(tmp / "r.sqlite"),
+                 "--workdir", str(tmp / tag), *PROBE, *extra)
+    rep = hpcprobe(c, "cluster", "report", tag, "--db", str(tmp / "r.sqlite"), "--json")
+    assert rep.returncode in (0, 1), rep.stderr
+    return r, json.loads(rep.stdout)
+
+
+def findings(doc: dict) -> list[tuple[str, str]]:
+    return [(f["kind"], f["item"]) for f in doc["findings"]]
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    with slurmcluster.cluster(4) as c:
+        yield c
+
+
+def test_a_clean_cluster_flags_nothing(cluster, tmp_path):
+    r, doc = campaign(cluster, tmp_path, "clean")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    assert findings(doc) == [] and doc["failed"] == {} and doc["flagged"] is False
+    assert "Nothing flagged." in r.stdout and "Nothing to drain." in r.stdout
+    with Store.open(tmp_path / "r.sqlite") as st:
+        runs = st.load_all(Selection(tag="clean"))
+    assert {r.host for r in runs if "compute" in r.benchmarks} == {"n1", "n2", "n3", "n4"}
+    # every pair measured: latency, bandwidth each way, message rate; collectives on 2, 4
+    pairs = {(x["a"], x["b"]) for x in doc["links"]["links.latency size=8"]}
+    assert len(pairs) == 6 and len(doc["links"]["links.bandwidth size=1048576"]) == 12
+    assert [p["nodes"] for p in doc["scaling"]["allreduce 8 B"]] == [2, 4]
+    assert all(x["median"] > 0 for x in doc["links"]["links.latency size=8"])
+
+
+def test_a_node_under_a_cpu_quota_is_a_slow_node_and_nothing_else(cluster, tmp_path):
+    with cluster.slow("n2", share=0.2):
+        r, doc = campaign(cluster, tmp_path, "slow")
+    assert r.returncode == 1, r.stderr
+    assert findings(doc) == [("slow node", "n2")]
+    assert doc["findings"][0]["confirmed"]  # measured again before it was reported
+    assert doc["findings"][0]["evidence"][0]["worse"] > 0.3
+    assert "scontrol update NodeName=n2 State=DRAIN" in r.stdout
+
+
+def test_a_shaped_port_is_a_slow_endpoint_not_a_slow_node(cluster, tmp_path):
+    with cluster.shaped("n3", "200mbit"):
+        r, doc = campaign(cluster, tmp_path, "shaped")
+    assert r.returncode == 1, r.stderr
+    got = findings(doc)
+    assert got and all(kind != "slow node" for kind, _ in got), got
+    assert all("n3" in item for _, item in got), got
+    into = {(x["a"], x["b"]): x["median"] for x in doc["links"]["links.bandwidth size=1048576"]}
+    assert max(v for (a, b), v in into.items() if b == "n3") < 30  # MB/s: 200 Mbit/s
+    assert min(v for (a, b), v in into.items() if b != "n3") > 100
+
+
+def test_bad_input_is_one_line_and_exit_2(cluster, tmp_path):
+    db = str(tmp_path / "r.sqlite")
+    for argv, message in (
+            (["-p", "gpu"], "--partition 'gpu' does not exist"),
+            (["--nodelist", "n[3,9]"], "n9 is not in the cluster"),
+            (["-p", "short"], "sbatch refused hpb-bad-n1: "),  # 900 s over its 1-minute limit
+            (["-p", "test", "--probe", "nosuch"], "benchmark 'nosuch' is unknown"),
+            (["--only", "failed", "--tag", "nosuch"], "campaign 'nosuch': no runs")):
+        r = hpcprobe(cluster, "cluster", "run", "--tag", "bad", "--db", db, "--workdir",
+                     str(tmp_path / "w"), *argv, timeout=60)
+        assert r.returncode == 2, (argv, r.stdout, r.stderr)
+        assert message in r.stderr and r.stderr.count("\n") == 1, (argv, r.stderr)
+    r = hpcprobe(cluster, "cluster", "run", "-p", "test", "--dry-run", "--db", db)
+    assert r.returncode == 0 and "6 pair(s) in 3 round(s)" in r.stdout, r.stdout
+
+
+def test_a_node_that_never_starts_its_job_fails_and_the_rest_completes(cluster, tmp_path):
+    cluster.client("scontrol", "update", "NodeName=n4", "State=DRAIN", "Reason=test")
+    try:
+        r, doc = campaign(cluster, tmp_path, "drained", "--start-timeout", "5", "--no-links",
+                          "--no-remeasure", "--worse", "0.5")
+    finally:
+        cluster.client("scontrol", "update", "NodeName=n4", "State=RESUME")
+    assert r.returncode == 1, r.stderr
+    assert list(doc["failed"]) == ["n4"] and "did not start in 5 s" in doc["failed"]["n4"]
+    assert doc["heat"]["nodes"] == ["n1", "n2", "n3"]
+
+
+def test_inside_an_allocation_node_jobs_are_srun_steps(cluster, tmp_path):
+    r = cluster.client("salloc", "-N4", "-p", "test", sys.executable, "-m", "hpcprobe",
+                       "cluster", "run", "--tag", "alloc", "--db", str(tmp_path / "r.sqlite"),
+                       "--workdir", str(tmp_path / "w"), "--no-links", "--no-remeasure",
+                       "--worse", "0.5", *PROBE, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+    assert "4 measured, 0 failed" in r.stdout
+    assert not list((tmp_path / "w" / "jobs").glob("*.sh"))  # no batch script: steps
+
+
+def test_a_killed_slurmd_is_a_failed_node_and_the_rest_completes(tmp_path):
+    with slurmcluster.cluster(4) as c:
+        p = subprocess.Popen(
+            ["nsenter", f"--net=/run/netns/{c.hub}", sys.executable, "-m", "hpcprobe",
+             "cluster", "run", "-p", "test", "--tag", "kill", "--db", str(tmp_path / "r.sqlite"),
+             "--workdir", str(tmp_path / "kill"), "--timeout", "30", "--start-timeout", "30",
+             "--no-links", "--no-remeasure", *PROBE],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env={**os.environ, "SLURM_CONF": str(c.conf)})
+        c.kill_slurmd("n4")  # before its job: the controller still sends it there
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 1, out[-2000:] + err
+        rep = hpcprobe(c, "cluster", "report", "kill", "--db", str(tmp_path / "r.sqlite"),
+                       "--json")
+        doc = json.loads(rep.stdout)
+        assert list(doc["failed"]) == ["n4"], doc["failed"]
+        assert "cancelled" in doc["failed"]["n4"]
+        assert doc["heat"]["nodes"] == ["n1", "n2", "n3"]
+        # back in service, the failed node alone is measured again
+        c.start_slurmd("n4")
+        c.wait_idle(60)
+        r = hpcprobe(c, "cluster", "run", "--only", "failed", "--tag", "kill", "--db",
+                     str(tmp_path / "r.sqlite"), "--workdir", str(tmp_path / "kill"),
+                     "--no-links", "--worse", "0.5", *PROBE)
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+        assert "Campaign kill: 1 node(s)" in r.stdout
+        rep = hpcprobe(c, "cluster", "report", "kill", "--db", str(tmp_path / "r.sqlite"),
+                       "--json", "--worse", "0.5")
+        assert json.loads(rep.stdout)["failed"] == {}
