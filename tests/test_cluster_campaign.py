@@ -128,32 +128,31 @@ def test_inside_an_allocation_node_jobs_are_srun_steps(cluster, tmp_path):
     assert not list((tmp_path / "w" / "jobs").glob("*.sh"))  # no batch script: steps
 
 
-def test_a_killed_slurmd_is_a_failed_node_and_the_rest_completes(tmp_path):
-    with slurmcluster.cluster(4) as c:
-        p = subprocess.Popen(
-            ["nsenter", f"--net=/run/netns/{c.hub}", sys.executable, "-m", "hpcprobe",
-             "cluster", "run", "-p", "test", "--tag", "kill", "--db", str(tmp_path / "r.sqlite"),
-             "--workdir", str(tmp_path / "kill"), "--timeout", "30", "--start-timeout", "30",
-             "--no-links", "--no-remeasure", *PROBE],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "SLURM_CONF": str(c.conf)})
-        c.kill_slurmd("n4")  # before its job: the controller still sends it there
-        out, err = p.communicate(timeout=300)
-        assert p.returncode == 1, out[-2000:] + err
-        rep = hpcprobe(c, "cluster", "report", "kill", "--db", str(tmp_path / "r.sqlite"),
-                       "--json")
-        doc = json.loads(rep.stdout)
-        assert list(doc["failed"]) == ["n4"], doc["failed"]
-        assert "cancelled" in doc["failed"]["n4"]
-        assert doc["heat"]["nodes"] == ["n1", "n2", "n3"]
-        # back in service, the failed node alone is measured again
-        c.start_slurmd("n4")
-        c.wait_idle(60)
-        r = hpcprobe(c, "cluster", "run", "--only", "failed", "--tag", "kill", "--db",
-                     str(tmp_path / "r.sqlite"), "--workdir", str(tmp_path / "kill"),
-                     "--no-links", "--worse", "0.5", *PROBE)
-        assert r.returncode == 0, r.stdout[-2000:] + r.stderr
-        assert "Campaign kill: 1 node(s)" in r.stdout
-        rep = hpcprobe(c, "cluster", "report", "kill", "--db", str(tmp_path / "r.sqlite"),
-                       "--json", "--worse", "0.5")
-        assert json.loads(rep.stdout)["failed"] == {}
+def test_a_killed_slurmd_is_a_failed_node_and_the_rest_completes(cluster, tmp_path):
+    c = cluster  # last in this module: n4's slurmd is started again at the end
+    p = subprocess.Popen(
+        ["nsenter", f"--net=/run/netns/{c.hub}", sys.executable, "-m", "hpcprobe",
+         "cluster", "run", "-p", "test", "--tag", "kill", "--db", str(tmp_path / "r.sqlite"),
+         "--workdir", str(tmp_path / "kill"), "--timeout", "30", "--start-timeout", "30",
+         "--no-links", "--no-remeasure", *PROBE],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "SLURM_CONF": str(c.conf)})
+    c.kill_slurmd("n4")  # before its job: the controller still sends it there
+    out, err = p.communicate(timeout=300)
+    assert p.returncode == 1, out[-2000:] + err
+    rep = hpcprobe(c, "cluster", "report", "kill", "--db", str(tmp_path / "r.sqlite"), "--json")
+    doc = json.loads(rep.stdout)
+    assert list(doc["failed"]) == ["n4"], doc["failed"]
+    assert "cancelled" in doc["failed"]["n4"]
+    assert doc["heat"]["nodes"] == ["n1", "n2", "n3"]
+    # back in service, the failed node alone is measured again
+    c.start_slurmd("n4")
+    c.wait_idle(90)
+    r = hpcprobe(c, "cluster", "run", "--only", "failed", "--tag", "kill", "--db",
+                 str(tmp_path / "r.sqlite"), "--workdir", str(tmp_path / "kill"),
+                 "--no-links", "--worse", "0.5", *PROBE)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+    assert "Campaign kill: 1 node(s)" in r.stdout
+    rep = hpcprobe(c, "cluster", "report", "kill", "--db", str(tmp_path / "r.sqlite"), "--json",
+                   "--worse", "0.5")
+    assert json.loads(rep.stdout)["failed"] == {}
