@@ -191,7 +191,8 @@ class Campaign:
                         if not (done or failed or active):
                             raise
                         failed[node] = str(exc)
-                time.sleep(p.poll_s)
+                # a thousand jobs: a query every 5 s, not every second
+                time.sleep(max(p.poll_s, len(active) / 200))
                 self.sched.poll(list(active.values()))
                 now = time.monotonic()
                 for node, job in list(active.items()):

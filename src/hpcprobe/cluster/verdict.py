@@ -11,15 +11,18 @@ transient, listed and not counted. Pure: reads run documents only."""
 from __future__ import annotations
 
 import json
+import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import Any
 
 import numpy as np
 
 from hpcprobe.common.names import natural
-from hpcprobe.results.model import Run
+from hpcprobe.common.stats import median_ci_ranks
+from hpcprobe.results.model import Metric, Run
 
 #: provenance key of the runs a campaign's driver stores (its node list, failures, links)
 CAMPAIGN = "cluster"
@@ -132,14 +135,38 @@ def metric_label(benchmark: str, name: str, params: dict[str, Any]) -> str:
     return f"{benchmark}.{name}" + (f" {inner}" if inner else "")
 
 
-def _medians(run: Run) -> dict[str, tuple[float, str, str]]:
-    """label -> (median of the samples, unit, better) of a run's figures."""
-    out = {}
-    for m in run.metrics:
-        if m.samples:
-            out[metric_label(m.benchmark, m.name, m.params)] = (
-                float(np.median(m.samples)), m.unit, m.better)
-    return out
+@lru_cache(maxsize=1 << 16)
+def _cached_label(key: tuple[Any, ...]) -> str:
+    return metric_label(key[0], key[1], dict(key[2:]))
+
+
+def _label(m: Metric) -> str:
+    """metric_label, once per distinct figure (a fleet repeats the same figures)."""
+    try:
+        return _cached_label((m.benchmark, m.name, *m.params.items()))
+    except TypeError:  # a param that is a list
+        return metric_label(m.benchmark, m.name, m.params)
+
+
+#: A figure of a node or link: the median of its samples and the best end of the 95 % CI of
+#: that median (the end in the better direction), its unit and which way is better.
+Fig = tuple[float, float, str, str]
+
+
+@lru_cache(maxsize=256)
+def _ci_ranks(n: int) -> tuple[int, int]:
+    return median_ci_ranks(n)
+
+
+def _figure(samples: Sequence[float], unit: str, better: str) -> Fig:
+    xs = sorted(samples)
+    lo, hi = _ci_ranks(len(xs))
+    return (statistics.median(xs), xs[hi] if better == "higher" else xs[lo], unit, better)
+
+
+def _figures(run: Run) -> dict[str, Fig]:
+    """label -> figure of each of a run's figures."""
+    return {_label(m): _figure(m.samples, m.unit, m.better) for m in run.metrics if m.samples}
 
 
 @dataclass
@@ -174,11 +201,6 @@ def _fleet(values: Any, lower_better: Any, min_peers: int) -> _Fleet:
     return _Fleet(med, spread, lower_better)
 
 
-def _flags(z: Any, worse: Any, th: Thresholds) -> Any:
-    with np.errstate(invalid="ignore"):
-        return (z > th.z) & (worse > th.worse)
-
-
 def _latest_and_before(runs: Iterable[tuple[str, Run]]) -> tuple[dict[str, Run],
                                                                   dict[str, list[Run]]]:
     latest: dict[str, Run] = {}
@@ -190,14 +212,47 @@ def _latest_and_before(runs: Iterable[tuple[str, Run]]) -> tuple[dict[str, Run],
     return latest, before
 
 
-def _matrix(rows: Sequence[dict[str, tuple[float, str, str]]], labels: list[str]) -> Any:
+def _matrix(rows: Sequence[dict[str, Fig]], labels: list[str]) -> tuple[Any, Any]:
+    """(medians, best ends) of the rows' figures, rows x labels; NaN where a row lacks one."""
     index = {lb: j for j, lb in enumerate(labels)}
-    m = np.full((len(rows), len(labels)), np.nan)
+    m = np.full((2, len(rows), len(labels)), np.nan)
     for i, row in enumerate(rows):
-        for lb, (v, _, _) in row.items():
+        for lb, (med, best, _, _) in row.items():
             if lb in index:  # a figure the others do not have is not compared
-                m[i, index[lb]] = v
-    return m
+                m[0, i, index[lb]] = med
+                m[1, i, index[lb]] = best
+    return m[0], m[1]
+
+
+class _Judged:
+    """Rows of figures (nodes or links) judged against the fleet of those rows."""
+
+    def __init__(self, rows: Sequence[dict[str, Fig]], th: Thresholds) -> None:
+        self.labels = list(dict.fromkeys(lb for row in rows for lb in row))
+        info = {lb: (u, b) for row in rows for lb, (_, _, u, b) in row.items()}
+        self.units = [info[lb][0] for lb in self.labels]
+        self.lower = np.array([info[lb][1] == "lower" for lb in self.labels], dtype=bool)
+        self.values, self.best = _matrix(rows, self.labels)
+        self.fleet = _fleet(self.values, self.lower, th.min_peers)
+        self.th = th
+        self.flagged = self.deviations(self.values, self.best)
+
+    def deviations(self, values: Any, best: Any) -> list[list[Deviation]]:
+        """The flagged figures of each row, worst first: beyond the robust z and the practical
+        threshold, and even the best end of its CI worse than the peers' median (a figure
+        whose own samples reach the median is not a verdict)."""
+        z, worse = self.fleet.judge(values)
+        _, best_worse = self.fleet.judge(best)
+        with np.errstate(invalid="ignore"):
+            flags = (z > self.th.z) & (worse > self.th.worse) & (best_worse > 0)
+        return [_worst([Deviation(self.labels[j], float(values[i, j]),
+                                  float(self.fleet.median[j]), self.units[j], float(z[i, j]),
+                                  float(worse[i, j])) for j in np.flatnonzero(row)])
+                for i, row in enumerate(flags)]
+
+    def of(self, rows: Sequence[dict[str, Fig]]) -> list[list[Deviation]]:
+        """Other rows (earlier measurements) against this fleet."""
+        return self.deviations(*_matrix(rows, self.labels))
 
 
 def _node_verdict(node_runs: list[Run], th: Thresholds, v: Verdict) -> None:
@@ -209,51 +264,40 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, v: Verdict) -> None:
     heat_rows: dict[str, dict[str, float]] = {}
     all_labels: dict[str, None] = {}
     for fp, hosts in groups.items():
-        rows = [_medians(latest[h]) for h in hosts]
-        labels = list(dict.fromkeys(lb for row in rows for lb in row))
-        info = {lb: (u, b) for row in rows for lb, (_, u, b) in row.items()}
-        lower = np.array([info[lb][1] == "lower" for lb in labels], dtype=bool)
-        values = _matrix(rows, labels)
-        fleet = _fleet(values, lower, th.min_peers)
+        judged = _Judged([_figures(latest[h]) for h in hosts], th)
         if len(hosts) < th.min_peers:
             v.unjudged.append(f"{', '.join(hosts)} ({fp}): fewer than {th.min_peers} nodes of "
                               "this hardware, not judged")
+        med, values = judged.fleet.median, judged.values
         with np.errstate(invalid="ignore", divide="ignore"):
-            norm = np.where(lower, fleet.median / values, values / fleet.median)
-        units = [info[lb][0] for lb in labels]
-        flagged = _deviations(values, labels, units, fleet, th)
-        all_labels.update(dict.fromkeys(labels))
+            norm = np.where(judged.lower, med / values, values / med)
+        all_labels.update(dict.fromkeys(judged.labels))
         for i, h in enumerate(hosts):
-            heat_rows[h] = {lb: float(norm[i, j]) for j, lb in enumerate(labels)
+            heat_rows[h] = {lb: float(norm[i, j]) for j, lb in enumerate(judged.labels)
                             if np.isfinite(norm[i, j])}
-            if not before[h]:
-                if flagged[i]:
-                    v.findings.append(Finding(SLOW_NODE, h, (h,), flagged[i], False))
-                continue
-            # measured again: only what is flagged both times is a verdict
-            earlier = [d for r in before[h] for d in _deviations(
-                _matrix([_medians(r)], labels), labels, units, fleet, th)[0]]
-            was = {d.metric for d in earlier}
-            still = [d for d in flagged[i] if d.metric in was]
-            if still:
-                v.findings.append(Finding(SLOW_NODE, h, (h,), still, True))
-            elif earlier or flagged[i]:
-                v.transients.append(Finding(SLOW_NODE, h, (h,), _worst(earlier + flagged[i]),
-                                            False))
+            _judge(v, SLOW_NODE, h, judged.flagged[i],
+                   [d for row in judged.of([_figures(r) for r in before[h]]) for d in row]
+                   if before[h] else None)
     v.heat_nodes = sorted(heat_rows, key=natural)
     v.heat_metrics = list(all_labels)
     v.heat = np.array([[heat_rows[h].get(lb, np.nan) for lb in v.heat_metrics]
                        for h in v.heat_nodes]).reshape(len(v.heat_nodes), len(v.heat_metrics))
 
 
-def _deviations(values: Any, labels: list[str], units: list[str], fleet: _Fleet,
-                th: Thresholds) -> list[list[Deviation]]:
-    """The flagged figures of each row of values (rows x labels), worst first."""
-    z, worse = fleet.judge(values)
-    flags = _flags(z, worse, th)
-    return [_worst([Deviation(labels[j], float(values[i, j]), float(fleet.median[j]), units[j],
-                              float(z[i, j]), float(worse[i, j])) for j in np.flatnonzero(row)])
-            for i, row in enumerate(flags)]
+def _judge(v: Verdict, kind: str, item: str, now: list[Deviation],
+           earlier: list[Deviation] | None) -> None:
+    """A node's finding: flagged now (measured once), or flagged now and before on the same
+    figures (measured again: confirmed); flagged only once of several times, a transient."""
+    if earlier is None:
+        if now:
+            v.findings.append(Finding(kind, item, (item,), now, False))
+        return
+    was = {d.metric for d in earlier}
+    still = [d for d in now if d.metric in was]
+    if still:
+        v.findings.append(Finding(kind, item, (item,), still, True))
+    elif now or earlier:
+        v.transients.append(Finding(kind, item, (item,), _worst(now + earlier), False))
 
 
 def _worst(evidence: list[Deviation]) -> list[Deviation]:
@@ -269,13 +313,17 @@ def link_key(params: dict[str, Any]) -> tuple[str, str] | None:
     return None
 
 
+Links = dict[tuple[str, str], Fig]
+
+
 def _link_verdict(campaign_runs: list[Run], th: Thresholds, v: Verdict) -> None:
     """Links: first each node's links together (the median of its links' figures, against the
     other nodes': a node all of whose links are slow is a slow endpoint, and one slow link does
     not move the median); then each link against the links not through a slow node or
     endpoint (a slow link)."""
-    first: dict[str, dict[tuple[str, str], float]] = defaultdict(dict)
-    before: dict[str, dict[tuple[str, str], list[float]]] = defaultdict(lambda: defaultdict(list))
+    latest: dict[str, Links] = defaultdict(dict)
+    first: dict[str, Links] = defaultdict(dict)
+    before: dict[str, dict[tuple[str, str], list[Fig]]] = defaultdict(lambda: defaultdict(list))
     for run in sorted(campaign_runs, key=lambda r: r.created):
         for m in run.metrics:
             key = link_key(m.params)
@@ -283,97 +331,79 @@ def _link_verdict(campaign_runs: list[Run], th: Thresholds, v: Verdict) -> None:
                 continue
             rest = {k: p for k, p in m.params.items() if k not in ("a", "b", "from", "to")}
             label = metric_label(m.benchmark, m.name, rest)
-            value = float(np.median(m.samples))
-            latest = v.links.setdefault(label, {})
-            if key in latest:
-                before[label][key].append(latest[key])
+            fig = _figure(m.samples, m.unit, m.better)
+            if key in latest[label]:
+                before[label][key].append(latest[label][key])
             else:
-                first[label][key] = value
-            latest[key] = value
+                first[label][key] = fig
+            latest[label][key] = fig
             v.link_units[label] = m.unit
             v.link_better[label] = m.better
+    v.links = {label: {k: f[0] for k, f in links.items()} for label, links in latest.items()}
     slow = {f.item for f in v.findings if f.kind == SLOW_NODE}
-    _endpoints(first, before, slow, th, v)
+    _endpoints(latest, first, before, slow, th, v)
     bad = slow | {f.item for f in v.findings if f.kind == SLOW_ENDPOINT}
-    for label, latest in v.links.items():
-        _links_of(label, latest, before[label], bad, th, v)
+    for label, links in latest.items():
+        _links_of(label, links, before[label], bad, th, v)
 
 
-def _through(pairs: dict[tuple[str, str], float], directed: bool
-             ) -> dict[str, dict[str, list[float]]]:
-    """node -> side ("", or "into"/"out of" for a directed figure) -> its links' values."""
-    out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for (a, b), value in pairs.items():
-        out[a]["out of" if directed else ""].append(value)
-        out[b]["into" if directed else ""].append(value)
+def _per_node(latest: dict[str, Links]) -> dict[str, dict[str, Fig]]:
+    """Each node's links taken together, per link figure (directed: into and out of the node
+    apart): the median over its links, and as the best end the best of its links (so that all
+    of a node's links must be worse than the fleet for it to be flagged)."""
+    sides: dict[tuple[str, str], list[float]] = defaultdict(list)
+    info: dict[str, tuple[str, str]] = {}
+    for label, links in latest.items():
+        directed = _is_directed(links)
+        for (a, b), (med, _, unit, better) in links.items():
+            for node, side in ((a, "out of"), (b, "into")):
+                name = f"{label} {side} the node" if directed else f"{label} of the node"
+                sides[(node, name)].append(med)
+                info[name] = (unit, better)
+    out: dict[str, dict[str, Fig]] = defaultdict(dict)
+    for (node, name), xs in sides.items():
+        unit, better = info[name]
+        out[node][name] = (statistics.median(xs), max(xs) if better == "higher" else min(xs),
+                           unit, better)
     return out
 
 
-def _endpoints(first: dict[str, dict[tuple[str, str], float]],
-               before: dict[str, dict[tuple[str, str], list[float]]], slow: set[str],
+def _endpoints(latest: dict[str, Links], first: dict[str, Links],
+               before: dict[str, dict[tuple[str, str], list[Fig]]], slow: set[str],
                th: Thresholds, v: Verdict) -> None:
-    """Slow endpoints: nodes (not slow themselves) whose links' median figure is worse than
-    the other nodes'; re-measured links must show it both times."""
-    rows: dict[str, dict[str, tuple[float, str, str]]] = defaultdict(dict)
-    rows_first: dict[str, dict[str, tuple[float, str, str]]] = defaultdict(dict)
-    for label, latest in v.links.items():
-        directed = _is_directed(latest)
-        unit, better = v.link_units[label], v.link_better[label]
-        for values, target in ((latest, rows), ({**latest, **first[label]}, rows_first)):
-            for node, sides in _through(values, directed).items():
-                for side, xs in sides.items():
-                    name = f"{label} {side} the node" if side else f"{label} of the node"
-                    target[node][name] = (float(np.median(xs)), unit, better)
+    """Slow endpoints: nodes (not slow themselves) whose links are worse than the other nodes';
+    re-measured links must show it both times."""
+    rows = _per_node(latest)
     nodes = sorted(rows, key=natural)
-    labels = list(dict.fromkeys(lb for n in nodes for lb in rows[n]))
-    info = {lb: (u, b) for n in nodes for lb, (_, u, b) in rows[n].items()}
-    units = [info[lb][0] for lb in labels]
-    values = _matrix([rows[n] for n in nodes], labels)
-    fleet = _fleet(values, np.array([info[lb][1] == "lower" for lb in labels], dtype=bool),
-                   th.min_peers)
-    now = _deviations(values, labels, units, fleet, th)
-    then = _deviations(_matrix([rows_first[n] for n in nodes], labels), labels, units, fleet, th)
+    judged = _Judged([rows[n] for n in nodes], th)
+    rows_first = _per_node({label: {**links, **first[label]} for label, links in latest.items()})
+    then = judged.of([rows_first[n] for n in nodes])
     for i, node in enumerate(nodes):
-        if node in slow:
-            continue
-        again = any(node in k for b in before.values() for k in b)
-        if not again:
-            if now[i]:
-                v.findings.append(Finding(SLOW_ENDPOINT, node, (node,), now[i], False))
-            continue
-        was = {d.metric for d in then[i]}
-        still = [d for d in now[i] if d.metric in was]
-        if still:
-            v.findings.append(Finding(SLOW_ENDPOINT, node, (node,), still, True))
-        elif now[i] or then[i]:
-            v.transients.append(Finding(SLOW_ENDPOINT, node, (node,), _worst(now[i] + then[i]),
-                                        False))
+        if node not in slow:
+            again = any(node in k for b in before.values() for k in b)
+            _judge(v, SLOW_ENDPOINT, node, judged.flagged[i], then[i] if again else None)
 
 
-def _is_directed(pairs: dict[tuple[str, str], float]) -> bool:
+def _is_directed(pairs: dict[tuple[str, str], Any]) -> bool:
     return any((b, a) in pairs for a, b in pairs)
 
 
-def _links_of(label: str, latest: dict[tuple[str, str], float],
-              before: dict[tuple[str, str], list[float]], bad: set[str], th: Thresholds,
-              v: Verdict) -> None:
+def _links_of(label: str, latest: Links, before: dict[tuple[str, str], list[Fig]],
+              bad: set[str], th: Thresholds, v: Verdict) -> None:
     """Slow links of one figure: each link not through a slow node or endpoint against those
     links; a re-measured link must be flagged both times."""
     keys = [k for k in latest if not set(k) & bad]
     if not keys:
         return
     directed = _is_directed(latest)
-    unit = [v.link_units[label]]
-    values = np.array([[latest[k]] for k in keys])
-    fleet = _fleet(values, np.array([v.link_better[label] == "lower"]), th.min_peers)
+    judged = _Judged([{label: latest[k]} for k in keys], th)
     found = {f.item: f for f in v.findings if f.kind == SLOW_LINK}
     gone = {f.item: f for f in v.transients if f.kind == SLOW_LINK}
-    for k, devs in zip(keys, _deviations(values, [label], unit, fleet, th), strict=True):
+    for k, devs in zip(keys, judged.flagged, strict=True):
         devs = _named(devs, label, k, directed)
         again = k in before
         if again:
-            old = np.array([[x] for x in before[k]])
-            was = _named([d for row in _deviations(old, [label], unit, fleet, th) for d in row],
+            was = _named([d for row in judged.of([{label: f} for f in before[k]]) for d in row],
                          label, k, directed)
             if not (devs and was):
                 if devs or was:
@@ -412,7 +442,7 @@ def _scaling(campaign_runs: list[Run], v: Verdict) -> None:
             if "nodes" in m.params and m.samples:
                 size = m.params.get("size")
                 key = f"{m.name} {size} B" if size else m.name
-                curves[key][int(m.params["nodes"])] = float(np.median(m.samples))
+                curves[key][int(m.params["nodes"])] = statistics.median(m.samples)
     v.scaling = {k: sorted(c.items()) for k, c in curves.items()}
 
 

@@ -1,0 +1,106 @@
+#!/usr/bin/env python3
+"""The cluster report at fleet scale: a synthetic campaign of NODES nodes, each node run the
+recorded default node probe (tests/data/cluster/probe-quick.json: memory, compute, latency,
+frequency, numa; 177 figures, 822 samples) with its figures scaled per node and 1 % noise, a few
+slow nodes, slow endpoints and slow links injected, and the links of the pair schedule (ring and
+three random matchings: 2.5 pairs per node). Stored in an SQLite file (not timed), then timed,
+best of 3: loading the campaign from the store, the verdict, the terminal blocks, the JSON
+document and the HTML page with its figures (heat map, link matrices, scaling curve): what
+`hpcprobe cluster report CAMPAIGN -o report.html` does. Goal of issue 13: <= 5 s at 1,000 nodes.
+It checks that the injected faults, and nothing else, are found.
+
+Usage: benchmarks/cluster_scale.py [--nodes 1000] [--pg URL]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "tests"))
+
+import clusterdata  # noqa: E402
+
+from hpcprobe.cluster import views  # noqa: E402
+from hpcprobe.cluster.verdict import analyse  # noqa: E402
+from hpcprobe.results.store import Selection, Store  # noqa: E402
+from hpcprobe.schedulers.slurm import Slurm  # noqa: E402
+from hpcprobe.views import html, terminal  # noqa: E402
+
+
+def timed(what: str, f: Callable[[], object], n: int = 3) -> tuple[float, object]:
+    best, out = float("inf"), None
+    for _ in range(n):
+        t0 = time.perf_counter()
+        out = f()
+        best = min(best, time.perf_counter() - t0)
+    print(f"  {what:<34} {best:7.3f} s")
+    return best, out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--nodes", type=int, default=1000)
+    ap.add_argument("--pg", metavar="URL", help="a PostgreSQL store instead of SQLite")
+    a = ap.parse_args()
+    n = a.nodes
+    slow = {f"n{n // 7}": 0.85, f"n{n // 3}": 0.7}
+    endpoints = {f"n{n // 2}": 0.5}
+    t0 = time.perf_counter()
+    nodes, runs = clusterdata.campaign(n, slow_nodes=slow, slow_endpoints=endpoints, seed=7,
+                                       tag="scale")
+    pairs = [(k["a"], k["b"]) for r in runs[-1:] for m in r.metrics if m.name == "latency"
+             for k in [m.params]]
+    bad = next(p for p in pairs if not set(p) & {*slow, *endpoints})
+    runs[-1] = clusterdata.campaign_run(nodes, random.Random(7), 0.01, "scale", 1,
+                                        {bad: 0.5}, endpoints, {})
+    with tempfile.TemporaryDirectory() as tmp:
+        location = a.pg or str(Path(tmp) / "scale.sqlite")
+        with Store.open(location) as st:
+            for r in runs:
+                st.save(r)
+        figures = sum(len(r.metrics) for r in runs)
+        samples = sum(len(m.samples) for r in runs for m in r.metrics)
+        print(f"{n} nodes, {figures} figures, {samples} samples stored in "
+              f"{time.perf_counter() - t0:.1f} s ({location.split('@')[-1]}); timed, best of 3:")
+        with Store.open(location) as st:
+            t_load, loaded = timed("load the campaign", lambda: st.load_all(Selection(tag="scale")))
+        assert isinstance(loaded, list)
+        t_verdict, v = timed("verdict", lambda: analyse(loaded, "scale"))
+        drain = Slurm().drain_argv
+        t_blocks, blocks = timed("terminal blocks + rendering", lambda: _terminal(v, drain))
+        t_json, _ = timed("JSON document", lambda: json.dumps(views.document(v, drain)))
+        t_html, page = timed("HTML page with figures",
+                             lambda: html.page("scale", views.blocks(v, drain), views.figures(v)),
+                             n=1)
+    total = t_load + t_verdict + t_blocks + t_json + t_html
+    found = sorted((f.kind, f.item) for f in v.findings)  # type: ignore[attr-defined]
+    want = sorted([("slow node", h) for h in slow] + [("slow network endpoint", h)
+                                                      for h in endpoints]
+                  + [("slow link", f"{bad[0]} - {bad[1]}")])
+    print(f"  {'total (cluster report -o)':<34} {total:7.3f} s  (goal <= 5 s)")
+    print(f"  HTML page: {len(str(page)) / 1e6:.1f} MB; found {found}")
+    if found != want:
+        print(f"  MISSED: expected {want}")
+        return 1
+    return 0 if total <= 5 else 1
+
+
+def _terminal(v: object, drain: Callable[[str, str], list[str]]) -> object:
+    from rich.console import Console
+
+    blocks = views.blocks(v, drain)  # type: ignore[arg-type]
+    terminal.print_blocks(blocks, Console(file=io.StringIO(), width=160))
+    return blocks
+
+
+if __name__ == "__main__":
+    sys.exit(main())
