@@ -13,7 +13,7 @@ from typing import Any
 from hpcprobe import registry
 from hpcprobe.cli import _add_db, _Bar, _console, _Parser
 from hpcprobe.cluster import views
-from hpcprobe.cluster.campaign import Campaign, Plan
+from hpcprobe.cluster.campaign import Campaign, Plan, link_rounds
 from hpcprobe.cluster.verdict import Thresholds, Verdict, analyse
 from hpcprobe.common import files
 from hpcprobe.common.errors import EXIT_FAILURE, UserError
@@ -141,9 +141,11 @@ def _load(store: Store, tag: str, th: Thresholds) -> Verdict:
     return analyse(runs, tag, th)
 
 
-def _nodes(a: argparse.Namespace, sched: Scheduler, store: Store) -> list[str]:
+def _nodes(a: argparse.Namespace, sched: Scheduler, store: Store
+           ) -> tuple[list[str], list[str]]:
+    """The nodes to measure, and the nodes measured before that are their link partners."""
     if a.only is None:
-        return sched.nodes(a.partition, a.nodelist)
+        return sched.nodes(a.partition, a.nodelist), []
     if not a.tag:
         raise UserError(f"--only {a.only}: name the campaign with --tag")
     v = _load(store, a.tag, _thresholds(a))
@@ -151,7 +153,8 @@ def _nodes(a: argparse.Namespace, sched: Scheduler, store: Store) -> list[str]:
         list(dict.fromkeys(n for f in v.findings for n in f.nodes))
     if not nodes:
         raise UserError(f"--only {a.only}: campaign {a.tag} has no {a.only} nodes")
-    return nodes
+    flagged = {n for f in v.findings for n in f.nodes}
+    return nodes, [n for n in v.measured if n not in nodes and n not in flagged]
 
 
 def cmd_run(a: argparse.Namespace) -> int:
@@ -161,13 +164,13 @@ def cmd_run(a: argparse.Namespace) -> int:
     sched = _scheduler(a)
     with Store.open(a.db) as store:
         store.check_writable()
-        nodes = _nodes(a, sched, store)
-        ranks = a.ranks_per_node or min(sched.cpus(nodes).values(), default=1)
+        nodes, peers = _nodes(a, sched, store)
+        ranks = a.ranks_per_node or min(sched.cpus(nodes + peers).values(), default=1)
         plan = Plan(tag, nodes, workdir, list(a.probe), a.profile, a.concurrency, a.timeout,
                     a.start_timeout, links=not a.no_links and len(nodes) >= 2,
                     link_size=a.link_size, link_parallel=a.link_parallel, ranks_per_node=ranks,
                     mpi_plugin=a.mpi_plugin, remeasure=not a.no_remeasure,
-                    thresholds=_thresholds(a), partition=a.partition)
+                    thresholds=_thresholds(a), partition=a.partition, peers=peers)
         if a.dry_run:
             return _dry_run(plan, sched)
         try:
@@ -189,9 +192,7 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 def _dry_run(plan: Plan, sched: Scheduler) -> int:
-    from hpcprobe.cluster import pairs
-
-    rounds = pairs.schedule(len(plan.nodes), plan.random_rounds, seed=plan.seed)
+    rounds = link_rounds(plan)
     print(f"Campaign {plan.tag} through {sched.name}; nothing submitted (--dry-run):")
     print(f"  node probe: `hpcprobe run {' '.join(plan.probe)} --profile {plan.profile}` on "
           f"each of {len(plan.nodes)} node(s), "
@@ -202,7 +203,8 @@ def _dry_run(plan: Plan, sched: Scheduler) -> int:
     if len(plan.nodes) > 20:
         print(f"    ... and {len(plan.nodes) - 20} more")
     if plan.links:
-        print(f"  links: one MPI job of {len(plan.nodes)} node(s) x {plan.ranks_per_node} "
+        nodes = {x for r in rounds for pr in r for x in pr}
+        print(f"  links: one MPI job of {len(nodes)} node(s) x {plan.ranks_per_node} "
               f"rank(s): {sum(len(r) for r in rounds)} pair(s) in {len(rounds)} round(s), "
               "collectives on 2, 4, ... nodes")
     return 0

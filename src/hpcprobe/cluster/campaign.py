@@ -69,6 +69,19 @@ class Plan:
     poll_s: float = 1.0
     seed: int = 0
     partition: str | None = None  # submit there (None: the scheduler's default)
+    peers: list[str] = field(default_factory=list)  # measured before: link partners of `nodes`
+
+
+def link_rounds(p: Plan) -> list[list[tuple[str, str]]]:
+    """The pair schedule of the plan's nodes; nodes measured again (their `peers` known good)
+    also meet three of the peers each."""
+    idx = pairing.schedule(len(p.nodes), p.random_rounds, seed=p.seed)
+    rounds = [[(p.nodes[a], p.nodes[b]) for a, b in r] for r in idx]
+    if p.peers:
+        rounds += pairing.matchings([(n, p.peers[(i + j) % len(p.peers)])
+                                     for j in range(min(3, len(p.peers)))
+                                     for i, n in enumerate(p.nodes)])
+    return rounds
 
 
 def _now() -> str:
@@ -102,10 +115,10 @@ class Campaign:
         p = self.plan
         for d in ("nodes", "jobs"):
             (p.workdir / d).mkdir(parents=True, exist_ok=True)
-        if p.links and len(p.nodes) >= 2:  # a missing MPI is said before any job runs
+        if p.links and len(p.nodes) + len(p.peers) >= 2:  # no MPI: said before any job runs
             self.mpi = find.find()
             self.exe = build.build(self.mpi)
-        self._pass("campaign", p.nodes, self._rounds(p.nodes))
+        self._pass("campaign", p.nodes, link_rounds(p))
         verdict = self.verdict()
         for _ in range(REMEASURES if p.remeasure else 0):
             nodes, links = self._to_remeasure(verdict)
@@ -120,11 +133,6 @@ class Campaign:
     def verdict(self) -> Verdict:
         return analyse(self.store.load_all(Selection(tag=self.plan.tag)), self.plan.tag,
                        self.plan.thresholds)
-
-    def _rounds(self, nodes: list[str]) -> list[list[tuple[str, str]]]:
-        p = self.plan
-        idx = pairing.schedule(len(nodes), p.random_rounds, seed=p.seed)
-        return [[(nodes[a], nodes[b]) for a, b in r] for r in idx]
 
     def _to_remeasure(self, v: Verdict) -> tuple[list[str], list[tuple[str, str]]]:
         nodes = [f.item for f in v.findings if f.kind == SLOW_NODE and not f.confirmed]
@@ -146,7 +154,8 @@ class Campaign:
         done, failed = self.node_pass(nodes) if nodes else ([], {})
         metrics: list[Metric] = []
         errors = [f"{n}: {why}" for n, why in failed.items()]
-        up = set(done) | (set(self.plan.nodes) - set(nodes))  # answered now, or not re-run
+        # answered now, or measured before and not run again
+        up = set(done) | (set(self.plan.nodes) - set(nodes)) | set(self.plan.peers)
         rounds = [[pr for pr in r if set(pr) <= up] for r in pairing_rounds]
         rounds = [r for r in rounds if r]
         if self.plan.links and self.exe is not None and rounds:
