@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from hpcprobe.common.bulk import bulk
 from hpcprobe.common.names import natural
 from hpcprobe.common.stats import median_ci_ranks
 from hpcprobe.results.model import Metric, Run
@@ -153,14 +154,9 @@ def _label(m: Metric) -> str:
 Fig = tuple[float, float, str, str]
 
 
-@lru_cache(maxsize=256)
-def _ci_ranks(n: int) -> tuple[int, int]:
-    return median_ci_ranks(n)
-
-
 def _figure(samples: Sequence[float], unit: str, better: str) -> Fig:
     xs = sorted(samples)
-    lo, hi = _ci_ranks(len(xs))
+    lo, hi = median_ci_ranks(len(xs))
     return (statistics.median(xs), xs[hi] if better == "higher" else xs[lo], unit, better)
 
 
@@ -470,8 +466,9 @@ def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None) -> Ver
         failed.pop(n, None)
     v = Verdict(campaign, th, sorted(nodes, key=natural), failed, {}, [], [], [], [],
                 np.zeros((0, 0)), {}, {}, {}, {})
-    _node_verdict(node_runs, th, v)
-    _link_verdict(campaign_runs, th, v)
+    with bulk():
+        _node_verdict(node_runs, th, v)
+        _link_verdict(campaign_runs, th, v)
     _scaling(campaign_runs, v)
     order = {SLOW_NODE: 0, SLOW_ENDPOINT: 1, SLOW_LINK: 2}
     v.findings.sort(key=lambda f: (order[f.kind], natural(f.item)))

@@ -161,7 +161,7 @@ def figures(v: Verdict) -> list[tuple[str, str, Figure]]:
         data = np.full((len(nodes), len(nodes)), np.nan)
         for (a, b), value in pairs.items():
             data[at[a], at[b]] = value
-            if not any(k == (b, a) for k in pairs):  # undirected: both halves
+            if (b, a) not in pairs:  # undirected: both halves
                 data[at[b], at[a]] = value
         fig = figure.blank((7, 6))
         ax = fig.subplots()

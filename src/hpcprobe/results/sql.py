@@ -7,9 +7,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
+from itertools import groupby
+from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from hpcprobe.common.bulk import bulk
 from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.results.model import SCHEMA_VERSION, Metric, Run, validate
 from hpcprobe.results.store import AlreadyStored, RunInfo, Selection, Store
@@ -297,6 +300,10 @@ class SqlStore(Store):
 
     def _assemble(self, clause: str, params: list[Any]) -> list[Run]:
         """The runs a WHERE clause on runs r selects, oldest first: three queries."""
+        with bulk():
+            return self._assemble_all(clause, params)
+
+    def _assemble_all(self, clause: str, params: list[Any]) -> list[Run]:
         runs: dict[str, Run] = {}
         for r in self._execute(
                 "SELECT r.run_id, r.created, r.host, r.tag, r.profile, r.benchmarks, "
@@ -307,15 +314,19 @@ class SqlStore(Store):
                              json.loads(r[11]), r[3], float(r[6]))
         joined = f"FROM metrics m JOIN runs r ON r.run_id = m.run_id{clause}"
         metrics: dict[int, Metric] = {}
+        parsed: dict[str, dict[str, Any]] = {}  # runs of a fleet repeat the same params
         for mid, run_id, bench, name, unit, better, ps in self._execute(
                 "SELECT m.metric_id, m.run_id, m.benchmark, m.name, m.unit, m.better, m.params "
                 f"{joined} ORDER BY m.run_id, m.seq", params):
-            metric = Metric(bench, name, unit, json.loads(ps), [], better)
+            if ps not in parsed:
+                parsed[ps] = json.loads(ps)
+            metric = Metric(bench, name, unit, dict(parsed[ps]), [], better)
             metrics[mid] = metric
             runs[run_id].metrics.append(metric)
-        for mid, value in self._execute(
-                f"SELECT s.metric_id, s.value FROM samples s JOIN metrics m ON m.metric_id = "
-                f"s.metric_id JOIN runs r ON r.run_id = m.run_id{clause} "
-                "ORDER BY s.metric_id, s.seq", params):
-            metrics[mid].samples.append(value)
+        rows = self._execute(
+            f"SELECT s.metric_id, s.value FROM samples s JOIN metrics m ON m.metric_id = "
+            f"s.metric_id JOIN runs r ON r.run_id = m.run_id{clause} "
+            "ORDER BY s.metric_id, s.seq", params).fetchall()
+        for mid, group in groupby(rows, key=itemgetter(0)):
+            metrics[mid].samples = [value for _, value in group]
         return list(runs.values())
