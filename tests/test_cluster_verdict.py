@@ -126,6 +126,9 @@ def test_the_scaling_curve_and_the_json_document():
     assert [n for n, _ in v.scaling["allreduce 8 B"]] == [2, 4, 8]
     doc = json.loads(verdict.dumps(v))
     assert doc["campaign"] == "c1" and doc["findings"] == [] and len(doc["heat"]["nodes"]) == 8
+    z = doc["heat"]["z"]  # every node's robust z-score per figure, against its peers
+    assert len(z) == 8 and len(z[0]) == len(doc["heat"]["metrics"])
+    assert all(abs(x) < 3.5 for row in z for x in row if x is not None)
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 7, 16])

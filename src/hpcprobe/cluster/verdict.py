@@ -57,6 +57,11 @@ class Deviation:
         return f"{self.metric} {-self.worse:+.1%} (z {_finite(self.z) or 'inf'})"
 
 
+def _rounded(m: Any, digits: int) -> list[list[float | None]]:
+    """A matrix for JSON: rounded, None where not finite."""
+    return [[round(float(x), digits) if np.isfinite(x) else None for x in row] for row in m]
+
+
 def _finite(x: float) -> float | None:
     return round(x, 2) if np.isfinite(x) else None
 
@@ -86,6 +91,7 @@ class Verdict:
     heat_nodes: list[str]
     heat_metrics: list[str]
     heat: Any  # nodes x metrics, value / peers' median oriented so that < 1 is worse
+    heat_z: Any  # nodes x metrics, robust z-score against the peers, > 0 worse
     links: dict[str, dict[tuple[str, str], float]]  # link metric -> (a, b) -> median
     link_units: dict[str, str]
     link_better: dict[str, str]  # link metric -> "higher" or "lower"
@@ -108,8 +114,7 @@ class Verdict:
             "findings": [f.to_dict() for f in self.findings],
             "transients": [f.to_dict() for f in self.transients],
             "heat": {"nodes": self.heat_nodes, "metrics": self.heat_metrics,
-                     "normalised": [[None if not np.isfinite(v) else round(float(v), 4)
-                                     for v in row] for row in self.heat]},
+                     "normalised": _rounded(self.heat, 4), "z": _rounded(self.heat_z, 2)},
             "links": {m: [{"a": a, "b": b, "median": v} for (a, b), v in sorted(pairs.items())]
                       for m, pairs in self.links.items()},
             "link_units": self.link_units, "link_better": self.link_better,
@@ -257,7 +262,7 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, v: Verdict) -> None:
     for host in sorted(latest, key=natural):
         groups[hardware(latest[host])].append(host)
     v.groups = dict(groups)
-    heat_rows: dict[str, dict[str, float]] = {}
+    heat_rows: dict[str, dict[str, tuple[float, float]]] = {}
     all_labels: dict[str, None] = {}
     for fp, hosts in groups.items():
         judged = _Judged([_figures(latest[h]) for h in hosts], th)
@@ -265,19 +270,21 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, v: Verdict) -> None:
             v.unjudged.append(f"{', '.join(hosts)} ({fp}): fewer than {th.min_peers} nodes of "
                               "this hardware, not judged")
         med, values = judged.fleet.median, judged.values
+        z, _ = judged.fleet.judge(values)
         with np.errstate(invalid="ignore", divide="ignore"):
             norm = np.where(judged.lower, med / values, values / med)
         all_labels.update(dict.fromkeys(judged.labels))
         for i, h in enumerate(hosts):
-            heat_rows[h] = {lb: float(norm[i, j]) for j, lb in enumerate(judged.labels)
-                            if np.isfinite(norm[i, j])}
+            heat_rows[h] = {lb: (float(norm[i, j]), float(z[i, j]))
+                            for j, lb in enumerate(judged.labels) if np.isfinite(norm[i, j])}
             _judge(v, SLOW_NODE, h, judged.flagged[i],
                    [d for row in judged.of([_figures(r) for r in before[h]]) for d in row]
                    if before[h] else None)
     v.heat_nodes = sorted(heat_rows, key=natural)
     v.heat_metrics = list(all_labels)
-    v.heat = np.array([[heat_rows[h].get(lb, np.nan) for lb in v.heat_metrics]
-                       for h in v.heat_nodes]).reshape(len(v.heat_nodes), len(v.heat_metrics))
+    both = np.array([[heat_rows[h].get(lb, (np.nan, np.nan)) for lb in v.heat_metrics]
+                     for h in v.heat_nodes]).reshape(len(v.heat_nodes), len(v.heat_metrics), 2)
+    v.heat, v.heat_z = both[:, :, 0], both[:, :, 1]
 
 
 def _judge(v: Verdict, kind: str, item: str, now: list[Deviation],
@@ -465,7 +472,7 @@ def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None) -> Ver
     for n in measured:
         failed.pop(n, None)
     v = Verdict(campaign, th, sorted(nodes, key=natural), failed, {}, [], [], [], [],
-                np.zeros((0, 0)), {}, {}, {}, {})
+                np.zeros((0, 0)), np.zeros((0, 0)), {}, {}, {}, {})
     with bulk():
         _node_verdict(node_runs, th, v)
         _link_verdict(campaign_runs, th, v)

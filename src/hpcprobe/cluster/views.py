@@ -98,13 +98,16 @@ def _worst_nodes(v: Verdict) -> Table | None:
     order = np.argsort(ratio, kind="stable")[:WORST_ROWS]
     t = Table("Nodes furthest below their peers (worst figure of each)",
               caption="ratio: the node's figure over its peers' median, oriented so that < 1 "
-              "is worse")
+              "is worse; z: robust z-score against its peers (> 0 worse)")
     t.add_column("node")
     t.add_column("ratio", "right")
+    t.add_column("z", "right")
     t.add_column("figure")
     for i in order:
         if np.isfinite(ratio[i]):
-            t.add_row(v.heat_nodes[i], f"{ratio[i]:.3f}", v.heat_metrics[worst[i]])
+            z = v.heat_z[i, worst[i]]
+            t.add_row(v.heat_nodes[i], f"{ratio[i]:.3f}", f"{z:.1f}" if np.isfinite(z) else "inf",
+                      v.heat_metrics[worst[i]])
     return t
 
 
