@@ -120,6 +120,14 @@ def test_failed_nodes_are_reported_and_flag_the_campaign():
     assert v.measured == [f"n{i}" for i in range(1, 8)]
 
 
+def test_links_that_could_not_be_measured_flag_the_campaign():
+    _, runs = clusterdata.campaign(8)
+    runs[-1].metrics = []
+    runs[-1].provenance["cluster"]["link_error"] = "job 7 ended failed: srun: error: ..."
+    v = analyse(runs, "c1")
+    assert v.flagged and not v.findings and "job 7 ended failed" in v.link_errors[0]
+
+
 def test_the_scaling_curve_and_the_json_document():
     _, runs = clusterdata.campaign(8)
     v = analyse(runs, "c1")
@@ -128,7 +136,10 @@ def test_the_scaling_curve_and_the_json_document():
     assert doc["campaign"] == "c1" and doc["findings"] == [] and len(doc["heat"]["nodes"]) == 8
     z = doc["heat"]["z"]  # every node's robust z-score per figure, against its peers
     assert len(z) == 8 and len(z[0]) == len(doc["heat"]["metrics"])
-    assert all(abs(x) < 3.5 for row in z for x in row if x is not None)
+    norm = doc["heat"]["normalised"]
+    pairs = [(zx, nx) for zr, nr in zip(z, norm) for zx, nx in zip(zr, nr)
+             if zx is not None and nx is not None and zx != 0]
+    assert pairs and all((zx > 0) == (nx < 1) for zx, nx in pairs)  # z > 0: worse
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 7, 16])

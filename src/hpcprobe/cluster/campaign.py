@@ -154,6 +154,7 @@ class Campaign:
         done, failed = self.node_pass(nodes) if nodes else ([], {})
         metrics: list[Metric] = []
         errors = [f"{n}: {why}" for n, why in failed.items()]
+        link_error = None
         # answered now, or measured before and not run again
         up = set(done) | (set(self.plan.nodes) - set(nodes)) | set(self.plan.peers)
         rounds = [[pr for pr in r if set(pr) <= up] for r in pairing_rounds]
@@ -162,8 +163,9 @@ class Campaign:
             try:
                 metrics = self.link_pass(rounds, scaling)
             except HpcprobeError as exc:
+                link_error = str(exc)
                 errors.append(f"links: {exc}")
-        self._save_campaign(role, nodes, done, failed, metrics, errors,
+        self._save_campaign(role, nodes, done, failed, metrics, errors, link_error,
                             time.monotonic() - start)
 
     # -- node probes
@@ -314,7 +316,7 @@ class Campaign:
 
     def _save_campaign(self, role: str, nodes: list[str], done: list[str],
                        failed: dict[str, str], metrics: list[Metric], errors: list[str],
-                       duration: float) -> None:
+                       link_error: str | None, duration: float) -> None:
         p = self.plan
         mpi = self.mpi
         prov: dict[str, Any] = {
@@ -325,6 +327,7 @@ class Campaign:
             "mpi": mpi.to_dict() if mpi else None,
             CAMPAIGN: {"role": role, "nodes": p.nodes if role == "campaign" else nodes,
                        "measured": nodes, "done": done, "failed": failed,
+                       "link_error": link_error,
                        "scheduler": self.sched.name, "probe": p.probe,
                        "workdir": str(p.workdir), "thresholds": vars(p.thresholds)},
         }

@@ -97,6 +97,7 @@ class Verdict:
     link_better: dict[str, str]  # link metric -> "higher" or "lower"
     scaling: dict[str, list[tuple[int, float]]]  # "allreduce 8 B" -> (nodes, median us)
     unjudged: list[str] = field(default_factory=list)  # why some figures were not judged
+    link_errors: list[str] = field(default_factory=list)  # why links were not measured
 
     @property
     def measured(self) -> list[str]:
@@ -104,7 +105,7 @@ class Verdict:
 
     @property
     def flagged(self) -> bool:
-        return bool(self.findings or self.failed)
+        return bool(self.findings or self.failed or self.link_errors)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -120,7 +121,7 @@ class Verdict:
             "link_units": self.link_units, "link_better": self.link_better,
             "scaling": {k: [{"nodes": n, "median": v} for n, v in pts]
                         for k, pts in self.scaling.items()},
-            "unjudged": self.unjudged,
+            "unjudged": self.unjudged, "link_errors": self.link_errors,
         }
 
 
@@ -461,10 +462,13 @@ def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None) -> Ver
     campaign_runs = [r for r in runs if is_campaign_run(r)]
     nodes: dict[str, None] = {}
     failed: dict[str, str] = {}
+    link_errors: list[str] = []
     for run in sorted(campaign_runs, key=lambda r: r.created):
         info = run.provenance[CAMPAIGN]
         nodes.update(dict.fromkeys(info.get("nodes", [])))
         failed.update(info.get("failed", {}))
+        if info.get("link_error"):
+            link_errors.append(f"{run.created} ({info.get('role')}): {info['link_error']}")
         for n in info.get("done", []):
             failed.pop(n, None)
     measured = {r.host for r in node_runs}
@@ -472,7 +476,7 @@ def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None) -> Ver
     for n in measured:
         failed.pop(n, None)
     v = Verdict(campaign, th, sorted(nodes, key=natural), failed, {}, [], [], [], [],
-                np.zeros((0, 0)), np.zeros((0, 0)), {}, {}, {}, {})
+                np.zeros((0, 0)), np.zeros((0, 0)), {}, {}, {}, {}, link_errors=link_errors)
     with bulk():
         _node_verdict(node_runs, th, v)
         _link_verdict(campaign_runs, th, v)

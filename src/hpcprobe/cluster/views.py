@@ -45,7 +45,8 @@ def blocks(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> list[Bloc
     th = v.thresholds
     out: list[Block] = [Lines([
         f"Campaign {v.campaign}: {len(v.nodes)} node(s), {len(v.measured)} measured, "
-        f"{len(v.failed)} failed, {len(v.findings)} finding(s); "
+        f"{len(v.failed)} failed, {len(v.findings)} finding(s)"
+        + (", links failed" if v.link_errors else "") + "; "
         f"{len(v.groups)} hardware group(s). A figure is flagged beyond {th.z:g} robust z "
         f"(median, 1.4826 MAD of its peers) and more than {th.worse:.0%} worse."])]
     t = Table("Flagged", caption="re-measured: also flagged when measured before this; "
@@ -63,6 +64,8 @@ def blocks(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> list[Bloc
         for node in sorted(v.failed, key=natural):
             t.add_row(node, v.failed[node])
         out.append(t)
+    if v.link_errors:
+        out.append(Lines([f"Links not measured: {e}" for e in v.link_errors]))
     if v.transients:
         t = Table("Transients (flagged once, not when measured again; not counted)")
         t.add_column("kind")
