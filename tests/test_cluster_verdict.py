@@ -137,7 +137,8 @@ def test_the_scaling_curve_and_the_json_document():
     z = doc["heat"]["z"]  # every node's robust z-score per figure, against its peers
     assert len(z) == 8 and len(z[0]) == len(doc["heat"]["metrics"])
     norm = doc["heat"]["normalised"]
-    pairs = [(zx, nx) for zr, nr in zip(z, norm) for zx, nx in zip(zr, nr)
+    pairs = [(zx, nx) for zr, nr in zip(z, norm, strict=True)
+             for zx, nx in zip(zr, nr, strict=True)
              if zx is not None and nx is not None and zx != 0 and nx != 1]
     assert pairs and all((zx > 0) == (nx < 1) for zx, nx in pairs)  # z > 0: worse
 
