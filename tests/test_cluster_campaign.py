@@ -97,6 +97,17 @@ def test_a_shaped_port_is_a_slow_endpoint_not_a_slow_node(cluster, tmp_path):
     assert min(v for (a, b), v in into.items() if b != "n3") > 100
 
 
+def test_links_that_fail_are_said_and_the_node_figures_kept(cluster, tmp_path):
+    # without pmix every rank of Debian's Open MPI is a singleton: the MPI program stops
+    r, doc = campaign(cluster, tmp_path, "nolinks", "--mpi-plugin", "none", "--probe", "numa")
+    assert r.returncode == 1, r.stderr
+    assert "ended failed early" in doc["link_errors"][0] and doc["failed"] == {}
+    assert "Links not measured: " in r.stdout
+    with Store.open(tmp_path / "r.sqlite") as st:
+        assert {x.host for x in st.load_all(Selection(tag="nolinks"))} >= {"n1", "n2", "n3",
+                                                                          "n4"}
+
+
 def test_bad_input_is_one_line_and_exit_2(cluster, tmp_path):
     db = str(tmp_path / "r.sqlite")
     for argv, message in (

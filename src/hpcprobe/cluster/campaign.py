@@ -161,10 +161,11 @@ class Campaign:
         rounds = [r for r in rounds if r]
         if self.plan.links and self.exe is not None and rounds:
             try:
-                metrics = self.link_pass(rounds, scaling)
-            except HpcprobeError as exc:
+                metrics, link_error = self.link_pass(rounds, scaling)
+            except HpcprobeError as exc:  # refused by the scheduler
                 link_error = str(exc)
-                errors.append(f"links: {exc}")
+            if link_error:
+                errors.append(f"links: {link_error}")
         self._save_campaign(role, nodes, done, failed, metrics, errors, link_error,
                             time.monotonic() - start)
 
@@ -266,7 +267,9 @@ class Campaign:
 
     # -- links
 
-    def link_pass(self, rounds: list[list[tuple[str, str]]], scaling: bool) -> list[Metric]:
+    def link_pass(self, rounds: list[list[tuple[str, str]]], scaling: bool
+                  ) -> tuple[list[Metric], str | None]:
+        """The links job: its figures, and why it ended early (None: it did not)."""
         p = self.plan
         assert self.exe is not None
         n = len(list((p.workdir / "jobs").glob("links.*.out"))) + 1
@@ -286,31 +289,34 @@ class Campaign:
         job = self.sched.submit(spec)
         total = len(rounds) + (len(nodes).bit_length() if scaling else 0)
         self.progress.start(f"links: {len(nodes)} nodes, {len(rounds)} rounds", total)
-        seen = 0
+        seen, error = 0, None
+        last = time.monotonic()  # when the last round or node count began
         try:
             while not job.finished:
                 time.sleep(p.poll_s)
                 self.sched.poll([job])
+                now = time.monotonic()
                 begun = _count_begins(spec.output)
                 for _ in range(seen, begun):
                     self.progress.advance(f"links: {len(nodes)} nodes")
+                    last = now
                 seen = max(seen, begun)
-                now = time.monotonic()
                 if job.started is None and now - job.submitted > p.start_timeout_s:
-                    raise HpcprobeError(f"its job {job.id} did not start in "
-                                        f"{p.start_timeout_s:g} s ({job.reason or 'pending'})")
-                if job.started is not None and now - job.started > p.timeout_s:
-                    raise HpcprobeError(f"no end after {p.timeout_s:g} s (job {job.id}); "
-                                        f"cancelled; last output: {_tail(spec.output)}")
+                    error = (f"its job {job.id} did not start in {p.start_timeout_s:g} s "
+                             f"({job.reason or 'pending'}); cancelled")
+                    break
+                if job.started is not None and now - max(last, job.submitted) > p.timeout_s:
+                    error = (f"job {job.id} made no progress for {p.timeout_s:g} s; cancelled; "
+                             f"last output: {_tail(spec.output)}")
+                    break
         finally:
             self.sched.cancel([job])
         metrics, done = parse_links(spec.output)
-        if not done:
-            raise HpcprobeError(f"job {job.id} ended {job.state.lower()} before the end "
-                                f"({_tail(spec.output)}); the figures it printed are kept"
-                                if metrics else f"job {job.id} ended {job.state.lower()}: "
-                                f"{_tail(spec.output)}")
-        return metrics
+        if error is None and not done:
+            error = f"job {job.id} ended {job.state.lower()} early: {_tail(spec.output)}"
+        if error is not None and metrics:
+            error += "; the figures it printed are kept"
+        return metrics, error
 
     # -- the campaign's own record
 
