@@ -28,7 +28,6 @@ class JobSpec:
     time_limit_s: float
     tasks_per_node: int = 1
     mpi: str | None = None
-    env: dict[str, str] = field(default_factory=dict)
     partition: str | None = None  # None: the scheduler's default
 
 

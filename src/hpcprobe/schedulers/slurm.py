@@ -97,7 +97,6 @@ class Slurm(Scheduler):
                             "a Slurm allocation (salloc)")
         return self._hostnames(allocation)
 
-
     # -- jobs: sbatch from a login node; srun steps inside an allocation (salloc, a batch job)
 
     def _in_allocation(self, nodes: Sequence[str]) -> bool:
@@ -112,9 +111,8 @@ class Slurm(Scheduler):
         script = spec.output.with_suffix(".sh")
         run = spec.argv if spec.mpi is None else \
             ["srun", *([f"--mpi={spec.mpi}"] if spec.mpi else []), *spec.argv]
-        script.write_text("#!/bin/sh\n# written by hpcprobe: " + spec.name + "\n"
-                          + "".join(f"export {k}={shlex.quote(v)}\n" for k, v in spec.env.items())
-                          + "exec " + shlex.join(run) + "\n")
+        script.write_text(f"#!/bin/sh\n# written by hpcprobe: {spec.name}\n"
+                          f"exec {shlex.join(run)}\n")
         r = self._client("sbatch", "--parsable", "--job-name", spec.name,
                          "--nodes", str(len(spec.nodes)), "--nodelist", ",".join(spec.nodes),
                          "--ntasks-per-node", str(spec.tasks_per_node), "--exclusive",
@@ -131,7 +129,7 @@ class Slurm(Scheduler):
                 *([f"--mpi={spec.mpi}"] if spec.mpi else []), *spec.argv]
         with open(spec.output, "w") as out:
             p = subprocess.Popen([*self.prefix, *argv], stdout=out, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, env={**self._env, **spec.env},
+                                 stdin=subprocess.DEVNULL, env=self._env,
                                  start_new_session=True)
         return Job(spec, f"step-{p.pid}", state="RUNNING", handle=p)
 
