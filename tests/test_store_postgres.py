@@ -93,3 +93,24 @@ def test_hpcprobe_db_may_name_a_postgresql_store(pg_url, tmp_path):
     listed = hpcprobe("list", "--json", env=env)
     assert listed.code == 0 and [r["tag"] for r in json.loads(listed.out)] == ["nps1"]
     assert not (tmp_path / "postgresql:").exists()
+
+
+def test_a_campaign_loads_whole_from_postgresql_and_sqlite_alike(pg_url, tmp_path):
+    import clusterdata
+    from hpcprobe.cluster import verdict
+    from hpcprobe.results.store import Selection
+
+    _, runs = clusterdata.campaign(6, slow_nodes={"n2": 0.7}, tag="pgc")
+    docs = {}
+    for db in (str(tmp_path / "r.sqlite"), pg_url):
+        with Store.open(db) as st:
+            for run in runs:
+                st.save(run)
+            back = st.load_all(Selection(tag="pgc"))
+        docs[db] = [r.to_dict() for r in back]
+        assert sorted(d["run_id"] for d in docs[db]) == sorted(r.run_id for r in runs)
+        assert [(f.kind, f.item) for f in verdict.analyse(back, "pgc").findings] == \
+            [("slow node", "n2")]
+    assert docs[pg_url] == docs[str(tmp_path / "r.sqlite")]
+    by_id = {r.run_id: r.to_dict() for r in runs}
+    assert all(d == by_id[d["run_id"]] for d in docs[pg_url])  # every sample, in order

@@ -41,7 +41,7 @@ from hpcprobe.schedulers import Job, JobSpec, Scheduler
 
 #: Rounds of measuring again what is flagged and not yet confirmed (a node flagged first as
 #: slow hides its links; measured again and fine, its links are judged and may need a round).
-REMEASURES = 2
+REMEASURES = 3
 #: Link samples per figure and the share of OSU's iteration counts, per profile.
 LINK_SAMPLING = {"quick": (5, 0.1), "default": (7, 0.3), "thorough": (11, 1.0)}
 

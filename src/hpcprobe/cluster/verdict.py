@@ -3,10 +3,11 @@ hardware), every link against all links, and what is slow: a node (its own kerne
 endpoint (every link through a node, its kernels fine) or a link (only pairs through it).
 
 A figure is flagged when it is worse than the peers' median by more than `z` robust z-scores
-(median and 1.4826 MAD of the peers) AND by more than `worse` (a practical threshold: a tight
-fleet does not make a 1 % wobble a verdict). A node or link measured again (the campaign
-re-measures what it flags) is judged on its latest figures; flagged before but not now is a
-transient, listed and not counted. Pure: reads run documents only."""
+(median and 1.4826 MAD of the peers, on the logarithm of the figure) AND by more than `worse`
+(a practical threshold: a tight fleet does not make a 1 % wobble a verdict) AND even the best
+end of the 95 % CI of its own median is worse than the peers' median. A node or link measured
+again (the campaign re-measures what it flags) is flagged only on figures flagged both times;
+flagged once is a transient, listed and not counted. Pure: reads run documents only."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ class Thresholds:
     z: float = 3.5  # robust z-scores beyond the peers' median
     worse: float = 0.04  # and at least this much worse (relative)
     min_peers: int = 3  # fewer nodes with a figure: not judged
+    min_links: int = 5  # fewer links (not through a slow node or endpoint): not judged
 
 
 @dataclass(frozen=True)
@@ -173,34 +175,42 @@ def _figures(run: Run) -> dict[str, Fig]:
 
 @dataclass
 class _Fleet:
-    """Per figure: the peers' median and robust spread, and how to read a value."""
+    """Per figure: the peers' median, and their median and robust spread on the scale the
+    z-score is taken on: the logarithm of a positive figure (performance varies by factors: a
+    node 40x slower among nodes that differ by 25 % is an outlier, which a z-score on the
+    values of four nodes cannot say), the values themselves otherwise."""
 
     median: Any
-    spread: Any  # 1.4826 MAD
+    log: Any  # bool per figure: z on log values
+    centre: Any  # median on that scale
+    spread: Any  # 1.4826 MAD on that scale
     lower_better: Any  # bool per figure
 
     def judge(self, values: Any) -> tuple[Any, Any]:
         """(z, worse) of values (rows x figures), both in the worse direction."""
         sign = np.where(self.lower_better, 1.0, -1.0)
-        diff = (values - self.median) * sign
         with np.errstate(divide="ignore", invalid="ignore"):
+            scaled = np.where(self.log, np.log(np.where(values > 0, values, np.nan)), values)
+            diff = (scaled - self.centre) * sign
             z = np.where(self.spread > 0, diff / self.spread,
                          np.where(diff > 0, np.inf, np.where(diff < 0, -np.inf, 0.0)))
-            worse = diff / np.abs(self.median)
+            worse = (values - self.median) * sign / np.abs(self.median)
         return z, worse
 
 
 def _fleet(values: Any, lower_better: Any, min_peers: int) -> _Fleet:
-    with np.errstate(all="ignore"):
-        import warnings
+    import warnings
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: not judged
-            med = np.nanmedian(values, axis=0)
-            spread = 1.4826 * np.nanmedian(np.abs(values - med), axis=0)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: not judged
+        log = np.all((values > 0) | np.isnan(values), axis=0)
+        scaled = np.where(log, np.log(np.where(values > 0, values, np.nan)), values)
+        med = np.nanmedian(values, axis=0)
+        centre = np.nanmedian(scaled, axis=0)
+        spread = 1.4826 * np.nanmedian(np.abs(scaled - centre), axis=0)
     few = np.sum(np.isfinite(values), axis=0) < min_peers
     med = np.where(few, np.nan, med)
-    return _Fleet(med, spread, lower_better)
+    return _Fleet(med, log, centre, spread, lower_better)
 
 
 def _latest_and_before(runs: Iterable[tuple[str, Run]]) -> tuple[dict[str, Run],
@@ -397,7 +407,10 @@ def _links_of(label: str, latest: Links, before: dict[tuple[str, str], list[Fig]
     """Slow links of one figure: each link not through a slow node or endpoint against those
     links; a re-measured link must be flagged both times."""
     keys = [k for k in latest if not set(k) & bad]
-    if not keys:
+    if len(keys) < th.min_links:
+        if keys:
+            v.unjudged.append(f"{label}: {len(keys)} link(s) not through a slow node or "
+                              f"endpoint, fewer than {th.min_links}: not judged one by one")
         return
     directed = _is_directed(latest)
     judged = _Judged([{label: latest[k]} for k in keys], th)

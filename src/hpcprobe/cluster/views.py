@@ -49,8 +49,8 @@ def blocks(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> list[Bloc
         + (", links failed" if v.link_errors else "") + "; "
         f"{len(v.groups)} hardware group(s). A figure is flagged beyond {th.z:g} robust z "
         f"(median, 1.4826 MAD of its peers) and more than {th.worse:.0%} worse."])]
-    t = Table("Flagged", caption="re-measured: also flagged when measured before this; "
-              "evidence: the worst figures, change against the peers' median")
+    t = Table("Flagged", caption="confirmed: flagged on the same figures when measured again; "
+              "evidence: the worst figures and their change against the peers' median")
     for name, justify in (("kind", "left"), ("item", "left"), ("re-measured", "left"),
                           ("figures", "right"), ("evidence", "left")):
         t.add_column(name, justify)
@@ -70,7 +70,7 @@ def blocks(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> list[Bloc
         t = Table("Transients (flagged once, not when measured again; not counted)")
         t.add_column("kind")
         t.add_column("item")
-        t.add_column("flagged at first")
+        t.add_column("flagged once")
         for f in v.transients:
             t.add_row(f.kind, f.item, "; ".join(d.metric for d in f.evidence[:3]))
         out.append(t)
@@ -83,12 +83,13 @@ def blocks(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> list[Bloc
             t.add_row(fp, str(len(nodes)), _few(nodes))
         out.append(t)
     out += [b for b in (_worst_nodes(v), _links(v), _scaling(v)) if b is not None]
-    out.append(Lines(v.unjudged) if v.unjudged else Lines([]))
+    if v.unjudged:
+        out.append(Lines(v.unjudged))
     cmds = [shlex.join(drain_argv(node, why)) for node, why in to_drain(v)]
     out.append(Lines(["To take the flagged nodes out of service (hpcprobe cluster report "
                       "--drain runs these):", *cmds], True) if cmds
                else Lines(["Nothing to drain."]))
-    return [b for b in out if not (isinstance(b, Lines) and not b.lines)]
+    return out
 
 
 def _worst_nodes(v: Verdict) -> Table | None:
