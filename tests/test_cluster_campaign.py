@@ -22,8 +22,11 @@ from hpcprobe.results.store import Selection, Store
 pytestmark = pytest.mark.skipif(slurmcluster.missing() is not None,
                                 reason=str(slurmcluster.missing()))
 
-PROBE = ["--probe", "compute", "--concurrency", "1", "--ranks-per-node", "1",
-         "--link-parallel", "1"]
+#: The node probe: the compute benchmark on one core. The four nodes, the controller and the
+#: driver share this machine's two CPUs (on a cluster the driver runs on a login node): an
+#: all-core figure here measures the harness too (-37 % on one node of a clean cluster, twice).
+PROBE = ["--probe", "compute", "--probe-args", "--threads 1", "--concurrency", "1",
+         "--ranks-per-node", "1", "--link-parallel", "1"]
 
 
 def hpcprobe(c: slurmcluster.Cluster, *argv: str, timeout: float = 300
@@ -99,7 +102,8 @@ def test_a_shaped_port_is_a_slow_endpoint_not_a_slow_node(cluster, tmp_path):
 
 def test_links_that_fail_are_said_and_the_node_figures_kept(cluster, tmp_path):
     # without pmix every rank of Debian's Open MPI is a singleton: the MPI program stops
-    r, doc = campaign(cluster, tmp_path, "nolinks", "--mpi-plugin", "none", "--probe", "numa")
+    r, doc = campaign(cluster, tmp_path, "nolinks", "--mpi-plugin", "none", "--probe", "numa",
+                      "--probe-args", "")
     assert r.returncode == 1, r.stderr
     assert "ended failed early" in doc["link_errors"][0] and doc["failed"] == {}
     assert "Links not measured: " in r.stdout
@@ -115,6 +119,7 @@ def test_bad_input_is_one_line_and_exit_2(cluster, tmp_path):
             (["--nodelist", "n[3,9]"], "n9 is not in the cluster"),
             (["-p", "short"], "sbatch refused hpb-bad-n1: "),  # 900 s over its 1-minute limit
             (["-p", "test", "--probe", "nosuch"], "benchmark 'nosuch' is unknown"),
+            (["-p", "test", "--probe-args", "--threads x"], "--threads x: "),
             (["--only", "failed", "--tag", "nosuch"], "campaign 'nosuch': no runs")):
         r = hpcprobe(cluster, "cluster", "run", "--tag", "bad", "--db", db, "--workdir",
                      str(tmp_path / "w"), *argv, timeout=60)
@@ -122,6 +127,7 @@ def test_bad_input_is_one_line_and_exit_2(cluster, tmp_path):
         assert message in r.stderr and r.stderr.count("\n") == 1, (argv, r.stderr)
     r = hpcprobe(cluster, "cluster", "run", "-p", "test", "--dry-run", "--db", db)
     assert r.returncode == 0 and "6 pair(s) in 3 round(s)" in r.stdout, r.stdout
+    assert "`hpcprobe run memory compute latency frequency numa --profile quick`" in r.stdout
 
 
 def test_a_node_that_never_starts_its_job_fails_and_the_rest_completes(cluster, tmp_path):

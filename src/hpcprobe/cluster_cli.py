@@ -5,6 +5,7 @@ or failed, for health checks)."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -78,6 +79,9 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--probe", type=options.names, default=DEFAULT_PROBE, metavar="B1,B2",
                    help="benchmarks of the node probe (default: " + ",".join(DEFAULT_PROBE)
                         + ")")
+    r.add_argument("--probe-args", default="", metavar="'ARGS'",
+                   help="narrowing options of the node probe's `hpcprobe run`, e.g. "
+                        "'--threads 1 --isa avx2' (checked here before any job)")
     r.add_argument("--profile", default="quick", choices=list(profiles.PROFILES),
                    help="profile of the node probe and the links (default: quick)")
     r.add_argument("--concurrency", type=options.at_least(0, "a job count"), default=0,
@@ -157,8 +161,21 @@ def _nodes(a: argparse.Namespace, sched: Scheduler, store: Store
     return nodes, [n for n in v.measured if n not in nodes and n not in flagged]
 
 
-def cmd_run(a: argparse.Namespace) -> int:
+def _probe_args(a: argparse.Namespace) -> list[str]:
+    """The node probe's narrowing options, parsed here as `hpcprobe run` would parse them."""
+    from hpcprobe.cli import build_parser
+
+    try:
+        extra = shlex.split(a.probe_args)
+    except ValueError as exc:
+        raise UserError(f"--probe-args {a.probe_args!r}: {exc}") from None
     registry.resolve(list(a.probe))
+    build_parser().parse_args(["run", *a.probe, *extra, "--dry-run"])  # exit 2 on a mistake
+    return extra
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    probe_args = _probe_args(a)
     tag = a.tag or datetime.now(UTC).strftime("cluster-%Y%m%d-%H%M%S")
     workdir = Path(a.workdir or Path("hpcprobe-cluster") / tag).resolve()
     sched = _scheduler(a)
@@ -166,8 +183,8 @@ def cmd_run(a: argparse.Namespace) -> int:
         store.check_writable()
         nodes, peers = _nodes(a, sched, store)
         ranks = a.ranks_per_node or min(sched.cpus(nodes + peers).values(), default=1)
-        plan = Plan(tag, nodes, workdir, list(a.probe), a.profile, a.concurrency, a.timeout,
-                    a.start_timeout, links=not a.no_links and len(nodes) >= 2,
+        plan = Plan(tag, nodes, workdir, list(a.probe), probe_args, a.profile, a.concurrency,
+                    a.timeout, a.start_timeout, links=not a.no_links and len(nodes) >= 2,
                     link_size=a.link_size, link_parallel=a.link_parallel, ranks_per_node=ranks,
                     mpi_plugin=a.mpi_plugin, remeasure=not a.no_remeasure,
                     thresholds=_thresholds(a), partition=a.partition, peers=peers)
@@ -179,7 +196,8 @@ def cmd_run(a: argparse.Namespace) -> int:
         except OSError as exc:
             raise UserError(f"--workdir {workdir}: cannot create it ({exc.strerror})") from None
         print(f"Campaign {tag}: {len(nodes)} node(s) through {sched.name}, probe "
-              f"{','.join(plan.probe)} ({plan.profile}); work directory {workdir}.")
+              f"{shlex.join(plan.probe + plan.probe_args)} ({plan.profile}); work directory "
+              f"{workdir}.")
         try:
             with _Bar() as bar:
                 verdict = Campaign(sched, store, plan, bar, say=print).execute()
@@ -194,7 +212,8 @@ def cmd_run(a: argparse.Namespace) -> int:
 def _dry_run(plan: Plan, sched: Scheduler) -> int:
     rounds = link_rounds(plan)
     print(f"Campaign {plan.tag} through {sched.name}; nothing submitted (--dry-run):")
-    print(f"  node probe: `hpcprobe run {' '.join(plan.probe)} --profile {plan.profile}` on "
+    print(f"  node probe: `hpcprobe run {shlex.join(plan.probe + plan.probe_args)} --profile "
+          f"{plan.profile}` on "
           f"each of {len(plan.nodes)} node(s), "
           + (f"{plan.concurrency} at a time" if plan.concurrency else "all at once")
           + f"; timeout {plan.timeout_s:g} s")

@@ -54,6 +54,7 @@ class Plan:
     nodes: list[str]
     workdir: Path
     probe: list[str]  # the families of the node probe
+    probe_args: list[str]  # and its narrowing options (--threads 1 ...)
     profile: str = "quick"
     concurrency: int = 0  # node jobs at once (0: all)
     timeout_s: float = 900.0  # a node job running longer is cancelled
@@ -174,7 +175,8 @@ class Campaign:
     def _probe_spec(self, node: str, attempt: int) -> JobSpec:
         p = self.plan
         doc = p.workdir / "nodes" / f"{node}.{attempt}.json"
-        argv = [sys.executable, "-m", "hpcprobe", "run", *p.probe, "--profile", p.profile,
+        argv = [sys.executable, "-m", "hpcprobe", "run", *p.probe, *p.probe_args,
+                "--profile", p.profile,
                 "--tag", p.tag, "--no-store", "--json", str(doc)]
         return JobSpec(f"hpb-{p.tag}-{node}"[:64], [node], argv,
                        p.workdir / "jobs" / f"{node}.{attempt}.out", p.timeout_s,
@@ -334,7 +336,7 @@ class Campaign:
             CAMPAIGN: {"role": role, "nodes": p.nodes if role == "campaign" else nodes,
                        "measured": nodes, "done": done, "failed": failed,
                        "link_error": link_error,
-                       "scheduler": self.sched.name, "probe": p.probe,
+                       "scheduler": self.sched.name, "probe": p.probe + p.probe_args,
                        "workdir": str(p.workdir), "thresholds": vars(p.thresholds)},
         }
         run = Run(uuid.uuid4().hex[:12], _now(), socket.gethostname(), p.profile,
