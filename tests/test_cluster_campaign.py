@@ -120,6 +120,8 @@ def test_bad_input_is_one_line_and_exit_2(cluster, tmp_path):
             (["-p", "short"], "sbatch refused hpb-bad-n1: "),  # 900 s over its 1-minute limit
             (["-p", "test", "--probe", "nosuch"], "benchmark 'nosuch' is unknown"),
             (["-p", "test", "--probe-args", "--threads x"], "--threads x: "),
+            (["-p", "test", "--db", "postgresql://nobody:secret@127.0.0.1:1/none"],
+             "cannot connect"),
             (["--only", "failed", "--tag", "nosuch"], "campaign 'nosuch': no runs")):
         r = hpcprobe(cluster, "cluster", "run", "--tag", "bad", "--db", db, "--workdir",
                      str(tmp_path / "w"), *argv, timeout=60)
