@@ -132,7 +132,7 @@ def test_the_scaling_curve_and_the_json_document():
     _, runs = clusterdata.campaign(8)
     v = analyse(runs, "c1")
     assert [n for n, _ in v.scaling["allreduce 8 B"]] == [2, 4, 8]
-    doc = json.loads(verdict.dumps(v))
+    doc = json.loads(json.dumps(v.to_dict()))
     assert doc["campaign"] == "c1" and doc["findings"] == [] and len(doc["heat"]["nodes"]) == 8
     z = doc["heat"]["z"]  # every node's robust z-score per figure, against its peers
     assert len(z) == 8 and len(z[0]) == len(doc["heat"]["metrics"])

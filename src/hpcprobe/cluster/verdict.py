@@ -1,6 +1,7 @@
 """The verdict on a campaign: every node's figures against the fleet of its peers (the same
-hardware), every link against all links, and what is slow: a node (its own kernels), a network
-endpoint (every link through a node, its kernels fine) or a link (only pairs through it).
+hardware), each node's links together against the other nodes', each link against the other
+links, and what is slow: a node (its own kernels), a network endpoint (every link through a node
+slow, its kernels fine) or a link (only that pair slow).
 
 A figure is flagged when it is worse than the peers' median by more than `z` robust z-scores
 (median and 1.4826 MAD of the peers, on the logarithm of the figure) AND by more than `worse`
@@ -11,7 +12,6 @@ flagged once is a transient, listed and not counted. Pure: reads run documents o
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
@@ -506,7 +506,3 @@ def drain_reason(campaign: str, f: Finding) -> str:
     worst = f.evidence[0]
     return (f"hpcprobe {campaign}: {f.kind}, {len(f.evidence)} figure(s) worse, "
             f"{worst.metric.split()[0]} {-worst.worse:+.0%}")
-
-
-def dumps(v: Verdict) -> str:
-    return json.dumps(v.to_dict(), indent=1)
