@@ -53,7 +53,7 @@ def _add_thresholds(p: argparse.ArgumentParser) -> None:
                    help=f"flag beyond this many robust z-scores (default {th.z:g})")
     p.add_argument("--worse", type=_fraction, default=th.worse, metavar="FRACTION",
                    help=f"and only when more than this much worse (default {th.worse:g}, "
-                        "i.e. 4 %%)")
+                        "i.e. 4 %)")
 
 
 def _add_scheduler(p: argparse.ArgumentParser) -> None:
