@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -142,6 +144,30 @@ def test_a_node_that_never_starts_its_job_fails_and_the_rest_completes(cluster, 
     assert r.returncode == 1, r.stderr
     assert list(doc["failed"]) == ["n4"] and "did not start in 5 s" in doc["failed"]["n4"]
     assert doc["heat"]["nodes"] == ["n1", "n2", "n3"]
+
+
+def test_ctrl_c_cancels_the_jobs_and_keeps_what_was_measured(cluster, tmp_path):
+    db = str(tmp_path / "r.sqlite")
+    p = subprocess.Popen(
+        ["nsenter", f"--net=/run/netns/{cluster.hub}", sys.executable, "-m", "hpcprobe",
+         "cluster", "run", "-p", "test", "--tag", "int", "--db", db, "--workdir",
+         str(tmp_path / "w"), *PROBE],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env={**os.environ, "SLURM_CONF": str(cluster.conf)})
+    docs = tmp_path / "w" / "nodes"
+    deadline = time.monotonic() + 120
+    while not (docs.is_dir() and list(docs.glob("*.json"))) and time.monotonic() < deadline:
+        time.sleep(0.2)  # the first node is done, the second is running or queued
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 130 and "interrupted; queued jobs cancelled" in err, err
+    queue = cluster.client("squeue", "-h", "-o", "%i %j").stdout
+    assert "hpb-int" not in queue, queue  # nothing of it left in the queue
+    rep = hpcprobe(cluster, "cluster", "report", "int", "--db", db, "--json")
+    doc = json.loads(rep.stdout)
+    assert doc["heat"]["nodes"] and set(doc["failed"]) == \
+        {"n1", "n2", "n3", "n4"} - set(doc["heat"]["nodes"])
+    assert all("interrupted" in why for why in doc["failed"].values())
 
 
 def test_inside_an_allocation_node_jobs_are_srun_steps(cluster, tmp_path):

@@ -152,7 +152,17 @@ class Campaign:
               scaling: bool = True) -> None:
         """The node probes, then the links among the nodes that answered; one campaign run."""
         start = time.monotonic()
-        done, failed = self.node_pass(nodes) if nodes else ([], {})
+        done: list[str] = []
+        failed: dict[str, str] = {}
+        try:
+            if nodes:
+                self.node_pass(nodes, done, failed)
+        except KeyboardInterrupt:  # the jobs are cancelled; what answered is kept on record
+            failed.update({n: "interrupted (Ctrl-C) before its result" for n in nodes
+                           if n not in done and n not in failed})
+            self._save_campaign(role, nodes, done, failed, [], ["interrupted"], None,
+                                time.monotonic() - start)
+            raise
         metrics: list[Metric] = []
         errors = [f"{n}: {why}" for n, why in failed.items()]
         link_error = None
@@ -185,14 +195,13 @@ class Campaign:
     def _attempt(self, node: str) -> int:
         return 1 + len(list((self.plan.workdir / "jobs").glob(f"{node}.*.out")))
 
-    def node_pass(self, nodes: list[str]) -> tuple[list[str], dict[str, str]]:
-        """Run the probe on each node, `concurrency` at a time; (nodes done, node -> why it
-        failed). A refusal of the first submission is the user's to fix and stops it all."""
+    def node_pass(self, nodes: list[str], done: list[str], failed: dict[str, str]) -> None:
+        """Run the probe on each node, `concurrency` at a time, adding each to `done` or to
+        `failed` (with why) as it ends. A refusal of the first submission is the user's to fix
+        and stops it all."""
         p = self.plan
         queue = list(nodes)
         active: dict[str, Job] = {}
-        done: list[str] = []
-        failed: dict[str, str] = {}
         self.progress.start(self._status(queue, active, done, failed), len(nodes))
         try:
             while queue or active:
@@ -235,9 +244,13 @@ class Campaign:
                     else:
                         failed[node] = why
                     self.progress.advance(self._status(queue, active, done, failed))
+        except KeyboardInterrupt:  # a document written since the last poll is kept too
+            for node, job in active.items():
+                if Path(job.spec.argv[-1]).is_file() and self._collect(node, job) is None:
+                    done.append(node)
+            raise
         finally:
             self.sched.cancel(list(active.values()))
-        return done, failed
 
     @staticmethod
     def _status(queue: list[str], active: dict[str, Job], done: list[str],
