@@ -129,8 +129,10 @@ def test_bad_input_is_one_line_and_exit_2(cluster, tmp_path):
                      str(tmp_path / "w"), *argv, timeout=60)
         assert r.returncode == 2, (argv, r.stdout, r.stderr)
         assert message in r.stderr and r.stderr.count("\n") == 1, (argv, r.stderr)
-    r = hpcprobe(cluster, "cluster", "run", "-p", "test", "--dry-run", "--db", db)
+    fresh = tmp_path / "none.sqlite"
+    r = hpcprobe(cluster, "cluster", "run", "-p", "test", "--dry-run", "--db", str(fresh))
     assert r.returncode == 0 and "6 pair(s) in 3 round(s)" in r.stdout, r.stdout
+    assert not fresh.exists()  # a dry run creates no store
     assert "`hpcprobe run memory compute latency frequency numa --profile quick`" in r.stdout
 
 

@@ -145,13 +145,14 @@ def _load(store: Store, tag: str, th: Thresholds) -> Verdict:
     return analyse(runs, tag, th)
 
 
-def _nodes(a: argparse.Namespace, sched: Scheduler, store: Store
+def _nodes(a: argparse.Namespace, sched: Scheduler, store: Store | None
            ) -> tuple[list[str], list[str]]:
     """The nodes to measure, and the nodes measured before that are their link partners."""
     if a.only is None:
         return sched.nodes(a.partition, a.nodelist), []
     if not a.tag:
         raise UserError(f"--only {a.only}: name the campaign with --tag")
+    assert store is not None
     v = _load(store, a.tag, _thresholds(a))
     nodes = list(v.failed) if a.only == "failed" else \
         list(dict.fromkeys(n for f in v.findings for n in f.nodes))
@@ -174,28 +175,36 @@ def _probe_args(a: argparse.Namespace) -> list[str]:
     return extra
 
 
+def _plan(a: argparse.Namespace, sched: Scheduler, store: Store | None, tag: str,
+          workdir: Path, probe_args: list[str]) -> Plan:
+    nodes, peers = _nodes(a, sched, store)
+    ranks = a.ranks_per_node or min(sched.cpus(nodes + peers).values(), default=1)
+    return Plan(tag, nodes, workdir, list(a.probe), probe_args, a.profile, a.concurrency,
+                a.timeout, a.start_timeout, links=not a.no_links and len(nodes) + len(peers) >= 2,
+                link_size=a.link_size, link_parallel=a.link_parallel, ranks_per_node=ranks,
+                mpi_plugin=a.mpi_plugin, remeasure=not a.no_remeasure,
+                thresholds=_thresholds(a), partition=a.partition, peers=peers)
+
+
 def cmd_run(a: argparse.Namespace) -> int:
     probe_args = _probe_args(a)
     tag = a.tag or datetime.now(UTC).strftime("cluster-%Y%m%d-%H%M%S")
     workdir = Path(a.workdir or Path("hpcprobe-cluster") / tag).resolve()
     sched = _scheduler(a)
+    if a.dry_run:  # reads the store only for --only, and creates none
+        if a.only is None:
+            return _dry_run(_plan(a, sched, None, tag, workdir, probe_args), sched)
+        with Store.open(a.db, create=False) as store:
+            return _dry_run(_plan(a, sched, store, tag, workdir, probe_args), sched)
     with Store.open(a.db) as store:
         store.check_writable()
-        nodes, peers = _nodes(a, sched, store)
-        ranks = a.ranks_per_node or min(sched.cpus(nodes + peers).values(), default=1)
-        plan = Plan(tag, nodes, workdir, list(a.probe), probe_args, a.profile, a.concurrency,
-                    a.timeout, a.start_timeout, links=not a.no_links and len(nodes) >= 2,
-                    link_size=a.link_size, link_parallel=a.link_parallel, ranks_per_node=ranks,
-                    mpi_plugin=a.mpi_plugin, remeasure=not a.no_remeasure,
-                    thresholds=_thresholds(a), partition=a.partition, peers=peers)
-        if a.dry_run:
-            return _dry_run(plan, sched)
+        plan = _plan(a, sched, store, tag, workdir, probe_args)
         try:
             workdir.mkdir(parents=True, exist_ok=True)
             files.check_writable(workdir / "campaign.check", "--workdir")
         except OSError as exc:
             raise UserError(f"--workdir {workdir}: cannot create it ({exc.strerror})") from None
-        print(f"Campaign {tag}: {len(nodes)} node(s) through {sched.name}, probe "
+        print(f"Campaign {tag}: {len(plan.nodes)} node(s) through {sched.name}, probe "
               f"{shlex.join(plan.probe + plan.probe_args)} ({plan.profile}); work directory "
               f"{workdir}.")
         try:
