@@ -204,9 +204,12 @@ def test_a_killed_slurmd_is_a_failed_node_and_the_rest_completes(cluster, tmp_pa
     c.wait_idle(90)
     r = hpcprobe(c, "cluster", "run", "--only", "failed", "--tag", "kill", "--db",
                  str(tmp_path / "r.sqlite"), "--workdir", str(tmp_path / "kill"),
-                 "--no-links", "--worse", "0.5", *PROBE)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
-    assert "Campaign kill: 1 node(s)" in r.stdout
+                 "--no-remeasure", "--worse", "0.5", *PROBE)
+    assert "Campaign kill: 1 node(s)" in r.stdout, r.stdout[-2000:] + r.stderr
     rep = hpcprobe(c, "cluster", "report", "kill", "--db", str(tmp_path / "r.sqlite"), "--json",
                    "--worse", "0.5")
-    assert json.loads(rep.stdout)["failed"] == {}
+    doc = json.loads(rep.stdout)
+    assert doc["failed"] == {} and doc["heat"]["nodes"] == ["n1", "n2", "n3", "n4"]
+    # its links were measured with the nodes measured before
+    pairs = {(x["a"], x["b"]) for x in doc["links"]["links.latency size=8"]}
+    assert pairs == {("n1", "n4"), ("n2", "n4"), ("n3", "n4")}, pairs
