@@ -30,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 import clusterdata  # noqa: E402
+from hpcprobe import registry  # noqa: E402
 from hpcprobe.cluster import views  # noqa: E402
 from hpcprobe.cluster.verdict import analyse  # noqa: E402
 from hpcprobe.results.store import Selection, Store  # noqa: E402
@@ -75,7 +76,8 @@ def main() -> int:
         with Store.open(location) as st:
             t_load, loaded = timed("load the campaign", lambda: st.load_all(Selection(tag="scale")))
         assert isinstance(loaded, list)
-        t_verdict, v = timed("verdict", lambda: analyse(loaded, "scale"))
+        t_verdict, v = timed("verdict", lambda: analyse(loaded, "scale",
+                                                        ignore=registry.not_joined()))
         drain = Slurm().drain_argv
         t_blocks, blocks = timed("terminal blocks + rendering", lambda: _terminal(v, drain))
         t_json, _ = timed("JSON document", lambda: json.dumps(views.document(v, drain)))

@@ -447,10 +447,8 @@ static int node_of(int *nnodes, int *local, char **names)
     }
     qsort(firsts, (size_t)n, sizeof(int), by_value);
     int mine = -1;
-    for (int k = 0; k < n; k++) {
+    for (int k = 0; k < n; k++)
         if (firsts[k] == first_of[rank]) mine = k;
-        count[k] = 0;
-    }
     for (int r = 0; r < nranks && rank == 0; r++) {
         int lo = 0, hi = n - 1; /* the node whose first rank is first_of[r] */
         while (lo < hi) {

@@ -142,7 +142,7 @@ def _load(store: Store, tag: str, th: Thresholds) -> Verdict:
     if not runs:
         raise UserError(f"campaign {tag!r}: no runs with this tag in {store.path}; "
                         "`hpcprobe list` shows the tags")
-    return analyse(runs, tag, th)
+    return analyse(runs, tag, th, registry.not_joined())
 
 
 def _nodes(a: argparse.Namespace, sched: Scheduler, store: Store | None
@@ -183,7 +183,8 @@ def _plan(a: argparse.Namespace, sched: Scheduler, store: Store | None, tag: str
                 a.timeout, a.start_timeout, links=not a.no_links and len(nodes) + len(peers) >= 2,
                 link_size=a.link_size, link_parallel=a.link_parallel, ranks_per_node=ranks,
                 mpi_plugin=a.mpi_plugin, remeasure=not a.no_remeasure,
-                thresholds=_thresholds(a), partition=a.partition, peers=peers)
+                thresholds=_thresholds(a), not_joined=registry.not_joined(),
+                partition=a.partition, peers=peers)
 
 
 def cmd_run(a: argparse.Namespace) -> int:

@@ -75,9 +75,13 @@ def label(run: Run) -> str:
     return f"{run.run_id}" + (f" ({run.tag})" if run.tag else f" ({run.host})")
 
 
+def joined_params(params: dict[str, Any], ignore: frozenset[str]) -> str:
+    """The params a join compares (without those in `ignore`), as canonical JSON."""
+    return json.dumps({k: v for k, v in params.items() if k not in ignore}, sort_keys=True)
+
+
 def _key(m: Metric, ignore: frozenset[str]) -> tuple[str, str, str]:
-    params = {k: v for k, v in sorted(m.params.items()) if k not in ignore}
-    return m.benchmark, m.name, json.dumps(params, sort_keys=True)
+    return m.benchmark, m.name, joined_params(m.params, ignore)
 
 
 def describe_params(params_json: str) -> str:

@@ -14,6 +14,7 @@ import socket
 import sys
 import time
 import uuid
+from collections import Counter
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +30,7 @@ from hpcprobe.cluster.verdict import (
     Thresholds,
     Verdict,
     analyse,
+    undirected,
 )
 from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.common.names import natural
@@ -67,6 +69,7 @@ class Plan:
     mpi_plugin: str = ""  # srun --mpi=...; "" the site's default
     remeasure: bool = True
     thresholds: Thresholds = field(default_factory=Thresholds)
+    not_joined: frozenset[str] = frozenset()  # params figures are not joined on (registry's)
     poll_s: float = 1.0
     seed: int = 0
     partition: str | None = None  # submit there (None: the scheduler's default)
@@ -132,8 +135,9 @@ class Campaign:
         return verdict
 
     def verdict(self) -> Verdict:
-        return analyse(self.store.load_all(Selection(tag=self.plan.tag)), self.plan.tag,
-                       self.plan.thresholds)
+        p = self.plan
+        return analyse(self.store.load_all(Selection(tag=p.tag)), p.tag, p.thresholds,
+                       p.not_joined)
 
     def _to_remeasure(self, v: Verdict) -> tuple[list[str], list[tuple[str, str]]]:
         nodes = [f.item for f in v.findings if f.kind == SLOW_NODE and not f.confirmed]
@@ -145,8 +149,7 @@ class Campaign:
                 links.add((f.nodes[0], f.nodes[1]))
             elif f.kind == SLOW_ENDPOINT:
                 links |= {k for pairs in v.links.values() for k in pairs if f.item in k}
-        return nodes, sorted({(min(a, b, key=natural), max(a, b, key=natural))
-                              for a, b in links})
+        return nodes, sorted({undirected(k) for k in links})
 
     def _pass(self, role: str, nodes: list[str], pairing_rounds: list[list[tuple[str, str]]],
               scaling: bool = True) -> None:
@@ -184,16 +187,16 @@ class Campaign:
 
     def _probe_spec(self, node: str, attempt: int) -> JobSpec:
         p = self.plan
-        doc = p.workdir / "nodes" / f"{node}.{attempt}.json"
+        output = p.workdir / "jobs" / f"{node}.{attempt}.out"
         argv = [sys.executable, "-m", "hpcprobe", "run", *p.probe, *p.probe_args,
-                "--profile", p.profile,
-                "--tag", p.tag, "--no-store", "--json", str(doc)]
-        return JobSpec(f"hpb-{p.tag}-{node}"[:64], [node], argv,
-                       p.workdir / "jobs" / f"{node}.{attempt}.out", p.timeout_s,
+                "--profile", p.profile, "--tag", p.tag, "--no-store", "--json",
+                str(self._doc(output))]
+        return JobSpec(f"hpb-{p.tag}-{node}"[:64], [node], argv, output, p.timeout_s,
                        partition=p.partition)
 
-    def _attempt(self, node: str) -> int:
-        return 1 + len(list((self.plan.workdir / "jobs").glob(f"{node}.*.out")))
+    def _doc(self, output: Path) -> Path:
+        """Where the node job with this output writes its document."""
+        return self.plan.workdir / "nodes" / f"{output.stem}.json"
 
     def node_pass(self, nodes: list[str], done: list[str], failed: dict[str, str]) -> None:
         """Run the probe on each node, `concurrency` at a time, adding each to `done` or to
@@ -202,14 +205,16 @@ class Campaign:
         p = self.plan
         queue = list(nodes)
         active: dict[str, Job] = {}
+        # attempts so far (an earlier pass, or an earlier `cluster run` of this campaign)
+        tried = Counter(o.name.split(".")[0] for o in (p.workdir / "jobs").glob("*.out"))
         self.progress.start(self._status(queue, active, done, failed), len(nodes))
         try:
             while queue or active:
                 while queue and (p.concurrency <= 0 or len(active) < p.concurrency):
                     node = queue.pop(0)
+                    tried[node] += 1
                     try:
-                        active[node] = self.sched.submit(self._probe_spec(node,
-                                                                          self._attempt(node)))
+                        active[node] = self.sched.submit(self._probe_spec(node, tried[node]))
                     except UserError as exc:
                         if not (done or failed or active):
                             raise
@@ -246,7 +251,7 @@ class Campaign:
                     self.progress.advance(self._status(queue, active, done, failed))
         except KeyboardInterrupt:  # a document written since the last poll is kept too
             for node, job in active.items():
-                if Path(job.spec.argv[-1]).is_file() and self._collect(node, job) is None:
+                if self._doc(job.spec.output).is_file() and self._collect(node, job) is None:
                     done.append(node)
             raise
         finally:
@@ -261,7 +266,7 @@ class Campaign:
 
     def _collect(self, node: str, job: Job) -> str | None:
         """Store a finished node's document; None, or why the node failed."""
-        doc = Path(job.spec.argv[-1])
+        doc = self._doc(job.spec.output)
         if not doc.is_file():
             state = job.state.lower().replace("_", " ") + (f" ({job.reason})" if job.reason
                                                            else "")
@@ -289,8 +294,7 @@ class Campaign:
         assert self.exe is not None
         n = len(list((p.workdir / "jobs").glob("links.*.out"))) + 1
         pairs_file = p.workdir / "jobs" / f"links.{n}.pairs"
-        pairs_file.write_text("".join(" ".join(f"{a} {b}" for a, b in r) + "\n"
-                                      for r in rounds))
+        pairing.write(rounds, pairs_file)
         nodes = sorted({x for r in rounds for pr in r for x in pr}, key=natural)
         reps, scale = LINK_SAMPLING.get(p.profile, LINK_SAMPLING["default"])
         argv = [str(self.exe), "--tests", "links,scaling" if scaling else "links",

@@ -5,6 +5,7 @@ random matchings, so that every node meets several partners in O(n) pairs, not O
 
 from __future__ import annotations
 
+import os
 import random
 from typing import Any
 
@@ -74,8 +75,8 @@ def schedule(n: int, random_rounds: int = RANDOM_ROUNDS, all_pairs_upto: int = A
     return out
 
 
-def write(rounds: list[Round], path: str) -> None:
-    """The file the MPI program reads: one round per line, `a b a b ...`."""
+def write(rounds: list[list[tuple[Any, Any]]], path: str | os.PathLike[str]) -> None:
+    """The file the MPI program reads: one round per line, `a b a b ...` (host names)."""
     with open(path, "w") as f:
         for r in rounds:
             f.write(" ".join(f"{a} {b}" for a, b in r) + "\n")

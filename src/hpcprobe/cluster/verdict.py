@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from hpcprobe.analysis.compare import describe_params, joined_params
 from hpcprobe.common.bulk import bulk
 from hpcprobe.common.names import natural
 from hpcprobe.common.stats import median_ci_ranks
@@ -139,22 +140,23 @@ def hardware(run: Run) -> str:
             f"{c.get('numa_nodes', '?')} NUMA, {mem / 2**30:.0f} GiB, {isa}")
 
 
-def metric_label(benchmark: str, name: str, params: dict[str, Any]) -> str:
-    inner = " ".join(f"{k}={v}" for k, v in sorted(params.items()))
-    return f"{benchmark}.{name}" + (f" {inner}" if inner else "")
+#: Params that name a link's ends: the link, not the figure.
+LINK_ENDS = frozenset({"a", "b", "from", "to"})
 
 
 @lru_cache(maxsize=1 << 16)
-def _cached_label(key: tuple[Any, ...]) -> str:
-    return metric_label(key[0], key[1], dict(key[2:]))
+def _cached_label(key: tuple[Any, ...], ignore: frozenset[str]) -> str:
+    inner = describe_params(joined_params(dict(key[2:]), ignore))
+    return f"{key[0]}.{key[1]}" + (f" {inner}" if inner else "")
 
 
-def _label(m: Metric) -> str:
-    """metric_label, once per distinct figure (a fleet repeats the same figures)."""
+def label(m: Metric, ignore: frozenset[str]) -> str:
+    """The figure a metric is, as `compare` joins figures (without the params in `ignore`:
+    where or how it was taken), once per distinct figure (a fleet repeats the same ones)."""
     try:
-        return _cached_label((m.benchmark, m.name, *m.params.items()))
-    except TypeError:  # a param that is a list
-        return metric_label(m.benchmark, m.name, m.params)
+        return _cached_label((m.benchmark, m.name, *m.params.items()), ignore)
+    except TypeError:  # a param that is a list: not hashable, not cached
+        return _cached_label.__wrapped__((m.benchmark, m.name, *m.params.items()), ignore)
 
 
 #: A figure of a node or link: the median of its samples and the best end of the 95 % CI of
@@ -168,9 +170,10 @@ def _figure(samples: Sequence[float], unit: str, better: str) -> Fig:
     return (statistics.median(xs), xs[hi] if better == "higher" else xs[lo], unit, better)
 
 
-def _figures(run: Run) -> dict[str, Fig]:
+def _figures(run: Run, ignore: frozenset[str]) -> dict[str, Fig]:
     """label -> figure of each of a run's figures."""
-    return {_label(m): _figure(m.samples, m.unit, m.better) for m in run.metrics if m.samples}
+    return {label(m, ignore): _figure(m.samples, m.unit, m.better)
+            for m in run.metrics if m.samples}
 
 
 @dataclass
@@ -190,12 +193,17 @@ class _Fleet:
         """(z, worse) of values (rows x figures), both in the worse direction."""
         sign = np.where(self.lower_better, 1.0, -1.0)
         with np.errstate(divide="ignore", invalid="ignore"):
-            scaled = np.where(self.log, np.log(np.where(values > 0, values, np.nan)), values)
-            diff = (scaled - self.centre) * sign
+            diff = (_scaled(values, self.log) - self.centre) * sign
             z = np.where(self.spread > 0, diff / self.spread,
                          np.where(diff > 0, np.inf, np.where(diff < 0, -np.inf, 0.0)))
             worse = (values - self.median) * sign / np.abs(self.median)
         return z, worse
+
+
+def _scaled(values: Any, log: Any) -> Any:
+    """The log of the figures where `log`, the figures elsewhere."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(log, np.log(np.where(values > 0, values, np.nan)), values)
 
 
 def _fleet(values: Any, lower_better: Any, min_peers: int) -> _Fleet:
@@ -204,7 +212,7 @@ def _fleet(values: Any, lower_better: Any, min_peers: int) -> _Fleet:
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: not judged
         log = np.all((values > 0) | np.isnan(values), axis=0)
-        scaled = np.where(log, np.log(np.where(values > 0, values, np.nan)), values)
+        scaled = _scaled(values, log)
         med = np.nanmedian(values, axis=0)
         centre = np.nanmedian(scaled, axis=0)
         spread = 1.4826 * np.nanmedian(np.abs(scaled - centre), axis=0)
@@ -247,13 +255,17 @@ class _Judged:
         self.values, self.best = _matrix(rows, self.labels)
         self.fleet = _fleet(self.values, self.lower, th.min_peers)
         self.th = th
-        self.flagged = self.deviations(self.values, self.best)
+        self.z, worse = self.fleet.judge(self.values)
+        self.flagged = self._flag(self.values, self.best, self.z, worse)
 
     def deviations(self, values: Any, best: Any) -> list[list[Deviation]]:
-        """The flagged figures of each row, worst first: beyond the robust z and the practical
-        threshold, and even the best end of its CI worse than the peers' median (a figure
-        whose own samples reach the median is not a verdict)."""
-        z, worse = self.fleet.judge(values)
+        """The flagged figures of each row of other values, worst first."""
+        return self._flag(values, best, *self.fleet.judge(values))
+
+    def _flag(self, values: Any, best: Any, z: Any, worse: Any) -> list[list[Deviation]]:
+        """Beyond the robust z and the practical threshold, and even the best end of its CI
+        worse than the peers' median (a figure whose own samples reach the median is not a
+        verdict)."""
         _, best_worse = self.fleet.judge(best)
         with np.errstate(invalid="ignore"):
             flags = (z > self.th.z) & (worse > self.th.worse) & (best_worse > 0)
@@ -267,7 +279,8 @@ class _Judged:
         return self.deviations(*_matrix(rows, self.labels))
 
 
-def _node_verdict(node_runs: list[Run], th: Thresholds, v: Verdict) -> None:
+def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: frozenset[str],
+                  v: Verdict) -> None:
     latest, before = _latest_and_before((r.host, r) for r in node_runs)
     groups: dict[str, list[str]] = defaultdict(list)
     for host in sorted(latest, key=natural):
@@ -276,12 +289,11 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, v: Verdict) -> None:
     heat_rows: dict[str, dict[str, tuple[float, float]]] = {}
     all_labels: dict[str, None] = {}
     for fp, hosts in groups.items():
-        judged = _Judged([_figures(latest[h]) for h in hosts], th)
+        judged = _Judged([_figures(latest[h], ignore) for h in hosts], th)
         if len(hosts) < th.min_peers:
             v.unjudged.append(f"{', '.join(hosts)} ({fp}): fewer than {th.min_peers} nodes of "
                               "this hardware, not judged")
-        med, values = judged.fleet.median, judged.values
-        z, _ = judged.fleet.judge(values)
+        med, values, z = judged.fleet.median, judged.values, judged.z
         with np.errstate(invalid="ignore", divide="ignore"):
             norm = np.where(judged.lower, med / values, values / med)
         all_labels.update(dict.fromkeys(judged.labels))
@@ -289,7 +301,8 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, v: Verdict) -> None:
             heat_rows[h] = {lb: (float(norm[i, j]), float(z[i, j]))
                             for j, lb in enumerate(judged.labels) if np.isfinite(norm[i, j])}
             _judge(v, SLOW_NODE, h, judged.flagged[i],
-                   [d for row in judged.of([_figures(r) for r in before[h]]) for d in row]
+                   [d for row in judged.of([_figures(r, ignore) for r in before[h]])
+                    for d in row]
                    if before[h] else None)
     v.heat_nodes = sorted(heat_rows, key=natural)
     v.heat_metrics = list(all_labels)
@@ -323,42 +336,38 @@ def link_key(params: dict[str, Any]) -> tuple[str, str] | None:
     if "from" in params and "to" in params:
         return str(params["from"]), str(params["to"])
     if "a" in params and "b" in params:
-        return _undirected((str(params["a"]), str(params["b"])))
+        return undirected((str(params["a"]), str(params["b"])))
     return None
 
 
 Links = dict[tuple[str, str], Fig]
 
 
-def _link_verdict(campaign_runs: list[Run], th: Thresholds, v: Verdict) -> None:
+def _link_verdict(campaign_runs: list[Run], th: Thresholds, ignore: frozenset[str],
+                  v: Verdict) -> None:
     """Links: first each node's links together (the median of its links' figures, against the
     other nodes': a node all of whose links are slow is a slow endpoint, and one slow link does
     not move the median); then each link against the links not through a slow node or
     endpoint (a slow link)."""
     latest: dict[str, Links] = defaultdict(dict)
-    first: dict[str, Links] = defaultdict(dict)
     before: dict[str, dict[tuple[str, str], list[Fig]]] = defaultdict(lambda: defaultdict(list))
     for run in sorted(campaign_runs, key=lambda r: r.created):
         for m in run.metrics:
             key = link_key(m.params)
             if key is None or not m.samples:
                 continue
-            rest = {k: p for k, p in m.params.items() if k not in ("a", "b", "from", "to")}
-            label = metric_label(m.benchmark, m.name, rest)
-            fig = _figure(m.samples, m.unit, m.better)
-            if key in latest[label]:
-                before[label][key].append(latest[label][key])
-            else:
-                first[label][key] = fig
-            latest[label][key] = fig
-            v.link_units[label] = m.unit
-            v.link_better[label] = m.better
-    v.links = {label: {k: f[0] for k, f in links.items()} for label, links in latest.items()}
+            name = label(m, ignore | LINK_ENDS)
+            if key in latest[name]:
+                before[name][key].append(latest[name][key])
+            latest[name][key] = _figure(m.samples, m.unit, m.better)
+            v.link_units[name] = m.unit
+            v.link_better[name] = m.better
+    v.links = {name: {k: f[0] for k, f in links.items()} for name, links in latest.items()}
     slow = {f.item for f in v.findings if f.kind == SLOW_NODE}
-    _endpoints(latest, first, before, slow, th, v)
+    _endpoints(latest, before, slow, th, v)
     bad = slow | {f.item for f in v.findings if f.kind == SLOW_ENDPOINT}
-    for label, links in latest.items():
-        _links_of(label, links, before[label], bad, th, v)
+    for name, links in latest.items():
+        _links_of(name, links, before[name], bad, th, v)
 
 
 def _per_node(latest: dict[str, Links]) -> dict[str, dict[str, Fig]]:
@@ -367,30 +376,31 @@ def _per_node(latest: dict[str, Links]) -> dict[str, dict[str, Fig]]:
     of a node's links must be worse than the fleet for it to be flagged)."""
     sides: dict[tuple[str, str], list[float]] = defaultdict(list)
     info: dict[str, tuple[str, str]] = {}
-    for label, links in latest.items():
-        directed = _is_directed(links)
+    for name, links in latest.items():
+        directed = is_directed(links)
         for (a, b), (med, _, unit, better) in links.items():
             for node, side in ((a, "out of"), (b, "into")):
-                name = f"{label} {side} the node" if directed else f"{label} of the node"
-                sides[(node, name)].append(med)
-                info[name] = (unit, better)
+                each = f"{name} {side} the node" if directed else f"{name} of the node"
+                sides[(node, each)].append(med)
+                info[each] = (unit, better)
     out: dict[str, dict[str, Fig]] = defaultdict(dict)
-    for (node, name), xs in sides.items():
-        unit, better = info[name]
-        out[node][name] = (statistics.median(xs), max(xs) if better == "higher" else min(xs),
+    for (node, each), xs in sides.items():
+        unit, better = info[each]
+        out[node][each] = (statistics.median(xs), max(xs) if better == "higher" else min(xs),
                            unit, better)
     return out
 
 
-def _endpoints(latest: dict[str, Links], first: dict[str, Links],
-               before: dict[str, dict[tuple[str, str], list[Fig]]], slow: set[str],
-               th: Thresholds, v: Verdict) -> None:
+def _endpoints(latest: dict[str, Links], before: dict[str, dict[tuple[str, str], list[Fig]]],
+               slow: set[str], th: Thresholds, v: Verdict) -> None:
     """Slow endpoints: nodes (not slow themselves) whose links are worse than the other nodes';
     re-measured links must show it both times."""
     rows = _per_node(latest)
     nodes = sorted(rows, key=natural)
     judged = _Judged([rows[n] for n in nodes], th)
-    rows_first = _per_node({label: {**links, **first[label]} for label, links in latest.items()})
+    first = {name: {k: before[name][k][0] if k in before[name] else f for k, f in links.items()}
+             for name, links in latest.items()}  # each link as first measured
+    rows_first = _per_node(first)
     then = judged.of([rows_first[n] for n in nodes])
     for i, node in enumerate(nodes):
         if node not in slow:
@@ -398,7 +408,8 @@ def _endpoints(latest: dict[str, Links], first: dict[str, Links],
             _judge(v, SLOW_ENDPOINT, node, judged.flagged[i], then[i] if again else None)
 
 
-def _is_directed(pairs: dict[tuple[str, str], Any]) -> bool:
+def is_directed(pairs: dict[tuple[str, str], Any]) -> bool:
+    """Whether a link figure was measured each way (a -> b and b -> a apart)."""
     return any((b, a) in pairs for a, b in pairs)
 
 
@@ -412,7 +423,7 @@ def _links_of(label: str, latest: Links, before: dict[tuple[str, str], list[Fig]
             v.unjudged.append(f"{label}: {len(keys)} link(s) not through a slow node or "
                               f"endpoint, fewer than {th.min_links}: not judged one by one")
         return
-    directed = _is_directed(latest)
+    directed = is_directed(latest)
     judged = _Judged([{label: latest[k]} for k in keys], th)
     found = {f.item: f for f in v.findings if f.kind == SLOW_LINK}
     gone = {f.item: f for f in v.transients if f.kind == SLOW_LINK}
@@ -433,7 +444,7 @@ def _links_of(label: str, latest: Links, before: dict[tuple[str, str], list[Fig]
 def _add(index: dict[str, Finding], into: list[Finding], k: tuple[str, str],
          devs: list[Deviation], confirmed: bool) -> None:
     """Add a link's deviations to its finding (one finding per link, both directions)."""
-    a, b = _undirected(k)
+    a, b = undirected(k)
     item = f"{a} - {b}"
     if item in index:
         index[item].evidence = _worst(index[item].evidence + devs)
@@ -448,7 +459,8 @@ def _named(devs: list[Deviation], label: str, k: tuple[str, str], directed: bool
     return [replace(d, metric=f"{label} {k[0]}->{k[1]}") if directed else d for d in devs]
 
 
-def _undirected(k: tuple[str, str]) -> tuple[str, str]:
+def undirected(k: tuple[str, str]) -> tuple[str, str]:
+    """A link by its ends in natural order."""
     return k if natural(k[0]) <= natural(k[1]) else (k[1], k[0])
 
 
@@ -467,9 +479,11 @@ def is_campaign_run(run: Run) -> bool:
     return CAMPAIGN in run.provenance
 
 
-def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None) -> Verdict:
+def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None,
+            ignore: frozenset[str] = frozenset()) -> Verdict:
     """The verdict on the runs of one campaign: the node runs (one or more per node) and the
-    driver's campaign runs (node list, failures, link figures)."""
+    driver's campaign runs (node list, failures, link figures). Figures are joined across
+    nodes as `compare` joins them, without the params in `ignore` (the families' not_joined)."""
     th = th or Thresholds()
     node_runs = [r for r in runs if not is_campaign_run(r)]
     campaign_runs = [r for r in runs if is_campaign_run(r)]
@@ -491,8 +505,8 @@ def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None) -> Ver
     v = Verdict(campaign, th, sorted(nodes, key=natural), failed, {}, [], [], [], [],
                 np.zeros((0, 0)), np.zeros((0, 0)), {}, {}, {}, {}, link_errors=link_errors)
     with bulk():
-        _node_verdict(node_runs, th, v)
-        _link_verdict(campaign_runs, th, v)
+        _node_verdict(node_runs, th, ignore, v)
+        _link_verdict(campaign_runs, th, ignore, v)
     _scaling(campaign_runs, v)
     order = {SLOW_NODE: 0, SLOW_ENDPOINT: 1, SLOW_LINK: 2}
     v.findings.sort(key=lambda f: (order[f.kind], natural(f.item)))

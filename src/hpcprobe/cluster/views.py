@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from hpcprobe.cluster.verdict import SLOW_LINK, Finding, Verdict, drain_reason
+from hpcprobe.cluster.verdict import SLOW_LINK, Finding, Verdict, drain_reason, is_directed
 from hpcprobe.common.names import natural
 from hpcprobe.views.table import Block, Lines, Table
 
@@ -178,7 +178,7 @@ def figures(v: Verdict) -> list[tuple[str, str, Figure]]:
             ax.set_xticks(range(len(nodes)), nodes, fontsize=7, rotation=90)
             ax.set_yticks(range(len(nodes)), nodes, fontsize=7)
         fig.colorbar(im, ax=ax, label=v.link_units[label])
-        title = f"Links: {label}" + (" (row sends to column)" if "bandwidth" in label else "")
+        title = f"Links: {label}" + (" (row sends to column)" if is_directed(pairs) else "")
         ax.set_title(title, fontsize=11)
         out.append((f"cluster-links-{len(out)}", title, fig))
     if v.scaling:

@@ -298,12 +298,9 @@ class SqlStore(Store):
         clause, params = self._where(where)
         return self._assemble(clause, params)
 
+    @bulk()
     def _assemble(self, clause: str, params: list[Any]) -> list[Run]:
         """The runs a WHERE clause on runs r selects, oldest first: three queries."""
-        with bulk():
-            return self._assemble_all(clause, params)
-
-    def _assemble_all(self, clause: str, params: list[Any]) -> list[Run]:
         runs: dict[str, Run] = {}
         for r in self._execute(
                 "SELECT r.run_id, r.created, r.host, r.tag, r.profile, r.benchmarks, "

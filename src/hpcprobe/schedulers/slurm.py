@@ -10,7 +10,7 @@ import shutil
 import signal
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.common.names import natural
@@ -34,6 +34,10 @@ def _first_line(text: str) -> str:
 class Slurm(Scheduler):
     name = "slurm"
     description = "Slurm (sinfo, scontrol, sbatch, srun)"
+
+    def __init__(self, prefix: Sequence[str] = (), env: Mapping[str, str] | None = None):
+        super().__init__(prefix, env)
+        self._allocations: dict[str, frozenset[str]] = {}  # node list -> its host names
 
     @property
     def _env(self) -> dict[str, str]:
@@ -102,8 +106,11 @@ class Slurm(Scheduler):
     def _in_allocation(self, nodes: Sequence[str]) -> bool:
         """Inside an allocation that holds these nodes: jobs become srun steps of it."""
         mine = self._env.get("SLURM_JOB_NODELIST")
-        return bool(self._env.get("SLURM_JOB_ID") and mine
-                    and set(nodes) <= set(self._hostnames(mine)))
+        if not (self._env.get("SLURM_JOB_ID") and mine):
+            return False
+        if mine not in self._allocations:  # once, not once per job
+            self._allocations[mine] = frozenset(self._hostnames(mine))
+        return set(nodes) <= self._allocations[mine]
 
     def submit(self, spec: JobSpec) -> Job:
         if self._in_allocation(spec.nodes):
