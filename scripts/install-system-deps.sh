@@ -3,7 +3,8 @@
 # Debian/Ubuntu. Unprivileged or elsewhere it says what is missing and succeeds: the core
 # (topology from sysfs, kernels, store) needs none of them.
 set -u
-PACKAGES=(hwloc likwid openmpi-bin libopenmpi-dev hpcc chromium postgresql
+PACKAGES=(hwloc likwid openmpi-bin libopenmpi-dev hpcc libopenblas0-pthread libblis4-pthread
+          chromium postgresql
           slurmctld slurmd slurm-client munge)
 # Debian's python3 has no venv/ensurepip without python3-venv
 python3 -c "import ensurepip, venv" 2>/dev/null || PACKAGES+=(python3-venv)
