@@ -124,28 +124,46 @@ def fake_mpi(impl: str, prefix: str = "/opt/mpi") -> find.Mpi:
 
 def test_mpirun_binds_by_rankfile_of_os_cpus(tmp_path):
     spec = launchers.LAUNCHERS["mpirun"].build("/x/mpirun", fake_mpi("Open MPI"),
-                                               Layout((4, 68, 4)), ["prog", "-a"], tmp_path)
+                                               Layout((4, 68, 4)), ["prog", "-a"], tmp_path,
+                                               {})
     assert spec.argv[:3] == ["/x/mpirun", "-np", "3"]
     assert "--oversubscribe" in spec.argv and spec.argv[-2:] == ["prog", "-a"]
     assert (tmp_path / "rankfile").read_text() == \
         "rank 0=localhost slot=4\nrank 1=localhost slot=68\nrank 2=localhost slot=4\n"
     assert ("OMPI_ALLOW_RUN_AS_ROOT" in spec.env) == (os.geteuid() == 0)
     spec = launchers.LAUNCHERS["mpirun"].build("/x/mpirun", fake_mpi("Open MPI"),
-                                               Layout((0, 0), ("n1", "n2")), ["p"], tmp_path)
+                                               Layout((0, 0), ("n1", "n2")), ["p"], tmp_path,
+                                               {"OPENBLAS_NUM_THREADS": "1"})
     assert "--oversubscribe" not in spec.argv
     assert spec.argv[spec.argv.index("--host") + 1] == "n1:1,n2:1"
+    # the environment the ranks need reaches the other hosts too
+    assert spec.argv[spec.argv.index("-x") + 1] == "OPENBLAS_NUM_THREADS"
+    assert spec.env["OPENBLAS_NUM_THREADS"] == "1"
+    # threaded ranks: a set of CPUs each
+    launchers.LAUNCHERS["mpirun"].build("/x/mpirun", fake_mpi("Open MPI"),
+                                        Layout((0, 4), sets=((0, 1, 2, 3), (4, 5, 6, 7))), ["p"],
+                                        tmp_path, {})
+    assert (tmp_path / "rankfile").read_text() == \
+        "rank 0=localhost slot=0,1,2,3\nrank 1=localhost slot=4,5,6,7\n"
 
 
 def test_hydra_and_intel_and_srun_binding():
-    hydra = launchers.LAUNCHERS["mpiexec"].build("/x/mpiexec", fake_mpi("MPICH"), Layout((0, 1)),
-                                                 ["p"], Path("."))
+    mpiexec, srun = launchers.LAUNCHERS["mpiexec"].build, launchers.LAUNCHERS["srun"].build
+    hydra = mpiexec("/x/mpiexec", fake_mpi("MPICH"), Layout((0, 1)), ["p"], Path("."), {})
     assert hydra.argv == ["/x/mpiexec", "-n", "2", "-bind-to", "user:0,1", "p"]
-    intel = launchers.LAUNCHERS["mpiexec"].build("/x/mpiexec", fake_mpi("Intel MPI"),
-                                                 Layout((2, 3)), ["p"], Path("."))
+    sets = Layout((0, 2), sets=((0, 1), (2, 3)))
+    hydra = mpiexec("/x/mpiexec", fake_mpi("MPICH"), sets, ["p"], Path("."), {"A": "1"})
+    assert hydra.argv == ["/x/mpiexec", "-n", "2", "-bind-to", "user:0+1,2+3", "-genvlist", "A",
+                          "p"]
+    intel = mpiexec("/x/mpiexec", fake_mpi("Intel MPI"), Layout((2, 3)), ["p"], Path("."), {})
     assert intel.env["I_MPI_PIN_PROCESSOR_LIST"] == "2,3" and "-bind-to" not in intel.argv
-    srun = launchers.LAUNCHERS["srun"].build("/x/srun", fake_mpi("MPICH"), Layout((5, 5)), ["p"],
-                                             Path("."))
-    assert srun.argv == ["/x/srun", "-n", "2", "--cpu-bind=map_cpu:5,5", "--overcommit", "p"]
+    intel = mpiexec("/x/mpiexec", fake_mpi("Intel MPI"), sets, ["p"], Path("."), {})
+    assert intel.env["I_MPI_PIN_DOMAIN"] == "[0x3,0xc]"
+    got = srun("/x/srun", fake_mpi("MPICH"), Layout((5, 5)), ["p"], Path("."), {})
+    assert got.argv == ["/x/srun", "-n", "2", "--cpu-bind=map_cpu:5,5", "--overcommit", "p"]
+    got = srun("/x/srun", fake_mpi("MPICH"), sets, ["p"], Path("."), {"A": "1"})
+    assert got.argv == ["/x/srun", "-n", "2", "--cpu-bind=mask_cpu:0x3,0xc", "p"]
+    assert got.env == {"A": "1"}
 
 
 def test_multi_node_layout_puts_ranks_host_by_host():

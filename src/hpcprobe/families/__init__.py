@@ -3,7 +3,7 @@ package under families/ and one line here; nothing else names it."""
 
 from __future__ import annotations
 
-from hpcprobe.families import compute, frequency, latency, memory, mpi, numa, roofline
+from hpcprobe.families import compute, frequency, hpl, latency, memory, mpi, numa, roofline
 from hpcprobe.measure.family import Family
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
@@ -13,5 +13,6 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     frequency.FAMILY,
     compute.FAMILY,
     mpi.FAMILY,
+    hpl.FAMILY,
     roofline.FAMILY,
 )}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -47,6 +48,24 @@ def policy(cpu: int, root: str = SYSFS_CPU) -> Policy | None:
         return None
     return Policy(_read(d / "scaling_driver"), _read(d / "scaling_governor"),
                   _ghz(d / "scaling_min_freq"), _ghz(d / "scaling_max_freq"))
+
+
+def base_ghz(model_name: str | None, cpu: int = 0, root: str = SYSFS_CPU
+             ) -> tuple[float, str] | None:
+    """The base (nominal) clock the CPU states, and where it says so: its model name ("... @
+    2.10GHz"), cpufreq's base_frequency (intel_pstate), or ACPI CPPC's nominal_freq (MHz); None
+    where it states none (many VMs, most AMD model names)."""
+    m = re.search(r"@\s*([0-9.]+)\s*GHz", model_name or "")
+    if m:
+        return float(m.group(1)), "model name"
+    d = Path(root) / f"cpu{cpu}"
+    ghz = _ghz(d / "cpufreq" / "base_frequency")
+    if ghz:
+        return ghz, "cpufreq base_frequency"
+    mhz = _read(d / "acpi_cppc" / "nominal_freq")
+    if mhz and mhz.isdigit() and int(mhz) > 0:
+        return int(mhz) / 1000, "ACPI CPPC nominal_freq"
+    return None
 
 
 def current_ghz(cpu: int, root: str = SYSFS_CPU) -> float | None:

@@ -21,6 +21,11 @@ def mem_available_bytes(meminfo: str = "/proc/meminfo") -> int | None:
     return _meminfo_kib("MemAvailable", meminfo)
 
 
+def mem_total_bytes(meminfo: str = "/proc/meminfo") -> int | None:
+    """MemTotal in bytes, or None when the kernel does not say."""
+    return _meminfo_kib("MemTotal", meminfo)
+
+
 def huge_page_bytes(meminfo: str = "/proc/meminfo") -> int:
     """The size of a (transparent) huge page: Hugepagesize, 2 MiB when the kernel does not say."""
     return _meminfo_kib("Hugepagesize", meminfo) or 2 << 20

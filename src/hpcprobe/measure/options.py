@@ -85,3 +85,15 @@ PLACEMENT = Flag("--placement", PLACEMENT_HELP + " (memory: the team's CPUs; com
                  "frequency: the order of their cores; mpi: rank i on CPU i)")
 SIZE = Flag("--size", "memory: total working set of all threads, e.g. 2GiB (default: 4x the "
             "LLC); latency: the ring size (default: a sweep)", parse=size)
+#: Flags shared by the families that launch MPI ranks.
+LAUNCHER = Flag("--launcher", "mpirun (Open MPI), mpiexec (MPICH, Intel MPI), srun (default: the "
+                "one that goes with the MPI; srun inside a Slurm allocation)")
+HOSTS = Flag("--hosts", "hosts for multi-node runs, e.g. n1,n2", parse=names)
+MPI_PREFIX = Flag("--mpi", "the MPI installation to use (its prefix; default: $HPCPROBE_MPI, "
+                  "then PATH)", metavar="PREFIX")
+TIMEOUT = Flag("--timeout", "give up after S seconds: mpi, on a test (one size) that makes no "
+               "progress (default 600; 30 in hpcprobe run); hpl, on one HPL launch (default: "
+               "3x its expected time plus start-up)", parse=seconds, metavar="S")
+LAYOUT = Flag("--layout", "MPI ranks: one per core (single-threaded), or one per NUMA domain or "
+              "socket with a thread per core inside it, each rank bound to its CPUs "
+              "(default: core)", choices=("core", "numa", "socket"))

@@ -33,7 +33,7 @@ class Outcome:
     timed_out: bool = False
 
 
-def _stop(p: subprocess.Popen[str]) -> None:
+def stop(p: subprocess.Popen[str]) -> None:
     """SIGTERM to the launcher's process group (it and the ranks it started), then SIGKILL."""
     for sig in (signal.SIGTERM, signal.SIGKILL):
         try:
@@ -59,7 +59,7 @@ def _follow(p: subprocess.Popen[str], out: Outcome, timeout_s: float, name: str)
     while True:
         left = deadline - time.monotonic()
         if left <= 0 or not sel.select(timeout=left):
-            _stop(p)
+            stop(p)
             out.timed_out = True
             out.error = (f"{name}: no progress for {limit:g} s in {out.running}; the launcher "
                          "and its ranks were stopped (a hung or lost rank?)")
@@ -106,7 +106,7 @@ def run(launch: Launch, timeout_s: float, name: str) -> Outcome:
     try:
         done = _follow(p, out, timeout_s, name)
     except BaseException:  # Ctrl-C: the ranks run in their own session and would live on
-        _stop(p)
+        stop(p)
         raise
     rc = p.wait()
     drain.join(timeout=GRACE_S)

@@ -1,12 +1,13 @@
 """Launchers by name: each turns a rank layout into an argv list (no shell) with explicit
-binding: Open MPI's mpirun (a rankfile of OS CPU numbers), MPICH/Intel MPI's mpiexec (Hydra),
-Slurm's srun."""
+binding (a CPU per rank, or a set of CPUs per rank for threaded ranks) and the environment the
+ranks need, exported to every host: Open MPI's mpirun (a rankfile of OS CPU numbers),
+MPICH/Intel MPI's mpiexec (Hydra), Slurm's srun."""
 
 from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,10 +17,15 @@ from hpcprobe.mpi.find import Mpi
 
 @dataclass(frozen=True)
 class Layout:
-    """Rank i runs on CPU cpus[i] of host hosts[i] (no hosts: this host)."""
+    """Rank i runs on CPU cpus[i] of host hosts[i] (no hosts: this host); with sets, rank i
+    runs its threads on the CPUs sets[i] (cpus[i] its first)."""
 
     cpus: tuple[int, ...]
     hosts: tuple[str, ...] | None = None
+    sets: tuple[tuple[int, ...], ...] | None = None
+
+    def cpuset(self, rank: int) -> tuple[int, ...]:
+        return self.sets[rank] if self.sets else (self.cpus[rank],)
 
     @property
     def ranks(self) -> int:
@@ -43,12 +49,14 @@ def _unique(xs: tuple[str, ...]) -> list[str]:
     return list(dict.fromkeys(xs))
 
 
-def _mpirun(path: str, mpi: Mpi, layout: Layout, command: list[str], workdir: Path) -> Launch:
-    """Open MPI: a rankfile pins rank i to OS CPU cpus[i] (physical numbering)."""
+def _mpirun(path: str, mpi: Mpi, layout: Layout, command: list[str], workdir: Path,
+            env: Mapping[str, str]) -> Launch:
+    """Open MPI: a rankfile pins rank i to its OS CPUs (physical numbering); -x exports the
+    environment to the ranks of other hosts."""
     hosts = layout.hosts or ("localhost",) * layout.ranks
     rankfile = workdir / "rankfile"
-    rankfile.write_text("".join(f"rank {i}={h} slot={c}\n"
-                                for i, (h, c) in enumerate(zip(hosts, layout.cpus, strict=True))))
+    rankfile.write_text("".join(f"rank {i}={h} slot={','.join(map(str, layout.cpuset(i)))}\n"
+                                for i, h in enumerate(hosts)))
     argv = [path, "-np", str(layout.ranks), "--rankfile", str(rankfile),
             "--mca", "rmaps_rank_file_physical", "1"]
     if layout.hosts:
@@ -57,35 +65,51 @@ def _mpirun(path: str, mpi: Mpi, layout: Layout, command: list[str], workdir: Pa
     if layout.oversubscribed:
         # busy-polling ranks sharing a CPU starve each other (20x slower collectives here)
         argv += ["--oversubscribe", "--mca", "mpi_yield_when_idle", "1"]
-    env = {}
+    for name in env:
+        argv += ["-x", name]
+    out = dict(env)
     if os.geteuid() == 0:  # Open MPI refuses root unless told; CI runs as root
-        env = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1"}
-    return Launch(argv + command, env)
+        out.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return Launch(argv + command, out)
 
 
-def _mpiexec(path: str, mpi: Mpi, layout: Layout, command: list[str], workdir: Path) -> Launch:
-    """Hydra: -bind-to user:c0,c1,... pins rank i to the i-th CPU; Intel MPI reads its pinning
-    from I_MPI_PIN_PROCESSOR_LIST."""
-    cpus = ",".join(map(str, layout.cpus))
+def _mpiexec(path: str, mpi: Mpi, layout: Layout, command: list[str], workdir: Path,
+             env: Mapping[str, str]) -> Launch:
+    """Hydra: -bind-to user:a+b,c+d pins rank i to the i-th CPU set; Intel MPI reads its
+    pinning from I_MPI_PIN_DOMAIN / I_MPI_PIN_PROCESSOR_LIST; -genvlist exports the
+    environment."""
     argv = [path, "-n", str(layout.ranks)]
-    env = {}
+    out = dict(env)
     if mpi.implementation == "Intel MPI":
-        env = {"I_MPI_PIN": "1", "I_MPI_PIN_PROCESSOR_LIST": cpus}
+        out["I_MPI_PIN"] = "1"
+        if layout.sets:
+            out["I_MPI_PIN_DOMAIN"] = "[" + ",".join(
+                hex(sum(1 << c for c in layout.cpuset(i))) for i in range(layout.ranks)) + "]"
+        else:
+            out["I_MPI_PIN_PROCESSOR_LIST"] = ",".join(map(str, layout.cpus))
     else:
-        argv += ["-bind-to", f"user:{cpus}"]
+        argv += ["-bind-to", "user:" + ",".join("+".join(map(str, layout.cpuset(i)))
+                                                for i in range(layout.ranks))]
     if layout.hosts:
         argv += ["-hosts", ",".join(f"{h}:{layout.hosts.count(h)}" for h in _unique(layout.hosts))]
-    return Launch(argv + command, env)
+    if env:
+        argv += ["-genvlist", ",".join(env)]
+    return Launch(argv + command, out)
 
 
-def _srun(path: str, mpi: Mpi, layout: Layout, command: list[str], workdir: Path) -> Launch:
-    """Slurm: --cpu-bind=map_cpu pins the i-th task of a node to the i-th CPU of the map."""
-    argv = [path, "-n", str(layout.ranks), "--cpu-bind=map_cpu:" + ",".join(map(str, layout.cpus))]
+def _srun(path: str, mpi: Mpi, layout: Layout, command: list[str], workdir: Path,
+          env: Mapping[str, str]) -> Launch:
+    """Slurm: --cpu-bind=map_cpu (mask_cpu for CPU sets) pins the i-th task of a node; srun
+    exports the whole environment by default."""
+    bind = ("mask_cpu:" + ",".join(hex(sum(1 << c for c in layout.cpuset(i)))
+                                   for i in range(layout.ranks)) if layout.sets else
+            "map_cpu:" + ",".join(map(str, layout.cpus)))
+    argv = [path, "-n", str(layout.ranks), "--cpu-bind=" + bind]
     if layout.hosts:
         argv += ["--nodelist", ",".join(_unique(layout.hosts))]
     if layout.oversubscribed:
         argv.append("--overcommit")
-    return Launch(argv + command)
+    return Launch(argv + command, dict(env))
 
 
 @dataclass(frozen=True)
@@ -96,7 +120,8 @@ class Launcher:
     description: str
     implementations: tuple[str, ...]  # empty: any
     locate: Callable[[Mpi], str | None]
-    build: Callable[[str, Mpi, Layout, list[str], Path], Launch]
+    #: (path, MPI, layout, command, work directory, environment for every rank) -> Launch
+    build: Callable[[str, Mpi, Layout, list[str], Path, Mapping[str, str]], Launch]
 
     def path(self, mpi: Mpi) -> str | None:
         if self.implementations and mpi.implementation not in self.implementations:

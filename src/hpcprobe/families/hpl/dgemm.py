@@ -1,5 +1,6 @@
 """DGEMM through one BLAS library, in a process of its own (`python -m
-hpcprobe.families.hpl.dgemm LIB N REPS CPUS`): the library reads its environment
+hpcprobe.families.hpl.dgemm LIB N REPS CPUS`; N 0 sizes the product for about 0.2 s a call):
+the library reads its environment
 (OPENBLAS_CORETYPE, thread counts) when it loads, so each library and core type gets a fresh
 process. It says which library and kernel set it loaded, times C = A B (n x n, beta 0), checks
 sampled entries of C against sums taken here, and prints one JSON line."""
@@ -20,6 +21,9 @@ from typing import Any
 CHECKED = 16
 #: A fill pattern of this (prime) length: no short period along rows or columns.
 PATTERN = 1009
+#: N 0: a call lasts about this long (N a multiple of 64 within the bounds below).
+CALL_S = 0.2
+SMALLEST, LARGEST = 256, 4096
 
 
 def _text(lib: ctypes.CDLL, name: str) -> str | None:
@@ -78,10 +82,8 @@ def check(n: int, a: array[float], b: array[float], c: array[float]) -> str | No
     return None
 
 
-def run(path: str, n: int, reps: int, cpus: list[int]) -> dict[str, Any]:
-    os.sched_setaffinity(0, cpus)
-    lib = ctypes.CDLL(path)
-    out = identify(path, lib)
+def product(lib: ctypes.CDLL, n: int, reps: int) -> tuple[list[float], str | None]:
+    """GFLOP/s of reps timed calls (after one that warms up) and the check of the result."""
     a, b, c = matrix(n, 1), matrix(n, 2), array("d", bytes(8 * n * n))
     pa, pb, pc = (ctypes.cast((ctypes.c_double * (n * n)).from_buffer(x),
                               ctypes.POINTER(ctypes.c_double)) for x in (a, b, c))
@@ -95,7 +97,20 @@ def run(path: str, n: int, reps: int, cpus: list[int]) -> dict[str, Any]:
         lib.dgemm_(ref(no), ref(no), ref(dim), ref(dim), ref(dim), ref(one), pa, ref(dim), pb,
                    ref(dim), ref(zero), pc, ref(dim))
         gflops.append(2.0 * n ** 3 / (time.perf_counter() - t0) / 1e9)
-    out.update(n=n, samples=gflops[1:], error=check(n, a, b, c))
+    return gflops[1:], check(n, a, b, c)
+
+
+def run(path: str, n: int, reps: int, cpus: list[int]) -> dict[str, Any]:
+    os.sched_setaffinity(0, cpus)
+    lib = ctypes.CDLL(path)
+    out = identify(path, lib)
+    lib.dgemm_.restype = None
+    if n <= 0:  # size it from a small product's rate
+        rate = max(product(lib, SMALLEST, 1)[0])
+        n = int((CALL_S * rate * 1e9 / 2) ** (1 / 3)) // 64 * 64
+        n = min(LARGEST, max(SMALLEST, n))
+    samples, error = product(lib, n, reps)
+    out.update(n=n, samples=samples, error=error)
     return out
 
 

@@ -56,9 +56,7 @@ class MpiOptions:
 
     np: int | None = option(Flag("--np", "ranks (default: one per CPU of the placement)",
                                  parse=options.at_least(1, "a rank count")))
-    launcher: str | None = option(Flag(
-        "--launcher", "mpirun (Open MPI), mpiexec (MPICH, Intel MPI), srun (default: the one "
-        "that goes with the MPI; srun inside a Slurm allocation)"))
+    launcher: str | None = option(options.LAUNCHER)
     placement: str | None = option(options.PLACEMENT)
     tests: tuple[str, ...] | None = option(Flag(
         "--tests", "latency, bandwidth, bibw, message_rate, allreduce, bcast, alltoall, "
@@ -66,14 +64,9 @@ class MpiOptions:
     pairs: tuple[str, ...] | None = option(Flag(
         "--pairs", "also run point-to-point tests between two ranks of each kind: intra-l3, "
         "intra-socket, inter-socket, inter-node", parse=options.names))
-    hosts: tuple[str, ...] | None = option(Flag(
-        "--hosts", "hosts for multi-node runs, e.g. n1,n2", parse=options.names))
-    mpi_prefix: str | None = option(Flag(
-        "--mpi", "the MPI installation to use (its prefix; default: $HPCPROBE_MPI, then PATH)",
-        metavar="PREFIX"))
-    timeout_s: float | None = option(Flag(
-        "--timeout", "stop a test (one size) that makes no progress for S seconds (default: "
-        "600; 30 in hpcprobe run)", parse=options.seconds, metavar="S"))
+    hosts: tuple[str, ...] | None = option(options.HOSTS)
+    mpi_prefix: str | None = option(options.MPI_PREFIX)
+    timeout_s: float | None = option(options.TIMEOUT)
     max_size: int | None = option(Flag(
         "--max-size", "largest message (default: 4MiB; collectives 1MiB)", parse=options.size))
     full: bool = False  # OSU iteration counts (hpcprobe mpi) instead of a tenth of them
@@ -265,7 +258,7 @@ def run(ctx: RunContext, opts: MpiOptions | None) -> None:
     for step in steps:
         with tempfile.TemporaryDirectory(prefix="hpcprobe-mpi-") as tmp:
             spec = launcher.build(path, mpi, step.layout, _command(exe, step, opts, reps),
-                                  Path(tmp))
+                                  Path(tmp), {})
             outcome = launch.run(spec, timeout, launcher.name)
         what = f"{step.layout.ranks} ranks, {step.placement}"
         if outcome.info is None and not outcome.samples and standalone and step is steps[0]:

@@ -1,0 +1,24 @@
+"""The hpl family: the real HPL (Debian's hpcc or the user's xhpl) against an Rpeak on the clock
+measured under load, DGEMM through the same BLAS, and which kernels that BLAS runs."""
+
+from __future__ import annotations
+
+from hpcprobe.families.hpl import bench, views
+from hpcprobe.measure.family import Command, Family
+
+FAMILY = Family(
+    "hpl", "HPL (hpcc or your xhpl) against an Rpeak on the measured clock; DGEMM and the "
+    "BLAS's kernels", bench.HplOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
+    metrics=bench.METRICS,
+    not_joined=frozenset({"hosts", "launcher", "library", "kernel", "kernel_isa", "n",
+                          "microarch", "flops_per_cycle", "clock_load", "cpus", "basis",
+                          "clock_ghz"}),
+    views=(views.tables,), figures=(views.figures,),
+    command=Command(
+        help="HPL against the measured peak, DGEMM and the BLAS, or `hpl info`",
+        description="HPL (Debian's hpcc, or --xhpl) with an input derived from this node (N "
+                    "from 80 % of memory unless --quick or --n), its Rmax against an Rpeak on "
+                    "the clock measured under the widest ISA's load, and DGEMM through the same "
+                    "BLAS with the kernels it chose (`hpl info` lists the BLAS libraries).",
+        actions={"info": ("show the HPL, MPI and BLAS libraries found and the kernels each "
+                          "BLAS picks", bench.info)}))

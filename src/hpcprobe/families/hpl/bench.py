@@ -1,0 +1,546 @@
+"""The hpl benchmark: the real HPL (Debian's hpcc, or the user's xhpl) driven with an input
+derived from the machine, its Rmax against an Rpeak built on the clock measured under the
+widest ISA's load just before, and DGEMM through the same BLAS on one core and on all, with
+which kernels that BLAS chose."""
+
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hpcprobe import native
+from hpcprobe.common.errors import UserError
+from hpcprobe.families.hpl import blas, inputs, output
+from hpcprobe.families.hpl.blas import Blas
+from hpcprobe.families.hpl.inputs import Problem, Ranks
+from hpcprobe.machine import cpufreq, flopmodel, sysinfo
+from hpcprobe.machine.provenance import blas as provenance_blas
+from hpcprobe.measure import options
+from hpcprobe.measure.family import Flag, MetricSpec, RunContext, option, specs
+from hpcprobe.mpi import find, launch, launchers
+from hpcprobe.mpi.launchers import Launcher, Layout
+from hpcprobe.native import Team, peak
+from hpcprobe.probes.clock import clock_point
+from hpcprobe.results.model import Metric
+
+METRICS = (*specs("GFLOP/s", "higher", "rmax", "rpeak", "rpeak_base", "dgemm", "nb_search"),
+           *specs("%", "higher", "efficiency", "efficiency_base", "dgemm_fraction"),
+           MetricSpec("hpl_time", "s", "lower"), MetricSpec("residual", "1", "lower"),
+           *specs("GHz", "higher", "clock", "scaling_cur_freq"))
+#: HPL sized by time runs at about this share of the all-core DGEMM rate (for its N and the
+#: expected time of the progress bar).
+HPL_OF_DGEMM = 0.8
+#: The matrix may fill at most this share of the nodes' memory (the rest: the OS, MPI, hpcc).
+USABLE = 0.9
+#: hpcc runs its other tests (PTRANS, RandomAccess, FFT, STREAM, b_eff) before HPL: about this
+#: long plus the time to stream the matrix's memory a few times (for the expected time only).
+HPCC_OTHERS_S = 5.0
+HPCC_OTHERS_GBS = 1.0
+#: Without --timeout an HPL launch may take this many times its expected time, plus start-up.
+TIMEOUT_FACTOR, TIMEOUT_SLACK_S = 3.0, 120.0
+#: Clock samples of the Rpeak model: this share of the profile's clock budget per point.
+CLOCK_BUDGET_S = 0.5
+#: `--tune`: each block size gets a problem of about this many seconds.
+TUNE_S = 3.0
+#: An efficiency above this % of the measured-clock Rpeak is a finding, not a figure.
+ABOVE_PEAK = flopmodel.ABOVE_MODEL
+POLL_S = 0.5
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a profile gives the hpl family."""
+
+    seconds: float | None  # N sized for about this long an HPL run; None: by memory share
+    runs: int  # HPL runs of the same N in one launch
+    dgemm_reps: int  # timed DGEMM calls per figure
+
+
+SETTINGS = {"quick": Settings(3.0, 1, 3), "default": Settings(30.0, 2, 5),
+            "thorough": Settings(None, 3, 10)}
+#: `hpcprobe hpl` in the default profile: the TOP500-style run, N from 80 % of memory.
+FULL = Settings(None, 1, 5)
+#: The memory share of N sized by memory (TOP500 practice: about 80 %).
+MEMORY_SHARE = 0.8
+
+
+def share(text: str) -> float:
+    """0.8 or 80%: a share of memory in (0, 0.95]."""
+    try:
+        value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 < value <= 0.95:
+        raise argparse.ArgumentTypeError(f"{text}: give a share of memory, e.g. 0.8 or 80% "
+                                         "(at most 95%)")
+    return value
+
+
+@dataclass(frozen=True)
+class HplOptions:
+    """What narrows `hpcprobe run hpl` and `hpcprobe hpl`."""
+
+    xhpl: str | None = option(Flag(
+        "--xhpl", "run this HPL binary (built against your MPI and BLAS) instead of Debian's "
+        "hpcc", metavar="PATH"))
+    blas: tuple[str, ...] | None = option(Flag(
+        "--blas", "BLAS libraries to run DGEMM and HPL with, in turn: openblas, "
+        "openblas:CORETYPE (e.g. openblas:SkylakeX), blis, reference, or a libblas.so.3 path "
+        "(default: the system's libblas.so.3)", parse=options.names))
+    n: int | None = option(Flag(
+        "--n", "HPL problem size N on one node; on k hosts N x sqrt(k), the memory per node "
+        "kept (default: 80% of memory with hpcprobe hpl, else sized for the profile's time)",
+        parse=options.at_least(1, "a problem size")))
+    memory: float | None = option(Flag(
+        "--memory", "N from this share of the nodes' memory, e.g. 0.8 or 80%", parse=share,
+        metavar="SHARE"))
+    nb: int | None = option(Flag(
+        "--nb", "HPL block size (default: from the BLAS's kernels, 192 for AVX2, 384 for "
+        "AVX-512; --tune searches)", parse=options.at_least(1, "a block size")))
+    pq: str | None = option(Flag(
+        "--pq", "HPL process grid PxQ, P x Q = ranks (default: near square, P <= Q)",
+        metavar="PxQ"))
+    tune: bool = option(Flag("--tune", "search the block size first: one short HPL per "
+                                       "candidate NB, the fastest is used", switch=True), False)
+    runs: int | None = option(Flag(
+        "--runs", "HPL runs of the same N per BLAS (default: per profile)",
+        parse=options.at_least(1, "a run count")))
+    layout: str | None = option(options.LAYOUT)
+    launcher: str | None = option(options.LAUNCHER)
+    hosts: tuple[str, ...] | None = option(options.HOSTS)
+    mpi_prefix: str | None = option(options.MPI_PREFIX)
+    timeout_s: float | None = option(options.TIMEOUT)
+
+
+@dataclass(frozen=True)
+class Program:
+    """The HPL that runs: hpcc (its HPL report goes to hpccoutf.txt) or an xhpl (stdout)."""
+
+    kind: str  # "hpcc" or "xhpl"
+    path: str
+
+    @property
+    def report(self) -> str | None:
+        return "hpccoutf.txt" if self.kind == "hpcc" else None
+
+
+def program(opts: HplOptions) -> Program:
+    """--xhpl, else Debian's hpcc on PATH; neither is the user's to fix."""
+    if opts.xhpl:
+        path = shutil.which(opts.xhpl) if "/" not in opts.xhpl else opts.xhpl
+        if not path or not os.path.isfile(path) or not os.access(path, os.X_OK):
+            raise UserError(f"--xhpl {opts.xhpl}: not an executable file")
+        return Program("xhpl", os.path.abspath(path))
+    path = shutil.which("hpcc")
+    if path is None:
+        raise UserError("no HPL found: install Debian's hpcc (apt install hpcc; it contains HPL) "
+                        "or give your own with --xhpl PATH")
+    return Program("hpcc", path)
+
+
+def settings_of(ctx: RunContext) -> Settings:
+    return FULL if ctx.standalone and ctx.profile.name == "default" else \
+        SETTINGS[ctx.profile.name]
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What every BLAS of a run shares: the ranks, the grid, the nodes, the memory."""
+
+    ranks: Ranks
+    hosts: tuple[str, ...]
+    p: int
+    q: int
+    mem_bytes: float  # of all the nodes (each taken to be like this one)
+
+    @property
+    def nodes(self) -> int:
+        return max(1, len(self.hosts))
+
+    @property
+    def n_ranks(self) -> int:
+        return len(self.ranks.sets) * self.nodes
+
+    def layout(self) -> Layout:
+        sets = self.ranks.sets * self.nodes
+        hosts = tuple(h for h in self.hosts for _ in self.ranks.sets) or None
+        return Layout(tuple(s[0] for s in sets), hosts,
+                      sets if self.ranks.threads > 1 else None)
+
+
+def setup(ctx: RunContext, opts: HplOptions) -> Setup:
+    rk = inputs.ranks(ctx.topo, opts.layout or "core")
+    hosts = opts.hosts or ()
+    n_ranks = len(rk.sets) * max(1, len(hosts))
+    p, q = inputs.parse_grid(opts.pq, n_ranks) if opts.pq else inputs.grid(n_ranks)
+    per_node = sysinfo.mem_total_bytes() or sum(d.memory_bytes or 0 for d in ctx.topo.numa_nodes)
+    return Setup(rk, hosts, p, q, float(per_node) * max(1, len(hosts)))
+
+
+def size(ctx: RunContext, opts: HplOptions, s: Setup, nb: int, gflops: float | None) -> int:
+    """N: --n (one node's, x sqrt(nodes)), else from memory or from the profile's time at the
+    measured DGEMM rate; checked against the memory."""
+    st = settings_of(ctx)
+    if opts.n is not None:
+        n = inputs.round_n(opts.n * math.sqrt(s.nodes), nb, s.q) if s.nodes > 1 else opts.n
+    elif opts.memory is not None or st.seconds is None or gflops is None:
+        n = inputs.n_for_memory(s.mem_bytes, opts.memory or MEMORY_SHARE, nb, s.q)
+    else:  # one node's size for the time, then the nodes' memory share kept
+        one = inputs.n_for_time(st.seconds, gflops * HPL_OF_DGEMM / s.nodes, nb, s.q)
+        n = min(inputs.round_n(one * math.sqrt(s.nodes), nb, s.q),
+                inputs.n_for_memory(s.mem_bytes, MEMORY_SHARE, nb, s.q))
+    inputs.check_memory(n, s.mem_bytes, s.nodes, USABLE)
+    return n
+
+
+def labels(ctx: RunContext, opts: HplOptions | None) -> list[str]:
+    """What a run does, in order (N where it depends on a measured rate says so)."""
+    opts = opts or HplOptions()
+    s = setup(ctx, opts)
+    st = settings_of(ctx)
+    libs = opts.blas or ("the system's libblas.so.3",)
+    how = (f"N {opts.n} per node" if opts.n else
+           f"N from {opts.memory or MEMORY_SHARE:.0%} of memory" if opts.memory or not st.seconds
+           else f"N sized for ~{st.seconds:g} s at the measured DGEMM rate")
+    out = [f"clock under {native.supported_isas()[-1]} load on 1 and {len(s.ranks.cores)} "
+           "core(s) (the Rpeak model)"]
+    for b in libs:
+        out += [f"DGEMM through {b} on 1 and {len(s.ranks.cores)} core(s)"]
+        if opts.tune:
+            out.append(f"HPL NB search through {b}: NB {', '.join(map(str, inputs.NB_CANDIDATES))}")
+        out.append(f"HPL through {b}: {opts.runs or st.runs} run(s), {how}, "
+                   f"{s.n_ranks} rank(s) x {s.ranks.threads} thread(s) ({s.ranks.layout} "
+                   f"layout), P x Q = {s.p} x {s.q}, {s.nodes} node(s)")
+    return out
+
+
+class _Model:
+    """FLOPs per cycle of the widest ISA's FMA (the flop model), the clock measured under its
+    load, and the base clock the CPU states."""
+
+    def __init__(self, ctx: RunContext) -> None:
+        self.isa = native.supported_isas()[-1]
+        cpu = flopmodel.read_cpuid()
+        ident = flopmodel.identify(cpu)
+        self.microarch = ident.arch.name if ident.arch else None
+        self.per_cycle = ident.arch.flops_per_cycle(peak.headline(self.isa, "dp")) \
+            if ident.arch else None
+        if self.per_cycle is None:
+            ctx.warnings.append(f"hpl: {ident.note}: no FLOP/cycle for this CPU in the flop "
+                                "model, so no Rpeak or efficiency (docs/methods.md lists the "
+                                "table)")
+        self.base = cpufreq.base_ghz(cpu.model_name if cpu else ctx.topo.cpu_model)
+
+    def clock(self, ctx: RunContext, cpus: tuple[int, ...]) -> Metric | None:
+        """The clock of `cpus` under the widest ISA's load, now."""
+        if self.per_cycle is None:
+            return None
+        with Team(cpus) as team:
+            return clock_point(ctx, team, self.isa, cpus, "hpl", CLOCK_BUDGET_S, "hpl")
+
+    def params(self) -> dict[str, Any]:
+        return {"isa": self.isa, "microarch": self.microarch,
+                "flops_per_cycle": self.per_cycle, "clock_load": self.isa}
+
+
+def run(ctx: RunContext, opts: HplOptions | None) -> None:
+    opts = opts or HplOptions()
+    try:
+        prog = program(opts)
+        mpi = find.find(opts.mpi_prefix)
+    except UserError as exc:
+        if ctx.standalone or opts.xhpl:
+            raise
+        ctx.warnings.append(f"hpl: skipped: {exc}")
+        return
+    libs = blas.choose(opts.blas)
+    s = setup(ctx, opts)
+    launcher, path = launchers.choose(mpi, opts.launcher)
+    ctx.provenance["hpl"] = {"program": prog.kind, "path": prog.path,
+                             "mpi": f"{mpi.implementation} {mpi.version}",
+                             "launcher": launcher.name, "blas": [b.name for b in libs]}
+    model = _Model(ctx)
+    cores = s.ranks.cores
+    ctx.progress.start("hpl", 1 + 3 * len(libs))
+    clocks = {1: model.clock(ctx, cores[:1]), len(cores): model.clock(ctx, cores)}
+    ctx.progress.advance("hpl: clocks measured")
+    for b in libs:
+        info = _dgemm(ctx, b, cores, model, clocks)
+        ctx.progress.advance(f"hpl: DGEMM through {b.name}")
+        if info is None:
+            continue
+        kernel_isa = blas.kernel_isa(info)
+        nb = opts.nb or inputs.NB_TABLE[kernel_isa or model.isa]
+        all_core = next((m for m in ctx.metrics if m.name == "dgemm" and m.params["blas"] == b.name
+                         and m.params["threads"] == len(cores)), None)
+        rate = all_core.summary.median * s.nodes if all_core else None
+        base = {"blas": b.name, "library": info.get("library"), "kernel": info.get("kernel"),
+                "kernel_isa": kernel_isa, "program": prog.kind, "ranks": s.n_ranks,
+                "threads": s.ranks.threads, "layout": s.ranks.layout, "nodes": s.nodes,
+                "p": s.p, "q": s.q, "launcher": launcher.name, "hosts": ",".join(s.hosts)}
+        runner = _Launch(ctx, prog, launcher, path, mpi, s, b)
+        if opts.tune:
+            nb = _tune(ctx, runner, base, rate, nb)
+        ctx.progress.advance(f"hpl: NB {nb} through {b.name}")
+        n = size(ctx, opts, s, nb, rate)
+        runs = opts.runs or settings_of(ctx).runs
+        clk = model.clock(ctx, cores)  # just before, under the same load
+        results = runner.go(Problem((n,) * runs, (nb,), s.p, s.q), rate, opts.timeout_s)
+        ctx.progress.advance(f"hpl: HPL through {b.name}")
+        _store(ctx, model, s, dict(base, n=n, nb=nb), results, clk)
+
+
+def _dgemm(ctx: RunContext, b: Blas, cores: tuple[int, ...], model: _Model,
+           clocks: dict[int, Metric | None]) -> dict[str, Any] | None:
+    """DGEMM on one core and on all through `b`, each as a share of the model's peak; a
+    finding when its kernels are narrower than the CPU's widest ISA. The BLAS's own words, or
+    None when it could not run."""
+    reps = settings_of(ctx).dgemm_reps
+    info: dict[str, Any] | None = None
+    for cpus in dict.fromkeys((cores[:1], cores)):
+        got = blas.dgemm(b, cpus, reps)
+        if got.get("error") and not got.get("samples"):
+            ctx.errors.append(f"hpl: {got['error']}; no HPL through it")
+            return None
+        if got.get("error"):
+            ctx.errors.append(f"hpl: DGEMM through {b.name} computed a wrong product "
+                              f"({got['error']}); figure discarded, no HPL through it")
+            return None
+        info = got
+        params = {"blas": b.name, "library": got["library"], "kernel": got["kernel"],
+                  "kernel_isa": blas.kernel_isa(got), "threads": len(cpus), "n": got["n"]}
+        m = Metric("hpl", "dgemm", "GFLOP/s", params, got["samples"])
+        ctx.metrics.append(m)
+        clk = clocks.get(len(cpus))
+        if clk is not None and model.per_cycle:
+            peak_gflops = model.per_cycle * len(cpus) * clk.summary.median
+            ctx.metrics.append(Metric("hpl", "dgemm_fraction", "%",
+                                      dict(params, **model.params()),
+                                      [100 * g / peak_gflops for g in got["samples"]]))
+    assert info is not None
+    kernel_isa = blas.kernel_isa(info)
+    if blas.narrower(kernel_isa, model.isa):
+        fix = blas.advice(b, info, model.isa)
+        msg = (f"{b.name}: its DGEMM runs {info.get('kernel')} kernels ({kernel_isa}) on a CPU "
+               f"with {model.isa}: {fix}")
+        ctx.findings.append({"benchmark": "hpl", "kind": "blas_below_isa", "blas": b.name,
+                             "kernel": info.get("kernel"), "kernel_isa": kernel_isa,
+                             "cpu_isa": model.isa, "message": msg})
+        ctx.warnings.append(f"hpl: {msg}")
+    return info
+
+
+class _Launch:
+    """HPL runs through one BLAS: input files in a work directory, the launcher, a progress bar
+    with the elapsed and expected time, the timeout, the report parsed."""
+
+    def __init__(self, ctx: RunContext, prog: Program, launcher: Launcher, path: str,
+                 mpi: find.Mpi, s: Setup, b: Blas) -> None:
+        self.ctx, self.prog, self.launcher, self.path, self.mpi, self.s, self.b = \
+            ctx, prog, launcher, path, mpi, s, b
+
+    def expected(self, pr: Problem, gflops: float | None) -> float:
+        """Seconds the launch should take: the N^3 model at the DGEMM rate (hpcc: its other
+        tests too)."""
+        rate = (gflops or 1.0) * HPL_OF_DGEMM * 1e9
+        hpl = sum(inputs.flops(n) for n in pr.ns) * len(pr.nbs) / rate
+        if self.prog.kind == "hpcc":
+            hpl += HPCC_OTHERS_S + 8.0 * max(pr.ns) ** 2 * 4 / (HPCC_OTHERS_GBS * 1e9)
+        return hpl
+
+    def go(self, pr: Problem, gflops: float | None, timeout_s: float | None
+           ) -> list[output.Result]:
+        """Run HPL on problem `pr`; its valid results (a failed residual check, a crash, a
+        timeout or no result is an error of the run, with what was printed before)."""
+        expected = self.expected(pr, gflops)
+        limit = timeout_s or TIMEOUT_FACTOR * expected + TIMEOUT_SLACK_S
+        # hosts: a directory under the current one (shared across the nodes, as a cluster
+        # job's working directory is); else a private temporary one
+        work = Path(tempfile.mkdtemp(prefix="hpcprobe-hpl-",
+                                     dir=os.getcwd() if self.s.hosts else None))
+        try:
+            inputs.write(work, self.prog.kind, pr)
+            text, error = self._follow(pr, work, expected, limit)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        results = output.parse(text)
+        what = f"HPL through {self.b.name} (N {max(pr.ns)}, NB {','.join(map(str, pr.nbs))})"
+        if error is None and not results:
+            error = f"{self.prog.kind} printed no HPL result: {_tail(text)}"
+        for r in results:
+            if not r.valid:
+                self.ctx.errors.append(
+                    f"hpl: {what}: the residual check " + ("FAILED" if r.passed is False else
+                                                           "was not printed")
+                    + f" (scaled residual {r.residual}); its {r.gflops:g} GFLOP/s discarded")
+        if error:
+            self.ctx.errors.append(f"hpl: {what}: {error}" + ("; the runs that finished are "
+                                                              "kept" if results else ""))
+        return [r for r in results if r.valid]
+
+    def _follow(self, pr: Problem, work: Path, expected: float, limit: float
+                ) -> tuple[str, str | None]:
+        threads = self.s.ranks.threads
+        spec = self.launcher.build(self.path, self.mpi, self.s.layout(), [self.prog.path], work,
+                                   self.b.env(threads))
+        log = work / "stdout.txt"
+        label = f"hpl {self.b.name} N={max(pr.ns)} {self.s.p}x{self.s.q}"
+        self.ctx.progress.start(label, max(1, round(expected)))
+        start = time.monotonic()
+        shown = 0
+        with open(log, "w") as out:
+            try:
+                p = subprocess.Popen(spec.argv, stdout=out, stderr=subprocess.STDOUT, cwd=work,
+                                     env={**os.environ, **spec.env}, start_new_session=True,
+                                     text=True)
+            except OSError as exc:
+                return "", f"{self.launcher.name} cannot be started: {exc}"
+            error = None
+            try:
+                while p.poll() is None:
+                    time.sleep(POLL_S)
+                    elapsed = time.monotonic() - start
+                    if elapsed > limit:
+                        launch.stop(p)
+                        error = (f"no result after {limit:g} s (--timeout; expected "
+                                 f"~{expected:.0f} s); stopped")
+                        break
+                    text = _read(work / (self.prog.report or "stdout.txt"))
+                    phase = output.section(text) or "HPL"
+                    frac = output.fraction(text)
+                    if frac:  # xhpl's progress: work done goes as 1 - (1 - f)^3
+                        expected = max(expected, elapsed / (1 - (1 - frac) ** 3))
+                    while shown < min(elapsed, expected) - 1:
+                        shown += 1
+                        self.ctx.progress.advance(f"{label}: {phase}, {elapsed:.0f} s of "
+                                                  f"~{expected:.0f} s")
+            except BaseException:  # Ctrl-C: the ranks run in their own session
+                launch.stop(p)
+                raise
+        text = _read(work / self.prog.report) if self.prog.report else ""
+        text += _read(log)
+        if error is None and p.returncode != 0:
+            error = f"{self.prog.kind} exited with status {p.returncode}: {_tail(_read(log))}"
+        return text, error
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
+def _tail(text: str, lines: int = 4) -> str:
+    keep = [ln.strip() for ln in text.splitlines() if ln.strip() and set(ln.strip()) != {"-"}]
+    return " | ".join(keep[-lines:])[-500:] or "no output"
+
+
+def _tune(ctx: RunContext, runner: _Launch, base: dict[str, Any], gflops: float | None,
+          nb: int) -> int:
+    """One short HPL per candidate block size (one launch); the fastest, or `nb` when none
+    gave a valid result."""
+    nbs = tuple(sorted({*inputs.NB_CANDIDATES, nb}))
+    s = runner.s
+    n = inputs.n_for_time(TUNE_S, (gflops or 1.0) * HPL_OF_DGEMM, max(nbs), s.q)
+    n = min(n, inputs.n_for_memory(s.mem_bytes, MEMORY_SHARE, max(nbs), s.q))
+    results = runner.go(Problem((n,), nbs, s.p, s.q), gflops, None)
+    for r in results:
+        ctx.metrics.append(Metric("hpl", "nb_search", "GFLOP/s", dict(base, n=r.n, nb=r.nb),
+                                  [r.gflops]))
+    if not results:
+        return nb
+    return max(results, key=lambda r: r.gflops).nb
+
+
+def _store(ctx: RunContext, model: _Model, s: Setup, params: dict[str, Any],
+           results: list[output.Result], clk: Metric | None) -> None:
+    """Rmax, time and residual of the valid runs; Rpeak on the measured clock (and the base
+    clock where the CPU states one) and the efficiency against each."""
+    if not results:
+        return
+    rmax = [r.gflops for r in results]
+    ctx.metrics += [Metric("hpl", "rmax", "GFLOP/s", params, rmax),
+                    Metric("hpl", "hpl_time", "s", dict(params), [r.seconds for r in results],
+                           "lower"),
+                    Metric("hpl", "residual", "1", dict(params),
+                           [r.residual for r in results if r.residual is not None], "lower")]
+    if clk is None or model.per_cycle is None:
+        return
+    cores = len(s.ranks.cores) * s.nodes
+    mp = dict(params, **model.params(), cores=cores, basis="measured clock")
+    rpeak = [model.per_cycle * cores * g for g in clk.samples]
+    mid = statistics.median(rpeak)
+    ctx.metrics += [Metric("hpl", "rpeak", "GFLOP/s", mp, rpeak),
+                    Metric("hpl", "efficiency", "%", dict(mp), [100 * g / mid for g in rmax])]
+    pct = 100 * statistics.median(rmax) / mid
+    ghz = clk.summary.median
+    if pct > ABOVE_PEAK:
+        msg = (f"HPL through {params['blas']} reached {pct:.1f} % of the Rpeak on the clock "
+               f"measured under {model.isa} load ({ghz:.3f} GHz): above any machine's peak, so "
+               "the cores ran faster during HPL than when the clock was measured (a busy host, "
+               "a clock that rose), or the flop model undercounts this core's FMA units")
+        ctx.findings.append({"benchmark": "hpl", "kind": "above_peak", "blas": params["blas"],
+                             "percent": round(pct, 2), "clock_ghz": round(ghz, 4),
+                             "message": msg})
+        ctx.warnings.append(f"hpl: {msg}")
+    if model.base is None:
+        return
+    base_ghz, source = model.base
+    bp = dict(mp, basis=f"base clock ({source})", clock_ghz=base_ghz)
+    rpeak_base = model.per_cycle * cores * base_ghz
+    ctx.metrics += [Metric("hpl", "rpeak_base", "GFLOP/s", bp, [rpeak_base]),
+                    Metric("hpl", "efficiency_base", "%", dict(bp),
+                           [100 * g / rpeak_base for g in rmax])]
+    pct_base = 100 * statistics.median(rmax) / rpeak_base
+    if pct_base > 100:
+        ctx.findings.append({
+            "benchmark": "hpl", "kind": "above_base", "blas": params["blas"],
+            "percent": round(pct_base, 2), "base_ghz": base_ghz, "clock_ghz": round(ghz, 4),
+            "message": f"HPL through {params['blas']} reached {pct_base:.1f} % of the base-clock "
+                       f"Rpeak: the cores ran at {ghz:.2f} GHz under {model.isa} load, above the "
+                       f"{base_ghz:.2f} GHz base; against the measured clock it is {pct:.1f} %"})
+
+
+
+def info(opts: HplOptions) -> int:
+    """`hpcprobe hpl info`: the HPL, MPI and BLAS libraries a run would use, the kernels each
+    BLAS picks here, and the peak model's parts."""
+    try:
+        prog: Program | str = program(opts)
+    except UserError as exc:
+        prog = str(exc)
+    try:
+        mpi: find.Mpi | str = find.find(opts.mpi_prefix)
+    except find.MpiNotFound as exc:
+        mpi = str(exc)
+    print(f"HPL:          {prog.kind} {prog.path}" if isinstance(prog, Program) else
+          f"HPL:          none ({prog})")
+    print(f"MPI:          {mpi.implementation} {mpi.version} ({mpi.prefix})"
+          if isinstance(mpi, find.Mpi) else f"MPI:          none ({mpi})")
+    cpu_isa = native.supported_isas()[-1]
+    cpu = flopmodel.read_cpuid()
+    ident = flopmodel.identify(cpu)
+    per_cycle = ident.arch.flops_per_cycle(peak.headline(cpu_isa, "dp")) if ident.arch else None
+    base = cpufreq.base_ghz(cpu.model_name if cpu else None)
+    print(f"CPU:          widest ISA {cpu_isa}; {ident.note}; "
+          + (f"{per_cycle:g} DP FLOP/cycle/core" if per_cycle else "not in the flop model")
+          + (f"; base clock {base[0]:g} GHz ({base[1]})" if base else "; states no base clock"))
+    system = blas.choose(None) if blas.installed() or provenance_blas() else []
+    print(f"system BLAS:  {system[0].library if system else 'none'}")
+    print("BLAS installed (--blas NAME):")
+    for name, lib in (blas.installed() or {}).items():
+        got = blas.dgemm(Blas(name, lib), (os.sched_getaffinity(0).pop(),), 1, 256)
+        said = got.get("error") or (f"{got.get('config')}; kernels {got.get('kernel')} "
+                                    f"({blas.kernel_isa(got) or '?'})")
+        print(f"  {name:10s} {lib}  {said}")
+    return 0

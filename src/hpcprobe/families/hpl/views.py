@@ -1,0 +1,140 @@
+"""The hpl family's views: HPL's Rmax against Rpeak (measured clock and base clock) per BLAS,
+DGEMM on one core and all through each BLAS with the kernels it chose, the NB search, and Rmax
+by BLAS as a plot."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from hpcprobe.machine.flopmodel import efficiency_label
+from hpcprobe.results.model import Metric, Run
+from hpcprobe.views import figure
+from hpcprobe.views.table import Block, Lines, Table, cell, n_range, shown
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+
+def _by_blas(run: Run, name: str) -> dict[str, Metric]:
+    return {m.params["blas"]: m for m in run.select("hpl", name)}
+
+
+def _hpl_table(run: Run) -> Table | None:
+    rmax = run.select("hpl", "rmax")
+    if not rmax:
+        return None
+    rpeak, eff = _by_blas(run, "rpeak"), _by_blas(run, "efficiency")
+    base, eff_base = _by_blas(run, "rpeak_base"), _by_blas(run, "efficiency_base")
+    time, resid = _by_blas(run, "hpl_time"), _by_blas(run, "residual")
+    t = Table(title=f"HPL, GFLOP/s (HPL's count: 2/3 N^3 + 3/2 N^2), median ±95% CI, "
+                    f"{n_range(rmax)}; Rpeak: FLOP/cycle of the widest FMA x cores x the clock "
+                    "measured under that load just before HPL",
+              caption="efficiency above 100 % of the measured-clock Rpeak is a finding (see "
+                      "the warnings), not an efficiency; the base-clock Rpeak is what the "
+                      "CPU's stated clock gives")
+    for col, justify in (("BLAS", "left"), ("kernel", "left"), ("program", "left"),
+                         ("N", "right"), ("NB", "right"), ("P x Q", "right"),
+                         ("ranks x threads", "right"), ("nodes", "right"), ("time s", "right"),
+                         ("Rmax", "right"), ("Rpeak", "right"), ("% Rpeak", "right"),
+                         ("Rpeak base", "right"), ("% base", "right"),
+                         ("residual", "right")):
+        t.add_column(col, justify)
+    for m in rmax:
+        p, b = m.params, m.params["blas"]
+        t.add_row(b, f"{p['kernel']} ({p['kernel_isa'] or '?'})", p["program"], str(p["n"]),
+                  str(p["nb"]), f"{p['p']} x {p['q']}",
+                  f"{p['ranks']} x {p['threads']} ({p['layout']})", str(p["nodes"]),
+                  f"{time[b].summary.median:.1f}" if b in time else "-", cell(m), cell(rpeak.get(b)),
+                  efficiency_label(eff[b].summary.median) if b in eff else "-",
+                  f"{base[b].summary.median:.1f}" if b in base else "-",
+                  f"{eff_base[b].summary.median:.1f}" if b in eff_base else "-",
+                  f"{max(resid[b].samples):.3g} PASSED" if b in resid and resid[b].samples
+                  else "-")
+    return t
+
+
+def _dgemm_table(run: Run) -> Table | None:
+    dgemm = run.select("hpl", "dgemm")
+    if not dgemm:
+        return None
+    frac = {(m.params["blas"], m.params["threads"]): m for m in run.select("hpl", "dgemm_fraction")}
+    counts = sorted({m.params["threads"] for m in dgemm})
+    t = Table(title=f"DGEMM through each BLAS (C = A B, n x n, sampled entries checked), GFLOP/s, "
+                    f"median ±95% CI, {n_range(dgemm)}; % of the model peak on the clock "
+                    "measured under the widest ISA's load")
+    for col in ("BLAS", "library", "kernels (ISA)", "n"):
+        t.add_column(col)
+    for n in counts:
+        t.add_column(f"{n} core(s)", "right")
+        t.add_column(f"{n}c % peak", "right")
+    rows: dict[str, dict[int, Metric]] = {}
+    for m in dgemm:
+        rows.setdefault(m.params["blas"], {})[m.params["threads"]] = m
+    for b, by_n in rows.items():
+        p = next(iter(by_n.values())).params
+        cells = []
+        for n in counts:
+            f = frac.get((b, n))
+            cells += [cell(by_n.get(n)), f"{f.summary.median:.1f}" if f else "-"]
+        t.add_row(b, p["library"], f"{p['kernel']} ({p['kernel_isa'] or '?'})", str(p["n"]),
+                  *cells)
+    return t
+
+
+def _nb_table(run: Run) -> Table | None:
+    search = run.select("hpl", "nb_search")
+    if not search:
+        return None
+    t = Table(title="HPL block size search (--tune): one short run per NB, GFLOP/s")
+    for col in ("BLAS", "N", "NB", "GFLOP/s"):
+        t.add_column(col, "left" if col == "BLAS" else "right")
+    for m in sorted(search, key=lambda m: (m.params["blas"], m.params["nb"])):
+        t.add_row(m.params["blas"], str(m.params["n"]), str(m.params["nb"]),
+                  f"{m.summary.median:.1f}")
+    return t
+
+
+def _headline(run: Run) -> Lines | None:
+    rmax = run.select("hpl", "rmax")
+    if not rmax:
+        return None
+    best = max(rmax, key=lambda m: m.summary.median)
+    p = best.params
+    eff = _by_blas(run, "efficiency").get(p["blas"])
+    rpeak = _by_blas(run, "rpeak").get(p["blas"])
+    line = (f"HPL: Rmax {best.summary.median:.1f} GFLOP/s through {p['blas']} ({p['kernel']} "
+            f"kernels), N {p['n']}, {p['nodes']} node(s)")
+    if eff is not None and rpeak is not None:
+        rp: dict[str, Any] = rpeak.params
+        ghz = rpeak.summary.median / (rp["flops_per_cycle"] * rp["cores"])
+        line += (f" = {efficiency_label(eff.summary.median)} % of Rpeak "
+                 f"{rpeak.summary.median:.1f} ({rp['flops_per_cycle']:g} FLOP/cycle x "
+                 f"{rp['cores']} core(s) x {ghz:.2f} GHz measured under {rp['clock_load']} load)")
+    eb = _by_blas(run, "efficiency_base").get(p["blas"])
+    if eb is not None:
+        line += (f"; {eb.summary.median:.1f} % of the base-clock Rpeak "
+                 f"({eb.params['clock_ghz']:g} GHz, {eb.params['basis']})"
+                 + (": above 100 % because the cores ran above base" if eb.summary.median > 100
+                    else ""))
+    return Lines([line])
+
+
+def tables(run: Run) -> list[Block]:
+    return shown(_hpl_table(run), _dgemm_table(run), _nb_table(run), _headline(run))
+
+
+def rmax_plot(runs: list[Run]) -> Figure | None:
+    """Rmax per BLAS (and run, with several)."""
+    rows = [(run, m) for run in runs for m in run.select("hpl", "rmax")]
+    if not rows:
+        return None
+    fig, ax = figure.new("HPL Rmax per BLAS", "", "GFLOP/s")
+    labels = [f"{m.params['blas']}\n{run.run_id[:6]}" if len(runs) > 1 else m.params["blas"]
+              for run, m in rows]
+    ax.bar(range(len(rows)), [m.summary.median for _, m in rows], color="tab:blue")
+    ax.set_xticks(range(len(rows)), labels, fontsize=8)
+    return fig
+
+
+def figures(runs: list[Run]) -> list[tuple[str, str, Figure]]:
+    return figure.named(("hpl-rmax", "HPL Rmax per BLAS", rmax_plot(runs)))
