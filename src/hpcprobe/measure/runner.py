@@ -45,11 +45,15 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
             options: Mapping[str, Any], progress: Progress, oversubscribe: bool = False,
             tag: str | None = None, isa_asked: bool = False, standalone: bool = False) -> Run:
     """Run the families that measure, in order (a family's failure is recorded and the others
-    go on), then add what the deriving ones derive from all the metrics."""
+    go on), then add what the deriving ones derive from all the metrics. Every family plans
+    first: a mistake in its options is said before anything is measured."""
     t0 = time.perf_counter()
     ctx = RunContext(topo, profile, isa, oversubscribe, progress, isa_asked=isa_asked,
                      standalone=standalone)
     measured = [f for f in families if f.run is not None]
+    for family in measured:
+        if family.plan is not None:
+            family.plan(ctx, options.get(family.name))
     run = Run(run_id=uuid.uuid4().hex[:12],
               created=datetime.now(UTC).isoformat(timespec="seconds"),
               host=socket.gethostname(), profile=profile.name,

@@ -65,7 +65,7 @@ class Settings:
     dgemm_reps: int  # timed DGEMM calls per figure
 
 
-SETTINGS = {"quick": Settings(3.0, 1, 3), "default": Settings(30.0, 2, 5),
+SETTINGS = {"quick": Settings(3.0, 1, 3), "default": Settings(15.0, 2, 5),
             "thorough": Settings(None, 3, 10)}
 #: `hpcprobe hpl` in the default profile: the TOP500-style run, N from 80 % of memory.
 FULL = Settings(None, 1, 5)
@@ -203,10 +203,17 @@ def size(ctx: RunContext, opts: HplOptions, s: Setup, nb: int, gflops: float | N
 
 
 def labels(ctx: RunContext, opts: HplOptions | None) -> list[str]:
-    """What a run does, in order (N where it depends on a measured rate says so)."""
+    """What a run does, in order (N where it depends on a measured rate says so); the options
+    a user gives are checked here, before anything runs."""
     opts = opts or HplOptions()
     s = setup(ctx, opts)
     st = settings_of(ctx)
+    if opts.xhpl:
+        program(opts)
+    if opts.blas:
+        blas.choose(opts.blas)
+    if opts.n is not None:
+        size(ctx, opts, s, opts.nb or min(inputs.NB_TABLE.values()), None)
     libs = opts.blas or ("the system's libblas.so.3",)
     how = (f"N {opts.n} per node" if opts.n else
            f"N from {opts.memory or MEMORY_SHARE:.0%} of memory" if opts.memory or not st.seconds

@@ -111,6 +111,9 @@ def choose(wanted: tuple[str, ...] | None, have: dict[str, str] | None = None) -
             if Path(name).name != "libblas.so.3":
                 raise UserError(f"--blas {spec}: name a libblas.so.3 (programs linked against "
                                 "the BLAS load it by that name)")
+            why = loads(name)
+            if why:
+                raise UserError(f"--blas {spec}: cannot be loaded: {why}")
             out.append(Blas(spec, name, coretype or None))
             continue
         if name not in DEBIAN:
@@ -124,6 +127,21 @@ def choose(wanted: tuple[str, ...] | None, have: dict[str, str] | None = None) -
             raise UserError(f"--blas {spec}: a core type is OpenBLAS's (OPENBLAS_CORETYPE)")
         out.append(Blas(spec, have[name], coretype or None))
     return out
+
+
+def loads(library: str) -> str | None:
+    """None when the library loads and has dgemm_ (tried in a child process: a broken library
+    may crash it); else why not."""
+    probe = "import ctypes, sys; ctypes.CDLL(sys.argv[1]).dgemm_"
+    try:
+        p = subprocess.run([sys.executable, "-c", probe, library], capture_output=True,
+                           text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return "loading it hangs"
+    if p.returncode == 0:
+        return None
+    lines = [ln.strip() for ln in p.stderr.splitlines() if ln.strip()]
+    return lines[-1] if lines else f"the loader died (status {p.returncode})"
 
 
 def kernel_isa(info: dict[str, Any]) -> str | None:
