@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -213,3 +214,34 @@ def test_a_killed_slurmd_is_a_failed_node_and_the_rest_completes(cluster, tmp_pa
     # its links were measured with the nodes measured before
     pairs = {(x["a"], x["b"]) for x in doc["links"]["links.latency size=8"]}
     assert pairs == {("n1", "n4"), ("n2", "n4"), ("n3", "n4")}, pairs
+
+
+def test_hpl_across_nodes_gives_weak_scaling(cluster, tmp_path):
+    """HPL (hpcc) on 1, 2 and 4 nodes, N = 1000 x sqrt(nodes): Rmax and the parallel
+    efficiency per node count; every run's residual check passed."""
+    if not shutil.which("hpcc"):
+        pytest.skip("no hpcc (make system-deps)")
+    r, doc = campaign(cluster, tmp_path, "hpl", "--no-links", "--scale", "hpl", "--scale-args",
+                      "--n 1000 --layout numa --runs 1")
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    assert doc["scaling_errors"] == []
+    [rmax] = [k for k in doc["weak_scaling"] if k.startswith("hpl.rmax")]
+    pts = doc["weak_scaling"][rmax]
+    assert [p["nodes"] for p in pts] == [1, 2, 4]
+    assert pts[0]["parallel_efficiency"] == 1.0
+    assert all(p["median"] > 0 and p["parallel_efficiency"] > 0 for p in pts)
+    assert "Across nodes (weak scaling" in r.stdout
+    with Store.open(tmp_path / "r.sqlite") as st:
+        runs = [x for x in st.load_all(Selection(tag="hpl")) if "hpl" in x.benchmarks]
+    got = sorted((m.params["nodes"], m.params["n"], m.params["ranks"]) for x in runs
+                 for m in x.metrics if m.name == "rmax")
+    assert [(k, ranks) for k, _, ranks in got] == [(1, 1), (2, 2), (4, 4)]
+    assert got[0][1] == 1000 and got[1][1] >= 1000 * 1.4 and got[2][1] >= 1000 * 1.9
+
+
+def test_scale_mistakes_are_said_before_any_job(cluster, tmp_path):
+    for extra, needle in ((("--scale", "compute"), "runs across nodes: hpl"),
+                          (("--scale", "hpl", "--scale-args", "--n 0"), "--n")):
+        r = hpcprobe(cluster, "cluster", "run", "-p", "test", "--db", str(tmp_path / "r.sqlite"),
+                     "--workdir", str(tmp_path / "w"), *extra)
+        assert r.returncode == 2 and needle in r.stderr, r.stderr

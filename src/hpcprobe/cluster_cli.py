@@ -14,7 +14,7 @@ from typing import Any
 from hpcprobe import registry
 from hpcprobe.cli import _add_db, _Bar, _console, _Parser
 from hpcprobe.cluster import views
-from hpcprobe.cluster.campaign import Campaign, Plan, link_rounds
+from hpcprobe.cluster.campaign import Campaign, Plan, link_rounds, node_counts
 from hpcprobe.cluster.verdict import Thresholds, Verdict, analyse
 from hpcprobe.common import files
 from hpcprobe.common.errors import EXIT_FAILURE, UserError
@@ -106,6 +106,14 @@ def add_parser(sub: Any) -> None:
     links.add_argument("--mpi-plugin", default="pmix", metavar="NAME",
                        help="srun --mpi=NAME for the MPI job (default pmix; '' for the "
                             "site's default)")
+    scale = r.add_argument_group("across nodes")
+    scale.add_argument("--scale", type=options.names, default=(), metavar="B1,B2",
+                       help="also run these benchmarks across 1, 2, 4, ... of the nodes (weak "
+                            "scaling; they keep the work per node): " + ", ".join(
+                                registry.scaling()))
+    scale.add_argument("--scale-args", default="", metavar="'ARGS'",
+                       help="their options, e.g. '--n 20000 --blas openblas' (checked here "
+                            "before any job)")
     r.add_argument("--no-remeasure", action="store_true",
                    help="do not measure flagged nodes and links again")
     r.add_argument("--dry-run", action="store_true", help="say what would run; submit nothing")
@@ -162,21 +170,30 @@ def _nodes(a: argparse.Namespace, sched: Scheduler, store: Store | None
     return nodes, [n for n in v.measured if n not in nodes and n not in flagged]
 
 
-def _probe_args(a: argparse.Namespace) -> list[str]:
-    """The node probe's narrowing options, parsed here as `hpcprobe run` would parse them."""
+def _args(families: list[str], text: str, option: str) -> list[str]:
+    """Narrowing options of `hpcprobe run FAMILIES`, parsed here as it would parse them."""
     from hpcprobe.cli import build_parser
 
     try:
-        extra = shlex.split(a.probe_args)
+        extra = shlex.split(text)
     except ValueError as exc:
-        raise UserError(f"--probe-args {a.probe_args!r}: {exc}") from None
-    registry.resolve(list(a.probe))
-    build_parser().parse_args(["run", *a.probe, *extra, "--dry-run"])  # exit 2 on a mistake
+        raise UserError(f"{option} {text!r}: {exc}") from None
+    registry.resolve(families)
+    build_parser().parse_args(["run", *families, *extra, "--dry-run"])  # exit 2 on a mistake
     return extra
 
 
+def _scale(a: argparse.Namespace) -> list[str]:
+    """The families asked to run across nodes (each must declare how), and their options."""
+    known = registry.scaling()
+    for name in a.scale:
+        if name not in known:
+            raise UserError(f"--scale {name!r}: runs across nodes: {', '.join(known)}")
+    return _args(list(a.scale), a.scale_args, "--scale-args") if a.scale else []
+
+
 def _plan(a: argparse.Namespace, sched: Scheduler, store: Store | None, tag: str,
-          workdir: Path, probe_args: list[str]) -> Plan:
+          workdir: Path, probe_args: list[str], scale_args: list[str]) -> Plan:
     nodes, peers = _nodes(a, sched, store)
     ranks = a.ranks_per_node or min(sched.cpus(nodes + peers).values(), default=1)
     return Plan(tag, nodes, workdir, list(a.probe), probe_args, a.profile, a.concurrency,
@@ -184,22 +201,24 @@ def _plan(a: argparse.Namespace, sched: Scheduler, store: Store | None, tag: str
                 link_size=a.link_size, link_parallel=a.link_parallel, ranks_per_node=ranks,
                 mpi_plugin=a.mpi_plugin, remeasure=not a.no_remeasure,
                 thresholds=_thresholds(a), not_joined=registry.not_joined(),
-                partition=a.partition, peers=peers)
+                partition=a.partition, peers=peers,
+                scale={f: registry.scaling()[f] for f in a.scale}, scale_args=scale_args)
 
 
 def cmd_run(a: argparse.Namespace) -> int:
-    probe_args = _probe_args(a)
+    probe_args = _args(list(a.probe), a.probe_args, "--probe-args")
+    scale_args = _scale(a)
     tag = a.tag or datetime.now(UTC).strftime("cluster-%Y%m%d-%H%M%S")
     workdir = Path(a.workdir or Path("hpcprobe-cluster") / tag).resolve()
     sched = _scheduler(a)
     if a.dry_run:  # reads the store only for --only, and creates none
         if a.only is None:
-            return _dry_run(_plan(a, sched, None, tag, workdir, probe_args), sched)
+            return _dry_run(_plan(a, sched, None, tag, workdir, probe_args, scale_args), sched)
         with Store.open(a.db, create=False) as store:
-            return _dry_run(_plan(a, sched, store, tag, workdir, probe_args), sched)
+            return _dry_run(_plan(a, sched, store, tag, workdir, probe_args, scale_args), sched)
     with Store.open(a.db) as store:
         store.check_writable()
-        plan = _plan(a, sched, store, tag, workdir, probe_args)
+        plan = _plan(a, sched, store, tag, workdir, probe_args, scale_args)
         try:
             workdir.mkdir(parents=True, exist_ok=True)
             files.check_writable(workdir / "campaign.check", "--workdir")
@@ -236,6 +255,9 @@ def _dry_run(plan: Plan, sched: Scheduler) -> int:
         print(f"  links: one MPI job of {len(nodes)} node(s) x {plan.ranks_per_node} "
               f"rank(s): {sum(len(r) for r in rounds)} pair(s) in {len(rounds)} round(s), "
               "collectives on 2, 4, ... nodes")
+    for family in plan.scale:
+        print(f"  across nodes: `hpcprobe run {shlex.join([family, *plan.scale_args])} --hosts "
+              f"...` on {node_counts(len(plan.nodes))} of the nodes that answer, one job each")
     return 0
 
 

@@ -10,7 +10,7 @@ from hpcprobe.common.errors import UserError
 from hpcprobe.families import FAMILIES
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import runner
-from hpcprobe.measure.family import Family, NoProgress, Progress, flags
+from hpcprobe.measure.family import Family, NoProgress, Progress, Scaling, flags
 from hpcprobe.measure.profiles import Profile
 from hpcprobe.results.model import Run
 from hpcprobe.views.figure import Figures
@@ -48,6 +48,11 @@ def plan(topo: Topology, profile: Profile, names: Sequence[str] | None, isa: str
          ) -> list[tuple[str, list[str]]]:
     """What the named families would measure."""
     return runner.plan(topo, profile, resolve(names), isa, options, oversubscribe, isa_asked)
+
+
+def scaling() -> dict[str, Scaling]:
+    """Family name -> its Scaling, for those that run across nodes."""
+    return {f.name: f.scaling for f in FAMILIES.values() if f.scaling is not None}
 
 
 def views() -> list[View]:

@@ -2,9 +2,11 @@
 a job of its own, each node's document written to a shared work directory and stored under the
 campaign tag as it arrives; then the links (one MPI job over the nodes: pairs b_eff style,
 message rate, collectives as nodes are added); then what the verdict flags is measured again
-(a transient is not a verdict). A node whose job fails, never starts or runs past its timeout
-is cancelled and reported failed; the rest goes on. Each pass stores a campaign run: its node
-list, the failures and the link figures."""
+(a transient is not a verdict); then the families asked to scale run across 1, 2, 4, ... of
+the nodes that answered (one job each, weak scaling). A node whose job fails, never starts or
+runs past its timeout is cancelled and reported failed; the rest goes on. Each pass stores a
+campaign run: its node list, the failures and the link figures; each scaling job's run is
+stored with its node count."""
 
 from __future__ import annotations
 
@@ -34,7 +36,7 @@ from hpcprobe.cluster.verdict import (
 )
 from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.common.names import natural
-from hpcprobe.measure.family import Progress
+from hpcprobe.measure.family import Progress, Scaling
 from hpcprobe.mpi import build, find
 from hpcprobe.mpi.program import UNITS
 from hpcprobe.results.model import Metric, Run, read_json
@@ -74,6 +76,8 @@ class Plan:
     seed: int = 0
     partition: str | None = None  # submit there (None: the scheduler's default)
     peers: list[str] = field(default_factory=list)  # measured before: link partners of `nodes`
+    scale: dict[str, Scaling] = field(default_factory=dict)  # families run across nodes
+    scale_args: list[str] = field(default_factory=list)  # and their options (--n 2000 ...)
 
 
 def link_rounds(p: Plan) -> list[list[tuple[str, str]]]:
@@ -86,6 +90,11 @@ def link_rounds(p: Plan) -> list[list[tuple[str, str]]]:
                                      for j in range(min(3, len(p.peers)))
                                      for i, n in enumerate(p.nodes)])
     return rounds
+
+
+def node_counts(n: int) -> list[int]:
+    """1, 2, 4, ... up to n, and n."""
+    return sorted({*(1 << i for i in range(n.bit_length()) if 1 << i <= n), n}) if n else []
 
 
 def _now() -> str:
@@ -122,7 +131,9 @@ class Campaign:
         if p.links and len(p.nodes) + len(p.peers) >= 2:  # no MPI: said before any job runs
             self.mpi = find.find()
             self.exe = build.build(self.mpi)
-        self._pass("campaign", p.nodes, link_rounds(p))
+        done = self._pass("campaign", p.nodes, link_rounds(p))
+        for family, scaling in p.scale.items():
+            self.scale_pass(family, scaling, sorted(done, key=natural))
         verdict = self.verdict()
         for _ in range(REMEASURES if p.remeasure else 0):
             nodes, links = self._to_remeasure(verdict)
@@ -152,8 +163,9 @@ class Campaign:
         return nodes, sorted({undirected(k) for k in links})
 
     def _pass(self, role: str, nodes: list[str], pairing_rounds: list[list[tuple[str, str]]],
-              scaling: bool = True) -> None:
-        """The node probes, then the links among the nodes that answered; one campaign run."""
+              scaling: bool = True) -> list[str]:
+        """The node probes, then the links among the nodes that answered; one campaign run.
+        The nodes that answered."""
         start = time.monotonic()
         done: list[str] = []
         failed: dict[str, str] = {}
@@ -182,6 +194,7 @@ class Campaign:
                 errors.append(f"links: {link_error}")
         self._save_campaign(role, nodes, done, failed, metrics, errors, link_error,
                             time.monotonic() - start)
+        return done
 
     # -- node probes
 
@@ -266,23 +279,18 @@ class Campaign:
 
     def _collect(self, node: str, job: Job) -> str | None:
         """Store a finished node's document; None, or why the node failed."""
-        doc = self._doc(job.spec.output)
-        if not doc.is_file():
-            state = job.state.lower().replace("_", " ") + (f" ({job.reason})" if job.reason
-                                                           else "")
-            return f"its job {job.id} ended {state} without a result: {_tail(job.spec.output)}"
-        try:
-            run = read_json(doc)
-        except UserError as exc:
-            return f"its result is unreadable: {exc}"
+        run = self._no_result(job) or self._read(job.spec.output)
+        if isinstance(run, str):
+            return run
         run.host = node  # Slurm's name for it; the node's own is in the provenance
         try:
             self.store.save(run)
         except AlreadyStored:
             pass
         except HpcprobeError as exc:
-            raise HpcprobeError(f"{exc}; the nodes' documents stay in {doc.parent} "
-                                "(`hpcprobe import` stores them)") from None
+            raise HpcprobeError(f"{exc}; the nodes' documents stay in "
+                                f"{self.plan.workdir / 'nodes'} (`hpcprobe import` stores "
+                                "them)") from None
         return None
 
     # -- links
@@ -337,11 +345,80 @@ class Campaign:
             error += "; the figures it printed are kept"
         return metrics, error
 
+    # -- a family across nodes
+
+    def scale_pass(self, family: str, scaling: Scaling, nodes: list[str]) -> None:
+        """The family on the first 1, 2, 4, ... of `nodes` (its --hosts), one job at a time;
+        each job's run stored with its node count, or a campaign run with why it failed."""
+        p = self.plan
+        counts = node_counts(len(nodes))
+        self.progress.start(f"{family} across nodes: {counts}", len(counts))
+        for k in counts:
+            hosts = nodes[:k]
+            output = p.workdir / "jobs" / f"{family}-{k}nodes.{time.time_ns()}.out"
+            argv = [sys.executable, "-m", "hpcprobe", "run", family, "--hosts", ",".join(hosts),
+                    *p.scale_args, "--profile", p.profile, "--tag", p.tag, "--no-store",
+                    "--json", str(self._doc(output))]
+            spec = JobSpec(f"hpb-{p.tag}-{family}-{k}"[:64], hosts, argv, output, p.timeout_s,
+                           tasks_per_node=p.ranks_per_node, partition=p.partition,
+                           env={"SLURM_MPI_TYPE": p.mpi_plugin} if p.mpi_plugin else {})
+            info = {"role": "scaling", "family": family, "count": k, "nodes": hosts,
+                    "metrics": list(scaling.metrics), "grow": list(scaling.grow)}
+            start = time.monotonic()
+            try:
+                why = self._wait(self.sched.submit(spec))
+            except HpcprobeError as exc:  # refused by the scheduler
+                why = str(exc)
+            run = None if why else self._read(spec.output)
+            if isinstance(run, str):
+                why, run = run, None
+            if run is None:
+                self._save_campaign("scaling", hosts, [], {}, [], [why or "no result"], None,
+                                    time.monotonic() - start, extra=info)
+            else:
+                run.provenance[CAMPAIGN] = info
+                run.host = hosts[0]
+                self.store.save(run)
+            self.progress.advance(f"{family} across nodes: {k} done")
+
+    def _wait(self, job: Job) -> str | None:
+        """Follow one job to its end (start and run timeouts as for node jobs); None, or why
+        it failed."""
+        p = self.plan
+        try:
+            while not job.finished:
+                time.sleep(p.poll_s)
+                self.sched.poll([job])
+                now = time.monotonic()
+                if job.never or (job.started is None and now - job.submitted > p.start_timeout_s):
+                    return f"its job {job.id} did not start ({job.reason or 'pending'}); cancelled"
+                if job.started is not None and now - job.started > p.timeout_s:
+                    return (f"no result after {p.timeout_s:g} s running (job {job.id}); "
+                            f"cancelled; last output: {_tail(job.spec.output)}")
+        finally:
+            self.sched.cancel([job])
+        return self._no_result(job)
+
+    def _no_result(self, job: Job) -> str | None:
+        """Why a finished job left no document, or None."""
+        if self._doc(job.spec.output).is_file():
+            return None
+        state = job.state.lower().replace("_", " ") + (f" ({job.reason})" if job.reason else "")
+        return f"its job {job.id} ended {state} without a result: {_tail(job.spec.output)}"
+
+    def _read(self, output: Path) -> Run | str:
+        """A job's document, or why it is unreadable."""
+        try:
+            return read_json(self._doc(output))
+        except UserError as exc:
+            return f"its result is unreadable: {exc}"
+
     # -- the campaign's own record
 
     def _save_campaign(self, role: str, nodes: list[str], done: list[str],
                        failed: dict[str, str], metrics: list[Metric], errors: list[str],
-                       link_error: str | None, duration: float) -> None:
+                       link_error: str | None, duration: float,
+                       extra: dict[str, Any] | None = None) -> None:
         p = self.plan
         mpi = self.mpi
         prov: dict[str, Any] = {
@@ -354,7 +431,8 @@ class Campaign:
                        "measured": nodes, "done": done, "failed": failed,
                        "link_error": link_error,
                        "scheduler": self.sched.name, "probe": p.probe + p.probe_args,
-                       "workdir": str(p.workdir), "thresholds": vars(p.thresholds)},
+                       "workdir": str(p.workdir), "thresholds": vars(p.thresholds),
+                       **(extra or {})},
         }
         run = Run(uuid.uuid4().hex[:12], _now(), socket.gethostname(), p.profile,
                   sorted({m.benchmark for m in metrics}), prov,

@@ -101,6 +101,10 @@ class Verdict:
     scaling: dict[str, list[tuple[int, float]]]  # "allreduce 8 B" -> (nodes, median us)
     unjudged: list[str] = field(default_factory=list)  # why some figures were not judged
     link_errors: list[str] = field(default_factory=list)  # why links were not measured
+    #: families run across nodes: figure -> (nodes, median, parallel efficiency or None)
+    weak: dict[str, list[tuple[int, float, float | None]]] = field(default_factory=dict)
+    weak_units: dict[str, str] = field(default_factory=dict)
+    scaling_errors: list[str] = field(default_factory=list)  # why a node count has no figure
 
     @property
     def measured(self) -> list[str]:
@@ -108,7 +112,7 @@ class Verdict:
 
     @property
     def flagged(self) -> bool:
-        return bool(self.findings or self.failed or self.link_errors)
+        return bool(self.findings or self.failed or self.link_errors or self.scaling_errors)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -125,6 +129,9 @@ class Verdict:
             "scaling": {k: [{"nodes": n, "median": v} for n, v in pts]
                         for k, pts in self.scaling.items()},
             "unjudged": self.unjudged, "link_errors": self.link_errors,
+            "weak_scaling": {k: [{"nodes": n, "median": v, "parallel_efficiency": e}
+                                 for n, v, e in pts] for k, pts in self.weak.items()},
+            "weak_units": self.weak_units, "scaling_errors": self.scaling_errors,
         }
 
 
@@ -465,14 +472,44 @@ def undirected(k: tuple[str, str]) -> tuple[str, str]:
 
 
 def _scaling(campaign_runs: list[Run], v: Verdict) -> None:
+    """The links job's collectives as nodes are added."""
     curves: dict[str, dict[int, float]] = defaultdict(dict)
     for run in sorted(campaign_runs, key=lambda r: r.created):
         for m in run.metrics:
-            if "nodes" in m.params and m.samples:
+            if m.benchmark == "scaling" and "nodes" in m.params and m.samples:
                 size = m.params.get("size")
                 key = f"{m.name} {size} B" if size else m.name
                 curves[key][int(m.params["nodes"])] = statistics.median(m.samples)
     v.scaling = {k: sorted(c.items()) for k, c in curves.items()}
+
+
+#: Params that change with the node count of a run across nodes (not what the figure is).
+PER_COUNT = frozenset({"nodes", "ranks", "p", "q", "hosts", "n"})
+
+
+def _weak(campaign_runs: list[Run], ignore: frozenset[str], v: Verdict) -> None:
+    """The families run across 1, 2, 4, ... nodes: their declared figures per node count (the
+    latest run of each count), the parallel efficiency of those that grow with the nodes, and
+    why a count has none."""
+    points: dict[str, dict[int, float]] = defaultdict(dict)
+    grow: set[str] = set()
+    for run in sorted(campaign_runs, key=lambda r: r.created):
+        info = run.provenance[CAMPAIGN]
+        if info.get("role") != "scaling":
+            continue
+        count = int(info["count"])
+        v.scaling_errors += [f"{info['family']} on {count} node(s): {e}" for e in run.errors]
+        for m in run.metrics:
+            if m.benchmark == info["family"] and m.name in info["metrics"] and m.samples:
+                name = label(m, ignore | PER_COUNT)
+                points[name][count] = statistics.median(m.samples)
+                v.weak_units[name] = m.unit
+                if m.name in info.get("grow", []):
+                    grow.add(name)
+    for name, by_count in points.items():
+        one = by_count.get(1)
+        v.weak[name] = [(k, x, x / (k * one) if name in grow and one else None)
+                        for k, x in sorted(by_count.items())]
 
 
 def is_campaign_run(run: Run) -> bool:
@@ -508,6 +545,7 @@ def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None,
         _node_verdict(node_runs, th, ignore, v)
         _link_verdict(campaign_runs, th, ignore, v)
     _scaling(campaign_runs, v)
+    _weak(campaign_runs, ignore, v)
     order = {SLOW_NODE: 0, SLOW_ENDPOINT: 1, SLOW_LINK: 2}
     v.findings.sort(key=lambda f: (order[f.kind], natural(f.item)))
     return v

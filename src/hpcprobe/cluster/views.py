@@ -66,6 +66,8 @@ def blocks(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> list[Bloc
         out.append(t)
     if v.link_errors:
         out.append(Lines([f"Links not measured: {e}" for e in v.link_errors]))
+    if v.scaling_errors:
+        out.append(Lines([f"Across nodes: {e}" for e in v.scaling_errors]))
     if v.transients:
         t = Table("Transients (flagged once, not when measured again; not counted)")
         t.add_column("kind")
@@ -82,7 +84,7 @@ def blocks(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> list[Bloc
         for fp, nodes in v.groups.items():
             t.add_row(fp, str(len(nodes)), _few(nodes))
         out.append(t)
-    out += [b for b in (_worst_nodes(v), _links(v), _scaling(v)) if b is not None]
+    out += [b for b in (_worst_nodes(v), _links(v), _scaling(v), _weak(v)) if b is not None]
     if v.unjudged:
         out.append(Lines(v.unjudged))
     cmds = [shlex.join(drain_argv(node, why)) for node, why in to_drain(v)]
@@ -145,6 +147,24 @@ def _scaling(v: Verdict) -> Table | None:
     return t
 
 
+def _weak(v: Verdict) -> Table | None:
+    if not v.weak:
+        return None
+    t = Table("Across nodes (weak scaling: the work per node kept)",
+              caption="parallel efficiency: the figure on k nodes over k times its figure on "
+                      "one node, for figures that grow with the nodes")
+    for name, justify in (("figure", "left"), ("nodes", "right"), ("median", "right"),
+                          ("unit", "left"), ("per node", "right"),
+                          ("parallel efficiency", "right")):
+        t.add_column(name, justify)
+    for label, pts in v.weak.items():
+        for k, x, eff in pts:
+            t.add_row(label, str(k), f"{x:.4g}", v.weak_units[label],
+                      f"{x / k:.4g}" if eff is not None else "-",
+                      f"{100 * eff:.1f} %" if eff is not None else "-")
+    return t
+
+
 def figures(v: Verdict) -> list[tuple[str, str, Figure]]:
     from hpcprobe.views import figure
 
@@ -187,6 +207,16 @@ def figures(v: Verdict) -> list[tuple[str, str, Figure]]:
             ax.plot([n for n, _ in pts], [y for _, y in pts], marker="o", label=key)
         ax.legend(fontsize=8)
         out.append(("cluster-scaling", "Collectives as nodes are added", fig))
+    grow = {k: pts for k, pts in v.weak.items() if any(e is not None for _, _, e in pts)}
+    if grow:
+        title = "Across nodes: parallel efficiency against one node"
+        fig, ax = figure.new(title, "nodes", "parallel efficiency %", logx=True)
+        for key, pts in grow.items():
+            ax.plot([n for n, _, _ in pts], [100 * (e or 0) for _, _, e in pts], marker="o",
+                    label=key)
+        ax.axhline(100, linestyle=":", color="grey", label="ideal")
+        ax.legend(fontsize=8)
+        out.append(("cluster-weak", title, fig))
     return out
 
 

@@ -117,6 +117,16 @@ class Command:
 
 
 @dataclass(frozen=True)
+class Scaling:
+    """What cluster mode reports when it runs the family across 1, 2, 4, ... nodes (its
+    `--hosts`; the family keeps the work per node: weak scaling): these metrics per node count;
+    those that `grow` with the nodes also get the parallel efficiency against one node."""
+
+    metrics: tuple[str, ...]
+    grow: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Family:
     """A registered benchmark family. Central code (CLI, runner, views, compare) iterates over
     the registry of these and names no family."""
@@ -138,6 +148,7 @@ class Family:
     views: tuple[View, ...] = ()  # tables and text of one run (terminal and HTML)
     figures: tuple[Figures, ...] = ()  # plots of one or more runs (HTML report)
     command: Command | None = None
+    scaling: Scaling | None = None  # runs across nodes (cluster run --scale)
 
     def declares(self, m: Metric) -> bool:
         """Whether it declared this metric with its unit and direction."""

@@ -106,7 +106,10 @@ def _srun(path: str, mpi: Mpi, layout: Layout, command: list[str], workdir: Path
             "map_cpu:" + ",".join(map(str, layout.cpus)))
     argv = [path, "-n", str(layout.ranks), "--cpu-bind=" + bind]
     if layout.hosts:
-        argv += ["--nodelist", ",".join(_unique(layout.hosts))]
+        hosts = _unique(layout.hosts)
+        argv += ["--nodelist", ",".join(hosts), "--nodes", str(len(hosts))]
+        if layout.ranks % len(hosts) == 0:
+            argv += ["--ntasks-per-node", str(layout.ranks // len(hosts))]
     if layout.oversubscribed:
         argv.append("--overcommit")
     return Launch(argv + command, dict(env))

@@ -29,6 +29,7 @@ class JobSpec:
     tasks_per_node: int = 1
     mpi: str | None = None
     partition: str | None = None  # None: the scheduler's default
+    env: dict[str, str] = field(default_factory=dict)  # added to the job's environment
 
 
 @dataclass

@@ -118,7 +118,8 @@ class Slurm(Scheduler):
         script = spec.output.with_suffix(".sh")
         run = spec.argv if spec.mpi is None else \
             ["srun", *([f"--mpi={spec.mpi}"] if spec.mpi else []), *spec.argv]
-        script.write_text(f"#!/bin/sh\n# written by hpcprobe: {spec.name}\n"
+        exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in spec.env.items())
+        script.write_text(f"#!/bin/sh\n# written by hpcprobe: {spec.name}\n{exports}"
                           f"exec {shlex.join(run)}\n")
         r = self._client("sbatch", "--parsable", "--job-name", spec.name,
                          "--nodes", str(len(spec.nodes)), "--nodelist", ",".join(spec.nodes),
@@ -136,7 +137,7 @@ class Slurm(Scheduler):
                 *([f"--mpi={spec.mpi}"] if spec.mpi else []), *spec.argv]
         with open(spec.output, "w") as out:
             p = subprocess.Popen([*self.prefix, *argv], stdout=out, stderr=subprocess.STDOUT,
-                                 stdin=subprocess.DEVNULL, env=self._env,
+                                 stdin=subprocess.DEVNULL, env={**self._env, **spec.env},
                                  start_new_session=True)
         return Job(spec, f"step-{p.pid}", state="RUNNING", handle=p)
 

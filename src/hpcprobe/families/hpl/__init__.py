@@ -4,7 +4,7 @@ measured under load, DGEMM through the same BLAS, and which kernels that BLAS ru
 from __future__ import annotations
 
 from hpcprobe.families.hpl import bench, views
-from hpcprobe.measure.family import Command, Family
+from hpcprobe.measure.family import Command, Family, Scaling
 
 FAMILY = Family(
     "hpl", "HPL (hpcc or your xhpl) against an Rpeak on the measured clock; DGEMM and the "
@@ -21,4 +21,5 @@ FAMILY = Family(
                     "the clock measured under the widest ISA's load, and DGEMM through the same "
                     "BLAS with the kernels it chose (`hpl info` lists the BLAS libraries).",
         actions={"info": ("show the HPL, MPI and BLAS libraries found and the kernels each "
-                          "BLAS picks", bench.info)}))
+                          "BLAS picks", bench.info)}),
+    scaling=Scaling(("rmax", "efficiency"), grow=("rmax",)))
