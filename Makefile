@@ -32,6 +32,7 @@ bench: setup
 	$(PY) benchmarks/latency_levels.py
 	$(PY) benchmarks/compute_vs_likwid.py
 	$(PY) benchmarks/mpi_vs_hpcc.py
+	$(PY) benchmarks/hpl_vs_hpcc.py
 
 lint: setup
 	$(PY) -m pip install -q ruff mypy

@@ -28,6 +28,7 @@ from pathlib import Path
 from sidebyside import in_turn, missing, round_ratios
 
 from hpcprobe import native, registry
+from hpcprobe.families.hpl import inputs
 from hpcprobe.families.mpi.bench import MpiOptions
 from hpcprobe.machine import topology
 from hpcprobe.machine.placement import plan
@@ -37,43 +38,8 @@ from hpcprobe.mpi import find, launchers
 from hpcprobe.mpi.launchers import Layout
 
 MiB = 1 << 20
-HPCC_INPUT = """HPLinpack benchmark input file
-hpcprobe benchmarks/mpi_vs_hpcc.py: a small HPL so that hpcc ends quickly
-HPL.out      output file name (if any)
-6            device out (6=stdout,7=stderr,file)
-1            # of problems sizes (N)
-1000         Ns
-1            # of NBs
-80           NBs
-0            PMAP process mapping (0=Row-,1=Column-major)
-1            # of process grids (P x Q)
-1            Ps
-2            Qs
-16.0         threshold
-1            # of panel fact
-2            PFACTs (0=left, 1=Crout, 2=Right)
-1            # of recursive stopping criterium
-4            NBMINs (>= 1)
-1            # of panels in recursion
-2            NDIVs
-1            # of recursive panel fact.
-1            RFACTs (0=left, 1=Crout, 2=Right)
-1            # of broadcast
-1            BCASTs (0=1rg,1=1rM,2=2rg,3=2rM,4=Lng,5=LnM)
-1            # of lookahead depth
-1            DEPTHs (>=0)
-2            SWAP (0=bin-exch,1=long,2=mix)
-64           swapping threshold
-0            L1 in (0=transposed,1=no-transposed) form
-0            U  in (0=transposed,1=no-transposed) form
-1            Equilibration (0=no,1=yes)
-8            memory alignment in double (> 0)
-##### This line (no. 32) is ignored (it serves as a separator). ######
-0                               Number of additional problem sizes for PTRANS
-1200 10000 30000                values of N
-0                               number of additional blocking sizes for PTRANS
-40 9 8 13 13 20 16 32 64        values of NB
-"""
+#: a small HPL (N 1000) so that hpcc ends quickly
+HPCC_INPUT = inputs.hpccinf(inputs.Problem((1000,), (80,), 1, 2))
 #: (label, hpcprobe metric, size) -> the hpcc figure it is compared with (or None)
 FIGURES = [
     ("latency 0 B (us)", "latency", 0, None),
@@ -91,7 +57,8 @@ def hpcc(mpi: find.Mpi, layout: Layout) -> dict[str, float]:
     launcher, path = launchers.choose(mpi, None)
     with tempfile.TemporaryDirectory(prefix="hpcc-") as tmp:
         (Path(tmp) / "hpccinf.txt").write_text(HPCC_INPUT)
-        spec = launcher.build(path, mpi, layout, [shutil.which("hpcc") or "hpcc"], Path(tmp))
+        spec = launcher.build(path, mpi, layout, [shutil.which("hpcc") or "hpcc"], Path(tmp),
+                              {})
         subprocess.run(spec.argv, cwd=tmp, env={**__import__("os").environ, **spec.env},
                        check=True, capture_output=True, timeout=600)
         text = (Path(tmp) / "hpccoutf.txt").read_text()

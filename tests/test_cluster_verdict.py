@@ -15,7 +15,7 @@ import clusterdata
 from hpcprobe.cli import main
 from hpcprobe.cluster import pairs, verdict
 from hpcprobe.cluster.verdict import SLOW_ENDPOINT, SLOW_LINK, SLOW_NODE, Thresholds, analyse
-from hpcprobe.results.model import read_json
+from hpcprobe.results.model import Metric, read_json
 from hpcprobe.results.store import Store
 
 
@@ -141,6 +141,48 @@ def test_the_scaling_curve_and_the_json_document():
              for zx, nx in zip(zr, nr, strict=True)
              if zx is not None and nx is not None and zx != 0 and nx != 1]
     assert pairs and all((zx > 0) == (nx < 1) for zx, nx in pairs)  # z > 0: worse
+
+
+def _scaling_run(template, count: int, rmax: float, minute: int, errors=()):
+    """A family's run across `count` nodes as cluster mode stores it."""
+    params = {"blas": "openblas", "nodes": count, "n": 1000 * count, "ranks": 2 * count,
+              "p": 1, "q": 2 * count, "hosts": ",".join(f"n{i + 1}" for i in range(count))}
+    return replace(template, run_id=f"s{count}{minute}", host="n1", tag="c1",
+                   created=f"2026-01-01T00:{minute:02d}:00+00:00", errors=list(errors),
+                   provenance={**template.provenance, "cluster": {
+                       "role": "scaling", "family": "hpl", "count": count,
+                       "nodes": [f"n{i + 1}" for i in range(count)],
+                       "metrics": ["rmax", "efficiency"], "grow": ["rmax"]}},
+                   metrics=[Metric("hpl", "rmax", "GFLOP/s", params, [rmax]),
+                            Metric("hpl", "efficiency", "%", dict(params),
+                                           [50.0 * rmax / (100 * count)])])
+
+
+def test_a_family_across_nodes_gives_its_parallel_efficiency():
+    _, runs = clusterdata.campaign(4)
+    template = read_json(clusterdata.TEMPLATE)
+    runs += [_scaling_run(template, 1, 100.0, 10), _scaling_run(template, 2, 190.0, 11),
+             _scaling_run(template, 4, 300.0, 12)]
+    v = analyse(runs, "c1")
+    # the scaling runs are neither nodes to judge nor their node's probe
+    assert v.measured == ["n1", "n2", "n3", "n4"] and not v.findings and not v.flagged
+    [rmax] = [k for k in v.weak if k.startswith("hpl.rmax")]
+    assert v.weak[rmax] == [(1, 100.0, 1.0), (2, 190.0, 0.95), (4, 300.0, 0.75)]
+    [eff] = [k for k in v.weak if k.startswith("hpl.efficiency")]
+    assert all(e is None for _, _, e in v.weak[eff])  # a share does not grow with nodes
+    doc = v.to_dict()
+    assert doc["weak_scaling"][rmax][2] == {"nodes": 4, "median": 300.0,
+                                            "parallel_efficiency": 0.75}
+    from hpcprobe.cluster import views
+    [table] = [b for b in views.blocks(v, lambda n, r: ["drain", n])
+               if getattr(b, "title", "").startswith("Across nodes")]
+    assert ["hpl.rmax blas=openblas", "4", "300", "GFLOP/s", "75", "75.0 %"] == table.rows[2]
+    assert [slug for slug, _, _ in views.figures(v)][-1] == "cluster-weak"
+    # a count that failed flags the campaign and says why
+    runs.append(_scaling_run(template, 8, 1.0, 13, ["hpl: HPL ... residual check FAILED"]))
+    v = analyse(runs, "c1")
+    assert v.flagged and v.scaling_errors == ["hpl on 8 node(s): hpl: HPL ... residual check "
+                                              "FAILED"]
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 7, 16])

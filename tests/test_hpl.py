@@ -11,8 +11,8 @@ import stat
 from pathlib import Path
 
 import pytest
-from conftest import DATA, assert_user_error, hpcprobe, two_cpus
 
+from conftest import DATA, assert_user_error, hpcprobe, two_cpus
 from hpcprobe.common.errors import UserError
 from hpcprobe.families.hpl import blas, inputs, output
 from hpcprobe.machine import cpufreq, topology

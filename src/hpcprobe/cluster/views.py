@@ -211,8 +211,8 @@ def figures(v: Verdict) -> list[tuple[str, str, Figure]]:
     if grow:
         title = "Across nodes: parallel efficiency against one node"
         fig, ax = figure.new(title, "nodes", "parallel efficiency %", logx=True)
-        for key, pts in grow.items():
-            ax.plot([n for n, _, _ in pts], [100 * (e or 0) for _, _, e in pts], marker="o",
+        for key, weak in grow.items():
+            ax.plot([n for n, _, _ in weak], [100 * (e or 0) for _, _, e in weak], marker="o",
                     label=key)
         ax.axhline(100, linestyle=":", color="grey", label="ideal")
         ax.legend(fontsize=8)

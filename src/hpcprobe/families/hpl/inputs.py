@@ -51,6 +51,7 @@ def ranks(topo: Topology, layout: str) -> Ranks:
     allowed = set(topo.allowed_cpus)
     firsts = [next(c for c in core.cpus if c in allowed) for core in topo.cores
               if allowed & set(core.cpus)]
+    sets: list[tuple[int, ...]]
     if layout == "core":
         sets = [(c,) for c in firsts]
     else:
