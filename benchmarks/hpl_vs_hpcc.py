@@ -134,7 +134,7 @@ def main() -> int:
     for b in names:
         one, allc = metric(doc, "dgemm", blas=b, threads=1), metric(doc, "dgemm", blas=b,
                                                                    threads=cores)
-        kern = f"{one['params']['kernel']} ({one['params']['kernel_isa']})" if one else "-"
+        kern = f"{one['params']['blas_kernels']} ({one['params']['blas_isa']})" if one else "-"
         print(f"  {b:20s} {kern:18s} {median(one):9.1f} "
               f"{median(metric(doc, 'dgemm_fraction', blas=b, threads=1)):7.1f} "
               f"{median(allc):10.1f} "

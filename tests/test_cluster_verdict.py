@@ -152,7 +152,8 @@ def _scaling_run(template, count: int, rmax: float, minute: int, errors=()):
                    provenance={**template.provenance, "cluster": {
                        "role": "scaling", "family": "hpl", "count": count,
                        "nodes": [f"n{i + 1}" for i in range(count)],
-                       "metrics": ["rmax", "efficiency"], "grow": ["rmax"]}},
+                       "metrics": ["rmax", "efficiency"], "grow": ["rmax"],
+                       "vary": ["nodes", "n", "ranks", "p", "q", "hosts"]}},
                    metrics=[Metric("hpl", "rmax", "GFLOP/s", params, [rmax]),
                             Metric("hpl", "efficiency", "%", dict(params),
                                            [50.0 * rmax / (100 * count)])])

@@ -29,10 +29,10 @@ def test_benchmarks():
         return [f.name for f in fams]
 
     assert names(registry.resolve(None)) == ["memory", "latency", "numa", "frequency",
-                                             "compute", "mpi"]
+                                             "compute", "mpi", "hpl"]
     assert names(registry.resolve(["latency", "memory", "latency"])) == ["latency", "memory"]
     with pytest.raises(UserError, match="benchmarks: memory, latency, numa, frequency, "
-                                        "compute, mpi"):
+                                        "compute, mpi, hpl"):
         registry.resolve(["nope"])
 
 

@@ -363,7 +363,8 @@ class Campaign:
                            tasks_per_node=p.ranks_per_node, partition=p.partition,
                            env={"SLURM_MPI_TYPE": p.mpi_plugin} if p.mpi_plugin else {})
             info = {"role": "scaling", "family": family, "count": k, "nodes": hosts,
-                    "metrics": list(scaling.metrics), "grow": list(scaling.grow)}
+                    "metrics": list(scaling.metrics), "grow": list(scaling.grow),
+                    "vary": list(scaling.vary)}
             start = time.monotonic()
             try:
                 why = self._wait(self.sched.submit(spec))

@@ -483,10 +483,6 @@ def _scaling(campaign_runs: list[Run], v: Verdict) -> None:
     v.scaling = {k: sorted(c.items()) for k, c in curves.items()}
 
 
-#: Params that change with the node count of a run across nodes (not what the figure is).
-PER_COUNT = frozenset({"nodes", "ranks", "p", "q", "hosts", "n"})
-
-
 def _weak(campaign_runs: list[Run], ignore: frozenset[str], v: Verdict) -> None:
     """The families run across 1, 2, 4, ... nodes: their declared figures per node count (the
     latest run of each count), the parallel efficiency of those that grow with the nodes, and
@@ -501,7 +497,7 @@ def _weak(campaign_runs: list[Run], ignore: frozenset[str], v: Verdict) -> None:
         v.scaling_errors += [f"{info['family']} on {count} node(s): {e}" for e in run.errors]
         for m in run.metrics:
             if m.benchmark == info["family"] and m.name in info["metrics"] and m.samples:
-                name = label(m, ignore | PER_COUNT)
+                name = label(m, ignore | frozenset(info.get("vary", [])))
                 points[name][count] = statistics.median(m.samples)
                 v.weak_units[name] = m.unit
                 if m.name in info.get("grow", []):

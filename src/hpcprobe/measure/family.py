@@ -119,11 +119,13 @@ class Command:
 @dataclass(frozen=True)
 class Scaling:
     """What cluster mode reports when it runs the family across 1, 2, 4, ... nodes (its
-    `--hosts`; the family keeps the work per node: weak scaling): these metrics per node count;
-    those that `grow` with the nodes also get the parallel efficiency against one node."""
+    `--hosts`; the family keeps the work per node: weak scaling): these metrics per node count,
+    joined across counts without the params that `vary` with the count; those that `grow` with
+    the nodes also get the parallel efficiency against one node."""
 
     metrics: tuple[str, ...]
     grow: tuple[str, ...] = ()
+    vary: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

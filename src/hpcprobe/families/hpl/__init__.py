@@ -10,7 +10,7 @@ FAMILY = Family(
     "hpl", "HPL (hpcc or your xhpl) against an Rpeak on the measured clock; DGEMM and the "
     "BLAS's kernels", bench.HplOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
     metrics=bench.METRICS,
-    not_joined=frozenset({"hosts", "launcher", "library", "kernel", "kernel_isa", "n",
+    not_joined=frozenset({"hosts", "launcher", "blas_library", "blas_kernels", "blas_isa", "n",
                           "microarch", "flops_per_cycle", "clock_load", "cpus", "basis",
                           "clock_ghz"}),
     views=(views.tables,), figures=(views.figures,),
@@ -22,4 +22,5 @@ FAMILY = Family(
                     "BLAS with the kernels it chose (`hpl info` lists the BLAS libraries).",
         actions={"info": ("show the HPL, MPI and BLAS libraries found and the kernels each "
                           "BLAS picks", bench.info)}),
-    scaling=Scaling(("rmax", "efficiency"), grow=("rmax",)))
+    scaling=Scaling(("rmax", "efficiency"), grow=("rmax",),
+                    vary=("nodes", "ranks", "p", "q", "hosts", "n", "cores")))

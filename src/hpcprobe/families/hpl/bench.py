@@ -287,13 +287,12 @@ def run(ctx: RunContext, opts: HplOptions | None) -> None:
             continue
         kernel_isa = blas.kernel_isa(info)
         nb = opts.nb or inputs.NB_TABLE[kernel_isa or model.isa]
-        all_core = next((m for m in ctx.metrics if m.name == "dgemm" and m.params["blas"] == b.name
-                         and m.params["threads"] == len(cores)), None)
-        rate = all_core.summary.median * s.nodes if all_core else None
-        base = {"blas": b.name, "library": info.get("library"), "kernel": info.get("kernel"),
-                "kernel_isa": kernel_isa, "program": prog.kind, "ranks": s.n_ranks,
-                "threads": s.ranks.threads, "layout": s.ranks.layout, "nodes": s.nodes,
-                "p": s.p, "q": s.q, "launcher": launcher.name, "hosts": ",".join(s.hosts)}
+        rate = info["all_core_gflops"] * s.nodes
+        base = {"blas": b.name, "blas_library": info.get("library"),
+                "blas_kernels": info.get("kernel"), "blas_isa": kernel_isa,
+                "program": prog.kind, "ranks": s.n_ranks, "threads": s.ranks.threads,
+                "layout": s.ranks.layout, "nodes": s.nodes, "p": s.p, "q": s.q,
+                "launcher": launcher.name, "hosts": ",".join(s.hosts)}
         runner = _Launch(ctx, prog, launcher, path, mpi, s, b)
         if opts.tune:
             nb = _tune(ctx, runner, base, rate, nb)
@@ -309,8 +308,8 @@ def run(ctx: RunContext, opts: HplOptions | None) -> None:
 def _dgemm(ctx: RunContext, b: Blas, cores: tuple[int, ...], model: _Model,
            clocks: dict[int, Metric | None]) -> dict[str, Any] | None:
     """DGEMM on one core and on all through `b`, each as a share of the model's peak; a
-    finding when its kernels are narrower than the CPU's widest ISA. The BLAS's own words, or
-    None when it could not run."""
+    finding when its kernels are narrower than the CPU's widest ISA. The BLAS's own words with
+    the all-core rate (all_core_gflops), or None when it could not run."""
     reps = settings_of(ctx).dgemm_reps
     info: dict[str, Any] | None = None
     for cpus in dict.fromkeys((cores[:1], cores)):
@@ -322,9 +321,9 @@ def _dgemm(ctx: RunContext, b: Blas, cores: tuple[int, ...], model: _Model,
             ctx.errors.append(f"hpl: DGEMM through {b.name} computed a wrong product "
                               f"({got['error']}); figure discarded, no HPL through it")
             return None
-        info = got
-        params = {"blas": b.name, "library": got["library"], "kernel": got["kernel"],
-                  "kernel_isa": blas.kernel_isa(got), "threads": len(cpus), "n": got["n"]}
+        info = dict(got, all_core_gflops=statistics.median(got["samples"]))
+        params = {"blas": b.name, "blas_library": got["library"], "blas_kernels": got["kernel"],
+                  "blas_isa": blas.kernel_isa(got), "threads": len(cpus), "n": got["n"]}
         m = Metric("hpl", "dgemm", "GFLOP/s", params, got["samples"])
         ctx.metrics.append(m)
         clk = clocks.get(len(cpus))

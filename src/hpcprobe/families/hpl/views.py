@@ -41,7 +41,7 @@ def _hpl_table(run: Run) -> Table | None:
         t.add_column(col, justify)
     for m in rmax:
         p, b = m.params, m.params["blas"]
-        t.add_row(b, f"{p['kernel']} ({p['kernel_isa'] or '?'})", p["program"], str(p["n"]),
+        t.add_row(b, f"{p['blas_kernels']} ({p['blas_isa'] or '?'})", p["program"], str(p["n"]),
                   str(p["nb"]), f"{p['p']} x {p['q']}",
                   f"{p['ranks']} x {p['threads']} ({p['layout']})", str(p["nodes"]),
                   f"{time[b].summary.median:.1f}" if b in time else "-", cell(m),
@@ -77,7 +77,7 @@ def _dgemm_table(run: Run) -> Table | None:
         for n in counts:
             f = frac.get((b, n))
             cells += [cell(by_n.get(n)), f"{f.summary.median:.1f}" if f else "-"]
-        t.add_row(b, p["library"], f"{p['kernel']} ({p['kernel_isa'] or '?'})", str(p["n"]),
+        t.add_row(b, p["blas_library"], f"{p['blas_kernels']} ({p['blas_isa'] or '?'})", str(p["n"]),
                   *cells)
     return t
 
@@ -103,7 +103,7 @@ def _headline(run: Run) -> Lines | None:
     p = best.params
     eff = _by_blas(run, "efficiency").get(p["blas"])
     rpeak = _by_blas(run, "rpeak").get(p["blas"])
-    line = (f"HPL: Rmax {best.summary.median:.1f} GFLOP/s through {p['blas']} ({p['kernel']} "
+    line = (f"HPL: Rmax {best.summary.median:.1f} GFLOP/s through {p['blas']} ({p['blas_kernels']} "
             f"kernels), N {p['n']}, {p['nodes']} node(s)")
     if eff is not None and rpeak is not None:
         rp: dict[str, Any] = rpeak.params
