@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 
+def _kernels(p: dict[str, Any]) -> str:
+    return f"{p['blas_kernels']} ({p['blas_isa'] or '?'})"
+
+
 def _by_blas(run: Run, name: str) -> dict[str, Metric]:
     return {m.params["blas"]: m for m in run.select("hpl", name)}
 
@@ -41,7 +45,7 @@ def _hpl_table(run: Run) -> Table | None:
         t.add_column(col, justify)
     for m in rmax:
         p, b = m.params, m.params["blas"]
-        t.add_row(b, f"{p['blas_kernels']} ({p['blas_isa'] or '?'})", p["program"], str(p["n"]),
+        t.add_row(b, _kernels(p), p["program"], str(p["n"]),
                   str(p["nb"]), f"{p['p']} x {p['q']}",
                   f"{p['ranks']} x {p['threads']} ({p['layout']})", str(p["nodes"]),
                   f"{time[b].summary.median:.1f}" if b in time else "-", cell(m),
@@ -77,8 +81,7 @@ def _dgemm_table(run: Run) -> Table | None:
         for n in counts:
             f = frac.get((b, n))
             cells += [cell(by_n.get(n)), f"{f.summary.median:.1f}" if f else "-"]
-        t.add_row(b, p["blas_library"], f"{p['blas_kernels']} ({p['blas_isa'] or '?'})", str(p["n"]),
-                  *cells)
+        t.add_row(b, p["blas_library"], _kernels(p), str(p["n"]), *cells)
     return t
 
 
