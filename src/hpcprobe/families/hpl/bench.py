@@ -41,10 +41,11 @@ METRICS = (*specs("GFLOP/s", "higher", "rmax", "rpeak", "rpeak_base", "dgemm", "
 HPL_OF_DGEMM = 0.8
 #: The matrix may fill at most this share of the nodes' memory (the rest: the OS, MPI, hpcc).
 USABLE = 0.9
-#: hpcc runs its other tests (PTRANS, RandomAccess, FFT, STREAM, b_eff) before HPL: about this
-#: long plus the time to stream the matrix's memory a few times (for the expected time only).
+#: hpcc runs its other tests (PTRANS, RandomAccess, FFT, STREAM, b_eff) before HPL, sized from
+#: HPL's matrix: about this long plus this long per GiB of matrix (measured here: 20 s at N
+#: 7104, 0.38 GiB; 95 s at N 12480, 1.16 GiB), for the expected time only.
 HPCC_OTHERS_S = 5.0
-HPCC_OTHERS_GBS = 1.0
+HPCC_OTHERS_S_PER_GIB = 70.0
 #: Without --timeout an HPL launch may take this many times its expected time, plus start-up.
 TIMEOUT_FACTOR, TIMEOUT_SLACK_S = 3.0, 120.0
 #: Clock samples of the Rpeak model: this share of the profile's clock budget per point.
@@ -65,7 +66,7 @@ class Settings:
     dgemm_reps: int  # timed DGEMM calls per figure
 
 
-SETTINGS = {"quick": Settings(3.0, 1, 3), "default": Settings(15.0, 2, 5),
+SETTINGS = {"quick": Settings(3.0, 1, 3), "default": Settings(6.0, 2, 5),
             "thorough": Settings(None, 3, 10)}
 #: `hpcprobe hpl` in the default profile: the TOP500-style run, N from 80 % of memory.
 FULL = Settings(None, 1, 5)
@@ -360,7 +361,7 @@ class _Launch:
         rate = (gflops or 1.0) * HPL_OF_DGEMM * 1e9
         hpl = sum(inputs.flops(n) for n in pr.ns) * len(pr.nbs) / rate
         if self.prog.kind == "hpcc":
-            hpl += HPCC_OTHERS_S + 8.0 * max(pr.ns) ** 2 * 4 / (HPCC_OTHERS_GBS * 1e9)
+            hpl += HPCC_OTHERS_S + HPCC_OTHERS_S_PER_GIB * 8.0 * max(pr.ns) ** 2 / 2 ** 30
         return hpl
 
     def go(self, pr: Problem, gflops: float | None, timeout_s: float | None
