@@ -260,3 +260,27 @@ def test_tune_searches_block_sizes_in_one_launch(tmp_path):
     assert nbs >= set(inputs.NB_CANDIDATES)
     [rmax] = [m for m in doc["metrics"] if m["name"] == "rmax"]
     assert rmax["params"]["nb"] in nbs and rmax["params"]["ranks"] == 2
+
+
+def test_a_cpu_the_flop_model_lacks_gets_a_measured_rpeak_model(monkeypatch):
+    """A masked CPU with no table row: the model is one core's measured FMA throughput at the
+    clock measured under the same load, said as such."""
+    from hpcprobe.families.hpl import bench
+    from hpcprobe.machine import flopmodel
+    from hpcprobe.measure import profiles
+    from hpcprobe.measure.family import RunContext
+
+    monkeypatch.setattr(flopmodel, "identify",
+                        lambda cpu: flopmodel.Identification(None, "unknown", "a masked CPU"))
+    ctx = RunContext(topology.discover(), profiles.get("quick"), "scalar")
+    model = bench._Model(ctx)
+    assert model.per_cycle is None
+    cpu = min(os.sched_getaffinity(0))
+    clk = model.clock(ctx, (cpu,))
+    model.measure(ctx, cpu, clk)
+    if clk is None:  # every clock sample disturbed: no model, and it says so
+        assert model.per_cycle is None
+        return
+    assert model.source == "measured" and model.per_cycle > 0
+    assert model.params()["model_source"] == "measured"
+    assert any("measured" in w and "FLOP/cycle" in w for w in ctx.warnings)

@@ -52,6 +52,9 @@ TIMEOUT_FACTOR, TIMEOUT_SLACK_S = 3.0, 120.0
 CLOCK_BUDGET_S = 0.5
 #: `--tune`: each block size gets a problem of about this many seconds.
 TUNE_S = 3.0
+#: Timed calls of the FMA kernel where the flop model has no row for this CPU (the fastest
+#: counts: a throughput cannot be beaten, only disturbed).
+PEAK_SAMPLES = 7
 #: An efficiency above this % of the measured-clock Rpeak is a finding, not a figure.
 ABOVE_PEAK = flopmodel.ABOVE_MODEL
 POLL_S = 0.5
@@ -232,31 +235,47 @@ def labels(ctx: RunContext, opts: HplOptions | None) -> list[str]:
 
 
 class _Model:
-    """FLOPs per cycle of the widest ISA's FMA (the flop model), the clock measured under its
-    load, and the base clock the CPU states."""
+    """FLOPs per cycle of the widest ISA's DP FMA (the flop model's table; for a CPU it lacks,
+    one core's measured FMA throughput), the clock measured under that ISA's load, and the base
+    clock the CPU states."""
 
     def __init__(self, ctx: RunContext) -> None:
         self.isa = native.supported_isas()[-1]
+        self.kernel = peak.headline(self.isa, "dp")
         cpu = flopmodel.read_cpuid()
-        ident = flopmodel.identify(cpu)
-        self.microarch = ident.arch.name if ident.arch else None
-        self.per_cycle = ident.arch.flops_per_cycle(peak.headline(self.isa, "dp")) \
-            if ident.arch else None
-        if self.per_cycle is None:
-            ctx.warnings.append(f"hpl: {ident.note}: no FLOP/cycle for this CPU in the flop "
-                                "model, so no Rpeak or efficiency (docs/methods.md lists the "
-                                "table)")
+        self.ident = flopmodel.identify(cpu)
+        arch = self.ident.arch
+        self.microarch = arch.name if arch else "unknown"
+        self.per_cycle = arch.flops_per_cycle(self.kernel) if arch else None
+        self.source = "table"
         self.base = cpufreq.base_ghz(cpu.model_name if cpu else ctx.topo.cpu_model)
 
     def clock(self, ctx: RunContext, cpus: tuple[int, ...]) -> Metric | None:
         """The clock of `cpus` under the widest ISA's load, now."""
-        if self.per_cycle is None:
-            return None
         with Team(cpus) as team:
             return clock_point(ctx, team, self.isa, cpus, "hpl", CLOCK_BUDGET_S, "hpl")
 
+    def measure(self, ctx: RunContext, cpu: int, clk: Metric | None) -> None:
+        """Where the table has no row for this CPU: one core's FMA throughput at the clock just
+        measured (the chains checked), as the compute family's model does."""
+        if self.per_cycle is not None or clk is None:
+            return
+        k = self.kernel
+        iters = min(native.peak_max_iters(k.precision), 1 << 22)
+        with Team((cpu,)) as team:
+            times, moved = team.peak_measure(k.isa, k.precision, k.op, iters, 1, PEAK_SAMPLES)
+        ok = [t[0] for t, m in zip(times, moved, strict=True) if t[0] > 0 and not any(m)]
+        if not ok:
+            ctx.warnings.append(f"hpl: {self.ident.note}; its FMA throughput could not be "
+                                "measured either: no Rpeak or efficiency")
+            return
+        self.per_cycle = peak.gflops(k, iters, 1, 1, min(ok)) / clk.summary.median
+        self.source = "measured"
+        ctx.warnings.append(f"hpl: {self.ident.note}: the Rpeak model is one core's measured "
+                            f"{k.label} throughput, {self.per_cycle:.2f} FLOP/cycle")
+
     def params(self) -> dict[str, Any]:
-        return {"isa": self.isa, "microarch": self.microarch,
+        return {"isa": self.isa, "microarch": self.microarch, "model_source": self.source,
                 "flops_per_cycle": self.per_cycle, "clock_load": self.isa}
 
 
@@ -280,6 +299,7 @@ def run(ctx: RunContext, opts: HplOptions | None) -> None:
     cores = s.ranks.cores
     ctx.progress.start("hpl", 1 + 3 * len(libs))
     clocks = {1: model.clock(ctx, cores[:1]), len(cores): model.clock(ctx, cores)}
+    model.measure(ctx, cores[0], clocks[1])
     ctx.progress.advance("hpl: clocks measured")
     for b in libs:
         info = _dgemm(ctx, b, cores, model, clocks)
