@@ -207,6 +207,10 @@ def _fake_xhpl(tmp_path: Path, body: str) -> Path:
     ("echo 'HPL ERROR: out of memory'; exit 1", "out of memory", False),
     ("echo hello", "printed no HPL result", False),
     ("cat <<'EOF'\n" + REPORT + "EOF", "residual check FAILED", True),
+    # HPL_PROGRESS_REPORT lines first (they set the expected time), then the report
+    ("echo 'Column=000000192 Fraction=0.050 Gflops=9.0e+01'; sleep 1; "
+     "echo 'Column=000000384 Fraction=0.100 Gflops=9.0e+01'; sleep 1; cat <<'EOF'\n" + REPORT
+     + "EOF", "residual check FAILED", True),
 ])
 def test_xhpl_that_crashes_prints_nothing_or_fails_its_check(tmp_path, body, needle, figure):
     exe = _fake_xhpl(tmp_path, body)

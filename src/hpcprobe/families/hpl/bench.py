@@ -58,6 +58,8 @@ PEAK_SAMPLES = 7
 #: An efficiency above this % of the measured-clock Rpeak is a finding, not a figure.
 ABOVE_PEAK = flopmodel.ABOVE_MODEL
 POLL_S = 0.5
+#: xhpl's progress lines set the expected time once this share of the work is done.
+PROGRESS_TRUSTED = 0.02
 
 
 @dataclass(frozen=True)
@@ -444,8 +446,9 @@ class _Launch:
                     text = _read(work / (self.prog.report or "stdout.txt"))
                     phase = output.section(text) or "HPL"
                     frac = output.fraction(text)
-                    if frac:  # xhpl's progress: work done goes as 1 - (1 - f)^3
-                        expected = max(expected, elapsed / (1 - (1 - frac) ** 3))
+                    done = 1 - (1 - frac) ** 3 if frac else 0.0  # xhpl's progress: LU work
+                    if done > PROGRESS_TRUSTED:  # done goes as 1 - (1 - columns done)^3
+                        expected = elapsed / done
                     while shown < min(elapsed, expected) - 1:
                         shown += 1
                         self.ctx.progress.advance(f"{label}: {phase}, {elapsed:.0f} s of "
