@@ -72,7 +72,9 @@ def test_a_registered_family_gets_its_flag_runs_and_shows(toy, tmp_path, capsys)
     doc = json.loads(out.read_text())
     assert doc["benchmarks"] == ["toy"]
     assert [m["params"]["n"] for m in doc["metrics"] if m["benchmark"] == "toy"] == [3]
-    assert "where" in registry.not_joined()
+    # its not_joined params are its own: another family's figures still join on "where"
+    assert "where" in registry.not_joined().of("toy")
+    assert "where" not in registry.not_joined().of("memory")
     page, _ = html.build([Run.from_dict(doc)], registry.views(), registry.figures(),
                          registry.not_joined())
     assert "Toy items" in page

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from hpcprobe.analysis.compare import NotJoined
 from hpcprobe.common.errors import UserError
 from hpcprobe.families import FAMILIES
 from hpcprobe.machine.topology import Topology
@@ -63,9 +64,9 @@ def figures() -> list[Figures]:
     return [g for f in FAMILIES.values() for g in f.figures]
 
 
-def not_joined() -> frozenset[str]:
-    """Params that no family joins metrics on across runs."""
-    return frozenset().union(*(f.not_joined for f in FAMILIES.values()))
+def not_joined() -> NotJoined:
+    """Per family, the params it does not join its metrics on across runs."""
+    return NotJoined({f.name: f.not_joined for f in FAMILIES.values()})
 
 
 def option_names() -> dict[str, str]:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from hpcprobe.common import stats
@@ -75,13 +76,29 @@ def label(run: Run) -> str:
     return f"{run.run_id}" + (f" ({run.tag})" if run.tag else f" ({run.host})")
 
 
+@dataclass(frozen=True)
+class NotJoined:
+    """Per benchmark, the params that say where or how its figures were taken, not what they
+    are (each family's not_joined): a join ignores them for that benchmark's metrics only, so
+    one family's param names never change another's joins; `every` for all benchmarks."""
+
+    by_benchmark: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    every: frozenset[str] = frozenset()
+
+    def of(self, benchmark: str) -> frozenset[str]:
+        return self.by_benchmark.get(benchmark, frozenset()) | self.every
+
+    def __or__(self, more: frozenset[str]) -> NotJoined:
+        return NotJoined(self.by_benchmark, self.every | more)
+
+
 def joined_params(params: dict[str, Any], ignore: frozenset[str]) -> str:
     """The params a join compares (without those in `ignore`), as canonical JSON."""
     return json.dumps({k: v for k, v in params.items() if k not in ignore}, sort_keys=True)
 
 
-def _key(m: Metric, ignore: frozenset[str]) -> tuple[str, str, str]:
-    return m.benchmark, m.name, joined_params(m.params, ignore)
+def _key(m: Metric, ignore: NotJoined) -> tuple[str, str, str]:
+    return m.benchmark, m.name, joined_params(m.params, ignore.of(m.benchmark))
 
 
 def describe_params(params_json: str) -> str:
@@ -98,7 +115,7 @@ def describe_params(params_json: str) -> str:
     return " ".join(out)
 
 
-def compare(runs: list[Run], ignore: frozenset[str]) -> Comparison:
+def compare(runs: list[Run], ignore: NotJoined) -> Comparison:
     """Every later run against the first, metrics joined on (benchmark, name, params) without
     the params in `ignore`: those that record where or how a figure was taken rather than what
     it is (another binding, MPI or model; each family declares its own). Refuses runs that

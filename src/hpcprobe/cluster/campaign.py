@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcprobe import __version__
+from hpcprobe.analysis.compare import NotJoined
 from hpcprobe.cluster import pairs as pairing
 from hpcprobe.cluster.verdict import (
     CAMPAIGN,
@@ -71,7 +72,7 @@ class Plan:
     mpi_plugin: str = ""  # srun --mpi=...; "" the site's default
     remeasure: bool = True
     thresholds: Thresholds = field(default_factory=Thresholds)
-    not_joined: frozenset[str] = frozenset()  # params figures are not joined on (registry's)
+    not_joined: NotJoined = field(default_factory=NotJoined)  # per family (the registry's)
     poll_s: float = 1.0
     seed: int = 0
     partition: str | None = None  # submit there (None: the scheduler's default)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from hpcprobe.analysis.compare import describe_params, joined_params
+from hpcprobe.analysis.compare import NotJoined, describe_params, joined_params
 from hpcprobe.common.bulk import bulk
 from hpcprobe.common.names import natural
 from hpcprobe.common.stats import median_ci_ranks
@@ -157,13 +157,14 @@ def _cached_label(key: tuple[Any, ...], ignore: frozenset[str]) -> str:
     return f"{key[0]}.{key[1]}" + (f" {inner}" if inner else "")
 
 
-def label(m: Metric, ignore: frozenset[str]) -> str:
+def label(m: Metric, ignore: NotJoined) -> str:
     """The figure a metric is, as `compare` joins figures (without the params in `ignore`:
     where or how it was taken), once per distinct figure (a fleet repeats the same ones)."""
     try:
-        return _cached_label((m.benchmark, m.name, *m.params.items()), ignore)
+        return _cached_label((m.benchmark, m.name, *m.params.items()), ignore.of(m.benchmark))
     except TypeError:  # a param that is a list: not hashable, not cached
-        return _cached_label.__wrapped__((m.benchmark, m.name, *m.params.items()), ignore)
+        return _cached_label.__wrapped__((m.benchmark, m.name, *m.params.items()),
+                                         ignore.of(m.benchmark))
 
 
 #: A figure of a node or link: the median of its samples and the best end of the 95 % CI of
@@ -177,7 +178,7 @@ def _figure(samples: Sequence[float], unit: str, better: str) -> Fig:
     return (statistics.median(xs), xs[hi] if better == "higher" else xs[lo], unit, better)
 
 
-def _figures(run: Run, ignore: frozenset[str]) -> dict[str, Fig]:
+def _figures(run: Run, ignore: NotJoined) -> dict[str, Fig]:
     """label -> figure of each of a run's figures."""
     return {label(m, ignore): _figure(m.samples, m.unit, m.better)
             for m in run.metrics if m.samples}
@@ -286,7 +287,7 @@ class _Judged:
         return self.deviations(*_matrix(rows, self.labels))
 
 
-def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: frozenset[str],
+def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
                   v: Verdict) -> None:
     latest, before = _latest_and_before((r.host, r) for r in node_runs)
     groups: dict[str, list[str]] = defaultdict(list)
@@ -350,7 +351,7 @@ def link_key(params: dict[str, Any]) -> tuple[str, str] | None:
 Links = dict[tuple[str, str], Fig]
 
 
-def _link_verdict(campaign_runs: list[Run], th: Thresholds, ignore: frozenset[str],
+def _link_verdict(campaign_runs: list[Run], th: Thresholds, ignore: NotJoined,
                   v: Verdict) -> None:
     """Links: first each node's links together (the median of its links' figures, against the
     other nodes': a node all of whose links are slow is a slow endpoint, and one slow link does
@@ -483,7 +484,7 @@ def _scaling(campaign_runs: list[Run], v: Verdict) -> None:
     v.scaling = {k: sorted(c.items()) for k, c in curves.items()}
 
 
-def _weak(campaign_runs: list[Run], ignore: frozenset[str], v: Verdict) -> None:
+def _weak(campaign_runs: list[Run], ignore: NotJoined, v: Verdict) -> None:
     """The families run across 1, 2, 4, ... nodes: their declared figures per node count (the
     latest run of each count), the parallel efficiency of those that grow with the nodes, and
     why a count has none."""
@@ -513,11 +514,12 @@ def is_campaign_run(run: Run) -> bool:
 
 
 def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None,
-            ignore: frozenset[str] = frozenset()) -> Verdict:
+            ignore: NotJoined | None = None) -> Verdict:
     """The verdict on the runs of one campaign: the node runs (one or more per node) and the
     driver's campaign runs (node list, failures, link figures). Figures are joined across
     nodes as `compare` joins them, without the params in `ignore` (the families' not_joined)."""
     th = th or Thresholds()
+    ignore = ignore or NotJoined()
     node_runs = [r for r in runs if not is_campaign_run(r)]
     campaign_runs = [r for r in runs if is_campaign_run(r)]
     nodes: dict[str, None] = {}

@@ -112,7 +112,7 @@ def page(title: str, blocks: Sequence[Block], figures: Sequence[tuple[str, str, 
 
 
 def build(runs: list[Run], views: Sequence[View], figures: Sequence[Figures],
-          ignore: frozenset[str]) -> tuple[str, list[tuple[str, bytes]]]:
+          ignore: compare.NotJoined) -> tuple[str, list[tuple[str, bytes]]]:
     """The report's HTML and each figure as (slug, PNG bytes): every run's views (the same
     blocks the terminal shows), the families' figures, and with several runs the comparison
     (metrics joined without the params in `ignore`)."""
@@ -159,7 +159,7 @@ def build(runs: list[Run], views: Sequence[View], figures: Sequence[Figures],
 
 
 def write(runs: list[Run], out: str | os.PathLike[str], views: Sequence[View],
-          figures: Sequence[Figures], ignore: frozenset[str], png_dir: str | None = None) -> int:
+          figures: Sequence[Figures], ignore: compare.NotJoined, png_dir: str | None = None) -> int:
     """Write the report (atomically) and, with png_dir, each figure; returns the figure count."""
     target = files.check_writable(out, "-o")
     if png_dir is not None:
