@@ -10,5 +10,5 @@ FAMILY = Family(
     "numa", "NUMA latency and bandwidth matrices (memory bound with mbind)", bench.NumaOptions,
     bench.run, settings=bench.SETTINGS, plan=bench.labels,
     metrics=(MetricSpec("latency", "ns", "lower"), MetricSpec("bandwidth", "GB/s")),
-    not_joined=frozenset({"cpus", "memory_domain_seen", "huge_page_fraction"}),
+    not_joined=frozenset({"cpus", "memory_domain_seen", "huge_page_fraction", "page_size"}),
     views=(views.tables,), figures=(views.figures,))
