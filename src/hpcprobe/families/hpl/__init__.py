@@ -11,8 +11,8 @@ FAMILY = Family(
     "BLAS's kernels", bench.HplOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
     metrics=bench.METRICS,
     not_joined=frozenset({"hosts", "launcher", "blas_library", "blas_kernels", "blas_isa", "n",
-                          "microarch", "flops_per_cycle", "model_source", "clock_load", "cpus", "basis",
-                          "clock_ghz"}),
+                          "microarch", "flops_per_cycle", "model_source", "clock_load", "cpus",
+                          "basis", "clock_ghz"}),
     views=(views.tables,), figures=(views.figures,),
     command=Command(
         help="HPL against the measured peak, DGEMM and the BLAS, or `hpl info`",
