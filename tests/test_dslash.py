@@ -1,0 +1,101 @@
+"""The Wilson / domain-wall hopping term (native/src/dslash*.c): every ISA variant this CPU runs
+against the straightforward reference, on both parities, Wilson (Ls 1) and domain wall; a free
+field whose answer is known in closed form; covariance under a random gauge transformation."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from hpcprobe import native
+from hpcprobe.common.errors import OptionError
+from hpcprobe.families.dslash import kernel as K
+from hpcprobe.native import Team
+
+#: Extents differ per direction, so a direction mixed up with another shows.
+LAT = K.Lattice((4, 6, 2, 8))
+#: Single precision against double: a few ulps per term, 8 directions.
+TOLERANCE = 1e-5
+
+
+@pytest.fixture(scope="module")
+def team():
+    with Team(sorted(os.sched_getaffinity(0))[:2]) as t:
+        yield t
+
+
+def test_the_gamma_matrices_are_hermitian_and_anticommute():
+    for mu in range(4):
+        assert np.allclose(K.GAMMA[mu], K.GAMMA[mu].conj().T)
+        for nu in range(4):
+            anti = K.GAMMA[mu] @ K.GAMMA[nu] + K.GAMMA[nu] @ K.GAMMA[mu]
+            assert np.allclose(anti, 2 * np.eye(4) * (mu == nu))
+
+
+def test_random_links_are_su3():
+    u = K.random_su3(50, np.random.default_rng(0))
+    assert np.allclose(u @ u.conj().transpose(0, 2, 1), np.eye(3), atol=1e-12)
+    assert np.allclose(np.linalg.det(u), 1)
+
+
+@pytest.mark.parametrize("isa", native.supported_isas())
+@pytest.mark.parametrize("ls", [1, 8, 16])
+@pytest.mark.parametrize("parity", [0, 1])
+def test_each_variant_matches_the_reference(team, isa, ls, parity):
+    rng = np.random.default_rng(ls + 10 * parity)
+    u, psi = K.random_gauge(LAT, rng), K.random_fermion(LAT, ls, rng)
+    got = K.apply(team, isa, LAT, u, psi, parity)
+    want = K.reference(u, psi).reshape(LAT.volume, ls, 4, 3)[LAT.parity_sites(parity)]
+    assert K.relative_error(got, want) < TOLERANCE
+
+
+def test_a_free_plane_wave_gets_its_closed_form(team):
+    """U = 1 and psi(x) = exp(i p.x) chi: D psi = sum_mu (2 cos p_mu - 2i sin p_mu g_mu) psi."""
+    ls = 4
+    rng = np.random.default_rng(3)
+    u = np.broadcast_to(np.eye(3, dtype=complex), (*LAT.shape, 4, 3, 3)).copy()
+    p = [2 * np.pi * n / d for n, d in zip((1, 2, 1, 3), LAT.dims, strict=True)]
+    t, z, y, x = np.indices(LAT.shape)
+    phase = np.exp(1j * (p[0] * x + p[1] * y + p[2] * z + p[3] * t))
+    chi = rng.normal(size=(ls, 4, 3)) + 1j * rng.normal(size=(ls, 4, 3))
+    psi = phase[..., None, None, None] * chi
+    m = sum(2 * np.cos(p[mu]) * np.eye(4) - 2j * np.sin(p[mu]) * K.GAMMA[mu] for mu in range(4))
+    want = np.einsum("ij,...sjc->...sic", m, psi)
+    assert K.relative_error(K.reference(u, psi), want) < 1e-12
+    for parity in (0, 1):
+        got = K.apply(team, native.best_isa(), LAT, u, psi, parity)
+        flat = want.reshape(LAT.volume, ls, 4, 3)[LAT.parity_sites(parity)]
+        assert K.relative_error(got, flat) < TOLERANCE
+
+
+def test_a_gauge_transformation_commutes_with_the_operator(team):
+    """U'(x) = g(x) U(x) g(x + mu)^+ and psi' = g psi give D' psi' = g D psi."""
+    ls = 2
+    rng = np.random.default_rng(4)
+    u, psi = K.random_gauge(LAT, rng), K.random_fermion(LAT, ls, rng)
+    g = K.random_su3(LAT.volume, rng).reshape(*LAT.shape, 3, 3)
+    u2 = np.empty_like(u)
+    for mu, ax in enumerate(K.AXIS):
+        g_next = np.roll(g, -1, axis=ax)
+        u2[..., mu, :, :] = g @ u[..., mu, :, :] @ g_next.conj().swapaxes(-1, -2)
+    psi2 = np.einsum("...ab,...sib->...sia", g, psi)
+    isa = native.best_isa()
+    for parity in (0, 1):
+        sites = LAT.parity_sites(parity)
+        before = K.apply(team, isa, LAT, u, psi, parity)
+        after = K.apply(team, isa, LAT, u2, psi2, parity)
+        g_sites = g.reshape(LAT.volume, 3, 3)[sites]
+        want = np.einsum("nab,nsib->nsia", g_sites, before)
+        assert K.relative_error(after, want) < TOLERANCE
+
+
+def test_impossible_lattices_and_slices_are_refused():
+    for dims in ((3, 4, 4, 4), (4, 4, 4, 0)):
+        with pytest.raises(OptionError, match="even"):
+            K.Lattice(dims)
+    rng = np.random.default_rng(0)
+    lat = K.Lattice((2, 2, 2, 2))
+    with pytest.raises(OptionError, match="ls 33"):
+        K.Operator.of(lat, K.random_gauge(lat, rng), K.random_fermion(lat, K.MAX_LS + 1, rng), 0)
