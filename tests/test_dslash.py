@@ -5,6 +5,7 @@ field whose answer is known in closed form; covariance under a random gauge tran
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -99,3 +100,60 @@ def test_impossible_lattices_and_slices_are_refused():
     lat = K.Lattice((2, 2, 2, 2))
     with pytest.raises(OptionError, match="ls 33"):
         K.Operator.of(lat, K.random_gauge(lat, rng), K.random_fermion(lat, K.MAX_LS + 1, rng), 0)
+
+
+def _figure(action: str, l: int, ls: int, isa: str, value: float):  # noqa: E741
+    from hpcprobe.results.model import Metric
+
+    return Metric("dslash", "dslash", "Mflop/s", {"action": action, "l": l, "ls": ls,
+                                                 "isa": isa, "flops_per_site": 1344},
+                  [value * 0.99, value, value * 1.01])
+
+
+def test_comparison_points_and_robustness_by_their_definitions():
+    from hpcprobe.families.dslash import bench
+    from hpcprobe.machine import topology
+    from hpcprobe.measure import profiles
+    from hpcprobe.measure.family import RunContext
+
+    ctx = RunContext(topology.load_xml(Path(__file__).parent / "data" / "tiny-2c.xml"),
+                     profiles.get("quick"), "scalar")
+    ctx.metrics += [_figure("dwf", 12, 16, "avx2", 100.0), _figure("dwf", 12, 16, "scalar", 40.0),
+                    _figure("dwf", 16, 16, "avx2", 80.0), _figure("dwf", 24, 12, "avx2", 70.0),
+                    _figure("wilson", 16, 1, "avx2", 30.0)]
+    bench._derived(ctx)
+    points = {m.params["definition"]: m.samples for m in ctx.metrics
+              if m.name == "comparison_point"}
+    # 2017: DWF L=16 Ls=16; 2017-2020: mean of L=12 and 16 (the best variant of each);
+    # 2020 onward needs L=32 too: not given
+    assert points == {"DiRAC-ITT 2017": [80.0], "ITT 2017-2020": [90.0]}
+    robust = [(m.params["l"], m.samples) for m in ctx.metrics if m.name == "robustness"]
+    assert robust == [(12, [0.4])]
+
+
+def test_the_family_runs_checks_and_stores(tmp_path):
+    from conftest import hpcprobe
+
+    out = tmp_path / "run.json"
+    r = hpcprobe("run", "dslash", "--l", "4,6", "--quick", "--no-store", "--json", str(out))
+    assert r.code == 0, r.err
+    import json
+
+    from hpcprobe.results import model as results
+
+    doc = json.loads(out.read_text())
+    results.validate(doc)
+    got = [m for m in doc["metrics"] if m["name"] == "dslash"]
+    isas = set(native.supported_isas())
+    assert {(m["params"]["action"], m["params"]["l"], m["params"]["ls"], m["params"]["isa"])
+            for m in got} == {(a, v, ls, i) for v in (4, 6) for a, ls in
+                              (("wilson", 1), ("dwf", 16), ("dwf", 12)) for i in isas}
+    assert all(s > 0 for m in got for s in m["samples"])
+    assert "Dslash per node" in r.out and "Comparison point, ITT 2020 onward" in r.out
+
+
+def test_dslash_mistakes_are_one_line():
+    from conftest import assert_user_error, hpcprobe
+
+    assert_user_error(hpcprobe("run", "dslash", "--l", "5"), "--l")
+    assert_user_error(hpcprobe("run", "dslash", "--threads", "999"), "--threads")

@@ -29,10 +29,10 @@ def test_benchmarks():
         return [f.name for f in fams]
 
     assert names(registry.resolve(None)) == ["memory", "latency", "numa", "frequency",
-                                             "compute", "mpi", "hpl"]
+                                             "compute", "mpi", "hpl", "dslash"]
     assert names(registry.resolve(["latency", "memory", "latency"])) == ["latency", "memory"]
     with pytest.raises(UserError, match="benchmarks: memory, latency, numa, frequency, "
-                                        "compute, mpi, hpl"):
+                                        "compute, mpi, hpl, dslash"):
         registry.resolve(["nope"])
 
 

@@ -3,7 +3,17 @@ package under families/ and one line here; nothing else names it."""
 
 from __future__ import annotations
 
-from hpcprobe.families import compute, frequency, hpl, latency, memory, mpi, numa, roofline
+from hpcprobe.families import (
+    compute,
+    dslash,
+    frequency,
+    hpl,
+    latency,
+    memory,
+    mpi,
+    numa,
+    roofline,
+)
 from hpcprobe.measure.family import Family
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
@@ -14,5 +24,6 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     compute.FAMILY,
     mpi.FAMILY,
     hpl.FAMILY,
+    dslash.FAMILY,
     roofline.FAMILY,
 )}
