@@ -149,6 +149,9 @@ def test_the_family_runs_checks_and_stores(tmp_path):
             for m in got} == {(a, v, ls, i) for v in (4, 6) for a, ls in
                               (("wilson", 1), ("dwf", 16), ("dwf", 12)) for i in isas}
     assert all(s > 0 for m in got for s in m["samples"])
+    axpy = {m["params"]["l"]: m for m in doc["metrics"] if m["name"] == "axpy"}
+    assert set(axpy) == {4, 6} and all(s > 0 for m in axpy.values() for s in m["samples"])
+    assert axpy[6]["params"]["size_bytes"] >= 3 * 6 ** 4 * 96 * 0.9
     assert "Dslash per node" in r.out and "Comparison point, ITT 2020 onward" in r.out
 
 

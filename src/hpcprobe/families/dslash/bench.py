@@ -20,13 +20,21 @@ from hpcprobe.common.errors import MeasurementError, OptionError
 from hpcprobe.families.dslash import kernel as K
 from hpcprobe.machine import sysinfo
 from hpcprobe.machine.placement import plan as place
+from hpcprobe.machine.sizing import elems_for
 from hpcprobe.measure import options, sampling
 from hpcprobe.measure.family import Flag, MetricSpec, RunContext, bound_cpus, option
 from hpcprobe.native import Team
+from hpcprobe.probes import stream
 from hpcprobe.results.model import Metric
 
 METRICS = (MetricSpec("dslash", "Mflop/s"), MetricSpec("comparison_point", "Mflop/s"),
-           MetricSpec("robustness", "1"))
+           MetricSpec("robustness", "1"), MetricSpec("axpy", "GB/s"))
+#: Grid's memory benchmark streams z = a x + y over fields of L^4 sites of 12 complex singles
+#: (96 B a site); it is measured with the STREAM triad kernel (a = b + s c: the same traffic,
+#: three fields, STREAM's byte counting) on fields of that size.
+AXPY_SITE_BYTES = 96
+#: Share of the budget for the a x + y table.
+AXPY_SHARE = 0.2
 #: Grid's domain-wall slice counts: Ls 16 (ITT until 2020), Ls 12 (since).
 DWF_LS = (16, 12)
 #: The comparison point's definitions: name -> (Ls, the volumes whose DWF figures are averaged).
@@ -106,7 +114,7 @@ def points(ctx: RunContext, opts: DslashOptions) -> list[Point]:
     ls_of = {"wilson": (1,), "dwf": DWF_LS}
     isas = [ctx.isa] if ctx.isa_asked else native.supported_isas()
     out = []
-    for l in opts.l or SETTINGS[ctx.profile.name].volumes:  # noqa: E741
+    for l in _volumes(ctx, opts):  # noqa: E741
         for action in opts.actions or ("wilson", "dwf"):
             out += [Point(action, l, ls, isa) for ls in ls_of[action] for isa in isas]
     return out
@@ -126,7 +134,24 @@ def labels(ctx: RunContext, opts: DslashOptions | None) -> list[str]:
     n = len(cores_of(ctx, opts))
     return ["check each kernel variant against the reference on a "
             f"{'x'.join(map(str, CHECK_LATTICE))} lattice",
+            *(f"a x + y over L={v}, {n} thread(s)" for v in _volumes(ctx, opts)),
             *(f"{p.label}, {n} thread(s)" for p in points(ctx, opts))]
+
+
+def _volumes(ctx: RunContext, opts: DslashOptions) -> tuple[int, ...]:
+    return opts.l or SETTINGS[ctx.profile.name].volumes
+
+
+def axpy(ctx: RunContext, team: Team, cores: tuple[int, ...], l: int,  # noqa: E741
+         budget_s: float) -> None:
+    """Grid's a x + y memory figure at one volume (three fields of L^4 x 96 B)."""
+    elems = elems_for("triad", 3 * l ** 4 * AXPY_SITE_BYTES, len(cores))
+    m = stream.Measurement("axpy", "triad", "regular", "one-per-core", cores, elems, "")
+    team.select(cores)
+    team.stream_prepare(elems)
+    samples = stream.measure(ctx, team, m, budget_s, "dslash")
+    ctx.metrics.append(Metric("dslash", "axpy", "GB/s", {
+        "l": l, "size_bytes": m.size_bytes, "threads": len(cores), "kernel": "triad"}, samples))
 
 
 def check(team: Team, isa: str) -> str | None:
@@ -187,7 +212,8 @@ def run(ctx: RunContext, opts: DslashOptions | None) -> None:
     cores = cores_of(ctx, opts)
     budget = SETTINGS[ctx.profile.name].budget_s
     avail = sysinfo.mem_available_bytes() or 0
-    ctx.progress.start("dslash", len(pts) + 1)
+    vols = _volumes(ctx, opts)
+    ctx.progress.start("dslash", len(pts) + len(vols) + 1)
     rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
     with Team(cores) as team:
         failed = {isa: why for isa in dict.fromkeys(p.isa for p in pts)
@@ -197,7 +223,10 @@ def run(ctx: RunContext, opts: DslashOptions | None) -> None:
                               "its figures are discarded")
         ctx.progress.advance("dslash: kernels checked")
         binding = bound_cpus(ctx, team, "dslash")
-        deadline = time.perf_counter() + budget
+        for v in vols:
+            axpy(ctx, team, cores, v, AXPY_SHARE * budget / len(vols))
+            ctx.progress.advance(f"dslash: a x + y L={v}")
+        deadline = time.perf_counter() + (1 - AXPY_SHARE) * budget
         for (l, ls), group in _by_fields(pts).items():  # noqa: E741
             need = field_bytes(l, ls)
             if avail and need > MEMORY_SHARE * avail:

@@ -69,5 +69,19 @@ def _comparison(run: Run) -> Lines | None:
     return Lines(out)
 
 
+def _axpy(run: Run) -> Table | None:
+    figures = sorted(run.select("dslash", "axpy"), key=lambda m: m.params["l"])
+    if not figures:
+        return None
+    t = Table(title=f"Memory: a x + y over three fields of L^4 sites x {bench.AXPY_SITE_BYTES} B "
+                    "(Grid's memory benchmark; STREAM triad kernel and byte counting), GB/s, "
+                    f"median ±95% CI, {n_range(figures)}")
+    for col in ("L", "bytes", "GB/s", "GB/s per node"):
+        t.add_column(col, "right")
+    for m in figures:
+        t.add_row(str(m.params["l"]), str(m.params["size_bytes"]), cell(m, 2), cell(m, 2))
+    return t
+
+
 def tables(run: Run) -> list[Block]:
-    return shown(_summary(run), _comparison(run), _variants(run))
+    return shown(_axpy(run), _summary(run), _comparison(run), _variants(run))
