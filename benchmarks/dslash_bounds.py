@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""hpcprobe's Dslash rate per core against its two ceilings, measured in the same run: the
+memory-bandwidth bound (bytes per site and slice x the DRAM STREAM triad of all cores) and the
+FP32 peak model (the compute family's single-precision FMA model on the clock measured under
+load).
+
+Bytes per site and slice, with no reuse of a neighbour between sites (the streaming bound):
+eight full neighbour spinors read (8 x 96 B), the output written (96 B), and eight links
+(8 x 72 B) read once per 4-D site and shared by the Ls slices. Wilson (Ls 1): 1440 B for 1344
+flops; domain wall Ls 16: 900 B. A kernel above 100 % of this bound reuses neighbours in cache
+(small L), which is allowed; above 100 % of the peak model would be a bug.
+
+Usage: benchmarks/dslash_bounds.py [--l 16,24] [--profile quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+SPINOR_BYTES, LINK_BYTES, DIRECTIONS = 96, 72, 8
+
+
+def site_bytes(ls: int) -> float:
+    """Bytes moved per site and slice without reuse between sites."""
+    return DIRECTIONS * SPINOR_BYTES + SPINOR_BYTES + DIRECTIONS * LINK_BYTES / ls
+
+
+def run(args: list[str]) -> dict:
+    exe = shutil.which("hpcprobe", path=str(Path(sys.executable).parent)) or "hpcprobe"
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run.json"
+        p = subprocess.run([exe, "run", *args, "--no-store", "--json", str(out)],
+                           capture_output=True, text=True, timeout=3600)
+        if not out.is_file():
+            raise SystemExit(f"hpcprobe failed: {p.stderr.strip()}")
+        return json.loads(out.read_text())
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--l", default="16,24")
+    ap.add_argument("--profile", default="quick")
+    a = ap.parse_args()
+    doc = run(["memory", "compute", "dslash", "--kernel", "triad", "--stores", "regular",
+               "--precision", "sp", "--l", a.l, "--profile", a.profile])
+    metrics = doc["metrics"]
+    cores = doc["topology"]["counts"]["cores"]
+    triad = max((m for m in metrics if m["benchmark"] == "memory" and m["name"] == "bandwidth"
+                 and m["params"].get("level") == "DRAM" and m["params"]["threads"] == cores),
+                key=lambda m: statistics.median(m["samples"]), default=None)
+    models = [m for m in metrics if m["name"] == "peak_model" and m["params"]["threads"] == cores
+              and m["params"]["op"] == "fma"]
+    peak = max((statistics.median(m["samples"]) for m in models), default=None)
+    gbs = statistics.median(triad["samples"]) if triad else None
+    print(f"{cores} core(s); DRAM triad {gbs or float('nan'):.1f} GB/s; FP32 FMA peak model "
+          f"{peak or float('nan'):.1f} GFLOP/s (on the measured clock)")
+    print(f"{'kernel':22s} {'GFLOP/s':>8s} {'per core':>9s} {'B/site':>7s} {'bw bound':>9s} "
+          f"{'% bound':>8s} {'% peak':>7s}")
+    best: dict[tuple[str, int, int], dict] = {}
+    for m in metrics:
+        if m["name"] == "dslash":
+            key = (m["params"]["action"], m["params"]["l"], m["params"]["ls"])
+            if key not in best or statistics.median(m["samples"]) > \
+                    statistics.median(best[key]["samples"]):
+                best[key] = m
+    for (action, l, ls), m in sorted(best.items()):
+        gf = statistics.median(m["samples"]) / 1000
+        bound = gbs * 1344 / site_bytes(ls) if gbs else float("nan")
+        label = f"{action} L={l} Ls={ls} {m['params']['isa']}"
+        print(f"{label:22s} {gf:8.2f} {gf / cores:9.2f} {site_bytes(ls):7.0f} {bound:9.1f} "
+              f"{100 * gf / bound:8.1f} {100 * gf / peak if peak else float('nan'):7.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
