@@ -70,10 +70,10 @@ def main() -> int:
             if key not in best or statistics.median(m["samples"]) > \
                     statistics.median(best[key]["samples"]):
                 best[key] = m
-    for (action, l, ls), m in sorted(best.items()):
+    for (action, vol, ls), m in sorted(best.items()):
         gf = statistics.median(m["samples"]) / 1000
         bound = gbs * 1344 / site_bytes(ls) if gbs else float("nan")
-        label = f"{action} L={l} Ls={ls} {m['params']['isa']}"
+        label = f"{action} L={vol} Ls={ls} {m['params']['isa']}"
         print(f"{label:22s} {gf:8.2f} {gf / cores:9.2f} {site_bytes(ls):7.0f} {bound:9.1f} "
               f"{100 * gf / bound:8.1f} {100 * gf / peak if peak else float('nan'):7.1f}")
     return 0
