@@ -16,13 +16,10 @@ Usage: benchmarks/dslash_bounds.py [--l 16,24] [--profile quick]
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import statistics
-import subprocess
 import sys
-import tempfile
-from pathlib import Path
+
+from sidebyside import hpcprobe_json
 
 SPINOR_BYTES, LINK_BYTES, DIRECTIONS = 96, 72, 8
 
@@ -32,24 +29,13 @@ def site_bytes(ls: int) -> float:
     return DIRECTIONS * SPINOR_BYTES + SPINOR_BYTES + DIRECTIONS * LINK_BYTES / ls
 
 
-def run(args: list[str]) -> dict:
-    exe = shutil.which("hpcprobe", path=str(Path(sys.executable).parent)) or "hpcprobe"
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "run.json"
-        p = subprocess.run([exe, "run", *args, "--no-store", "--json", str(out)],
-                           capture_output=True, text=True, timeout=3600)
-        if not out.is_file():
-            raise SystemExit(f"hpcprobe failed: {p.stderr.strip()}")
-        return json.loads(out.read_text())
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--l", default="16,24")
     ap.add_argument("--profile", default="quick")
     a = ap.parse_args()
-    doc = run(["memory", "compute", "dslash", "--kernel", "triad", "--stores", "regular",
-               "--precision", "sp", "--l", a.l, "--profile", a.profile])
+    doc = hpcprobe_json(["run", "memory", "compute", "dslash", "--kernel", "triad", "--stores",
+                         "regular", "--precision", "sp", "--l", a.l, "--profile", a.profile])
     metrics = doc["metrics"]
     cores = doc["topology"]["counts"]["cores"]
     triad = max((m for m in metrics if m["benchmark"] == "memory" and m["name"] == "bandwidth"

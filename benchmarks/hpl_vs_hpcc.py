@@ -21,17 +21,15 @@ Needs Debian's hpcc, Open MPI and a BLAS (make setup installs them as root).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
-from sidebyside import in_turn, missing, round_ratios
+from sidebyside import hpcprobe_json, in_turn, missing, round_ratios
 
 from hpcprobe import native
 from hpcprobe.families.hpl import blas
@@ -41,14 +39,7 @@ HPCC_EXAMPLE = Path("/usr/share/doc/hpcc/examples/_hpccinf.txt")
 
 def hpcprobe(args: list[str]) -> dict:
     """`hpcprobe hpl ARGS` as a user runs it: its JSON document."""
-    exe = shutil.which("hpcprobe", path=str(Path(sys.executable).parent)) or "hpcprobe"
-    with tempfile.TemporaryDirectory() as tmp:
-        out = Path(tmp) / "run.json"
-        p = subprocess.run([exe, "hpl", *args, "--no-store", "--json", str(out)],
-                           capture_output=True, text=True, timeout=3600)
-        if not out.is_file():
-            raise SystemExit(f"hpcprobe failed: {p.stderr.strip()}")
-        return json.loads(out.read_text())
+    return hpcprobe_json(["hpl", *args])
 
 
 def by_hand(library: str, n: int, nb: int, p: int, q: int) -> dict[str, float]:

@@ -3,8 +3,14 @@ round, and the within-round ratio statistics (imported by the scripts next to th
 
 from __future__ import annotations
 
+import json
+import shutil
 import statistics
+import subprocess
+import sys
+import tempfile
 from collections.abc import Sequence
+from pathlib import Path
 
 from hpcprobe import tools
 
@@ -29,3 +35,17 @@ def round_ratios(ours: Sequence[float], theirs: Sequence[float]) -> tuple[float,
     round are adjacent in time, so a slow phase of the host affects both)."""
     ratios = [o / t for o, t in zip(ours, theirs, strict=True)]
     return statistics.median(ratios), min(ratios), max(ratios)
+
+
+def hpcprobe_json(args: list[str]) -> dict:
+    """`hpcprobe ARGS --no-store --json FILE` as a user runs it (this Python's CLI): its
+    document; exits with hpcprobe's message when it wrote none."""
+    exe = shutil.which("hpcprobe", path=str(Path(sys.executable).parent)) or "hpcprobe"
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "run.json"
+        p = subprocess.run([exe, *args, "--no-store", "--json", str(out)], capture_output=True,
+                           text=True, timeout=3600)
+        if not out.is_file():
+            raise SystemExit(f"hpcprobe failed: {p.stderr.strip()}")
+        doc: dict = json.loads(out.read_text())
+        return doc
