@@ -27,6 +27,10 @@ class Layout:
     def cpuset(self, rank: int) -> tuple[int, ...]:
         return self.sets[rank] if self.sets else (self.cpus[rank],)
 
+    def masks(self) -> list[str]:
+        """Each rank's CPUs as a hexadecimal affinity mask."""
+        return [hex(sum(1 << c for c in self.cpuset(i))) for i in range(self.ranks)]
+
     @property
     def ranks(self) -> int:
         return len(self.cpus)
@@ -83,8 +87,7 @@ def _mpiexec(path: str, mpi: Mpi, layout: Layout, command: list[str], workdir: P
     if mpi.implementation == "Intel MPI":
         out["I_MPI_PIN"] = "1"
         if layout.sets:
-            out["I_MPI_PIN_DOMAIN"] = "[" + ",".join(
-                hex(sum(1 << c for c in layout.cpuset(i))) for i in range(layout.ranks)) + "]"
+            out["I_MPI_PIN_DOMAIN"] = "[" + ",".join(layout.masks()) + "]"
         else:
             out["I_MPI_PIN_PROCESSOR_LIST"] = ",".join(map(str, layout.cpus))
     else:
@@ -101,8 +104,7 @@ def _srun(path: str, mpi: Mpi, layout: Layout, command: list[str], workdir: Path
           env: Mapping[str, str]) -> Launch:
     """Slurm: --cpu-bind=map_cpu (mask_cpu for CPU sets) pins the i-th task of a node; srun
     exports the whole environment by default."""
-    bind = ("mask_cpu:" + ",".join(hex(sum(1 << c for c in layout.cpuset(i)))
-                                   for i in range(layout.ranks)) if layout.sets else
+    bind = ("mask_cpu:" + ",".join(layout.masks()) if layout.sets else
             "map_cpu:" + ",".join(map(str, layout.cpus)))
     argv = [path, "-n", str(layout.ranks), "--cpu-bind=" + bind]
     if layout.hosts:
