@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "dslash.h"
 #include "hpb.h"
@@ -65,4 +66,27 @@ int hpb_dslash_measure(hpb_team *team, int isa, const float *gauge_fwd, const fl
     struct dslash_job j = {fn, {gauge_fwd, gauge_bwd, in, out, nb, (size_t)sites, ls}, calls, reps,
                            times, migrated};
     return hpb_team_run(team, dslash_job, &j);
+}
+
+struct place_job {
+    unsigned char *buf;
+    size_t sites, site_bytes;
+};
+
+static int place_job(struct hpb_thread *th, void *p)
+{
+    const struct place_job *j = p;
+    const size_t n = (size_t)th->team->nactive, r = (size_t)th->rank;
+    const size_t begin = j->sites * r / n, end = j->sites * (r + 1) / n;
+    memset(j->buf + begin * j->site_bytes, 0, (end - begin) * j->site_bytes);
+    return 0;
+}
+
+/* First touch of a field's pages by the threads that will apply the operator to those sites
+ * (the same equal shares), so each share lies in its thread's NUMA domain. */
+int hpb_dslash_place(hpb_team *team, void *buf, uint64_t sites, uint64_t site_bytes)
+{
+    if (!team || !buf || sites == 0 || site_bytes == 0) return -EINVAL;
+    struct place_job j = {buf, (size_t)sites, (size_t)site_bytes};
+    return hpb_team_run(team, place_job, &j);
 }

@@ -171,9 +171,10 @@ def check(team: Team, isa: str) -> str | None:
     return None
 
 
-def operator(l: int, ls: int, rng: np.random.Generator) -> K.Operator:  # noqa: E741
-    """Random fields of an L^4 lattice in the kernel's layout, built without the full-lattice
-    complex arrays (a tiled pool of SU(3) links, Gaussian spinors)."""
+def operator(team: Team, l: int, ls: int, rng: np.random.Generator) -> K.Operator:  # noqa: E741
+    """Random fields of an L^4 lattice in the kernel's layout, first touched by the threads that
+    use them, built without the full-lattice complex arrays (a tiled pool of SU(3) links,
+    Gaussian spinors)."""
     lat = K.Lattice((l, l, l, l))
     half = lat.volume // 2
     pool = K.random_su3(LINK_POOL, rng)
@@ -181,12 +182,17 @@ def operator(l: int, ls: int, rng: np.random.Generator) -> K.Operator:  # noqa: 
     tile = math.ceil(half * 4 / LINK_POOL)
 
     def gauge() -> np.ndarray:
-        out: np.ndarray = np.tile(links[rng.permutation(LINK_POOL)], (tile, 1, 1, 1))
-        return np.ascontiguousarray(out[:half * 4].reshape(half, 4, 3, 3, 2))
+        out = K.placed(team, (half, 4, 3, 3, 2), np.float32)
+        tiled = np.tile(links[rng.permutation(LINK_POOL)], (tile, 1, 1, 1))
+        out[...] = tiled[:half * 4].reshape(half, 4, 3, 3, 2)
+        return out
 
-    source = rng.standard_normal((half, 4, 3, 2, ls), dtype=np.float32)
-    return K.Operator(lat, ls, 0, gauge(), gauge(), source, lat.neighbours(0),
-                      np.zeros_like(source))
+    source = K.placed(team, (half, 4, 3, 2, ls), np.float32)
+    source[...] = rng.standard_normal(source.shape, dtype=np.float32)
+    nb = K.placed(team, (half, 8), np.int32)
+    nb[...] = lat.neighbours(0)
+    out = K.placed(team, source.shape, np.float32)
+    return K.Operator(lat, ls, 0, gauge(), gauge(), source, nb, out)
 
 
 def measure(ctx: RunContext, team: Team, op: K.Operator, pt: Point, budget_s: float
@@ -236,7 +242,7 @@ def run(ctx: RunContext, opts: DslashOptions | None) -> None:
                 for pt in group:
                     ctx.progress.advance(pt.label)
                 continue
-            op = operator(l, ls, rng)
+            op = operator(team, l, ls, rng)
             for pt in group:
                 ctx.progress.advance(pt.label)
                 if pt.isa in failed:

@@ -41,10 +41,24 @@ _F32 = ctypes.POINTER(ctypes.c_float)
 
 @cache
 def _lib() -> ctypes.CDLL:
-    return native.declare({"hpb_dslash_measure": (ctypes.c_int, [
-        ctypes.c_void_p, ctypes.c_int, _F32, _F32, _F32, _F32, ctypes.POINTER(ctypes.c_int32),
-        ctypes.c_uint64, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-        ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int)])})
+    return native.declare({
+        "hpb_dslash_measure": (ctypes.c_int, [
+            ctypes.c_void_p, ctypes.c_int, _F32, _F32, _F32, _F32,
+            ctypes.POINTER(ctypes.c_int32), ctypes.c_uint64, ctypes.c_int, ctypes.c_int,
+            ctypes.c_int, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_int)]),
+        "hpb_dslash_place": (ctypes.c_int, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64,
+                                            ctypes.c_uint64])})
+
+
+def placed(team: Team, shape: tuple[int, ...], dtype: Any) -> np.ndarray:
+    """An array of per-site rows whose pages the team's threads touch first, each its share of
+    the sites (the kernel's split): on a NUMA node each share lies near its thread. Fill it in
+    place."""
+    out = np.empty(shape, dtype=dtype)
+    rc = _lib().hpb_dslash_place(team.handle, out.ctypes.data, shape[0], out.nbytes // shape[0])
+    if rc != 0:
+        raise MeasurementError(f"dslash: placing a field failed ({rc})")
+    return out
 
 
 @dataclass(frozen=True)
