@@ -33,7 +33,7 @@ bench: setup
 	$(PY) benchmarks/compute_vs_likwid.py
 	$(PY) benchmarks/mpi_vs_hpcc.py
 	$(PY) benchmarks/hpl_vs_hpcc.py
-	$(PY) benchmarks/dslash_bounds.py
+	$(PY) benchmarks/proxy_bounds.py
 
 lint: setup
 	$(PY) -m pip install -q ruff mypy

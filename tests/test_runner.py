@@ -29,10 +29,10 @@ def test_benchmarks():
         return [f.name for f in fams]
 
     assert names(registry.resolve(None)) == ["memory", "latency", "numa", "frequency",
-                                             "compute", "mpi", "hpl", "dslash"]
+                                             "compute", "mpi", "hpl", "dslash", "cg"]
     assert names(registry.resolve(["latency", "memory", "latency"])) == ["latency", "memory"]
     with pytest.raises(UserError, match="benchmarks: memory, latency, numa, frequency, "
-                                        "compute, mpi, hpl, dslash"):
+                                        "compute, mpi, hpl, dslash, cg"):
         registry.resolve(["nope"])
 
 

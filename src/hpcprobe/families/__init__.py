@@ -4,6 +4,7 @@ package under families/ and one line here; nothing else names it."""
 from __future__ import annotations
 
 from hpcprobe.families import (
+    cg,
     compute,
     dslash,
     frequency,
@@ -25,5 +26,6 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     mpi.FAMILY,
     hpl.FAMILY,
     dslash.FAMILY,
+    cg.FAMILY,
     roofline.FAMILY,
 )}

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""hpcprobe's Dslash rate per core against its two ceilings, measured in the same run: the
-memory-bandwidth bound (bytes per site and slice x the DRAM STREAM triad of all cores) and the
-FP32 peak model (the compute family's single-precision FMA model on the clock measured under
-load).
+"""hpcprobe's application proxies against their ceilings, measured in the same run. The Dslash
+rate per core against the memory-bandwidth bound (bytes per site and slice x the DRAM STREAM
+triad of all cores) and the FP32 peak model (the compute family's single-precision FMA model on
+the clock measured under load); the CG proxy's implied bandwidth against the same triad.
 
 Bytes per site and slice, with no reuse of a neighbour between sites (the streaming bound):
 eight full neighbour spinors read (8 x 96 B), the output written (96 B), and eight links
@@ -10,7 +10,7 @@ eight full neighbour spinors read (8 x 96 B), the output written (96 B), and eig
 flops; domain wall Ls 16: 900 B. A kernel above 100 % of this bound reuses neighbours in cache
 (small L), which is allowed; above 100 % of the peak model would be a bug.
 
-Usage: benchmarks/dslash_bounds.py [--l 16,24] [--profile quick]
+Usage: benchmarks/proxy_bounds.py [--l 16,24] [--grid 96x96x96] [--profile quick]
 """
 
 from __future__ import annotations
@@ -32,10 +32,12 @@ def site_bytes(ls: int) -> float:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--l", default="16,24")
+    ap.add_argument("--grid", default="96x96x96")
     ap.add_argument("--profile", default="quick")
     a = ap.parse_args()
-    doc = hpcprobe_json(["run", "memory", "compute", "dslash", "--kernel", "triad", "--stores",
-                         "regular", "--precision", "sp", "--l", a.l, "--profile", a.profile])
+    doc = hpcprobe_json(["run", "memory", "compute", "dslash", "cg", "--kernel", "triad",
+                         "--stores", "regular", "--precision", "sp", "--l", a.l, "--grid", a.grid,
+                         "--profile", a.profile])
     metrics = doc["metrics"]
     cores = doc["topology"]["counts"]["cores"]
     triad = max((m for m in metrics if m["benchmark"] == "memory" and m["name"] == "bandwidth"
@@ -62,6 +64,14 @@ def main() -> int:
         label = f"{action} L={vol} Ls={ls} {m['params']['isa']}"
         print(f"{label:22s} {gf:8.2f} {gf / cores:9.2f} {site_bytes(ls):7.0f} {bound:9.1f} "
               f"{100 * gf / bound:8.1f} {100 * gf / peak if peak else float('nan'):7.1f}")
+    for m in metrics:
+        if m["benchmark"] == "cg" and m["name"] == "bandwidth":
+            bw = statistics.median(m["samples"])
+            rate = next(statistics.median(x["samples"]) for x in metrics
+                        if x["benchmark"] == "cg" and x["name"] == "gflops")
+            print(f"CG {m['params']['grid']}: {rate:.2f} GFLOP/s, {bw:.1f} GB/s implied "
+                  f"({m['params']['bytes_per_row']} B a row an iteration) = "
+                  f"{100 * bw / gbs if gbs else float('nan'):.1f} % of the DRAM triad")
     return 0
 
 
