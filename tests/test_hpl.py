@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from conftest import DATA, assert_user_error, hpcprobe, two_cpus
+from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import UserError
-from hpcprobe.families.hpl import blas, inputs, output
+from hpcprobe.families.hpl import binding, blas, inputs, output
 from hpcprobe.machine import cpufreq, topology
 from hpcprobe.results import model as results
 
@@ -150,6 +151,26 @@ def test_blas_choice_and_its_environment(tmp_path):
             blas.choose((bad,), have)
 
 
+def _proc(root: Path, pid: int, ppid: int, exe: str, env: dict[str, str], cpus: str) -> None:
+    d = root / str(pid)
+    d.mkdir()
+    (d / "stat").write_text(f"{pid} (x y) S {ppid} 1 1 0")
+    (d / "exe").symlink_to(exe)
+    (d / "environ").write_bytes(b"\0".join(f"{k}={v}".encode() for k, v in env.items()))
+    (d / "status").write_text(f"Name:\tx\nCpus_allowed_list:\t{cpus}\n")
+
+
+def test_each_local_ranks_binding_is_read_back_from_proc(tmp_path):
+    _proc(tmp_path, 100, 1, "/usr/bin/mpirun", {}, "0-7")
+    _proc(tmp_path, 101, 100, "/usr/bin/hpcc", {"OMPI_COMM_WORLD_RANK": "1"}, "4-7")
+    _proc(tmp_path, 102, 100, "/usr/bin/hpcc", {"OMPI_COMM_WORLD_RANK": "0"}, "0-3")
+    _proc(tmp_path, 103, 100, "/usr/bin/sh", {"OMPI_COMM_WORLD_RANK": "2"}, "0")  # not HPL
+    _proc(tmp_path, 104, 1, "/usr/bin/hpcc", {"SLURM_PROCID": "3"}, "5")  # another job's
+    _proc(tmp_path, 105, 102, "/usr/bin/hpcc", {"PMI_RANK": "5"}, "2")  # a descendant
+    assert binding.ranks(100, "/usr/bin/hpcc", tmp_path) == {0: [0, 1, 2, 3], 1: [4, 5, 6, 7],
+                                                               5: [2]}
+
+
 def test_base_clock_where_the_cpu_states_one(tmp_path):
     assert cpufreq.base_ghz("Intel(R) Xeon(R) Gold 6230 CPU @ 2.10GHz") == (2.1, "model name")
     (tmp_path / "cpu0" / "acpi_cppc").mkdir(parents=True)
@@ -250,6 +271,9 @@ def test_hpcc_runs_hpl_validated_against_the_measured_peak(tmp_path):
         # above the model it must be a finding, never a silent figure
         assert pct <= 101 or any(f["kind"] == "above_peak" for f in doc["findings"])
     assert "HPL: Rmax" in r.out
+    # the binding each rank really had, read from /proc while hpcc ran
+    want = ";".join(format_cpulist(c) for c in inputs.ranks(topology.discover(), "numa").sets)
+    assert rmax["params"]["binding"] == want
 
 
 @needs_hpcc

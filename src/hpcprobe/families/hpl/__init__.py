@@ -12,7 +12,7 @@ FAMILY = Family(
     metrics=bench.METRICS,
     not_joined=frozenset({"hosts", "launcher", "blas_library", "blas_kernels", "blas_isa", "n",
                           "microarch", "flops_per_cycle", "model_source", "clock_load", "cpus",
-                          "basis", "clock_ghz"}),
+                          "basis", "clock_ghz", "binding"}),
     views=(views.tables,), figures=(views.figures,),
     command=Command(
         help="HPL against the measured peak, DGEMM and the BLAS, or `hpl info`",

@@ -18,8 +18,9 @@ from pathlib import Path
 from typing import Any
 
 from hpcprobe import native
+from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import UserError
-from hpcprobe.families.hpl import blas, inputs, output
+from hpcprobe.families.hpl import binding, blas, inputs, output
 from hpcprobe.families.hpl.blas import Blas
 from hpcprobe.families.hpl.inputs import Problem, Ranks
 from hpcprobe.machine import cpufreq, flopmodel, sysinfo
@@ -58,6 +59,8 @@ PEAK_SAMPLES = 7
 #: An efficiency above this % of the measured-clock Rpeak is a finding, not a figure.
 ABOVE_PEAK = flopmodel.ABOVE_MODEL
 POLL_S = 0.5
+#: The ranks' binding is read from /proc once they have run this long (started and pinned).
+BINDING_AFTER_S = 1.0
 #: xhpl's progress lines set the expected time once this share of the work is done.
 PROGRESS_TRUSTED = 0.02
 
@@ -325,7 +328,7 @@ def run(ctx: RunContext, opts: HplOptions | None) -> None:
         clk = model.clock(ctx, cores)  # just before, under the same load
         results = runner.go(Problem((n,) * runs, (nb,), s.p, s.q), rate, opts.timeout_s)
         ctx.progress.advance(f"hpl: HPL through {b.name}")
-        _store(ctx, model, s, dict(base, n=n, nb=nb), results, clk)
+        _store(ctx, model, s, dict(base, n=n, nb=nb, binding=runner.binding()), results, clk)
 
 
 def _dgemm(ctx: RunContext, b: Blas, cores: tuple[int, ...], model: _Model,
@@ -376,6 +379,22 @@ class _Launch:
                  mpi: find.Mpi, s: Setup, b: Blas) -> None:
         self.ctx, self.prog, self.launcher, self.path, self.mpi, self.s, self.b = \
             ctx, prog, launcher, path, mpi, s, b
+        self.bound: dict[int, list[int]] = {}  # rank -> CPUs, read from /proc while it ran
+
+    def binding(self) -> str:
+        """Each rank's CPUs as read back ("0;1", "?" for a rank not seen: on another host, or
+        gone before it was read); a local rank bound elsewhere than asked is a warning."""
+        layout = self.s.layout()
+        out = []
+        for r in range(layout.ranks):
+            got = self.bound.get(r)
+            out.append(format_cpulist(got) if got else "?")
+            local = layout.hosts is None
+            if got and local and sorted(got) != sorted(layout.cpuset(r)):
+                self.ctx.warnings.append(f"hpl: rank {r} asked for CPUs "
+                                         f"{format_cpulist(layout.cpuset(r))}, bound to "
+                                         f"{format_cpulist(got)} ({self.launcher.name})")
+        return ";".join(out)
 
     def expected(self, pr: Problem, gflops: float | None) -> float:
         """Seconds the launch should take: the N^3 model at the DGEMM rate (hpcc: its other
@@ -443,6 +462,8 @@ class _Launch:
                         error = (f"no result after {limit:g} s (--timeout; expected "
                                  f"~{expected:.0f} s); stopped")
                         break
+                    if len(self.bound) < self.s.n_ranks and elapsed > BINDING_AFTER_S:
+                        self.bound.update(binding.ranks(p.pid, self.prog.path))
                     text = _read(work / (self.prog.report or "stdout.txt"))
                     phase = output.section(text) or "HPL"
                     frac = output.fraction(text)
