@@ -153,6 +153,10 @@ def test_the_family_runs_checks_and_stores(tmp_path):
     assert set(axpy) == {4, 6} and all(s > 0 for m in axpy.values() for s in m["samples"])
     assert axpy[6]["params"]["size_bytes"] >= 3 * 6 ** 4 * 96 * 0.9
     assert "Dslash per node" in r.out and "Comparison point, ITT 2020 onward" in r.out
+    from hpcprobe.families.dslash import views
+
+    [(slug, _, _)] = views.figures([results.Run.from_dict(doc)])
+    assert slug == "dslash-volume"
 
 
 def test_dslash_mistakes_are_one_line():

@@ -11,4 +11,5 @@ from hpcprobe.measure.family import Family
 FAMILY = Family(
     "dslash", "Grid's Wilson and domain-wall Dslash per node, comparison point and robustness",
     bench.DslashOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
-    metrics=bench.METRICS, not_joined=frozenset({"cpus"}), views=(views.tables,))
+    metrics=bench.METRICS, not_joined=frozenset({"cpus"}), views=(views.tables,),
+    figures=(views.figures,))

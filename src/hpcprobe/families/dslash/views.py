@@ -3,9 +3,15 @@ the comparison point under each definition, the robustness, and every variant's 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from hpcprobe.families.dslash import bench
 from hpcprobe.results.model import Metric, Run
+from hpcprobe.views import figure
 from hpcprobe.views.table import Block, Lines, Table, cell, n_range, shown
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 COLUMNS = (("wilson", 1, "Wilson"), *(("dwf", ls, f"DWF Ls={ls}") for ls in bench.DWF_LS))
 
@@ -85,3 +91,26 @@ def _axpy(run: Run) -> Table | None:
 
 def tables(run: Run) -> list[Block]:
     return shown(_axpy(run), _summary(run), _comparison(run), _variants(run))
+
+
+def _best_by_volume(run: Run) -> dict[str, figure.Points]:
+    """Per column of the table, the best variant's figure at each L (Mflop/s per node)."""
+    figures = run.select("dslash", "dslash")
+    out: dict[str, figure.Points] = {}
+    for action, ls, name in COLUMNS:
+        pts = [(float(v), m) for v in sorted({m.params["l"] for m in figures})
+               if (m := bench.best(figures, action, v, ls)) is not None]
+        if pts:
+            out[name] = pts
+    return out
+
+
+def volume_curve(runs: list[Run]) -> Figure | None:
+    fig, ax = figure.new("Dslash per node against the local volume L^4 (best variant)", "L",
+                         "Mflop/s per node")
+    return fig if figure.draw(ax, runs, _best_by_volume) else None
+
+
+def figures(runs: list[Run]) -> list[tuple[str, str, Figure]]:
+    return figure.named(("dslash-volume", "Dslash against the local volume",
+                         volume_curve(runs)))
