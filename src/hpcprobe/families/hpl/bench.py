@@ -59,8 +59,10 @@ PEAK_SAMPLES = 7
 #: An efficiency above this % of the measured-clock Rpeak is a finding, not a figure.
 ABOVE_PEAK = flopmodel.ABOVE_MODEL
 POLL_S = 0.5
-#: The ranks' binding is read from /proc once they have run this long (started and pinned).
-BINDING_AFTER_S = 1.0
+#: The ranks' binding is read from /proc from this long after the launch until every rank is
+#: seen (the launcher pins a rank before it starts the program).
+BINDING_AFTER_S = 0.2
+BINDING_POLL_S = 0.1
 #: xhpl's progress lines set the expected time once this share of the work is done.
 PROGRESS_TRUSTED = 0.02
 
@@ -455,7 +457,8 @@ class _Launch:
             error = None
             try:
                 while p.poll() is None:
-                    time.sleep(POLL_S)
+                    # quick polls until every rank's binding is read: a short run ends soon
+                    time.sleep(POLL_S if len(self.bound) >= self.s.n_ranks else BINDING_POLL_S)
                     elapsed = time.monotonic() - start
                     if elapsed > limit:
                         launch.stop(p)
