@@ -59,10 +59,10 @@ PEAK_SAMPLES = 7
 #: An efficiency above this % of the measured-clock Rpeak is a finding, not a figure.
 ABOVE_PEAK = flopmodel.ABOVE_MODEL
 POLL_S = 0.5
-#: The ranks' binding is read from /proc from this long after the launch until every rank is
-#: seen (the launcher pins a rank before it starts the program).
-BINDING_AFTER_S = 0.2
-BINDING_POLL_S = 0.1
+#: The ranks' binding is read from /proc at every poll, the latest reading kept (Open MPI
+#: starts a rank on one CPU and binds it to its set inside MPI_Init); polls come every
+#: BINDING_POLL_S for the first QUICK_POLLS_S, so a short run is seen too.
+BINDING_POLL_S, QUICK_POLLS_S = 0.1, 2.0
 #: xhpl's progress lines set the expected time once this share of the work is done.
 PROGRESS_TRUSTED = 0.02
 
@@ -457,16 +457,17 @@ class _Launch:
             error = None
             try:
                 while p.poll() is None:
-                    # quick polls until every rank's binding is read: a short run ends soon
-                    time.sleep(POLL_S if len(self.bound) >= self.s.n_ranks else BINDING_POLL_S)
+                    # quick polls at first: a short run may end within a second
+                    time.sleep(BINDING_POLL_S if time.monotonic() - start < QUICK_POLLS_S
+                               else POLL_S)
                     elapsed = time.monotonic() - start
                     if elapsed > limit:
                         launch.stop(p)
                         error = (f"no result after {limit:g} s (--timeout; expected "
                                  f"~{expected:.0f} s); stopped")
                         break
-                    if len(self.bound) < self.s.n_ranks and elapsed > BINDING_AFTER_S:
-                        self.bound.update(binding.ranks(p.pid, self.prog.path))
+                    # the latest reading wins: Open MPI binds a rank again inside MPI_Init
+                    self.bound.update(binding.ranks(p.pid, self.prog.path))
                     text = _read(work / (self.prog.report or "stdout.txt"))
                     phase = output.section(text) or "HPL"
                     frac = output.fraction(text)
