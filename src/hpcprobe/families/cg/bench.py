@@ -125,7 +125,9 @@ def run(ctx: RunContext, opts: CgOptions | None) -> None:
         got = sampling.sample(take, ctx.profile.repetition, (1 - TRIAD_SHARE) * budget,
                               warmup=False)
         ctx.progress.advance("cg: solved")
-    kept = solves[-len(got.samples):]
+    if not got.samples:
+        raise MeasurementError("cg: no solve finished within the budget")
+    kept = solves[-len(got.samples):]  # the first solve, dropped by the sampler, is not kept
     params = {"grid": "x".join(map(str, g)), "threads": len(cores), "cpus": binding,
               "iterations_per_sample": ITERATIONS, "nonzeros": solver.nonzeros(g),
               "flops_per_iteration": kept[0].flops() / kept[0].iterations,
