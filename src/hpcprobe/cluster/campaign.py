@@ -238,25 +238,16 @@ class Campaign:
                 self.sched.poll(list(active.values()))
                 now = time.monotonic()
                 for node, job in list(active.items()):
-                    why = None
                     if job.finished:
                         why = self._collect(node, job)
-                    elif job.never:
+                    else:
+                        why = self._overdue(job, now)
+                        if why is None:
+                            continue
                         self.sched.cancel([job])
-                        why = f"{self.sched.name} will never start its job {job.id}: {job.reason}"
-                        if not (done or failed):
+                        if job.never and not (done or failed):
                             raise UserError(f"{why} (a limit or a permission of the request: "
                                             "partition, time, account, QOS); cancelled")
-                    elif job.started is None and now - job.submitted > p.start_timeout_s:
-                        self.sched.cancel([job])
-                        why = (f"its job {job.id} did not start in {p.start_timeout_s:g} s"
-                               + (f" ({job.reason})" if job.reason else "") + "; cancelled")
-                    elif job.started is not None and now - job.started > p.timeout_s:
-                        self.sched.cancel([job])
-                        why = (f"no result after {p.timeout_s:g} s running (job {job.id}); "
-                               f"cancelled; last output: {_tail(job.spec.output)}")
-                    else:
-                        continue
                     del active[node]
                     if why is None:
                         done.append(node)
@@ -270,6 +261,20 @@ class Campaign:
             raise
         finally:
             self.sched.cancel(list(active.values()))
+
+    def _overdue(self, job: Job, now: float) -> str | None:
+        """Why a job still queued or running is to be cancelled (it never will start, has not
+        started in time, or has run too long), or None."""
+        p = self.plan
+        if job.never:
+            return f"{self.sched.name} will never start its job {job.id}: {job.reason}"
+        if job.started is None and now - job.submitted > p.start_timeout_s:
+            return (f"its job {job.id} did not start in {p.start_timeout_s:g} s"
+                    + (f" ({job.reason})" if job.reason else "") + "; cancelled")
+        if job.started is not None and now - job.started > p.timeout_s:
+            return (f"no result after {p.timeout_s:g} s running (job {job.id}); cancelled; "
+                    f"last output: {_tail(job.spec.output)}")
+        return None
 
     @staticmethod
     def _status(queue: list[str], active: dict[str, Job], done: list[str],
@@ -386,17 +391,13 @@ class Campaign:
     def _wait(self, job: Job) -> str | None:
         """Follow one job to its end (start and run timeouts as for node jobs); None, or why
         it failed."""
-        p = self.plan
         try:
             while not job.finished:
-                time.sleep(p.poll_s)
+                time.sleep(self.plan.poll_s)
                 self.sched.poll([job])
-                now = time.monotonic()
-                if job.never or (job.started is None and now - job.submitted > p.start_timeout_s):
-                    return f"its job {job.id} did not start ({job.reason or 'pending'}); cancelled"
-                if job.started is not None and now - job.started > p.timeout_s:
-                    return (f"no result after {p.timeout_s:g} s running (job {job.id}); "
-                            f"cancelled; last output: {_tail(job.spec.output)}")
+                why = self._overdue(job, time.monotonic())
+                if why is not None:
+                    return why
         finally:
             self.sched.cancel([job])
         return self._no_result(job)

@@ -65,9 +65,9 @@ class CgOptions:
 
 
 def cores_of(ctx: RunContext, opts: CgOptions) -> tuple[int, ...]:
-    cores = place(ctx.topo, "one-per-core").cpus
-    n = max(opts.threads) if opts.threads else len(cores)
-    return tuple(cores[:min(n, len(cores))])
+    """One thread per core, all of them or the first --threads (more with --oversubscribe)."""
+    return place(ctx.topo, "one-per-core", max(opts.threads) if opts.threads else None,
+                 ctx.oversubscribe).cpus
 
 
 def labels(ctx: RunContext, opts: CgOptions | None) -> list[str]:

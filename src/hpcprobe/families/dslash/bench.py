@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from hpcprobe import native
-from hpcprobe.common.errors import MeasurementError, OptionError
+from hpcprobe.common.errors import MeasurementError
 from hpcprobe.families.dslash import kernel as K
 from hpcprobe.machine import sysinfo
 from hpcprobe.machine.placement import plan as place
@@ -121,12 +121,9 @@ def points(ctx: RunContext, opts: DslashOptions) -> list[Point]:
 
 
 def cores_of(ctx: RunContext, opts: DslashOptions) -> tuple[int, ...]:
-    cores = place(ctx.topo, "one-per-core").cpus
-    n = max(opts.threads) if opts.threads else len(cores)
-    if n > len(cores):
-        raise OptionError(f"<threads> {n}: one thread per core, and this node has "
-                          f"{len(cores)}")
-    return tuple(cores[:n])
+    """One thread per core, all of them or the first --threads (more with --oversubscribe)."""
+    return place(ctx.topo, "one-per-core", max(opts.threads) if opts.threads else None,
+                 ctx.oversubscribe).cpus
 
 
 def labels(ctx: RunContext, opts: DslashOptions | None) -> list[str]:
@@ -233,6 +230,7 @@ def run(ctx: RunContext, opts: DslashOptions | None) -> None:
             axpy(ctx, team, cores, v, AXPY_SHARE * budget / len(vols))
             ctx.progress.advance(f"dslash: a x + y L={v}")
         deadline = time.perf_counter() + (1 - AXPY_SHARE) * budget
+        done = 0  # points measured or passed over, for each one's share of the budget
         for (l, ls), group in _by_fields(pts).items():  # noqa: E741
             need = field_bytes(l, ls)
             if avail and need > MEMORY_SHARE * avail:
@@ -241,16 +239,17 @@ def run(ctx: RunContext, opts: DslashOptions | None) -> None:
                                     "available; skipped")
                 for pt in group:
                     ctx.progress.advance(pt.label)
+                done += len(group)
                 continue
             op = operator(team, l, ls, rng)
             for pt in group:
                 ctx.progress.advance(pt.label)
+                done += 1
                 if pt.isa in failed:
                     continue
                 left = max(0.0, deadline - time.perf_counter())
-                done = pts.index(pt)
                 try:
-                    samples = measure(ctx, team, op, pt, left / max(1, len(pts) - done))
+                    samples = measure(ctx, team, op, pt, left / (len(pts) - done + 1))
                 except MeasurementError as exc:
                     ctx.errors.append(str(exc))
                     continue

@@ -49,7 +49,7 @@ HPCC_OTHERS_S = 5.0
 HPCC_OTHERS_S_PER_GIB = 70.0
 #: Without --timeout an HPL launch may take this many times its expected time, plus start-up.
 TIMEOUT_FACTOR, TIMEOUT_SLACK_S = 3.0, 120.0
-#: Clock samples of the Rpeak model: this share of the profile's clock budget per point.
+#: Seconds of clock samples for the Rpeak model, per clock measured.
 CLOCK_BUDGET_S = 0.5
 #: `--tune`: each block size gets a problem of about this many seconds.
 TUNE_S = 3.0
@@ -60,9 +60,10 @@ PEAK_SAMPLES = 7
 ABOVE_PEAK = flopmodel.ABOVE_MODEL
 POLL_S = 0.5
 #: The ranks' binding is read from /proc at every poll, the latest reading kept (Open MPI
-#: starts a rank on one CPU and binds it to its set inside MPI_Init); polls come every
-#: BINDING_POLL_S for the first QUICK_POLLS_S, so a short run is seen too.
-BINDING_POLL_S, QUICK_POLLS_S = 0.1, 2.0
+#: starts a rank on one CPU and binds it to its set inside MPI_Init), until it has not changed
+#: for BINDING_SETTLED_S; polls come every BINDING_POLL_S for the first QUICK_POLLS_S, so a
+#: short run is seen too.
+BINDING_POLL_S, QUICK_POLLS_S, BINDING_SETTLED_S = 0.1, 2.0, 5.0
 #: xhpl's progress lines set the expected time once this share of the work is done.
 PROGRESS_TRUSTED = 0.02
 
@@ -243,8 +244,8 @@ def labels(ctx: RunContext, opts: HplOptions | None) -> list[str]:
 
 class _Model:
     """FLOPs per cycle of the widest ISA's DP FMA (the flop model's table; for a CPU it lacks,
-    one core's measured FMA throughput), the clock measured under that ISA's load, and the base
-    clock the CPU states."""
+    one core's measured FMA throughput, by the flop model's own rule), the clock measured under
+    that ISA's load, and the base clock the CPU states."""
 
     def __init__(self, ctx: RunContext) -> None:
         self.isa = native.supported_isas()[-1]
@@ -252,10 +253,19 @@ class _Model:
         cpu = flopmodel.read_cpuid()
         self.ident = flopmodel.identify(cpu)
         arch = self.ident.arch
-        self.microarch = arch.name if arch else "unknown"
-        self.per_cycle = arch.flops_per_cycle(self.kernel) if arch else None
-        self.source = "table"
+        table = arch.flops_per_cycle(self.kernel) if arch else None
+        self.model = flopmodel.Model(table, "table", arch.name) \
+            if arch is not None and table is not None else None
         self.base = cpufreq.base_ghz(cpu.model_name if cpu else ctx.topo.cpu_model)
+
+    @property
+    def per_cycle(self) -> float | None:
+        return self.model.flops_per_cycle if self.model else None
+
+    @property
+    def source(self) -> str | None:
+        """Where FLOP/cycle comes from: "table" or "measured"."""
+        return self.model.source if self.model else None
 
     def clock(self, ctx: RunContext, cpus: tuple[int, ...]) -> Metric | None:
         """The clock of `cpus` under the widest ISA's load, now."""
@@ -263,9 +273,9 @@ class _Model:
             return clock_point(ctx, team, self.isa, cpus, "hpl", CLOCK_BUDGET_S, "hpl")
 
     def measure(self, ctx: RunContext, cpu: int, clk: Metric | None) -> None:
-        """Where the table has no row for this CPU: one core's FMA throughput at the clock just
-        measured (the chains checked), as the compute family's model does."""
-        if self.per_cycle is not None or clk is None:
+        """Where the table has no row for this CPU: the model from one core's FMA throughput at
+        the clock just measured (the chains checked), as the compute family's is."""
+        if self.model is not None or clk is None:
             return
         k = self.kernel
         iters = min(native.peak_max_iters(k.precision), 1 << 22)
@@ -276,14 +286,15 @@ class _Model:
             ctx.warnings.append(f"hpl: {self.ident.note}; its FMA throughput could not be "
                                 "measured either: no Rpeak or efficiency")
             return
-        self.per_cycle = peak.gflops(k, iters, 1, 1, min(ok)) / clk.summary.median
-        self.source = "measured"
-        ctx.warnings.append(f"hpl: {self.ident.note}: the Rpeak model is one core's measured "
-                            f"{k.label} throughput, {self.per_cycle:.2f} FLOP/cycle")
+        measured = peak.gflops(k, iters, 1, 1, min(ok)) / clk.summary.median
+        self.model, warning = flopmodel.model_for(self.ident, k, measured)
+        if warning:
+            ctx.warnings.append(f"hpl: {warning}")
 
     def params(self) -> dict[str, Any]:
-        return {"isa": self.isa, "microarch": self.microarch, "model_source": self.source,
-                "flops_per_cycle": self.per_cycle, "clock_load": self.isa}
+        return {"isa": self.isa, "microarch": self.model.microarch if self.model else "unknown",
+                "model_source": self.source, "flops_per_cycle": self.per_cycle,
+                "clock_load": self.isa}
 
 
 def run(ctx: RunContext, opts: HplOptions | None) -> None:
@@ -305,7 +316,7 @@ def run(ctx: RunContext, opts: HplOptions | None) -> None:
     model = _Model(ctx)
     cores = s.ranks.cores
     ctx.progress.start("hpl", 1 + 3 * len(libs))
-    clocks = {1: model.clock(ctx, cores[:1]), len(cores): model.clock(ctx, cores)}
+    clocks = {k: model.clock(ctx, cores[:k]) for k in dict.fromkeys((1, len(cores)))}
     model.measure(ctx, cores[0], clocks[1])
     ctx.progress.advance("hpl: clocks measured")
     for b in libs:
@@ -447,6 +458,7 @@ class _Launch:
         self.ctx.progress.start(label, max(1, round(expected)))
         start = time.monotonic()
         shown = 0
+        settled = 0.0  # when the ranks' binding last changed (or was not seen)
         with open(log, "w") as out:
             try:
                 p = subprocess.Popen(spec.argv, stdout=out, stderr=subprocess.STDOUT, cwd=work,
@@ -466,8 +478,13 @@ class _Launch:
                         error = (f"no result after {limit:g} s (--timeout; expected "
                                  f"~{expected:.0f} s); stopped")
                         break
-                    # the latest reading wins: Open MPI binds a rank again inside MPI_Init
-                    self.bound.update(binding.ranks(p.pid, self.prog.path))
+                    # the latest reading wins (Open MPI binds a rank again inside MPI_Init);
+                    # once it has not changed for a while, /proc is not walked again
+                    if elapsed - settled < BINDING_SETTLED_S:
+                        seen = binding.ranks(p.pid, self.prog.path)
+                        if not seen or seen != self.bound:
+                            settled = elapsed
+                        self.bound.update(seen)
                     text = _read(work / (self.prog.report or "stdout.txt"))
                     phase = output.section(text) or "HPL"
                     frac = output.fraction(text)
@@ -590,10 +607,9 @@ def info(opts: HplOptions) -> int:
     print(f"CPU:          widest ISA {cpu_isa}; {ident.note}; "
           + (f"{per_cycle:g} DP FLOP/cycle/core" if per_cycle else "not in the flop model")
           + (f"; base clock {base[0]:g} GHz ({base[1]})" if base else "; states no base clock"))
-    system = blas.choose(None) if blas.installed() or provenance_blas() else []
-    print(f"system BLAS:  {system[0].library if system else 'none'}")
+    print(f"system BLAS:  {provenance_blas() or 'none'}")
     print("BLAS installed (--blas NAME):")
-    for name, lib in (blas.installed() or {}).items():
+    for name, lib in blas.installed().items():
         got = blas.dgemm(Blas(name, lib), (os.sched_getaffinity(0).pop(),), 1, 256)
         said = got.get("error") or (f"{got.get('config')}; kernels {got.get('kernel')} "
                                     f"({blas.kernel_isa(got) or '?'})")

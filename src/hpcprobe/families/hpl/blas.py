@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -129,9 +130,10 @@ def choose(wanted: tuple[str, ...] | None, have: dict[str, str] | None = None) -
     return out
 
 
+@cache
 def loads(library: str) -> str | None:
     """None when the library loads and has dgemm_ (tried in a child process: a broken library
-    may crash it); else why not."""
+    may crash it); else why not. Once per library: the plan and the run both choose."""
     probe = "import ctypes, sys; ctypes.CDLL(sys.argv[1]).dgemm_"
     try:
         p = subprocess.run([sys.executable, "-c", probe, library], capture_output=True,
