@@ -15,6 +15,7 @@ import pytest
 
 import pgserver
 from hpcprobe.machine import topology
+from hpcprobe.mpi import find
 
 DATA = Path(__file__).parent / "data"
 
@@ -25,6 +26,32 @@ MACHINES = {
     "laptop-8c.xml": (1, 1, 1, 8, 8),
     "vm-live-2c.xml": (1, 1, 1, 2, 2),
 }
+
+
+def _mpi() -> find.Mpi | None:
+    try:
+        return find.find()
+    except find.MpiNotFound:
+        return None
+
+
+#: The MPI the tests launch ranks with (Open MPI from Debian, or MPICH from its wheel).
+MPI = _mpi()
+needs_mpi = pytest.mark.skipif(MPI is None, reason="no MPI: install openmpi-bin libopenmpi-dev "
+                                                   "(make setup as root) or pip install mpich")
+
+
+@pytest.fixture(scope="module")
+def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Builds of the MPI programs go to a cache of this module, which the CLI subprocesses
+    inherit (use it with pytestmark = pytest.mark.usefixtures("private_cache"))."""
+    old = os.environ.get("HPCPROBE_CACHE")
+    os.environ["HPCPROBE_CACHE"] = str(tmp_path_factory.mktemp("cache"))
+    yield
+    if old is None:
+        del os.environ["HPCPROBE_CACHE"]
+    else:
+        os.environ["HPCPROBE_CACHE"] = old
 
 
 @pytest.fixture(params=sorted(MACHINES))

@@ -17,6 +17,7 @@ from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import UserError
 from hpcprobe.families.hpl import binding, blas, inputs, output
 from hpcprobe.machine import cpufreq, topology
+from hpcprobe.mpi import layouts
 from hpcprobe.results import model as results
 
 HPCC = shutil.which("hpcc") is not None
@@ -68,9 +69,9 @@ def test_grid_is_near_square_with_p_at_most_q():
 
 
 def test_ranks_per_core_numa_and_socket_on_a_two_socket_nps4_node(nps4):
-    core = inputs.ranks(nps4, "core")
-    numa = inputs.ranks(nps4, "numa")
-    sock = inputs.ranks(nps4, "socket")
+    core = layouts.ranks(nps4, "core")
+    numa = layouts.ranks(nps4, "numa")
+    sock = layouts.ranks(nps4, "socket")
     assert (len(core.sets), core.threads) == (128, 1)
     assert (len(numa.sets), numa.threads) == (8, 16)
     assert (len(sock.sets), sock.threads) == (2, 64)
@@ -82,7 +83,7 @@ def test_ranks_per_core_numa_and_socket_on_a_two_socket_nps4_node(nps4):
 
 
 def test_ranks_skip_smt_siblings(xeon_smt):
-    core = inputs.ranks(xeon_smt, "core")
+    core = layouts.ranks(xeon_smt, "core")
     assert len(core.sets) == 52  # 104 PUs, one per core
     assert all(len({c for s in core.sets for c in s} & set(k.cpus)) == 1 for k in xeon_smt.cores)
 
@@ -272,7 +273,7 @@ def test_hpcc_runs_hpl_validated_against_the_measured_peak(tmp_path):
         assert pct <= 101 or any(f["kind"] == "above_peak" for f in doc["findings"])
     assert "HPL: Rmax" in r.out
     # the binding each rank really had, read from /proc while hpcc ran
-    want = ";".join(format_cpulist(c) for c in inputs.ranks(topology.discover(), "numa").sets)
+    want = ";".join(format_cpulist(c) for c in layouts.ranks(topology.discover(), "numa").sets)
     assert rmax["params"]["binding"] == want
 
 

@@ -31,6 +31,10 @@ def test_dram_working_sets_are_four_times_the_llc(machine):
     for m in _default(topo):
         if m.level == "DRAM":
             assert m.size_bytes >= 0.999 * 4 * sizing.llc_bytes(topo, m.cpus) - 3 * 512 * m.threads
+            # and never less than the floor a guest's masked cache size cannot undercut
+            memory = sum(d.memory_bytes or 0 for d in topo.numa_nodes)
+            floor = min(sizing.DRAM_FLOOR, memory // 8) if memory else sizing.DRAM_FLOOR
+            assert m.size_bytes >= 0.999 * floor - 3 * 512 * m.threads
 
 
 def test_sweep_spans_l1_to_dram(nps4):

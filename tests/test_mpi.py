@@ -17,38 +17,16 @@ from pathlib import Path
 
 import pytest
 
-from conftest import DATA, assert_user_error, hpcprobe
+from conftest import DATA, MPI, assert_user_error, hpcprobe, needs_mpi
 from hpcprobe.common.errors import UserError
 from hpcprobe.families.mpi.bench import MpiOptions, pair_cpus, plan
 from hpcprobe.machine import topology
 from hpcprobe.mpi import build, find, launchers
 from hpcprobe.mpi.launchers import Layout
 
-
-def _mpi() -> find.Mpi | None:
-    try:
-        return find.find()
-    except find.MpiNotFound:
-        return None
-
-
-MPI = _mpi()
-needs_mpi = pytest.mark.skipif(MPI is None, reason="no MPI: install openmpi-bin libopenmpi-dev "
-                                                   "(make setup as root) or pip install mpich")
+pytestmark = pytest.mark.usefixtures("private_cache")
 WHEEL = Path(sys.prefix) / "bin" / "mpicc"
 needs_wheel = pytest.mark.skipif(not WHEEL.is_file(), reason="the mpich wheel is not installed")
-
-
-@pytest.fixture(autouse=True, scope="module")
-def private_cache(tmp_path_factory: pytest.TempPathFactory):
-    """Builds go to a cache of this test session, which the CLI subprocesses inherit."""
-    old = os.environ.get("HPCPROBE_CACHE")
-    os.environ["HPCPROBE_CACHE"] = str(tmp_path_factory.mktemp("cache"))
-    yield
-    if old is None:
-        del os.environ["HPCPROBE_CACHE"]
-    else:
-        os.environ["HPCPROBE_CACHE"] = old
 
 
 def mpi_json(tmp_path: Path, *args: str, code: int = 0) -> dict:

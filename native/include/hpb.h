@@ -213,6 +213,43 @@ int hpb_peak_measure(hpb_team *team, int isa, int precision, int op, uint64_t it
 /* The scalar the stream kernels use (STREAM's 3.0). */
 double hpb_stream_scalar(void);
 
+/* The Wilson / domain-wall hopping term's pieces for a rank that exchanges halos (layouts as
+ * in native/src/dslash.h): one application to the output sites [begin, end) of a field, shared
+ * by the team's active threads; and a face's send buffer, spins 0 and 1 of
+ * (1 + sign g_mu) in(site) for each of n sites, 12 ls floats a site. -EINVAL, -ENOTSUP. */
+int hpb_dslash_apply(hpb_team *team, int isa, const float *gauge_fwd, const float *gauge_bwd,
+                     const float *in, float *out, const int32_t *nb, uint64_t begin,
+                     uint64_t end, int ls);
+int hpb_dslash_project(hpb_team *team, const float *in, int ls, const int32_t *sites, uint64_t n,
+                       int mu, int sign, float *buf);
+
+/* A rank's share of the CG problem and how it talks to the others: the global grid, the first
+ * point of this rank's box, and two callbacks the team's first thread calls: exchange fills
+ * the ghost entries x[n ..] from the neighbouring ranks (blocks as hpb_cg_halo lays out), sum
+ * replaces *v by its sum over the ranks. */
+struct hpb_cg_comm {
+    int gdims[3], offset[3];
+    void (*exchange)(void *ctx, double *x);
+    void (*sum)(void *ctx, double *v);
+    void *ctx;
+};
+
+/* The halo of a box of dims at offset in a grid of gdims: counts[d] points in the ghost block
+ * of each of the 27 neighbouring boxes d = (dz + 1) * 9 + (dy + 1) * 3 + dx + 1 (0 for the box
+ * itself and boxes outside the grid); blocks follow each other in d's order after the n local
+ * entries, each in (z, y, x) order. send (NULL: not wanted; else sum of counts entries) gets,
+ * block by block, the local indices box d needs from this one, in the order box d lays out
+ * its ghosts from us. */
+int hpb_cg_halo(const int dims[3], const int gdims[3], const int offset[3], uint64_t *counts,
+                int32_t *send);
+
+/* CG from x = 0 to ||r|| <= tol ||b|| or max_iters on this rank's box (comm NULL: the whole
+ * grid, one rank), b = A 1. x (n doubles) gets the solution, history (max_iters + 1) the
+ * residual norms; out[0..5]: iterations, the seconds of SpMV, dot products (with their sum
+ * over ranks), vector updates, the whole loop, and halo exchange (thread 0's clock). */
+int hpb_cg_solve_domain(hpb_team *team, const int dims[3], const struct hpb_cg_comm *comm,
+                        int max_iters, double tol, double *x, double *history, double *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -90,3 +90,82 @@ int hpb_dslash_place(hpb_team *team, void *buf, uint64_t sites, uint64_t site_by
     struct place_job j = {buf, (size_t)sites, (size_t)site_bytes};
     return hpb_team_run(team, place_job, &j);
 }
+
+struct apply_job {
+    hpb_dslash_fn fn;
+    struct hpb_dslash_args args;
+    size_t begin, end;
+};
+
+static int apply_job(struct hpb_thread *th, void *p)
+{
+    const struct apply_job *j = p;
+    const size_t n = (size_t)th->team->nactive, r = (size_t)th->rank, len = j->end - j->begin;
+    j->fn(&j->args, j->begin + len * r / n, j->begin + len * (r + 1) / n);
+    return 0;
+}
+
+/* One application to the output sites [begin, end) of a field of `sites` sites, shared
+ * equally by the team's active threads (the unit a rank's halo-exchanging step is built of:
+ * interior sites while the faces travel, then the boundary). */
+int hpb_dslash_apply(hpb_team *team, int isa, const float *gauge_fwd, const float *gauge_bwd,
+                     const float *in, float *out, const int32_t *nb, uint64_t begin,
+                     uint64_t end, int ls)
+{
+    if (!team || !gauge_fwd || !gauge_bwd || !in || !out || !nb || begin > end || ls < 1 ||
+        ls > HPB_DSLASH_MAX_LS)
+        return -EINVAL;
+    if (!hpb_isa_supported(isa)) return -ENOTSUP;
+    const hpb_dslash_fn fn = variant(isa);
+    if (!fn) return -ENOTSUP;
+    struct apply_job j = {fn, {gauge_fwd, gauge_bwd, in, out, nb, (size_t)end, ls},
+                          (size_t)begin, (size_t)end};
+    return hpb_team_run(team, apply_job, &j);
+}
+
+struct project_job {
+    const float *in;
+    const int32_t *sites;
+    size_t n;
+    int ls, mu;
+    float sg, *buf;
+};
+
+static int project_job(struct hpb_thread *th, void *p)
+{
+    const struct project_job *j = p;
+    const size_t t = (size_t)th->team->nactive, r = (size_t)th->rank;
+    const size_t ls = (size_t)j->ls, half = 12 * ls;
+    for (size_t k = j->n * r / t; k < j->n * (r + 1) / t; k++) {
+        const float *psi = j->in + (size_t)j->sites[k] * 2 * half;
+        float *h = j->buf + k * half;
+        for (int i = 0; i < 2; i++) {
+            const int col = G_COL[j->mu][i], ph = G_PHASE[j->mu][i];
+            /* (re, im) of phase * psi[col]: 1, i, -1, -i */
+            const float cr = ph == 0 ? 1.0f : ph == 2 ? -1.0f : 0.0f;
+            const float ci = ph == 1 ? 1.0f : ph == 3 ? -1.0f : 0.0f;
+            for (int c = 0; c < 3; c++) {
+                const float *ar = psi + ((size_t)(i * 3 + c) * 2) * ls, *ai = ar + ls;
+                const float *br = psi + ((size_t)(col * 3 + c) * 2) * ls, *bi = br + ls;
+                float *hr = h + ((size_t)(i * 3 + c) * 2) * ls, *hi = hr + ls;
+                for (size_t s = 0; s < ls; s++) {
+                    hr[s] = ar[s] + j->sg * (cr * br[s] - ci * bi[s]);
+                    hi[s] = ai[s] + j->sg * (cr * bi[s] + ci * br[s]);
+                }
+            }
+        }
+    }
+    return 0;
+}
+
+/* The halo's send buffer of one face: for each of the n sites (indices into `in`), spins 0
+ * and 1 of (1 + sign g_mu) in(site), 12 ls floats a site, shared by the team's threads. */
+int hpb_dslash_project(hpb_team *team, const float *in, int ls, const int32_t *sites, uint64_t n,
+                       int mu, int sign, float *buf)
+{
+    if (!team || !in || !sites || !buf || ls < 1 || ls > HPB_DSLASH_MAX_LS || mu < 0 || mu > 3 ||
+        (sign != 1 && sign != -1))
+        return -EINVAL;
+    struct project_job j = {in, sites, (size_t)n, ls, mu, (float)sign, buf};
+    return hpb_team_run(team, project_job, &j);
+}

@@ -8,6 +8,13 @@
 /* Most fifth-dimension slices (Ls) of a domain-wall field; Wilson is Ls = 1. */
 #define HPB_DSLASH_MAX_LS 32
 
+/* Grid's chiral gamma matrices, as the column and the phase of each row's one non-zero entry
+ * (phase: 0 = 1, 1 = i, 2 = -1, 3 = -i); directions x, y, z, t. Rows 0 and 1 always take
+ * their entry from spins 2 and 3, so a spinor (h0, h1, 0, 0) projects to (h0, h1): a halo site
+ * received as a projected half spinor needs no reconstruction. */
+static const int G_COL[4][4] = {{3, 2, 1, 0}, {3, 2, 1, 0}, {2, 3, 0, 1}, {2, 3, 0, 1}};
+static const int G_PHASE[4][4] = {{1, 1, 3, 3}, {2, 0, 0, 2}, {1, 3, 3, 1}, {0, 0, 0, 0}};
+
 /* One application: out(x) = sum over mu of (1 - g_mu) U_mu(x) in(x + mu)
  *                                        + (1 + g_mu) U_mu(x - mu)^dagger in(x - mu)
  * for the `sites` sites x of one parity, every slice s of Ls sharing the links.

@@ -6,11 +6,6 @@
 
 #include <string.h>
 
-/* Grid's chiral gamma matrices, as the column and the phase of each row's one non-zero entry
- * (phase: 0 = 1, 1 = i, 2 = -1, 3 = -i); directions x, y, z, t. */
-static const int G_COL[4][4] = {{3, 2, 1, 0}, {3, 2, 1, 0}, {2, 3, 0, 1}, {2, 3, 0, 1}};
-static const int G_PHASE[4][4] = {{1, 1, 3, 3}, {2, 0, 0, 2}, {1, 3, 3, 1}, {0, 0, 0, 0}};
-
 #define IDX(spin, c, ri) ((((spin) * 3 + (c)) * 2 + (ri)) * ls)
 
 /* out += sg * phase * (zr, zi), lane by lane */

@@ -17,8 +17,9 @@ from hpcprobe.common import files
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_USAGE, HpcprobeError, OptionError, UserError
 from hpcprobe.machine import placement, topology
-from hpcprobe.measure import options, profiles
-from hpcprobe.measure.family import Family, Flag, flags
+from hpcprobe.machine.sizing import thread_ladder
+from hpcprobe.measure import options, profiles, scaling
+from hpcprobe.measure.family import Family, Flag, RunContext, flags
 from hpcprobe.measure.runner import resolve_isa
 from hpcprobe.results import export
 from hpcprobe.results import model as results
@@ -101,6 +102,24 @@ def build_parser() -> argparse.ArgumentParser:
                             f"{name}: {what}" for name, (what, _) in fam.command.actions.items()))
         _add_family_options(fc, [fam])
         _add_run_options(fc)
+
+    sized = list(registry.sized().values())
+    sc = sub.add_parser("scale", help="run a benchmark at 1, 2, 4, ... ranks: weak and strong "
+                                      "scaling, speedup and parallel efficiency",
+                        description="Run a benchmark that has a problem size at a ladder of "
+                                    "rank counts, weak (the size a rank held) and strong (the "
+                                    "total held), and report the speedup against the first "
+                                    "count with its CI, the parallel efficiency and the ideal.")
+    sc.add_argument("family", choices=[f.name for f in sized], metavar="BENCHMARK",
+                    help=", ".join(f.name for f in sized))
+    sc.add_argument("--ranks", dest="counts", type=options.counts, metavar="N,N,...",
+                    help="the rank counts (default: 1, 2, 4, ... up to the cores)")
+    sc.add_argument("--mode", choices=("weak", "strong", "both"), default="both",
+                    help="weak, strong or both (default: both; the MPI collectives: weak)")
+    sc.add_argument("--isa", help="kernel variant (default: every one the CPU supports)")
+    sc.add_argument("--report", metavar="FILE.html", help="also write the HTML report")
+    _add_family_options(sc, sized, skip=frozenset({"--ranks"}))
+    _add_run_options(sc)
 
     c = sub.add_parser("compare", help="compare runs with statistics",
                        description="Compare runs against the first: what differs in their "
@@ -240,14 +259,17 @@ def _dest(flag: Flag) -> str:
     return flag.flag.lstrip("-").replace("-", "_")
 
 
-def _add_family_options(p: argparse.ArgumentParser, families: Sequence[Family]) -> None:
-    """Each family's option fields as flags, in one group per family; a flag that several
-    families declare is one option, in the group of the first."""
+def _add_family_options(p: argparse.ArgumentParser, families: Sequence[Family],
+                        skip: frozenset[str] = frozenset()) -> None:
+    """Each family's option fields as flags (but those in skip), in one group per family; a
+    flag that several families declare is one option, in the group of the first."""
     seen: dict[str, Flag] = {}
     users = _users(families, lambda flag: True)
     for fam in families:
         group = p.add_argument_group(f"narrowing the {fam.name} benchmark")
         for _, flag in flags(fam.options):
+            if flag.flag in skip:
+                continue
             if flag.flag in seen:
                 if (seen[flag.flag].parse, seen[flag.flag].choices) != (flag.parse, flag.choices):
                     raise AssertionError(f"{flag.flag} is declared twice with different types")
@@ -377,6 +399,14 @@ def _measure(a: argparse.Namespace, prof: profiles.Profile, chosen: Sequence[Fam
         run = registry.execute(topo, prof, [f.name for f in chosen], isa, opts, bar,
                                oversubscribe=a.oversubscribe, tag=a.tag, isa_asked=isa_asked,
                                standalone=standalone)
+    _keep(a, run, store)
+    return EXIT_FAILURE if run.errors else 0
+
+
+def _keep(a: argparse.Namespace, run: results.Run, store: Store | None,
+          parts: Sequence[results.Run] = ()) -> None:
+    """Show the run; write its JSON, store it (after the runs it summarises, `parts`) and write
+    its report, as asked."""
     console = _console()
     terminal.render(run, console, registry.views())
     if a.json:  # first: if the store fails now, the figures are in the document
@@ -384,6 +414,8 @@ def _measure(a: argparse.Namespace, prof: profiles.Profile, chosen: Sequence[Fam
         console.print(f"Wrote {a.json}.", highlight=False)
     if store is not None:
         try:
+            for part in parts:
+                store.save(part)
             store.save(run)
         except HpcprobeError as exc:
             kept = f"; the run is in {a.json} (`hpcprobe import` can store it later)" \
@@ -391,9 +423,10 @@ def _measure(a: argparse.Namespace, prof: profiles.Profile, chosen: Sequence[Fam
             raise HpcprobeError(f"{exc}{kept}") from None
         finally:
             store.close()
+        also = f" (and the {len(parts)} runs it summarises)" if parts else ""
         console.print(f"Stored as run {run.run_id} in {store.path} "
-                      f"({len(run.metrics)} metrics); `hpcprobe show {run.run_id}` reads it back.",
-                      highlight=False)
+                      f"({len(run.metrics)} metrics){also}; `hpcprobe show {run.run_id}` reads "
+                      "it back.", highlight=False)
     if getattr(a, "report", None):
         from hpcprobe.views import html as report
 
@@ -406,7 +439,6 @@ def _measure(a: argparse.Namespace, prof: profiles.Profile, chosen: Sequence[Fam
                       f"another run: `hpcprobe compare {ref} OTHER`." if ref else
                       "Not stored: add --report FILE.html or --json FILE to keep this run's "
                       "figures for a report.", highlight=False)
-    return EXIT_FAILURE if run.errors else 0
 
 
 def _dry_run(a: argparse.Namespace, prof: profiles.Profile, chosen: Sequence[Family], isa: str,
@@ -433,6 +465,44 @@ def cmd_family(a: argparse.Namespace) -> int:
         return fam.command.actions[a.action][1](_family_options(a, fam))
     prof = profiles.get(a.profile)
     return _measure(a, prof, [fam], resolve_isa(None), standalone=True)
+
+
+def cmd_scale(a: argparse.Namespace) -> int:
+    """A family at a ladder of rank counts, weak and strong: every count's run and the summary
+    with the speedup and the parallel efficiency."""
+    prof = profiles.get(a.profile)
+    fam = registry.sized()[a.family]
+    _check_narrowing(a, [fam])
+    opts = _family_options(a, fam)
+    isa = resolve_isa(a.isa)
+    assert fam.sized is not None
+    modes = fam.sized.modes if a.mode == "both" else (a.mode,)
+    topo = topology.load(a.input)
+    ladder = [k for k in thread_ladder(topo.counts()["cores"]) if k >= fam.sized.least]
+    counts = list(a.counts or ladder or [fam.sized.least])
+    if a.dry_run:
+        ctx = RunContext(topo, prof, isa, a.oversubscribe, isa_asked=a.isa is not None,
+                         standalone=True)
+        for mode, k, o in scaling.steps(ctx, fam, opts, counts, modes):
+            assert fam.plan is not None
+            print(f"{fam.name}, {mode}, {k} rank(s):")
+            for line in fam.plan(ctx, o):
+                print(f"  {line}")
+        return 0
+    if a.input:
+        raise UserError("--input plans for another machine: add --dry-run (measurements run on "
+                        "this one)")
+    for path, flag in ((a.json, "--json"), (a.report, "--report")):
+        if path:
+            files.check_writable(path, flag)
+    store = None if a.no_store else Store.open(a.db)
+    if store is not None:
+        store.check_writable()
+    with _Bar() as bar:
+        summary, runs = scaling.execute(topo, prof, fam, isa, opts, counts, modes, bar,
+                                        a.oversubscribe, a.tag, a.isa is not None)
+    _keep(a, summary, store, runs)
+    return EXIT_FAILURE if summary.errors else 0
 
 
 def cmd_topology(a: argparse.Namespace) -> int:
@@ -584,7 +654,7 @@ def cmd_cluster(a: argparse.Namespace) -> int:
 
 COMMANDS = {"run": cmd_run, "compare": cmd_compare, "report": cmd_report, "import": cmd_import,
             "export": cmd_export, "prune": cmd_prune, "topology": cmd_topology, "plan": cmd_plan,
-            "list": cmd_list, "show": cmd_show, "cluster": cmd_cluster}
+            "list": cmd_list, "show": cmd_show, "cluster": cmd_cluster, "scale": cmd_scale}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

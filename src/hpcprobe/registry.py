@@ -56,6 +56,11 @@ def scaling() -> dict[str, Scaling]:
     return {f.name: f.scaling for f in FAMILIES.values() if f.scaling is not None}
 
 
+def sized() -> dict[str, Family]:
+    """The families that declare a problem size (`hpcprobe scale`)."""
+    return {f.name: f for f in FAMILIES.values() if f.sized is not None}
+
+
 def views() -> list[View]:
     return [v for f in FAMILIES.values() for v in f.views]
 

@@ -14,6 +14,7 @@ from hpcprobe.families import (
     mpi,
     numa,
     roofline,
+    scale,
 )
 from hpcprobe.measure.family import Family
 
@@ -28,4 +29,5 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     dslash.FAMILY,
     cg.FAMILY,
     roofline.FAMILY,
+    scale.FAMILY,
 )}

@@ -23,6 +23,12 @@ SWEEP_QUANTUM = ELEM_QUANTUM * kernels.ELEMENT_BYTES * 6
 DRAM_FACTOR = 4
 
 
+#: The least DRAM working set of a team, whatever cache the topology reports (at most an eighth
+#: of the memory): a KVM guest may be shown a last-level cache smaller than the host's that
+#: serves it (a Zen 5 guest reporting 32 MiB ran the 4x-L3 triad of 128 MiB at 87-114 GB/s,
+#: interleaved with 79 GB/s at 2 GiB), and a "DRAM" figure must not be a cache's.
+DRAM_FLOOR = 2 << 30
+
 #: Assumed last-level cache when the topology knows none.
 FALLBACK_LLC = 256 << 20
 
@@ -79,10 +85,13 @@ def llc_bytes(topo: Topology, cpus: Iterable[int]) -> int:
 
 
 def dram_working_set(topo: Topology, cpus: tuple[int, ...]) -> int:
-    """4x the last-level cache serving the team, rounded up so that one-, two- and three-array
+    """4x the last-level cache serving the team and at least DRAM_FLOOR (at most an eighth of
+    the topology's memory, where it states it), rounded up so that one-, two- and three-array
     kernels get the same working set per thread."""
     step = SWEEP_QUANTUM * len(cpus)
-    return math.ceil(DRAM_FACTOR * llc_bytes(topo, cpus) / step) * step
+    memory = sum(d.memory_bytes or 0 for d in topo.numa_nodes)
+    floor = min(DRAM_FLOOR, memory // 8) if memory else DRAM_FLOOR
+    return math.ceil(max(DRAM_FACTOR * llc_bytes(topo, cpus), floor) / step) * step
 
 
 def _quantize(elems: float) -> int:

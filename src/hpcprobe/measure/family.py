@@ -129,6 +129,22 @@ class Scaling:
 
 
 @dataclass(frozen=True)
+class Sized:
+    """A family with a problem size, which `hpcprobe scale` runs at a ladder of rank counts:
+    `at(ctx, options, ranks, mode, first)` gives its options on that many ranks, in weak mode
+    (the size a rank as on the first count) or strong mode (the total as on the first count);
+    `rate(metrics)` the samples of its total rate (in `unit`, higher is better) from one
+    count's metrics (none: not measured), the figure `what` names."""
+
+    at: Callable[[RunContext, Any, int, str, int], Any]
+    rate: Callable[[list[Metric]], list[float]]
+    what: str
+    unit: str = "GFLOP/s"
+    modes: tuple[str, ...] = ("weak", "strong")  # the modes that make sense for it
+    least: int = 1  # the fewest ranks it runs on
+
+
+@dataclass(frozen=True)
 class Family:
     """A registered benchmark family. Central code (CLI, runner, views, compare) iterates over
     the registry of these and names no family."""
@@ -151,6 +167,7 @@ class Family:
     figures: tuple[Figures, ...] = ()  # plots of one or more runs (HTML report)
     command: Command | None = None
     scaling: Scaling | None = None  # runs across nodes (cluster run --scale)
+    sized: Sized | None = None  # runs at a ladder of rank counts, weak and strong (hpcprobe scale)
 
     def declares(self, m: Metric) -> bool:
         """Whether it declared this metric with its unit and direction."""

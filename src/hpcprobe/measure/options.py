@@ -96,4 +96,8 @@ TIMEOUT = Flag("--timeout", "give up after S seconds: mpi, on a test (one size) 
                "3x its expected time plus start-up)", parse=seconds, metavar="S")
 LAYOUT = Flag("--layout", "MPI ranks: one per core (single-threaded), or one per NUMA domain or "
               "socket with a thread per core inside it, each rank bound to its CPUs "
-              "(default: core)", choices=("core", "numa", "socket"))
+              "(default: hpl core; dslash and cg numa, Grid's recommendation)",
+              choices=("core", "numa", "socket"))
+RANKS = Flag("--ranks", "MPI ranks: the first N of the layout's (default: all of them; on "
+             "several hosts, N split evenly over them)", parse=at_least(1, "a rank count"),
+             metavar="N")

@@ -1,28 +1,52 @@
-"""Build the MPI test program with the MPI's own mpicc, once per MPI fingerprint."""
+"""Build the MPI programs with the MPI's own mpicc, once per MPI fingerprint: the MPI tests
+(hpb_mpi.c, self-contained) and the application proxies (hpb_proxy.c, linked to the native
+core, whose header and build it follows: a rebuilt core gets a rebuilt program)."""
 
 from __future__ import annotations
 
+import hashlib
 import os
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from hpcprobe import native
 from hpcprobe.common.errors import UserError
 from hpcprobe.mpi.find import CFLAGS, Mpi
 
-SOURCE = "hpb_mpi.c"
+
+@dataclass(frozen=True)
+class Program:
+    """An MPI program of ours: its name (the source is NAME.c) and whether it links the core."""
+
+    name: str
+    with_core: bool
+    what: str  # for messages
+
+    @property
+    def source(self) -> str:
+        return f"{self.name}.c"
+
+
+TESTS = Program("hpb_mpi", False, "the MPI tests")
+PROXY = Program("hpb_proxy", True, "the application proxies")
+#: The native core's public header, which the proxies include.
+HEADER = "hpb.h"
+SOURCE = TESTS.source
 
 
 @cache
-def source_text() -> str:
-    """The C source shipped in the package; run from a checkout (src/ on the path), the one in
-    native/mpi/."""
-    shipped = resources.files("hpcprobe.mpi").joinpath(SOURCE)
+def source_text(name: str = SOURCE) -> str:
+    """A C file shipped in the package; run from a checkout (src/ on the path), the one in
+    native/mpi/ or native/include/."""
+    shipped = resources.files("hpcprobe.mpi").joinpath(name)
     if shipped.is_file():
         return shipped.read_text()
-    return (Path(__file__).resolve().parents[3] / "native" / "mpi" / SOURCE).read_text()
+    root = Path(__file__).resolve().parents[3] / "native"
+    return (root / ("include" if name == HEADER else "mpi") / name).read_text()
 
 
 def cache_root() -> Path:
@@ -30,33 +54,51 @@ def cache_root() -> Path:
     return Path(os.environ.get("HPCPROBE_CACHE") or Path(base) / "hpcprobe")
 
 
-def program(mpi: Mpi) -> Path:
+def _core_tag() -> str:
+    """Changes with the proxies' source, the core's header, and the core library itself."""
+    lib = native.lib_path()
+    st = lib.stat() if lib.is_file() else None
+    h = hashlib.sha256()
+    for part in (source_text(PROXY.source), source_text(HEADER), str(lib.resolve()),
+                 f"{st.st_size}:{st.st_mtime_ns}" if st else "missing"):
+        h.update(part.encode() + b"\0")
+    return h.hexdigest()[:12]
+
+
+def program(mpi: Mpi, prog: Program = TESTS) -> Path:
     """Where the program built for this MPI lives (built or not)."""
-    return cache_root() / "mpi" / mpi.fingerprint / "hpb_mpi"
+    name = f"{prog.name}-{_core_tag()}" if prog.with_core else prog.name
+    return cache_root() / "mpi" / mpi.fingerprint / name
 
 
-def build(mpi: Mpi) -> Path:
+def build(mpi: Mpi, prog: Program = TESTS) -> Path:
     """The program for this MPI, compiled on first use; a changed MPI, flag or source has
     another fingerprint and gets its own build. A failing compile is a user error carrying the
     compiler's message."""
-    exe = program(mpi)
+    exe = program(mpi, prog)
     if exe.is_file():
         return exe
     exe.parent.mkdir(parents=True, exist_ok=True)
-    src = exe.parent / SOURCE
-    src.write_text(source_text())
-    fd, tmp = tempfile.mkstemp(dir=exe.parent, prefix=".hpb_mpi-")
+    src = exe.parent / prog.source
+    src.write_text(source_text(prog.source))
+    link: list[str] = []
+    if prog.with_core:
+        (exe.parent / HEADER).write_text(source_text(HEADER))
+        lib = native.lib_path().resolve()
+        link = [f"-I{exe.parent}", f"-L{lib.parent}", f"-l:{lib.name}",
+                f"-Wl,-rpath,{lib.parent}", "-lm"]
+    fd, tmp = tempfile.mkstemp(dir=exe.parent, prefix=f".{prog.name}-")
     os.close(fd)
     try:
-        p = subprocess.run([mpi.mpicc, *CFLAGS, str(src), "-o", tmp], capture_output=True,
-                           text=True, timeout=300)
+        p = subprocess.run([mpi.mpicc, *CFLAGS, str(src), "-o", tmp, *link],
+                           capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.TimeoutExpired) as exc:
         Path(tmp).unlink(missing_ok=True)
         raise UserError(f"{mpi.mpicc} failed to run: {exc}") from None
     if p.returncode != 0:
         Path(tmp).unlink(missing_ok=True)
         msg = " | ".join((p.stderr or p.stdout).strip().splitlines()[-3:])
-        raise UserError(f"{mpi.mpicc} cannot compile the MPI tests ({mpi.implementation} "
+        raise UserError(f"{mpi.mpicc} cannot compile {prog.what} ({mpi.implementation} "
                         f"{mpi.version}): {msg}")
     os.chmod(tmp, 0o755)
     os.replace(tmp, exe)  # atomic: a concurrent or interrupted build leaves no half file

@@ -28,6 +28,7 @@ class Outcome:
     info: dict[str, Any] | None = None
     bindings: list[dict[str, Any]] = field(default_factory=list)
     samples: list[dict[str, Any]] = field(default_factory=list)
+    checks: list[dict[str, Any]] = field(default_factory=list)  # a program's own validation
     running: str = "start-up"  # the test and size in progress, for messages
     error: str | None = None
     timed_out: bool = False
@@ -78,6 +79,8 @@ def _follow(p: subprocess.Popen[str], out: Outcome, timeout_s: float, name: str)
             deadline = time.monotonic() + limit
         elif kind == "sample":
             out.samples.append(rec)
+        elif kind == "check":
+            out.checks.append(rec)
         elif kind == "binding":
             out.bindings.append(rec)
         elif kind == "info":

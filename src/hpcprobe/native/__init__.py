@@ -119,10 +119,15 @@ def declare(sig: Signatures, handle: ctypes.CDLL | None = None) -> ctypes.CDLL:
     return handle
 
 
+def lib_path() -> Path:
+    """Where the native core is; HPCPROBE_NATIVE_LIB overrides it (for C-side debugging)."""
+    return Path(os.environ.get("HPCPROBE_NATIVE_LIB") or Path(__file__).with_name(_LIB_NAME))
+
+
 @cache
 def lib() -> ctypes.CDLL:
-    """The loaded native core; HPCPROBE_NATIVE_LIB overrides its path (for C-side debugging)."""
-    path = Path(os.environ.get("HPCPROBE_NATIVE_LIB") or Path(__file__).with_name(_LIB_NAME))
+    """The loaded native core."""
+    path = lib_path()
     try:
         handle = ctypes.CDLL(str(path))
     except OSError as exc:

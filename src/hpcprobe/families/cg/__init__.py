@@ -1,13 +1,17 @@
-"""The cg family: an HPCG-shaped conjugate gradient proxy on one node (27-point stencil, CG with
-its dot products and vector updates), checked against a reference CG, with its bandwidth
-against the STREAM triad. Multi-rank halo exchange and scaling are still to come (issue 15)."""
+"""The cg family: an HPCG-shaped conjugate gradient proxy (27-point stencil, CG with its dot
+products and vector updates), in this process or across MPI ranks with HPCG's halo exchange,
+checked against a reference CG, with its bandwidth against the STREAM triad."""
 
 from __future__ import annotations
 
 from hpcprobe.families.cg import bench, views
-from hpcprobe.measure.family import Family
+from hpcprobe.measure.family import Family, Scaling, Sized
 
 FAMILY = Family(
     "cg", "HPCG-shaped CG proxy: GFLOP/s, phase shares, bandwidth against STREAM triad",
     bench.CgOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
-    metrics=bench.METRICS, not_joined=frozenset({"cpus"}), views=(views.tables,))
+    metrics=bench.METRICS, not_joined=frozenset({"cpus", "mpi"}), views=(views.tables,),
+    scaling=Scaling(("gflops", "bandwidth_fraction"), grow=("gflops",), vary=(
+        "nodes", "ranks", "rank_grid", "global", "cpus", "mpi", "nonzeros",
+        "flops_per_iteration")),
+    sized=Sized(bench.scaled, bench.total_rate, "the CG rate"))

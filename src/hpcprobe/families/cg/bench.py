@@ -2,23 +2,30 @@
 precision) solved by unpreconditioned CG on the team's threads, checked first against the
 reference CG; its GFLOP/s with the flop count stated, the share of time in each phase, and the
 memory bandwidth its traffic model implies against the STREAM triad measured in the same run.
-One rank: the halo exchange between ranks comes with the multi-rank version (issue 15)."""
+One rank runs in this process; several ranks (a --layout, --ranks, --hosts or a node with
+several NUMA domains) run the proxies' MPI program, a box of the grid a rank with HPCG's
+26-neighbour halo exchange before each SpMV and the dot products summed over the ranks."""
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import dataclass
+import math
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from hpcprobe.common.errors import MeasurementError
+from hpcprobe.common.errors import MeasurementError, UserError
 from hpcprobe.families.cg import solver
-from hpcprobe.machine.placement import plan as place
 from hpcprobe.machine.sizing import dram_working_set, elems_for
-from hpcprobe.measure import options, sampling
+from hpcprobe.measure import sampling
 from hpcprobe.measure.family import Flag, MetricSpec, RunContext, bound_cpus, option, specs
+from hpcprobe.mpi import find, layouts
+from hpcprobe.mpi.layouts import Placement
 from hpcprobe.native import Team
-from hpcprobe.probes import stream
+from hpcprobe.probes import proxy, stream
 from hpcprobe.results.model import Metric
 
 METRICS = (MetricSpec("gflops", "GFLOP/s"), *specs("GB/s", "higher", "bandwidth", "triad"),
@@ -43,7 +50,7 @@ SETTINGS = {"quick": Settings((48, 48, 48), 2.0), "default": Settings((96, 96, 9
             "thorough": Settings((128, 128, 128), 40.0)}
 
 
-def grid(text: str) -> tuple[int, int, int]:
+def grid_of(text: str) -> tuple[int, int, int]:
     try:
         dims = tuple(int(v) for v in text.lower().split("x"))
     except ValueError:
@@ -55,39 +62,63 @@ def grid(text: str) -> tuple[int, int, int]:
 
 
 @dataclass(frozen=True)
-class CgOptions:
+class CgOptions(proxy.RankOptions):
     """What narrows `hpcprobe run cg`."""
 
     grid: tuple[int, int, int] | None = option(Flag(
-        "--grid", "the CG proxy's grid NXxNYxNZ (default: per profile, 96x96x96; HPCG uses "
-        "104^3 a rank)", parse=grid, metavar="NXxNYxNZ"))
-    threads: tuple[int, ...] | None = option(options.THREADS)
+        "--grid", "the CG proxy's grid a rank NXxNYxNZ (default: per profile, 96x96x96; HPCG "
+        "uses 104^3 a rank)", parse=grid_of, metavar="NXxNYxNZ"))
+    whole: tuple[int, int, int] | None = option(Flag(
+        "--global", "a global grid split over the ranks instead of --grid (strong scaling)",
+        parse=grid_of, metavar="NXxNYxNZ"))
 
 
-def cores_of(ctx: RunContext, opts: CgOptions) -> tuple[int, ...]:
-    """One thread per core, all of them or the first --threads (more with --oversubscribe)."""
-    return place(ctx.topo, "one-per-core", max(opts.threads) if opts.threads else None,
-                 ctx.oversubscribe).cpus
+def box(ctx: RunContext, opts: CgOptions, ranks: tuple[int, ...]) -> tuple[int, int, int]:
+    """A rank's box: --grid, or --global divided over the rank grid."""
+    if opts.whole and opts.grid:
+        raise UserError("give the grid a rank (--grid) or the global grid (--global), not both")
+    if opts.whole:
+        x, y, z = layouts.split(opts.whole, ranks, "--global", 2, False)
+        return x, y, z
+    return opts.grid or SETTINGS[ctx.profile.name].grid
+
 
 
 def labels(ctx: RunContext, opts: CgOptions | None) -> list[str]:
     opts = opts or CgOptions()
-    g = opts.grid or SETTINGS[ctx.profile.name].grid
-    n = len(cores_of(ctx, opts))
+    pl = opts.placement(ctx, 3)
+    g = box(ctx, opts, pl.grid if pl else (1, 1, 1))
+    if pl is not None:
+        return [f"check the solver across the ranks against the reference CG on "
+                f"{'x'.join(map(str, CHECK_GRID))} a rank",
+                f"STREAM triad on {len(opts.cores(ctx))} thread(s) of this node",
+                f"CG on {'x'.join(map(str, g))} a rank, {ITERATIONS} iterations a sample, "
+                f"{pl.layout.ranks} rank(s) x {pl.ranks.threads} thread(s) ({pl.ranks.layout} "
+                f"layout, rank grid {pl.grid_text}, {pl.nodes} node(s))"]
+    n = len(opts.cores(ctx))
     return [f"check the solver against the reference CG on {'x'.join(map(str, CHECK_GRID))}",
             f"STREAM triad on {n} thread(s)",
             f"CG on {'x'.join(map(str, g))}, {ITERATIONS} iterations a sample, {n} thread(s)"]
 
 
+def differs(iterations: int, history: np.ndarray, dims: tuple[int, int, int]) -> str | None:
+    """None when a solve to CHECK_TOL took the reference's iterations with its residual norms;
+    else what differs."""
+    _, hist = solver.reference(dims, 1000, CHECK_TOL)
+    if iterations != len(hist) - 1:
+        return f"{iterations} iterations, the reference {len(hist) - 1}"
+    off = np.abs(history - hist) - CHECK_RTOL * hist  # rounding: relative, and
+    if not float(np.max(off)) <= 1e-12 * hist[0]:  # absolute once converged
+        return f"residual norms differ by up to {float(np.max(np.abs(history - hist))):.1e}"
+    return None
+
+
 def check(team: Team) -> str | None:
     """None when the native CG matches the reference; else what differs."""
     got = solver.solve(team, CHECK_GRID, 1000, CHECK_TOL)
-    x, hist = solver.reference(CHECK_GRID, 1000, CHECK_TOL)
-    if got.iterations != len(hist) - 1:
-        return f"{got.iterations} iterations, the reference {len(hist) - 1}"
-    off = np.abs(got.history - hist) - CHECK_RTOL * hist  # rounding: relative, and
-    if not float(np.max(off)) <= 1e-12 * hist[0]:  # absolute once converged
-        return f"residual norms differ by up to {float(np.max(np.abs(got.history - hist))):.1e}"
+    why = differs(got.iterations, got.history, CHECK_GRID)
+    if why is not None:
+        return why
     err = float(np.max(np.abs(got.x - 1)))
     if not err <= CHECK_XTOL:
         return f"the solution is off by {err:.1e}"
@@ -96,8 +127,18 @@ def check(team: Team) -> str | None:
 
 def run(ctx: RunContext, opts: CgOptions | None) -> None:
     opts = opts or CgOptions()
-    g = opts.grid or SETTINGS[ctx.profile.name].grid
-    cores = cores_of(ctx, opts)
+    pl = opts.placement(ctx, 3)
+    if pl is None:
+        _run_here(ctx, opts)
+    else:
+        proxy.across_or_here(ctx, "cg", opts, lambda: _run_ranks(ctx, opts, pl),
+                             lambda: _run_here(ctx, opts))
+
+
+def _run_here(ctx: RunContext, opts: CgOptions) -> None:
+    """One rank in this process: the check, the triad, the solves on the team."""
+    g = box(ctx, opts, (1, 1, 1))
+    cores = opts.cores(ctx)
     budget = SETTINGS[ctx.profile.name].budget_s
     ctx.progress.start("cg", 3)
     with Team(cores) as team:
@@ -106,12 +147,7 @@ def run(ctx: RunContext, opts: CgOptions | None) -> None:
         if why is not None:
             raise MeasurementError(f"cg: the native CG does not match the reference ({why}); "
                                    "no figures")
-        binding = bound_cpus(ctx, team, "cg")
-        elems = elems_for("triad", dram_working_set(ctx.topo, cores), len(cores))
-        team.stream_prepare(elems)
-        m = stream.Measurement("triad", "triad", "regular", "one-per-core", cores, elems, "DRAM")
-        triad = stream.measure(ctx, team, m, TRIAD_SHARE * budget, "cg")
-        ctx.progress.advance("cg: STREAM triad")
+        binding, triad, m = _triad(ctx, team, cores, TRIAD_SHARE * budget)
         solves: list[solver.Solve] = []
 
         def take(n: int) -> list[float | None]:
@@ -145,3 +181,102 @@ def run(ctx: RunContext, opts: CgOptions | None) -> None:
         *(Metric("cg", "phase_share", "%", dict(params, phase=phase),
                  [100 * getattr(s, attr) / s.total_s for s in kept], "lower")
           for phase, attr in (("spmv", "spmv_s"), ("dot", "dot_s"), ("update", "update_s")))]
+
+
+def _triad(ctx: RunContext, team: Team, cores: tuple[int, ...], budget_s: float
+           ) -> tuple[str, list[float], stream.Measurement]:
+    """This node's STREAM triad on the team (DRAM-sized arrays): the bandwidth the CG's traffic
+    is set against."""
+    binding = bound_cpus(ctx, team, "cg")
+    elems = elems_for("triad", dram_working_set(ctx.topo, cores), len(cores))
+    team.stream_prepare(elems)
+    m = stream.Measurement("triad", "triad", "regular", "one-per-core", cores, elems, "DRAM")
+    triad = stream.measure(ctx, team, m, budget_s, "cg")
+    ctx.progress.advance("cg: STREAM triad")
+    return binding, triad, m
+
+
+def _run_ranks(ctx: RunContext, opts: CgOptions, pl: Placement) -> None:
+    """The triad of this node, then one launch: the check across the ranks (a solve on
+    CHECK_GRID a rank against the reference on the global grid), then the timed solves."""
+    find.find(opts.mpi_prefix)  # no MPI: said before anything is measured
+    g = box(ctx, opts, pl.grid)
+    whole = (g[0] * pl.grid[0], g[1] * pl.grid[1], g[2] * pl.grid[2])
+    check_whole = tuple(c * r for c, r in zip(CHECK_GRID, pl.grid, strict=True))
+    budget = SETTINGS[ctx.profile.name].budget_s
+    cores = opts.cores(ctx)
+    ctx.progress.start("cg", 2)
+    with Team(cores) as team:
+        _, triad, m = _triad(ctx, team, cores, TRIAD_SHARE * budget)
+    rule = ctx.profile.repetition
+    rows = math.prod(whole)
+    flops = 2 * solver.nonzeros(whole) + solver.VECTOR_FLOPS_PER_ROW * rows
+    # samples from the budget at the rate one rank's triad implies (a guess: the first solve
+    # of the launch is a warm-up, not reported)
+    guess_s = ITERATIONS * solver.BYTES_PER_ROW * math.prod(g) / max(
+        1e9, float(np.median(triad)) * 1e9 / max(1, pl.layout.ranks // pl.nodes))
+    reps = max(rule.min_samples, min(rule.max_samples,
+                                     int((1 - TRIAD_SHARE) * budget / max(guess_s, 1e-3))))
+    where = opts.where()
+    args = ["cg", "--grid", pl.grid_text, "--box", ".".join(map(str, g)),
+            "--check", "1", "--check-box", ".".join(map(str, CHECK_GRID)),
+            "--iters", str(ITERATIONS), "--reps", str(reps)]
+    with tempfile.TemporaryDirectory(prefix="hpcprobe-cg-") as tmp:
+        got = proxy.run(ctx, "cg", pl.layout, args, where, Path(tmp))
+    ctx.progress.advance(f"cg: {pl.layout.ranks} rank(s)")
+    out = got.outcome
+    why = "the program stopped before its check" if not out.checks else differs(
+        out.checks[0]["iterations"], np.array(out.checks[0]["history"]),
+        (check_whole[0], check_whole[1], check_whole[2]))
+    if why is None and not out.checks[0]["x_error"] <= CHECK_XTOL:
+        why = f"the solution is off by {out.checks[0]['x_error']:.1e}"
+    if why is not None:
+        raise MeasurementError(f"the CG across {pl.layout.ranks} ranks does not match the "
+                               f"reference ({why}{'; ' + out.error if out.error else ''}); "
+                               "no figures")
+    if out.error:
+        ctx.errors.append(f"cg: {out.error}; the solves measured before are kept")
+    if not out.samples:
+        raise MeasurementError("no solve finished")
+    params: dict[str, Any] = {
+        "grid": "x".join(map(str, g)), "global": "x".join(map(str, whole)),
+        "ranks": pl.layout.ranks, "nodes": pl.nodes, "rank_grid": pl.grid_text,
+        "layout": pl.ranks.layout, "threads": pl.ranks.threads, "cpus": got.binding,
+        "mpi": got.mpi, "iterations_per_sample": ITERATIONS,
+        "nonzeros": solver.nonzeros(whole), "flops_per_iteration": flops,
+        "bytes_per_row": solver.BYTES_PER_ROW}
+    ss = out.samples
+    gflops = [s["iterations"] * flops / s["seconds"] / 1e9 for s in ss]
+    bandwidth = [s["iterations"] * solver.BYTES_PER_ROW * rows / s["seconds"] / 1e9 for s in ss]
+    node_triad = float(np.median(triad)) * pl.nodes
+    ctx.metrics += [
+        Metric("cg", "gflops", "GFLOP/s", params, gflops),
+        Metric("cg", "bandwidth", "GB/s", dict(params), bandwidth),
+        Metric("cg", "triad", "GB/s", {"threads": len(cores), "size_bytes": m.size_bytes},
+               triad),
+        Metric("cg", "bandwidth_fraction", "%", dict(params),
+               [100 * b / node_triad for b in bandwidth]),
+        *(Metric("cg", "phase_share", "%", dict(params, phase=phase),
+                 [100 * s[key] / s["seconds"] for s in ss], "lower")
+          for phase, key in (("spmv", "spmv_s"), ("dot", "dot_s"), ("update", "update_s"),
+                             ("halo", "halo_s")))]
+
+
+def scaled(ctx: RunContext, opts: CgOptions | None, k: int, mode: str, first: int) -> CgOptions:
+    """The options on k ranks for `hpcprobe scale`, ranks one per core unless --layout; weak:
+    the box a rank (--grid, the profile's, or --global split over the first count); strong:
+    the global grid of the first count (or --global) split over k."""
+    opts = opts or CgOptions()
+    if opts.rank_grid:
+        raise UserError("--rank-grid: hpcprobe scale chooses the rank grid of each count")
+    local = box(ctx, opts, layouts.grid(first, 3))
+    if mode == "weak":
+        return replace(opts, grid=local, whole=None, ranks=k, layout=opts.layout or "core")
+    g = layouts.grid(first, 3)
+    whole = (local[0] * g[0], local[1] * g[1], local[2] * g[2])
+    return replace(opts, grid=None, whole=whole, ranks=k, layout=opts.layout or "core")
+
+
+def total_rate(metrics: list[Metric]) -> list[float]:
+    figures = [m for m in metrics if m.benchmark == "cg" and m.name == "gflops"]
+    return max(figures, key=lambda m: m.summary.median).samples if figures else []

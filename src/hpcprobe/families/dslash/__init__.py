@@ -1,15 +1,19 @@
-"""The dslash family: Grid's Wilson and domain-wall Dslash on one node (the per-node table, the
-comparison point under each definition, the robustness), every kernel variant checked against
-the reference first. The halo exchange across ranks and Grid's comms policies are still to
-come (issue 15)."""
+"""The dslash family: Grid's Wilson and domain-wall Dslash (the per-node table, the comparison
+point under each definition, the robustness), in this process or across MPI ranks with the
+halo exchange and both comms policies, every kernel variant (and policy) checked against the
+reference first; Grid's a x + y memory table and halo table."""
 
 from __future__ import annotations
 
 from hpcprobe.families.dslash import bench, views
-from hpcprobe.measure.family import Family
+from hpcprobe.measure.family import Family, Scaling, Sized
 
 FAMILY = Family(
     "dslash", "Grid's Wilson and domain-wall Dslash per node, comparison point and robustness",
     bench.DslashOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
-    metrics=bench.METRICS, not_joined=frozenset({"cpus"}), views=(views.tables,),
-    figures=(views.figures,))
+    metrics=bench.METRICS, not_joined=frozenset({"cpus", "mpi"}), views=(views.tables,),
+    figures=(views.figures,),
+    scaling=Scaling(("dslash", "comms_share"), vary=(
+        "nodes", "ranks", "grid", "cpus", "mpi")),
+    sized=Sized(bench.scaled, bench.total_rate,
+                "the Dslash rate (best kernel variant and comms policy)"))

@@ -1,5 +1,6 @@
-"""The dslash family's views: Grid's per-node summary table (best over the kernel variants),
-the comparison point under each definition, the robustness, and every variant's figure."""
+"""The dslash family's views: Grid's per-node summary table (best over the kernel variants and
+comms policies), the comparison point under each definition, the robustness, every variant's
+figure, the share of time in the halo exchange, and Grid's halo table."""
 
 from __future__ import annotations
 
@@ -13,7 +14,34 @@ from hpcprobe.views.table import Block, Lines, Table, cell, n_range, shown
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-COLUMNS = (("wilson", 1, "Wilson"), *(("dwf", ls, f"DWF Ls={ls}") for ls in bench.DWF_LS))
+def _columns(figures: list[Metric]) -> list[tuple[str, int, str]]:
+    """Wilson, then each domain-wall Ls measured (largest first, as Grid's tables)."""
+    dwf = sorted({m.params["ls"] for m in figures if m.params["action"] == "dwf"}, reverse=True)
+    out = [("dwf", ls, f"DWF Ls={ls}") for ls in dwf]
+    if any(m.params["action"] == "wilson" for m in figures):
+        out.insert(0, ("wilson", 1, "Wilson"))
+    return out
+
+
+def _volumes(figures: list[Metric]) -> list[int | str]:
+    """The local volumes: L of L^4 in order, then any XxYxZxT."""
+    vols = {m.params["l"] for m in figures}
+    return sorted(vols, key=lambda v: (isinstance(v, str), v if isinstance(v, int) else 0, v))
+
+
+def _where(p: dict[str, object]) -> str:
+    ranks = p.get("ranks", 1)
+    if ranks == 1 and "grid" not in p:
+        return f"one rank of {p['threads']} thread(s) in this process, no halo exchange"
+    return (f"{ranks} rank(s) x {p['threads']} thread(s) on {p['nodes']} node(s), "
+            f"{p['layout']} layout, rank grid {p['grid']}, {p.get('mpi', 'MPI')}; best over "
+            "the comms policies too")
+
+
+def _variant(m: Metric) -> str:
+    """A kernel variant, with its comms policy where there is one."""
+    policy = m.params.get("policy")
+    return f"{m.params['isa']}, {policy}" if policy else str(m.params["isa"])
 
 
 def _summary(run: Run) -> Table | None:
@@ -21,42 +49,83 @@ def _summary(run: Run) -> Table | None:
     if not figures:
         return None
     p = figures[0].params
-    cols = [c for c in COLUMNS if any((m.params["action"], m.params["ls"]) == c[:2]
-                                      for m in figures)]
     t = Table(title=f"Dslash per node, Mflop/s (Grid's Benchmark_ITT count: "
                     f"{p['flops_per_site']} flops per site and slice, single precision), best "
-                    f"over the kernel variants, median ±95% CI, {n_range(figures)}; one rank of "
-                    f"{p['threads']} thread(s), no halo exchange")
+                    f"over the kernel variants, median ±95% CI, {n_range(figures)}; "
+                    f"{_where(p)}")
+    cols = _columns(figures)
     t.add_column("L", "right")
     for _, _, name in cols:
         t.add_column(name, "right")
-    for l in sorted({m.params["l"] for m in figures}):  # noqa: E741
+    for l in _volumes(figures):  # noqa: E741
         t.add_row(str(l), *(_best_cell(figures, a, l, ls) for a, ls, _ in cols))
     return t
 
 
-def _best_cell(figures: list[Metric], action: str, l: int, ls: int) -> str:  # noqa: E741
+def _best_cell(figures: list[Metric], action: str, l: int | str, ls: int) -> str:  # noqa: E741
     m = bench.best(figures, action, l, ls)
-    return "-" if m is None else f"{cell(m, 0)} ({m.params['isa']})"
+    return "-" if m is None else f"{cell(m, 0)} ({_variant(m)})"
 
 
 def _variants(run: Run) -> Table | None:
     figures = run.select("dslash", "dslash")
-    isas = list(dict.fromkeys(m.params["isa"] for m in figures))
-    if len(isas) < 2:
+    variants = list(dict.fromkeys(_variant(m) for m in figures))
+    if len(variants) < 2:
         return None
-    t = Table(title="Dslash per kernel variant, Mflop/s per node, median ±95% CI")
-    for col in ("action", "L", "Ls", *isas, "robustness (worst/best)"):
+    t = Table(title="Dslash per kernel variant" + (" and comms policy" if any(
+        "policy" in m.params for m in figures) else "") + ", Mflop/s per node, median ±95% CI")
+    for col in ("action", "L", "Ls", *variants, "robustness (worst/best)"):
         t.add_column(col, "left" if col == "action" else "right")
     robust = {(m.params["action"], m.params["l"], m.params["ls"]): m
               for m in run.select("dslash", "robustness")}
-    keys = sorted({(m.params["action"], m.params["l"], m.params["ls"]) for m in figures})
-    for key in keys:
-        by_isa = {m.params["isa"]: m for m in figures
-                  if (m.params["action"], m.params["l"], m.params["ls"]) == key}
+    for key in _keys(figures):
+        by = {_variant(m): m for m in figures
+              if (m.params["action"], m.params["l"], m.params["ls"]) == key}
         r = robust.get(key)
-        t.add_row(key[0], str(key[1]), str(key[2]), *(cell(by_isa.get(i), 0) for i in isas),
+        t.add_row(key[0], str(key[1]), str(key[2]), *(cell(by.get(v), 0) for v in variants),
                   f"{r.summary.median:.2f}" if r else "-")
+    return t
+
+
+def _keys(figures: list[Metric]) -> list[tuple[str, int | str, int]]:
+    """(action, L, Ls) of the measured cells in table order."""
+    order = {v: i for i, v in enumerate(_volumes(figures))}
+    keys = {(m.params["action"], m.params["l"], m.params["ls"]) for m in figures}
+    return sorted(keys, key=lambda k: (k[0] != "wilson", order[k[1]], -k[2]))
+
+
+def _comms(run: Run) -> Table | None:
+    shares = run.select("dslash", "comms_share")
+    if not shares:
+        return None
+    variants = list(dict.fromkeys(_variant(m) for m in shares))
+    t = Table(title="Share of each application's time projecting faces and waiting for the "
+                    "halo (the slowest rank), %, median ±95% CI")
+    for col in ("action", "L", "Ls", *variants):
+        t.add_column(col, "left" if col == "action" else "right")
+    for key in _keys(shares):
+        by = {_variant(m): m for m in shares
+              if (m.params["action"], m.params["l"], m.params["ls"]) == key}
+        t.add_row(key[0], str(key[1]), str(key[2]), *(cell(by.get(v), 1) for v in variants))
+    return t
+
+
+def _halo(run: Run) -> Table | None:
+    figures = run.select("dslash", "halo")
+    if not figures:
+        return None
+    bidir = {(m.params["l"], m.params["ls"]): m for m in run.select("dslash", "halo_bidir")}
+    p = figures[0].params
+    t = Table(title=f"Halo exchange (the MPI family's halo test): faces of L^3 x Ls sites of "
+                    f"{p['site_bytes']} B with both neighbours in every split direction, "
+                    f"{p['ranks']} ranks on {p['nodes']} node(s), rank grid {p['dims']}; MB/s "
+                    "per rank, median ±95% CI")
+    for col in ("L", "Ls", "bytes a face", "faces", "MB/s", "MB/s both ways"):
+        t.add_column(col, "right")
+    for m in sorted(figures, key=lambda m: (m.params["ls"], m.params["l"])):
+        t.add_row(str(m.params["l"]), str(m.params["ls"]), str(m.params["size_bytes"]),
+                  str(m.params["faces"]), cell(m, 0),
+                  cell(bidir.get((m.params["l"], m.params["ls"])), 0))
     return t
 
 
@@ -76,29 +145,32 @@ def _comparison(run: Run) -> Lines | None:
 
 
 def _axpy(run: Run) -> Table | None:
-    figures = sorted(run.select("dslash", "axpy"), key=lambda m: m.params["l"])
+    figures = sorted(run.select("dslash", "axpy"), key=lambda m: str(m.params["l"]).zfill(12))
     if not figures:
         return None
     t = Table(title=f"Memory: a x + y over three fields of L^4 sites x {bench.AXPY_SITE_BYTES} B "
-                    "(Grid's memory benchmark; STREAM triad kernel and byte counting), GB/s, "
-                    f"median ±95% CI, {n_range(figures)}")
-    for col in ("L", "bytes", "GB/s", "GB/s per node"):
+                    "a rank (Grid's memory benchmark; STREAM triad kernel and byte counting), "
+                    f"every rank of the node at once, median ±95% CI, {n_range(figures)}")
+    for col in ("L", "ranks", "bytes", "GB/s per rank", "GB/s per node"):
         t.add_column(col, "right")
     for m in figures:
-        t.add_row(str(m.params["l"]), str(m.params["size_bytes"]), cell(m, 2), cell(m, 2))
+        ranks = m.params.get("ranks", 1)
+        t.add_row(str(m.params["l"]), str(ranks), str(m.params["size_bytes"]),
+                  f"{m.summary.median / ranks:.2f}", cell(m, 2))
     return t
 
 
 def tables(run: Run) -> list[Block]:
-    return shown(_axpy(run), _summary(run), _comparison(run), _variants(run))
+    return shown(_axpy(run), _summary(run), _comparison(run), _variants(run), _comms(run),
+                 _halo(run))
 
 
 def _best_by_volume(run: Run) -> dict[str, figure.Points]:
-    """Per column of the table, the best variant's figure at each L (Mflop/s per node)."""
+    """Per column of the table, the best variant's figure at each L^4 (Mflop/s per node)."""
     figures = run.select("dslash", "dslash")
     out: dict[str, figure.Points] = {}
-    for action, ls, name in COLUMNS:
-        pts = [(float(v), m) for v in sorted({m.params["l"] for m in figures})
+    for action, ls, name in _columns(figures):
+        pts = [(float(v), m) for v in _volumes(figures) if isinstance(v, int)
                if (m := bench.best(figures, action, v, ls)) is not None]
         if pts:
             out[name] = pts

@@ -4,7 +4,7 @@ measured under load, DGEMM through the same BLAS, and which kernels that BLAS ru
 from __future__ import annotations
 
 from hpcprobe.families.hpl import bench, views
-from hpcprobe.measure.family import Command, Family, Scaling
+from hpcprobe.measure.family import Command, Family, Scaling, Sized
 
 FAMILY = Family(
     "hpl", "HPL (hpcc or your xhpl) against an Rpeak on the measured clock; DGEMM and the "
@@ -23,4 +23,5 @@ FAMILY = Family(
         actions={"info": ("show the HPL, MPI and BLAS libraries found and the kernels each "
                           "BLAS picks", bench.info)}),
     scaling=Scaling(("rmax", "efficiency"), grow=("rmax",),
-                    vary=("nodes", "ranks", "p", "q", "hosts", "n", "cores")))
+                    vary=("nodes", "ranks", "p", "q", "hosts", "n", "cores")),
+    sized=Sized(bench.scaled, bench.total_rate, "Rmax (best BLAS)"))

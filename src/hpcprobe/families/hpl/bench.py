@@ -13,7 +13,7 @@ import statistics
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +22,14 @@ from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import UserError
 from hpcprobe.families.hpl import binding, blas, inputs, output
 from hpcprobe.families.hpl.blas import Blas
-from hpcprobe.families.hpl.inputs import Problem, Ranks
+from hpcprobe.families.hpl.inputs import Problem
 from hpcprobe.machine import cpufreq, flopmodel, sysinfo
 from hpcprobe.machine.provenance import blas as provenance_blas
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, MetricSpec, RunContext, option, specs
-from hpcprobe.mpi import find, launch, launchers
+from hpcprobe.mpi import find, launch, launchers, layouts
 from hpcprobe.mpi.launchers import Launcher, Layout
+from hpcprobe.mpi.layouts import Ranks
 from hpcprobe.native import Team, peak
 from hpcprobe.probes.clock import clock_point
 from hpcprobe.results.model import Metric
@@ -127,6 +128,7 @@ class HplOptions:
         "--runs", "HPL runs of the same N per BLAS (default: per profile)",
         parse=options.at_least(1, "a run count")))
     layout: str | None = option(options.LAYOUT)
+    ranks: int | None = option(options.RANKS)
     launcher: str | None = option(options.LAUNCHER)
     hosts: tuple[str, ...] | None = option(options.HOSTS)
     mpi_prefix: str | None = option(options.MPI_PREFIX)
@@ -173,29 +175,29 @@ class Setup:
     p: int
     q: int
     mem_bytes: float  # of all the nodes (each taken to be like this one)
+    n_ranks: int  # the first ones of the layout (--ranks), on all the hosts
 
     @property
     def nodes(self) -> int:
         return max(1, len(self.hosts))
 
-    @property
-    def n_ranks(self) -> int:
-        return len(self.ranks.sets) * self.nodes
-
     def layout(self) -> Layout:
-        sets = self.ranks.sets * self.nodes
-        hosts = tuple(h for h in self.hosts for _ in self.ranks.sets) or None
-        return Layout(tuple(s[0] for s in sets), hosts,
-                      sets if self.ranks.threads > 1 else None)
+        return self.ranks.first(self.n_ranks, self.hosts)
+
+    @property
+    def cores(self) -> tuple[int, ...]:
+        """The cores of one node's ranks."""
+        return tuple(c for s in self.ranks.sets[:self.n_ranks // self.nodes] for c in s)
 
 
 def setup(ctx: RunContext, opts: HplOptions) -> Setup:
-    rk = inputs.ranks(ctx.topo, opts.layout or "core")
+    rk = layouts.ranks(ctx.topo, opts.layout or "core")
     hosts = opts.hosts or ()
-    n_ranks = len(rk.sets) * max(1, len(hosts))
+    n_ranks = opts.ranks or len(rk.sets) * max(1, len(hosts))
+    rk.first(n_ranks, hosts)  # a count the layout cannot give: said now
     p, q = inputs.parse_grid(opts.pq, n_ranks) if opts.pq else inputs.grid(n_ranks)
     per_node = sysinfo.mem_total_bytes() or sum(d.memory_bytes or 0 for d in ctx.topo.numa_nodes)
-    return Setup(rk, hosts, p, q, float(per_node) * max(1, len(hosts)))
+    return Setup(rk, hosts, p, q, float(per_node) * max(1, len(hosts)), n_ranks)
 
 
 def size(ctx: RunContext, opts: HplOptions, s: Setup, nb: int, gflops: float | None) -> int:
@@ -230,10 +232,10 @@ def labels(ctx: RunContext, opts: HplOptions | None) -> list[str]:
     how = (f"N {opts.n} per node" if opts.n else
            f"N from {opts.memory or MEMORY_SHARE:.0%} of memory" if opts.memory or not st.seconds
            else f"N sized for ~{st.seconds:g} s at the measured DGEMM rate")
-    out = [f"clock under {native.supported_isas()[-1]} load on 1 and {len(s.ranks.cores)} "
+    out = [f"clock under {native.supported_isas()[-1]} load on 1 and {len(s.cores)} "
            "core(s) (the Rpeak model)"]
     for b in libs:
-        out += [f"DGEMM through {b} on 1 and {len(s.ranks.cores)} core(s)"]
+        out += [f"DGEMM through {b} on 1 and {len(s.cores)} core(s)"]
         if opts.tune:
             out.append(f"HPL NB search through {b}: NB {', '.join(map(str, inputs.NB_CANDIDATES))}")
         out.append(f"HPL through {b}: {opts.runs or st.runs} run(s), {how}, "
@@ -314,7 +316,7 @@ def run(ctx: RunContext, opts: HplOptions | None) -> None:
                              "mpi": f"{mpi.implementation} {mpi.version}",
                              "launcher": launcher.name, "blas": [b.name for b in libs]}
     model = _Model(ctx)
-    cores = s.ranks.cores
+    cores = s.cores
     ctx.progress.start("hpl", 1 + 3 * len(libs))
     clocks = {k: model.clock(ctx, cores[:k]) for k in dict.fromkeys((1, len(cores)))}
     model.measure(ctx, cores[0], clocks[1])
@@ -548,7 +550,7 @@ def _store(ctx: RunContext, model: _Model, s: Setup, params: dict[str, Any],
                            [r.residual for r in results if r.residual is not None], "lower")]
     if clk is None or model.per_cycle is None:
         return
-    cores = len(s.ranks.cores) * s.nodes
+    cores = len(s.cores) * s.nodes
     mp = dict(params, **model.params(), cores=cores, basis="measured clock")
     rpeak = [model.per_cycle * cores * g for g in clk.samples]
     mid = statistics.median(rpeak)
@@ -615,3 +617,22 @@ def info(opts: HplOptions) -> int:
                                     f"({blas.kernel_isa(got) or '?'})")
         print(f"  {name:10s} {lib}  {said}")
     return 0
+
+
+def scaled(ctx: RunContext, opts: HplOptions | None, k: int, mode: str, first: int
+           ) -> HplOptions:
+    """The options on k ranks for `hpcprobe scale`: --n is the first count's problem; weak:
+    N x sqrt(k / first) (the matrix a rank held); strong: N."""
+    opts = opts or HplOptions()
+    if opts.n is None:
+        raise UserError("hpcprobe scale hpl needs --n, the problem size on the first count")
+    if opts.pq:
+        raise UserError("--pq: hpcprobe scale chooses the process grid of each count")
+    n = round(opts.n * math.sqrt(k / first)) if mode == "weak" else opts.n
+    return replace(opts, n=n, ranks=k)
+
+
+def total_rate(metrics: list[Metric]) -> list[float]:
+    """Rmax of the best BLAS."""
+    figures = [m for m in metrics if m.benchmark == "hpl" and m.name == "rmax"]
+    return max(figures, key=lambda m: m.summary.median).samples if figures else []

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hpcprobe.common.errors import UserError
-from hpcprobe.machine.topology import Topology
 
 #: Block size per kernel ISA of the BLAS (the widest its DGEMM kernels use): the sizes HPL
 #: users start from on these kernels (multiples of the micro-kernel's tile; larger tiles on
@@ -27,40 +26,6 @@ def flops(n: int) -> float:
     """HPL's operation count for order n: 2/3 n^3 + 3/2 n^2 (its Gflops column divides this by
     the wall time)."""
     return 2.0 / 3.0 * n ** 3 + 1.5 * n ** 2
-
-
-@dataclass(frozen=True)
-class Ranks:
-    """The ranks of one node: rank i runs its threads on the CPUs sets[i]."""
-
-    layout: str  # "core", "numa" or "socket"
-    sets: tuple[tuple[int, ...], ...]
-
-    @property
-    def threads(self) -> int:
-        return max(len(s) for s in self.sets)
-
-    @property
-    def cores(self) -> tuple[int, ...]:
-        return tuple(c for s in self.sets for c in s)
-
-
-def ranks(topo: Topology, layout: str) -> Ranks:
-    """One rank per core (its first allowed PU: no SMT sibling), or one per NUMA domain or
-    socket with one thread per core of it."""
-    allowed = set(topo.allowed_cpus)
-    firsts = [next(c for c in core.cpus if c in allowed) for core in topo.cores
-              if allowed & set(core.cpus)]
-    sets: list[tuple[int, ...]]
-    if layout == "core":
-        sets = [(c,) for c in firsts]
-    else:
-        domains = topo.numa_nodes if layout == "numa" else topo.packages
-        sets = [tuple(c for c in firsts if c in d.cpus) for d in domains]
-        sets = [s for s in sets if s]
-    if not sets:
-        raise UserError(f"--layout {layout}: no allowed core here")
-    return Ranks(layout, tuple(sets))
 
 
 def grid(n_ranks: int) -> tuple[int, int]:

@@ -4,7 +4,7 @@ loop shapes, built with and run by the MPI found, out of process."""
 from __future__ import annotations
 
 from hpcprobe.families.mpi import bench, views
-from hpcprobe.measure.family import Command, Family
+from hpcprobe.measure.family import Command, Family, Sized
 
 FAMILY = Family(
     "mpi", "MPI point-to-point, message rate, collectives and halo exchange (OSU conventions), "
@@ -16,4 +16,7 @@ FAMILY = Family(
         help="MPI tests with OSU conventions, or `mpi info`",
         description="MPI point-to-point, message rate, collectives and a 4-D halo exchange, "
                     "built with and run by the MPI found (`mpi info` shows it).",
-        actions={"info": ("show the MPI found, its fingerprint and launchers", bench.info)}))
+        actions={"info": ("show the MPI found, its fingerprint and launchers", bench.info)}),
+    sized=Sized(bench.scaled, bench.aggregate,
+                "the collective's aggregate bandwidth (ranks x bytes a rank / time)", "GB/s",
+                modes=("weak",), least=2))

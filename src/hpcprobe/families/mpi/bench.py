@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcprobe.common.cpulist import format_cpulist
-from hpcprobe.common.errors import OptionError
+from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.machine.placement import plan as place
 from hpcprobe.machine.sizing import thread_ladder
 from hpcprobe.machine.topology import Topology, relation
@@ -296,3 +296,31 @@ def info(opts: MpiOptions) -> int:
         ln = launchers.LAUNCHERS[name]
         print(f"  {name:8s} {path or 'not usable here'}  ({ln.description})")
     return 0
+
+
+#: `hpcprobe scale mpi`: the collective and message size (a rank's) held across the counts.
+SCALE_TEST, SCALE_SIZE = "allreduce", 1 << 20
+
+
+def scaled(ctx: RunContext, opts: MpiOptions | None, k: int, mode: str, first: int
+           ) -> MpiOptions:
+    """A collective (--tests, default allreduce) on k ranks, each rank's message held (--max-size,
+    default 1 MiB; weak scaling: the data reduced grows with the ranks)."""
+    opts = opts or MpiOptions()
+    tests = tuple(t for t in (opts.tests or (SCALE_TEST,)) if t in COLLECTIVES)
+    if not tests or tests[0] == "barrier":
+        raise UserError("hpcprobe scale mpi runs a collective that moves data: --tests "
+                        "allreduce, bcast or alltoall")
+    return replace(opts, np=k, tests=tests[:1], pairs=(),
+                   max_size=opts.max_size or SCALE_SIZE)
+
+
+def aggregate(metrics: list[Metric]) -> list[float]:
+    """GB/s of the whole collective at its largest size: ranks x bytes a rank / time."""
+    figures = [m for m in metrics if m.benchmark == "mpi" and m.name in COLLECTIVES
+               and m.name != "barrier"]
+    if not figures:
+        return []
+    m = max(figures, key=lambda m: m.params["size_bytes"])
+    return [m.params["ranks"] * m.params["size_bytes"] / (us * 1e-6) / 1e9 for us in m.samples
+            if us > 0]

@@ -1,0 +1,82 @@
+"""`hpcprobe scale`: a family that declares its problem size (Family.sized) run at a ladder of
+rank counts in weak mode (the size a rank held) and strong mode (the total held). Each count's
+run is a run of its own (its provenance says which series, mode and count it belongs to), and
+a summary run holds the family's total rate at each count as `scale` metrics, from which the
+views derive the speedup against the first count (bootstrap CI), the parallel efficiency and
+the ideal line."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from hpcprobe.common.errors import UserError
+from hpcprobe.machine.topology import Topology
+from hpcprobe.measure import runner
+from hpcprobe.measure.family import Family, Progress, RunContext
+from hpcprobe.measure.profiles import Profile
+from hpcprobe.results.model import Metric, Run
+
+MODES = ("weak", "strong")
+#: The benchmark name of the scaling figures.
+BENCHMARK = "scale"
+
+
+def steps(ctx: RunContext, family: Family, opts: Any, counts: Sequence[int],
+          modes: Sequence[str]) -> list[tuple[str, int, Any]]:
+    """(mode, ranks, the family's options) of every run, each planned (a size that does not
+    divide over a count, a count the layout cannot give: said before anything runs)."""
+    if family.sized is None or family.plan is None:
+        raise UserError(f"{family.name} declares no problem size to scale")
+    for mode in modes:
+        if mode not in family.sized.modes:
+            raise UserError(f"--mode {mode}: {family.name} scales {' or '.join(family.sized.modes)}"
+                            " only")
+    if min(counts) < family.sized.least:
+        raise UserError(f"--ranks {min(counts)}: {family.name} needs at least "
+                        f"{family.sized.least} ranks")
+    out = []
+    for mode in modes:
+        for k in counts:
+            o = family.sized.at(ctx, opts, k, mode, counts[0])
+            family.plan(ctx, o)
+            out.append((mode, k, o))
+    return out
+
+
+def execute(topo: Topology, profile: Profile, family: Family, isa: str, opts: Any,
+            counts: Sequence[int], modes: Sequence[str], progress: Progress,
+            oversubscribe: bool = False, tag: str | None = None, isa_asked: bool = False
+            ) -> tuple[Run, list[Run]]:
+    """Every (mode, count) run of the family, and the summary run of the series."""
+    ctx = RunContext(topo, profile, isa, oversubscribe, isa_asked=isa_asked, standalone=True)
+    todo = steps(ctx, family, opts, counts, modes)
+    assert family.sized is not None
+    series = uuid.uuid4().hex[:12]
+    runs = []
+    for mode, k, o in todo:
+        run = runner.execute(topo, profile, [family], isa, {family.name: o}, progress,
+                             oversubscribe, tag, isa_asked, standalone=True)
+        run.provenance["scale"] = {"series": series, "mode": mode, "ranks": k}
+        runs.append((mode, k, run))
+    first = runs[0][2]
+    out = replace(first, run_id=series, benchmarks=[BENCHMARK], metrics=[], findings=[],
+                  warnings=[], errors=[], duration_s=sum(r.duration_s for _, _, r in runs))
+    out.provenance = {**first.provenance, "scale": {
+        "series": series, "family": family.name, "counts": list(counts), "modes": list(modes),
+        "runs": [{"mode": mode, "ranks": k, "run_id": r.run_id} for mode, k, r in runs]}}
+    for mode, k, run in runs:
+        where = f"{k} rank(s), {mode}"
+        out.warnings += [f"{where}: {w}" for w in run.warnings]
+        out.errors += [f"{where}: {e}" for e in run.errors]
+        rate = family.sized.rate(run.metrics)
+        if rate:
+            out.metrics.append(Metric(BENCHMARK, "rate", family.sized.unit, {
+                "family": family.name, "mode": mode, "ranks": k, "base_ranks": counts[0],
+                "figure": family.sized.what, "run": run.run_id}, rate))
+        else:
+            out.errors.append(f"{where}: no {family.sized.what} measured; this count has no "
+                              "point")
+    return out, [r for _, _, r in runs]
