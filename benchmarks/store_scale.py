@@ -56,8 +56,7 @@ def postgres(url: str | None) -> Iterator[str | None]:
     if url:
         yield url
         return
-    sys.path.insert(0, str(HERE.parent / "tests"))
-    import pgserver
+    from hpcprobe.tools import pgserver
 
     if pgserver.bin_dir() is None:
         print("PostgreSQL: no server binaries and no --pg URL; skipped")

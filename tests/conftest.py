@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import pgserver
 from hpcprobe.machine import topology
 from hpcprobe.mpi import find
+from hpcprobe.tools import pgserver
 
 DATA = Path(__file__).parent / "data"
 
@@ -118,7 +118,7 @@ def two_cpus() -> bool:
 
 @pytest.fixture(scope="session")
 def pg_server() -> Iterator[pgserver.PgServer]:
-    """A throwaway PostgreSQL cluster for this test session (see pgserver.py)."""
+    """A throwaway PostgreSQL cluster for this test session (hpcprobe.tools.pgserver)."""
     if pgserver.bin_dir() is None:
         pytest.skip("PostgreSQL server binaries not installed (Debian: apt install postgresql)")
     with pgserver.throwaway() as server:

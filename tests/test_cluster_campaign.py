@@ -223,7 +223,8 @@ def test_a_killed_slurmd_is_a_failed_node_and_the_rest_completes(cluster, tmp_pa
     assert doc["failed"] == {} and doc["heat"]["nodes"] == ["n1", "n2", "n3", "n4"]
     # its links were measured with the nodes measured before
     pairs = {(x["a"], x["b"]) for x in doc["links"]["links.latency size=8"]}
-    assert pairs == {("n1", "n4"), ("n2", "n4"), ("n3", "n4")}, pairs
+    assert pairs == {("n1", "n4"), ("n2", "n4"), ("n3", "n4")}, (pairs, doc["link_errors"],
+                                                                  r.stdout[-1500:], r.stderr)
 
 
 def test_hpl_across_nodes_gives_weak_scaling(cluster, tmp_path):

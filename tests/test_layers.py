@@ -22,7 +22,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("hpcprobe.views.table", "hpcprobe.views.figure"),
     ("hpcprobe.analysis",),
     ("hpcprobe.measure", "hpcprobe.schedulers", "hpcprobe.views.terminal", "hpcprobe.views.html"),
-    ("hpcprobe.probes", "hpcprobe.cluster"),
+    ("hpcprobe.probes", "hpcprobe.cluster", "hpcprobe.tuning"),
     ("hpcprobe.families",),
     ("hpcprobe.registry",),
     ("hpcprobe.cli", "hpcprobe.cluster_cli", "hpcprobe.__main__", "hpcprobe.views"),

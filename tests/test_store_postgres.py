@@ -42,7 +42,7 @@ def test_the_same_runs_in_sqlite_and_postgresql_compare_alike(pg_url, tmp_path):
 
 
 def test_an_unreachable_server_is_one_line_before_anything_is_measured(tmp_path):
-    from pgserver import free_port
+    from hpcprobe.tools.pgserver import free_port
 
     url = f"postgresql://nobody:secret@127.0.0.1:{free_port()}/none"
     out = tmp_path / "run.json"
@@ -59,7 +59,7 @@ def test_a_database_without_the_schema_is_refused_for_reading(pg_url):
 
 
 def test_a_wrong_password_or_a_malformed_url_is_one_line_without_the_password(pg_url, tmp_path):
-    from pgserver import PASSWORD
+    from hpcprobe.tools.pgserver import PASSWORD
 
     wrong = pg_url.replace(PASSWORD, "wrong-secret")
     r = hpcprobe("list", "--db", wrong)

@@ -6,6 +6,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -97,9 +98,14 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         fc = sub.add_parser(fam.name, help=fam.command.help,
                             description=fam.command.description)
-        fc.add_argument("action", nargs="?", choices=("run", *fam.command.actions),
-                        default="run", help="run the tests (default); " + "; ".join(
-                            f"{name}: {what}" for name, (what, _) in fam.command.actions.items()))
+        for pos in fam.command.positionals:
+            fc.add_argument(pos.dest, metavar=pos.metavar, help=pos.help,
+                            **({"nargs": "*"} if pos.many else {"type": pos.parse}))
+        if not fam.command.positionals:
+            fc.add_argument("action", nargs="?", choices=("run", *fam.command.actions),
+                            default="run", help="run the tests (default); " + "; ".join(
+                                f"{name}: {what}"
+                                for name, (what, _) in fam.command.actions.items()))
         _add_family_options(fc, [fam])
         _add_run_options(fc)
 
@@ -120,6 +126,32 @@ def build_parser() -> argparse.ArgumentParser:
     sc.add_argument("--report", metavar="FILE.html", help="also write the HTML report")
     _add_family_options(sc, sized, skip=frozenset({"--ranks"}))
     _add_run_options(sc)
+
+    sw = sub.add_parser("sweep", help="run workloads under each configuration of a TOML file, "
+                                      "interleaved, and recommend one per workload",
+                        description="Run the sweep file's workloads (hpcprobe families and your "
+                                    "applications) under each of its configurations (environment, "
+                                    "OpenMP, options, wrapper, sysfs settings and pre/post "
+                                    "commands, restored afterwards) in interleaved rounds, adding "
+                                    "rounds while a comparison is undecided and the budget "
+                                    "allows; compare every configuration with the baseline and "
+                                    "write a recommendation per workload. See docs/sweep.md.")
+    sw.add_argument("file", metavar="FILE.toml", help="the sweep file")
+    sw.add_argument("--boot", metavar="NAME",
+                    help="this boot's state (NPS4, SMT off ...): run the configurations that "
+                         "name it; the others' runs are joined from the store")
+    sw.add_argument("--analyse", action="store_true",
+                    help="measure nothing: compare the stored runs of the sweep's "
+                         "configurations (after the last boot)")
+    sw.add_argument("--dry-run", action="store_true",
+                    help="check the file and show what would run, run nothing")
+    sw.add_argument("--markdown", metavar="FILE.md", help="write the recommendation as Markdown")
+    sw.add_argument("--report", metavar="FILE.html", help="write the HTML report of the sweep")
+    sw.add_argument("--json", metavar="FILE.json",
+                    help="write the comparison and the recommendations as JSON")
+    _add_db(sw)
+    sw.add_argument("--no-store", action="store_true",
+                    help="do not store the runs (runs of other boots cannot be joined then)")
 
     c = sub.add_parser("compare", help="compare runs with statistics",
                        description="Compare runs against the first: what differs in their "
@@ -282,6 +314,8 @@ def _add_family_options(p: argparse.ArgumentParser, families: Sequence[Family],
                 kw["action"] = "store_true"
             else:
                 kw.update(type=flag.parse, choices=flag.choices, metavar=flag.metavar)
+                if flag.many:
+                    kw["action"] = "append"
             group.add_argument(flag.flag, **kw)
 
 
@@ -301,12 +335,16 @@ def _given(a: argparse.Namespace, flag: Flag) -> bool:
 
 
 def _family_options(a: argparse.Namespace, fam: Family) -> Any:
-    """The family's options dataclass from the flags given."""
+    """The family's options dataclass from the flags given (and its command's positionals)."""
     kw = {}
     for name, flag in flags(fam.options):
         if _given(a, flag):
             value = getattr(a, _dest(flag))
             kw[name] = flag.convert(value) if flag.convert else value
+    for pos in fam.command.positionals if fam.command and getattr(a, "command", None) == fam.name \
+            else ():
+        value = getattr(a, pos.dest)
+        kw[pos.dest] = tuple(getattr(a, "after_dashes", None) or value) if pos.many else value
     return fam.options(**kw)
 
 
@@ -461,7 +499,7 @@ def cmd_family(a: argparse.Namespace) -> int:
     """A family's own command: one of its actions, or the family alone."""
     [fam] = [f for f in registry.measuring() if f.name == a.command]
     assert fam.command is not None
-    if a.action in fam.command.actions:
+    if getattr(a, "action", None) in fam.command.actions:
         return fam.command.actions[a.action][1](_family_options(a, fam))
     prof = profiles.get(a.profile)
     return _measure(a, prof, [fam], resolve_isa(None), standalone=True)
@@ -503,6 +541,107 @@ def cmd_scale(a: argparse.Namespace) -> int:
                                         a.oversubscribe, a.tag, a.isa is not None)
     _keep(a, summary, store, runs)
     return EXIT_FAILURE if summary.errors else 0
+
+
+def cmd_sweep(a: argparse.Namespace) -> int:
+    """A tuning sweep: every configuration's state in turn, its workloads, the comparison with
+    the baseline and a recommendation per workload."""
+    import signal
+
+    from hpcprobe.tuning import config, sweep
+
+    topo = topology.discover()
+    isa = resolve_isa(None)
+    s = config.load(a.file, registry.families(), sweep.fingerprint_labels(topo, isa))
+    for path, flag in ((a.json, "--json"), (a.report, "--report"), (a.markdown, "--markdown")):
+        if path:
+            files.check_writable(path, flag)
+    if a.dry_run:
+        return _sweep_plan(s, a.boot)
+    if not a.analyse:
+        for c in s.configurations.values():
+            for path in c.sysfs:
+                if not os.access(path, os.W_OK):
+                    raise UserError(f"{a.file}: [configurations.{c.name}] set {path}: not "
+                                    "writable here (no such file, or not root)")
+    store = None if a.no_store else Store.open(a.db)
+    if store is not None:
+        store.check_writable()
+    console = _console()
+
+    def say(text: str) -> None:
+        sys.stderr.write(text + "\n")
+
+    def term(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, term)
+    try:
+        with _Bar() as bar:
+            runner = sweep.Runner(s, registry.families(), topo, isa, store,
+                                  registry.not_joined(), bar, say, a.boot, a.analyse)
+            out = runner.analyse() if a.analyse else runner.execute()
+    except KeyboardInterrupt:
+        kept = len(runner.parts) if "runner" in locals() else 0
+        sys.stderr.write(f"hpcprobe: interrupted; every configuration's state was restored; "
+                         f"{kept} run(s) of the sweep stored (tags {s.name}:CONFIGURATION)\n")
+        return 130
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    terminal.render(out.summary, console, registry.views())
+    if a.json:
+        sweep.write_json(out, a.json)
+        console.print(f"Wrote {a.json}.", highlight=False)
+    if a.markdown:
+        from hpcprobe.views import markdown
+
+        files.atomic_write(a.markdown, markdown.render(out.summary, registry.views()).encode(),
+                           "--markdown")
+        console.print(f"Wrote {a.markdown}.", highlight=False)
+    if store is not None:
+        with store:
+            if not a.analyse or not store.has(out.summary.run_id):
+                store.save(out.summary)
+        console.print(f"Stored the sweep as run {out.summary.run_id} ({len(out.parts)} "
+                      f"workload run(s) stored as they ran, tags {s.name}:CONFIGURATION); "
+                      f"`hpcprobe show {out.summary.run_id}` reads it back.", highlight=False)
+    if a.report:
+        from hpcprobe.views import html as report
+
+        n = report.write([out.summary], a.report, registry.views(), registry.figures(),
+                         registry.not_joined())
+        console.print(f"Wrote the report {a.report} ({n} plots).", highlight=False)
+    if out.skipped:
+        return EXIT_USAGE
+    return EXIT_FAILURE if out.failures else 0
+
+
+def _sweep_plan(s: Any, boot: str | None) -> int:
+    """What a sweep would run, in order, and nothing else."""
+    from hpcprobe.tuning import sweep
+
+    here = [c for c in s.configurations.values() if c.boot == boot]
+    print(f"Sweep {s.name}: baseline {s.baseline}; at least {s.rounds} round(s), at most "
+          f"{s.max_rounds}, budget {s.budget_s:g} s; profile {s.profile}; nothing runs "
+          "(--dry-run). Each round, in this order:")
+    if not here:
+        print(f"  (no configuration for boot {boot or '(none)'}; boots: "
+              f"{', '.join(s.boots())})")
+    for c in here:
+        print(f"  {c.name}" + (f" (boot {c.boot})" if c.boot else "") + ":")
+        for path, value in c.sysfs.items():
+            print(f"    set {path} = {value} (restored after)")
+        for argv in c.pre:
+            print(f"    pre: {shlex.join(argv)}")
+        for k, v in c.expect.items():
+            print(f"    check: {k} = {v}")
+        for w in s.workloads.values():
+            env = " ".join(f"{k}={shlex.quote(v)}" for k, v in c.env.items())
+            argv = sweep.workload_argv(s, registry.families(), c, w, Path("RUN.json"))
+            print(f"    {w.name}: {env + ' ' if env else ''}{shlex.join(argv)}")
+        for argv in c.post:
+            print(f"    post: {shlex.join(argv)}")
+    return 0
 
 
 def cmd_topology(a: argparse.Namespace) -> int:
@@ -654,11 +793,16 @@ def cmd_cluster(a: argparse.Namespace) -> int:
 
 COMMANDS = {"run": cmd_run, "compare": cmd_compare, "report": cmd_report, "import": cmd_import,
             "export": cmd_export, "prune": cmd_prune, "topology": cmd_topology, "plan": cmd_plan,
-            "list": cmd_list, "show": cmd_show, "cluster": cmd_cluster, "scale": cmd_scale}
+            "list": cmd_list, "show": cmd_show, "cluster": cmd_cluster, "scale": cmd_scale,
+            "sweep": cmd_sweep}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    given = list(sys.argv[1:] if argv is None else argv)
+    # `hpcprobe app NAME [OPTIONS] -- COMMAND ARGS...`: what follows -- is the command, as is
+    after = given.index("--") if "--" in given else len(given)
+    args = build_parser().parse_args(given[:after])
+    args.after_dashes = given[after + 1:]
     try:
         return COMMANDS.get(args.command, cmd_family)(args)
     except OptionError as exc:  # options named as flags

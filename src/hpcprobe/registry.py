@@ -24,9 +24,10 @@ def measuring() -> list[Family]:
 
 
 def resolve(names: Sequence[str] | None) -> list[Family]:
-    """The named families (all that measure when none is named), in the order given."""
+    """The named families (all that measure by default when none is named: not the external
+    tools nor the user's applications), in the order given."""
     if not names:
-        return measuring()
+        return [f for f in measuring() if f.default]
     known = {f.name: f for f in measuring()}
     for n in names:
         if n not in known:
@@ -59,6 +60,11 @@ def scaling() -> dict[str, Scaling]:
 def sized() -> dict[str, Family]:
     """The families that declare a problem size (`hpcprobe scale`)."""
     return {f.name: f for f in FAMILIES.values() if f.sized is not None}
+
+
+def families() -> dict[str, Family]:
+    """Every registered family by name (a sweep file names them)."""
+    return dict(FAMILIES)
 
 
 def views() -> list[View]:

@@ -4,17 +4,22 @@ package under families/ and one line here; nothing else names it."""
 from __future__ import annotations
 
 from hpcprobe.families import (
+    app,
     cg,
     compute,
     dslash,
+    fio,
     frequency,
     hpl,
+    iperf3,
     latency,
     memory,
     mpi,
     numa,
+    pgbench,
     roofline,
     scale,
+    sweep,
 )
 from hpcprobe.measure.family import Family
 
@@ -30,4 +35,9 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     cg.FAMILY,
     roofline.FAMILY,
     scale.FAMILY,
+    sweep.FAMILY,
+    app.FAMILY,
+    fio.FAMILY,
+    iperf3.FAMILY,
+    pgbench.FAMILY,
 )}

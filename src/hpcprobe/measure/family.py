@@ -75,6 +75,7 @@ class Flag:
     parse: Callable[[str], Any] | None = None  # argparse type: text -> value, or a usage error
     choices: tuple[str, ...] | None = None
     switch: bool = False  # present or absent (the field gets True or its default)
+    many: bool = False  # given again for each value (the field gets them all)
     metavar: str | None = None
     #: the command-line value -> the field's value (e.g. "both" -> None, "nt" -> ("nt",))
     convert: Callable[[Any], Any] | None = None
@@ -107,13 +108,26 @@ def specs(unit: str, better: str, *names: str) -> tuple[MetricSpec, ...]:
 
 
 @dataclass(frozen=True)
+class Positional:
+    """A value its command takes by position (`hpcprobe app NAME -- COMMAND...`) into the field
+    `dest` of the family's options; `many` takes all that remain, after `--`."""
+
+    dest: str
+    metavar: str
+    help: str
+    parse: Callable[[str], Any] | None = None
+    many: bool = False
+
+
+@dataclass(frozen=True)
 class Command:
     """A family's own command (`hpcprobe mpi`): the family alone with its options, plus named
-    actions that are not measurements (`hpcprobe mpi info`)."""
+    actions that are not measurements (`hpcprobe mpi info`), or values by position instead."""
 
     help: str
     description: str
     actions: Mapping[str, tuple[str, Callable[[Any], int]]] = field(default_factory=dict)
+    positionals: tuple[Positional, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -168,9 +182,15 @@ class Family:
     command: Command | None = None
     scaling: Scaling | None = None  # runs across nodes (cluster run --scale)
     sized: Sized | None = None  # runs at a ladder of rank counts, weak and strong (hpcprobe scale)
+    #: metrics the user names (an application's `app:NAME`, its unit and direction): every
+    #: metric whose name starts with this is declared
+    open_metrics: str | None = None
+    default: bool = True  # runs when no benchmark is named (`hpcprobe run`)
 
     def declares(self, m: Metric) -> bool:
         """Whether it declared this metric with its unit and direction."""
+        if self.open_metrics is not None and m.name.startswith(self.open_metrics):
+            return True
         return MetricSpec(m.name, m.unit, m.better) in self.metrics
 
 

@@ -93,7 +93,12 @@ MPI_PREFIX = Flag("--mpi", "the MPI installation to use (its prefix; default: $H
                   "then PATH)", metavar="PREFIX")
 TIMEOUT = Flag("--timeout", "give up after S seconds: mpi, on a test (one size) that makes no "
                "progress (default 600; 30 in hpcprobe run); hpl, on one HPL launch (default: "
-               "3x its expected time plus start-up)", parse=seconds, metavar="S")
+               "3x its expected time plus start-up); app and the external tools, on one "
+               "repetition (default 3600)", parse=seconds, metavar="S")
+#: Flags shared by the families that repeat a program (user applications, external tools).
+REPEAT = Flag("--repeat", "repetitions of the program, each one sample (default: the profile's "
+              "fewest samples: quick 3, default 5, thorough 10)",
+              parse=at_least(1, "a repetition count"), metavar="N")
 LAYOUT = Flag("--layout", "MPI ranks: one per core (single-threaded), or one per NUMA domain or "
               "socket with a thread per core inside it, each rank bound to its CPUs "
               "(default: hpl core; dslash and cg numa, Grid's recommendation)",

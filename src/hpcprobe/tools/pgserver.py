@@ -1,8 +1,8 @@
 """A throwaway PostgreSQL cluster: initdb in a temporary directory, listening on 127.0.0.1 at a
 free port (and a socket there), the superuser `hpcprobe` authenticated by password (SCRAM) over
-TCP, as a fleet's server would be, and trusted on the socket; stopped by
-its data directory (never by process name) and removed at the end. Used by the tests and by
-benchmarks/store_scale.py."""
+TCP, as a fleet's server would be, and trusted on the socket; stopped by its data directory
+(never by process name) and removed at the end, also when what ran against it failed. The
+pgbench family's database, the tests' store server and benchmarks/store_scale.py's."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from hpcprobe.common.errors import MeasurementError, UserError
 
 
 def bin_dir() -> Path | None:
@@ -48,6 +50,9 @@ PASSWORD = "pw-not-shown"
 @dataclass
 class PgServer:
     base: str  # postgresql://hpcprobe:PASSWORD@127.0.0.1:PORT
+    port: int
+    socket_dir: Path  # the superuser is trusted here (clients as `-h socket_dir -p port`)
+    version: str  # the server's, "15.14"
 
     def new_database(self) -> str:
         """A fresh empty database on the server; its URL."""
@@ -59,11 +64,19 @@ class PgServer:
         return f"{self.base}/{name}"
 
 
+def _tail(text: str | bytes, lines: int = 3) -> str:
+    got = text.decode(errors="replace") if isinstance(text, bytes) else text
+    return " | ".join(got.strip().splitlines()[-lines:])
+
+
 @contextmanager
-def throwaway() -> Iterator[PgServer]:
+def throwaway(settings: str = "-c max_connections=200 -c fsync=off") -> Iterator[PgServer]:
+    """A server with the postgres options `settings` (fsync off by default: a throwaway's
+    figures measure the engine and memory, not the disk's flushes)."""
     binaries = bin_dir()
     if binaries is None:
-        raise RuntimeError("PostgreSQL server binaries not installed (apt install postgresql)")
+        raise UserError("PostgreSQL's server binaries are not installed (Debian package "
+                        "postgresql)")
     # its own directory under /tmp: pytest's are private to root, and the server runs as a user
     root = Path(tempfile.mkdtemp(prefix="hpcprobe-pg-"))
     data, sock = root / "data", root / "sock"
@@ -72,7 +85,8 @@ def throwaway() -> Iterator[PgServer]:
     if os.geteuid() == 0:  # initdb and postgres refuse to run as root
         user = next((u for u in ("postgres", "nobody") if _has_user(u)), None)
         if user is None:
-            raise RuntimeError("running as root with no unprivileged user for PostgreSQL")
+            raise UserError("running as root with no unprivileged user (postgres, nobody) to "
+                            "run PostgreSQL as")
         entry = pwd.getpwnam(user)
         for p in (root, sock):
             os.chown(p, entry.pw_uid, entry.pw_gid)
@@ -83,14 +97,27 @@ def throwaway() -> Iterator[PgServer]:
     if run_as:
         os.chown(pwfile, entry.pw_uid, entry.pw_gid)
     try:
-        subprocess.run([*run_as, str(binaries / "initdb"), "-D", str(data), "-U", "hpcprobe",
-                        "--auth-local=trust", "--auth-host=scram-sha-256", f"--pwfile={pwfile}",
-                        "-E", "UTF8", "--no-sync"], check=True, capture_output=True, timeout=120)
-        subprocess.run([*run_as, str(binaries / "pg_ctl"), "-D", str(data), "-w", "-t", "60",
-                        "-l", str(root / "log"), "-o",
-                        f"-h 127.0.0.1 -p {port} -k {sock} -c max_connections=200 "
-                        "-c fsync=off", "start"], check=True, capture_output=True, timeout=120)
-        yield PgServer(f"postgresql://hpcprobe:{PASSWORD}@127.0.0.1:{port}")
+        for what, argv in (
+                ("initdb", [*run_as, str(binaries / "initdb"), "-D", str(data), "-U", "hpcprobe",
+                            "--auth-local=trust", "--auth-host=scram-sha-256",
+                            f"--pwfile={pwfile}", "-E", "UTF8", "--no-sync"]),
+                ("pg_ctl start", [*run_as, str(binaries / "pg_ctl"), "-D", str(data), "-w", "-t",
+                                  "60", "-l", str(root / "log"), "-o",
+                                  f"-h 127.0.0.1 -p {port} -k {sock} {settings}", "start"])):
+            try:
+                subprocess.run(argv, check=True, capture_output=True, timeout=120)
+            except subprocess.CalledProcessError as exc:
+                log = (root / "log").read_text(errors="replace") if (root / "log").exists() \
+                    else ""
+                raise MeasurementError(f"throwaway PostgreSQL: {what} failed: "
+                                       f"{_tail(exc.stderr or exc.stdout)} {_tail(log)}".strip()
+                                       ) from None
+            except subprocess.TimeoutExpired:
+                raise MeasurementError(f"throwaway PostgreSQL: {what} took over 120 s") from None
+        said = subprocess.run([str(binaries / "postgres"), "--version"], capture_output=True,
+                              text=True, timeout=30).stdout
+        version = said.split(")", 1)[-1].split()[0] if ")" in said else said.strip()
+        yield PgServer(f"postgresql://hpcprobe:{PASSWORD}@127.0.0.1:{port}", port, sock, version)
     finally:
         if (data / "postmaster.pid").exists():  # stopped by its data directory
             subprocess.run([*run_as, str(binaries / "pg_ctl"), "-D", str(data), "-m",

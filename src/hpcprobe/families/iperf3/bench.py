@@ -1,0 +1,170 @@
+"""The iperf3 family's options, plan, measurement, and the parser of iperf3's JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from hpcprobe import tools
+from hpcprobe.common.errors import MeasurementError, UserError
+from hpcprobe.measure import options
+from hpcprobe.measure.family import Flag, RunContext, option
+from hpcprobe.probes import program
+from hpcprobe.results.model import Metric
+from hpcprobe.tools import command
+
+TOOL = tools.get("iperf3")
+#: Per profile: seconds a repetition transmits.
+SETTINGS = {"quick": 2.0, "default": 5.0, "thorough": 10.0}
+#: a server that is not listening after this long did not start
+START_S = 20.0
+LOOPBACK = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class IperfOptions:
+    server: str | None = option(Flag(
+        "--iperf-server", "connect to an iperf3 server already running there (HOST or "
+        "HOST:PORT; default: one started by hpcprobe)", metavar="HOST"))
+    peer: str | None = option(Flag(
+        "--iperf-peer", "start the server on this node of the Slurm allocation (srun) and "
+        "measure from here to it (default: this host's loopback)", metavar="NODE"))
+    time_s: float | None = option(Flag(
+        "--iperf-time", "seconds each repetition transmits (default: quick 2, default 5, "
+        "thorough 10)", parse=options.seconds, metavar="S"))
+    streams: int = option(Flag("--iperf-streams", "parallel streams (default 1)",
+                               parse=options.at_least(1, "a stream count"), metavar="N"), 1)
+    reverse: bool = option(Flag("--iperf-reverse", "the server sends, the client receives",
+                                switch=True), False)
+    repeat: int | None = option(options.REPEAT)
+    timeout_s: float | None = option(options.TIMEOUT)
+
+
+def _where(o: IperfOptions) -> str:
+    return o.server or (f"{o.peer} (server started there)" if o.peer else "loopback")
+
+
+def plan(ctx: RunContext, o: IperfOptions) -> list[str]:
+    TOOL.require("iperf3")
+    if o.server and o.peer:
+        raise UserError("--iperf-server and --iperf-peer: give one (a running server, or a node "
+                        "to start one on)")
+    if o.peer and not os.environ.get("SLURM_JOB_ID"):
+        raise UserError(f"--iperf-peer {o.peer}: the server is started through srun inside a "
+                        "Slurm allocation that holds both nodes (salloc, sbatch, or "
+                        "`hpcprobe cluster run --iperf3`)")
+    n = program.repetitions(ctx, o.repeat)
+    return [f"iperf3 to {_where(o)}, {o.streams} stream(s), "
+            f"{'reverse' if o.reverse else 'forward'}, {n} time(s)"]
+
+
+def parse(doc: dict[str, Any]) -> tuple[float, float | None]:
+    """(Gbit/s received, TCP retransmits or None) of a client's `-J` document."""
+    if doc.get("error"):
+        raise MeasurementError(f"iperf3: {doc['error']}")
+    end = doc.get("end") or {}
+    received = end.get("sum_received") or end.get("sum") or {}
+    if "bits_per_second" not in received:
+        raise MeasurementError("iperf3's document has no throughput")
+    retrans = (end.get("sum_sent") or {}).get("retransmits")
+    return received["bits_per_second"] / 1e9, None if retrans is None else float(retrans)
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        return int(s.getsockname()[1])
+
+
+def _address(node: str) -> str:
+    """The address Slurm knows the node by (its NodeAddr), else its name."""
+    try:
+        said = subprocess.run(["scontrol", "show", "node", "-o", node], capture_output=True,
+                              text=True, timeout=30).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return node
+    m = re.search(r"\bNodeAddr=(\S+)", said)
+    return m.group(1) if m else node
+
+
+@contextmanager
+def server(exe: str, o: IperfOptions) -> Iterator[tuple[str, int]]:
+    """(host, port) of a server: the user's, or one started here or on the peer and stopped
+    (by its recorded process) at the end, also on failure or Ctrl-C."""
+    if o.server:
+        name, _, given = o.server.partition(":")
+        yield name, int(given) if given.isdigit() else 5201
+        return
+    port: int
+    if o.peer:
+        port = random.randint(20000, 40000)
+        host = _address(o.peer)
+        argv = ["srun", "--overlap", "--nodes", "1", "--ntasks", "1", "--nodelist", o.peer,
+                exe, "-s", "-p", str(port)]
+    else:
+        host, port = LOOPBACK, _port()
+        argv = [exe, "-s", "-B", host, "-p", str(port)]
+    try:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                stdin=subprocess.DEVNULL, start_new_session=True)
+    except FileNotFoundError:
+        raise UserError(f"iperf3 --iperf-peer: {argv[0]} not found") from None
+    try:
+        yield host, port
+    finally:
+        proc.terminate()  # srun passes it to its step
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def once(exe: str, o: IperfOptions, ctx: RunContext, host: str, port: int, timeout: float
+         ) -> tuple[float, float | None]:
+    seconds = o.time_s or SETTINGS[ctx.profile.name]
+    argv = [exe, "-c", host, "-p", str(port), "-J", "-t", f"{seconds:g}", "-P", str(o.streams),
+            *(["-R"] if o.reverse else [])]
+    deadline = time.monotonic() + START_S
+    while True:  # the server may still be starting
+        ran = command.run(argv, timeout=timeout)
+        text = ran.output[ran.output.find("{"):] if "{" in ran.output else ""
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            raise MeasurementError(f"iperf3: {ran.failure()}") from None
+        starting = "unable to connect" in str(doc.get("error", ""))
+        if not starting or time.monotonic() > deadline:
+            return parse(doc)
+        time.sleep(0.2)
+
+
+def run(ctx: RunContext, o: IperfOptions) -> None:
+    plan(ctx, o)
+    exe = TOOL.require("iperf3")
+    ctx.provenance.setdefault("tools", {})["iperf3"] = TOOL.version()
+    timeout = o.timeout_s or program.DEFAULT_TIMEOUT_S
+    with server(exe, o) as (host, port):
+        reps = program.repeat(ctx, "iperf3", program.repetitions(ctx, o.repeat),
+                              lambda i: once(exe, o, ctx, host, port, timeout))
+    params: dict[str, Any] = {"streams": o.streams, "reverse": o.reverse}
+    if o.peer:  # a link: sender to receiver
+        me = socket.gethostname()
+        sender, receiver = (o.peer, me) if o.reverse else (me, o.peer)
+        params.update({"from": sender, "to": receiver})
+    else:
+        params["server"] = o.server or "loopback"
+    ctx.metrics.append(Metric("iperf3", "throughput", "Gbit/s", params, [r[0] for r in reps]))
+    retrans = [r[1] for r in reps if r[1] is not None]
+    if len(retrans) == len(reps):
+        ctx.metrics.append(Metric("iperf3", "retransmits", "count", dict(params), retrans,
+                                  "lower"))

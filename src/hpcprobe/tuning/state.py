@@ -1,0 +1,106 @@
+"""Switching a configuration's system state in and out: its sysfs settings written (each file's
+value before kept) and its `pre` commands run on the way in; its `post` commands run and the
+files' old values written back on the way out, also when a workload failed, a `pre` failed or
+the user pressed Ctrl-C (SIGINT and SIGTERM are held off while state is restored). A `post`
+or a restore that fails is a loud warning naming the state left behind."""
+
+from __future__ import annotations
+
+import shlex
+import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from hpcprobe.machine.sysinfo import bracketed
+from hpcprobe.tools import command
+from hpcprobe.tuning.config import Configuration
+
+#: Seconds a pre or post command may take.
+HOOK_TIMEOUT_S = 300.0
+
+
+class PreFailed(Exception):
+    """A configuration's `pre` (or a setting) failed: it is skipped; its state was restored."""
+
+
+def read_setting(path: str) -> str:
+    """A sysfs file's value: the selected one of a choice list ("always [madvise] never")."""
+    text = Path(path).read_text()
+    return bracketed(text) or text.strip()
+
+
+def write_setting(path: str, value: str) -> None:
+    Path(path).write_text(value + "\n")
+
+
+def _signals_held() -> Callable[[], None]:
+    """Hold off SIGINT and SIGTERM (restoring state must finish); the undo."""
+    old = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def undo() -> None:
+        for s, h in old.items():
+            signal.signal(s, h)
+    return undo
+
+
+@contextmanager
+def applied(c: Configuration, warn: Callable[[str], None], log: list[dict[str, Any]]
+            ) -> Iterator[None]:
+    """The configuration's state while the body runs; restored afterwards in every case."""
+    written: list[tuple[str, str]] = []  # (path, value before), in the order written
+    ran_pre = False
+    try:
+        for path, value in c.sysfs.items():
+            try:
+                before = read_setting(path)
+                write_setting(path, value)
+            except OSError as exc:
+                raise PreFailed(f"set {path} = {value}: {exc.strerror or exc}") from None
+            written.append((path, before))
+            log.append({"configuration": c.name, "step": "set", "what": path, "value": value,
+                        "before": before})
+        for argv in c.pre:
+            ran_pre = True
+            try:
+                command.check_program(argv, f"[configurations.{c.name}] pre")
+                ran = command.run(argv, timeout=HOOK_TIMEOUT_S)
+            except Exception as exc:  # noqa: BLE001 - a program not found: the same skip
+                raise PreFailed(str(exc)) from None
+            log.append({"configuration": c.name, "step": "pre", "what": shlex.join(argv),
+                        "code": ran.code})
+            if not ran.ok:
+                raise PreFailed(f"pre {ran.failure()}")
+        yield
+    finally:
+        undo = _signals_held()
+        try:
+            if ran_pre or not c.pre:
+                _post(c, warn, log)
+            for path, before in reversed(written):
+                try:
+                    write_setting(path, before)
+                    log.append({"configuration": c.name, "step": "restore", "what": path,
+                                "value": before})
+                except OSError as exc:
+                    warn(f"WARNING: {c.name}: could not restore {path} to {before!r} "
+                         f"({exc.strerror or exc}): it is left at {c.sysfs[path]!r}")
+        finally:
+            undo()
+
+
+def _post(c: Configuration, warn: Callable[[str], None], log: list[dict[str, Any]]) -> None:
+    for argv in c.post:
+        try:
+            ran = command.run(argv, timeout=HOOK_TIMEOUT_S)
+            failed = None if ran.ok else ran.failure()
+        except Exception as exc:  # noqa: BLE001 - said, and the other steps still run
+            failed, ran = str(exc), None
+        log.append({"configuration": c.name, "step": "post", "what": shlex.join(argv),
+                    "code": None if ran is None else ran.code})
+        if failed:
+            left = ", ".join(f"{k} = {v}" for k, v in c.expect.items()) or \
+                "whatever its pre commands set"
+            warn(f"WARNING: {c.name}: post {failed}; the state it should restore may be left "
+                 f"behind: {left}")

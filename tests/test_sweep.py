@@ -1,0 +1,387 @@
+"""Tuning sweeps: the file checked whole (each mistake one line, exit 2), the statistics behind a
+recommendation, state switched in and restored (pre/post, sysfs-like files, a failing pre, a
+failing post, Ctrl-C), interleaved rounds with rounds added while undecided, the comparison
+and a recommendation per workload in Markdown/JSON/HTML and the store; reboot-only states
+joined by tag; and, as root, the worked example of docs/sweep.md: two THP settings x two
+OpenMP bindings with the memory family and pgbench, the THP setting restored."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import assert_user_error, hpcprobe
+from hpcprobe.analysis import recommend
+from hpcprobe.results.store import Selection, Store
+from hpcprobe.tuning import state
+from hpcprobe.tuning.config import Configuration
+
+EXAMPLE = Path(__file__).parent.parent / "docs" / "examples" / "thp-omp.toml"
+THP = "/sys/kernel/mm/transparent_hugepage/enabled"
+
+APP_SWEEP = """
+[sweep]
+name = "envs"
+baseline = "slow"
+rounds = 2
+max_rounds = 3
+budget = "10m"
+
+[workloads.calc]
+command = ["sh", "-c", "echo value = $SPEED"]
+fom = "value = ([0-9.]+)"
+unit = "ops/s"
+repeat = 2
+
+[configurations.slow]
+env = { SPEED = "10" }
+pre = [["touch", "{marker}"]]
+post = [["rm", "-f", "{marker}"]]
+
+[configurations.fast]
+env = { SPEED = "20" }
+
+[configurations.same]
+env = { SPEED = "10" }
+"""
+
+
+def write(tmp: Path, text: str, name: str = "s.toml") -> Path:
+    p = tmp / name
+    p.write_text(text)
+    return p
+
+
+# -- the file
+
+
+BAD = [
+    ("[sweep\nname = 1", "not valid TOML"),
+    ("[sweep]\nnmae = 'x'\n", "unknown key 'nmae'"),
+    ("[workloads.m]\nfamily = 'nosuch'\n[configurations.a]\n[configurations.b]\n",
+     "family 'nosuch' is unknown"),
+    ("[workloads.m]\nfamily = 'memory'\noptions = { colour = 'red' }\n"
+     "[configurations.a]\n[configurations.b]\n", "'colour' is not an option of memory"),
+    ("[workloads.m]\nfamily = 'memory'\noptions = { threads = 0 }\n"
+     "[configurations.a]\n[configurations.b]\n", "threads = 0"),
+    ("[workloads.m]\nfamily = 'memory'\n[configurations.a]\nexpect = { Colour = 'x' }\n"
+     "[configurations.b]\n", "'Colour' is not a fingerprint label"),
+    ("[workloads.m]\nfamily = 'memory'\n[configurations.a]\n", "a sweep compares at least two"),
+    ("[sweep]\nbaseline = 'z'\n[workloads.m]\nfamily = 'memory'\n[configurations.a]\n"
+     "[configurations.b]\n", "baseline = 'z' is not a configuration"),
+    ("[workloads.m]\nfamily = 'memory'\n[configurations.a]\nset = { '/etc/passwd' = 'x' }\n"
+     "[configurations.b]\n", "only files under /sys and /proc/sys"),
+    ("[workloads.m]\nfamily = 'memory'\n[configurations.a]\npre = 'tuned-adm'\n"
+     "[configurations.b]\n", "give a list of commands"),
+    ("[workloads.m]\nfamily = 'memory'\n[configurations.a]\nboot = 'NPS4'\n"
+     "[configurations.b]\n", "every configuration names the boot"),
+    ("[workloads.m]\nfamily = 'memory'\nfigures = ['speed']\n[configurations.a]\n"
+     "[configurations.b]\n", "'speed' is not a metric of memory"),
+    ("[workloads.a]\ncommand = ['true']\nfom = '([0-9]'\n[configurations.a]\n"
+     "[configurations.b]\n", "not a regular expression"),
+    ("[workloads.m]\nfamily = 'memory'\n[configurations.a]\noptions = { pg-time = 3 }\n"
+     "[configurations.b]\n", "no workload's family takes 'pg-time'"),
+    ("[sweep]\nbudget = 'soon'\n[workloads.m]\nfamily = 'memory'\n[configurations.a]\n"
+     "[configurations.b]\n", "give a duration"),
+]
+
+
+@pytest.mark.parametrize(("text", "needle"), BAD, ids=[n for _, n in BAD])
+def test_a_bad_sweep_file_is_one_line(tmp_path, text, needle):
+    assert_user_error(hpcprobe("sweep", str(write(tmp_path, text)), "--dry-run"), needle)
+
+
+def test_a_missing_file_and_a_boot_not_named(tmp_path):
+    assert_user_error(hpcprobe("sweep", str(tmp_path / "none.toml")), "no such sweep file")
+    f = write(tmp_path, "[workloads.a]\ncommand = ['true']\n[configurations.nps1]\n"
+                        "boot = 'NPS1'\n[configurations.nps4]\nboot = 'NPS4'\n")
+    assert_user_error(hpcprobe("sweep", str(f), "--db", str(tmp_path / "r.sqlite")),
+                      "need boots NPS1, NPS4", "--boot")
+    assert_user_error(hpcprobe("sweep", str(f), "--boot", "NPS2", "--db",
+                               str(tmp_path / "r.sqlite")), "--boot NPS2")
+
+
+def test_the_dry_run_shows_each_configurations_steps_in_order(tmp_path):
+    r = hpcprobe("sweep", str(EXAMPLE), "--dry-run")
+    assert r.code == 0, r.err
+    lines = r.out.splitlines()
+    names = [ln.strip().rstrip(":") for ln in lines if re.match(r"^  \S+:$", ln)]
+    assert names == ["madvise-close", "madvise-spread", "always-close", "always-spread"]
+    assert f"set {THP} = always (restored after)" in r.out
+    assert "OMP_PROC_BIND=spread" in r.out and "--placement spread" in r.out
+    assert "run pgbench --pg-time 2" in r.out
+
+
+# -- the statistics
+
+
+def test_holm_adjusts_in_order_and_stays_monotone():
+    assert recommend.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    assert recommend.holm([0.5]) == [0.5]
+
+
+def fig(config: str, samples: list[float], better: str = "higher") -> recommend.Figure:
+    return recommend.Figure("w", "f", "x", better, config, samples)
+
+
+def test_verdicts_better_worse_none_and_undecided():
+    base = [100.0, 101, 99, 100.5, 99.5, 100.2, 99.8, 100.1]
+    figs = [fig("base", base), fig("up", [x * 1.13 for x in base]),
+            fig("down", [x * 0.8 for x in base]), fig("same", [x * 1.001 for x in base]),
+            fig("noisy", [60.0, 150, 95, 130, 70, 120, 80, 140])]
+    rows = {r.configuration: r for r in recommend.rows(figs, "base")}
+    assert rows["up"].verdict == "better" and rows["up"].gain == pytest.approx(0.13, abs=0.01)
+    assert rows["down"].verdict == "worse"
+    assert rows["same"].verdict == "~"
+    assert rows["noisy"].verdict == "undecided"
+    assert not recommend.decided(list(rows.values()))
+    [rec] = recommend.recommend(list(rows.values()), "base", 3)
+    assert rec.choice == "up" and rec.decided and "+13.0%" in rec.text and "p < 0.001" in rec.text
+
+
+def test_lower_is_better_turns_the_gain_around():
+    base = [10.0, 10.1, 9.9, 10.05, 9.95, 10.0]
+    rows = recommend.rows([fig("base", base, "lower"), fig("quick", [x / 2 for x in base],
+                                                            "lower")], "base")
+    assert rows[0].verdict == "better" and rows[0].gain == pytest.approx(1.0, abs=0.02)
+    lo, hi = rows[0].gain_ci
+    assert lo <= rows[0].gain <= hi
+
+
+def test_no_difference_recommends_the_baseline():
+    base = [5.0] * 6
+    rows = recommend.rows([fig("base", base), fig("other", list(base))], "base")
+    [rec] = recommend.recommend(rows, "base", 2)
+    assert rec.choice == "base" and rec.decided and "no detectable difference (~)" in rec.text
+
+
+# -- state in and out
+
+
+def config(tmp: Path, **kw: object) -> Configuration:
+    return Configuration("c", **kw)  # type: ignore[arg-type]
+
+
+def test_a_setting_is_restored_and_pre_post_run_in_order(tmp_path):
+    f = tmp_path / "enabled"
+    f.write_text("always [madvise] never\n")
+    log = tmp_path / "log"
+    c = config(tmp_path, sysfs={str(f): "never"},
+               pre=(("sh", "-c", f"echo pre >> {log}"),),
+               post=(("sh", "-c", f"echo post >> {log}"),))
+    steps: list[dict] = []
+    with state.applied(c, print, steps):
+        assert f.read_text() == "never\n"
+        assert log.read_text() == "pre\n"
+    assert f.read_text() == "madvise\n"  # the selected value of the choice list
+    assert log.read_text() == "pre\npost\n"
+    assert [s["step"] for s in steps] == ["set", "pre", "post", "restore"]
+
+
+def test_a_failing_pre_restores_and_says_why(tmp_path):
+    f = tmp_path / "knob"
+    f.write_text("1\n")
+    log = tmp_path / "log"
+    c = config(tmp_path, sysfs={str(f): "0"}, pre=(("sh", "-c", "echo nope; exit 3"),),
+               post=(("sh", "-c", f"echo post >> {log}"),))
+    with pytest.raises(state.PreFailed, match="exited with 3.*nope"):
+        with state.applied(c, print, []):
+            raise AssertionError("the body must not run")
+    assert f.read_text() == "1\n" and log.read_text() == "post\n"
+
+
+def test_ctrl_c_in_the_body_restores_state(tmp_path):
+    f = tmp_path / "knob"
+    f.write_text("on\n")
+    c = config(tmp_path, sysfs={str(f): "off"})
+    with pytest.raises(KeyboardInterrupt):
+        with state.applied(c, print, []):
+            raise KeyboardInterrupt
+    assert f.read_text() == "on\n"
+
+
+def test_a_failing_post_is_a_loud_warning_naming_the_state(tmp_path):
+    said: list[str] = []
+    c = config(tmp_path, post=(("false",),), expect={"THP": "never"})
+    with state.applied(c, said.append, []):
+        pass
+    assert len(said) == 1 and said[0].startswith("WARNING: c: post `false` exited with 1")
+    assert "THP = never" in said[0]
+
+
+# -- whole sweeps (user applications: no root needed)
+
+
+def test_a_sweep_interleaves_decides_and_recommends(tmp_path):
+    marker = tmp_path / "pre-ran"
+    f = write(tmp_path, APP_SWEEP.replace("{marker}", str(marker)))
+    db = tmp_path / "r.sqlite"
+    out = {k: tmp_path / f"out.{k}" for k in ("md", "json", "html")}
+    r = hpcprobe("sweep", str(f), "--db", str(db), "--markdown", str(out["md"]), "--json",
+                 str(out["json"]), "--report", str(out["html"]))
+    assert r.code == 0, r.out[-3000:] + r.err
+    assert not marker.exists()  # post ran after the last visit
+    doc = json.loads(out["json"].read_text())
+    order = [(s["round"], s["configuration"]) for s in doc["sweep"]["order"]]
+    assert order == [(1, "slow"), (1, "fast"), (1, "same"), (2, "slow"), (2, "fast"),
+                     (2, "same")]  # A B C A B C, and decided after the two rounds asked for
+    assert doc["decided"] and doc["sweep"]["stopped"] == "decided after 2 round(s)"
+    verdicts = {r["configuration"]: r["verdict"] for r in doc["rows"]}
+    assert verdicts == {"fast": "better", "same": "~"}
+    [rec] = doc["recommendations"]
+    assert rec["choice"] == "fast"
+    assert rec["text"].startswith("for calc (app.app:calc): fast (+100.0%")
+    assert "fast (+100.0%" in out["md"].read_text()
+    assert "Every configuration against slow" in out["html"].read_text()
+    with Store.open(db) as st:
+        runs = st.load_all(Selection(tag="envs:fast"))
+        assert len(runs) == 2 and all(r.select("app", "app:calc")[0].samples == [20.0, 20.0]
+                                      for r in runs)
+        assert st.load_all(Selection(tag="envs:sweep"))[0].benchmarks == ["sweep"]
+    hooks = [(h["configuration"], h["step"]) for h in doc["sweep"]["hooks"]]
+    assert hooks == [("slow", "pre"), ("slow", "post")] * 2
+
+
+def test_rounds_are_added_while_undecided_up_to_the_most(tmp_path):
+    text = APP_SWEEP.replace('command = ["sh", "-c", "echo value = $SPEED"]',
+                             'command = ["sh", "-c", "echo value = $(( $$ % 7 + $SPEED ))"]')
+    text = text.replace('env = { SPEED = "20" }', 'env = { SPEED = "10" }')
+    f = write(tmp_path, text.replace("{marker}", str(tmp_path / "m")))
+    r = hpcprobe("sweep", str(f), "--no-store", "--json", str(tmp_path / "o.json"))
+    assert r.code == 0, r.err
+    doc = json.loads((tmp_path / "o.json").read_text())
+    rounds = doc["sweep"]["rounds"]
+    assert 2 <= rounds <= 3
+    if not doc["decided"]:  # noise of process ids: the most rounds were taken
+        assert rounds == 3 and "not every comparison decided" in doc["sweep"]["stopped"]
+        assert "Round 2: not every comparison decided; one more round." in r.err
+
+
+def test_a_failing_pre_and_a_wrong_state_skip_their_configuration_only(tmp_path):
+    text = APP_SWEEP.replace("{marker}", str(tmp_path / "m"))
+    text = text.replace('[configurations.fast]\nenv = { SPEED = "20" }',
+                        '[configurations.fast]\nenv = { SPEED = "20" }\n'
+                        'pre = [["sh", "-c", "echo cannot switch; exit 4"]]\n'
+                        f'post = [["touch", "{tmp_path / "restored"}"]]')
+    text = text.replace('[configurations.same]\nenv = { SPEED = "10" }',
+                        '[configurations.same]\nenv = { SPEED = "10", OMP_PROC_BIND = "spread" }'
+                        '\nexpect = { "env OMP_PROC_BIND" = "close" }')
+    f = write(tmp_path, text)
+    r = hpcprobe("sweep", str(f), "--db", str(tmp_path / "r.sqlite"), "--json",
+                 str(tmp_path / "o.json"))
+    assert r.code == 2, r.err
+    doc = json.loads((tmp_path / "o.json").read_text())
+    skipped = doc["sweep"]["skipped"]
+    assert set(skipped) == {"fast", "same"}
+    assert "exited with 4" in skipped["fast"] and "cannot switch" in skipped["fast"]
+    assert "env OMP_PROC_BIND is spread, not close" in skipped["same"]
+    assert (tmp_path / "restored").exists()  # its post ran: state restored
+    assert "fast: skipped for the rest of the sweep" in r.err
+    # the baseline's runs are kept, and nothing of a skipped configuration counted
+    with Store.open(tmp_path / "r.sqlite") as st:
+        assert len(st.load_all(Selection(tag="envs:slow"))) == 2
+        assert st.load_all(Selection(tag="envs:same")) == []
+
+
+def test_a_failing_workload_is_reported_and_the_others_go_on(tmp_path):
+    text = APP_SWEEP.replace("{marker}", str(tmp_path / "m")) + """
+[workloads.broken]
+command = ["sh", "-c", "echo disk on fire; exit 5"]
+"""
+    r = hpcprobe("sweep", str(write(tmp_path, text)), "--no-store", "--json",
+                 str(tmp_path / "o.json"))
+    assert r.code == 1, r.err
+    doc = json.loads((tmp_path / "o.json").read_text())
+    assert {x["workload"] for x in doc["recommendations"]} == {"calc"}
+    errors = [s for s in doc["sweep"]["order"] if s.get("error")]
+    assert len(errors) == 6 and all("disk on fire" in s["error"] for s in errors)
+
+
+def test_sigterm_mid_sweep_restores_state_and_keeps_what_ran(tmp_path):
+    marker = tmp_path / "pre-ran"
+    text = APP_SWEEP.replace("{marker}", str(marker)).replace(
+        'command = ["sh", "-c", "echo value = $SPEED"]',
+        'command = ["sh", "-c", "sleep 0.3; echo value = $SPEED"]').replace(
+        'baseline = "slow"', 'baseline = "fast"')
+    db = tmp_path / "r.sqlite"
+    p = subprocess.Popen([sys.executable, "-m", "hpcprobe", "sweep",
+                          str(write(tmp_path, text)), "--db", str(db)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not marker.exists() and time.monotonic() < deadline:  # inside "slow", after its pre
+        time.sleep(0.05)
+    assert marker.exists()
+    p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 130, err
+    assert "state was restored" in err and "Traceback" not in err
+    assert not marker.exists()  # its post ran
+
+
+# -- reboot-only states
+
+
+def test_boots_are_run_apart_and_joined_by_tag(tmp_path):
+    text = APP_SWEEP.replace("{marker}", str(tmp_path / "m"))
+    text = text.replace('[configurations.slow]\n', '[configurations.slow]\nboot = "NPS1"\n')
+    text = text.replace('[configurations.fast]\n', '[configurations.fast]\nboot = "NPS4"\n')
+    text = text.replace('[configurations.same]\n', '[configurations.same]\nboot = "NPS4"\n')
+    f = write(tmp_path, text)
+    db = str(tmp_path / "r.sqlite")
+    first = hpcprobe("sweep", str(f), "--boot", "NPS1", "--db", db)
+    assert first.code == 0, first.err
+    second = hpcprobe("sweep", str(f), "--boot", "NPS4", "--db", db, "--json",
+                      str(tmp_path / "o.json"))
+    assert second.code == 0, second.err
+    doc = json.loads((tmp_path / "o.json").read_text())
+    assert len(doc["sweep"]["joined_from_store"]) == 2  # the NPS1 boot's two runs
+    assert {(s["configuration"]) for s in doc["sweep"]["order"]} == {"fast", "same"}
+    assert doc["recommendations"][0]["choice"] == "fast"
+    again = hpcprobe("sweep", str(f), "--analyse", "--db", db, "--json",
+                     str(tmp_path / "a.json"))
+    assert again.code == 0, again.err
+    assert json.loads((tmp_path / "a.json").read_text())["recommendations"][0]["choice"] == "fast"
+
+
+# -- the worked example, as root
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not os.access(THP, os.W_OK),
+                    reason="the worked example writes the THP setting: root only")
+def test_the_worked_example_sweeps_thp_and_binding_and_restores_thp(tmp_path):
+    from hpcprobe.tools import pgserver
+
+    if pgserver.bin_dir() is None:
+        pytest.skip("no PostgreSQL server (make system-deps)")
+    before = Path(THP).read_text()
+    # the documented file, made shorter: two rounds, small sizes, one-second pgbench
+    text = EXAMPLE.read_text().replace("max_rounds = 4", "max_rounds = 2").replace(
+        'size = "256MiB"', 'size = "64MiB"').replace("pg-time = 2", "pg-time = 1").replace(
+        "repeat = 3", "repeat = 2")
+    f = write(tmp_path, text, "thp-omp.toml")
+    r = hpcprobe("sweep", str(f), "--db", str(tmp_path / "r.sqlite"), "--json",
+                 str(tmp_path / "o.json"), "--markdown", str(tmp_path / "o.md"), timeout=900)
+    assert Path(THP).read_text() == before  # restored
+    assert r.code in (0, 1), r.err
+    doc = json.loads((tmp_path / "o.json").read_text())
+    configs = ["madvise-close", "madvise-spread", "always-close", "always-spread"]
+    order = [(s["round"], s["configuration"]) for s in doc["sweep"]["order"]]
+    assert order == [(k, c) for k in (1, 2) for c in configs for _ in range(2)]
+    assert doc["sweep"]["skipped"] == {}
+    sets = [h for h in doc["sweep"]["hooks"] if h["step"] == "set"]
+    assert [h["value"] for h in sets] == ["madvise", "madvise", "always", "always"] * 2
+    restores = [h for h in doc["sweep"]["hooks"] if h["step"] == "restore"]
+    assert len(restores) == 8
+    rows = {(x["workload"], x["configuration"]) for x in doc["rows"]}
+    assert rows == {(w, c) for w in ("memory", "oltp") for c in configs[1:]}
+    assert {x["workload"] for x in doc["recommendations"]} == {"memory", "oltp"}
+    md = (tmp_path / "o.md").read_text()
+    assert "for memory (memory.bandwidth" in md and "for oltp (pgbench.tps" in md
