@@ -193,6 +193,22 @@ def test_inside_an_allocation_node_jobs_are_srun_steps(cluster, tmp_path):
     assert not list((tmp_path / "w" / "jobs").glob("*.sh"))  # no batch script: steps
 
 
+def test_iperf3_between_pairs_starts_its_server_on_the_peer_and_judges_links(cluster, tmp_path):
+    if not shutil.which("iperf3"):
+        pytest.skip("no iperf3 (make system-deps)")
+    r, doc = campaign(cluster, tmp_path, "iperf", "--no-links", "--probe", "numa",
+                      "--probe-args", "", "--pairs", "iperf3", "--pairs-args",
+                      "--iperf-time 1 --repeat 2")
+    assert r.returncode in (0, 1), r.stdout[-3000:] + r.stderr
+    [name] = [k for k in doc["links"] if k.startswith("iperf3.throughput")]
+    pairs = {(x["a"], x["b"]): x["median"] for x in doc["links"][name]}
+    assert len(pairs) == 6 and min(pairs.values()) > 0.05, pairs  # Gbit/s through veth
+    assert doc["link_errors"] == [] and doc["failed"] == {}
+    with Store.open(tmp_path / "r.sqlite") as st:
+        [run] = [x for x in st.load_all(Selection(tag="iperf")) if "iperf3" in x.benchmarks]
+    assert len(run.select("iperf3", "throughput")) == 6
+
+
 def test_a_killed_slurmd_is_a_failed_node_and_the_rest_completes(cluster, tmp_path):
     c = cluster  # last in this module: n4's slurmd is started again at the end
     p = subprocess.Popen(

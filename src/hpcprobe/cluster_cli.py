@@ -114,6 +114,13 @@ def add_parser(sub: Any) -> None:
     scale.add_argument("--scale-args", default="", metavar="'ARGS'",
                        help="their options, e.g. '--n 20000 --blas openblas' (checked here "
                             "before any job)")
+    pairs = r.add_argument_group("between pairs of nodes")
+    pairs.add_argument("--pairs", type=options.names, default=(), metavar="B1,B2",
+                       help="also run these benchmarks on each pair of the link schedule, the "
+                            "first node measuring to the second (their figures are judged as "
+                            "links): " + ", ".join(registry.pairwise()))
+    pairs.add_argument("--pairs-args", default="", metavar="'ARGS'",
+                       help="their options, e.g. '--iperf-time 5 --iperf-streams 4'")
     r.add_argument("--no-remeasure", action="store_true",
                    help="do not measure flagged nodes and links again")
     r.add_argument("--dry-run", action="store_true", help="say what would run; submit nothing")
@@ -192,6 +199,16 @@ def _scale(a: argparse.Namespace) -> list[str]:
     return _args(list(a.scale), a.scale_args, "--scale-args") if a.scale else []
 
 
+def _pairs(a: argparse.Namespace) -> list[str]:
+    """The families asked to run between pairs (each must name its peer flag), and options."""
+    known = registry.pairwise()
+    for name in a.pairs:
+        if name not in known:
+            raise UserError(f"--pairs {name!r}: runs between two nodes: "
+                            f"{', '.join(known) or 'none'}")
+    return _args(list(a.pairs), a.pairs_args, "--pairs-args") if a.pairs else []
+
+
 def _plan(a: argparse.Namespace, sched: Scheduler, store: Store | None, tag: str,
           workdir: Path, probe_args: list[str], scale_args: list[str]) -> Plan:
     nodes, peers = _nodes(a, sched, store)
@@ -202,7 +219,8 @@ def _plan(a: argparse.Namespace, sched: Scheduler, store: Store | None, tag: str
                 mpi_plugin=a.mpi_plugin, remeasure=not a.no_remeasure,
                 thresholds=_thresholds(a), not_joined=registry.not_joined(),
                 partition=a.partition, peers=peers,
-                scale={f: registry.scaling()[f] for f in a.scale}, scale_args=scale_args)
+                scale={f: registry.scaling()[f] for f in a.scale}, scale_args=scale_args,
+                pairs={f: registry.pairwise()[f] for f in a.pairs}, pairs_args=_pairs(a))
 
 
 def cmd_run(a: argparse.Namespace) -> int:
@@ -255,6 +273,10 @@ def _dry_run(plan: Plan, sched: Scheduler) -> int:
         print(f"  links: one MPI job of {len(nodes)} node(s) x {plan.ranks_per_node} "
               f"rank(s): {sum(len(r) for r in rounds)} pair(s) in {len(rounds)} round(s), "
               "collectives on 2, 4, ... nodes")
+    for family in plan.pairs:
+        print(f"  between pairs: `hpcprobe run {shlex.join([family, *plan.pairs_args])} "
+              f"{plan.pairs[family]} PEER` on each of {sum(len(r) for r in rounds)} pair(s), "
+              "one two-node job at a time")
     for family in plan.scale:
         print(f"  across nodes: `hpcprobe run {shlex.join([family, *plan.scale_args])} --hosts "
               f"...` on {node_counts(len(plan.nodes))} of the nodes that answer, one job each")

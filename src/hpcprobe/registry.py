@@ -57,6 +57,11 @@ def scaling() -> dict[str, Scaling]:
     return {f.name: f.scaling for f in FAMILIES.values() if f.scaling is not None}
 
 
+def pairwise() -> dict[str, str]:
+    """Family name -> the flag naming its peer node, for those that measure between nodes."""
+    return {f.name: f.peer for f in FAMILIES.values() if f.peer is not None}
+
+
 def sized() -> dict[str, Family]:
     """The families that declare a problem size (`hpcprobe scale`)."""
     return {f.name: f for f in FAMILIES.values() if f.sized is not None}

@@ -79,6 +79,8 @@ class Plan:
     peers: list[str] = field(default_factory=list)  # measured before: link partners of `nodes`
     scale: dict[str, Scaling] = field(default_factory=dict)  # families run across nodes
     scale_args: list[str] = field(default_factory=list)  # and their options (--n 2000 ...)
+    pairs: dict[str, str] = field(default_factory=dict)  # families run between pairs: peer flag
+    pairs_args: list[str] = field(default_factory=list)  # and their options
 
 
 def link_rounds(p: Plan) -> list[list[tuple[str, str]]]:
@@ -193,6 +195,8 @@ class Campaign:
                 link_error = str(exc)
             if link_error:
                 errors.append(f"links: {link_error}")
+        for family, flag in self.plan.pairs.items():
+            metrics += self.pair_pass(family, flag, [pr for r in rounds for pr in r], errors)
         self._save_campaign(role, nodes, done, failed, metrics, errors, link_error,
                             time.monotonic() - start)
         return done
@@ -350,6 +354,37 @@ class Campaign:
         if error is not None and metrics:
             error += "; the figures it printed are kept"
         return metrics, error
+
+    # -- a family between two nodes
+
+    def pair_pass(self, family: str, flag: str, pairs: list[tuple[str, str]],
+                  errors: list[str]) -> list[Metric]:
+        """The family on each pair, one two-node job at a time (run on the first node, the
+        peer named by its flag): its figures between the two (from/to), judged as links."""
+        p = self.plan
+        out: list[Metric] = []
+        self.progress.start(f"{family}: {len(pairs)} pair(s)", len(pairs))
+        for a, b in pairs:
+            output = p.workdir / "jobs" / f"{family}-{a}-{b}.{time.time_ns()}.out"
+            argv = [sys.executable, "-m", "hpcprobe", "run", family, flag, b, *p.pairs_args,
+                    "--profile", p.profile, "--tag", p.tag, "--no-store", "--json",
+                    str(self._doc(output))]
+            spec = JobSpec(f"hpb-{p.tag}-{family}-{a}-{b}"[:64], [a, b], argv, output,
+                           p.timeout_s, partition=p.partition)
+            try:
+                why = self._wait(self.sched.submit(spec))
+            except HpcprobeError as exc:
+                why = str(exc)
+            run = None if why else self._read(spec.output)
+            if isinstance(run, str):
+                why, run = run, None
+            if run is not None:
+                why = "; ".join(run.errors) or None
+                out += [m for m in run.metrics if "from" in m.params and "to" in m.params]
+            if why:
+                errors.append(f"{family} {a} -> {b}: {why}")
+            self.progress.advance(f"{family}: {a} -> {b}")
+        return out
 
     # -- a family across nodes
 

@@ -186,6 +186,9 @@ class Family:
     #: metric whose name starts with this is declared
     open_metrics: str | None = None
     default: bool = True  # runs when no benchmark is named (`hpcprobe run`)
+    #: measures between this node and another one, named by this flag (`--iperf-peer`): cluster
+    #: mode runs it over the link schedule's pairs (`cluster run --pairs`), figures as links
+    peer: str | None = None
 
     def declares(self, m: Metric) -> bool:
         """Whether it declared this metric with its unit and direction."""

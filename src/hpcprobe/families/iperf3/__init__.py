@@ -14,4 +14,4 @@ FAMILY = Family(
     bench.IperfOptions, bench.run, plan=bench.plan, default=False,
     settings=bench.SETTINGS,
     metrics=(MetricSpec("throughput", "Gbit/s"), MetricSpec("retransmits", "count", "lower")),
-    views=(views.tables,))
+    views=(views.tables,), peer="--iperf-peer")

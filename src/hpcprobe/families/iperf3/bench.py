@@ -24,7 +24,7 @@ from hpcprobe.tools import command
 
 TOOL = tools.get("iperf3")
 #: Per profile: seconds a repetition transmits.
-SETTINGS = {"quick": 2.0, "default": 5.0, "thorough": 10.0}
+SETTINGS = {"quick": 2, "default": 5, "thorough": 10}
 #: a server that is not listening after this long did not start
 START_S = 20.0
 LOOPBACK = "127.0.0.1"
@@ -38,9 +38,9 @@ class IperfOptions:
     peer: str | None = option(Flag(
         "--iperf-peer", "start the server on this node of the Slurm allocation (srun) and "
         "measure from here to it (default: this host's loopback)", metavar="NODE"))
-    time_s: float | None = option(Flag(
-        "--iperf-time", "seconds each repetition transmits (default: quick 2, default 5, "
-        "thorough 10)", parse=options.seconds, metavar="S"))
+    time_s: int | None = option(Flag(
+        "--iperf-time", "whole seconds each repetition transmits (default: quick 2, default 5, "
+        "thorough 10)", parse=options.at_least(1, "a number of seconds"), metavar="S"))
     streams: int = option(Flag("--iperf-streams", "parallel streams (default 1)",
                                parse=options.at_least(1, "a stream count"), metavar="N"), 1)
     reverse: bool = option(Flag("--iperf-reverse", "the server sends, the client receives",
@@ -132,11 +132,11 @@ def server(exe: str, o: IperfOptions) -> Iterator[tuple[str, int]]:
 def once(exe: str, o: IperfOptions, ctx: RunContext, host: str, port: int, timeout: float
          ) -> tuple[float, float | None]:
     seconds = o.time_s or SETTINGS[ctx.profile.name]
-    argv = [exe, "-c", host, "-p", str(port), "-J", "-t", f"{seconds:g}", "-P", str(o.streams),
+    argv = [exe, "-c", host, "-p", str(port), "-J", "-t", str(seconds), "-P", str(o.streams),
             *(["-R"] if o.reverse else [])]
     deadline = time.monotonic() + START_S
     while True:  # the server may still be starting
-        ran = command.run(argv, timeout=timeout)
+        ran = command.run(argv, timeout=min(timeout, 2 * seconds + 60))
         text = ran.output[ran.output.find("{"):] if "{" in ran.output else ""
         try:
             doc = json.loads(text)

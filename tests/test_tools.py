@@ -1,0 +1,177 @@
+"""User applications (`hpcprobe app`) and the external-tool families (fio, iperf3, pgbench):
+their parsers on recorded output, real runs at small sizes where the tool is installed, the
+tool's version in the provenance, failures with their last lines, and bad input: one line each
+(a pattern that never matches, a command not found, a tool absent)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, assert_user_error, hpcprobe, run_json
+from hpcprobe.common.errors import MeasurementError
+from hpcprobe.families.fio import bench as fio
+from hpcprobe.families.iperf3 import bench as iperf3
+from hpcprobe.families.pgbench import bench as pgbench
+from hpcprobe.tools import pgserver
+
+TOOLS = DATA / "tools"
+
+
+def app(tmp_path: Path, *args: str) -> tuple[object, dict]:
+    out = tmp_path / "app.json"
+    r = hpcprobe("app", *args[:args.index("--")], "--no-store", "--json", str(out),
+                 *args[args.index("--"):])
+    return r, json.loads(out.read_text()) if out.exists() else {}
+
+
+# -- hpcprobe app
+
+
+def test_an_applications_figure_of_merit_is_stored_per_repetition(tmp_path):
+    r, doc = app(tmp_path, "oltp", "--fom", r"TPS = ([0-9.]+)", "--unit", "tx/s", "--repeat",
+                 "4", "--env", "TPS_SEEN=1234.5", "--", "sh", "-c",
+                 'echo "warming up"; echo "TPS = $TPS_SEEN"; echo "TPS = 999"')
+    assert r.code == 0, r.err
+    [m] = doc["metrics"]
+    assert (m["benchmark"], m["name"], m["unit"], m["better"]) == ("app", "app:oltp", "tx/s",
+                                                                  "higher")
+    assert m["samples"] == [999.0] * 4  # the last match counts
+    assert doc["provenance"]["app"]["oltp"]["command"][:2] == ["sh", "-c"]
+    assert doc["provenance"]["app"]["oltp"]["env"] == {"TPS_SEEN": "1234.5"}
+
+
+def test_wall_time_in_its_working_directory_lower_is_better(tmp_path):
+    (tmp_path / "here").mkdir()
+    (tmp_path / "here" / "input.txt").write_text("x\n")
+    r, doc = app(tmp_path, "cat", "--repeat", "2", "--warmup", "1", "--cwd",
+                 str(tmp_path / "here"), "--", "cat", "input.txt")
+    assert r.code == 0, r.err
+    [m] = doc["metrics"]
+    assert m["unit"] == "s" and m["better"] == "lower" and len(m["samples"]) == 2
+    assert all(0 < x < 30 for x in m["samples"])
+
+
+def test_a_failing_application_is_reported_with_its_last_lines_and_not_counted(tmp_path):
+    r, doc = app(tmp_path, "bad", "--repeat", "3", "--", "sh", "-c",
+                 "echo step one; echo out of memory >&2; exit 7")
+    assert r.code == 1
+    assert doc["metrics"] == []
+    assert "exited with 7" in doc["errors"][0] and "out of memory" in doc["errors"][0]
+
+
+def test_a_timeout_is_a_failure(tmp_path):
+    r, doc = app(tmp_path, "slow", "--repeat", "1", "--timeout", "0.5", "--", "sleep", "20")
+    assert r.code == 1 and "timed out" in doc["errors"][0]
+
+
+def test_app_bad_input_is_one_line(tmp_path):
+    assert_user_error(hpcprobe("app", "x", "--fom", "X=([0-9]+)", "--no-store", "--", "echo",
+                               "nothing here"), "matched nothing", "nothing here")
+    assert_user_error(hpcprobe("app", "x", "--no-store", "--", "no-such-program-here"),
+                      "command 'no-such-program-here' not found")
+    assert_user_error(hpcprobe("app", "x", "--fom", "no group", "--", "true"), "has no group")
+    assert_user_error(hpcprobe("app", "x", "--no-store"), "needs a name and a command")
+    assert_user_error(hpcprobe("app", "x y", "--", "true"), "an application's name")
+    assert_user_error(hpcprobe("app", "x", "--cwd", str(tmp_path / "none"), "--", "true"),
+                      "no such directory")
+    assert_user_error(hpcprobe("app", "x", "--env", "1=2", "--", "true"), "NAME=VALUE")
+
+
+def test_apps_are_not_in_the_default_run():
+    r = hpcprobe("run", "--dry-run")
+    assert r.code == 0 and "app:" not in r.out
+    for tool in ("fio:", "iperf3:", "pgbench:"):
+        assert tool not in r.out
+
+
+# -- parsers on recorded output
+
+
+def test_fio_json_gives_iops_bandwidth_and_clat_percentiles_per_direction():
+    got = fio.parse(json.loads((TOOLS / "fio-randrw.json").read_text()))
+    by = {(p["direction"], name, p.get("percentile")): v for p, name, v, _ in got}
+    assert by[("read", "iops", None)] == pytest.approx(28736.263736)
+    assert by[("write", "iops", None)] == pytest.approx(28780.21978)
+    assert by[("read", "clat", 99.0)] == pytest.approx(98.816)  # ns -> us
+    assert {k[2] for k in by if k[1] == "clat"} == {50.0, 99.0, 99.9}
+    with pytest.raises(MeasurementError, match="no I/O"):
+        fio.parse({"jobs": []})
+
+
+def test_iperf3_json_gives_throughput_and_retransmits_or_its_error():
+    gbps, retrans = iperf3.parse(json.loads((TOOLS / "iperf3-client.json").read_text()))
+    assert gbps == pytest.approx(22.757261343876976) and retrans == 10
+    with pytest.raises(MeasurementError, match="unable to connect"):
+        iperf3.parse(json.loads((TOOLS / "iperf3-refused.json").read_text()))
+
+
+def test_pgbench_summary_gives_tps_and_latency():
+    assert pgbench.parse((TOOLS / "pgbench-15.txt").read_text()) == (6834.372686, 0.293)
+    with pytest.raises(MeasurementError):
+        pgbench.parse("connection refused")
+
+
+# -- real runs where the tool is installed
+
+
+needs = {t: pytest.mark.skipif(shutil.which(t) is None, reason=f"{t} not installed "
+                               "(make system-deps)") for t in ("fio", "iperf3", "pgbench")}
+
+
+@needs["fio"]
+def test_fio_runs_in_a_private_directory_and_records_its_version(tmp_path):
+    r, doc = run_json(tmp_path, "fio", "--fio-dir", str(tmp_path), "--fio-size", "8MiB",
+                      "--fio-runtime", "0.5", "--fio-buffered", "--fio-engine", "psync",
+                      "--fio-iodepth", "1", "--repeat", "2", "--no-store")
+    names = {m["name"] for m in doc["metrics"]}
+    assert names == {"iops", "bandwidth", "clat"}
+    assert all(len(m["samples"]) == 2 and min(m["samples"]) > 0 for m in doc["metrics"])
+    assert doc["provenance"]["tools"]["fio"][0].isdigit()
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]  # its files removed
+
+
+@needs["fio"]
+def test_fio_bad_input(tmp_path):
+    assert_user_error(hpcprobe("run", "fio", "--fio-dir", str(tmp_path / "none")),
+                      "no such directory")
+    assert_user_error(hpcprobe("run", "fio", "--fio-dir", str(tmp_path), "--fio-size",
+                               "900000GiB"), "does not fit")
+
+
+@needs["iperf3"]
+def test_iperf3_on_loopback_starts_and_stops_its_server(tmp_path):
+    r, doc = run_json(tmp_path, "iperf3", "--iperf-time", "1", "--repeat", "2",
+                      "--no-store")
+    [tput] = [m for m in doc["metrics"] if m["name"] == "throughput"]
+    assert tput["params"]["server"] == "loopback" and min(tput["samples"]) > 0
+    assert doc["provenance"]["tools"]["iperf3"][0].isdigit()
+    assert_user_error(hpcprobe("run", "iperf3", "--iperf-peer", "n2"), "inside a Slurm "
+                      "allocation")
+
+
+@needs["pgbench"]
+def test_pgbench_against_a_throwaway_postgresql(tmp_path):
+    if pgserver.bin_dir() is None:
+        pytest.skip("no PostgreSQL server binaries (make system-deps)")
+    r, doc = run_json(tmp_path, "pgbench", "--pg-time", "1", "--repeat", "2", "--pg-clients",
+                      "2", "--quick", "--no-store")
+    tps = [m for m in doc["metrics"] if m["name"] == "tps"][0]
+    assert tps["params"] == {"mode": "tpcb-like", "scale": 1, "clients": 2}
+    assert len(tps["samples"]) == 2 and min(tps["samples"]) > 0
+    assert set(doc["provenance"]["tools"]) >= {"pgbench", "postgresql"}
+    assert not list(Path("/tmp").glob("hpcprobe-pg-*/data/postmaster.pid"))  # stopped
+
+
+def test_an_absent_tool_is_one_line_and_names_its_package(tmp_path):
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    env = {"PATH": str(bare)}
+    for family, package in (("fio", "fio"), ("iperf3", "iperf3"), ("pgbench", "postgresql")):
+        r = hpcprobe("run", family, "--no-store", env=env)
+        assert_user_error(r, f"needs {family}, which is not installed", f"package {package}")
+    assert os.environ["PATH"]  # untouched
