@@ -89,6 +89,8 @@ BAD = [
      "[configurations.b]\n", "not a regular expression"),
     ("[workloads.m]\nfamily = 'memory'\n[configurations.a]\noptions = { pg-time = 3 }\n"
      "[configurations.b]\n", "no workload's family takes 'pg-time'"),
+    ("[workloads.a]\ncommand = ['true']\n[configurations.sweep]\n[configurations.b]\n",
+     "the summary's tag"),
     ("[sweep]\nbudget = 'soon'\n[workloads.m]\nfamily = 'memory'\n[configurations.a]\n"
      "[configurations.b]\n", "give a duration"),
 ]

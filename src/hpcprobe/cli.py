@@ -801,8 +801,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     given = list(sys.argv[1:] if argv is None else argv)
     # `hpcprobe app NAME [OPTIONS] -- COMMAND ARGS...`: what follows -- is the command, as is
     after = given.index("--") if "--" in given else len(given)
-    args = build_parser().parse_args(given[:after])
+    parser = build_parser()
+    args = parser.parse_args(given[:after])
     args.after_dashes = given[after + 1:]
+    takes_command = {f.name for f in registry.measuring() if f.command is not None
+                     and any(pos.many for pos in f.command.positionals)}
+    if "--" in given and args.command not in takes_command:
+        parser.error(f"`--` and what follows it: only {', '.join(sorted(takes_command))} take "
+                     "a command after --")
     try:
         return COMMANDS.get(args.command, cmd_family)(args)
     except OptionError as exc:  # options named as flags

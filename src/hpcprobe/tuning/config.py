@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -228,15 +228,23 @@ def load(path: str | Path, families: Mapping[str, Family], labels: Sequence[str]
                  max_rounds, budget, alpha, resolution)
 
 
-def _configurations(p: Path, table: Any, labels: Sequence[str]) -> dict[str, Configuration]:
+def _tables(p: Path, table: Any, kind: str, missing: str) -> Iterator[tuple[str, _Reader]]:
+    """Each [KIND.NAME] table with its reader; none at all is the `missing` mistake."""
     if not table:
-        raise UserError(f"{p}: no [configurations.NAME] table: a sweep compares at least two")
-    top = _Reader(p, "configurations", table)
-    out = {}
+        raise UserError(f"{p}: no [{kind}.NAME] table: {missing}")
+    top = _Reader(p, kind, table)
     for name, t in top.table.items():
         if not _NAME.match(name):
-            top.fail(f"[configurations.{name}]: a name is letters, digits and . _ + -")
-        r = _Reader(p, f"configurations.{name}", t)
+            top.fail(f"[{kind}.{name}]: a name is letters, digits and . _ + -")
+        yield name, _Reader(p, f"{kind}.{name}", t)
+
+
+def _configurations(p: Path, table: Any, labels: Sequence[str]) -> dict[str, Configuration]:
+    out = {}
+    for name, r in _tables(p, table, "configurations", "a sweep compares at least two"):
+        if name == "sweep":
+            r.fail("[configurations.sweep]: the name is the summary's tag (NAME:sweep); call it "
+                   "otherwise")
         r.keys(("env", "openmp", "options", "wrap", "set", "pre", "post", "expect", "boot"))
         env = {k: _text(v) for k, v in r.mapping("env").items()}
         for k, v in r.mapping("openmp").items():
@@ -267,15 +275,8 @@ APP_KEYS = ("command", "fom", "unit", "lower_is_better", "cwd", "env", "timeout"
 
 
 def _workloads(p: Path, table: Any, families: Mapping[str, Family]) -> dict[str, Workload]:
-    if not table:
-        raise UserError(f"{p}: no [workloads.NAME] table: name the families or applications "
-                        "to run")
-    top = _Reader(p, "workloads", table)
     out = {}
-    for name, t in top.table.items():
-        if not _NAME.match(name):
-            top.fail(f"[workloads.{name}]: a name is letters, digits and . _ + -")
-        r = _Reader(p, f"workloads.{name}", t)
+    for name, r in _tables(p, table, "workloads", "name the families or applications to run"):
         where = f"{p}: [workloads.{name}]"
         figures = r.strings("figures")
         match = r.mapping("where")
