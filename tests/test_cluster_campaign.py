@@ -243,6 +243,14 @@ def test_a_killed_slurmd_is_a_failed_node_and_the_rest_completes(cluster, tmp_pa
                                                                   r.stdout[-1500:], r.stderr)
 
 
+def weak_points(doc: dict, figure: str) -> list[dict]:
+    """The one weak-scaling curve of a figure, measured on 1, 2 and 4 nodes."""
+    [key] = [k for k in doc["weak_scaling"] if k.startswith(figure)]
+    pts = doc["weak_scaling"][key]
+    assert [p["nodes"] for p in pts] == [1, 2, 4]
+    return pts
+
+
 def test_hpl_across_nodes_gives_weak_scaling(cluster, tmp_path):
     """HPL (hpcc) on 1, 2 and 4 nodes, N = 1000 x sqrt(nodes): Rmax and the parallel
     efficiency per node count; every run's residual check passed."""
@@ -252,9 +260,7 @@ def test_hpl_across_nodes_gives_weak_scaling(cluster, tmp_path):
                       "--n 1000 --layout numa --runs 1")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr
     assert doc["scaling_errors"] == []
-    [rmax] = [k for k in doc["weak_scaling"] if k.startswith("hpl.rmax")]
-    pts = doc["weak_scaling"][rmax]
-    assert [p["nodes"] for p in pts] == [1, 2, 4]
+    pts = weak_points(doc, "hpl.rmax")
     assert pts[0]["parallel_efficiency"] == 1.0
     assert all(p["median"] > 0 and p["parallel_efficiency"] > 0 for p in pts)
     assert "Across nodes (weak scaling" in r.stdout
@@ -273,9 +279,7 @@ def test_cg_across_nodes_runs_its_ranks_on_every_node(cluster, tmp_path):
                       "--grid 16x16x16")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr
     assert doc["scaling_errors"] == []
-    [rate] = [k for k in doc["weak_scaling"] if k.startswith("cg.gflops")]
-    pts = doc["weak_scaling"][rate]
-    assert [p["nodes"] for p in pts] == [1, 2, 4]
+    pts = weak_points(doc, "cg.gflops")
     assert all(p["median"] > 0 and p["parallel_efficiency"] > 0 for p in pts)
     with Store.open(tmp_path / "r.sqlite") as st:
         runs = [x for x in st.load_all(Selection(tag="cg")) if "cg" in x.benchmarks]

@@ -135,12 +135,8 @@ class Runner:
                 "seconds": round(ran.seconds, 1), "run": None}
         self.log.append(step)
         where = f"round {rnd}, {c.name}, {w.name}"
-        if not doc.is_file():
-            self.failures.append(f"{where}: {ran.failure()}")
-            step["error"] = ran.tail()
-            return
-        run = read_json(doc)
-        if ran.code not in (0, None) and not run.metrics:
+        run = read_json(doc) if doc.is_file() else None
+        if run is None or (ran.code not in (0, None) and not run.metrics):
             self.failures.append(f"{where}: {ran.failure()}")
             step["error"] = ran.tail()
             return
