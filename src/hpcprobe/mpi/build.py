@@ -5,16 +5,13 @@ core, whose header and build it follows: a rebuilt core gets a rebuilt program).
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
-import tempfile
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 
 from hpcprobe import native
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.compiled import cache_root, compile_to
 from hpcprobe.mpi.find import CFLAGS, Mpi
 
 
@@ -47,11 +44,6 @@ def source_text(name: str = SOURCE) -> str:
         return shipped.read_text()
     root = Path(__file__).resolve().parents[3] / "native"
     return (root / ("include" if name == HEADER else "mpi") / name).read_text()
-
-
-def cache_root() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(os.environ.get("HPCPROBE_CACHE") or Path(base) / "hpcprobe")
 
 
 def _core_tag() -> str:
@@ -87,21 +79,8 @@ def build(mpi: Mpi, prog: Program = TESTS) -> Path:
         lib = native.lib_path().resolve()
         link = [f"-I{exe.parent}", f"-L{lib.parent}", f"-l:{lib.name}",
                 f"-Wl,-rpath,{lib.parent}", "-lm"]
-    fd, tmp = tempfile.mkstemp(dir=exe.parent, prefix=f".{prog.name}-")
-    os.close(fd)
-    try:
-        p = subprocess.run([mpi.mpicc, *CFLAGS, str(src), "-o", tmp, *link],
-                           capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise UserError(f"{mpi.mpicc} failed to run: {exc}") from None
-    if p.returncode != 0:
-        Path(tmp).unlink(missing_ok=True)
-        msg = " | ".join((p.stderr or p.stdout).strip().splitlines()[-3:])
-        raise UserError(f"{mpi.mpicc} cannot compile {prog.what} ({mpi.implementation} "
-                        f"{mpi.version}): {msg}")
-    os.chmod(tmp, 0o755)
-    os.replace(tmp, exe)  # atomic: a concurrent or interrupted build leaves no half file
+    compile_to(exe, lambda out: [mpi.mpicc, *CFLAGS, str(src), "-o", out, *link],
+               f"{mpi.mpicc} cannot compile {prog.what} ({mpi.implementation} {mpi.version})")
     (exe.parent / "fingerprint.txt").write_text("\n".join(
         f"{k}: {v}" for k, v in mpi.to_dict().items()) + "\n")
     return exe

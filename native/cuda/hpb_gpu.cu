@@ -1,0 +1,889 @@
+/* hpb_gpu.cu: hpcprobe's GPU measurements, one program built on first use with the nvcc found:
+ *   info                      the devices as the CUDA runtime sees them
+ * (BYTES and N: one size or a comma-separated list, measured in turn)
+ *   stream D BYTES REPS       BabelStream's copy, mul, add, triad and dot, BabelStream's byte
+ *                             counting, every array checked against host-computed values
+ *   gemm D PREC N REPS        C = A B through cuBLAS (loaded at run time), sampled entries of C
+ *                             checked against a host reference
+ *   copy D DIR BYTES REPS NODE CPUS
+ *                             pinned host memory <-> device (h2d, d2h, bidir), the host thread
+ *                             bound to CPUS and the buffer to NUMA node NODE (-1, "": as they
+ *                             are), both read back; the data checked after the timed copies
+ *   p2p D PEER BYTES REPS     device D -> device PEER, checked
+ * Each writes JSON lines on stdout: one "sample" line per timed repetition, then the check's
+ * verdict, and beside each figure the SM and memory clocks, power, temperature and throttle
+ * reasons that NVML (also loaded at run time) read while it ran. cuBLAS and NVML are declared
+ * here by their documented C ABI, so the program compiles where only nvcc is installed.
+ * Exit codes: 0 done, 1 a check failed or CUDA failed, 2 bad arguments or no such device,
+ * 3 out of memory, 4 no usable driver or device. */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE
+#endif
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_CHECK 1
+#define EXIT_USAGE 2
+#define EXIT_OOM 3
+#define EXIT_NODEV 4
+
+/* ---------------------------------------------------------------- output and failures */
+
+static void line(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    putchar('\n');
+    fflush(stdout);
+}
+
+/* A JSON string's characters that need escaping, replaced (messages come from CUDA). */
+static const char *clean(const char *s)
+{
+    static char buf[512];
+    size_t j = 0;
+    for (size_t i = 0; s[i] && j + 1 < sizeof buf; i++)
+        buf[j++] = (s[i] == '"' || s[i] == '\\' || (unsigned char)s[i] < 0x20) ? '\'' : s[i];
+    buf[j] = 0;
+    return buf;
+}
+
+static void fail(int code, const char *fmt, ...)
+{
+    char msg[400];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    line("{\"error\": \"%s\", \"code\": %d}", clean(msg), code);
+    exit(code);
+}
+
+/* A CUDA error is out of memory (3), no driver or device (4), or a failure (1). */
+static void cuda_ok(cudaError_t e, const char *what)
+{
+    if (e == cudaSuccess)
+        return;
+    int code = EXIT_CHECK;
+    if (e == cudaErrorMemoryAllocation)
+        code = EXIT_OOM;
+    else if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver ||
+             e == cudaErrorInvalidDevice || e == cudaErrorSystemDriverMismatch ||
+             e == cudaErrorCompatNotSupportedOnDevice)
+        code = EXIT_NODEV;
+    fail(code, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
+}
+#define CK(call) cuda_ok((call), #call)
+
+/* ---------------------------------------------------------------- NVML, read while measuring */
+
+/* NVML's C ABI as documented (nvml.h): handles are opaque pointers, results are int codes
+ * (0 success), clock types NVML_CLOCK_SM 1 and NVML_CLOCK_MEM 2, sensor NVML_TEMPERATURE_GPU 0. */
+typedef void *nvml_device;
+static struct {
+    int (*init)(void);
+    int (*by_bus)(const char *, nvml_device *);
+    int (*clock)(nvml_device, int, unsigned *);
+    int (*power)(nvml_device, unsigned *);
+    int (*reasons)(nvml_device, unsigned long long *);
+    int (*temperature)(nvml_device, int, unsigned *);
+    nvml_device dev;
+    int ok;
+    char why[160];
+} nvml;
+
+static void nvml_open(int device)
+{
+    void *h = dlopen("libnvidia-ml.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(nvml.why, sizeof nvml.why, "libnvidia-ml.so.1 not loaded");
+        return;
+    }
+    *(void **)&nvml.init = dlsym(h, "nvmlInit_v2");
+    *(void **)&nvml.by_bus = dlsym(h, "nvmlDeviceGetHandleByPciBusId_v2");
+    *(void **)&nvml.clock = dlsym(h, "nvmlDeviceGetClockInfo");
+    *(void **)&nvml.power = dlsym(h, "nvmlDeviceGetPowerUsage");
+    /* renamed "clocks event reasons" in newer drivers; the old name stays exported */
+    *(void **)&nvml.reasons = dlsym(h, "nvmlDeviceGetCurrentClocksEventReasons");
+    if (!nvml.reasons)
+        *(void **)&nvml.reasons = dlsym(h, "nvmlDeviceGetCurrentClocksThrottleReasons");
+    *(void **)&nvml.temperature = dlsym(h, "nvmlDeviceGetTemperature");
+    if (!nvml.init || !nvml.by_bus || !nvml.clock || nvml.init() != 0) {
+        snprintf(nvml.why, sizeof nvml.why, "NVML did not initialise");
+        return;
+    }
+    char bus[32];
+    if (cudaDeviceGetPCIBusId(bus, sizeof bus, device) != cudaSuccess ||
+        nvml.by_bus(bus, &nvml.dev) != 0) {
+        snprintf(nvml.why, sizeof nvml.why, "NVML does not know device %d", device);
+        return;
+    }
+    nvml.ok = 1;
+}
+
+#define MAX_READINGS 4096
+struct readings {
+    unsigned sm[MAX_READINGS], mem[MAX_READINGS], mw[MAX_READINGS], temp[MAX_READINGS];
+    unsigned long long reasons; /* every reason seen, ORed */
+    int n, stop;
+    pthread_t thread;
+};
+
+static void *sampler(void *arg)
+{
+    struct readings *r = (struct readings *)arg;
+    while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+        if (r->n < MAX_READINGS) {
+            unsigned sm = 0, mem = 0, mw = 0, t = 0;
+            unsigned long long why = 0;
+            nvml.clock(nvml.dev, 1, &sm);
+            nvml.clock(nvml.dev, 2, &mem);
+            if (nvml.power)
+                nvml.power(nvml.dev, &mw);
+            if (nvml.temperature)
+                nvml.temperature(nvml.dev, 0, &t);
+            if (nvml.reasons && nvml.reasons(nvml.dev, &why) == 0)
+                r->reasons |= why;
+            r->sm[r->n] = sm, r->mem[r->n] = mem, r->mw[r->n] = mw, r->temp[r->n] = t;
+            r->n++;
+        }
+        struct timespec ts = {0, 5000000}; /* every 5 ms */
+        nanosleep(&ts, NULL);
+    }
+    return NULL;
+}
+
+static void readings_start(struct readings *r)
+{
+    memset(r, 0, sizeof *r);
+    if (nvml.ok)
+        pthread_create(&r->thread, NULL, sampler, r);
+}
+
+static int cmp_u(const void *a, const void *b)
+{
+    unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
+    return (x > y) - (x < y);
+}
+
+static unsigned median_u(unsigned *v, int n)
+{
+    qsort(v, n, sizeof *v, cmp_u);
+    return v[n / 2];
+}
+
+/* Stop reading; the readings as a JSON object (null where NVML could not be read). */
+static const char *readings_stop(struct readings *r)
+{
+    static char out[640];
+    if (!nvml.ok) {
+        snprintf(out, sizeof out, "{\"nvml\": \"%s\"}", clean(nvml.why));
+        return out;
+    }
+    __atomic_store_n(&r->stop, 1, __ATOMIC_RELEASE);
+    pthread_join(r->thread, NULL);
+    if (r->n == 0)
+        return "{\"nvml\": \"no reading\"}";
+    unsigned sm_min = r->sm[0], sm_max = r->sm[0], mw_max = 0, t_max = 0;
+    double mw_sum = 0;
+    for (int i = 0; i < r->n; i++) {
+        sm_min = r->sm[i] < sm_min ? r->sm[i] : sm_min;
+        sm_max = r->sm[i] > sm_max ? r->sm[i] : sm_max;
+        mw_max = r->mw[i] > mw_max ? r->mw[i] : mw_max;
+        t_max = r->temp[i] > t_max ? r->temp[i] : t_max;
+        mw_sum += r->mw[i];
+    }
+    snprintf(out, sizeof out,
+             "{\"readings\": %d, \"sm_mhz\": %u, \"sm_mhz_min\": %u, \"sm_mhz_max\": %u, "
+             "\"mem_mhz\": %u, \"power_w\": %.1f, \"power_w_max\": %.1f, \"temp_c_max\": %u, "
+             "\"reasons\": %llu}",
+             r->n, median_u(r->sm, r->n), sm_min, sm_max, median_u(r->mem, r->n),
+             mw_sum / r->n / 1e3, mw_max / 1e3, t_max, r->reasons);
+    return out;
+}
+
+/* ---------------------------------------------------------------- devices */
+
+/* No driver, or one older than this program's runtime: said as such, before any other call. */
+static void check_driver(void)
+{
+    int drv = 0, rt = 0;
+    cudaDriverGetVersion(&drv);
+    cudaRuntimeGetVersion(&rt);
+    if (drv == 0)
+        fail(EXIT_NODEV, "no NVIDIA driver: libcuda.so.1 was not found or did not load");
+    if (drv < rt)
+        fail(EXIT_NODEV, "the driver runs CUDA up to %d.%d; this program was built with CUDA "
+             "%d.%d, which it cannot run: use an nvcc no newer than the driver",
+             drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+}
+
+static void use_device(int device)
+{
+    int n = 0;
+    check_driver();
+    CK(cudaGetDeviceCount(&n));
+    if (device < 0 || device >= n)
+        fail(EXIT_USAGE, "device %d does not exist: this node has %d CUDA device(s), 0..%d",
+             device, n, n - 1);
+    CK(cudaSetDevice(device));
+    nvml_open(device);
+}
+
+static int attr(enum cudaDeviceAttr a, int device)
+{
+    int v = 0;
+    CK(cudaDeviceGetAttribute(&v, a, device));
+    return v;
+}
+
+static int cmd_info(void)
+{
+    int n = 0, drv = 0, rt = 0;
+    check_driver();
+    CK(cudaDriverGetVersion(&drv));
+    CK(cudaRuntimeGetVersion(&rt));
+    CK(cudaGetDeviceCount(&n));
+    line("{\"driver_cuda\": %d, \"runtime_cuda\": %d, \"devices\": %d}", drv, rt, n);
+    for (int d = 0; d < n; d++) {
+        struct cudaDeviceProp p;
+        char bus[32];
+        CK(cudaGetDeviceProperties(&p, d));
+        CK(cudaDeviceGetPCIBusId(bus, sizeof bus, d));
+        line("{\"device\": %d, \"name\": \"%s\", \"pci_bus_id\": \"%s\", \"memory_bytes\": %zu, "
+             "\"sms\": %d, \"cc\": \"%d.%d\", \"sm_khz\": %d, \"mem_khz\": %d, "
+             "\"bus_width_bits\": %d, \"l2_bytes\": %d, \"host_numa\": %d}",
+             d, clean(p.name), bus, p.totalGlobalMem, p.multiProcessorCount, p.major, p.minor,
+             attr(cudaDevAttrClockRate, d), attr(cudaDevAttrMemoryClockRate, d),
+             attr(cudaDevAttrGlobalMemoryBusWidth, d), p.l2CacheSize,
+             attr(cudaDevAttrHostNumaId, d));
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- BabelStream */
+
+/* BabelStream's start values and scalar; its kernels in double. */
+#define START_A 0.1
+#define START_B 0.2
+#define START_C 0.0
+#define SCALAR 0.4
+#define TBSIZE 1024
+
+__global__ void k_init(double *a, double *b, double *c, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        a[i] = START_A, b[i] = START_B, c[i] = START_C;
+}
+__global__ void k_copy(const double *a, double *c, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        c[i] = a[i];
+}
+__global__ void k_mul(double *b, const double *c, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        b[i] = SCALAR * c[i];
+}
+__global__ void k_add(const double *a, const double *b, double *c, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        c[i] = a[i] + b[i];
+}
+__global__ void k_triad(double *a, const double *b, const double *c, size_t n)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        a[i] = b[i] + SCALAR * c[i];
+}
+/* Each block's partial sum of a.b (a tree in shared memory); the host adds the partials. */
+__global__ void k_dot(const double *a, const double *b, double *partial, size_t n)
+{
+    __shared__ double tb[TBSIZE];
+    double s = 0;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        s += a[i] * b[i];
+    tb[threadIdx.x] = s;
+    for (int off = blockDim.x / 2; off > 0; off /= 2) {
+        __syncthreads();
+        if (threadIdx.x < off)
+            tb[threadIdx.x] += tb[threadIdx.x + off];
+    }
+    if (threadIdx.x == 0)
+        partial[blockIdx.x] = tb[0];
+}
+
+/* Every element of one array against its expected value: the mean relative error. */
+static double mean_error(const double *x, size_t n, double gold)
+{
+    double e = 0;
+    for (size_t i = 0; i < n; i++)
+        e += fabs(x[i] - gold);
+    return e / n / fabs(gold);
+}
+
+static int cmd_stream(int device, size_t bytes, int reps)
+{
+    use_device(device);
+    size_t n = bytes / sizeof(double);
+    if (n < TBSIZE)
+        fail(EXIT_USAGE, "array of %zu bytes: at least %d doubles", bytes, TBSIZE);
+    double *a, *b, *c, *partial, *hp;
+    int sms = attr(cudaDevAttrMultiProcessorCount, device), blocks = 4 * sms;
+    CK(cudaMalloc(&a, n * sizeof(double)));
+    CK(cudaMalloc(&b, n * sizeof(double)));
+    CK(cudaMalloc(&c, n * sizeof(double)));
+    CK(cudaMalloc(&partial, blocks * sizeof(double)));
+    CK(cudaMallocHost(&hp, blocks * sizeof(double)));
+    k_init<<<blocks, TBSIZE>>>(a, b, c, n);
+    CK(cudaDeviceSynchronize());
+    const char *names[5] = {"copy", "mul", "add", "triad", "dot"};
+    const int arrays[5] = {2, 2, 3, 3, 2}; /* BabelStream: arrays each kernel moves */
+    cudaEvent_t ev[6];
+    for (int k = 0; k < 6; k++)
+        CK(cudaEventCreate(&ev[k]));
+    struct readings rd;
+    readings_start(&rd);
+    double sum = 0;
+    for (int r = 0; r < reps; r++) {
+        CK(cudaEventRecord(ev[0]));
+        k_copy<<<blocks, TBSIZE>>>(a, c, n);
+        CK(cudaEventRecord(ev[1]));
+        k_mul<<<blocks, TBSIZE>>>(b, c, n);
+        CK(cudaEventRecord(ev[2]));
+        k_add<<<blocks, TBSIZE>>>(a, b, c, n);
+        CK(cudaEventRecord(ev[3]));
+        k_triad<<<blocks, TBSIZE>>>(a, b, c, n);
+        CK(cudaEventRecord(ev[4]));
+        k_dot<<<blocks, TBSIZE>>>(a, b, partial, n);
+        CK(cudaEventRecord(ev[5]));
+        CK(cudaMemcpy(hp, partial, blocks * sizeof(double), cudaMemcpyDeviceToHost));
+        CK(cudaGetLastError());
+        sum = 0;
+        for (int i = 0; i < blocks; i++)
+            sum += hp[i];
+        for (int k = 0; k < 5; k++) {
+            float ms = 0;
+            CK(cudaEventElapsedTime(&ms, ev[k], ev[k + 1]));
+            line("{\"test\": \"stream\", \"kernel\": \"%s\", \"rep\": %d, \"bytes\": %zu, "
+                 "\"seconds\": %.9g}",
+                 names[k], r, (size_t)arrays[k] * n * sizeof(double), ms * 1e-3);
+        }
+    }
+    const char *env = readings_stop(&rd);
+    /* BabelStream's check: replay the kernels on one element of each array */
+    double ga = START_A, gb = START_B, gc = START_C;
+    for (int r = 0; r < reps; r++) {
+        gc = ga;
+        gb = SCALAR * gc;
+        gc = ga + gb;
+        ga = gb + SCALAR * gc;
+    }
+    double gsum = ga * gb * n;
+    double *h = (double *)malloc(n * sizeof(double));
+    if (!h)
+        fail(EXIT_OOM, "host memory for the check (%zu bytes)", n * sizeof(double));
+    double err[3];
+    double *arr[3] = {a, b, c}, gold[3] = {ga, gb, gc};
+    for (int k = 0; k < 3; k++) {
+        CK(cudaMemcpy(h, arr[k], n * sizeof(double), cudaMemcpyDeviceToHost));
+        err[k] = mean_error(h, n, gold[k]);
+    }
+    free(h);
+    CK(cudaFree(a));
+    CK(cudaFree(b));
+    CK(cudaFree(c));
+    CK(cudaFree(partial));
+    CK(cudaFreeHost(hp));
+    double derr = fabs((sum - gsum) / gsum);
+    /* BabelStream's tolerances: 100 epsilon per element, 1e-8 for the dot product */
+    int ok = err[0] <= 100 * 2.22e-16 && err[1] <= 100 * 2.22e-16 && err[2] <= 100 * 2.22e-16 &&
+             derr <= 1e-8;
+    line("{\"test\": \"stream\", \"check\": %s, \"error_a\": %.3g, \"error_b\": %.3g, "
+         "\"error_c\": %.3g, \"error_dot\": %.3g, \"array_bytes\": %zu, \"blocks\": %d, "
+         "\"threads\": %d, \"env\": %s}",
+         ok ? "true" : "false", err[0], err[1], err[2], derr, n * sizeof(double), blocks, TBSIZE,
+         env);
+    return ok ? 0 : EXIT_CHECK;
+}
+
+/* ---------------------------------------------------------------- GEMM through cuBLAS */
+
+/* cuBLAS's C ABI as documented (cublas_api.h, library_types.h): a handle is an opaque pointer,
+ * status 0 is success; CUBLAS_OP_N 0, CUBLAS_GEMM_DEFAULT -1; compute types 64F 70, 32F 68,
+ * 32F_FAST_TF32 77; data types from library_types.h (cudaDataType). */
+typedef void *cublas_handle;
+enum { OP_N = 0, GEMM_DEFAULT = -1, COMPUTE_64F = 70, COMPUTE_32F = 68, COMPUTE_TF32 = 77 };
+static struct {
+    int (*create)(cublas_handle *);
+    int (*destroy)(cublas_handle);
+    int (*version)(cublas_handle, int *);
+    int (*gemm)(cublas_handle, int, int, int, int, int, const void *, const void *,
+                cudaDataType, int, const void *, cudaDataType, int, const void *, void *,
+                cudaDataType, int, int, int);
+} cublas;
+
+static void cublas_open(const char *path)
+{
+    void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        fail(EXIT_NODEV, "cuBLAS: %s", dlerror());
+    *(void **)&cublas.create = dlsym(h, "cublasCreate_v2");
+    *(void **)&cublas.destroy = dlsym(h, "cublasDestroy_v2");
+    *(void **)&cublas.version = dlsym(h, "cublasGetVersion_v2");
+    *(void **)&cublas.gemm = dlsym(h, "cublasGemmEx");
+    if (!cublas.create || !cublas.destroy || !cublas.gemm)
+        fail(EXIT_NODEV, "cuBLAS at %s lacks cublasCreate_v2/cublasGemmEx", path);
+}
+
+/* The operands' values: multiples of 1/2 in [-1, 1], exact in every input type, so products
+ * are exact and only the accumulation and the output rounding can differ from the reference. */
+__host__ __device__ static inline double operand(uint64_t i, uint64_t seed)
+{
+    uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+    x ^= x >> 31;
+    x *= 0xBF58476D1CE4E5B9ull;
+    x ^= x >> 29;
+    return ((double)(x % 5) - 2.0) * 0.5;
+}
+
+template <typename T> __device__ T from_double(double v);
+template <> __device__ double from_double<double>(double v) { return v; }
+template <> __device__ float from_double<float>(double v) { return (float)v; }
+template <> __device__ __half from_double<__half>(double v) { return __double2half(v); }
+template <> __device__ __nv_bfloat16 from_double<__nv_bfloat16>(double v)
+{
+    return __double2bfloat16(v);
+}
+template <typename T> __device__ double to_double(T v) { return (double)v; }
+template <> __device__ double to_double<__half>(__half v) { return (double)__half2float(v); }
+template <> __device__ double to_double<__nv_bfloat16>(__nv_bfloat16 v)
+{
+    return (double)__bfloat162float(v);
+}
+
+template <typename T> __global__ void k_fill(T *x, size_t n, uint64_t seed)
+{
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;
+         i += (size_t)gridDim.x * blockDim.x)
+        x[i] = from_double<T>(operand(i, seed));
+}
+
+template <typename T> __global__ void k_gather(const T *c, const size_t *at, double *out, int n)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n)
+        out[i] = to_double<T>(c[at[i]]);
+}
+
+#define CHECKED 256 /* entries of C checked against the host reference */
+
+struct precision {
+    const char *name;
+    cudaDataType in, out;
+    int compute, size_in, size_out;
+    double u_out, u_acc; /* unit roundoff of the output and of the accumulation */
+};
+static const struct precision PRECISIONS[] = {
+    {"fp64", CUDA_R_64F, CUDA_R_64F, COMPUTE_64F, 8, 8, 0x1p-53, 0x1p-53},
+    {"fp32", CUDA_R_32F, CUDA_R_32F, COMPUTE_32F, 4, 4, 0x1p-24, 0x1p-24},
+    {"tf32", CUDA_R_32F, CUDA_R_32F, COMPUTE_TF32, 4, 4, 0x1p-24, 0x1p-24},
+    {"bf16", CUDA_R_16BF, CUDA_R_16BF, COMPUTE_32F, 2, 2, 0x1p-9, 0x1p-24},
+    {"fp16", CUDA_R_16F, CUDA_R_16F, COMPUTE_32F, 2, 2, 0x1p-11, 0x1p-24},
+};
+
+template <typename T> static void fill(void *x, size_t n, uint64_t seed, int blocks)
+{
+    k_fill<T><<<blocks, 256>>>((T *)x, n, seed);
+}
+
+template <typename T>
+static void gather(const void *c, const size_t *at, double *out, int n)
+{
+    k_gather<T><<<(n + 255) / 256, 256>>>((const T *)c, at, out, n);
+}
+
+static void fill_any(cudaDataType t, void *x, size_t n, uint64_t seed, int blocks)
+{
+    if (t == CUDA_R_64F)
+        fill<double>(x, n, seed, blocks);
+    else if (t == CUDA_R_32F)
+        fill<float>(x, n, seed, blocks);
+    else if (t == CUDA_R_16BF)
+        fill<__nv_bfloat16>(x, n, seed, blocks);
+    else
+        fill<__half>(x, n, seed, blocks);
+}
+
+static void gather_any(cudaDataType t, const void *c, const size_t *at, double *out, int n)
+{
+    if (t == CUDA_R_64F)
+        gather<double>(c, at, out, n);
+    else if (t == CUDA_R_32F)
+        gather<float>(c, at, out, n);
+    else if (t == CUDA_R_16BF)
+        gather<__nv_bfloat16>(c, at, out, n);
+    else
+        gather<__half>(c, at, out, n);
+}
+
+static int cmd_gemm(int device, const char *prec, int n, int reps, const char *lib)
+{
+    const struct precision *p = NULL;
+    for (size_t i = 0; i < sizeof PRECISIONS / sizeof *PRECISIONS; i++)
+        if (!strcmp(PRECISIONS[i].name, prec))
+            p = &PRECISIONS[i];
+    if (!p)
+        fail(EXIT_USAGE, "precision '%s' is unknown: fp64, fp32, tf32, bf16, fp16", prec);
+    if (n < 16)
+        fail(EXIT_USAGE, "matrix order %d: at least 16", n);
+    use_device(device);
+    cublas_open(lib);
+    cublas_handle h;
+    if (cublas.create(&h) != 0)
+        fail(EXIT_NODEV, "cublasCreate failed (status)");
+    int ver = 0;
+    if (cublas.version)
+        cublas.version(h, &ver);
+    size_t nn = (size_t)n * n;
+    void *A, *B, *C;
+    CK(cudaMalloc(&A, nn * p->size_in));
+    CK(cudaMalloc(&B, nn * p->size_in));
+    CK(cudaMalloc(&C, nn * p->size_out));
+    int blocks = 4 * attr(cudaDevAttrMultiProcessorCount, device);
+    fill_any(p->in, A, nn, 1, blocks);
+    fill_any(p->in, B, nn, 2, blocks);
+    CK(cudaMemset(C, 0, nn * p->size_out));
+    CK(cudaDeviceSynchronize());
+    /* alpha and beta in the compute type's scalar type: double for 64F, float otherwise */
+    double one_d = 1, zero_d = 0;
+    float one_f = 1, zero_f = 0;
+    const void *alpha = p->compute == COMPUTE_64F ? (const void *)&one_d : (const void *)&one_f;
+    const void *beta = p->compute == COMPUTE_64F ? (const void *)&zero_d : (const void *)&zero_f;
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    struct readings rd;
+    readings_start(&rd);
+    for (int r = 0; r < reps; r++) {
+        CK(cudaEventRecord(e0));
+        int st = cublas.gemm(h, OP_N, OP_N, n, n, n, alpha, A, p->in, n, B, p->in, n, beta, C,
+                             p->out, n, p->compute, GEMM_DEFAULT);
+        CK(cudaEventRecord(e1));
+        if (st != 0)
+            fail(st == 3 ? EXIT_OOM : EXIT_CHECK, "cublasGemmEx %s n=%d: status %d", p->name,
+                 n, st);
+        CK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        line("{\"test\": \"gemm\", \"precision\": \"%s\", \"n\": %d, \"rep\": %d, "
+             "\"flops\": %.17g, \"seconds\": %.9g}",
+             p->name, n, r, 2.0 * n * (double)n * n, ms * 1e-3);
+    }
+    const char *env = readings_stop(&rd);
+    /* the check: CHECKED entries of C (column-major, C(i,j) at i + j n) against the host */
+    size_t at[CHECKED], *d_at;
+    double got[CHECKED], *d_got;
+    for (int k = 0; k < CHECKED; k++)
+        at[k] = k == 0 ? 0 : k == 1 ? nn - 1 : ((uint64_t)k * 2654435761u + 12345u) % nn;
+    CK(cudaMalloc(&d_at, sizeof at));
+    CK(cudaMalloc(&d_got, sizeof got));
+    CK(cudaMemcpy(d_at, at, sizeof at, cudaMemcpyHostToDevice));
+    gather_any(p->out, C, d_at, d_got, CHECKED);
+    CK(cudaMemcpy(got, d_got, sizeof got, cudaMemcpyDeviceToHost));
+    double worst = 0;
+    int bad = 0;
+    for (int k = 0; k < CHECKED; k++) {
+        size_t i = at[k] % n, j = at[k] / n;
+        double ref = 0, mag = 0;
+        for (int l = 0; l < n; l++) {
+            double x = operand(i + (size_t)l * n, 1) * operand(l + j * (size_t)n, 2);
+            ref += x;
+            mag += fabs(x);
+        }
+        /* Higham's bound for a sum of n exact products, plus the output's rounding */
+        double tol = fabs(ref) * p->u_out + 2.0 * n * p->u_acc * mag + 1e-300;
+        double e = fabs(got[k] - ref) / tol;
+        worst = e > worst ? e : worst;
+        bad += e > 1.0;
+    }
+    cublas.destroy(h);
+    CK(cudaFree(A));
+    CK(cudaFree(B));
+    CK(cudaFree(C));
+    CK(cudaFree(d_at));
+    CK(cudaFree(d_got));
+    line("{\"test\": \"gemm\", \"precision\": \"%s\", \"check\": %s, \"checked\": %d, "
+         "\"failed\": %d, \"worst_over_bound\": %.3g, \"cublas_version\": %d, \"env\": %s}",
+         p->name, bad ? "false" : "true", CHECKED, bad, worst, ver, env);
+    return bad ? EXIT_CHECK : 0;
+}
+
+/* ---------------------------------------------------------------- host <-> device */
+
+#define MPOL_BIND_ 2
+#define MAX_NODES 1024
+
+/* The calling thread's future pages bound to one NUMA node (pinned buffers then come from
+ * there): set_mempolicy, without libnuma. */
+static void bind_memory(int node)
+{
+    unsigned long mask[MAX_NODES / (8 * sizeof(unsigned long))] = {0};
+    if (node < 0 || node >= MAX_NODES)
+        fail(EXIT_USAGE, "NUMA node %d is out of range", node);
+    mask[node / (8 * sizeof(unsigned long))] |= 1ul << (node % (8 * sizeof(unsigned long)));
+    if (syscall(SYS_set_mempolicy, MPOL_BIND_, mask, (unsigned long)MAX_NODES) != 0)
+        fail(EXIT_USAGE, "binding memory to NUMA node %d: %s", node, strerror(errno));
+}
+
+/* The NUMA node of a page of the buffer (move_pages with no target only reports), or -1. */
+static int node_of(void *p)
+{
+    int status = -1;
+    void *pages[1] = {p};
+    if (syscall(SYS_move_pages, 0, 1ul, pages, NULL, &status, 0) != 0)
+        return -1;
+    return status;
+}
+
+/* The calling thread bound to a cpulist ("0-3,8"); empty: left as it is. */
+static void bind_cpus(const char *list)
+{
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    if (!*list)
+        return;
+    for (const char *p = list; *p;) {
+        char *end;
+        long a = strtol(p, &end, 10), b = a;
+        if (end == p)
+            fail(EXIT_USAGE, "cpulist '%s' is malformed", list);
+        if (*end == '-')
+            b = strtol(end + 1, &end, 10);
+        for (long c = a; c <= b && c < CPU_SETSIZE; c++)
+            CPU_SET(c, &s);
+        p = *end == ',' ? end + 1 : end;
+        if (*end && *end != ',')
+            fail(EXIT_USAGE, "cpulist '%s' is malformed", list);
+    }
+    if (sched_setaffinity(0, sizeof s, &s) != 0)
+        fail(EXIT_USAGE, "binding to CPUs %s: %s", list, strerror(errno));
+}
+
+static void cpus_of(char *out, size_t len)
+{
+    cpu_set_t s;
+    out[0] = 0;
+    if (sched_getaffinity(0, sizeof s, &s) != 0)
+        return;
+    size_t used = 0;
+    for (int c = 0; c < CPU_SETSIZE && used + 8 < len; c++)
+        if (CPU_ISSET(c, &s))
+            used += snprintf(out + used, len - used, used ? ",%d" : "%d", c);
+}
+
+static void pattern(unsigned char *x, size_t n, unsigned seed)
+{
+    for (size_t i = 0; i < n; i++)
+        x[i] = (unsigned char)((i * 131 + seed) >> 3);
+}
+
+static int cmd_copy(int device, const char *dir, size_t bytes, int reps, int node,
+                    const char *cpus_asked)
+{
+    int h2d = !strcmp(dir, "h2d"), d2h = !strcmp(dir, "d2h"), bidir = !strcmp(dir, "bidir");
+    if (!h2d && !d2h && !bidir)
+        fail(EXIT_USAGE, "direction '%s' is unknown: h2d, d2h, bidir", dir);
+    bind_cpus(cpus_asked);
+    if (node >= 0)
+        bind_memory(node);
+    use_device(device);
+    unsigned char *host_in, *host_out, *dev_in, *dev_out;
+    CK(cudaHostAlloc((void **)&host_in, bytes, cudaHostAllocDefault));
+    CK(cudaHostAlloc((void **)&host_out, bytes, cudaHostAllocDefault));
+    CK(cudaMalloc(&dev_in, bytes));
+    CK(cudaMalloc(&dev_out, bytes));
+    pattern(host_in, bytes, 17); /* first touch after the policy: the pages are on `node` */
+    memset(host_out, 0, bytes);
+    CK(cudaMemcpy(dev_out, host_in, bytes, cudaMemcpyHostToDevice));
+    int got_node = node_of(host_in);
+    char cpus[1024];
+    cpus_of(cpus, sizeof cpus);
+    cudaStream_t s1, s2;
+    CK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
+    CK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
+    cudaEvent_t e0, e1, e2;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    CK(cudaEventCreate(&e2));
+    struct readings rd;
+    readings_start(&rd);
+    for (int r = 0; r < reps; r++) {
+        CK(cudaEventRecord(e0, s1));
+        if (h2d || bidir)
+            CK(cudaMemcpyAsync(dev_in, host_in, bytes, cudaMemcpyHostToDevice, s1));
+        if (bidir) { /* the other direction on its own stream, started with the first */
+            CK(cudaStreamWaitEvent(s2, e0, 0));
+            CK(cudaMemcpyAsync(host_out, dev_out, bytes, cudaMemcpyDeviceToHost, s2));
+            CK(cudaEventRecord(e2, s2));
+            CK(cudaStreamWaitEvent(s1, e2, 0));
+        }
+        if (d2h)
+            CK(cudaMemcpyAsync(host_out, dev_out, bytes, cudaMemcpyDeviceToHost, s1));
+        CK(cudaEventRecord(e1, s1));
+        CK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        line("{\"test\": \"copy\", \"direction\": \"%s\", \"rep\": %d, \"bytes\": %zu, "
+             "\"seconds\": %.9g}",
+             dir, r, bidir ? 2 * bytes : bytes, ms * 1e-3);
+    }
+    const char *env = readings_stop(&rd);
+    /* the check: what arrived is what was sent, both ways */
+    int ok = 1;
+    unsigned char *back = (unsigned char *)malloc(bytes);
+    if (!back)
+        fail(EXIT_OOM, "host memory for the check (%zu bytes)", bytes);
+    if (h2d || bidir) {
+        CK(cudaMemcpy(back, dev_in, bytes, cudaMemcpyDeviceToHost));
+        ok &= !memcmp(back, host_in, bytes);
+    }
+    if (d2h || bidir)
+        ok &= !memcmp(host_out, host_in, bytes);
+    free(back);
+    CK(cudaFreeHost(host_in));
+    CK(cudaFreeHost(host_out));
+    CK(cudaFree(dev_in));
+    CK(cudaFree(dev_out));
+    line("{\"test\": \"copy\", \"direction\": \"%s\", \"check\": %s, \"node_asked\": %d, "
+         "\"node\": %d, \"cpus\": \"%s\", \"env\": %s}",
+         dir, ok ? "true" : "false", node, got_node, cpus, env);
+    return ok ? 0 : EXIT_CHECK;
+}
+
+static int cmd_p2p(int device, int peer, size_t bytes, int reps)
+{
+    use_device(peer);
+    use_device(device);
+    if (peer == device)
+        fail(EXIT_USAGE, "peer copy from device %d to itself", device);
+    int can = 0;
+    CK(cudaDeviceCanAccessPeer(&can, device, peer));
+    if (can) {
+        cudaError_t e = cudaDeviceEnablePeerAccess(peer, 0);
+        if (e != cudaErrorPeerAccessAlreadyEnabled)
+            CK(e);
+    }
+    unsigned char *src, *dst, *host = (unsigned char *)malloc(bytes), *back;
+    if (!host)
+        fail(EXIT_OOM, "host memory for the check (%zu bytes)", bytes);
+    back = (unsigned char *)malloc(bytes);
+    if (!back)
+        fail(EXIT_OOM, "host memory for the check (%zu bytes)", bytes);
+    CK(cudaMalloc(&src, bytes));
+    CK(cudaSetDevice(peer));
+    CK(cudaMalloc(&dst, bytes));
+    CK(cudaSetDevice(device));
+    pattern(host, bytes, 29);
+    CK(cudaMemcpy(src, host, bytes, cudaMemcpyHostToDevice));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    struct readings rd;
+    readings_start(&rd);
+    for (int r = 0; r < reps; r++) {
+        CK(cudaEventRecord(e0));
+        CK(cudaMemcpyPeerAsync(dst, peer, src, device, bytes, 0));
+        CK(cudaEventRecord(e1));
+        CK(cudaEventSynchronize(e1));
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, e0, e1));
+        line("{\"test\": \"p2p\", \"peer\": %d, \"rep\": %d, \"bytes\": %zu, \"seconds\": %.9g}",
+             peer, r, bytes, ms * 1e-3);
+    }
+    const char *env = readings_stop(&rd);
+    CK(cudaMemcpyPeer(src, device, dst, peer, bytes)); /* round trip: what arrived, back */
+    CK(cudaMemcpy(back, src, bytes, cudaMemcpyDeviceToHost));
+    int ok = !memcmp(back, host, bytes);
+    free(host);
+    free(back);
+    CK(cudaFree(src));
+    CK(cudaSetDevice(peer));
+    CK(cudaFree(dst));
+    CK(cudaSetDevice(device));
+    line("{\"test\": \"p2p\", \"peer\": %d, \"check\": %s, \"peer_access\": %s, \"env\": %s}",
+         peer, ok ? "true" : "false", can ? "true" : "false", env);
+    return ok ? 0 : EXIT_CHECK;
+}
+
+/* ---------------------------------------------------------------- arguments */
+
+static long num(const char *s, const char *what)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || *end || end == s || v < 0)
+        fail(EXIT_USAGE, "%s '%s' is not a non-negative integer", what, s);
+    return v;
+}
+
+/* Each size of a comma-separated list in turn, `size` set to it; rc: the first failure's. */
+#define EACH(list, what, call)                                                                \
+    do {                                                                                      \
+        char buf[1024], *save = NULL;                                                         \
+        snprintf(buf, sizeof buf, "%s", list);                                                \
+        for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {        \
+            long size = num(t, what);                                                         \
+            int r = (call);                                                                   \
+            rc = rc ? rc : r;                                                                 \
+        }                                                                                     \
+    } while (0)
+
+int main(int argc, char **argv)
+{
+    const char *usage = "usage: hpb_gpu info | stream D BYTES[,BYTES...] REPS | gemm D PREC "
+                        "N[,N...] REPS LIBCUBLAS | copy D h2d|d2h|bidir BYTES[,BYTES...] REPS "
+                        "NODE CPUS | p2p D PEER BYTES[,BYTES...] REPS";
+    int rc = 0;
+    if (argc < 2)
+        fail(EXIT_USAGE, "%s", usage);
+    const char *cmd = argv[1];
+    if (!strcmp(cmd, "info") && argc == 2)
+        return cmd_info();
+    if (!strcmp(cmd, "stream") && argc == 5)
+        EACH(argv[3], "bytes", cmd_stream(num(argv[2], "device"), size, num(argv[4], "reps")));
+    else if (!strcmp(cmd, "gemm") && argc == 7)
+        EACH(argv[4], "n", cmd_gemm(num(argv[2], "device"), argv[3], size, num(argv[5], "reps"),
+                                    argv[6]));
+    else if (!strcmp(cmd, "copy") && argc == 8)
+        EACH(argv[4], "bytes", cmd_copy(num(argv[2], "device"), argv[3], size,
+                                        num(argv[5], "reps"), atoi(argv[6]), argv[7]));
+    else if (!strcmp(cmd, "p2p") && argc == 6)
+        EACH(argv[4], "bytes", cmd_p2p(num(argv[2], "device"), num(argv[3], "peer"), size,
+                                       num(argv[5], "reps")));
+    else
+        fail(EXIT_USAGE, "%s", usage);
+    return rc;
+}

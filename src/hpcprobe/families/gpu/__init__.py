@@ -1,0 +1,33 @@
+"""The GPU family: inventory and locality, BabelStream's device memory bandwidth against the
+memory's peak, cuBLAS GEMM per precision against the peak at the SM clock read during the run,
+pinned host<->device bandwidth from each NUMA domain, peer copies; the clocks, power and
+throttle reasons beside each figure. `gpu info` and `gpu check` (a job's binding, sharing)."""
+
+from __future__ import annotations
+
+from hpcprobe.families.gpu import bench, views
+from hpcprobe.measure.family import Command, Family, specs
+
+FAMILY = Family(
+    "gpu", "NVIDIA GPUs: HBM bandwidth, GEMM per precision, host<->device per NUMA domain, "
+    "peer copies, with clocks and throttling",
+    bench.GpuOptions, bench.run, plan=bench.plan, settings=bench.SETTINGS,
+    metrics=(*specs("GB/s", "higher", "bandwidth", "bandwidth_peak", "copy", "p2p"),
+             *specs("TFLOP/s", "higher", "gemm", "gemm_peak"),
+             *specs("%", "higher", "bandwidth_fraction", "gemm_fraction")),
+    # where and under which clocks a figure was taken, not what it is
+    not_joined=frozenset({"gpu", "bus_id", "sm_mhz", "sm_mhz_min", "mem_mhz", "power_w",
+                          "power_w_max", "temp_c_max", "throttle", "nvml", "cpus",
+                          "buffer_numa", "peer_access", "mem_khz", "bus_width_bits", "cc",
+                          "sms", "flops_per_sm_clock", "model_source"}),
+    views=(views.tables,), figures=(views.figures,),
+    command=Command(
+        help="GPU measurements, `gpu info` (inventory, locality) or `gpu check` (binding)",
+        description="Device memory bandwidth (BabelStream), cuBLAS GEMM per precision, "
+                    "pinned host<->device bandwidth from each NUMA domain and peer copies, "
+                    "built with the nvcc found; `gpu info` shows the GPUs and what is near "
+                    "them, `gpu check` this job's GPU binding and GPUs shared while others "
+                    "idle (exit 1 on a finding).",
+        actions={"info": ("show the GPUs, their NUMA domains, local CPUs, nearby NICs/NVMe",
+                          bench.info),
+                 "check": ("check this process's GPU binding and GPU sharing", bench.check)}))

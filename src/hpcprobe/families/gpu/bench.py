@@ -1,0 +1,472 @@
+"""The GPU family's options, plan and measurement: our CUDA program (built on first use) run per
+device for BabelStream's kernels over a ladder of array sizes, cuBLAS GEMM per precision,
+pinned host<->device copies from each NUMA domain in turn and peer copies; each test's check
+must pass before its figures count, and the clocks, power and throttle reasons NVML read during
+it are stored beside each figure. `gpu info` shows the inventory and locality, `gpu check`
+a job's GPU binding and GPU sharing on this node."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from hpcprobe.common.cpulist import format_cpulist
+from hpcprobe.common.errors import MeasurementError, UserError
+from hpcprobe.common.units import format_bytes
+from hpcprobe.cuda import build, toolkit
+from hpcprobe.families.gpu import peaks
+from hpcprobe.machine import gpus
+from hpcprobe.measure import options
+from hpcprobe.measure.family import Flag, RunContext, option
+from hpcprobe.results.model import Metric
+from hpcprobe.tools import command
+
+TESTS = ("stream", "gemm", "copy", "p2p")
+DIRECTIONS = ("h2d", "d2h", "bidir")
+#: Throttle ("clocks event") reasons as NVML's bit mask names them.
+REASONS = {0x1: "idle", 0x2: "applications clocks", 0x4: "software power cap",
+           0x8: "hardware slowdown", 0x10: "sync boost", 0x20: "software thermal",
+           0x40: "hardware thermal", 0x80: "power brake", 0x100: "display clock"}
+#: Reasons that lower the clock below what the load could have (idle and sync boost do not).
+LIMITING = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+
+
+@dataclass(frozen=True)
+class Settings:
+    reps: int  # timed repetitions (samples) of each figure, after one warm-up
+    gemm_n: tuple[int, ...]
+    copy_sizes: tuple[int, ...]
+
+
+SETTINGS = {
+    "quick": Settings(5, (4096,), (64 << 20,)),
+    "default": Settings(10, (8192,), (1 << 20, 16 << 20, 256 << 20)),
+    "thorough": Settings(20, (4096, 8192, 16384), (64 << 10, 1 << 20, 16 << 20, 256 << 20)),
+}
+
+
+def _devices(text: str) -> tuple[int, ...]:
+    return options.counts(text) if text != "all" else ()
+
+
+@dataclass(frozen=True)
+class GpuOptions:
+    devices: tuple[int, ...] = option(Flag(
+        "--gpu-devices", "GPUs by nvidia-smi index, e.g. 0 or 0,2 (default: all)",
+        parse=_devices, metavar="I[,I…]"), ())
+    tests: tuple[str, ...] | None = option(Flag(
+        "--gpu-tests", f"which GPU tests: {', '.join(TESTS)} (default: all; p2p needs two "
+        "GPUs)", parse=options.names, metavar="T[,T…]"))
+    precisions: tuple[str, ...] | None = option(Flag(
+        "--gpu-precisions", f"GEMM precisions: {', '.join(peaks.PRECISIONS)} (default: all)",
+        parse=options.names, metavar="P[,P…]"))
+    gemm_n: tuple[int, ...] | None = option(Flag(
+        "--gpu-gemm-n", "GEMM order(s) N (N x N x N; default quick 4096, default 8192, "
+        "thorough 4096,8192,16384)", parse=options.counts, metavar="N[,N…]"))
+    stream_size: int | None = option(Flag(
+        "--gpu-stream-size", "BabelStream's largest array, e.g. 1GiB (default: 8x the L2 "
+        "and at least 256 MiB; the sweep halves it down to 1 MiB)", parse=options.size))
+    copy_size: int | None = option(Flag(
+        "--gpu-copy-size", "host<->device copy size, e.g. 256MiB (default: a ladder per "
+        "profile)", parse=options.size))
+    reps: int | None = option(Flag(
+        "--gpu-reps", "timed repetitions of each GPU figure (default quick 5, default 10, "
+        "thorough 20)", parse=options.at_least(2, "a repetition count"), metavar="N"))
+    cublas: str | None = option(Flag(
+        "--gpu-cublas", "the cuBLAS library to load (default: the toolkit's, the loader's, or "
+        "pip's nvidia-cublas)", metavar="PATH"))
+    smi: str | None = option(Flag(
+        "--gpu-smi", "gpu info/check/plan: a recorded `nvidia-smi -q -x` file instead of this "
+        "node's", metavar="FILE.xml"))
+    sysfs: str = option(Flag(
+        "--gpu-sysfs", "gpu info/check/plan: the sysfs tree beside --gpu-smi (default /sys)",
+        metavar="DIR"), "/sys")
+    timeout_s: float | None = option(options.TIMEOUT)
+
+
+def inventory(o: GpuOptions) -> gpus.Inventory:
+    return gpus.discover(o.smi, o.sysfs)
+
+
+def chosen(ctx: RunContext, o: GpuOptions, inv: gpus.Inventory) -> list[gpus.Gpu]:
+    """The GPUs asked for (a missing one is a user error)."""
+    by_index = {g.index: g for g in inv.gpus}
+    for i in o.devices:
+        if i not in by_index:
+            raise UserError(f"--gpu-devices {i}: no such GPU; this node has "
+                            f"{len(inv.gpus)} (0..{len(inv.gpus) - 1})")
+    return [by_index[i] for i in o.devices] if o.devices else list(inv.gpus)
+
+
+def tests_of(o: GpuOptions, n_gpus: int) -> tuple[str, ...]:
+    for t in o.tests or ():
+        if t not in TESTS:
+            raise UserError(f"--gpu-tests {t!r} is unknown; tests: {', '.join(TESTS)}")
+    for p in o.precisions or ():
+        if p not in peaks.PRECISIONS:
+            raise UserError(f"--gpu-precisions {p!r} is unknown; precisions: "
+                            f"{', '.join(peaks.PRECISIONS)}")
+    asked = o.tests or TESTS
+    if "p2p" in (o.tests or ()) and n_gpus < 2:
+        raise UserError("--gpu-tests p2p needs two GPUs; this run has "
+                        f"{n_gpus}")
+    return tuple(t for t in asked if t != "p2p" or n_gpus > 1)
+
+
+def stream_sizes(largest: int) -> list[int]:
+    """BabelStream's array sizes: the largest, halved down to 1 MiB (the L2-resident end)."""
+    sizes, s = [], largest
+    while s >= 1 << 20:
+        sizes.append(s)
+        s //= 2
+    return sorted(sizes) or [largest]
+
+
+def _fit(what: str, need: int, g: gpus.Gpu) -> None:
+    """A size that cannot fit in the GPU's memory is the user's mistake, said before running."""
+    if g.memory_bytes is not None and need > 0.9 * g.memory_bytes:
+        raise UserError(f"{what} needs {format_bytes(need)} on GPU{g.index}, which has "
+                        f"{format_bytes(g.memory_bytes)}: ask for less")
+
+
+def setup(ctx: RunContext, o: GpuOptions, inv: gpus.Inventory
+          ) -> tuple[list[gpus.Gpu], tuple[str, ...], Settings]:
+    devs = chosen(ctx, o, inv)
+    tests = tests_of(o, len(devs))
+    s = SETTINGS[ctx.profile.name]
+    for g in devs:
+        if o.stream_size is not None:
+            if o.stream_size < 1 << 20:
+                raise UserError(f"--gpu-stream-size {format_bytes(o.stream_size)}: at least "
+                                "1 MiB")
+            _fit("--gpu-stream-size (three arrays)", 3 * o.stream_size, g)
+        for n in o.gemm_n or s.gemm_n:
+            if n < 16:
+                raise UserError(f"--gpu-gemm-n {n}: at least 16")
+            _fit(f"--gpu-gemm-n {n} (three FP64 matrices)", 3 * 8 * n * n, g)
+        if o.copy_size is not None:
+            _fit("--gpu-copy-size (two buffers)", 2 * o.copy_size, g)
+    return devs, tests, s
+
+
+def plan(ctx: RunContext, o: GpuOptions | None) -> list[str]:
+    o = o or GpuOptions()
+    inv = inventory(o)
+    if not inv.gpus:
+        if ctx.standalone or o.devices or o.tests:
+            raise UserError(f"no GPU: {inv.none_why}")
+        return [f"skipped: no GPU ({inv.none_why})"]
+    devs, tests, s = setup(ctx, o, inv)
+    reps = o.reps or s.reps
+    lines = []
+    for g in devs:
+        head = f"GPU{g.index} {g.name} ({g.bus_id}, NUMA {g.numa_node})"
+        if "stream" in tests:
+            lines.append(f"{head}: BabelStream copy/mul/add/triad/dot, arrays 1 MiB .. "
+                         f"{format_bytes(o.stream_size) if o.stream_size else '8x L2 (>= 256 MiB)'}"
+                         f", {reps} samples each")
+        if "gemm" in tests:
+            lines.append(f"{head}: cuBLAS GEMM {', '.join(o.precisions or peaks.PRECISIONS)} "
+                         f"at N {', '.join(map(str, o.gemm_n or s.gemm_n))}, {reps} samples")
+        if "copy" in tests:
+            nodes = [d.index if d.os_index is None else d.os_index for d in ctx.topo.numa_nodes]
+            lines.append(f"{head}: pinned {'/'.join(DIRECTIONS)} from NUMA "
+                         f"{', '.join(map(str, nodes))} in turn, "
+                         f"{', '.join(format_bytes(x) for x in _copy_sizes(o, s))}")
+        if "p2p" in tests:
+            lines.append(f"{head}: peer copies to the other GPUs")
+    return lines
+
+
+def _copy_sizes(o: GpuOptions, s: Settings) -> tuple[int, ...]:
+    return (o.copy_size,) if o.copy_size else s.copy_sizes
+
+
+# ------------------------------------------------------------------ running the program
+
+def _run(exe: str, args: list[str], timeout: float) -> tuple[list[dict[str, Any]], int | None,
+                                                              str]:
+    """The program's JSON lines, its exit code, its output's last lines."""
+    ran = command.run([exe, *args], env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}, timeout=timeout)
+    docs = []
+    for text in ran.output.splitlines():
+        if text.startswith("{"):
+            try:
+                docs.append(json.loads(text))
+            except ValueError:
+                continue
+    return docs, ran.code, ran.tail()
+
+
+def _failure(docs: list[dict[str, Any]], code: int | None, tail: str, what: str) -> str:
+    err = next((d["error"] for d in docs if "error" in d), None)
+    if code is None:
+        return f"{what} timed out; its last lines: {tail}"
+    return f"{what}: {err or f'exit {code}; its last lines: {tail}'}"
+
+
+def _env_params(env: dict[str, Any]) -> dict[str, Any]:
+    """NVML's readings during a measurement, as the params stored beside its figure."""
+    if "sm_mhz" not in env:
+        return {"nvml": env.get("nvml", "not read")}
+    reasons = int(env.get("reasons", 0))
+    return {"sm_mhz": env["sm_mhz"], "sm_mhz_min": env["sm_mhz_min"],
+            "mem_mhz": env["mem_mhz"], "power_w": env["power_w"],
+            "power_w_max": env["power_w_max"], "temp_c_max": env["temp_c_max"],
+            "throttle": ",".join(v for k, v in REASONS.items() if reasons & k & LIMITING)
+            or "none"}
+
+
+def _samples(docs: list[dict[str, Any]], key: tuple[str, ...]) -> dict[tuple[Any, ...],
+                                                                        list[float]]:
+    """Per (the key's fields), the rates of the repetitions after the first (the warm-up):
+    bytes/s for transfers, FLOP/s for GEMM."""
+    out: dict[tuple[Any, ...], list[float]] = defaultdict(list)
+    for d in docs:
+        if "rep" not in d or d["rep"] == 0 or d["seconds"] <= 0:
+            continue
+        work = d.get("flops", d.get("bytes"))
+        out[tuple(d[k] for k in key)].append(work / d["seconds"])
+    return out
+
+
+@dataclass
+class _Device:
+    """What the CUDA runtime says of one GPU (the `info` line)."""
+
+    cuda_index: int
+    sms: int
+    cc: str
+    sm_khz: int
+    mem_khz: int
+    bus_width_bits: int
+    l2_bytes: int
+
+
+def _cuda_devices(exe: str, timeout: float) -> tuple[dict[str, _Device], dict[str, Any]]:
+    docs, code, tail = _run(exe, ["info"], timeout)
+    if code != 0:
+        raise MeasurementError(_failure(docs, code, tail, "the GPU program (info)"))
+    head = next((d for d in docs if "driver_cuda" in d), {})
+    out = {}
+    for d in docs:
+        if "device" in d and "pci_bus_id" in d:
+            out[gpus.bus_id(d["pci_bus_id"])] = _Device(
+                d["device"], d["sms"], d["cc"], d["sm_khz"], d["mem_khz"], d["bus_width_bits"],
+                d["l2_bytes"])
+    return out, head
+
+
+def run(ctx: RunContext, o: GpuOptions | None) -> None:
+    o = o or GpuOptions()
+    inv = inventory(o)
+    try:
+        if not inv.gpus:
+            raise UserError(f"no GPU: {inv.none_why}")
+        tk = toolkit.find()
+    except UserError as exc:
+        if ctx.standalone or o.devices or o.tests:
+            raise
+        ctx.warnings.append(f"gpu: skipped: {exc}")
+        return
+    devs, tests, s = setup(ctx, o, inv)
+    reps = (o.reps or s.reps) + 1  # the first is the warm-up, dropped
+    timeout = o.timeout_s or 1800.0
+    driver = inv.driver or toolkit.driver_version()
+    caps = _compute_caps(inv)
+    exe = str(build.build(tk, [toolkit.arch_of(c) for c in caps], driver))
+    cuda, head = _cuda_devices(exe, timeout)
+    ctx.provenance["gpu"] = {"driver": driver, "driver_cuda": head.get("driver_cuda"),
+                             "runtime_cuda": head.get("runtime_cuda"), **tk.to_dict(),
+                             "gpus": [g.to_dict() for g in devs]}
+    steps = len(devs) * len(tests)
+    ctx.progress.start("gpu", steps)
+    for g in devs:
+        dev = cuda.get(g.bus_id)
+        if dev is None:
+            ctx.errors.append(f"gpu: GPU{g.index} ({g.bus_id}) is not visible to CUDA here "
+                              "(CUDA_VISIBLE_DEVICES?)")
+            continue
+        base = {"device": g.index, "gpu": g.name, "bus_id": g.bus_id}
+        for test in tests:
+            try:
+                TEST_RUNNERS[test](ctx, o, s, exe, g, dev, base, reps, timeout, cuda)
+            except MeasurementError as exc:  # this test's figures are discarded, others go on
+                ctx.errors.append(f"gpu: GPU{g.index} {test}: {exc}")
+            ctx.progress.advance(f"gpu GPU{g.index} {test}")
+
+
+def _compute_caps(inv: gpus.Inventory) -> list[str]:
+    """Each GPU's compute capability as nvidia-smi reports it (empty where it cannot)."""
+    ran = command.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+                      timeout=60) if inv.source == "nvidia-smi" else None
+    if ran is None or not ran.ok:
+        return []
+    return sorted({x.strip() for x in ran.output.splitlines() if x.strip()[:1].isdigit()})
+
+
+def _checked(docs: list[dict[str, Any]], code: int | None, tail: str, what: str,
+             test: str) -> list[dict[str, Any]]:
+    """The check lines of a test; none, or one that failed, discards the figures."""
+    checks = [d for d in docs if d.get("test") == test and "check" in d]
+    if code != 0 or not checks or not all(d["check"] for d in checks):
+        bad = [d for d in checks if not d["check"]]
+        if bad:
+            raise MeasurementError(f"{what} failed its check ({json.dumps(bad[0])}); its "
+                                   "figures are discarded")
+        raise MeasurementError(_failure(docs, code, tail, what))
+    return checks
+
+
+def _stream(ctx: RunContext, o: GpuOptions, s: Settings, exe: str, g: gpus.Gpu, dev: _Device,
+            base: dict[str, Any], reps: int, timeout: float, _: Any) -> None:
+    largest = o.stream_size or max(8 * dev.l2_bytes, 256 << 20)
+    if g.memory_bytes is not None:
+        largest = min(largest, int(0.9 * g.memory_bytes) // 3)
+    sizes = stream_sizes(largest // 8 * 8)
+    docs, code, tail = _run(exe, ["stream", str(dev.cuda_index), ",".join(map(str, sizes)),
+                                  str(reps)], timeout)
+    checks = _checked(docs, code, tail, "BabelStream", "stream")
+    env = {c["array_bytes"]: _env_params(c["env"]) for c in checks}
+    peak = peaks.memory_peak_gbs(dev.mem_khz, dev.bus_width_bits)
+    rates = _samples(docs, ("kernel", "bytes"))
+    for (kernel, moved), samples in rates.items():
+        arrays = {"copy": 2, "mul": 2, "add": 3, "triad": 3, "dot": 2}[kernel]
+        array = moved // arrays
+        params = {**base, "kernel": kernel, "array_bytes": array, **env.get(array, {})}
+        gbs = [x / 1e9 for x in samples]
+        ctx.metrics.append(Metric("gpu", "bandwidth", "GB/s", params, gbs))
+        if peak is not None and array == max(sizes):
+            model = {**base, "mem_khz": dev.mem_khz, "bus_width_bits": dev.bus_width_bits}
+            ctx.metrics.append(Metric("gpu", "bandwidth_peak", "GB/s", model, [peak]))
+            ctx.metrics.append(Metric("gpu", "bandwidth_fraction", "%",
+                                      {**params}, [100 * x / peak for x in gbs]))
+
+
+def _gemm(ctx: RunContext, o: GpuOptions, s: Settings, exe: str, g: gpus.Gpu, dev: _Device,
+          base: dict[str, Any], reps: int, timeout: float, _: Any) -> None:
+    lib = toolkit.cublas(toolkit.find(), o.cublas)
+    ns = o.gemm_n or s.gemm_n
+    failed = []
+    for prec in o.precisions or peaks.PRECISIONS:
+        docs, code, tail = _run(exe, ["gemm", str(dev.cuda_index), prec,
+                                      ",".join(map(str, ns)), str(reps), lib], timeout)
+        try:
+            checks = _checked(docs, code, tail, f"GEMM {prec}", "gemm")
+        except MeasurementError as exc:
+            failed.append(str(exc))
+            continue
+        ctx.provenance.setdefault("gpu", {})["cublas"] = {
+            "path": lib, "version": checks[0].get("cublas_version")}
+        by_n = dict(zip(ns, checks, strict=False))
+        for (_, n), samples in _samples(docs, ("precision", "n")).items():
+            env = by_n[n]["env"]
+            params = {**base, "precision": prec, "n": n, **_env_params(env)}
+            tf = [x / 1e12 for x in samples]
+            ctx.metrics.append(Metric("gpu", "gemm", "TFLOP/s", params, tf))
+            clock = env.get("sm_mhz")
+            model = peaks.gemm_peak_tflops(dev.cc, prec, dev.sms, clock) if clock else None
+            if model is None:
+                continue
+            mp = {**base, "precision": prec, "n": n, "cc": dev.cc, "sms": dev.sms,
+                  "sm_mhz": clock, "flops_per_sm_clock": peaks.gemm_per_sm_clock(dev.cc, prec),
+                  "model_source": peaks.SOURCE}
+            ctx.metrics.append(Metric("gpu", "gemm_peak", "TFLOP/s", mp, [model]))
+            ctx.metrics.append(Metric("gpu", "gemm_fraction", "%", dict(params),
+                                      [100 * x / model for x in tf]))
+    if failed:
+        raise MeasurementError("; ".join(failed))
+
+
+def _copy(ctx: RunContext, o: GpuOptions, s: Settings, exe: str, g: gpus.Gpu, dev: _Device,
+          base: dict[str, Any], reps: int, timeout: float, _: Any) -> None:
+    sizes = _copy_sizes(o, s)
+    domains = [(d.index if d.os_index is None else d.os_index, format_cpulist(d.cpus))
+               for d in ctx.topo.numa_nodes] or \
+        [(-1, "")]
+    for node, cpus in domains:
+        for direction in DIRECTIONS:
+            docs, code, tail = _run(exe, ["copy", str(dev.cuda_index), direction,
+                                          ",".join(map(str, sizes)), str(reps), str(node),
+                                          cpus], timeout)
+            checks = _checked(docs, code, tail, f"{direction} copy from NUMA {node}", "copy")
+            got = checks[-1]
+            if node >= 0 and got["node"] != node:
+                ctx.warnings.append(f"gpu: GPU{g.index} {direction}: the buffer asked on NUMA "
+                                    f"{node} landed on {got['node']}")
+            env = _env_params(got["env"])
+            local = g.numa_node is None or node < 0 or node == g.numa_node
+            for (_, moved), samples in _samples(docs, ("direction", "bytes")).items():
+                size = moved // 2 if direction == "bidir" else moved
+                params = {**base, "direction": direction, "bytes": size, "numa": node,
+                          "local": local, "cpus": got["cpus"], "buffer_numa": got["node"],
+                          **env}
+                ctx.metrics.append(Metric("gpu", "copy", "GB/s", params,
+                                          [x / 1e9 for x in samples]))
+
+
+def _p2p(ctx: RunContext, o: GpuOptions, s: Settings, exe: str, g: gpus.Gpu, dev: _Device,
+         base: dict[str, Any], reps: int, timeout: float, cuda: dict[str, _Device]) -> None:
+    size = max(_copy_sizes(o, s))
+    for peer_bus, peer in sorted(cuda.items(), key=lambda x: x[1].cuda_index):
+        if peer.cuda_index == dev.cuda_index:
+            continue
+        docs, code, tail = _run(exe, ["p2p", str(dev.cuda_index), str(peer.cuda_index),
+                                      str(size), str(reps)], timeout)
+        checks = _checked(docs, code, tail, f"peer copy to {peer_bus}", "p2p")
+        for (_, moved), samples in _samples(docs, ("peer", "bytes")).items():
+            params = {**base, "peer_bus_id": peer_bus, "bytes": moved,
+                      "peer_access": checks[-1]["peer_access"], **_env_params(checks[-1]["env"])}
+            ctx.metrics.append(Metric("gpu", "p2p", "GB/s", params, [x / 1e9 for x in samples]))
+
+
+TEST_RUNNERS = {"stream": _stream, "gemm": _gemm, "copy": _copy, "p2p": _p2p}
+
+
+# ------------------------------------------------------------------ gpu info, gpu check
+
+def info(o: GpuOptions) -> int:
+    """`hpcprobe gpu info`: the GPUs, their locality, the toolkit and the program."""
+    inv = inventory(o)
+    print(gpus.render(inv))
+    for g in inv.gpus:
+        mem = format_bytes(g.memory_bytes) if g.memory_bytes else "?"
+        procs = ", ".join(f"{p.pid} {p.name}" + (f" (job {p.job})" if p.job else "")
+                          for p in g.processes) or "none"
+        print(f"  GPU{g.index}: {g.name}, {mem}, {g.architecture or '?'}, max SM "
+              f"{g.max_sm_mhz or '?'} MHz, memory {g.max_mem_mhz or '?'} MHz, uuid "
+              f"{g.uuid}; processes: {procs}")
+    try:
+        tk = toolkit.find()
+        print(f"CUDA toolkit: nvcc {tk.release} at {tk.nvcc} (architectures "
+              f"{', '.join(tk.archs)})")
+        print(f"cuBLAS: {toolkit.cublas(tk, o.cublas)}")
+    except UserError as exc:
+        print(f"CUDA: {exc}")
+    return 0
+
+
+def check(o: GpuOptions) -> int:
+    """`hpcprobe gpu check`: this process's GPUs (as its job sees them) and whether its CPUs
+    are local to them; GPUs shared by several jobs while others are idle. Exit 1 on a
+    finding, so it serves as a job prologue or health check."""
+    inv = inventory(o)
+    if not inv.gpus:
+        raise UserError(f"no GPU: {inv.none_why}")
+    b = gpus.binding(inv, os.environ, sorted(os.sched_getaffinity(0)))
+    rank = next((os.environ[v] for v in ("SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
+                 if v in os.environ), None)
+    who = f"rank {rank}" if rank is not None else f"pid {os.getpid()}"
+    print(f"{who}: CPUs {format_cpulist(b.cpus)}; GPUs ({b.source}): " + (", ".join(
+        f"GPU{g.index} {g.bus_id} (NUMA {g.numa_node}, local CPUs "
+        f"{format_cpulist(g.local_cpus) or '?'})" for g in b.gpus) or "none"))
+    shared = gpus.sharing(inv)
+    for w in (*b.warnings, *shared):
+        print(f"WARNING: {w}")
+    if not b.warnings and not shared:
+        print("GPU binding: every CPU of this process is local to its GPUs; no GPU shared "
+              "while another is idle.")
+    return 1 if b.warnings or shared else 0

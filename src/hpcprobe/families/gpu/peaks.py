@@ -1,0 +1,44 @@
+"""The GPU peak models: dense GEMM FLOPs per SM per clock by architecture and precision (a
+documented table), times the SMs and the SM clock NVML read during the run; device memory
+bandwidth from the memory clock and bus width the CUDA runtime reports (double data rate)."""
+
+from __future__ import annotations
+
+#: Dense GEMM FLOP per SM per clock (an FMA is 2), for the precisions cuBLAS runs: FP64 (tensor
+#: cores from sm_80), FP32 (CUDA cores: cuBLAS's SGEMM), TF32, BF16 and FP16 with FP32
+#: accumulation (tensor cores). Derived from NVIDIA's data-sheet peaks divided by SMs x boost
+#: clock, which land on these powers of two: V100 (80 SMs) 7.8/15.7/125 TFLOP/s; A100 (108 SMs,
+#: 1410 MHz) 19.5/19.5/156/312/312; A40 (84 SMs, 1740 MHz) and L40S (142 SMs, 2520 MHz) FP32
+#: 37.4 and 91.6, their FP64 1/64 of FP32, TF32/FP16 at 1/2 and 1/4 of the tensor rates of
+#: sm_80's per-SM; H100/H200 (132 SMs) 67/67 and 495/989/989 dense. GeForce parts of sm_86 and
+#: sm_89 run FP16 with FP32 accumulation at half the rate given here: their figures read low.
+#: Architectures absent here get no model: their rates are shown without a percentage.
+GEMM_FLOPS_PER_SM_CLOCK: dict[str, dict[str, int]] = {
+    "7.0": {"fp64": 64, "fp32": 128, "fp16": 1024},
+    "8.0": {"fp64": 128, "fp32": 128, "tf32": 1024, "bf16": 2048, "fp16": 2048},
+    "8.6": {"fp64": 4, "fp32": 256, "tf32": 512, "bf16": 1024, "fp16": 1024},
+    "8.9": {"fp64": 4, "fp32": 256, "tf32": 512, "bf16": 1024, "fp16": 1024},
+    "9.0": {"fp64": 256, "fp32": 256, "tf32": 2048, "bf16": 4096, "fp16": 4096},
+}
+PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16")
+#: Where the table comes from, stored with each model.
+SOURCE = "hpcprobe table (data-sheet peaks / SMs / boost clock)"
+
+
+def gemm_per_sm_clock(cc: str, precision: str) -> int | None:
+    """FLOP per SM per clock of a dense GEMM, or None where the table has no figure."""
+    return GEMM_FLOPS_PER_SM_CLOCK.get(cc, {}).get(precision)
+
+
+def gemm_peak_tflops(cc: str, precision: str, sms: int, sm_mhz: float) -> float | None:
+    """The GEMM peak in TFLOP/s at this SM clock, or None without a table entry."""
+    per = gemm_per_sm_clock(cc, precision)
+    return None if per is None else per * sms * sm_mhz * 1e6 / 1e12
+
+
+def memory_peak_gbs(mem_khz: int, bus_width_bits: int) -> float | None:
+    """Device memory's peak in GB/s: two transfers per memory clock over the bus (the
+    runtime's memory clock is the base of its double data rate, HBM and GDDR alike)."""
+    if mem_khz <= 0 or bus_width_bits <= 0:
+        return None
+    return 2 * mem_khz * 1e3 * bus_width_bits / 8 / 1e9

@@ -1,0 +1,405 @@
+"""The node's GPUs and what lies near them: each GPU's identity, memory, clocks and processes
+from `nvidia-smi -q -x`, its NUMA domain, local CPUs and PCIe path from sysfs, the NICs and NVMe
+drives beside them; how two PCIe devices connect (nvidia-smi topo's PIX/PXB/PHB/NODE/SYS); and
+the checks of a job's GPU binding (its CPUs local to its GPU) and of GPU sharing (several jobs
+on one GPU while another is idle). Recorded XML and sysfs trees replay other nodes."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hpcprobe.common.cpulist import format_cpulist, parse_cpulist
+from hpcprobe.common.errors import UserError
+
+#: How two PCIe devices connect, nearest first (nvidia-smi topo -m's words).
+RELATIONS = ("PIX", "PXB", "PHB", "NODE", "SYS")
+RELATION_HELP = {
+    "PIX": "through at most one PCIe switch",
+    "PXB": "through several PCIe switches, not the host bridge",
+    "PHB": "through the host bridge (the CPU's root complex)",
+    "NODE": "between root complexes of one NUMA domain",
+    "SYS": "across the inter-socket link (another NUMA domain)",
+}
+
+
+@dataclass(frozen=True)
+class GpuProcess:
+    pid: int
+    name: str
+    used_bytes: int | None
+    job: str | None  # the Slurm job it belongs to, where that could be read
+
+
+@dataclass(frozen=True)
+class Gpu:
+    index: int  # nvidia-smi's (PCI bus order)
+    name: str
+    uuid: str
+    bus_id: str  # sysfs form, 0000:17:00.0
+    minor: int | None  # /dev/nvidiaN
+    memory_bytes: int | None
+    architecture: str | None
+    max_sm_mhz: int | None
+    max_mem_mhz: int | None
+    numa_node: int | None
+    local_cpus: tuple[int, ...]
+    path: tuple[str, ...]  # PCIe ancestry from the root complex, the device last
+    processes: tuple[GpuProcess, ...] = ()
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"index": self.index, "name": self.name, "uuid": self.uuid,
+                "bus_id": self.bus_id, "minor": self.minor, "memory_bytes": self.memory_bytes,
+                "architecture": self.architecture, "max_sm_mhz": self.max_sm_mhz,
+                "max_mem_mhz": self.max_mem_mhz, "numa_node": self.numa_node,
+                "local_cpus": format_cpulist(self.local_cpus),
+                "processes": [p.__dict__ for p in self.processes]}
+
+
+@dataclass(frozen=True)
+class PciDevice:
+    """A NIC or an NVMe drive, for the locality table."""
+
+    kind: str  # "nic" or "nvme"
+    name: str  # mlx5_0, eth0, nvme0
+    bus_id: str
+    numa_node: int | None
+    path: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Inventory:
+    gpus: tuple[Gpu, ...]
+    devices: tuple[PciDevice, ...] = ()
+    driver: str | None = None
+    cuda: str | None = None
+    source: str = "nvidia-smi"
+    none_why: str | None = None  # why there are no GPUs, when there are none
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"driver": self.driver, "cuda": self.cuda, "source": self.source,
+                "none_why": self.none_why, "gpus": [g.to_dict() for g in self.gpus],
+                "devices": [{"kind": d.kind, "name": d.name, "bus_id": d.bus_id,
+                             "numa_node": d.numa_node} for d in self.devices]}
+
+
+# ------------------------------------------------------------------ reading
+
+def bus_id(smi_id: str) -> str:
+    """nvidia-smi's bus id (00000000:17:00.0) in sysfs form (0000:17:00.0), lower case."""
+    m = re.fullmatch(r"([0-9A-Fa-f]+):([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})\.([0-7])", smi_id.strip())
+    if not m:
+        raise UserError(f"PCI bus id {smi_id!r} is malformed")
+    domain, bus, dev, fn = m.groups()
+    return f"{int(domain, 16):04x}:{bus.lower()}:{dev.lower()}.{fn}"
+
+
+def _text(el: ET.Element | None, path: str) -> str | None:
+    found = el.find(path) if el is not None else None
+    value = (found.text or "").strip() if found is not None else ""
+    return value if value and value not in ("N/A", "Unknown Error") else None
+
+
+def _mib(value: str | None) -> int | None:
+    m = re.match(r"([\d.]+)\s*MiB", value or "")
+    return int(float(m.group(1)) * (1 << 20)) if m else None
+
+
+def _mhz(value: str | None) -> int | None:
+    m = re.match(r"(\d+)\s*MHz", value or "")
+    return int(m.group(1)) if m else None
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return None
+
+
+def _pci(sysfs: Path, bdf: str) -> tuple[int | None, tuple[int, ...], tuple[str, ...]]:
+    """A PCI device's NUMA node (None where sysfs says -1 or nothing), local CPUs and PCIe path
+    (the resolved link under /sys/bus/pci/devices: root complex, bridges, the device)."""
+    dev = sysfs / "bus" / "pci" / "devices" / bdf
+    node_text = _read(dev / "numa_node")
+    node = int(node_text) if node_text and node_text.lstrip("-").isdigit() else None
+    cpus_text = _read(dev / "local_cpulist")
+    cpus = tuple(parse_cpulist(cpus_text)) if cpus_text else ()
+    try:
+        real = os.path.realpath(dev)
+    except OSError:
+        real = str(dev)
+    parts = Path(real).parts
+    start = next((i for i, p in enumerate(parts) if p.startswith("pci")), None)
+    path = tuple(parts[start:]) if start is not None else (bdf,)
+    return (node if node is not None and node >= 0 else None), cpus, path
+
+
+def parse_smi(text: str, source: str = "nvidia-smi -q -x") -> tuple[str | None, str | None,
+                                                                   list[ET.Element]]:
+    """The driver and CUDA versions and each <gpu> element of nvidia-smi's XML."""
+    try:
+        root = ET.fromstring(text)
+    except ET.ParseError as exc:
+        raise UserError(f"{source}: not nvidia-smi XML ({exc})") from None
+    if root.tag != "nvidia_smi_log":
+        raise UserError(f"{source}: not nvidia-smi XML (root <{root.tag}>)")
+    return _text(root, "driver_version"), _text(root, "cuda_version"), root.findall("gpu")
+
+
+def job_of(pid: int, proc: Path) -> str | None:
+    """The Slurm job a process runs in: its cgroup (…/job_123/…), else its SLURM_JOB_ID."""
+    cg = _read(proc / str(pid) / "cgroup") or ""
+    m = re.search(r"/job_(\d+)", cg)
+    if m:
+        return m.group(1)
+    try:
+        env = (proc / str(pid) / "environ").read_bytes().split(b"\0")
+    except OSError:
+        return None
+    for item in env:
+        if item.startswith(b"SLURM_JOB_ID="):
+            return item.split(b"=", 1)[1].decode(errors="replace") or None
+    return None
+
+
+def from_smi(text: str, sysfs: str | os.PathLike[str] = "/sys",
+             proc: str | os.PathLike[str] = "/proc", source: str = "nvidia-smi -q -x"
+             ) -> Inventory:
+    """The inventory from nvidia-smi's XML and a sysfs (and procfs) tree."""
+    sys_root, proc_root = Path(sysfs), Path(proc)
+    driver, cuda, elements = parse_smi(text, source)
+    gpus = []
+    for i, el in enumerate(elements):
+        bdf = bus_id(_text(el, "pci/pci_bus_id") or el.get("id") or "")
+        node, cpus, path = _pci(sys_root, bdf)
+        procs = []
+        for p in el.findall("processes/process_info"):
+            pid_text = _text(p, "pid")
+            if pid_text is None or not pid_text.isdigit():
+                continue
+            procs.append(GpuProcess(int(pid_text), _text(p, "process_name") or "?",
+                                    _mib(_text(p, "used_memory")),
+                                    job_of(int(pid_text), proc_root)))
+        minor = _text(el, "minor_number")
+        gpus.append(Gpu(
+            i, _text(el, "product_name") or "unknown GPU", _text(el, "uuid") or "", bdf,
+            int(minor) if minor and minor.isdigit() else None,
+            _mib(_text(el, "fb_memory_usage/total")), _text(el, "product_architecture"),
+            _mhz(_text(el, "max_clocks/sm_clock")), _mhz(_text(el, "max_clocks/mem_clock")),
+            node, cpus, path, tuple(procs)))
+    return Inventory(tuple(gpus), tuple(pci_devices(sys_root)), driver, cuda, source,
+                     None if gpus else "nvidia-smi lists no GPU")
+
+
+def pci_devices(sysfs: Path) -> list[PciDevice]:
+    """The NICs (network interfaces and InfiniBand HCAs backed by a PCI device) and NVMe
+    controllers, each once."""
+    out: list[PciDevice] = []
+    seen: set[str] = set()
+    for kind, cls in (("nic", "infiniband"), ("nic", "net"), ("nvme", "nvme")):
+        base = sysfs / "class" / cls
+        if not base.is_dir():
+            continue
+        for entry in sorted(base.iterdir()):
+            dev = entry / "device"
+            try:
+                bdf = Path(os.path.realpath(dev)).name
+            except OSError:
+                continue
+            if not re.fullmatch(r"[0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]", bdf) or \
+                    bdf in seen:
+                continue
+            seen.add(bdf)
+            node, _, path = _pci(sysfs, bdf)
+            out.append(PciDevice(kind, entry.name, bdf, node, path))
+    return out
+
+
+def discover(smi: str | None = None, sysfs: str | os.PathLike[str] = "/sys",
+             proc: str | os.PathLike[str] = "/proc") -> Inventory:
+    """This node's GPUs (through nvidia-smi), or those of a recorded `nvidia-smi -q -x` file.
+    No nvidia-smi, or one that fails (no driver), is an inventory without GPUs that says why."""
+    if smi is not None:
+        try:
+            text = Path(smi).read_text()
+        except OSError as exc:
+            raise UserError(f"{smi}: cannot read it ({exc.strerror})") from None
+        return from_smi(text, sysfs, proc, smi)
+    exe = shutil.which("nvidia-smi")
+    if exe is None:
+        return Inventory((), none_why="no NVIDIA driver (nvidia-smi is not installed)")
+    try:
+        p = subprocess.run([exe, "-q", "-x"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return Inventory((), none_why=f"nvidia-smi did not answer ({exc})")
+    if p.returncode != 0:
+        why = " ".join((p.stdout + p.stderr).split())[:200]
+        return Inventory((), none_why=f"nvidia-smi failed: {why or f'exit {p.returncode}'}")
+    return from_smi(p.stdout, sysfs, proc)
+
+
+# ------------------------------------------------------------------ locality
+
+def relation(a: tuple[str, ...], b: tuple[str, ...], node_a: int | None,
+             node_b: int | None) -> str:
+    """How two devices connect, from their PCIe paths (root complex first, device last)."""
+    if a[0] != b[0]:  # different root complexes
+        return "NODE" if node_a is not None and node_a == node_b else "SYS"
+    common = 0
+    for x, y in zip(a[1:-1], b[1:-1], strict=False):
+        if x != y:
+            break
+        common += 1
+    if common == 0:
+        return "PHB"
+    # below a shared switch: one switch between them is PIX, more is PXB
+    rest = max(len(a), len(b)) - 2 - common
+    return "PIX" if rest <= 1 else "PXB"
+
+
+def nearest(inv: Inventory, gpu: Gpu, kind: str) -> list[tuple[PciDevice, str]]:
+    """The devices of a kind nearest to the GPU, with their relation (nearest first)."""
+    found = [(d, relation(gpu.path, d.path, gpu.numa_node, d.numa_node))
+             for d in inv.devices if d.kind == kind]
+    if not found:
+        return []
+    best = min(RELATIONS.index(r) for _, r in found)
+    return [(d, r) for d, r in found if RELATIONS.index(r) == best]
+
+
+def locality_rows(inv: Inventory) -> list[list[str]]:
+    """GPU, bus id, NUMA, local CPUs, nearest NIC(s), nearest NVMe: one row per GPU."""
+    rows = []
+    for g in inv.gpus:
+        near = []
+        for kind in ("nic", "nvme"):
+            got = nearest(inv, g, kind)
+            near.append(", ".join(f"{d.name} ({r})" for d, r in got) or "-")
+        rows.append([f"GPU{g.index} {g.name}", g.bus_id,
+                     "-" if g.numa_node is None else str(g.numa_node),
+                     format_cpulist(g.local_cpus) or "-", *near])
+    return rows
+
+
+def gpu_matrix(inv: Inventory) -> list[list[str]]:
+    """GPU-to-GPU relations (nvidia-smi topo -m's matrix, PCIe only: NVLink is not read)."""
+    return [[f"GPU{a.index}", *("X" if a is b else relation(a.path, b.path, a.numa_node,
+                                                               b.numa_node) for b in inv.gpus)]
+            for a in inv.gpus]
+
+
+def render(inv: Inventory) -> str:
+    """The locality table as text (for `hpcprobe topology` and `hpcprobe gpu info`)."""
+    if not inv.gpus:
+        return f"GPUs: none ({inv.none_why})"
+    head = ["GPU", "bus id", "NUMA", "local CPUs", "nearest NIC", "nearest NVMe"]
+    rows = locality_rows(inv)
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    out = [f"GPUs: {len(inv.gpus)} (driver {inv.driver or '?'}, CUDA {inv.cuda or '?'}; "
+           f"from {inv.source})"]
+    out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+            for r in [head, *rows]]
+    if len(inv.gpus) > 1:
+        out.append("  GPU to GPU over PCIe: " + "; ".join(
+            f"{r[0]}: " + " ".join(r[1:]) for r in gpu_matrix(inv)))
+    out.append("  (" + ", ".join(f"{k} {v}" for k, v in RELATION_HELP.items()) + ")")
+    return "\n".join(out)
+
+
+# ------------------------------------------------------------------ a job's binding, sharing
+
+@dataclass(frozen=True)
+class Binding:
+    """One process's GPUs and whether its CPUs are local to them."""
+
+    gpus: tuple[Gpu, ...]
+    cpus: tuple[int, ...]
+    source: str  # which variable said which GPUs
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+
+def visible(inv: Inventory, env: Mapping[str, str]) -> tuple[tuple[Gpu, ...], str, list[str]]:
+    """The GPUs a process sees and which variable says so. Slurm's SLURM_STEP_GPUS /
+    SLURM_JOB_GPUS hold nvidia-smi indices; CUDA_VISIBLE_DEVICES holds indices in CUDA's order
+    (the fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID) or UUIDs."""
+    notes: list[str] = []
+    by_index = {g.index: g for g in inv.gpus}
+    by_minor = {g.minor: g for g in inv.gpus if g.minor is not None}
+    for var in ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS"):
+        if env.get(var):
+            got = []
+            for item in env[var].split(","):
+                if not item.strip().isdigit() or int(item) not in by_index | by_minor:
+                    raise UserError(f"{var}={env[var]}: GPU {item!r} does not exist here "
+                                    f"(GPUs 0..{len(inv.gpus) - 1})")
+                got.append((by_index | by_minor)[int(item)])
+            return tuple(got), var, notes
+    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    if cvd is None:
+        return inv.gpus, "all (no CUDA_VISIBLE_DEVICES)", notes
+    got = []
+    for item in (x.strip() for x in cvd.split(",") if x.strip()):
+        if item.isdigit():
+            if int(item) not in by_index:
+                raise UserError(f"CUDA_VISIBLE_DEVICES={cvd}: device {item} does not exist "
+                                f"here (GPUs 0..{len(inv.gpus) - 1})")
+            got.append(by_index[int(item)])
+            if env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and len(inv.gpus) > 1 and \
+                    len({g.name for g in inv.gpus}) > 1:
+                notes.append("CUDA_VISIBLE_DEVICES holds indices in CUDA's order, which differs "
+                             "from nvidia-smi's on mixed GPUs: set CUDA_DEVICE_ORDER=PCI_BUS_ID")
+        else:
+            match = [g for g in inv.gpus if g.uuid.startswith(item)]
+            if len(match) != 1:
+                raise UserError(f"CUDA_VISIBLE_DEVICES={cvd}: {item!r} names no single GPU here")
+            got.append(match[0])
+    return tuple(got), "CUDA_VISIBLE_DEVICES", list(dict.fromkeys(notes))
+
+
+def binding(inv: Inventory, env: Mapping[str, str], cpus: Sequence[int]) -> Binding:
+    """A process's GPUs (from its environment) and a warning for each GPU whose local CPUs
+    do not include all of the process's CPUs."""
+    gpus, source, notes = visible(inv, env)
+    warnings = list(notes)
+    if not gpus:
+        warnings.append(f"{source} leaves this process no GPU")
+    mine = set(cpus)
+    for g in gpus:
+        if not g.local_cpus:
+            continue
+        far = sorted(mine - set(g.local_cpus))
+        if far:
+            warnings.append(
+                f"GPU{g.index} ({g.bus_id}) is local to NUMA {g.numa_node} (CPUs "
+                f"{format_cpulist(g.local_cpus)}) but this process also runs on CPUs "
+                f"{format_cpulist(far)}: bind each rank near its GPU (srun --gpu-bind=closest "
+                f"--cpu-bind=cores, or Open MPI --map-by numa with a rank-to-GPU map)")
+    return Binding(gpus, tuple(sorted(mine)), source, tuple(warnings))
+
+
+def sharing(inv: Inventory) -> list[str]:
+    """The GPUs that several jobs (or several processes of unknown job) share while another GPU
+    is idle: the scheduler hands out GPUs without per-device binding."""
+    idle = [g for g in inv.gpus if not g.processes]
+    out = []
+    for g in inv.gpus:
+        jobs = {p.job or f"pid {p.pid}" for p in g.processes}
+        if len(jobs) > 1 and idle:
+            out.append(
+                f"GPU{g.index} ({g.bus_id}) runs {len(g.processes)} processes of "
+                f"{len(jobs)} jobs ({', '.join(sorted(jobs))}) while "
+                f"{', '.join(f'GPU{x.index}' for x in idle)} "
+                f"{'is' if len(idle) == 1 else 'are'} idle: the jobs were not given devices of "
+                f"their own. Give each job its own device: Slurm GRES with device files "
+                f"(gres.conf Name=gpu File=/dev/nvidia[0-N], ConstrainDevices=yes in "
+                f"cgroup.conf) and srun --gpus-per-task/--gpu-bind; Grid Engine: an RSMAP "
+                f"complex of the device ids")
+    return out
