@@ -137,7 +137,8 @@ def _pci(sysfs: Path, bdf: str) -> tuple[int | None, tuple[int, ...], tuple[str,
     except OSError:
         real = str(dev)
     parts = Path(real).parts
-    start = next((i for i, p in enumerate(parts) if p.startswith("pci")), None)
+    start = next((i for i, p in enumerate(parts)
+                  if re.fullmatch(r"pci[0-9a-f]{4}:[0-9a-f]{2}", p)), None)
     path = tuple(parts[start:]) if start is not None else (bdf,)
     return (node if node is not None and node >= 0 else None), cpus, path
 

@@ -1,0 +1,299 @@
+"""The GPU family without a GPU: inventory and locality from nvidia-smi documents and sysfs
+trees of a one-GPU node and an eight-GPU two-socket node (tests/gpunodes.py), a job's binding
+and GPU sharing, the peak models, the CUDA program compiled with the nvcc found (and its clean
+answer where there is no driver), the measurement plumbing against a stand-in program (checks
+that fail discard their figures), and the CLI's bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import assert_user_error, hpcprobe
+from gpunodes import DATA, a100_node, h100_node
+from hpcprobe.common.errors import MeasurementError, UserError
+from hpcprobe.cuda import build, toolkit
+from hpcprobe.families.gpu import bench, peaks, views
+from hpcprobe.machine import gpus
+from hpcprobe.measure import profiles
+from hpcprobe.measure.family import RunContext
+from hpcprobe.results.model import Run
+
+H100 = DATA / "h100-1gpu.xml"
+A100 = DATA / "a100-8gpu-2s.xml"
+
+
+@pytest.fixture
+def h100(tmp_path: Path) -> gpus.Inventory:
+    sysfs, proc = h100_node(tmp_path)
+    return gpus.from_smi(H100.read_text(), sysfs, proc)
+
+
+@pytest.fixture
+def a100(tmp_path: Path) -> gpus.Inventory:
+    sysfs, proc = a100_node(tmp_path)
+    return gpus.from_smi(A100.read_text(), sysfs, proc)
+
+
+# ------------------------------------------------------------------ inventory and locality
+
+def test_one_gpu_node_inventory(h100):
+    [g] = h100.gpus
+    assert (g.name, g.bus_id, g.minor, g.architecture) == \
+        ("NVIDIA H100 80GB HBM3", "0000:17:00.0", 0, "Hopper")
+    assert g.memory_bytes == 81559 << 20 and (g.max_sm_mhz, g.max_mem_mhz) == (1980, 2619)
+    assert g.numa_node == 0 and g.local_cpus == tuple(range(16)) and g.processes == ()
+    assert (h100.driver, h100.cuda) == ("580.159.04", "13.0")
+    [row] = gpus.locality_rows(h100)
+    # the HCA (and its netdev) behind the GPU's switch; the NVMe on another root port
+    assert row == ["GPU0 NVIDIA H100 80GB HBM3", "0000:17:00.0", "0", "0-15",
+                   "mlx5_0 (PIX)", "nvme0 (PHB)"]
+
+
+def test_eight_gpu_two_socket_locality(a100):
+    assert [g.numa_node for g in a100.gpus] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert [g.bus_id[5:7] for g in a100.gpus] == ["07", "0f", "47", "4e", "87", "90", "b7", "bd"]
+    rows = gpus.locality_rows(a100)
+    assert [r[4] for r in rows] == [f"mlx5_{i // 2} (PIX)" for i in range(8)]
+    assert rows[4][5] == "nvme0 (PHB)" and rows[0][5] == "nvme0 (SYS)"
+    assert rows[7][3] == "64-127"
+    m = {r[0]: r[1:] for r in gpus.gpu_matrix(a100)}
+    assert m["GPU0"][:5] == ["X", "PIX", "NODE", "NODE", "SYS"]
+    assert m["GPU5"][4] == "PIX" and m["GPU5"][6] == "NODE"
+    text = gpus.render(a100)
+    assert "GPUs: 8 (driver 580.159.04, CUDA 13.0" in text and "SYS across" in text
+
+
+def test_processes_and_their_jobs(a100):
+    procs = a100.gpus[1].processes
+    assert [(p.pid, p.job, p.used_bytes) for p in procs] == \
+        [(4242, "101", 20480 << 20), (4343, "102", 16384 << 20)]
+
+
+def test_malformed_documents_are_user_errors(tmp_path):
+    with pytest.raises(UserError, match="not nvidia-smi XML"):
+        gpus.from_smi("<gpu>", tmp_path)
+    with pytest.raises(UserError, match="root <topology>"):
+        gpus.from_smi("<topology/>", tmp_path)
+    bad = H100.read_text().replace("00000000:17:00.0", "zz:17")
+    with pytest.raises(UserError, match="PCI bus id"):
+        gpus.from_smi(bad, tmp_path)
+
+
+# ------------------------------------------------------------------ binding and sharing
+
+def test_cpus_far_from_the_gpu_are_a_warning_with_the_fix(a100):
+    b = gpus.binding(a100, {"CUDA_VISIBLE_DEVICES": "0"}, range(64, 72))
+    assert [g.index for g in b.gpus] == [0] and b.source == "CUDA_VISIBLE_DEVICES"
+    [w] = b.warnings
+    assert "GPU0 (0000:07:00.0) is local to NUMA 0 (CPUs 0-63)" in w and "64-71" in w
+    assert "--gpu-bind=closest" in w
+    assert gpus.binding(a100, {"CUDA_VISIBLE_DEVICES": "0"}, range(8)).warnings == ()
+
+
+def test_which_gpus_a_process_sees(a100):
+    uuid = a100.gpus[3].uuid
+    assert [g.index for g in gpus.visible(a100, {"CUDA_VISIBLE_DEVICES": uuid})[0]] == [3]
+    # Slurm's variables hold nvidia-smi indices and win over CUDA's renumbered ones
+    env = {"SLURM_STEP_GPUS": "5,6", "CUDA_VISIBLE_DEVICES": "0,1"}
+    got, source, _ = gpus.visible(a100, env)
+    assert [g.index for g in got] == [5, 6] and source == "SLURM_STEP_GPUS"
+    assert len(gpus.visible(a100, {})[0]) == 8
+    for env, needle in (({"CUDA_VISIBLE_DEVICES": "9"}, "device 9 does not exist"),
+                        ({"SLURM_JOB_GPUS": "2,x"}, "GPU 'x' does not exist"),
+                        ({"CUDA_VISIBLE_DEVICES": "GPU-nope"}, "names no single GPU")):
+        with pytest.raises(UserError, match=needle):
+            gpus.visible(a100, env)
+
+
+def test_two_jobs_on_one_gpu_while_another_idles(a100):
+    [finding] = gpus.sharing(a100)
+    assert finding.startswith("GPU1 (0000:0f:00.0) runs 2 processes of 2 jobs (101, 102)")
+    assert "GPU0, GPU2" in finding and "GRES" in finding and "RSMAP" in finding
+
+
+def test_one_job_on_each_gpu_is_no_finding(tmp_path):
+    sysfs, proc = a100_node(tmp_path)
+    (proc / "4343" / "cgroup").write_text("0::/slurm/uid_0/job_101/step_0\n")
+    inv = gpus.from_smi(A100.read_text(), sysfs, proc)
+    assert gpus.sharing(inv) == []  # both processes are job 101's
+
+
+# ------------------------------------------------------------------ peak models
+
+def test_peak_models_match_the_data_sheets():
+    # H100 SXM: HBM3 at 2619 MHz over 5120 bits is its 3.35 TB/s; 132 SMs at 1830 MHz its
+    # dense BF16 989 TFLOP/s; A100's FP64 tensor 19.5 TFLOP/s at 1410 MHz
+    assert peaks.memory_peak_gbs(2_619_000, 5120) == pytest.approx(3352.3, abs=0.1)
+    assert peaks.gemm_peak_tflops("9.0", "bf16", 132, 1830) == pytest.approx(989.4, abs=0.1)
+    assert peaks.gemm_peak_tflops("8.0", "fp64", 108, 1410) == pytest.approx(19.5, abs=0.05)
+    assert peaks.gemm_peak_tflops("12.0", "fp16", 100, 2000) is None  # not in the table
+    assert peaks.gemm_peak_tflops("7.0", "tf32", 80, 1530) is None  # Volta has no TF32
+    assert peaks.memory_peak_gbs(0, 5120) is None
+
+
+# ------------------------------------------------------------------ the CUDA program
+
+def test_the_cuda_program_compiles_and_says_no_driver(tmp_path, monkeypatch):
+    try:
+        tk = toolkit.find()
+    except toolkit.NoToolkit as exc:
+        pytest.skip(str(exc))
+    monkeypatch.setenv("HPCPROBE_CACHE", str(tmp_path))
+    exe = build.build(tk, ["sm_90"], None)
+    assert exe.is_file() and build.build(tk, ["sm_90"], None) == exe  # cached
+    assert "archs: sm_90" in (exe.parent / "fingerprint.txt").read_text()
+    r = subprocess.run([str(exe), "gemm", "0", "fp8", "64", "2", "x"], capture_output=True,
+                       text=True)
+    assert r.returncode == 2 and "precision 'fp8' is unknown" in json.loads(r.stdout)["error"]
+    if not Path("/proc/driver/nvidia/version").exists():
+        r = subprocess.run([str(exe), "info"], capture_output=True, text=True)
+        assert r.returncode == 4 and "no NVIDIA driver" in json.loads(r.stdout)["error"]
+
+
+def test_build_targets(monkeypatch):
+    tk = toolkit.Toolkit("nvcc", "13.0", ("sm_75", "sm_80", "sm_90", "sm_120"))
+    assert build.targets(tk, ["sm_90", "sm_80"]) == ("sm_80", "sm_90")
+    assert build.targets(tk, ["sm_130"]) == ("sm_120",)  # newer: the newest PTX, JIT-compiled
+    assert build.targets(tk, []) == ("sm_75",)
+    with pytest.raises(UserError, match="cannot build for sm_70"):
+        build.targets(tk, ["sm_70"])
+    assert toolkit.arch_of("9.0") == "sm_90" and toolkit.arch_of("12.1") == "sm_121"
+
+
+# ------------------------------------------------------------------ measurement plumbing
+
+STAND_IN = '''#!{python}
+"""A stand-in for hpb_gpu: the program's JSON lines for a fictional device (test input)."""
+import json, sys
+a = sys.argv[1:]
+env = {{"readings": 3, "sm_mhz": 1500, "sm_mhz_min": 1400, "sm_mhz_max": 1600, "mem_mhz": 1593,
+        "power_w": 300.0, "power_w_max": 350.0, "temp_c_max": 70, "reasons": 4}}
+def out(**d): print(json.dumps(d))
+if a[0] == "info":
+    out(driver_cuda=13000, runtime_cuda=13000, devices=1)
+    out(device=0, name="X", pci_bus_id="00000000:17:00.0", memory_bytes=1 << 36, sms=100,
+        cc="9.0", sm_khz=2000000, mem_khz=1000000, bus_width_bits=4096, l2_bytes=1 << 20)
+elif a[0] == "stream":
+    for size in map(int, a[2].split(",")):
+        for r in range(int(a[3])):
+            for k, n in (("copy", 2), ("mul", 2), ("add", 3), ("triad", 3), ("dot", 2)):
+                out(test="stream", kernel=k, rep=r, bytes=n * size, seconds=n * size / 5e11)
+        out(test="stream", check=True, array_bytes=size, env=env)
+elif a[0] == "gemm":
+    for n in map(int, a[3].split(",")):
+        for r in range(int(a[4])):
+            out(test="gemm", precision=a[2], n=n, rep=r, flops=2.0 * n ** 3, seconds=1e-3)
+        out(test="gemm", precision=a[2], check=a[2] != "fp16", env=env, cublas_version=130000)
+elif a[0] == "copy":
+    for size in map(int, a[3].split(",")):
+        for r in range(int(a[4])):
+            out(test="copy", direction=a[2], rep=r,
+                bytes=size * (2 if a[2] == "bidir" else 1), seconds=size / 2.5e10)
+    out(test="copy", direction=a[2], check=True, node_asked=int(a[5]), node=int(a[5]),
+        cpus=a[6], env=env)
+'''
+
+
+def test_figures_count_only_after_their_check(tmp_path, monkeypatch, tiny):
+    prog = tmp_path / "hpb_gpu"
+    prog.write_text(STAND_IN.format(python=sys.executable))
+    prog.chmod(prog.stat().st_mode | stat.S_IXUSR)
+    sysfs, proc = h100_node(tmp_path)
+    inv = gpus.from_smi(H100.read_text(), sysfs, proc)
+    monkeypatch.setattr(bench, "inventory", lambda o: inv)
+    monkeypatch.setattr(toolkit, "find", lambda: toolkit.Toolkit("nvcc", "13.0", ("sm_90",)))
+    monkeypatch.setattr(build, "build", lambda tk, archs, driver: prog)
+    monkeypatch.setattr(toolkit, "cublas", lambda tk, asked: "libcublas.so.13")
+    monkeypatch.setattr(bench, "_compute_caps", lambda inv: ["9.0"])
+    ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
+    o = bench.GpuOptions(precisions=("bf16", "fp16"), stream_size=4 << 20)
+    bench.run(ctx, o)
+    # fp16's check failed: its figures are gone, said in one error; the rest counted
+    assert [e for e in ctx.errors if "fp16" in e and "failed its check" in e] == ctx.errors
+    gemm = [m for m in ctx.metrics if m.name == "gemm"]
+    assert [m.params["precision"] for m in gemm] == ["bf16"]
+    assert len(gemm[0].samples) == 5  # quick: five after the dropped warm-up
+    assert gemm[0].params["sm_mhz"] == 1500 and gemm[0].params["throttle"] == \
+        "software power cap"
+    [model] = [m for m in ctx.metrics if m.name == "gemm_peak"]
+    assert model.samples == [pytest.approx(4096 * 100 * 1500e6 / 1e12)]  # at the SM clock read
+    bw = [m for m in ctx.metrics if m.name == "bandwidth"]
+    assert sorted({m.params["array_bytes"] for m in bw}) == [1 << 20, 2 << 20, 4 << 20]
+    triad = next(m for m in bw if m.params["kernel"] == "triad" and
+                 m.params["array_bytes"] == 4 << 20)
+    assert triad.summary.median == pytest.approx(500.0)
+    [frac] = [m for m in ctx.metrics if m.name == "bandwidth_fraction" and
+              m.params["kernel"] == "triad"]
+    assert frac.summary.median == pytest.approx(100 * 500 / 1024)  # 2 x 1 GHz x 4096 bit / 8
+    copies = [m for m in ctx.metrics if m.name == "copy"]
+    assert {m.params["direction"] for m in copies} == {"h2d", "d2h", "bidir"}
+    assert all(m.params["local"] and m.params["numa"] == 0 for m in copies)
+    run = Run("r", "2026-11-23T00:00:00+00:00", "h", "quick", ["gpu"], ctx.provenance, {},
+              ctx.metrics)
+    titles = [b.title for b in views.tables(run)]  # type: ignore[union-attr]
+    assert len(titles) == 3 and "BabelStream" in titles[0]
+    assert [slug for slug, _, _ in views.figures([run])] == ["gpu-bandwidth", "gpu-gemm"]
+
+
+def test_a_failed_check_line_is_a_measurement_error():
+    docs = [{"test": "stream", "check": False, "error_a": 1.0}]
+    with pytest.raises(MeasurementError, match="failed its check"):
+        bench._checked(docs, 1, "", "BabelStream", "stream")
+    with pytest.raises(MeasurementError, match="out of memory"):
+        bench._checked([{"error": "cudaMalloc: out of memory", "code": 3}], 3, "",
+                       "GEMM", "gemm")
+
+
+def test_stream_sizes_halve_to_one_mib():
+    assert bench.stream_sizes(8 << 20) == [1 << 20, 2 << 20, 4 << 20, 8 << 20]
+
+
+# ------------------------------------------------------------------ the command line
+
+@pytest.fixture
+def recorded(tmp_path) -> list[str]:
+    sysfs, _ = a100_node(tmp_path)
+    return ["--gpu-smi", str(A100), "--gpu-sysfs", str(sysfs)]
+
+
+def test_gpu_info_and_check_on_a_recorded_node(recorded):
+    r = hpcprobe("gpu", "info", *recorded)
+    assert r.code == 0, r.err
+    assert "GPU7 NVIDIA A100-SXM4-80GB  0000:bd:00.0  1" in r.out and "mlx5_3 (PIX)" in r.out
+    # this process runs on CPUs of NUMA 0: GPU0 is local; GPU1's two processes (their jobs
+    # unknown here: this procfs is the live one) share it while others idle
+    r = hpcprobe("gpu", "check", *recorded, env={"CUDA_VISIBLE_DEVICES": "0"})
+    assert r.code == 1 and "GPUs (CUDA_VISIBLE_DEVICES): GPU0 0000:07:00.0" in r.out, r.out
+    assert "WARNING: GPU1 (0000:0f:00.0) runs 2 processes" in r.out
+    r = hpcprobe("gpu", "check", *recorded, env={"CUDA_VISIBLE_DEVICES": "4"})
+    if set(os.sched_getaffinity(0)) - set(range(64, 128)):
+        assert "is local to NUMA 1 (CPUs 64-127)" in r.out, r.out
+
+
+def test_gpu_bad_input_is_one_line(recorded, tmp_path):
+    for args, needle in ((["--gpu-devices", "9"], "--gpu-devices 9: no such GPU"),
+                         (["--gpu-tests", "fft"], "--gpu-tests 'fft' is unknown"),
+                         (["--gpu-precisions", "fp4"], "--gpu-precisions 'fp4' is unknown"),
+                         (["--gpu-gemm-n", "200000"], "needs 894.1 GiB on GPU0"),
+                         (["--gpu-stream-size", "1KiB"], "at least 1 MiB")):
+        assert_user_error(hpcprobe("gpu", *recorded, *args, "--dry-run"), needle)
+    assert_user_error(hpcprobe("gpu", "info", "--gpu-smi", str(tmp_path / "none.xml")),
+                      "cannot read it")
+    bad = tmp_path / "bad.xml"
+    bad.write_text("<nvidia_smi_log><gpu>")
+    assert_user_error(hpcprobe("gpu", "info", "--gpu-smi", str(bad)), "not nvidia-smi XML")
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="this node has a driver")
+def test_no_gpu_is_one_line_and_other_families_go_on(tmp_path):
+    assert_user_error(hpcprobe("gpu"), "no GPU: no NVIDIA driver")
+    r = hpcprobe("run", "gpu", "--dry-run")
+    assert r.code == 0 and "skipped: no GPU" in r.out
