@@ -18,7 +18,7 @@ SRC = Path(hpcprobe.__file__).parent
 LAYERS: list[tuple[str, ...]] = [
     ("hpcprobe.common", "hpcprobe.tools"),
     ("hpcprobe.native", "hpcprobe.results"),
-    ("hpcprobe.machine", "hpcprobe.mpi"),
+    ("hpcprobe.machine", "hpcprobe.mpi", "hpcprobe.cuda"),
     ("hpcprobe.views.table", "hpcprobe.views.figure"),
     ("hpcprobe.analysis",),
     ("hpcprobe.measure", "hpcprobe.schedulers", "hpcprobe.views.terminal", "hpcprobe.views.html"),

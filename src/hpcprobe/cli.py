@@ -17,7 +17,7 @@ from hpcprobe import __version__, registry
 from hpcprobe.common import files
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_USAGE, HpcprobeError, OptionError, UserError
-from hpcprobe.machine import placement, topology
+from hpcprobe.machine import gpus, placement, topology
 from hpcprobe.machine.sizing import thread_ladder
 from hpcprobe.measure import options, profiles, scaling
 from hpcprobe.measure.family import Family, Flag, RunContext, flags
@@ -646,10 +646,14 @@ def _sweep_plan(s: Any, boot: str | None) -> int:
 
 def cmd_topology(a: argparse.Namespace) -> int:
     topo = topology.load(a.input)
+    # this node's GPUs and what is near them (a recorded node: `gpu info --gpu-smi`)
+    inv = gpus.discover() if a.input is None else None
     if a.json:
-        _print_json(topo.to_dict())
+        _print_json({**topo.to_dict(), **({"gpus": inv.to_dict()} if inv and inv.gpus else {})})
     else:
         print(topology.render(topo))
+        if inv and inv.gpus:
+            print(gpus.render(inv))
     return 0
 
 
