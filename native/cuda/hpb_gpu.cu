@@ -253,6 +253,15 @@ static int attr(enum cudaDeviceAttr a, int device)
     return v;
 }
 
+/* Seconds between two recorded events, once the second has completed. */
+static double elapsed_s(cudaEvent_t from, cudaEvent_t to)
+{
+    float ms = 0;
+    CK(cudaEventSynchronize(to));
+    CK(cudaEventElapsedTime(&ms, from, to));
+    return ms * 1e-3;
+}
+
 static int cmd_info(void)
 {
     int n = 0, drv = 0, rt = 0;
@@ -509,43 +518,35 @@ static const struct precision PRECISIONS[] = {
     {"fp64", CUDA_R_64F, CUDA_R_64F, COMPUTE_64F, 8, 8, 0x1p-53, 0x1p-53},
     {"fp32", CUDA_R_32F, CUDA_R_32F, COMPUTE_32F, 4, 4, 0x1p-24, 0x1p-24},
     {"tf32", CUDA_R_32F, CUDA_R_32F, COMPUTE_TF32, 4, 4, 0x1p-24, 0x1p-24},
-    {"bf16", CUDA_R_16BF, CUDA_R_16BF, COMPUTE_32F, 2, 2, 0x1p-9, 0x1p-24},
+    {"bf16", CUDA_R_16BF, CUDA_R_16BF, COMPUTE_32F, 2, 2, 0x1p-8, 0x1p-24},
     {"fp16", CUDA_R_16F, CUDA_R_16F, COMPUTE_32F, 2, 2, 0x1p-11, 0x1p-24},
 };
 
-template <typename T> static void fill(void *x, size_t n, uint64_t seed, int blocks)
-{
-    k_fill<T><<<blocks, 256>>>((T *)x, n, seed);
-}
+template <typename T> struct Fill {
+    static void run(void *x, size_t n, uint64_t seed, int blocks)
+    {
+        k_fill<T><<<blocks, 256>>>((T *)x, n, seed);
+    }
+};
+template <typename T> struct Gather {
+    static void run(const void *c, const size_t *at, double *out, int n)
+    {
+        k_gather<T><<<(n + 255) / 256, 256>>>((const T *)c, at, out, n);
+    }
+};
 
-template <typename T>
-static void gather(const void *c, const size_t *at, double *out, int n)
-{
-    k_gather<T><<<(n + 255) / 256, 256>>>((const T *)c, at, out, n);
-}
-
-static void fill_any(cudaDataType t, void *x, size_t n, uint64_t seed, int blocks)
+/* Op<T>::run(args) for the element type T that a cuBLAS data type names. */
+template <template <typename> class Op, typename... Args>
+static void by_type(cudaDataType t, Args... args)
 {
     if (t == CUDA_R_64F)
-        fill<double>(x, n, seed, blocks);
+        Op<double>::run(args...);
     else if (t == CUDA_R_32F)
-        fill<float>(x, n, seed, blocks);
+        Op<float>::run(args...);
     else if (t == CUDA_R_16BF)
-        fill<__nv_bfloat16>(x, n, seed, blocks);
+        Op<__nv_bfloat16>::run(args...);
     else
-        fill<__half>(x, n, seed, blocks);
-}
-
-static void gather_any(cudaDataType t, const void *c, const size_t *at, double *out, int n)
-{
-    if (t == CUDA_R_64F)
-        gather<double>(c, at, out, n);
-    else if (t == CUDA_R_32F)
-        gather<float>(c, at, out, n);
-    else if (t == CUDA_R_16BF)
-        gather<__nv_bfloat16>(c, at, out, n);
-    else
-        gather<__half>(c, at, out, n);
+        Op<__half>::run(args...);
 }
 
 static int cmd_gemm(int device, const char *prec, int n, int reps, const char *lib)
@@ -572,8 +573,8 @@ static int cmd_gemm(int device, const char *prec, int n, int reps, const char *l
     CK(cudaMalloc(&B, nn * p->size_in));
     CK(cudaMalloc(&C, nn * p->size_out));
     int blocks = 4 * attr(cudaDevAttrMultiProcessorCount, device);
-    fill_any(p->in, A, nn, 1, blocks);
-    fill_any(p->in, B, nn, 2, blocks);
+    by_type<Fill>(p->in, A, nn, (uint64_t)1, blocks);
+    by_type<Fill>(p->in, B, nn, (uint64_t)2, blocks);
     CK(cudaMemset(C, 0, nn * p->size_out));
     CK(cudaDeviceSynchronize());
     /* alpha and beta in the compute type's scalar type: double for 64F, float otherwise */
@@ -594,12 +595,9 @@ static int cmd_gemm(int device, const char *prec, int n, int reps, const char *l
         if (st != 0)
             fail(st == 3 ? EXIT_OOM : EXIT_CHECK, "cublasGemmEx %s n=%d: status %d", p->name,
                  n, st);
-        CK(cudaEventSynchronize(e1));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
         line("{\"test\": \"gemm\", \"precision\": \"%s\", \"n\": %d, \"rep\": %d, "
              "\"flops\": %.17g, \"seconds\": %.9g}",
-             p->name, n, r, 2.0 * n * (double)n * n, ms * 1e-3);
+             p->name, n, r, 2.0 * n * (double)n * n, elapsed_s(e0, e1));
     }
     const char *env = readings_stop(&rd);
     /* the check: CHECKED entries of C (column-major, C(i,j) at i + j n) against the host */
@@ -610,7 +608,7 @@ static int cmd_gemm(int device, const char *prec, int n, int reps, const char *l
     CK(cudaMalloc(&d_at, sizeof at));
     CK(cudaMalloc(&d_got, sizeof got));
     CK(cudaMemcpy(d_at, at, sizeof at, cudaMemcpyHostToDevice));
-    gather_any(p->out, C, d_at, d_got, CHECKED);
+    by_type<Gather>(p->out, (const void *)C, (const size_t *)d_at, d_got, CHECKED);
     CK(cudaMemcpy(got, d_got, sizeof got, cudaMemcpyDeviceToHost));
     double worst = 0;
     int bad = 0;
@@ -752,12 +750,9 @@ static int cmd_copy(int device, const char *dir, size_t bytes, int reps, int nod
         if (d2h)
             CK(cudaMemcpyAsync(host_out, dev_out, bytes, cudaMemcpyDeviceToHost, s1));
         CK(cudaEventRecord(e1, s1));
-        CK(cudaEventSynchronize(e1));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
         line("{\"test\": \"copy\", \"direction\": \"%s\", \"rep\": %d, \"bytes\": %zu, "
              "\"seconds\": %.9g}",
-             dir, r, bidir ? 2 * bytes : bytes, ms * 1e-3);
+             dir, r, bidir ? 2 * bytes : bytes, elapsed_s(e0, e1));
     }
     const char *env = readings_stop(&rd);
     /* the check: what arrived is what was sent, both ways */
@@ -816,11 +811,8 @@ static int cmd_p2p(int device, int peer, size_t bytes, int reps)
         CK(cudaEventRecord(e0));
         CK(cudaMemcpyPeerAsync(dst, peer, src, device, bytes, 0));
         CK(cudaEventRecord(e1));
-        CK(cudaEventSynchronize(e1));
-        float ms = 0;
-        CK(cudaEventElapsedTime(&ms, e0, e1));
         line("{\"test\": \"p2p\", \"peer\": %d, \"rep\": %d, \"bytes\": %zu, \"seconds\": %.9g}",
-             peer, r, bytes, ms * 1e-3);
+             peer, r, bytes, elapsed_s(e0, e1));
     }
     const char *env = readings_stop(&rd);
     CK(cudaMemcpyPeer(src, device, dst, peer, bytes)); /* round trip: what arrived, back */
