@@ -34,6 +34,7 @@ bench: setup
 	$(PY) benchmarks/mpi_vs_hpcc.py
 	$(PY) benchmarks/hpl_vs_hpcc.py
 	$(PY) benchmarks/proxy_bounds.py
+	$(PY) benchmarks/gpu_vs_torch.py
 
 lint: setup
 	$(PY) -m pip install -q ruff mypy

@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""hpcprobe's GPU figures beside PyTorch's on the same GPU, in rounds that alternate the order:
+the device-to-device copy (BabelStream's copy kernel against `tensor.copy_`, both counting the
+bytes read and written) and the BF16 and FP16 GEMM (cuBLAS through hpcprobe's program against
+`torch.matmul`, 2 N^3 FLOPs), each round's ratio hpcprobe / PyTorch and their median. PyTorch is
+the reference the field reaches for first; it is not a dependency of hpcprobe: run this with a
+Python that has both (PYTHONPATH), on a node with a GPU.
+
+Usage: benchmarks/gpu_vs_torch.py [--rounds 3] [--n 8192] [--bytes 1GiB] [--device 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+from sidebyside import hpcprobe_json, in_turn, round_ratios
+
+from hpcprobe.measure import options
+
+
+def torch_copy_gbs(torch, device: int, nbytes: int, reps: int = 20) -> float:
+    """Median GB/s of copy_ between two device tensors (bytes read + written)."""
+    n = nbytes // 8
+    a = torch.full((n,), 0.1, dtype=torch.float64, device=f"cuda:{device}")
+    c = torch.empty_like(a)
+    times = []
+    for _ in range(reps + 1):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        c.copy_(a)
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) * 1e-3)
+    if not torch.equal(a, c):
+        raise SystemExit("torch copy_ check failed")
+    return 2 * n * 8 / statistics.median(times[1:]) / 1e9
+
+
+def torch_gemm_tflops(torch, device: int, n: int, dtype, reps: int = 10) -> float:
+    a = torch.randn(n, n, device=f"cuda:{device}", dtype=dtype)
+    b = torch.randn(n, n, device=f"cuda:{device}", dtype=dtype)
+    times = []
+    for _ in range(reps + 1):
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        torch.matmul(a, b)
+        e.record()
+        e.synchronize()
+        times.append(s.elapsed_time(e) * 1e-3)
+    return 2 * n**3 / statistics.median(times[1:]) / 1e12
+
+
+def ours(doc: dict, name: str, **match: object) -> float:
+    got = [m for m in doc["metrics"] if m["benchmark"] == "gpu" and m["name"] == name
+           and all(m["params"].get(k) == v for k, v in match.items())]
+    if not got:
+        raise SystemExit(f"hpcprobe measured no gpu {name} {match}: {doc.get('errors')}")
+    return float(got[0]["summary"]["median"])
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--n", type=int, default=8192)
+    ap.add_argument("--bytes", type=options.size, default=1 << 30)
+    ap.add_argument("--device", type=int, default=0)
+    a = ap.parse_args()
+    try:
+        import torch
+    except ImportError:
+        print("PyTorch is not importable from this Python: nothing to compare with")
+        return 0
+    if not torch.cuda.is_available():
+        print("no CUDA device visible to PyTorch: nothing to measure")
+        return 0
+    rows: dict[str, tuple[list[float], list[float]]] = {}
+    for k in range(a.rounds):
+        for who in in_turn("hpcprobe", "torch", k):
+            if who == "hpcprobe":
+                doc = hpcprobe_json(["gpu", "--gpu-devices", str(a.device), "--gpu-tests",
+                                     "stream,gemm", "--gpu-precisions", "bf16,fp16",
+                                     "--gpu-gemm-n", str(a.n), "--gpu-stream-size",
+                                     str(a.bytes), "--profile", "quick"])
+                rows.setdefault("d2d copy GB/s", ([], []))[0].append(
+                    ours(doc, "bandwidth", kernel="copy", array_bytes=a.bytes))
+                for p in ("bf16", "fp16"):
+                    rows.setdefault(f"{p} GEMM N={a.n} TFLOP/s", ([], []))[0].append(
+                        ours(doc, "gemm", precision=p, n=a.n))
+            else:
+                rows.setdefault("d2d copy GB/s", ([], []))[1].append(
+                    torch_copy_gbs(torch, a.device, a.bytes))
+                for p, dt in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
+                    rows.setdefault(f"{p} GEMM N={a.n} TFLOP/s", ([], []))[1].append(
+                        torch_gemm_tflops(torch, a.device, a.n, dt))
+    print(f"{'figure':28s} {'hpcprobe':>10s} {'torch':>10s}  ratio (median, range over "
+          f"{a.rounds} rounds)")
+    for what, (mine, theirs) in rows.items():
+        med, lo, hi = round_ratios(mine, theirs)
+        print(f"{what:28s} {statistics.median(mine):10.1f} {statistics.median(theirs):10.1f}  "
+              f"{med:.3f} [{lo:.3f}, {hi:.3f}]")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
