@@ -285,6 +285,10 @@ def test_gpu_bad_input_is_one_line(recorded, tmp_path):
                          (["--gpu-gemm-n", "200000"], "needs 894.1 GiB on GPU0"),
                          (["--gpu-stream-size", "1KiB"], "at least 1 MiB")):
         assert_user_error(hpcprobe("gpu", *recorded, *args, "--dry-run"), needle)
+    assert_user_error(hpcprobe("gpu", *recorded, "--gpu-devices", "0,x"), "GPU indices")
+    r = hpcprobe("gpu", *recorded, "--gpu-devices", "0,7", "--gpu-tests", "copy", "--dry-run")
+    assert r.code == 0 and "GPU0 NVIDIA A100" in r.out and "GPU7 NVIDIA A100" in r.out, r.err
+    assert "GPU1" not in r.out
     assert_user_error(hpcprobe("gpu", "info", "--gpu-smi", str(tmp_path / "none.xml")),
                       "cannot read it")
     bad = tmp_path / "bad.xml"

@@ -7,6 +7,7 @@ a job's GPU binding and GPU sharing on this node."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from collections import defaultdict
@@ -49,7 +50,13 @@ SETTINGS = {
 
 
 def _devices(text: str) -> tuple[int, ...]:
-    return options.counts(text) if text != "all" else ()
+    """GPU indices (0 and up), comma-separated, or "all"."""
+    if text == "all":
+        return ()
+    items = [x.strip() for x in text.split(",")]
+    if not all(x.isdigit() for x in items):
+        raise argparse.ArgumentTypeError(f"{text}: give GPU indices such as 0 or 0,2, or all")
+    return tuple(int(x) for x in items)
 
 
 @dataclass(frozen=True)
@@ -163,7 +170,8 @@ def plan(ctx: RunContext, o: GpuOptions | None) -> list[str]:
     reps = o.reps or s.reps
     lines = []
     for g in devs:
-        head = f"GPU{g.index} {g.name} ({g.bus_id}, NUMA {g.numa_node})"
+        head = (f"GPU{g.index} {g.name} ({g.bus_id}, NUMA "
+                f"{'?' if g.numa_node is None else g.numa_node})")
         if "stream" in tests:
             lines.append(f"{head}: BabelStream copy/mul/add/triad/dot, arrays 1 MiB .. "
                          f"{format_bytes(o.stream_size) if o.stream_size else '8x L2 (>= 256 MiB)'}"
