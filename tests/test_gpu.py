@@ -21,10 +21,12 @@ from gpunodes import DATA, a100_node, h100_node
 from hpcprobe.common.errors import MeasurementError, UserError
 from hpcprobe.cuda import build, toolkit
 from hpcprobe.families.gpu import bench, peaks, views
-from hpcprobe.machine import gpus
+from hpcprobe.machine import gpus, provenance
 from hpcprobe.measure import profiles
 from hpcprobe.measure.family import RunContext
+from hpcprobe.results import model as results
 from hpcprobe.results.model import Run
+from hpcprobe.results.store import Store
 
 H100 = DATA / "h100-1gpu.xml"
 A100 = DATA / "a100-8gpu-2s.xml"
@@ -236,8 +238,15 @@ def test_figures_count_only_after_their_check(tmp_path, monkeypatch, tiny):
     copies = [m for m in ctx.metrics if m.name == "copy"]
     assert {m.params["direction"] for m in copies} == {"h2d", "d2h", "bidir"}
     assert all(m.params["local"] and m.params["numa"] == 0 for m in copies)
-    run = Run("r", "2026-11-23T00:00:00+00:00", "h", "quick", ["gpu"], ctx.provenance, {},
+    run = Run("0123456789ab", "2026-11-23T00:00:00+00:00", "h", "quick", ["gpu"],
+              {**provenance.collect(tiny, "scalar"), **ctx.provenance}, tiny.to_dict(),
               ctx.metrics)
+    results.validate(run.to_dict())  # the one schema; stored and read back whole
+    with Store.open(tmp_path / "r.sqlite") as st:
+        st.save(run)
+        back = st.load("0123456789ab")
+    assert [(m.name, m.params, m.samples) for m in back.metrics] == \
+        [(m.name, m.params, m.samples) for m in run.metrics]
     titles = [b.title for b in views.tables(run)]  # type: ignore[union-attr]
     assert len(titles) == 3 and "BabelStream" in titles[0]
     assert [slug for slug, _, _ in views.figures([run])] == ["gpu-bandwidth", "gpu-gemm"]
