@@ -199,8 +199,8 @@ elif a[0] == "copy":
         for r in range(int(a[4])):
             out(test="copy", direction=a[2], rep=r,
                 bytes=size * (2 if a[2] == "bidir" else 1), seconds=size / 2.5e10)
-    out(test="copy", direction=a[2], check=True, node_asked=int(a[5]), node=int(a[5]),
-        cpus=a[6], env=env)
+        out(test="copy", direction=a[2], check=True, size=size, node_asked=int(a[5]),
+            node=int(a[5]), cpus=a[6], env=env)
 '''
 
 

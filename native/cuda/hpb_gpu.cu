@@ -771,9 +771,9 @@ static int cmd_copy(int device, const char *dir, size_t bytes, int reps, int nod
     CK(cudaFreeHost(host_out));
     CK(cudaFree(dev_in));
     CK(cudaFree(dev_out));
-    line("{\"test\": \"copy\", \"direction\": \"%s\", \"check\": %s, \"node_asked\": %d, "
-         "\"node\": %d, \"cpus\": \"%s\", \"env\": %s}",
-         dir, ok ? "true" : "false", node, got_node, cpus, env);
+    line("{\"test\": \"copy\", \"direction\": \"%s\", \"check\": %s, \"size\": %zu, "
+         "\"node_asked\": %d, \"node\": %d, \"cpus\": \"%s\", \"env\": %s}",
+         dir, ok ? "true" : "false", bytes, node, got_node, cpus, env);
     return ok ? 0 : EXIT_CHECK;
 }
 

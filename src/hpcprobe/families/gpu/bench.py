@@ -401,17 +401,18 @@ def _copy(ctx: RunContext, o: GpuOptions, s: Settings, exe: str, g: gpus.Gpu, de
                                           ",".join(map(str, sizes)), str(reps), str(node),
                                           cpus], timeout)
             checks = _checked(docs, code, tail, f"{direction} copy from NUMA {node}", "copy")
-            got = checks[-1]
-            if node >= 0 and got["node"] != node:
-                ctx.warnings.append(f"gpu: GPU{g.index} {direction}: the buffer asked on NUMA "
-                                    f"{node} landed on {got['node']}")
-            env = _env_params(got["env"])
+            by_size = {c["size"]: c for c in checks}
+            for c in checks:
+                if node >= 0 and c["node"] != node:
+                    ctx.warnings.append(f"gpu: GPU{g.index} {direction}: the buffer asked on "
+                                        f"NUMA {node} landed on {c['node']}")
             local = g.numa_node is None or node < 0 or node == g.numa_node
             for (_, moved), samples in _samples(docs, ("direction", "bytes")).items():
                 size = moved // 2 if direction == "bidir" else moved
+                got = by_size[size]
                 params = {**base, "direction": direction, "bytes": size, "numa": node,
                           "local": local, "cpus": got["cpus"], "buffer_numa": got["node"],
-                          **env}
+                          **_env_params(got["env"])}
                 ctx.metrics.append(Metric("gpu", "copy", "GB/s", params,
                                           [x / 1e9 for x in samples]))
 
