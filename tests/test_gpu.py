@@ -174,12 +174,15 @@ def test_build_targets(monkeypatch):
 
 STAND_IN = '''#!{python}
 """A stand-in for hpb_gpu: the program's JSON lines for a fictional device (test input)."""
-import json, sys
+import json, os, sys
 a = sys.argv[1:]
 env = {{"readings": 3, "sm_mhz": 1500, "sm_mhz_min": 1400, "sm_mhz_max": 1600, "mem_mhz": 1593,
         "power_w": 300.0, "power_w_max": 350.0, "temp_c_max": 70, "reasons": 4}}
 def out(**d): print(json.dumps(d))
-if a[0] == "info":
+if a[0] == "info" and os.environ.get("STAND_IN_NO_DRIVER"):
+    out(error="no NVIDIA driver: libcuda.so.1 was not found or did not load", code=4)
+    sys.exit(4)
+elif a[0] == "info":
     out(driver_cuda=13000, runtime_cuda=13000, devices=1)
     out(device=0, name="X", pci_bus_id="00000000:17:00.0", memory_bytes=1 << 36, sms=100,
         cc="9.0", sm_khz=2000000, mem_khz=1000000, bus_width_bits=4096, l2_bytes=1 << 20)
@@ -204,7 +207,9 @@ elif a[0] == "copy":
 '''
 
 
-def test_figures_count_only_after_their_check(tmp_path, monkeypatch, tiny):
+@pytest.fixture
+def stand_in(tmp_path, monkeypatch):
+    """The family on a recorded H100 node with the stand-in in place of the built program."""
     prog = tmp_path / "hpb_gpu"
     prog.write_text(STAND_IN.format(python=sys.executable))
     prog.chmod(prog.stat().st_mode | stat.S_IXUSR)
@@ -215,6 +220,32 @@ def test_figures_count_only_after_their_check(tmp_path, monkeypatch, tiny):
     monkeypatch.setattr(build, "build", lambda tk, archs, driver: prog)
     monkeypatch.setattr(toolkit, "cublas", lambda tk, asked: "libcublas.so.13")
     monkeypatch.setattr(bench, "_compute_caps", lambda inv: ["9.0"])
+
+
+def test_a_node_whose_driver_does_not_load(stand_in, monkeypatch, tiny):
+    monkeypatch.setenv("STAND_IN_NO_DRIVER", "1")
+    with pytest.raises(UserError, match="no NVIDIA driver"):  # hpcprobe gpu: exit 2
+        bench.run(RunContext(tiny, profiles.get("quick"), "scalar", standalone=True),
+                  bench.GpuOptions())
+    ctx = RunContext(tiny, profiles.get("quick"), "scalar")  # hpcprobe run: the rest goes on
+    bench.run(ctx, bench.GpuOptions())
+    assert ctx.metrics == [] and ctx.errors == []
+    assert ctx.warnings[0].startswith("gpu: skipped: CUDA: no NVIDIA driver")
+
+
+def test_no_cublas_fails_the_gemm_alone(stand_in, monkeypatch, tiny):
+    def none(tk, asked):
+        raise UserError("no cuBLAS library found")
+
+    monkeypatch.setattr(toolkit, "cublas", none)
+    ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
+    bench.run(ctx, bench.GpuOptions(tests=("stream", "gemm"), stream_size=1 << 20))
+    assert ctx.errors == ["gpu: GPU0 gemm: no cuBLAS library found"]
+    assert {m.name for m in ctx.metrics} == {"bandwidth", "bandwidth_peak",
+                                            "bandwidth_fraction"}
+
+
+def test_figures_count_only_after_their_check(stand_in, tmp_path, tiny):
     ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
     o = bench.GpuOptions(precisions=("bf16", "fp16"), stream_size=4 << 20)
     bench.run(ctx, o)

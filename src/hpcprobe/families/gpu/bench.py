@@ -144,6 +144,8 @@ def setup(ctx: RunContext, o: GpuOptions, inv: gpus.Inventory
     devs = chosen(ctx, o, inv)
     tests = tests_of(o, len(devs))
     s = SETTINGS[ctx.profile.name]
+    if o.cublas and not os.path.isfile(o.cublas):
+        raise UserError(f"--gpu-cublas {o.cublas}: no such file")
     for g in devs:
         if o.stream_size is not None:
             if o.stream_size < 1 << 20:
@@ -256,6 +258,8 @@ class _Device:
 
 def _cuda_devices(exe: str, timeout: float) -> tuple[dict[str, _Device], dict[str, Any]]:
     docs, code, tail = _run(exe, ["info"], timeout)
+    if code == 4:  # no usable driver or device: the node's state, said as such
+        raise UserError(_failure(docs, code, tail, "CUDA"))
     if code != 0:
         raise MeasurementError(_failure(docs, code, tail, "the GPU program (info)"))
     head = next((d for d in docs if "driver_cuda" in d), {})
@@ -271,22 +275,21 @@ def _cuda_devices(exe: str, timeout: float) -> tuple[dict[str, _Device], dict[st
 def run(ctx: RunContext, o: GpuOptions | None) -> None:
     o = o or GpuOptions()
     inv = inventory(o)
-    try:
+    devs, tests, s = setup(ctx, o, inv) if inv.gpus else ([], (), SETTINGS["quick"])
+    reps = (o.reps or s.reps) + 1  # the first is the warm-up, dropped
+    timeout = o.timeout_s or 1800.0
+    driver = inv.driver or toolkit.driver_version()
+    try:  # no GPU, driver, nvcc or build: the GPU family alone does not run
         if not inv.gpus:
             raise UserError(f"no GPU: {inv.none_why}")
         tk = toolkit.find()
+        exe = str(build.build(tk, [toolkit.arch_of(c) for c in _compute_caps(inv)], driver))
+        cuda, head = _cuda_devices(exe, timeout)
     except UserError as exc:
         if ctx.standalone or o.devices or o.tests:
             raise
         ctx.warnings.append(f"gpu: skipped: {exc}")
         return
-    devs, tests, s = setup(ctx, o, inv)
-    reps = (o.reps or s.reps) + 1  # the first is the warm-up, dropped
-    timeout = o.timeout_s or 1800.0
-    driver = inv.driver or toolkit.driver_version()
-    caps = _compute_caps(inv)
-    exe = str(build.build(tk, [toolkit.arch_of(c) for c in caps], driver))
-    cuda, head = _cuda_devices(exe, timeout)
     ctx.provenance["gpu"] = {"driver": driver, "driver_cuda": head.get("driver_cuda"),
                              "runtime_cuda": head.get("runtime_cuda"), **tk.to_dict(),
                              "gpus": [g.to_dict() for g in devs]}
@@ -356,7 +359,10 @@ def _stream(ctx: RunContext, o: GpuOptions, s: Settings, exe: str, g: gpus.Gpu, 
 
 def _gemm(ctx: RunContext, o: GpuOptions, s: Settings, exe: str, g: gpus.Gpu, dev: _Device,
           base: dict[str, Any], reps: int, timeout: float, _: Any) -> None:
-    lib = toolkit.cublas(toolkit.find(), o.cublas)
+    try:
+        lib = toolkit.cublas(toolkit.find(), o.cublas)
+    except UserError as exc:  # the other tests need no cuBLAS
+        raise MeasurementError(str(exc)) from None
     ns = o.gemm_n or s.gemm_n
     failed = []
     for prec in o.precisions or peaks.PRECISIONS:
