@@ -75,10 +75,11 @@ class GpuOptions:
         "thorough 4096,8192,16384)", parse=options.counts, metavar="N[,N…]"))
     stream_size: int | None = option(Flag(
         "--gpu-stream-size", "BabelStream's largest array, e.g. 1GiB (default: 8x the L2 "
-        "and at least 256 MiB; the sweep halves it down to 1 MiB)", parse=options.size))
+        "and at least 256 MiB; the sweep halves it down to 1 MiB)", parse=options.size,
+        metavar="SIZE"))
     copy_size: int | None = option(Flag(
         "--gpu-copy-size", "host<->device copy size, e.g. 256MiB (default: a ladder per "
-        "profile)", parse=options.size))
+        "profile)", parse=options.size, metavar="SIZE"))
     reps: int | None = option(Flag(
         "--gpu-reps", "timed repetitions of each GPU figure (default quick 5, default 10, "
         "thorough 20)", parse=options.at_least(2, "a repetition count"), metavar="N"))
