@@ -239,7 +239,8 @@ def test_no_cublas_fails_the_gemm_alone(stand_in, monkeypatch, tiny):
 
     monkeypatch.setattr(toolkit, "cublas", none)
     ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
-    bench.run(ctx, bench.GpuOptions(tests=("stream", "gemm"), stream_size=1 << 20))
+    bench.run(ctx, bench.GpuOptions(gpu_tests=("stream", "gemm"),
+                                    gpu_stream_size=1 << 20))
     assert ctx.errors == ["gpu: GPU0 gemm: no cuBLAS library found"]
     assert {m.name for m in ctx.metrics} == {"bandwidth", "bandwidth_peak",
                                             "bandwidth_fraction"}
@@ -247,7 +248,7 @@ def test_no_cublas_fails_the_gemm_alone(stand_in, monkeypatch, tiny):
 
 def test_figures_count_only_after_their_check(stand_in, tmp_path, tiny):
     ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
-    o = bench.GpuOptions(precisions=("bf16", "fp16"), stream_size=4 << 20)
+    o = bench.GpuOptions(gpu_precisions=("bf16", "fp16"), gpu_stream_size=4 << 20)
     bench.run(ctx, o)
     # fp16's check failed: its figures are gone, said in one error; the rest counted
     assert [e for e in ctx.errors if "fp16" in e and "failed its check" in e] == ctx.errors

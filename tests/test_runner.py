@@ -29,7 +29,7 @@ def test_benchmarks():
         return [f.name for f in fams]
 
     assert names(registry.resolve(None)) == ["memory", "latency", "numa", "frequency",
-                                             "compute", "mpi", "hpl", "dslash", "cg"]
+                                             "compute", "mpi", "hpl", "dslash", "cg", "gpu"]
     assert names(registry.resolve(["latency", "memory", "latency"])) == ["latency", "memory"]
     with pytest.raises(UserError, match="benchmarks: memory, latency, numa, frequency, "
                                         "compute, mpi, hpl, dslash, cg"):

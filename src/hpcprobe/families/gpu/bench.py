@@ -61,64 +61,64 @@ def _devices(text: str) -> tuple[int, ...]:
 
 @dataclass(frozen=True)
 class GpuOptions:
-    devices: tuple[int, ...] = option(Flag(
+    gpu_devices: tuple[int, ...] = option(Flag(
         "--gpu-devices", "GPUs by nvidia-smi index, e.g. 0 or 0,2 (default: all)",
         parse=_devices, metavar="I[,I…]"), ())
-    tests: tuple[str, ...] | None = option(Flag(
+    gpu_tests: tuple[str, ...] | None = option(Flag(
         "--gpu-tests", f"which GPU tests: {', '.join(TESTS)} (default: all; p2p needs two "
         "GPUs)", parse=options.names, metavar="T[,T…]"))
-    precisions: tuple[str, ...] | None = option(Flag(
+    gpu_precisions: tuple[str, ...] | None = option(Flag(
         "--gpu-precisions", f"GEMM precisions: {', '.join(peaks.PRECISIONS)} (default: all)",
         parse=options.names, metavar="P[,P…]"))
-    gemm_n: tuple[int, ...] | None = option(Flag(
+    gpu_gemm_n: tuple[int, ...] | None = option(Flag(
         "--gpu-gemm-n", "GEMM order(s) N (N x N x N; default quick 4096, default 8192, "
         "thorough 4096,8192,16384)", parse=options.counts, metavar="N[,N…]"))
-    stream_size: int | None = option(Flag(
+    gpu_stream_size: int | None = option(Flag(
         "--gpu-stream-size", "BabelStream's largest array, e.g. 1GiB (default: 8x the L2 "
         "and at least 256 MiB; the sweep halves it down to 1 MiB)", parse=options.size,
         metavar="SIZE"))
-    copy_size: int | None = option(Flag(
+    gpu_copy_size: int | None = option(Flag(
         "--gpu-copy-size", "host<->device copy size, e.g. 256MiB (default: a ladder per "
         "profile)", parse=options.size, metavar="SIZE"))
-    reps: int | None = option(Flag(
+    gpu_reps: int | None = option(Flag(
         "--gpu-reps", "timed repetitions of each GPU figure (default quick 5, default 10, "
         "thorough 20)", parse=options.at_least(2, "a repetition count"), metavar="N"))
-    cublas: str | None = option(Flag(
+    gpu_cublas: str | None = option(Flag(
         "--gpu-cublas", "the cuBLAS library to load (default: the toolkit's, the loader's, or "
         "pip's nvidia-cublas)", metavar="PATH"))
-    smi: str | None = option(Flag(
+    gpu_smi: str | None = option(Flag(
         "--gpu-smi", "gpu info/check/plan: a recorded `nvidia-smi -q -x` file instead of this "
         "node's", metavar="FILE.xml"))
-    sysfs: str = option(Flag(
+    gpu_sysfs: str = option(Flag(
         "--gpu-sysfs", "gpu info/check/plan: the sysfs tree beside --gpu-smi (default /sys)",
         metavar="DIR"), "/sys")
     timeout_s: float | None = option(options.TIMEOUT)
 
 
 def inventory(o: GpuOptions) -> gpus.Inventory:
-    return gpus.discover(o.smi, o.sysfs)
+    return gpus.discover(o.gpu_smi, o.gpu_sysfs)
 
 
 def chosen(ctx: RunContext, o: GpuOptions, inv: gpus.Inventory) -> list[gpus.Gpu]:
     """The GPUs asked for (a missing one is a user error)."""
     by_index = {g.index: g for g in inv.gpus}
-    for i in o.devices:
+    for i in o.gpu_devices:
         if i not in by_index:
             raise UserError(f"--gpu-devices {i}: no such GPU; this node has "
                             f"{len(inv.gpus)} (0..{len(inv.gpus) - 1})")
-    return [by_index[i] for i in o.devices] if o.devices else list(inv.gpus)
+    return [by_index[i] for i in o.gpu_devices] if o.gpu_devices else list(inv.gpus)
 
 
 def tests_of(o: GpuOptions, n_gpus: int) -> tuple[str, ...]:
-    for t in o.tests or ():
+    for t in o.gpu_tests or ():
         if t not in TESTS:
             raise UserError(f"--gpu-tests {t!r} is unknown; tests: {', '.join(TESTS)}")
-    for p in o.precisions or ():
+    for p in o.gpu_precisions or ():
         if p not in peaks.PRECISIONS:
             raise UserError(f"--gpu-precisions {p!r} is unknown; precisions: "
                             f"{', '.join(peaks.PRECISIONS)}")
-    asked = o.tests or TESTS
-    if "p2p" in (o.tests or ()) and n_gpus < 2:
+    asked = o.gpu_tests or TESTS
+    if "p2p" in (o.gpu_tests or ()) and n_gpus < 2:
         raise UserError("--gpu-tests p2p needs two GPUs; this run has "
                         f"{n_gpus}")
     return tuple(t for t in asked if t != "p2p" or n_gpus > 1)
@@ -145,20 +145,20 @@ def setup(ctx: RunContext, o: GpuOptions, inv: gpus.Inventory
     devs = chosen(ctx, o, inv)
     tests = tests_of(o, len(devs))
     s = SETTINGS[ctx.profile.name]
-    if o.cublas and not os.path.isfile(o.cublas):
-        raise UserError(f"--gpu-cublas {o.cublas}: no such file")
+    if o.gpu_cublas and not os.path.isfile(o.gpu_cublas):
+        raise UserError(f"--gpu-cublas {o.gpu_cublas}: no such file")
     for g in devs:
-        if o.stream_size is not None:
-            if o.stream_size < 1 << 20:
-                raise UserError(f"--gpu-stream-size {format_bytes(o.stream_size)}: at least "
+        if o.gpu_stream_size is not None:
+            if o.gpu_stream_size < 1 << 20:
+                raise UserError(f"--gpu-stream-size {format_bytes(o.gpu_stream_size)}: at least "
                                 "1 MiB")
-            _fit("--gpu-stream-size (three arrays)", 3 * o.stream_size, g)
-        for n in o.gemm_n or s.gemm_n:
+            _fit("--gpu-stream-size (three arrays)", 3 * o.gpu_stream_size, g)
+        for n in o.gpu_gemm_n or s.gemm_n:
             if n < 16:
                 raise UserError(f"--gpu-gemm-n {n}: at least 16")
             _fit(f"--gpu-gemm-n {n} (three FP64 matrices)", 3 * 8 * n * n, g)
-        if o.copy_size is not None:
-            _fit("--gpu-copy-size (two buffers)", 2 * o.copy_size, g)
+        if o.gpu_copy_size is not None:
+            _fit("--gpu-copy-size (two buffers)", 2 * o.gpu_copy_size, g)
     return devs, tests, s
 
 
@@ -166,22 +166,23 @@ def plan(ctx: RunContext, o: GpuOptions | None) -> list[str]:
     o = o or GpuOptions()
     inv = inventory(o)
     if not inv.gpus:
-        if ctx.standalone or o.devices or o.tests:
+        if ctx.standalone or o.gpu_devices or o.gpu_tests:
             raise UserError(f"no GPU: {inv.none_why}")
         return [f"skipped: no GPU ({inv.none_why})"]
     devs, tests, s = setup(ctx, o, inv)
-    reps = o.reps or s.reps
+    reps = o.gpu_reps or s.reps
     lines = []
     for g in devs:
         head = (f"GPU{g.index} {g.name} ({g.bus_id}, NUMA "
                 f"{'?' if g.numa_node is None else g.numa_node})")
         if "stream" in tests:
+            largest = format_bytes(o.gpu_stream_size) if o.gpu_stream_size else \
+                "8x L2 (>= 256 MiB)"
             lines.append(f"{head}: BabelStream copy/mul/add/triad/dot, arrays 1 MiB .. "
-                         f"{format_bytes(o.stream_size) if o.stream_size else '8x L2 (>= 256 MiB)'}"
-                         f", {reps} samples each")
+                         f"{largest}, {reps} samples each")
         if "gemm" in tests:
-            lines.append(f"{head}: cuBLAS GEMM {', '.join(o.precisions or peaks.PRECISIONS)} "
-                         f"at N {', '.join(map(str, o.gemm_n or s.gemm_n))}, {reps} samples")
+            lines.append(f"{head}: cuBLAS GEMM {', '.join(o.gpu_precisions or peaks.PRECISIONS)} "
+                         f"at N {', '.join(map(str, o.gpu_gemm_n or s.gemm_n))}, {reps} samples")
         if "copy" in tests:
             nodes = [d.index if d.os_index is None else d.os_index for d in ctx.topo.numa_nodes]
             lines.append(f"{head}: pinned {'/'.join(DIRECTIONS)} from NUMA "
@@ -193,7 +194,7 @@ def plan(ctx: RunContext, o: GpuOptions | None) -> list[str]:
 
 
 def _copy_sizes(o: GpuOptions, s: Settings) -> tuple[int, ...]:
-    return (o.copy_size,) if o.copy_size else s.copy_sizes
+    return (o.gpu_copy_size,) if o.gpu_copy_size else s.copy_sizes
 
 
 # ------------------------------------------------------------------ running the program
@@ -277,7 +278,7 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
     o = o or GpuOptions()
     inv = inventory(o)
     devs, tests, s = setup(ctx, o, inv) if inv.gpus else ([], (), SETTINGS["quick"])
-    reps = (o.reps or s.reps) + 1  # the first is the warm-up, dropped
+    reps = (o.gpu_reps or s.reps) + 1  # the first is the warm-up, dropped
     timeout = o.timeout_s or 1800.0
     driver = inv.driver or toolkit.driver_version()
     try:  # no GPU, driver, nvcc or build: the GPU family alone does not run
@@ -287,7 +288,7 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
         exe = str(build.build(tk, [toolkit.arch_of(c) for c in _compute_caps(inv)], driver))
         cuda, head = _cuda_devices(exe, timeout)
     except UserError as exc:
-        if ctx.standalone or o.devices or o.tests:
+        if ctx.standalone or o.gpu_devices or o.gpu_tests:
             raise
         ctx.warnings.append(f"gpu: skipped: {exc}")
         return
@@ -335,7 +336,7 @@ def _checked(docs: list[dict[str, Any]], code: int | None, tail: str, what: str,
 
 def _stream(ctx: RunContext, o: GpuOptions, s: Settings, exe: str, g: gpus.Gpu, dev: _Device,
             base: dict[str, Any], reps: int, timeout: float, _: Any) -> None:
-    largest = o.stream_size or max(8 * dev.l2_bytes, 256 << 20)
+    largest = o.gpu_stream_size or max(8 * dev.l2_bytes, 256 << 20)
     if g.memory_bytes is not None:
         largest = min(largest, int(0.9 * g.memory_bytes) // 3)
     sizes = stream_sizes(largest // 8 * 8)
@@ -361,12 +362,12 @@ def _stream(ctx: RunContext, o: GpuOptions, s: Settings, exe: str, g: gpus.Gpu, 
 def _gemm(ctx: RunContext, o: GpuOptions, s: Settings, exe: str, g: gpus.Gpu, dev: _Device,
           base: dict[str, Any], reps: int, timeout: float, _: Any) -> None:
     try:
-        lib = toolkit.cublas(toolkit.find(), o.cublas)
+        lib = toolkit.cublas(toolkit.find(), o.gpu_cublas)
     except UserError as exc:  # the other tests need no cuBLAS
         raise MeasurementError(str(exc)) from None
-    ns = o.gemm_n or s.gemm_n
+    ns = o.gpu_gemm_n or s.gemm_n
     failed = []
-    for prec in o.precisions or peaks.PRECISIONS:
+    for prec in o.gpu_precisions or peaks.PRECISIONS:
         docs, code, tail = _run(exe, ["gemm", str(dev.cuda_index), prec,
                                       ",".join(map(str, ns)), str(reps), lib], timeout)
         try:
@@ -459,7 +460,7 @@ def info(o: GpuOptions) -> int:
         tk = toolkit.find()
         print(f"CUDA toolkit: nvcc {tk.release} at {tk.nvcc} (architectures "
               f"{', '.join(tk.archs)})")
-        print(f"cuBLAS: {toolkit.cublas(tk, o.cublas)}")
+        print(f"cuBLAS: {toolkit.cublas(tk, o.gpu_cublas)}")
     except UserError as exc:
         print(f"CUDA: {exc}")
     return 0
