@@ -12,7 +12,7 @@ import pytest
 from hpcprobe import cli, registry
 from hpcprobe.families import FAMILIES
 from hpcprobe.measure import options, profiles
-from hpcprobe.measure.family import Family, Flag, MetricSpec, RunContext, option
+from hpcprobe.measure.family import Family, Flag, MetricSpec, RunContext, flags, option
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.views import html
 from hpcprobe.views.table import Block, Table
@@ -113,3 +113,13 @@ def test_a_figure_without_samples_is_an_error_not_a_crash(monkeypatch, tmp_path)
     assert cli.main(["run", "toy", "--no-store", "--json", str(out)]) == 1
     doc = json.loads(out.read_text())
     assert doc["metrics"] == [] and any("has no sample" in e for e in doc["errors"])
+
+
+def test_a_field_name_means_one_flag_across_families():
+    """Errors name an option by its field (registry.option_names): two families whose fields
+    share a name must share the flag too, or one family's error would name the other's."""
+    seen: dict[str, set[str]] = {}
+    for fam in registry.families().values():
+        for name, flag in flags(fam.options):
+            seen.setdefault(name, set()).add(flag.flag)
+    assert {k: v for k, v in seen.items() if len(v) > 1} == {}

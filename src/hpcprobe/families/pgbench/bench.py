@@ -37,7 +37,7 @@ class PgbenchOptions:
     clients: int | None = option(Flag(
         "--pg-clients", "concurrent clients (default: one per core)",
         parse=options.at_least(1, "a client count"), metavar="N"))
-    time_s: int | None = option(Flag(
+    pg_time_s: int | None = option(Flag(
         "--pg-time", "seconds each repetition runs (default: quick 5, default 10, thorough 30)",
         parse=options.at_least(1, "a number of seconds"), metavar="S"))
     mode: str = option(Flag("--pg-mode", "the built-in script (default tpcb-like)",
@@ -60,7 +60,8 @@ def plan(ctx: RunContext, o: PgbenchOptions) -> list[str]:
                         "(Debian package postgresql), or --pg-url")
     n = program.repetitions(ctx, o.repeat)
     return [f"pgbench {o.mode}, scale {o.scale or SETTINGS[ctx.profile.name].scale}, "
-            f"{_clients(ctx, o)} client(s), {o.time_s or SETTINGS[ctx.profile.name].time_s} s, "
+            f"{_clients(ctx, o)} client(s), "
+            f"{o.pg_time_s or SETTINGS[ctx.profile.name].time_s} s, "
             f"{n} time(s), against {'the database given' if o.url else 'a throwaway server'}"]
 
 
@@ -92,7 +93,7 @@ def run(ctx: RunContext, o: PgbenchOptions) -> None:
     clients = _clients(ctx, o)
     threads = min(clients, len(os.sched_getaffinity(0)))
     scale = o.scale or SETTINGS[ctx.profile.name].scale
-    seconds = o.time_s or SETTINGS[ctx.profile.name].time_s
+    seconds = o.pg_time_s or SETTINGS[ctx.profile.name].time_s
     with database(o) as (conn, version):
         ctx.provenance.setdefault("tools", {}).update(
             {"pgbench": TOOL.version(), **({"postgresql": version} if version else {})})
