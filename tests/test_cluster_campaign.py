@@ -275,14 +275,20 @@ def test_hpl_across_nodes_gives_weak_scaling(cluster, tmp_path):
 def test_cg_across_nodes_runs_its_ranks_on_every_node(cluster, tmp_path):
     """The CG proxy on 1, 2 and 4 nodes (a box a node, one rank a node through srun): the
     check across the ranks passed on every count, the rate and its parallel efficiency."""
-    r, doc = campaign(cluster, tmp_path, "cg", "--no-links", "--scale", "cg", "--scale-args",
-                      "--grid 16x16x16")
+    # The 4-node job once printed nothing for 4 minutes in CI (four namespace nodes on two
+    # CPUs; 1 and 2 nodes had finished): the campaign cancels a job that runs past --timeout,
+    # and that one failure, said as such, gets one more campaign
+    for tag in ("cg", "cg-again"):
+        r, doc = campaign(cluster, tmp_path, tag, "--no-links", "--scale", "cg", "--scale-args",
+                          "--grid 16x16x16", "--timeout", "90")
+        if not any("no result after 90 s running" in e for e in doc["scaling_errors"]):
+            break
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr
     assert doc["scaling_errors"] == []
     pts = weak_points(doc, "cg.gflops")
     assert all(p["median"] > 0 and p["parallel_efficiency"] > 0 for p in pts)
     with Store.open(tmp_path / "r.sqlite") as st:
-        runs = [x for x in st.load_all(Selection(tag="cg")) if "cg" in x.benchmarks]
+        runs = [x for x in st.load_all(Selection(tag=tag)) if "cg" in x.benchmarks]
     got = sorted((m.params["nodes"], m.params["global"]) for x in runs for m in x.metrics
                  if m.name == "gflops")
     assert got == [(1, "16x16x16"), (2, "16x16x32"), (4, "16x32x32")]
