@@ -190,17 +190,19 @@ elif a[0] == "stream":
     for size in map(int, a[2].split(",")):
         for r in range(int(a[3])):
             for k, n in (("copy", 2), ("mul", 2), ("add", 3), ("triad", 3), ("dot", 2)):
-                out(test="stream", kernel=k, rep=r, bytes=n * size, seconds=n * size / 5e11)
+                out(test="stream", kernel=k, rep=r, array_bytes=size, bytes=n * size,
+                    seconds=n * size / 5e11)
         out(test="stream", check=True, array_bytes=size, env=env)
 elif a[0] == "gemm":
     for n in map(int, a[3].split(",")):
         for r in range(int(a[4])):
             out(test="gemm", precision=a[2], n=n, rep=r, flops=2.0 * n ** 3, seconds=1e-3)
-        out(test="gemm", precision=a[2], check=a[2] != "fp16", env=env, cublas_version=130000)
+        out(test="gemm", precision=a[2], n=n, check=a[2] != "fp16", env=env,
+            cublas_version=130000)
 elif a[0] == "copy":
     for size in map(int, a[3].split(",")):
         for r in range(int(a[4])):
-            out(test="copy", direction=a[2], rep=r,
+            out(test="copy", direction=a[2], rep=r, size=size,
                 bytes=size * (2 if a[2] == "bidir" else 1), seconds=size / 2.5e10)
         out(test="copy", direction=a[2], check=True, size=size, node_asked=int(a[5]),
             node=int(a[5]), cpus=a[6], env=env)

@@ -395,9 +395,10 @@ static int cmd_stream(int device, size_t bytes, int reps)
         for (int k = 0; k < 5; k++) {
             float ms = 0;
             CK(cudaEventElapsedTime(&ms, ev[k], ev[k + 1]));
-            line("{\"test\": \"stream\", \"kernel\": \"%s\", \"rep\": %d, \"bytes\": %zu, "
-                 "\"seconds\": %.9g}",
-                 names[k], r, (size_t)arrays[k] * n * sizeof(double), ms * 1e-3);
+            line("{\"test\": \"stream\", \"kernel\": \"%s\", \"rep\": %d, "
+                 "\"array_bytes\": %zu, \"bytes\": %zu, \"seconds\": %.9g}",
+                 names[k], r, n * sizeof(double), (size_t)arrays[k] * n * sizeof(double),
+                 ms * 1e-3);
         }
     }
     const char *env = readings_stop(&rd);
@@ -632,9 +633,10 @@ static int cmd_gemm(int device, const char *prec, int n, int reps, const char *l
     CK(cudaFree(C));
     CK(cudaFree(d_at));
     CK(cudaFree(d_got));
-    line("{\"test\": \"gemm\", \"precision\": \"%s\", \"check\": %s, \"checked\": %d, "
-         "\"failed\": %d, \"worst_over_bound\": %.3g, \"cublas_version\": %d, \"env\": %s}",
-         p->name, bad ? "false" : "true", CHECKED, bad, worst, ver, env);
+    line("{\"test\": \"gemm\", \"precision\": \"%s\", \"n\": %d, \"check\": %s, "
+         "\"checked\": %d, \"failed\": %d, \"worst_over_bound\": %.3g, "
+         "\"cublas_version\": %d, \"env\": %s}",
+         p->name, n, bad ? "false" : "true", CHECKED, bad, worst, ver, env);
     return bad ? EXIT_CHECK : 0;
 }
 
@@ -750,9 +752,9 @@ static int cmd_copy(int device, const char *dir, size_t bytes, int reps, int nod
         if (d2h)
             CK(cudaMemcpyAsync(host_out, dev_out, bytes, cudaMemcpyDeviceToHost, s1));
         CK(cudaEventRecord(e1, s1));
-        line("{\"test\": \"copy\", \"direction\": \"%s\", \"rep\": %d, \"bytes\": %zu, "
-             "\"seconds\": %.9g}",
-             dir, r, bidir ? 2 * bytes : bytes, elapsed_s(e0, e1));
+        line("{\"test\": \"copy\", \"direction\": \"%s\", \"rep\": %d, \"size\": %zu, "
+             "\"bytes\": %zu, \"seconds\": %.9g}",
+             dir, r, bytes, bidir ? 2 * bytes : bytes, elapsed_s(e0, e1));
     }
     const char *env = readings_stop(&rd);
     /* the check: what arrived is what was sent, both ways */

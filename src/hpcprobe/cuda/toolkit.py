@@ -72,6 +72,7 @@ def arch_of(cc: str) -> str:
     return f"sm_{int(major)}{int(minor or 0)}"
 
 
+@cache  # the loader's cache and the wheels are searched once, not once per GPU
 def cublas_candidates(tk: Toolkit) -> list[str]:
     """cuBLAS libraries on this node, those of the toolkit's major release first:
     HPCPROBE_CUBLAS, the toolkit's own, the loader's cache, NVIDIA's Python wheels."""

@@ -8,19 +8,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from hpcprobe.common.kernelfiles import read_text
+
 SYSFS_CPU = "/sys/devices/system/cpu"
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
 
 
 def _ghz(path: Path) -> float | None:
     """A cpufreq file in kHz as GHz."""
-    text = _read(path)
+    text = read_text(path)
     try:
         return None if text is None else int(text) / 1e6
     except ValueError:
@@ -46,7 +41,7 @@ def policy(cpu: int, root: str = SYSFS_CPU) -> Policy | None:
     d = Path(root) / f"cpu{cpu}" / "cpufreq"
     if not d.is_dir():
         return None
-    return Policy(_read(d / "scaling_driver"), _read(d / "scaling_governor"),
+    return Policy(read_text(d / "scaling_driver"), read_text(d / "scaling_governor"),
                   _ghz(d / "scaling_min_freq"), _ghz(d / "scaling_max_freq"))
 
 
@@ -62,7 +57,7 @@ def base_ghz(model_name: str | None, cpu: int = 0, root: str = SYSFS_CPU
     ghz = _ghz(d / "cpufreq" / "base_frequency")
     if ghz:
         return ghz, "cpufreq base_frequency"
-    mhz = _read(d / "acpi_cppc" / "nominal_freq")
+    mhz = read_text(d / "acpi_cppc" / "nominal_freq")
     if mhz and mhz.isdigit() and int(mhz) > 0:
         return int(mhz) / 1000, "ACPI CPPC nominal_freq"
     return None

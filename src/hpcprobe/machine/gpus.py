@@ -18,6 +18,7 @@ from typing import Any
 
 from hpcprobe.common.cpulist import format_cpulist, parse_cpulist
 from hpcprobe.common.errors import UserError
+from hpcprobe.common.kernelfiles import read_text
 
 #: How two PCIe devices connect, nearest first (nvidia-smi topo -m's words).
 RELATIONS = ("PIX", "PXB", "PHB", "NODE", "SYS")
@@ -117,20 +118,13 @@ def _mhz(value: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
-
-
 def _pci(sysfs: Path, bdf: str) -> tuple[int | None, tuple[int, ...], tuple[str, ...]]:
     """A PCI device's NUMA node (None where sysfs says -1 or nothing), local CPUs and PCIe path
     (the resolved link under /sys/bus/pci/devices: root complex, bridges, the device)."""
     dev = sysfs / "bus" / "pci" / "devices" / bdf
-    node_text = _read(dev / "numa_node")
+    node_text = read_text(dev / "numa_node")
     node = int(node_text) if node_text and node_text.lstrip("-").isdigit() else None
-    cpus_text = _read(dev / "local_cpulist")
+    cpus_text = read_text(dev / "local_cpulist")
     cpus = tuple(parse_cpulist(cpus_text)) if cpus_text else ()
     try:
         real = os.path.realpath(dev)
@@ -157,7 +151,7 @@ def parse_smi(text: str, source: str = "nvidia-smi -q -x") -> tuple[str | None, 
 
 def job_of(pid: int, proc: Path) -> str | None:
     """The Slurm job a process runs in: its cgroup (…/job_123/…), else its SLURM_JOB_ID."""
-    cg = _read(proc / str(pid) / "cgroup") or ""
+    cg = read_text(proc / str(pid) / "cgroup") or ""
     m = re.search(r"/job_(\d+)", cg)
     if m:
         return m.group(1)
@@ -346,23 +340,24 @@ def visible(inv: Inventory, env: Mapping[str, str]) -> tuple[tuple[Gpu, ...], st
     cvd = env.get("CUDA_VISIBLE_DEVICES")
     if cvd is None:
         return inv.gpus, "all (no CUDA_VISIBLE_DEVICES)", notes
+    items = [x.strip() for x in cvd.split(",") if x.strip()]
     got = []
-    for item in (x.strip() for x in cvd.split(",") if x.strip()):
+    for item in items:
         if item.isdigit():
             if int(item) not in by_index:
                 raise UserError(f"CUDA_VISIBLE_DEVICES={cvd}: device {item} does not exist "
                                 f"here (GPUs 0..{len(inv.gpus) - 1})")
             got.append(by_index[int(item)])
-            if env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and len(inv.gpus) > 1 and \
-                    len({g.name for g in inv.gpus}) > 1:
-                notes.append("CUDA_VISIBLE_DEVICES holds indices in CUDA's order, which differs "
-                             "from nvidia-smi's on mixed GPUs: set CUDA_DEVICE_ORDER=PCI_BUS_ID")
         else:
             match = [g for g in inv.gpus if g.uuid.startswith(item)]
             if len(match) != 1:
                 raise UserError(f"CUDA_VISIBLE_DEVICES={cvd}: {item!r} names no single GPU here")
             got.append(match[0])
-    return tuple(got), "CUDA_VISIBLE_DEVICES", list(dict.fromkeys(notes))
+    if any(x.isdigit() for x in items) and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and \
+            len({g.name for g in inv.gpus}) > 1:
+        notes.append("CUDA_VISIBLE_DEVICES holds indices in CUDA's order, which differs "
+                     "from nvidia-smi's on mixed GPUs: set CUDA_DEVICE_ORDER=PCI_BUS_ID")
+    return tuple(got), "CUDA_VISIBLE_DEVICES", notes
 
 
 def binding(inv: Inventory, env: Mapping[str, str], cpus: Sequence[int]) -> Binding:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import os
 import platform
 import socket
-from pathlib import Path
 from typing import Any
 
 from hpcprobe import __version__, native
 from hpcprobe.common.cpulist import format_cpulist
+from hpcprobe.common.kernelfiles import read_text
 from hpcprobe.machine import cpufreq, sysinfo
 from hpcprobe.machine.topology import Topology
 
@@ -18,15 +18,8 @@ ENV_PREFIXES = ("OMP_", "GOMP_", "KMP_", "OPENBLAS_", "MKL_", "BLIS_", "I_MPI_",
                 "MPICH_", "UCX_", "FI_", "SLURM_CPU", "HPCPROBE_")
 
 
-def _read(path: str) -> str | None:
-    try:
-        return Path(path).read_text().strip()
-    except OSError:
-        return None
-
-
 def cpu_flags() -> list[str]:
-    for line in (_read("/proc/cpuinfo") or "").splitlines():
+    for line in (read_text("/proc/cpuinfo") or "").splitlines():
         if line.startswith(("flags", "Features")):
             return sorted(line.split(":", 1)[1].split())
     return []
@@ -43,7 +36,7 @@ DMI_FIELDS = ("bios_vendor", "bios_version", "bios_date", "sys_vendor", "product
 
 
 def dmi(root: str = "/sys/class/dmi/id") -> dict[str, str]:
-    return {f: v for f in DMI_FIELDS if (v := _read(f"{root}/{f}") or "")}
+    return {f: v for f in DMI_FIELDS if (v := read_text(f"{root}/{f}") or "")}
 
 
 def numa_per_package(topo: Topology) -> int | None:
@@ -80,7 +73,7 @@ def mpi_found() -> str | None:
 
 def collect(topo: Topology, isa: str) -> dict[str, Any]:
     """Everything about this host and build that decides what a kernel measures."""
-    smt_active = _read("/sys/devices/system/cpu/smt/active")
+    smt_active = read_text("/sys/devices/system/cpu/smt/active")
     return {
         "host": socket.gethostname(),
         "cpu_model": topo.cpu_model,
@@ -92,13 +85,13 @@ def collect(topo: Topology, isa: str) -> dict[str, Any]:
         "numa_nodes": len(topo.numa_nodes),
         "numa_per_package": numa_per_package(topo),
         "l3_as_numa": l3_as_numa(topo),
-        "tuned_profile": _read("/etc/tuned/active_profile"),
+        "tuned_profile": read_text("/etc/tuned/active_profile"),
         "dmi": dmi(),
         "blas": blas(),
         "mpi_found": mpi_found(),
         "thp": sysinfo.sysfs_choice(f"{sysinfo.THP_SYSFS}/enabled"),
         "thp_defrag": sysinfo.sysfs_choice(f"{sysinfo.THP_SYSFS}/defrag"),
-        "governor": _read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        "governor": read_text("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         "cpufreq": None if (pol := cpufreq.policy(topo.allowed_cpus[0])) is None else
         pol.to_dict(),
         "compiler": native.build_info(),

@@ -14,6 +14,7 @@ from typing import Any
 from hpcprobe import tools
 from hpcprobe.common.cpulist import format_cpulist, parse_cpulist, parse_hwloc_bitmap
 from hpcprobe.common.errors import UserError
+from hpcprobe.common.kernelfiles import read_text
 from hpcprobe.common.units import format_bytes
 
 
@@ -299,7 +300,7 @@ def from_sysfs(root: str | os.PathLike[str] = "/", allowed: set[int] | None = No
     """Read /sys (under `root`, so tests can replay a recorded tree)."""
     base = Path(root)
     cpu_dir = base / "sys/devices/system/cpu"
-    online = _read(cpu_dir / "online")
+    online = read_text(cpu_dir / "online")
     if online is None:
         raise UserError(f"sysfs under {base} has no devices/system/cpu/online")
     cpus = parse_cpulist(online)
@@ -308,28 +309,28 @@ def from_sysfs(root: str | os.PathLike[str] = "/", allowed: set[int] | None = No
     caches: dict[tuple[int, str], Cache] = {}
     for cpu in cpus:
         d = cpu_dir / f"cpu{cpu}"
-        pkg = int(_read(d / "topology/physical_package_id") or 0)
+        pkg = int(read_text(d / "topology/physical_package_id") or 0)
         pkg_of[cpu] = max(pkg, 0)
-        core_key[cpu] = (pkg_of[cpu], int(_read(d / "topology/core_id") or cpu))
+        core_key[cpu] = (pkg_of[cpu], int(read_text(d / "topology/core_id") or cpu))
         for idx in sorted((d / "cache").glob("index*")):
-            ctype = _read(idx / "type") or ""
+            ctype = read_text(idx / "type") or ""
             if ctype == "Instruction":
                 continue
-            level = int(_read(idx / "level") or 0)
-            shared = _read(idx / "shared_cpu_list") or str(cpu)
+            level = int(read_text(idx / "level") or 0)
+            shared = read_text(idx / "shared_cpu_list") or str(cpu)
             key = (level, shared)
             if key not in caches:
-                caches[key] = Cache(level, _parse_sysfs_size(_read(idx / "size") or "0"),
-                                    int(_read(idx / "coherency_line_size") or 64),
+                caches[key] = Cache(level, _parse_sysfs_size(read_text(idx / "size") or "0"),
+                                    int(read_text(idx / "coherency_line_size") or 64),
                                     tuple(parse_cpulist(shared)))
     numa = []
     for nd in sorted((base / "sys/devices/system/node").glob("node[0-9]*"),
                      key=lambda p: int(p.name[4:])):
         mem = None
-        for line in (_read(nd / "meminfo") or "").splitlines():
+        for line in (read_text(nd / "meminfo") or "").splitlines():
             if "MemTotal:" in line:
                 mem = int(line.split()[-2]) * 1024
-        numa.append((int(nd.name[4:]), parse_cpulist(_read(nd / "cpulist") or ""), mem))
+        numa.append((int(nd.name[4:]), parse_cpulist(read_text(nd / "cpulist") or ""), mem))
     # Topology order: package, then L3 domain, then core, then thread; this is what hwloc does.
     l3_first = {}
     for c in caches.values():
@@ -344,18 +345,11 @@ def from_sysfs(root: str | os.PathLike[str] = "/", allowed: set[int] | None = No
         raw.cores.append((pkg_core[1], [c for c in order if core_key[c] == pkg_core]))
     raw.numa = [(o, c, m) for o, c, m in numa if c]
     raw.caches = [c for c in caches.values() if c.size_bytes > 0]
-    for line in (_read(base / "proc/cpuinfo") or "").splitlines():
+    for line in (read_text(base / "proc/cpuinfo") or "").splitlines():
         if line.startswith("model name"):
             raw.cpu_model = line.split(":", 1)[1].strip()
             break
     return _build(raw, "sysfs")
-
-
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text().strip()
-    except OSError:
-        return None
 
 
 def _parse_sysfs_size(text: str) -> int:

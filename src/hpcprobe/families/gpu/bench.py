@@ -11,6 +11,7 @@ import argparse
 import json
 import os
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,8 +21,10 @@ from hpcprobe.common.units import format_bytes
 from hpcprobe.cuda import build, toolkit
 from hpcprobe.families.gpu import peaks
 from hpcprobe.machine import gpus
+from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, RunContext, option
+from hpcprobe.mpi.launchers import RANK_VARS
 from hpcprobe.results.model import Metric
 from hpcprobe.tools import command
 
@@ -184,9 +187,9 @@ def plan(ctx: RunContext, o: GpuOptions | None) -> list[str]:
             lines.append(f"{head}: cuBLAS GEMM {', '.join(o.gpu_precisions or peaks.PRECISIONS)} "
                          f"at N {', '.join(map(str, o.gpu_gemm_n or s.gemm_n))}, {reps} samples")
         if "copy" in tests:
-            nodes = [d.index if d.os_index is None else d.os_index for d in ctx.topo.numa_nodes]
+            nodes = [str(node) for node, _ in _numa_domains(ctx.topo)]
             lines.append(f"{head}: pinned {'/'.join(DIRECTIONS)} from NUMA "
-                         f"{', '.join(map(str, nodes))} in turn, "
+                         f"{', '.join(nodes)} in turn, "
                          f"{', '.join(format_bytes(x) for x in _copy_sizes(o, s))}")
         if "p2p" in tests:
             lines.append(f"{head}: peer copies to the other GPUs")
@@ -277,8 +280,6 @@ def _cuda_devices(exe: str, timeout: float) -> tuple[dict[str, _Device], dict[st
 def run(ctx: RunContext, o: GpuOptions | None) -> None:
     o = o or GpuOptions()
     inv = inventory(o)
-    devs, tests, s = setup(ctx, o, inv) if inv.gpus else ([], (), SETTINGS["quick"])
-    reps = (o.gpu_reps or s.reps) + 1  # the first is the warm-up, dropped
     timeout = o.timeout_s or 1800.0
     driver = inv.driver or toolkit.driver_version()
     try:  # no GPU, driver, nvcc or build: the GPU family alone does not run
@@ -292,21 +293,22 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
             raise
         ctx.warnings.append(f"gpu: skipped: {exc}")
         return
+    devs, tests, s = setup(ctx, o, inv)
     ctx.provenance["gpu"] = {"driver": driver, "driver_cuda": head.get("driver_cuda"),
                              "runtime_cuda": head.get("runtime_cuda"), **tk.to_dict(),
                              "gpus": [g.to_dict() for g in devs]}
-    steps = len(devs) * len(tests)
-    ctx.progress.start("gpu", steps)
+    ctx.progress.start("gpu", len(devs) * len(tests))
     for g in devs:
         dev = cuda.get(g.bus_id)
         if dev is None:
             ctx.errors.append(f"gpu: GPU{g.index} ({g.bus_id}) is not visible to CUDA here "
                               "(CUDA_VISIBLE_DEVICES?)")
             continue
-        base = {"device": g.index, "gpu": g.name, "bus_id": g.bus_id}
+        # the first repetition is the warm-up, dropped
+        t = _Target(ctx, o, s, exe, g, dev, cuda, (o.gpu_reps or s.reps) + 1, timeout)
         for test in tests:
             try:
-                TEST_RUNNERS[test](ctx, o, s, exe, g, dev, base, reps, timeout, cuda)
+                TEST_RUNNERS[test](t)
             except MeasurementError as exc:  # this test's figures are discarded, others go on
                 ctx.errors.append(f"gpu: GPU{g.index} {test}: {exc}")
             ctx.progress.advance(f"gpu GPU{g.index} {test}")
@@ -334,113 +336,133 @@ def _checked(docs: list[dict[str, Any]], code: int | None, tail: str, what: str,
     return checks
 
 
-def _stream(ctx: RunContext, o: GpuOptions, s: Settings, exe: str, g: gpus.Gpu, dev: _Device,
-            base: dict[str, Any], reps: int, timeout: float, _: Any) -> None:
-    largest = o.gpu_stream_size or max(8 * dev.l2_bytes, 256 << 20)
-    if g.memory_bytes is not None:
-        largest = min(largest, int(0.9 * g.memory_bytes) // 3)
+@dataclass(frozen=True)
+class _Target:
+    """One GPU under test, with what every test of it needs."""
+
+    ctx: RunContext
+    o: GpuOptions
+    s: Settings
+    exe: str
+    gpu: gpus.Gpu
+    dev: _Device
+    cuda: dict[str, _Device]  # every GPU CUDA sees, by bus id (the peers)
+    reps: int  # the program's repetitions, the warm-up included
+    timeout: float
+
+    @property
+    def base(self) -> dict[str, Any]:
+        """The params every figure of this GPU carries."""
+        return {"device": self.gpu.index, "gpu": self.gpu.name, "bus_id": self.gpu.bus_id}
+
+    def run(self, test: str, what: str, *args: object) -> tuple[list[dict[str, Any]],
+                                                               list[dict[str, Any]]]:
+        """The program's `test` on this GPU: its lines and its check lines (all passed)."""
+        docs, code, tail = _run(self.exe, [test, str(self.dev.cuda_index), *map(str, args)],
+                                self.timeout)
+        return docs, _checked(docs, code, tail, what, test)
+
+    def add(self, name: str, unit: str, params: dict[str, Any], samples: list[float]) -> None:
+        self.ctx.metrics.append(Metric("gpu", name, unit, {**self.base, **params}, samples))
+
+
+def _sizes(sizes: Sequence[int]) -> str:
+    return ",".join(map(str, sizes))
+
+
+def _stream(t: _Target) -> None:
+    largest = t.o.gpu_stream_size or max(8 * t.dev.l2_bytes, 256 << 20)
+    if t.gpu.memory_bytes is not None:
+        largest = min(largest, int(0.9 * t.gpu.memory_bytes) // 3)
     sizes = stream_sizes(largest // 8 * 8)
-    docs, code, tail = _run(exe, ["stream", str(dev.cuda_index), ",".join(map(str, sizes)),
-                                  str(reps)], timeout)
-    checks = _checked(docs, code, tail, "BabelStream", "stream")
+    docs, checks = t.run("stream", "BabelStream", _sizes(sizes), t.reps)
     env = {c["array_bytes"]: _env_params(c["env"]) for c in checks}
-    peak = peaks.memory_peak_gbs(dev.mem_khz, dev.bus_width_bits)
-    rates = _samples(docs, ("kernel", "bytes"))
-    for (kernel, moved), samples in rates.items():
-        arrays = {"copy": 2, "mul": 2, "add": 3, "triad": 3, "dot": 2}[kernel]
-        array = moved // arrays
-        params = {**base, "kernel": kernel, "array_bytes": array, **env.get(array, {})}
+    peak = peaks.memory_peak_gbs(t.dev.mem_khz, t.dev.bus_width_bits)
+    if peak is not None:
+        t.add("bandwidth_peak", "GB/s", {"mem_khz": t.dev.mem_khz,
+                                         "bus_width_bits": t.dev.bus_width_bits}, [peak])
+    for (kernel, array), samples in _samples(docs, ("kernel", "array_bytes")).items():
+        params = {"kernel": kernel, "array_bytes": array, **env.get(array, {})}
         gbs = [x / 1e9 for x in samples]
-        ctx.metrics.append(Metric("gpu", "bandwidth", "GB/s", params, gbs))
+        t.add("bandwidth", "GB/s", params, gbs)
         if peak is not None and array == max(sizes):
-            model = {**base, "mem_khz": dev.mem_khz, "bus_width_bits": dev.bus_width_bits}
-            ctx.metrics.append(Metric("gpu", "bandwidth_peak", "GB/s", model, [peak]))
-            ctx.metrics.append(Metric("gpu", "bandwidth_fraction", "%",
-                                      {**params}, [100 * x / peak for x in gbs]))
+            t.add("bandwidth_fraction", "%", params, [100 * x / peak for x in gbs])
 
 
-def _gemm(ctx: RunContext, o: GpuOptions, s: Settings, exe: str, g: gpus.Gpu, dev: _Device,
-          base: dict[str, Any], reps: int, timeout: float, _: Any) -> None:
+def _gemm(t: _Target) -> None:
     try:
-        lib = toolkit.cublas(toolkit.find(), o.gpu_cublas)
+        lib = toolkit.cublas(toolkit.find(), t.o.gpu_cublas)
     except UserError as exc:  # the other tests need no cuBLAS
         raise MeasurementError(str(exc)) from None
-    ns = o.gpu_gemm_n or s.gemm_n
     failed = []
-    for prec in o.gpu_precisions or peaks.PRECISIONS:
-        docs, code, tail = _run(exe, ["gemm", str(dev.cuda_index), prec,
-                                      ",".join(map(str, ns)), str(reps), lib], timeout)
+    for prec in t.o.gpu_precisions or peaks.PRECISIONS:
         try:
-            checks = _checked(docs, code, tail, f"GEMM {prec}", "gemm")
+            docs, checks = t.run("gemm", f"GEMM {prec}", prec,
+                                 _sizes(t.o.gpu_gemm_n or t.s.gemm_n), t.reps, lib)
         except MeasurementError as exc:
             failed.append(str(exc))
             continue
-        ctx.provenance.setdefault("gpu", {})["cublas"] = {
+        t.ctx.provenance.setdefault("gpu", {})["cublas"] = {
             "path": lib, "version": checks[0].get("cublas_version")}
-        by_n = dict(zip(ns, checks, strict=False))
+        env = {c["n"]: c["env"] for c in checks}
         for (_, n), samples in _samples(docs, ("precision", "n")).items():
-            env = by_n[n]["env"]
-            params = {**base, "precision": prec, "n": n, **_env_params(env)}
+            params = {"precision": prec, "n": n, **_env_params(env[n])}
             tf = [x / 1e12 for x in samples]
-            ctx.metrics.append(Metric("gpu", "gemm", "TFLOP/s", params, tf))
-            clock = env.get("sm_mhz")
-            model = peaks.gemm_peak_tflops(dev.cc, prec, dev.sms, clock) if clock else None
+            t.add("gemm", "TFLOP/s", params, tf)
+            clock = env[n].get("sm_mhz")
+            model = peaks.gemm_peak_tflops(t.dev.cc, prec, t.dev.sms, clock) if clock else None
             if model is None:
                 continue
-            mp = {**base, "precision": prec, "n": n, "cc": dev.cc, "sms": dev.sms,
-                  "sm_mhz": clock, "flops_per_sm_clock": peaks.gemm_per_sm_clock(dev.cc, prec),
-                  "model_source": peaks.SOURCE}
-            ctx.metrics.append(Metric("gpu", "gemm_peak", "TFLOP/s", mp, [model]))
-            ctx.metrics.append(Metric("gpu", "gemm_fraction", "%", dict(params),
-                                      [100 * x / model for x in tf]))
+            t.add("gemm_peak", "TFLOP/s",
+                  {"precision": prec, "n": n, "cc": t.dev.cc, "sms": t.dev.sms, "sm_mhz": clock,
+                   "flops_per_sm_clock": peaks.gemm_per_sm_clock(t.dev.cc, prec),
+                   "model_source": peaks.SOURCE}, [model])
+            t.add("gemm_fraction", "%", params, [100 * x / model for x in tf])
     if failed:
         raise MeasurementError("; ".join(failed))
 
 
-def _copy(ctx: RunContext, o: GpuOptions, s: Settings, exe: str, g: gpus.Gpu, dev: _Device,
-          base: dict[str, Any], reps: int, timeout: float, _: Any) -> None:
-    sizes = _copy_sizes(o, s)
-    domains = [(d.index if d.os_index is None else d.os_index, format_cpulist(d.cpus))
-               for d in ctx.topo.numa_nodes] or \
-        [(-1, "")]
-    for node, cpus in domains:
+def _numa_domains(topo: Topology) -> list[tuple[int, str]]:
+    """Each NUMA domain's number and CPUs (a cpulist): where a host buffer and thread go."""
+    return [(d.index if d.os_index is None else d.os_index, format_cpulist(d.cpus))
+            for d in topo.numa_nodes]
+
+
+def _copy(t: _Target) -> None:
+    sizes = _copy_sizes(t.o, t.s)
+    for node, cpus in _numa_domains(t.ctx.topo) or [(-1, "")]:
         for direction in DIRECTIONS:
-            docs, code, tail = _run(exe, ["copy", str(dev.cuda_index), direction,
-                                          ",".join(map(str, sizes)), str(reps), str(node),
-                                          cpus], timeout)
-            checks = _checked(docs, code, tail, f"{direction} copy from NUMA {node}", "copy")
+            docs, checks = t.run("copy", f"{direction} copy from NUMA {node}", direction,
+                                 _sizes(sizes), t.reps, node, cpus)
             by_size = {c["size"]: c for c in checks}
             for c in checks:
                 if node >= 0 and c["node"] != node:
-                    ctx.warnings.append(f"gpu: GPU{g.index} {direction}: the buffer asked on "
-                                        f"NUMA {node} landed on {c['node']}")
-            local = g.numa_node is None or node < 0 or node == g.numa_node
-            for (_, moved), samples in _samples(docs, ("direction", "bytes")).items():
-                size = moved // 2 if direction == "bidir" else moved
+                    t.ctx.warnings.append(f"gpu: GPU{t.gpu.index} {direction}: the buffer asked "
+                                          f"on NUMA {node} landed on {c['node']}")
+            local = t.gpu.numa_node is None or node < 0 or node == t.gpu.numa_node
+            for (_, size), samples in _samples(docs, ("direction", "size")).items():
                 got = by_size[size]
-                params = {**base, "direction": direction, "bytes": size, "numa": node,
-                          "local": local, "cpus": got["cpus"], "buffer_numa": got["node"],
-                          **_env_params(got["env"])}
-                ctx.metrics.append(Metric("gpu", "copy", "GB/s", params,
-                                          [x / 1e9 for x in samples]))
+                t.add("copy", "GB/s",
+                      {"direction": direction, "bytes": size, "numa": node, "local": local,
+                       "cpus": got["cpus"], "buffer_numa": got["node"],
+                       **_env_params(got["env"])}, [x / 1e9 for x in samples])
 
 
-def _p2p(ctx: RunContext, o: GpuOptions, s: Settings, exe: str, g: gpus.Gpu, dev: _Device,
-         base: dict[str, Any], reps: int, timeout: float, cuda: dict[str, _Device]) -> None:
-    size = max(_copy_sizes(o, s))
-    for peer_bus, peer in sorted(cuda.items(), key=lambda x: x[1].cuda_index):
-        if peer.cuda_index == dev.cuda_index:
+def _p2p(t: _Target) -> None:
+    size = max(_copy_sizes(t.o, t.s))
+    for peer_bus, peer in sorted(t.cuda.items(), key=lambda x: x[1].cuda_index):
+        if peer.cuda_index == t.dev.cuda_index:
             continue
-        docs, code, tail = _run(exe, ["p2p", str(dev.cuda_index), str(peer.cuda_index),
-                                      str(size), str(reps)], timeout)
-        checks = _checked(docs, code, tail, f"peer copy to {peer_bus}", "p2p")
+        docs, checks = t.run("p2p", f"peer copy to {peer_bus}", peer.cuda_index, size, t.reps)
         for (_, moved), samples in _samples(docs, ("peer", "bytes")).items():
-            params = {**base, "peer_bus_id": peer_bus, "bytes": moved,
-                      "peer_access": checks[-1]["peer_access"], **_env_params(checks[-1]["env"])}
-            ctx.metrics.append(Metric("gpu", "p2p", "GB/s", params, [x / 1e9 for x in samples]))
+            t.add("p2p", "GB/s", {"peer_bus_id": peer_bus, "bytes": moved,
+                                  "peer_access": checks[-1]["peer_access"],
+                                  **_env_params(checks[-1]["env"])},
+                  [x / 1e9 for x in samples])
 
 
-TEST_RUNNERS = {"stream": _stream, "gemm": _gemm, "copy": _copy, "p2p": _p2p}
+TEST_RUNNERS: dict[str, Callable[[_Target], None]] = {
+    "stream": _stream, "gemm": _gemm, "copy": _copy, "p2p": _p2p}
 
 
 # ------------------------------------------------------------------ gpu info, gpu check
@@ -474,8 +496,7 @@ def check(o: GpuOptions) -> int:
     if not inv.gpus:
         raise UserError(f"no GPU: {inv.none_why}")
     b = gpus.binding(inv, os.environ, sorted(os.sched_getaffinity(0)))
-    rank = next((os.environ[v] for v in ("SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
-                 if v in os.environ), None)
+    rank = next((os.environ[v] for v in RANK_VARS if v in os.environ), None)
     who = f"rank {rank}" if rank is not None else f"pid {os.getpid()}"
     print(f"{who}: CPUs {format_cpulist(b.cpus)}; GPUs ({b.source}): " + (", ".join(
         f"GPU{g.index} {g.bus_id} (NUMA {g.numa_node}, local CPUs "

@@ -8,9 +8,7 @@ import os
 from pathlib import Path
 
 from hpcprobe.common.cpulist import parse_cpulist
-
-#: Where launchers put a process's rank in its environment.
-RANK_VARS = ("OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK", "PMIX_RANK")
+from hpcprobe.mpi.launchers import RANK_VARS
 
 
 def _children(proc: Path) -> dict[int, list[int]]:
