@@ -18,7 +18,7 @@ import pytest
 
 from conftest import assert_user_error, hpcprobe
 from gpunodes import DATA, a100_node, h100_node
-from hpcprobe.common.errors import MeasurementError, UserError
+from hpcprobe.common.errors import UserError
 from hpcprobe.cuda import build, toolkit
 from hpcprobe.families.gpu import bench, peaks, views
 from hpcprobe.machine import gpus, provenance
@@ -138,6 +138,8 @@ def test_peak_models_match_the_data_sheets():
     assert peaks.gemm_peak_tflops("8.0", "fp64", 108, 1410) == pytest.approx(19.5, abs=0.05)
     assert peaks.gemm_peak_tflops("12.0", "fp16", 100, 2000) is None  # not in the table
     assert peaks.gemm_peak_tflops("7.0", "tf32", 80, 1530) is None  # Volta has no TF32
+    assert peaks.gemm_peak_tflops("9.0", "fp8", 132, 1830) == pytest.approx(1978.9, abs=0.1)
+    assert peaks.gemm_peak_tflops("8.0", "fp8", 108, 1410) is None  # Ampere has no FP8
     assert peaks.memory_peak_gbs(0, 5120) is None
 
 
@@ -152,9 +154,9 @@ def test_the_cuda_program_compiles_and_says_no_driver(tmp_path, monkeypatch):
     exe = build.build(tk, ["sm_90"], None)
     assert exe.is_file() and build.build(tk, ["sm_90"], None) == exe  # cached
     assert "archs: sm_90" in (exe.parent / "fingerprint.txt").read_text()
-    r = subprocess.run([str(exe), "gemm", "0", "fp8", "64", "2", "x"], capture_output=True,
+    r = subprocess.run([str(exe), "gemm", "0", "fp4", "64", "2", "x"], capture_output=True,
                        text=True)
-    assert r.returncode == 2 and "precision 'fp8' is unknown" in json.loads(r.stdout)["error"]
+    assert r.returncode == 2 and "precision 'fp4' is unknown" in json.loads(r.stdout)["error"]
     if not Path("/proc/driver/nvidia/version").exists():
         r = subprocess.run([str(exe), "info"], capture_output=True, text=True)
         assert r.returncode == 4 and "no NVIDIA driver" in json.loads(r.stdout)["error"]
@@ -184,8 +186,10 @@ if a[0] == "info" and os.environ.get("STAND_IN_NO_DRIVER"):
     sys.exit(4)
 elif a[0] == "info":
     out(driver_cuda=13000, runtime_cuda=13000, devices=1)
+    cc = os.environ.get("STAND_IN_CC", "9.0")
     out(device=0, name="X", pci_bus_id="00000000:17:00.0", memory_bytes=1 << 36, sms=100,
-        cc="9.0", sm_khz=2000000, mem_khz=1000000, bus_width_bits=4096, l2_bytes=1 << 20)
+        cc=cc, sm_khz=2000000, mem_khz=1000000, bus_width_bits=4096, l2_bytes=1 << 20,
+        gemm_precisions=["fp64", "fp32", "tf32", "bf16", "fp16"] + ["fp8"] * (cc >= "8.9"))
 elif a[0] == "stream":
     for size in map(int, a[2].split(",")):
         for r in range(int(a[3])):
@@ -193,12 +197,18 @@ elif a[0] == "stream":
                 out(test="stream", kernel=k, rep=r, array_bytes=size, bytes=n * size,
                     seconds=n * size / 5e11)
         out(test="stream", check=True, array_bytes=size, env=env)
-elif a[0] == "gemm":
+elif a[0] == "gemm":  # fp16 fails its check, bf16 at N 2048; N 32768 runs out of memory
+    rc = 0
     for n in map(int, a[3].split(",")):
+        if n >= 32768:
+            out(error="cudaMalloc(&C): out of memory (cudaErrorMemoryAllocation)", code=3)
+            sys.exit(3)
         for r in range(int(a[4])):
             out(test="gemm", precision=a[2], n=n, rep=r, flops=2.0 * n ** 3, seconds=1e-3)
-        out(test="gemm", precision=a[2], n=n, check=a[2] != "fp16", env=env,
-            cublas_version=130000)
+        ok = a[2] != "fp16" and (a[2], n) != ("bf16", 2048)
+        out(test="gemm", precision=a[2], n=n, check=ok, env=env, cublas_version=130000)
+        rc = rc or (0 if ok else 1)
+    sys.exit(rc)
 elif a[0] == "copy":
     for size in map(int, a[3].split(",")):
         for r in range(int(a[4])):
@@ -286,13 +296,36 @@ def test_figures_count_only_after_their_check(stand_in, tmp_path, tiny):
     assert [slug for slug, _, _ in views.figures([run])] == ["gpu-bandwidth", "gpu-gemm"]
 
 
-def test_a_failed_check_line_is_a_measurement_error():
-    docs = [{"test": "stream", "check": False, "error_a": 1.0}]
-    with pytest.raises(MeasurementError, match="failed its check"):
-        bench._checked(docs, 1, "", "BabelStream", "stream")
-    with pytest.raises(MeasurementError, match="out of memory"):
-        bench._checked([{"error": "cudaMalloc: out of memory", "code": 3}], 3, "",
-                       "GEMM", "gemm")
+def test_a_failed_check_or_an_error_discards_only_its_size(stand_in, tiny):
+    ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
+    bench.run(ctx, bench.GpuOptions(gpu_tests=("gemm",), gpu_precisions=("bf16", "fp32"),
+                                    gpu_gemm_n=(1024, 2048, 32768)))
+    # bf16: N 1024 counted, N 2048 failed its check, N 32768 ran out of memory; fp32: 1024
+    # and 2048 counted
+    got = sorted((m.params["precision"], m.params["n"]) for m in ctx.metrics
+                 if m.name == "gemm")
+    assert got == [("bf16", 1024), ("fp32", 1024), ("fp32", 2048)]
+    assert len(ctx.errors) == 3, ctx.errors
+    assert '"n": 2048' in ctx.errors[0] and "failed its check" in ctx.errors[0]
+    assert all("out of memory" in e for e in ctx.errors[1:])
+    ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
+    bench.run(ctx, bench.GpuOptions(gpu_tests=("gemm",), gpu_precisions=("fp16",)))
+    assert ctx.metrics == [] and len(ctx.errors) == 1 and "failed its check" in ctx.errors[0]
+
+
+def test_fp8_only_where_the_gpu_has_it(stand_in, monkeypatch, tiny):
+    ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
+    bench.run(ctx, bench.GpuOptions(gpu_tests=("gemm",)))
+    precs = {m.params["precision"] for m in ctx.metrics if m.name == "gemm"}
+    assert precs == {"fp64", "fp32", "tf32", "bf16", "fp8"}  # fp16: its check failed
+    [fp8] = [m for m in ctx.metrics if m.name == "gemm_peak" and
+             m.params["precision"] == "fp8"]
+    assert fp8.samples == [pytest.approx(8192 * 100 * 1500e6 / 1e12)]
+    monkeypatch.setenv("STAND_IN_CC", "8.0")  # an A100: no FP8
+    ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
+    bench.run(ctx, bench.GpuOptions(gpu_tests=("gemm",), gpu_precisions=("fp8", "bf16")))
+    assert {m.params["precision"] for m in ctx.metrics} == {"bf16"}
+    assert ctx.warnings == ["gpu: GPU0 (compute capability 8.0) has no fp8 GEMM: skipped"]
 
 
 def test_stream_sizes_halve_to_one_mib():

@@ -21,6 +21,7 @@
 #endif
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 #include <errno.h>
@@ -262,30 +263,6 @@ static double elapsed_s(cudaEvent_t from, cudaEvent_t to)
     return ms * 1e-3;
 }
 
-static int cmd_info(void)
-{
-    int n = 0, drv = 0, rt = 0;
-    check_driver();
-    CK(cudaDriverGetVersion(&drv));
-    CK(cudaRuntimeGetVersion(&rt));
-    CK(cudaGetDeviceCount(&n));
-    line("{\"driver_cuda\": %d, \"runtime_cuda\": %d, \"devices\": %d}", drv, rt, n);
-    for (int d = 0; d < n; d++) {
-        struct cudaDeviceProp p;
-        char bus[32];
-        CK(cudaGetDeviceProperties(&p, d));
-        CK(cudaDeviceGetPCIBusId(bus, sizeof bus, d));
-        line("{\"device\": %d, \"name\": \"%s\", \"pci_bus_id\": \"%s\", \"memory_bytes\": %zu, "
-             "\"sms\": %d, \"cc\": \"%d.%d\", \"sm_khz\": %d, \"mem_khz\": %d, "
-             "\"bus_width_bits\": %d, \"l2_bytes\": %d, \"host_numa\": %d}",
-             d, clean(p.name), bus, p.totalGlobalMem, p.multiProcessorCount, p.major, p.minor,
-             attr(cudaDevAttrClockRate, d), attr(cudaDevAttrMemoryClockRate, d),
-             attr(cudaDevAttrGlobalMemoryBusWidth, d), p.l2CacheSize,
-             attr(cudaDevAttrHostNumaId, d));
-    }
-    return 0;
-}
-
 /* ---------------------------------------------------------------- BabelStream */
 
 /* BabelStream's start values and scalar; its kernels in double. */
@@ -441,10 +418,11 @@ static int cmd_stream(int device, size_t bytes, int reps)
 /* ---------------------------------------------------------------- GEMM through cuBLAS */
 
 /* cuBLAS's C ABI as documented (cublas_api.h, library_types.h): a handle is an opaque pointer,
- * status 0 is success; CUBLAS_OP_N 0, CUBLAS_GEMM_DEFAULT -1; compute types 64F 70, 32F 68,
- * 32F_FAST_TF32 77; data types from library_types.h (cudaDataType). */
+ * status 0 is success; CUBLAS_OP_N 0, CUBLAS_OP_T 1, CUBLAS_GEMM_DEFAULT -1; compute types 64F
+ * 70, 32F 68, 32F_FAST_TF32 77; data types from library_types.h (cudaDataType). */
 typedef void *cublas_handle;
-enum { OP_N = 0, GEMM_DEFAULT = -1, COMPUTE_64F = 70, COMPUTE_32F = 68, COMPUTE_TF32 = 77 };
+enum { OP_N = 0, OP_T = 1, GEMM_DEFAULT = -1, COMPUTE_64F = 70, COMPUTE_32F = 68,
+       COMPUTE_TF32 = 77 };
 static struct {
     int (*create)(cublas_handle *);
     int (*destroy)(cublas_handle);
@@ -454,7 +432,47 @@ static struct {
                 cudaDataType, int, int, int);
 } cublas;
 
-static void cublas_open(const char *path)
+/* cuBLASLt's C ABI as documented (cublasLt.h), for FP8, which cublasGemmEx does not run:
+ * descriptors, layouts and preferences are opaque pointers; an algorithm is 8 words and a
+ * heuristic result that plus its workspace size, state, waves and 4 reserved ints; attributes
+ * CUBLASLT_MATMUL_DESC_TRANSA 3 and TRANSB 4, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES 1. */
+typedef void *lt_handle, *lt_desc, *lt_layout, *lt_pref;
+typedef struct {
+    uint64_t data[8];
+} lt_algo;
+typedef struct {
+    lt_algo algo;
+    size_t workspace;
+    int state;
+    float waves;
+    int reserved[4];
+} lt_heuristic;
+enum { LT_TRANSA = 3, LT_TRANSB = 4, LT_PREF_WORKSPACE = 1 };
+#define LT_WORKSPACE (32u << 20) /* what cuBLASLt's guide gives Hopper's kernels */
+static struct {
+    int (*create)(lt_handle *);
+    int (*destroy)(lt_handle);
+    int (*desc_create)(lt_desc *, int, cudaDataType);
+    int (*desc_destroy)(lt_desc);
+    int (*desc_set)(lt_desc, int, const void *, size_t);
+    int (*layout_create)(lt_layout *, cudaDataType, uint64_t, uint64_t, int64_t);
+    int (*layout_destroy)(lt_layout);
+    int (*pref_create)(lt_pref *);
+    int (*pref_destroy)(lt_pref);
+    int (*pref_set)(lt_pref, int, const void *, size_t);
+    int (*heuristic)(lt_handle, lt_desc, lt_layout, lt_layout, lt_layout, lt_layout, lt_pref,
+                     int, lt_heuristic *, int *);
+    int (*matmul)(lt_handle, lt_desc, const void *, const void *, lt_layout, const void *,
+                  lt_layout, const void *, const void *, lt_layout, void *, lt_layout,
+                  const lt_algo *, void *, size_t, cudaStream_t);
+} lt;
+
+static void *sym(void *h, const char *name)
+{
+    return h ? dlsym(h, name) : NULL;
+}
+
+static void cublas_open(const char *path, int need_lt)
 {
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h)
@@ -465,6 +483,34 @@ static void cublas_open(const char *path)
     *(void **)&cublas.gemm = dlsym(h, "cublasGemmEx");
     if (!cublas.create || !cublas.destroy || !cublas.gemm)
         fail(EXIT_NODEV, "cuBLAS at %s lacks cublasCreate_v2/cublasGemmEx", path);
+    if (!need_lt)
+        return;
+    /* cuBLASLt: libcublas depends on it, so its symbols resolve through cuBLAS's handle;
+     * else the libcublasLt beside it */
+    void *hl = dlsym(h, "cublasLtCreate") ? h : NULL;
+    const char *base = strrchr(path, '/');
+    char sibling[4096];
+    if (!hl && base && !strncmp(base, "/libcublas.", 11)) {
+        snprintf(sibling, sizeof sibling, "%.*s/libcublasLt.%s", (int)(base - path), path,
+                 base + 11);
+        hl = dlopen(sibling, RTLD_NOW | RTLD_LOCAL);
+    }
+    *(void **)&lt.create = sym(hl, "cublasLtCreate");
+    *(void **)&lt.destroy = sym(hl, "cublasLtDestroy");
+    *(void **)&lt.desc_create = sym(hl, "cublasLtMatmulDescCreate");
+    *(void **)&lt.desc_destroy = sym(hl, "cublasLtMatmulDescDestroy");
+    *(void **)&lt.desc_set = sym(hl, "cublasLtMatmulDescSetAttribute");
+    *(void **)&lt.layout_create = sym(hl, "cublasLtMatrixLayoutCreate");
+    *(void **)&lt.layout_destroy = sym(hl, "cublasLtMatrixLayoutDestroy");
+    *(void **)&lt.pref_create = sym(hl, "cublasLtMatmulPreferenceCreate");
+    *(void **)&lt.pref_destroy = sym(hl, "cublasLtMatmulPreferenceDestroy");
+    *(void **)&lt.pref_set = sym(hl, "cublasLtMatmulPreferenceSetAttribute");
+    *(void **)&lt.heuristic = sym(hl, "cublasLtMatmulAlgoGetHeuristic");
+    *(void **)&lt.matmul = sym(hl, "cublasLtMatmul");
+    void **all = (void **)&lt;
+    for (size_t i = 0; i < sizeof lt / sizeof(void *); i++)
+        if (!all[i])
+            fail(EXIT_NODEV, "cuBLASLt (beside %s) was not found or lacks cublasLtMatmul", path);
 }
 
 /* The operands' values: multiples of 1/2 in [-1, 1], exact in every input type, so products
@@ -486,11 +532,19 @@ template <> __device__ __nv_bfloat16 from_double<__nv_bfloat16>(double v)
 {
     return __double2bfloat16(v);
 }
+template <> __device__ __nv_fp8_e4m3 from_double<__nv_fp8_e4m3>(double v)
+{
+    return __nv_fp8_e4m3(v);
+}
 template <typename T> __device__ double to_double(T v) { return (double)v; }
 template <> __device__ double to_double<__half>(__half v) { return (double)__half2float(v); }
 template <> __device__ double to_double<__nv_bfloat16>(__nv_bfloat16 v)
 {
     return (double)__bfloat162float(v);
+}
+template <> __device__ double to_double<__nv_fp8_e4m3>(__nv_fp8_e4m3 v)
+{
+    return (double)(float)v;
 }
 
 template <typename T> __global__ void k_fill(T *x, size_t n, uint64_t seed)
@@ -514,13 +568,18 @@ struct precision {
     cudaDataType in, out;
     int compute, size_in, size_out;
     double u_out, u_acc; /* unit roundoff of the output and of the accumulation */
+    int lt;              /* through cuBLASLt, A transposed (the FP8 kernels' "TN" layout) */
+    int min_cc;          /* the oldest architecture that runs it (major*10 + minor) */
 };
+/* FP8: E4M3 inputs, BF16 output, FP32 accumulation with cuBLASLt's default promotion (no
+ * CUBLASLT_MATMUL_DESC_FAST_ACCUM), so the FP32 accumulation bound holds. */
 static const struct precision PRECISIONS[] = {
-    {"fp64", CUDA_R_64F, CUDA_R_64F, COMPUTE_64F, 8, 8, 0x1p-53, 0x1p-53},
-    {"fp32", CUDA_R_32F, CUDA_R_32F, COMPUTE_32F, 4, 4, 0x1p-24, 0x1p-24},
-    {"tf32", CUDA_R_32F, CUDA_R_32F, COMPUTE_TF32, 4, 4, 0x1p-24, 0x1p-24},
-    {"bf16", CUDA_R_16BF, CUDA_R_16BF, COMPUTE_32F, 2, 2, 0x1p-8, 0x1p-24},
-    {"fp16", CUDA_R_16F, CUDA_R_16F, COMPUTE_32F, 2, 2, 0x1p-11, 0x1p-24},
+    {"fp64", CUDA_R_64F, CUDA_R_64F, COMPUTE_64F, 8, 8, 0x1p-53, 0x1p-53, 0, 0},
+    {"fp32", CUDA_R_32F, CUDA_R_32F, COMPUTE_32F, 4, 4, 0x1p-24, 0x1p-24, 0, 0},
+    {"tf32", CUDA_R_32F, CUDA_R_32F, COMPUTE_TF32, 4, 4, 0x1p-24, 0x1p-24, 0, 80},
+    {"bf16", CUDA_R_16BF, CUDA_R_16BF, COMPUTE_32F, 2, 2, 0x1p-8, 0x1p-24, 0, 0},
+    {"fp16", CUDA_R_16F, CUDA_R_16F, COMPUTE_32F, 2, 2, 0x1p-11, 0x1p-24, 0, 0},
+    {"fp8", CUDA_R_8F_E4M3, CUDA_R_16BF, COMPUTE_32F, 1, 2, 0x1p-8, 0x1p-24, 1, 89},
 };
 
 template <typename T> struct Fill {
@@ -546,8 +605,49 @@ static void by_type(cudaDataType t, Args... args)
         Op<float>::run(args...);
     else if (t == CUDA_R_16BF)
         Op<__nv_bfloat16>::run(args...);
+    else if (t == CUDA_R_8F_E4M3)
+        Op<__nv_fp8_e4m3>::run(args...);
     else
         Op<__half>::run(args...);
+}
+
+/* One cuBLASLt matmul, D = op(A) B with A transposed, set up once per order N. */
+struct lt_plan {
+    lt_handle h;
+    lt_desc desc;
+    lt_layout a, b, d;
+    lt_heuristic best;
+    void *workspace;
+};
+
+static void lt_setup(struct lt_plan *q, const struct precision *p, int n)
+{
+    int op_a = OP_T, op_b = OP_N, got = 0;
+    size_t ws = LT_WORKSPACE;
+    lt_pref pref;
+    CK(cudaMalloc(&q->workspace, ws));
+    if (lt.create(&q->h) || lt.desc_create(&q->desc, p->compute, CUDA_R_32F) ||
+        lt.desc_set(q->desc, LT_TRANSA, &op_a, sizeof op_a) ||
+        lt.desc_set(q->desc, LT_TRANSB, &op_b, sizeof op_b) ||
+        lt.layout_create(&q->a, p->in, n, n, n) || lt.layout_create(&q->b, p->in, n, n, n) ||
+        lt.layout_create(&q->d, p->out, n, n, n) || lt.pref_create(&pref) ||
+        lt.pref_set(pref, LT_PREF_WORKSPACE, &ws, sizeof ws))
+        fail(EXIT_CHECK, "cuBLASLt set-up for %s n=%d failed", p->name, n);
+    int st = lt.heuristic(q->h, q->desc, q->a, q->b, q->d, q->d, pref, 1, &q->best, &got);
+    lt.pref_destroy(pref);
+    if (st != 0 || got == 0)
+        fail(EXIT_CHECK, "cuBLASLt has no %s kernel for n=%d on this device (status %d)",
+             p->name, n, st);
+}
+
+static void lt_teardown(struct lt_plan *q)
+{
+    lt.layout_destroy(q->a);
+    lt.layout_destroy(q->b);
+    lt.layout_destroy(q->d);
+    lt.desc_destroy(q->desc);
+    lt.destroy(q->h);
+    CK(cudaFree(q->workspace));
 }
 
 static int cmd_gemm(int device, const char *prec, int n, int reps, const char *lib)
@@ -557,11 +657,16 @@ static int cmd_gemm(int device, const char *prec, int n, int reps, const char *l
         if (!strcmp(PRECISIONS[i].name, prec))
             p = &PRECISIONS[i];
     if (!p)
-        fail(EXIT_USAGE, "precision '%s' is unknown: fp64, fp32, tf32, bf16, fp16", prec);
+        fail(EXIT_USAGE, "precision '%s' is unknown: fp64, fp32, tf32, bf16, fp16, fp8", prec);
     if (n < 16)
         fail(EXIT_USAGE, "matrix order %d: at least 16", n);
     use_device(device);
-    cublas_open(lib);
+    int cc = 10 * attr(cudaDevAttrComputeCapabilityMajor, device) +
+             attr(cudaDevAttrComputeCapabilityMinor, device);
+    if (cc < p->min_cc)
+        fail(EXIT_USAGE, "%s GEMM needs compute capability %d.%d; device %d has %d.%d",
+             p->name, p->min_cc / 10, p->min_cc % 10, device, cc / 10, cc % 10);
+    cublas_open(lib, p->lt);
     cublas_handle h;
     if (cublas.create(&h) != 0)
         fail(EXIT_NODEV, "cublasCreate failed (status)");
@@ -578,6 +683,9 @@ static int cmd_gemm(int device, const char *prec, int n, int reps, const char *l
     by_type<Fill>(p->in, B, nn, (uint64_t)2, blocks);
     CK(cudaMemset(C, 0, nn * p->size_out));
     CK(cudaDeviceSynchronize());
+    struct lt_plan plan;
+    if (p->lt)
+        lt_setup(&plan, p, n);
     /* alpha and beta in the compute type's scalar type: double for 64F, float otherwise */
     double one_d = 1, zero_d = 0;
     float one_f = 1, zero_f = 0;
@@ -590,12 +698,15 @@ static int cmd_gemm(int device, const char *prec, int n, int reps, const char *l
     readings_start(&rd);
     for (int r = 0; r < reps; r++) {
         CK(cudaEventRecord(e0));
-        int st = cublas.gemm(h, OP_N, OP_N, n, n, n, alpha, A, p->in, n, B, p->in, n, beta, C,
-                             p->out, n, p->compute, GEMM_DEFAULT);
+        int st = p->lt ? lt.matmul(plan.h, plan.desc, alpha, A, plan.a, B, plan.b, beta, C,
+                                   plan.d, C, plan.d, &plan.best.algo, plan.workspace,
+                                   LT_WORKSPACE, 0)
+                       : cublas.gemm(h, OP_N, OP_N, n, n, n, alpha, A, p->in, n, B, p->in, n,
+                                     beta, C, p->out, n, p->compute, GEMM_DEFAULT);
         CK(cudaEventRecord(e1));
         if (st != 0)
-            fail(st == 3 ? EXIT_OOM : EXIT_CHECK, "cublasGemmEx %s n=%d: status %d", p->name,
-                 n, st);
+            fail(st == 3 ? EXIT_OOM : EXIT_CHECK, "%s %s n=%d: status %d",
+                 p->lt ? "cublasLtMatmul" : "cublasGemmEx", p->name, n, st);
         line("{\"test\": \"gemm\", \"precision\": \"%s\", \"n\": %d, \"rep\": %d, "
              "\"flops\": %.17g, \"seconds\": %.9g}",
              p->name, n, r, 2.0 * n * (double)n * n, elapsed_s(e0, e1));
@@ -617,7 +728,9 @@ static int cmd_gemm(int device, const char *prec, int n, int reps, const char *l
         size_t i = at[k] % n, j = at[k] / n;
         double ref = 0, mag = 0;
         for (int l = 0; l < n; l++) {
-            double x = operand(i + (size_t)l * n, 1) * operand(l + j * (size_t)n, 2);
+            /* A(i,l) is stored at i + l n, or at l + i n where A is transposed */
+            size_t ail = p->lt ? l + i * (size_t)n : i + (size_t)l * n;
+            double x = operand(ail, 1) * operand(l + j * (size_t)n, 2);
             ref += x;
             mag += fabs(x);
         }
@@ -627,6 +740,8 @@ static int cmd_gemm(int device, const char *prec, int n, int reps, const char *l
         worst = e > worst ? e : worst;
         bad += e > 1.0;
     }
+    if (p->lt)
+        lt_teardown(&plan);
     cublas.destroy(h);
     CK(cudaFree(A));
     CK(cudaFree(B));
@@ -638,6 +753,38 @@ static int cmd_gemm(int device, const char *prec, int n, int reps, const char *l
          "\"cublas_version\": %d, \"env\": %s}",
          p->name, n, bad ? "false" : "true", CHECKED, bad, worst, ver, env);
     return bad ? EXIT_CHECK : 0;
+}
+
+/* ---------------------------------------------------------------- info */
+
+static int cmd_info(void)
+{
+    int n = 0, drv = 0, rt = 0;
+    check_driver();
+    CK(cudaDriverGetVersion(&drv));
+    CK(cudaRuntimeGetVersion(&rt));
+    CK(cudaGetDeviceCount(&n));
+    line("{\"driver_cuda\": %d, \"runtime_cuda\": %d, \"devices\": %d}", drv, rt, n);
+    for (int d = 0; d < n; d++) {
+        struct cudaDeviceProp p;
+        char bus[32];
+        CK(cudaGetDeviceProperties(&p, d));
+        CK(cudaDeviceGetPCIBusId(bus, sizeof bus, d));
+        char precs[128] = "";
+        for (size_t i = 0; i < sizeof PRECISIONS / sizeof *PRECISIONS; i++)
+            if (10 * p.major + p.minor >= PRECISIONS[i].min_cc)
+                snprintf(precs + strlen(precs), sizeof precs - strlen(precs), "%s\"%s\"",
+                         *precs ? ", " : "", PRECISIONS[i].name);
+        line("{\"device\": %d, \"name\": \"%s\", \"pci_bus_id\": \"%s\", \"memory_bytes\": %zu, "
+             "\"sms\": %d, \"cc\": \"%d.%d\", \"sm_khz\": %d, \"mem_khz\": %d, "
+             "\"bus_width_bits\": %d, \"l2_bytes\": %d, \"host_numa\": %d, "
+             "\"gemm_precisions\": [%s]}",
+             d, clean(p.name), bus, p.totalGlobalMem, p.multiProcessorCount, p.major, p.minor,
+             attr(cudaDevAttrClockRate, d), attr(cudaDevAttrMemoryClockRate, d),
+             attr(cudaDevAttrGlobalMemoryBusWidth, d), p.l2CacheSize,
+             attr(cudaDevAttrHostNumaId, d), precs);
+    }
+    return 0;
 }
 
 /* ---------------------------------------------------------------- host <-> device */

@@ -185,7 +185,8 @@ def plan(ctx: RunContext, o: GpuOptions | None) -> list[str]:
                          f"{largest}, {reps} samples each")
         if "gemm" in tests:
             lines.append(f"{head}: cuBLAS GEMM {', '.join(o.gpu_precisions or peaks.PRECISIONS)} "
-                         f"at N {', '.join(map(str, o.gpu_gemm_n or s.gemm_n))}, {reps} samples")
+                         f"(those the GPU runs: TF32 from sm_80, FP8 from sm_89) at N "
+                         f"{', '.join(map(str, o.gpu_gemm_n or s.gemm_n))}, {reps} samples")
         if "copy" in tests:
             nodes = [str(node) for node, _ in _numa_domains(ctx.topo)]
             lines.append(f"{head}: pinned {'/'.join(DIRECTIONS)} from NUMA "
@@ -259,6 +260,7 @@ class _Device:
     mem_khz: int
     bus_width_bits: int
     l2_bytes: int
+    gemm_precisions: tuple[str, ...]  # those this device runs (FP8 from sm_89, TF32 sm_80)
 
 
 def _cuda_devices(exe: str, timeout: float) -> tuple[dict[str, _Device], dict[str, Any]]:
@@ -273,7 +275,7 @@ def _cuda_devices(exe: str, timeout: float) -> tuple[dict[str, _Device], dict[st
         if "device" in d and "pci_bus_id" in d:
             out[gpus.bus_id(d["pci_bus_id"])] = _Device(
                 d["device"], d["sms"], d["cc"], d["sm_khz"], d["mem_khz"], d["bus_width_bits"],
-                d["l2_bytes"])
+                d["l2_bytes"], tuple(d["gemm_precisions"]))
     return out, head
 
 
@@ -323,19 +325,6 @@ def _compute_caps(inv: gpus.Inventory) -> list[str]:
     return sorted({x.strip() for x in ran.output.splitlines() if x.strip()[:1].isdigit()})
 
 
-def _checked(docs: list[dict[str, Any]], code: int | None, tail: str, what: str,
-             test: str) -> list[dict[str, Any]]:
-    """The check lines of a test; none, or one that failed, discards the figures."""
-    checks = [d for d in docs if d.get("test") == test and "check" in d]
-    if code != 0 or not checks or not all(d["check"] for d in checks):
-        bad = [d for d in checks if not d["check"]]
-        if bad:
-            raise MeasurementError(f"{what} failed its check ({json.dumps(bad[0])}); its "
-                                   "figures are discarded")
-        raise MeasurementError(_failure(docs, code, tail, what))
-    return checks
-
-
 @dataclass(frozen=True)
 class _Target:
     """One GPU under test, with what every test of it needs."""
@@ -355,12 +344,24 @@ class _Target:
         """The params every figure of this GPU carries."""
         return {"device": self.gpu.index, "gpu": self.gpu.name, "bus_id": self.gpu.bus_id}
 
-    def run(self, test: str, what: str, *args: object) -> tuple[list[dict[str, Any]],
-                                                               list[dict[str, Any]]]:
-        """The program's `test` on this GPU: its lines and its check lines (all passed)."""
+    def run(self, test: str, what: str, key: str, *args: object
+            ) -> tuple[list[dict[str, Any]], dict[Any, dict[str, Any]]]:
+        """The program's `test` on this GPU: its sample lines and its passed check lines, both
+        of the sizes (or orders N: the check lines' `key`) whose check passed. A failed check
+        or an error discards that size's figures, said in the run's errors; the test's
+        figures go only when no size passed."""
         docs, code, tail = _run(self.exe, [test, str(self.dev.cuda_index), *map(str, args)],
                                 self.timeout)
-        return docs, _checked(docs, code, tail, what, test)
+        checks = [d for d in docs if d.get("test") == test and "check" in d]
+        passed = {c[key]: c for c in checks if c["check"]}
+        failed = [f"{what} failed its check ({json.dumps(c)}); its figures are discarded"
+                  for c in checks if not c["check"]]
+        if any("error" in d for d in docs) or (code != 0 and not failed):
+            failed.append(_failure(docs, code, tail, what))
+        if not passed:
+            raise MeasurementError("; ".join(failed))
+        self.ctx.errors.extend(f"gpu: GPU{self.gpu.index} {f}" for f in failed)
+        return [d for d in docs if "rep" in d and d.get(key) in passed], passed
 
     def add(self, name: str, unit: str, params: dict[str, Any], samples: list[float]) -> None:
         self.ctx.metrics.append(Metric("gpu", name, unit, {**self.base, **params}, samples))
@@ -375,14 +376,14 @@ def _stream(t: _Target) -> None:
     if t.gpu.memory_bytes is not None:
         largest = min(largest, int(0.9 * t.gpu.memory_bytes) // 3)
     sizes = stream_sizes(largest // 8 * 8)
-    docs, checks = t.run("stream", "BabelStream", _sizes(sizes), t.reps)
-    env = {c["array_bytes"]: _env_params(c["env"]) for c in checks}
+    docs, checks = t.run("stream", "BabelStream", "array_bytes", _sizes(sizes), t.reps)
+    env = {size: _env_params(c["env"]) for size, c in checks.items()}
     peak = peaks.memory_peak_gbs(t.dev.mem_khz, t.dev.bus_width_bits)
     if peak is not None:
         t.add("bandwidth_peak", "GB/s", {"mem_khz": t.dev.mem_khz,
                                          "bus_width_bits": t.dev.bus_width_bits}, [peak])
     for (kernel, array), samples in _samples(docs, ("kernel", "array_bytes")).items():
-        params = {"kernel": kernel, "array_bytes": array, **env.get(array, {})}
+        params = {"kernel": kernel, "array_bytes": array, **env[array]}
         gbs = [x / 1e9 for x in samples]
         t.add("bandwidth", "GB/s", params, gbs)
         if peak is not None and array == max(sizes):
@@ -396,15 +397,20 @@ def _gemm(t: _Target) -> None:
         raise MeasurementError(str(exc)) from None
     failed = []
     for prec in t.o.gpu_precisions or peaks.PRECISIONS:
+        if prec not in t.dev.gemm_precisions:  # FP8 from sm_89, TF32 from sm_80
+            if t.o.gpu_precisions:
+                t.ctx.warnings.append(f"gpu: GPU{t.gpu.index} (compute capability {t.dev.cc}) "
+                                      f"has no {prec} GEMM: skipped")
+            continue
         try:
-            docs, checks = t.run("gemm", f"GEMM {prec}", prec,
+            docs, checks = t.run("gemm", f"GEMM {prec}", "n", prec,
                                  _sizes(t.o.gpu_gemm_n or t.s.gemm_n), t.reps, lib)
         except MeasurementError as exc:
             failed.append(str(exc))
             continue
         t.ctx.provenance.setdefault("gpu", {})["cublas"] = {
-            "path": lib, "version": checks[0].get("cublas_version")}
-        env = {c["n"]: c["env"] for c in checks}
+            "path": lib, "version": next(iter(checks.values())).get("cublas_version")}
+        env = {n: c["env"] for n, c in checks.items()}
         for (_, n), samples in _samples(docs, ("precision", "n")).items():
             params = {"precision": prec, "n": n, **_env_params(env[n])}
             tf = [x / 1e12 for x in samples]
@@ -432,10 +438,9 @@ def _copy(t: _Target) -> None:
     sizes = _copy_sizes(t.o, t.s)
     for node, cpus in _numa_domains(t.ctx.topo) or [(-1, "")]:
         for direction in DIRECTIONS:
-            docs, checks = t.run("copy", f"{direction} copy from NUMA {node}", direction,
-                                 _sizes(sizes), t.reps, node, cpus)
-            by_size = {c["size"]: c for c in checks}
-            for c in checks:
+            docs, by_size = t.run("copy", f"{direction} copy from NUMA {node}", "size",
+                                  direction, _sizes(sizes), t.reps, node, cpus)
+            for c in by_size.values():
                 if node >= 0 and c["node"] != node:
                     t.ctx.warnings.append(f"gpu: GPU{t.gpu.index} {direction}: the buffer asked "
                                           f"on NUMA {node} landed on {c['node']}")
@@ -453,11 +458,13 @@ def _p2p(t: _Target) -> None:
     for peer_bus, peer in sorted(t.cuda.items(), key=lambda x: x[1].cuda_index):
         if peer.cuda_index == t.dev.cuda_index:
             continue
-        docs, checks = t.run("p2p", f"peer copy to {peer_bus}", peer.cuda_index, size, t.reps)
+        docs, checks = t.run("p2p", f"peer copy to {peer_bus}", "peer", peer.cuda_index, size,
+                             t.reps)
+        check = checks[peer.cuda_index]
         for (_, moved), samples in _samples(docs, ("peer", "bytes")).items():
             t.add("p2p", "GB/s", {"peer_bus_id": peer_bus, "bytes": moved,
-                                  "peer_access": checks[-1]["peer_access"],
-                                  **_env_params(checks[-1]["env"])},
+                                  "peer_access": check["peer_access"],
+                                  **_env_params(check["env"])},
                   [x / 1e9 for x in samples])
 
 

@@ -10,17 +10,19 @@ from __future__ import annotations
 #: clock, which land on these powers of two: V100 (80 SMs) 7.8/15.7/125 TFLOP/s; A100 (108 SMs,
 #: 1410 MHz) 19.5/19.5/156/312/312; A40 (84 SMs, 1740 MHz) and L40S (142 SMs, 2520 MHz) FP32
 #: 37.4 and 91.6, their FP64 1/64 of FP32, TF32/FP16 at 1/2 and 1/4 of the tensor rates of
-#: sm_80's per-SM; H100/H200 (132 SMs) 67/67 and 495/989/989 dense. GeForce parts of sm_86 and
-#: sm_89 run FP16 with FP32 accumulation at half the rate given here: their figures read low.
+#: sm_80's per-SM; H100/H200 (132 SMs) 67/67 and 495/989/989 dense. FP8 (E4M3 in, FP32
+#: accumulation; cuBLASLt): L40S 733 and H100/H200 1979 TFLOP/s dense, twice FP16's per-SM rate.
+#: GeForce parts of sm_86 and sm_89 run FP16 with FP32 accumulation at half the rate given
+#: here: their figures read low.
 #: Architectures absent here get no model: their rates are shown without a percentage.
 GEMM_FLOPS_PER_SM_CLOCK: dict[str, dict[str, int]] = {
     "7.0": {"fp64": 64, "fp32": 128, "fp16": 1024},
     "8.0": {"fp64": 128, "fp32": 128, "tf32": 1024, "bf16": 2048, "fp16": 2048},
     "8.6": {"fp64": 4, "fp32": 256, "tf32": 512, "bf16": 1024, "fp16": 1024},
-    "8.9": {"fp64": 4, "fp32": 256, "tf32": 512, "bf16": 1024, "fp16": 1024},
-    "9.0": {"fp64": 256, "fp32": 256, "tf32": 2048, "bf16": 4096, "fp16": 4096},
+    "8.9": {"fp64": 4, "fp32": 256, "tf32": 512, "bf16": 1024, "fp16": 1024, "fp8": 2048},
+    "9.0": {"fp64": 256, "fp32": 256, "tf32": 2048, "bf16": 4096, "fp16": 4096, "fp8": 8192},
 }
-PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16")
+PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
 #: Where the table comes from, stored with each model.
 SOURCE = "hpcprobe table (data-sheet peaks / SMs / boost clock)"
 
