@@ -2,7 +2,9 @@
 """hpcprobe's GPU figures beside PyTorch's on the same GPU, in rounds that alternate the order:
 the device-to-device copy (BabelStream's copy kernel against `tensor.copy_`, both counting the
 bytes read and written) and the BF16 and FP16 GEMM (cuBLAS through hpcprobe's program against
-`torch.matmul`, 2 N^3 FLOPs), each round's ratio hpcprobe / PyTorch and their median. PyTorch is
+`torch.matmul`, 2 N^3 FLOPs) and, on GPUs of sm_89 and later, the FP8 GEMM (cuBLASLt against
+`torch._scaled_mm`, E4M3 in, BF16 out, scales 1, no fast accumulation on either side), each
+round's ratio hpcprobe / PyTorch and their median. PyTorch is
 the reference the field reaches for first; it is not a dependency of hpcprobe: run this with a
 Python that has both (PYTHONPATH), on a node with a GPU.
 
@@ -39,13 +41,24 @@ def torch_copy_gbs(torch, device: int, nbytes: int, reps: int = 20) -> float:
 
 
 def torch_gemm_tflops(torch, device: int, n: int, dtype, reps: int = 10) -> float:
-    a = torch.randn(n, n, device=f"cuda:{device}", dtype=dtype)
-    b = torch.randn(n, n, device=f"cuda:{device}", dtype=dtype)
+    dev = f"cuda:{device}"
+    a, b = torch.randn(n, n, device=dev), torch.randn(n, n, device=dev)
+    if dtype is torch.float8_e4m3fn:  # B column-major, as _scaled_mm takes it
+        one = torch.ones((), device=dev)
+        a8, b8 = a.to(dtype), b.to(dtype).t()
+
+        def op() -> object:
+            return torch._scaled_mm(a8, b8, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    else:
+        a, b = a.to(dtype), b.to(dtype)
+
+        def op() -> object:
+            return torch.matmul(a, b)
     times = []
     for _ in range(reps + 1):
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
-        torch.matmul(a, b)
+        op()
         e.record()
         e.synchronize()
         times.append(s.elapsed_time(e) * 1e-3)
@@ -75,23 +88,26 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("no CUDA device visible to PyTorch: nothing to measure")
         return 0
+    precisions = {"bf16": torch.bfloat16, "fp16": torch.float16}
+    if torch.cuda.get_device_capability(a.device) >= (8, 9) and hasattr(torch, "_scaled_mm"):
+        precisions["fp8"] = torch.float8_e4m3fn
     rows: dict[str, tuple[list[float], list[float]]] = {}
     for k in range(a.rounds):
         for who in in_turn("hpcprobe", "torch", k):
             if who == "hpcprobe":
                 doc = hpcprobe_json(["gpu", "--gpu-devices", str(a.device), "--gpu-tests",
-                                     "stream,gemm", "--gpu-precisions", "bf16,fp16",
+                                     "stream,gemm", "--gpu-precisions", ",".join(precisions),
                                      "--gpu-gemm-n", str(a.n), "--gpu-stream-size",
                                      str(a.bytes), "--profile", "quick"])
                 rows.setdefault("d2d copy GB/s", ([], []))[0].append(
                     ours(doc, "bandwidth", kernel="copy", array_bytes=a.bytes))
-                for p in ("bf16", "fp16"):
+                for p in precisions:
                     rows.setdefault(f"{p} GEMM N={a.n} TFLOP/s", ([], []))[0].append(
                         ours(doc, "gemm", precision=p, n=a.n))
             else:
                 rows.setdefault("d2d copy GB/s", ([], []))[1].append(
                     torch_copy_gbs(torch, a.device, a.bytes))
-                for p, dt in (("bf16", torch.bfloat16), ("fp16", torch.float16)):
+                for p, dt in precisions.items():
                     rows.setdefault(f"{p} GEMM N={a.n} TFLOP/s", ([], []))[1].append(
                         torch_gemm_tflops(torch, a.device, a.n, dt))
     print(f"{'figure':28s} {'hpcprobe':>10s} {'torch':>10s}  ratio (median, range over "
