@@ -340,12 +340,19 @@ def recorded(tmp_path) -> list[str]:
     return ["--gpu-smi", str(A100), "--gpu-sysfs", str(sysfs)]
 
 
+def test_a_recorded_nodes_jobs_come_from_its_own_procfs(tmp_path, recorded):
+    r = hpcprobe("gpu", "info", *recorded)  # no procfs given: jobs unknown, never this node's
+    assert r.code == 0 and "4242 /usr/bin/python3" in r.out and "(job " not in r.out, r.out
+    r = hpcprobe("gpu", "info", *recorded, "--gpu-procfs", str(tmp_path / "proc"))
+    assert r.code == 0 and "4242 /usr/bin/python3 (job 101)" in r.out, r.out
+
+
 def test_gpu_info_and_check_on_a_recorded_node(recorded):
     r = hpcprobe("gpu", "info", *recorded)
     assert r.code == 0, r.err
     assert "GPU7 NVIDIA A100-SXM4-80GB  0000:bd:00.0  1" in r.out and "mlx5_3 (PIX)" in r.out
     # this process runs on CPUs of NUMA 0: GPU0 is local; GPU1's two processes (their jobs
-    # unknown here: this procfs is the live one) share it while others idle
+    # unknown: no procfs tree was given) share it while others idle
     r = hpcprobe("gpu", "check", *recorded, env={"CUDA_VISIBLE_DEVICES": "0"})
     assert r.code == 1 and "GPUs (CUDA_VISIBLE_DEVICES): GPU0 0000:07:00.0" in r.out, r.out
     assert "WARNING: GPU1 (0000:0f:00.0) runs 2 processes" in r.out

@@ -149,8 +149,11 @@ def parse_smi(text: str, source: str = "nvidia-smi -q -x") -> tuple[str | None, 
     return _text(root, "driver_version"), _text(root, "cuda_version"), root.findall("gpu")
 
 
-def job_of(pid: int, proc: Path) -> str | None:
-    """The Slurm job a process runs in: its cgroup (…/job_123/…), else its SLURM_JOB_ID."""
+def job_of(pid: int, proc: Path | None) -> str | None:
+    """The Slurm job a process runs in: its cgroup (…/job_123/…), else its SLURM_JOB_ID;
+    None without a procfs tree."""
+    if proc is None:
+        return None
     cg = read_text(proc / str(pid) / "cgroup") or ""
     m = re.search(r"/job_(\d+)", cg)
     if m:
@@ -166,10 +169,11 @@ def job_of(pid: int, proc: Path) -> str | None:
 
 
 def from_smi(text: str, sysfs: str | os.PathLike[str] = "/sys",
-             proc: str | os.PathLike[str] = "/proc", source: str = "nvidia-smi -q -x"
+             proc: str | os.PathLike[str] | None = "/proc", source: str = "nvidia-smi -q -x"
              ) -> Inventory:
-    """The inventory from nvidia-smi's XML and a sysfs (and procfs) tree."""
-    sys_root, proc_root = Path(sysfs), Path(proc)
+    """The inventory from nvidia-smi's XML and a sysfs (and procfs: None, jobs unknown)
+    tree."""
+    sys_root, proc_root = Path(sysfs), None if proc is None else Path(proc)
     driver, cuda, elements = parse_smi(text, source)
     gpus = []
     for i, el in enumerate(elements):
@@ -219,7 +223,7 @@ def pci_devices(sysfs: Path) -> list[PciDevice]:
 
 
 def discover(smi: str | None = None, sysfs: str | os.PathLike[str] = "/sys",
-             proc: str | os.PathLike[str] = "/proc") -> Inventory:
+             proc: str | os.PathLike[str] | None = "/proc") -> Inventory:
     """This node's GPUs (through nvidia-smi), or those of a recorded `nvidia-smi -q -x` file.
     No nvidia-smi, or one that fails (no driver), is an inventory without GPUs that says why."""
     if smi is not None:

@@ -95,11 +95,17 @@ class GpuOptions:
     gpu_sysfs: str = option(Flag(
         "--gpu-sysfs", "gpu info/check/plan: the sysfs tree beside --gpu-smi (default /sys)",
         metavar="DIR"), "/sys")
+    gpu_procfs: str | None = option(Flag(
+        "--gpu-procfs", "gpu info/check: the procfs tree beside --gpu-smi, for the job of each "
+        "GPU process (default: /proc on this node; none for a recorded file)", metavar="DIR"))
     timeout_s: float | None = option(options.TIMEOUT)
 
 
 def inventory(o: GpuOptions) -> gpus.Inventory:
-    return gpus.discover(o.gpu_smi, o.gpu_sysfs)
+    """This node's GPUs, or a recorded node's (whose processes' jobs come from its own procfs
+    tree, never this node's)."""
+    proc = o.gpu_procfs or (None if o.gpu_smi else "/proc")
+    return gpus.discover(o.gpu_smi, o.gpu_sysfs, proc)
 
 
 def chosen(ctx: RunContext, o: GpuOptions, inv: gpus.Inventory) -> list[gpus.Gpu]:
