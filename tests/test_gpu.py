@@ -110,7 +110,8 @@ def test_which_gpus_a_process_sees(a100):
     assert len(gpus.visible(a100, {})[0]) == 8
     for env, needle in (({"CUDA_VISIBLE_DEVICES": "9"}, "device 9 does not exist"),
                         ({"SLURM_JOB_GPUS": "2,x"}, "GPU 'x' does not exist"),
-                        ({"CUDA_VISIBLE_DEVICES": "GPU-nope"}, "names no single GPU")):
+                        ({"CUDA_VISIBLE_DEVICES": "GPU-nope"}, "names no single GPU"),
+                        ({"CUDA_VISIBLE_DEVICES": "MIG-5c1e"}, "is a MIG instance")):
         with pytest.raises(UserError, match=needle):
             gpus.visible(a100, env)
 
@@ -338,6 +339,29 @@ def test_stream_sizes_halve_to_one_mib():
 def recorded(tmp_path) -> list[str]:
     sysfs, _ = a100_node(tmp_path)
     return ["--gpu-smi", str(A100), "--gpu-sysfs", str(sysfs)]
+
+
+def test_nvlinks_from_nvidia_smi_topo(a100, tmp_path):
+    links = gpus.parse_topo((DATA / "a100-8gpu-2s-topo.txt").read_text())
+    assert len(links) == 56 and set(links.values()) == {"NV12"}  # every pair, both ways
+    assert gpus.gpu_matrix(a100)[0][:3] == ["GPU0", "X", "PIX"]  # no topo: PCIe alone
+    r = hpcprobe("gpu", "info", "--gpu-smi", str(A100), "--gpu-sysfs", str(tmp_path / "sys"),
+                 "--gpu-topo", str(DATA / "a100-8gpu-2s-topo.txt"))
+    assert r.code == 0 and "GPU0: X NV12 NV12 NV12 NV12 NV12 NV12 NV12;" in r.out, r.out
+    assert gpus.parse_topo("\t\x1b[4mGPU0\tGPU1\x1b[0m\nGPU0\t X \tNV18\nGPU1\tNV18\t X \n") == \
+        {(0, 1): "NV18", (1, 0): "NV18"}
+
+
+def test_a_gpu_in_mig_mode_is_said_and_not_measured(stand_in, monkeypatch, tmp_path, tiny):
+    xml = H100.read_text().replace("<current_mig>Disabled", "<current_mig>Enabled")
+    sysfs, proc = h100_node(tmp_path / "mig")
+    inv = gpus.from_smi(xml, sysfs, proc)
+    assert inv.gpus[0].mig and "MIG mode on: GPU0" in gpus.render(inv)
+    monkeypatch.setattr(bench, "inventory", lambda o: inv)
+    ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
+    assert "in MIG mode, not measured" in bench.plan(ctx, bench.GpuOptions())[0]
+    bench.run(ctx, bench.GpuOptions())
+    assert ctx.metrics == [] and len(ctx.errors) == 1 and "is in MIG mode" in ctx.errors[0]
 
 
 def test_a_recorded_nodes_jobs_come_from_its_own_procfs(tmp_path, recorded):

@@ -1,11 +1,13 @@
-"""The node's GPUs and what lies near them: each GPU's identity, memory, clocks and processes
-from `nvidia-smi -q -x`, its NUMA domain, local CPUs and PCIe path from sysfs, the NICs and NVMe
-drives beside them; how two PCIe devices connect (nvidia-smi topo's PIX/PXB/PHB/NODE/SYS); and
+"""The node's GPUs and what lies near them: each GPU's identity, memory, clocks, MIG mode and
+processes from `nvidia-smi -q -x`, its NUMA domain, local CPUs and PCIe path from sysfs, the
+NICs and NVMe drives beside them; how two devices connect (nvidia-smi topo's PIX/PXB/PHB/NODE/
+SYS from the PCIe paths, NV# from `nvidia-smi topo -m` where GPUs share NVLinks); and
 the checks of a job's GPU binding (its CPUs local to its GPU) and of GPU sharing (several jobs
 on one GPU while another is idle). Recorded XML and sysfs trees replay other nodes."""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -54,13 +56,14 @@ class Gpu:
     local_cpus: tuple[int, ...]
     path: tuple[str, ...]  # PCIe ancestry from the root complex, the device last
     processes: tuple[GpuProcess, ...] = ()
+    mig: bool = False  # MIG mode on: CUDA sees its instances, not the GPU
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "name": self.name, "uuid": self.uuid,
                 "bus_id": self.bus_id, "minor": self.minor, "memory_bytes": self.memory_bytes,
                 "architecture": self.architecture, "max_sm_mhz": self.max_sm_mhz,
                 "max_mem_mhz": self.max_mem_mhz, "numa_node": self.numa_node,
-                "local_cpus": format_cpulist(self.local_cpus),
+                "local_cpus": format_cpulist(self.local_cpus), "mig": self.mig,
                 "processes": [p.__dict__ for p in self.processes]}
 
 
@@ -83,10 +86,12 @@ class Inventory:
     cuda: str | None = None
     source: str = "nvidia-smi"
     none_why: str | None = None  # why there are no GPUs, when there are none
+    nvlinks: Mapping[tuple[int, int], str] = field(default_factory=dict)  # (i, j): "NV12"
 
     def to_dict(self) -> dict[str, Any]:
         return {"driver": self.driver, "cuda": self.cuda, "source": self.source,
                 "none_why": self.none_why, "gpus": [g.to_dict() for g in self.gpus],
+                "nvlinks": {f"{i}-{j}": v for (i, j), v in self.nvlinks.items()},
                 "devices": [{"kind": d.kind, "name": d.name, "bus_id": d.bus_id,
                              "numa_node": d.numa_node} for d in self.devices]}
 
@@ -193,7 +198,7 @@ def from_smi(text: str, sysfs: str | os.PathLike[str] = "/sys",
             int(minor) if minor and minor.isdigit() else None,
             _mib(_text(el, "fb_memory_usage/total")), _text(el, "product_architecture"),
             _mhz(_text(el, "max_clocks/sm_clock")), _mhz(_text(el, "max_clocks/mem_clock")),
-            node, cpus, path, tuple(procs)))
+            node, cpus, path, tuple(procs), _text(el, "mig_mode/current_mig") == "Enabled"))
     return Inventory(tuple(gpus), tuple(pci_devices(sys_root)), driver, cuda, source,
                      None if gpus else "nvidia-smi lists no GPU")
 
@@ -222,27 +227,68 @@ def pci_devices(sysfs: Path) -> list[PciDevice]:
     return out
 
 
-def discover(smi: str | None = None, sysfs: str | os.PathLike[str] = "/sys",
-             proc: str | os.PathLike[str] | None = "/proc") -> Inventory:
-    """This node's GPUs (through nvidia-smi), or those of a recorded `nvidia-smi -q -x` file.
-    No nvidia-smi, or one that fails (no driver), is an inventory without GPUs that says why."""
-    if smi is not None:
-        try:
-            text = Path(smi).read_text()
-        except OSError as exc:
-            raise UserError(f"{smi}: cannot read it ({exc.strerror})") from None
-        return from_smi(text, sysfs, proc, smi)
+def parse_topo(text: str) -> dict[tuple[int, int], str]:
+    """The NVLink connections of `nvidia-smi topo -m`'s matrix: (GPU i, GPU j) -> "NV#" (a
+    bonded set of # links), for each pair that has them."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", text)  # colours, where a terminal asked for them
+    head: list[str] | None = None
+    links: dict[tuple[int, int], str] = {}
+    for raw in text.splitlines():
+        cells = [c.strip() for c in raw.split("\t")]
+        if head is None:
+            if "GPU0" in cells:  # the column names, after the rows' empty label column
+                head = cells[1:] if cells[0] == "" else cells
+            continue
+        m = re.fullmatch(r"GPU(\d+)", cells[0])
+        if not m:
+            continue
+        for col, cell in zip(head, cells[1:], strict=False):
+            peer = re.fullmatch(r"GPU(\d+)", col)
+            if peer and re.fullmatch(r"NV\d+", cell):
+                links[(int(m.group(1)), int(peer.group(1)))] = cell
+    return links
+
+
+def _smi(*args: str) -> tuple[str | None, str]:
+    """nvidia-smi's output, or None and why it gave none."""
     exe = shutil.which("nvidia-smi")
     if exe is None:
-        return Inventory((), none_why="no NVIDIA driver (nvidia-smi is not installed)")
+        return None, "no NVIDIA driver (nvidia-smi is not installed)"
     try:
-        p = subprocess.run([exe, "-q", "-x"], capture_output=True, text=True, timeout=60)
+        p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return Inventory((), none_why=f"nvidia-smi did not answer ({exc})")
+        return None, f"nvidia-smi did not answer ({exc})"
     if p.returncode != 0:
         why = " ".join((p.stdout + p.stderr).split())[:200]
-        return Inventory((), none_why=f"nvidia-smi failed: {why or f'exit {p.returncode}'}")
-    return from_smi(p.stdout, sysfs, proc)
+        return None, f"nvidia-smi failed: {why or f'exit {p.returncode}'}"
+    return p.stdout, ""
+
+
+def _recorded(path: str) -> str:
+    try:
+        return Path(path).read_text()
+    except OSError as exc:
+        raise UserError(f"{path}: cannot read it ({exc.strerror})") from None
+
+
+def discover(smi: str | None = None, sysfs: str | os.PathLike[str] = "/sys",
+             proc: str | os.PathLike[str] | None = "/proc", topo: str | None = None
+             ) -> Inventory:
+    """This node's GPUs (through nvidia-smi, and its `topo -m` for NVLink where there are
+    several), or those of a recorded `nvidia-smi -q -x` file (and `topo -m` output, if given).
+    No nvidia-smi, or one that fails (no driver), is an inventory without GPUs that says why."""
+    if smi is not None:
+        inv = from_smi(_recorded(smi), sysfs, proc, smi)
+        topo_text = _recorded(topo) if topo is not None else None
+    else:
+        text, why = _smi("-q", "-x")
+        if text is None:
+            return Inventory((), none_why=why)
+        inv = from_smi(text, sysfs, proc)
+        topo_text = _smi("topo", "-m")[0] if len(inv.gpus) > 1 else None
+    if topo_text is None:
+        return inv
+    return dataclasses.replace(inv, nvlinks=parse_topo(topo_text))
 
 
 # ------------------------------------------------------------------ locality
@@ -288,10 +334,15 @@ def locality_rows(inv: Inventory) -> list[list[str]]:
     return rows
 
 
+def link(inv: Inventory, a: Gpu, b: Gpu) -> str:
+    """How two GPUs connect: their NVLinks (NV#) where they share some, else over PCIe."""
+    return inv.nvlinks.get((a.index, b.index)) or relation(a.path, b.path, a.numa_node,
+                                                           b.numa_node)
+
+
 def gpu_matrix(inv: Inventory) -> list[list[str]]:
-    """GPU-to-GPU relations (nvidia-smi topo -m's matrix, PCIe only: NVLink is not read)."""
-    return [[f"GPU{a.index}", *("X" if a is b else relation(a.path, b.path, a.numa_node,
-                                                               b.numa_node) for b in inv.gpus)]
+    """GPU-to-GPU connections, nvidia-smi topo -m's matrix."""
+    return [[f"GPU{a.index}", *("X" if a is b else link(inv, a, b) for b in inv.gpus)]
             for a in inv.gpus]
 
 
@@ -307,9 +358,13 @@ def render(inv: Inventory) -> str:
     out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
             for r in [head, *rows]]
     if len(inv.gpus) > 1:
-        out.append("  GPU to GPU over PCIe: " + "; ".join(
+        out.append("  GPU to GPU: " + "; ".join(
             f"{r[0]}: " + " ".join(r[1:]) for r in gpu_matrix(inv)))
-    out.append("  (" + ", ".join(f"{k} {v}" for k, v in RELATION_HELP.items()) + ")")
+    mig = [f"GPU{g.index}" for g in inv.gpus if g.mig]
+    if mig:
+        out.append(f"  MIG mode on: {', '.join(mig)} (CUDA sees their instances)")
+    out.append("  (" + ", ".join(f"{k} {v}" for k, v in RELATION_HELP.items()) +
+               ", NV# a bonded set of # NVLinks)")
     return "\n".join(out)
 
 
@@ -352,6 +407,9 @@ def visible(inv: Inventory, env: Mapping[str, str]) -> tuple[tuple[Gpu, ...], st
                 raise UserError(f"CUDA_VISIBLE_DEVICES={cvd}: device {item} does not exist "
                                 f"here (GPUs 0..{len(inv.gpus) - 1})")
             got.append(by_index[int(item)])
+        elif item.startswith("MIG-"):
+            raise UserError(f"CUDA_VISIBLE_DEVICES={cvd}: {item} is a MIG instance; "
+                            "hpcprobe checks the binding of whole GPUs")
         else:
             match = [g for g in inv.gpus if g.uuid.startswith(item)]
             if len(match) != 1:

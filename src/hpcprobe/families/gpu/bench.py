@@ -95,6 +95,9 @@ class GpuOptions:
     gpu_sysfs: str = option(Flag(
         "--gpu-sysfs", "gpu info/check/plan: the sysfs tree beside --gpu-smi (default /sys)",
         metavar="DIR"), "/sys")
+    gpu_topo: str | None = option(Flag(
+        "--gpu-topo", "gpu info/check/plan: a recorded `nvidia-smi topo -m` output beside "
+        "--gpu-smi, for the NVLinks between its GPUs", metavar="FILE"))
     gpu_procfs: str | None = option(Flag(
         "--gpu-procfs", "gpu info/check: the procfs tree beside --gpu-smi, for the job of each "
         "GPU process (default: /proc on this node; none for a recorded file)", metavar="DIR"))
@@ -105,7 +108,7 @@ def inventory(o: GpuOptions) -> gpus.Inventory:
     """This node's GPUs, or a recorded node's (whose processes' jobs come from its own procfs
     tree, never this node's)."""
     proc = o.gpu_procfs or (None if o.gpu_smi else "/proc")
-    return gpus.discover(o.gpu_smi, o.gpu_sysfs, proc)
+    return gpus.discover(o.gpu_smi, o.gpu_sysfs, proc, o.gpu_topo)
 
 
 def chosen(ctx: RunContext, o: GpuOptions, inv: gpus.Inventory) -> list[gpus.Gpu]:
@@ -184,6 +187,9 @@ def plan(ctx: RunContext, o: GpuOptions | None) -> list[str]:
     for g in devs:
         head = (f"GPU{g.index} {g.name} ({g.bus_id}, NUMA "
                 f"{'?' if g.numa_node is None else g.numa_node})")
+        if g.mig:
+            lines.append(f"{head}: in MIG mode, not measured (hpcprobe measures whole GPUs)")
+            continue
         if "stream" in tests:
             largest = format_bytes(o.gpu_stream_size) if o.gpu_stream_size else \
                 "8x L2 (>= 256 MiB)"
@@ -308,12 +314,17 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
     ctx.progress.start("gpu", len(devs) * len(tests))
     for g in devs:
         dev = cuda.get(g.bus_id)
+        if g.mig:  # CUDA would run on one instance and report the GPU's bus id
+            ctx.errors.append(f"gpu: GPU{g.index} ({g.bus_id}) is in MIG mode: CUDA sees its "
+                              "instances, not the GPU, and hpcprobe measures whole GPUs; "
+                              f"measure it with MIG off (nvidia-smi -i {g.index} -mig 0)")
+            continue
         if dev is None:
             ctx.errors.append(f"gpu: GPU{g.index} ({g.bus_id}) is not visible to CUDA here "
                               "(CUDA_VISIBLE_DEVICES?)")
             continue
         # the first repetition is the warm-up, dropped
-        t = _Target(ctx, o, s, exe, g, dev, cuda, (o.gpu_reps or s.reps) + 1, timeout)
+        t = _Target(ctx, o, s, exe, inv, g, dev, cuda, (o.gpu_reps or s.reps) + 1, timeout)
         for test in tests:
             try:
                 TEST_RUNNERS[test](t)
@@ -339,6 +350,7 @@ class _Target:
     o: GpuOptions
     s: Settings
     exe: str
+    inv: gpus.Inventory
     gpu: gpus.Gpu
     dev: _Device
     cuda: dict[str, _Device]  # every GPU CUDA sees, by bus id (the peers)
@@ -467,8 +479,10 @@ def _p2p(t: _Target) -> None:
         docs, checks = t.run("p2p", f"peer copy to {peer_bus}", "peer", peer.cuda_index, size,
                              t.reps)
         check = checks[peer.cuda_index]
+        other = next((g for g in t.inv.gpus if g.bus_id == peer_bus), None)
         for (_, moved), samples in _samples(docs, ("peer", "bytes")).items():
             t.add("p2p", "GB/s", {"peer_bus_id": peer_bus, "bytes": moved,
+                                  "link": gpus.link(t.inv, t.gpu, other) if other else "?",
                                   "peer_access": check["peer_access"],
                                   **_env_params(check["env"])},
                   [x / 1e9 for x in samples])
