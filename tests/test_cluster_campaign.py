@@ -131,6 +131,10 @@ def test_bad_input_is_one_line_and_exit_2(cluster, tmp_path):
             (["-p", "gpu"], "--partition 'gpu' does not exist"),
             (["--nodelist", "n[3,9]"], "n9 is not in the cluster"),
             (["-p", "short"], "sbatch refused hpb-bad-n1: "),  # 900 s over its 1-minute limit
+            # GPUs asked of a cluster whose slurm.conf has no GRES: sbatch says so
+            (["-p", "test", "--gpus-per-node", "1", "--probe", "gpu"],
+             "sbatch refused hpb-bad-n1: "),
+            (["-p", "test", "--gpus-per-node", "0"], "a GPU count"),
             (["-p", "test", "--probe", "nosuch"], "benchmark 'nosuch' is unknown"),
             (["-p", "test", "--probe-args", "--threads x"], "--threads x: "),
             (["-p", "test", "--db", "postgresql://nobody:secret@127.0.0.1:1/none"],
@@ -145,6 +149,9 @@ def test_bad_input_is_one_line_and_exit_2(cluster, tmp_path):
     assert r.returncode == 0 and "6 pair(s) in 3 round(s)" in r.stdout, r.stdout
     assert not fresh.exists()  # a dry run creates no store
     assert "`hpcprobe run memory compute latency frequency numa --profile quick`" in r.stdout
+    r = hpcprobe(cluster, "cluster", "run", "-p", "test", "--dry-run", "--probe", "gpu",
+                 "--gpus-per-node", "8", "--db", str(fresh))
+    assert r.returncode == 0 and "all at once, 8 GPU(s) a node;" in r.stdout, r.stdout
 
 
 def test_a_node_that_never_starts_its_job_fails_and_the_rest_completes(cluster, tmp_path):

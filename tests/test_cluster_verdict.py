@@ -13,7 +13,7 @@ import pytest
 
 import clusterdata
 from hpcprobe.cli import main
-from hpcprobe.cluster import pairs, verdict
+from hpcprobe.cluster import pairs, verdict, views
 from hpcprobe.cluster.verdict import SLOW_ENDPOINT, SLOW_LINK, SLOW_NODE, Thresholds, analyse
 from hpcprobe.results.model import Metric, read_json
 from hpcprobe.results.store import Store
@@ -118,6 +118,27 @@ def test_failed_nodes_are_reported_and_flag_the_campaign():
     v = analyse(runs, "c1")
     assert v.failed == {"n8": "its job ended node fail"} and v.flagged
     assert v.measured == [f"n{i}" for i in range(1, 8)]
+
+
+def test_a_node_short_of_figures_its_peers_have_is_said_and_flags_the_campaign():
+    # eight nodes of two H100s each; n6's second GPU fell off the bus: its figures are gone,
+    # and n6 stays among its peers (the hardware group names GPU models, not their count)
+    _, runs = clusterdata.campaign(8, noise=0.01)
+    for r in runs:
+        if "cluster" in r.provenance:
+            continue
+        devices = (0,) if r.host == "n6" else (0, 1)
+        r.metrics = [*r.metrics, *(Metric("gpu", "bandwidth", "GB/s", {"device": d},
+                                          [3000.0, 3010.0, 2990.0], "higher")
+                                   for d in devices)]
+        r.provenance = {**r.provenance, "gpu": {"gpus": [{"name": "NVIDIA H100"}] * 2}}
+    v = analyse(runs, "c1")
+    assert v.missing == {"n6": ["gpu.bandwidth device=1"]}, v.missing
+    assert v.flagged and kinds(v) == [] and len(v.groups) == 1
+    assert next(iter(v.groups)).endswith(", NVIDIA H100")
+    assert ("n6", "hpcprobe c1: 1 figure(s) of its peers missing, gpu.bandwidth device=1") in \
+        views.to_drain(v)
+    assert not analyse([r for r in runs if r.host != "n6"], "c1").flagged  # the seven alone
 
 
 def test_links_that_could_not_be_measured_flag_the_campaign():

@@ -86,6 +86,10 @@ def add_parser(sub: Any) -> None:
                    help="profile of the node probe and the links (default: quick)")
     r.add_argument("--concurrency", type=options.at_least(0, "a job count"), default=0,
                    metavar="N", help="node jobs at once (default 0: every node at once)")
+    r.add_argument("--gpus-per-node", type=options.at_least(1, "a GPU count"), default=0,
+                   metavar="N", help="GPUs each node probe job asks for (sbatch "
+                   "--gpus-per-node; needed for GPU benchmarks where Slurm manages GPUs as "
+                   "GRES; default: none)")
     r.add_argument("--timeout", type=options.seconds, default=900.0, metavar="SECONDS",
                    help="cancel a node's job running longer (default 900)")
     r.add_argument("--start-timeout", type=options.seconds, default=600.0, metavar="SECONDS",
@@ -218,7 +222,7 @@ def _plan(a: argparse.Namespace, sched: Scheduler, store: Store | None, tag: str
                 link_size=a.link_size, link_parallel=a.link_parallel, ranks_per_node=ranks,
                 mpi_plugin=a.mpi_plugin, remeasure=not a.no_remeasure,
                 thresholds=_thresholds(a), not_joined=registry.not_joined(),
-                partition=a.partition, peers=peers,
+                partition=a.partition, gpus_per_node=a.gpus_per_node, peers=peers,
                 scale={f: registry.scaling()[f] for f in a.scale}, scale_args=scale_args,
                 pairs={f: registry.pairwise()[f] for f in a.pairs}, pairs_args=_pairs(a))
 
@@ -263,6 +267,7 @@ def _dry_run(plan: Plan, sched: Scheduler) -> int:
           f"{plan.profile}` on "
           f"each of {len(plan.nodes)} node(s), "
           + (f"{plan.concurrency} at a time" if plan.concurrency else "all at once")
+          + (f", {plan.gpus_per_node} GPU(s) a node" if plan.gpus_per_node else "")
           + f"; timeout {plan.timeout_s:g} s")
     for node in plan.nodes[:20]:
         print(f"    {node}")

@@ -76,6 +76,7 @@ class Plan:
     poll_s: float = 1.0
     seed: int = 0
     partition: str | None = None  # submit there (None: the scheduler's default)
+    gpus_per_node: int = 0  # GPUs each node probe job asks for (0: none)
     peers: list[str] = field(default_factory=list)  # measured before: link partners of `nodes`
     scale: dict[str, Scaling] = field(default_factory=dict)  # families run across nodes
     scale_args: list[str] = field(default_factory=list)  # and their options (--n 2000 ...)
@@ -210,7 +211,7 @@ class Campaign:
                 "--profile", p.profile, "--tag", p.tag, "--no-store", "--json",
                 str(self._doc(output))]
         return JobSpec(f"hpb-{p.tag}-{node}"[:64], [node], argv, output, p.timeout_s,
-                       partition=p.partition)
+                       partition=p.partition, gpus_per_node=p.gpus_per_node)
 
     def _doc(self, output: Path) -> Path:
         """Where the node job with this output writes its document."""

@@ -105,6 +105,8 @@ class Verdict:
     weak: dict[str, list[tuple[int, float, float | None]]] = field(default_factory=dict)
     weak_units: dict[str, str] = field(default_factory=dict)
     scaling_errors: list[str] = field(default_factory=list)  # why a node count has no figure
+    #: node -> the figures most of its peers have and it lacks (a GPU gone, a kernel failed)
+    missing: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def measured(self) -> list[str]:
@@ -112,7 +114,8 @@ class Verdict:
 
     @property
     def flagged(self) -> bool:
-        return bool(self.findings or self.failed or self.link_errors or self.scaling_errors)
+        return bool(self.findings or self.failed or self.link_errors or self.scaling_errors
+                    or self.missing)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -132,19 +135,24 @@ class Verdict:
             "weak_scaling": {k: [{"nodes": n, "median": v, "parallel_efficiency": e}
                                  for n, v, e in pts] for k, pts in self.weak.items()},
             "weak_units": self.weak_units, "scaling_errors": self.scaling_errors,
+            "missing": self.missing,
         }
 
 
 def hardware(run: Run) -> str:
     """The hardware fingerprint peers share: CPU model, sockets x cores, NUMA domains, memory
-    (GiB) and the widest kernel ISA; nodes that differ in any are grouped apart."""
+    (GiB), the widest kernel ISA and the GPU models measured (not their count: a node short
+    of a GPU stays among its peers, whose figures it lacks); nodes that differ in any are
+    grouped apart."""
     t, p = run.topology, run.provenance
     c = t.get("counts", {})
     mem = sum(n.get("memory_bytes") or 0 for n in t.get("numa_nodes", []))
     isa = (p.get("isa_supported") or ["?"])[-1]
+    models = sorted({g.get("name", "?") for g in (p.get("gpu") or {}).get("gpus", [])})
     return (f"{p.get('cpu_model') or t.get('cpu_model') or '?'}, {c.get('packages', '?')} x "
             f"{(c.get('cores') or 0) // max(1, c.get('packages') or 1)} cores, "
-            f"{c.get('numa_nodes', '?')} NUMA, {mem / 2**30:.0f} GiB, {isa}")
+            f"{c.get('numa_nodes', '?')} NUMA, {mem / 2**30:.0f} GiB, {isa}"
+            + "".join(f", {m}" for m in models))
 
 
 #: Params that name a link's ends: the link, not the figure.
@@ -297,10 +305,13 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
     heat_rows: dict[str, dict[str, tuple[float, float]]] = {}
     all_labels: dict[str, None] = {}
     for fp, hosts in groups.items():
-        judged = _Judged([_figures(latest[h], ignore) for h in hosts], th)
+        rows = [_figures(latest[h], ignore) for h in hosts]
+        judged = _Judged(rows, th)
         if len(hosts) < th.min_peers:
             v.unjudged.append(f"{', '.join(hosts)} ({fp}): fewer than {th.min_peers} nodes of "
                               "this hardware, not judged")
+        else:
+            _missing(v, hosts, rows)
         med, values, z = judged.fleet.median, judged.values, judged.z
         with np.errstate(invalid="ignore", divide="ignore"):
             norm = np.where(judged.lower, med / values, values / med)
@@ -317,6 +328,20 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
     both = np.array([[heat_rows[h].get(lb, (np.nan, np.nan)) for lb in v.heat_metrics]
                      for h in v.heat_nodes]).reshape(len(v.heat_nodes), len(v.heat_metrics), 2)
     v.heat, v.heat_z = both[:, :, 0], both[:, :, 1]
+
+
+def _missing(v: Verdict, hosts: list[str], rows: list[dict[str, Fig]]) -> None:
+    """Each node's figures that most of its group has (more than half of the nodes) and it
+    lacks: a device gone from the bus, a family that could not run there, a failed check."""
+    have: dict[str, int] = defaultdict(int)
+    for row in rows:
+        for lb in row:
+            have[lb] += 1
+    usual = [lb for lb, k in have.items() if 2 * k > len(hosts)]
+    for h, row in zip(hosts, rows, strict=True):
+        lacks = [lb for lb in usual if lb not in row]
+        if lacks:
+            v.missing[h] = lacks
 
 
 def _judge(v: Verdict, kind: str, item: str, now: list[Deviation],

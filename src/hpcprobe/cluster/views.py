@@ -33,6 +33,8 @@ def to_drain(v: Verdict) -> list[tuple[str, str]]:
     out = [(f.item, drain_reason(v.campaign, f)) for f in v.findings if f.kind != SLOW_LINK]
     out += [(node, f"hpcprobe {v.campaign}: failed, {why}"[:200])
             for node, why in v.failed.items()]
+    out += [(node, f"hpcprobe {v.campaign}: {len(lacks)} figure(s) of its peers missing, "
+             f"{lacks[0]}"[:200]) for node, lacks in v.missing.items()]
     return out
 
 
@@ -46,6 +48,7 @@ def blocks(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> list[Bloc
     out: list[Block] = [Lines([
         f"Campaign {v.campaign}: {len(v.nodes)} node(s), {len(v.measured)} measured, "
         f"{len(v.failed)} failed, {len(v.findings)} finding(s)"
+        + (f", {len(v.missing)} node(s) missing figures" if v.missing else "")
         + (", links failed" if v.link_errors else "") + "; "
         f"{len(v.groups)} hardware group(s). A figure is flagged beyond {th.z:g} robust z "
         f"(median, 1.4826 MAD of its peers) and more than {th.worse:.0%} worse."])]
@@ -63,6 +66,14 @@ def blocks(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> list[Bloc
         t.add_column("why")
         for node in sorted(v.failed, key=natural):
             t.add_row(node, v.failed[node])
+        out.append(t)
+    if v.missing:
+        t = Table("Missing figures (most of the node's peers have them; it does not)")
+        t.add_column("node")
+        t.add_column("figures", "right")
+        t.add_column("which")
+        for node in sorted(v.missing, key=natural):
+            t.add_row(node, str(len(v.missing[node])), _few(v.missing[node], 4))
         out.append(t)
     if v.link_errors:
         out.append(Lines([f"Links not measured: {e}" for e in v.link_errors]))

@@ -30,6 +30,7 @@ class JobSpec:
     mpi: str | None = None
     partition: str | None = None  # None: the scheduler's default
     env: dict[str, str] = field(default_factory=dict)  # added to the job's environment
+    gpus_per_node: int = 0  # GPUs asked for on each node (Slurm GRES); 0: none asked
 
 
 @dataclass

@@ -25,6 +25,12 @@ NEVER = frozenset({"PartitionTimeLimit", "PartitionNodeLimit", "PartitionConfig"
 CLIENT_TIMEOUT_S = 30
 
 
+def _gpus(spec: JobSpec) -> list[str]:
+    """The GPUs a job asks for on each node: without them a GRES-managed node hides its GPUs
+    from the job (ConstrainDevices), --exclusive or not."""
+    return [f"--gpus-per-node={spec.gpus_per_node}"] if spec.gpus_per_node else []
+
+
 def _first_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[0] if lines else "no output"
@@ -124,6 +130,7 @@ class Slurm(Scheduler):
         r = self._client("sbatch", "--parsable", "--job-name", spec.name,
                          "--nodes", str(len(spec.nodes)), "--nodelist", ",".join(spec.nodes),
                          "--ntasks-per-node", str(spec.tasks_per_node), "--exclusive",
+                         *_gpus(spec),
                          "--time", str(max(1, math.ceil(spec.time_limit_s / 60))),
                          *(["--partition", spec.partition] if spec.partition else []),
                          "--output", str(spec.output), str(script))
@@ -133,7 +140,7 @@ class Slurm(Scheduler):
 
     def _step(self, spec: JobSpec) -> Job:
         argv = ["srun", "--nodes", str(len(spec.nodes)), "--nodelist", ",".join(spec.nodes),
-                "--ntasks-per-node", str(spec.tasks_per_node), "--exact",
+                "--ntasks-per-node", str(spec.tasks_per_node), "--exact", *_gpus(spec),
                 *([f"--mpi={spec.mpi}"] if spec.mpi else []), *spec.argv]
         with open(spec.output, "w") as out:
             p = subprocess.Popen([*self.prefix, *argv], stdout=out, stderr=subprocess.STDOUT,
