@@ -12,8 +12,8 @@ from __future__ import annotations
 #: 37.4 and 91.6, their FP64 1/64 of FP32, TF32/FP16 at 1/2 and 1/4 of the tensor rates of
 #: sm_80's per-SM; H100/H200 (132 SMs) 67/67 and 495/989/989 dense. FP8 (E4M3 in, FP32
 #: accumulation; cuBLASLt): L40S 733 and H100/H200 1979 TFLOP/s dense, twice FP16's per-SM rate.
-#: GeForce parts of sm_86 and sm_89 run FP16 with FP32 accumulation at half the rate given
-#: here: their figures read low.
+#: GeForce parts of sm_86 and sm_89 run FP16 (and FP8) with FP32 accumulation at half the rate
+#: given here: their figures read low.
 #: Architectures absent here get no model: their rates are shown without a percentage.
 GEMM_FLOPS_PER_SM_CLOCK: dict[str, dict[str, int]] = {
     "7.0": {"fp64": 64, "fp32": 128, "fp16": 1024},
