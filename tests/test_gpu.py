@@ -2,7 +2,8 @@
 trees of a one-GPU node and an eight-GPU two-socket node (tests/gpunodes.py), a job's binding
 and GPU sharing, the peak models, the CUDA program compiled with the nvcc found (and its clean
 answer where there is no driver), the measurement plumbing against a stand-in program (checks
-that fail discard their figures), and the CLI's bad input."""
+that fail discard their figures), and the CLI's bad input. On a node with a GPU, its driver and
+nvcc, the runtime tests run the family and the program on it."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_user_error, hpcprobe
+from conftest import assert_user_error, hpcprobe, run_json
 from gpunodes import DATA, a100_node, h100_node
 from hpcprobe.common.errors import UserError
 from hpcprobe.cuda import build, toolkit
@@ -408,3 +409,56 @@ def test_no_gpu_is_one_line_and_other_families_go_on(tmp_path):
     assert_user_error(hpcprobe("gpu"), "no GPU: no NVIDIA driver")
     r = hpcprobe("run", "gpu", "--dry-run")
     assert r.code == 0 and "skipped: no GPU" in r.out
+
+
+# ------------------------------------------------------------------ on a GPU (skipped without)
+
+def _live_gpu() -> str | None:
+    """Why the runtime tests cannot run here, or None where they can."""
+    inv = gpus.discover()
+    if not inv.gpus:
+        return f"no GPU: {inv.none_why}"
+    try:
+        toolkit.find()
+    except toolkit.NoToolkit as exc:
+        return str(exc)
+    return None
+
+
+NO_LIVE_GPU = _live_gpu()
+live = pytest.mark.skipif(NO_LIVE_GPU is not None, reason=str(NO_LIVE_GPU))
+
+
+@live
+def test_on_a_gpu_every_figure_is_checked_and_stored(tmp_path):
+    _, doc = run_json(tmp_path, "gpu", "--profile", "quick", "--gpu-devices", "0",
+                      "--gpu-stream-size", "64MiB", "--gpu-gemm-n", "1024",
+                      "--gpu-copy-size", "16MiB", "--no-store")
+    got = {(m["name"], m["params"].get("precision") or m["params"].get("kernel") or
+            m["params"].get("direction")) for m in doc["metrics"]}
+    for kernel in ("copy", "mul", "add", "triad", "dot"):
+        assert ("bandwidth", kernel) in got
+    for direction in ("h2d", "d2h", "bidir"):
+        assert ("copy", direction) in got
+    assert ("gemm", "fp64") in got and ("gemm", "bf16") in got
+    for m in doc["metrics"]:
+        assert m["samples"] and all(x > 0 for x in m["samples"]), m
+        if m["name"] in ("bandwidth", "gemm", "copy"):  # NVML read while it ran
+            assert "sm_mhz" in m["params"] or "nvml" in m["params"], m["params"]
+    assert doc["provenance"]["gpu"]["cublas"]["path"]
+
+
+@live
+def test_on_a_gpu_the_programs_own_answers(tmp_path, monkeypatch):
+    monkeypatch.setenv("HPCPROBE_CACHE", str(tmp_path))
+    tk = toolkit.find()
+    exe = str(build.build(tk, [toolkit.arch_of(c) for c in bench._compute_caps(
+        gpus.discover())], toolkit.driver_version()))
+    info = [json.loads(x) for x in subprocess.run([exe, "info"], capture_output=True,
+                                                  text=True).stdout.splitlines()]
+    assert info[0]["devices"] >= 1 and "fp64" in info[1]["gemm_precisions"]
+    r = subprocess.run([exe, "stream", "99", str(1 << 20), "2"], capture_output=True, text=True)
+    assert r.returncode == 2 and "device 99 does not exist" in r.stdout
+    huge = info[1]["memory_bytes"]  # three arrays of the whole memory: out of memory
+    r = subprocess.run([exe, "stream", "0", str(huge), "2"], capture_output=True, text=True)
+    assert r.returncode == 3 and "out of memory" in r.stdout.lower(), r.stdout
