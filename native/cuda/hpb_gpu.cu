@@ -219,6 +219,40 @@ static const char *readings_stop(struct readings *r)
     return out;
 }
 
+/* A timed measurement: its CUDA events and the NVML readings taken while it runs. */
+#define MAX_EVENTS 6
+struct timed {
+    cudaEvent_t ev[MAX_EVENTS];
+    int n;
+    struct readings rd;
+};
+
+static void timed_start(struct timed *t, int events)
+{
+    t->n = events;
+    for (int k = 0; k < events; k++)
+        CK(cudaEventCreate(&t->ev[k]));
+    readings_start(&t->rd);
+}
+
+/* The readings as readings_stop gives them; the events released. */
+static const char *timed_stop(struct timed *t)
+{
+    const char *env = readings_stop(&t->rd);
+    for (int k = 0; k < t->n; k++)
+        CK(cudaEventDestroy(t->ev[k]));
+    return env;
+}
+
+/* Host memory for a check, or exit 3. */
+static void *host_alloc(size_t bytes)
+{
+    void *p = malloc(bytes);
+    if (!p)
+        fail(EXIT_OOM, "host memory for the check (%zu bytes)", bytes);
+    return p;
+}
+
 /* ---------------------------------------------------------------- devices */
 
 /* No driver, or one older than this program's runtime: said as such, before any other call. */
@@ -346,11 +380,9 @@ static int cmd_stream(int device, size_t bytes, int reps)
     CK(cudaDeviceSynchronize());
     const char *names[5] = {"copy", "mul", "add", "triad", "dot"};
     const int arrays[5] = {2, 2, 3, 3, 2}; /* BabelStream: arrays each kernel moves */
-    cudaEvent_t ev[6];
-    for (int k = 0; k < 6; k++)
-        CK(cudaEventCreate(&ev[k]));
-    struct readings rd;
-    readings_start(&rd);
+    struct timed tm;
+    cudaEvent_t *ev = tm.ev;
+    timed_start(&tm, 6);
     double sum = 0;
     for (int r = 0; r < reps; r++) {
         CK(cudaEventRecord(ev[0]));
@@ -378,7 +410,7 @@ static int cmd_stream(int device, size_t bytes, int reps)
                  ms * 1e-3);
         }
     }
-    const char *env = readings_stop(&rd);
+    const char *env = timed_stop(&tm);
     /* BabelStream's check: replay the kernels on one element of each array */
     double ga = START_A, gb = START_B, gc = START_C;
     for (int r = 0; r < reps; r++) {
@@ -388,9 +420,7 @@ static int cmd_stream(int device, size_t bytes, int reps)
         ga = gb + SCALAR * gc;
     }
     double gsum = ga * gb * n;
-    double *h = (double *)malloc(n * sizeof(double));
-    if (!h)
-        fail(EXIT_OOM, "host memory for the check (%zu bytes)", n * sizeof(double));
+    double *h = (double *)host_alloc(n * sizeof(double));
     double err[3];
     double *arr[3] = {a, b, c}, gold[3] = {ga, gb, gc};
     for (int k = 0; k < 3; k++) {
@@ -691,27 +721,24 @@ static int cmd_gemm(int device, const char *prec, int n, int reps, const char *l
     float one_f = 1, zero_f = 0;
     const void *alpha = p->compute == COMPUTE_64F ? (const void *)&one_d : (const void *)&one_f;
     const void *beta = p->compute == COMPUTE_64F ? (const void *)&zero_d : (const void *)&zero_f;
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    struct readings rd;
-    readings_start(&rd);
+    struct timed tm;
+    timed_start(&tm, 2);
     for (int r = 0; r < reps; r++) {
-        CK(cudaEventRecord(e0));
+        CK(cudaEventRecord(tm.ev[0]));
         int st = p->lt ? lt.matmul(plan.h, plan.desc, alpha, A, plan.a, B, plan.b, beta, C,
                                    plan.d, C, plan.d, &plan.best.algo, plan.workspace,
                                    LT_WORKSPACE, 0)
                        : cublas.gemm(h, OP_N, OP_N, n, n, n, alpha, A, p->in, n, B, p->in, n,
                                      beta, C, p->out, n, p->compute, GEMM_DEFAULT);
-        CK(cudaEventRecord(e1));
+        CK(cudaEventRecord(tm.ev[1]));
         if (st != 0)
             fail(st == 3 ? EXIT_OOM : EXIT_CHECK, "%s %s n=%d: status %d",
                  p->lt ? "cublasLtMatmul" : "cublasGemmEx", p->name, n, st);
         line("{\"test\": \"gemm\", \"precision\": \"%s\", \"n\": %d, \"rep\": %d, "
              "\"flops\": %.17g, \"seconds\": %.9g}",
-             p->name, n, r, 2.0 * n * (double)n * n, elapsed_s(e0, e1));
+             p->name, n, r, 2.0 * n * (double)n * n, elapsed_s(tm.ev[0], tm.ev[1]));
     }
-    const char *env = readings_stop(&rd);
+    const char *env = timed_stop(&tm);
     /* the check: CHECKED entries of C (column-major, C(i,j) at i + j n) against the host */
     size_t at[CHECKED], *d_at;
     double got[CHECKED], *d_got;
@@ -880,12 +907,9 @@ static int cmd_copy(int device, const char *dir, size_t bytes, int reps, int nod
     cudaStream_t s1, s2;
     CK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
     CK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
-    cudaEvent_t e0, e1, e2;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    CK(cudaEventCreate(&e2));
-    struct readings rd;
-    readings_start(&rd);
+    struct timed tm;
+    timed_start(&tm, 3);
+    cudaEvent_t e0 = tm.ev[0], e1 = tm.ev[1], e2 = tm.ev[2];
     for (int r = 0; r < reps; r++) {
         CK(cudaEventRecord(e0, s1));
         if (h2d || bidir)
@@ -903,12 +927,10 @@ static int cmd_copy(int device, const char *dir, size_t bytes, int reps, int nod
              "\"bytes\": %zu, \"seconds\": %.9g}",
              dir, r, bytes, bidir ? 2 * bytes : bytes, elapsed_s(e0, e1));
     }
-    const char *env = readings_stop(&rd);
+    const char *env = timed_stop(&tm);
     /* the check: what arrived is what was sent, both ways */
     int ok = 1;
-    unsigned char *back = (unsigned char *)malloc(bytes);
-    if (!back)
-        fail(EXIT_OOM, "host memory for the check (%zu bytes)", bytes);
+    unsigned char *back = (unsigned char *)host_alloc(bytes);
     if (h2d || bidir) {
         CK(cudaMemcpy(back, dev_in, bytes, cudaMemcpyDeviceToHost));
         ok &= !memcmp(back, host_in, bytes);
@@ -939,31 +961,25 @@ static int cmd_p2p(int device, int peer, size_t bytes, int reps)
         if (e != cudaErrorPeerAccessAlreadyEnabled)
             CK(e);
     }
-    unsigned char *src, *dst, *host = (unsigned char *)malloc(bytes), *back;
-    if (!host)
-        fail(EXIT_OOM, "host memory for the check (%zu bytes)", bytes);
-    back = (unsigned char *)malloc(bytes);
-    if (!back)
-        fail(EXIT_OOM, "host memory for the check (%zu bytes)", bytes);
+    unsigned char *src, *dst;
+    unsigned char *host = (unsigned char *)host_alloc(bytes);
+    unsigned char *back = (unsigned char *)host_alloc(bytes);
     CK(cudaMalloc(&src, bytes));
     CK(cudaSetDevice(peer));
     CK(cudaMalloc(&dst, bytes));
     CK(cudaSetDevice(device));
     pattern(host, bytes, 29);
     CK(cudaMemcpy(src, host, bytes, cudaMemcpyHostToDevice));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    struct readings rd;
-    readings_start(&rd);
+    struct timed tm;
+    timed_start(&tm, 2);
     for (int r = 0; r < reps; r++) {
-        CK(cudaEventRecord(e0));
+        CK(cudaEventRecord(tm.ev[0]));
         CK(cudaMemcpyPeerAsync(dst, peer, src, device, bytes, 0));
-        CK(cudaEventRecord(e1));
+        CK(cudaEventRecord(tm.ev[1]));
         line("{\"test\": \"p2p\", \"peer\": %d, \"rep\": %d, \"bytes\": %zu, \"seconds\": %.9g}",
-             peer, r, bytes, elapsed_s(e0, e1));
+             peer, r, bytes, elapsed_s(tm.ev[0], tm.ev[1]));
     }
-    const char *env = readings_stop(&rd);
+    const char *env = timed_stop(&tm);
     CK(cudaMemcpyPeer(src, device, dst, peer, bytes)); /* round trip: what arrived, back */
     CK(cudaMemcpy(back, src, bytes, cudaMemcpyDeviceToHost));
     int ok = !memcmp(back, host, bytes);

@@ -1,5 +1,6 @@
-"""Output files written atomically (a temporary file renamed into place, so a full disk or a
-crash never leaves half a file), with the permissions the umask gives a new file."""
+"""Files the user names: outputs written atomically (a temporary file renamed into place, so a
+full disk or a crash never leaves half a file), with the permissions the umask gives a new file;
+inputs read whole, one that cannot be read said in one line."""
 
 from __future__ import annotations
 
@@ -8,6 +9,16 @@ import tempfile
 from pathlib import Path
 
 from hpcprobe.common.errors import UserError
+
+
+def read_input(path: str | os.PathLike[str], label: str | None = None, hint: str = "") -> str:
+    """The text of a file the user named; unreadable, a user error naming it (as `label`,
+    default its path) and why, then the hint."""
+    try:
+        return Path(path).read_text()
+    except OSError as exc:
+        raise UserError(f"{label or path}: cannot read it ({exc.strerror})"
+                        + (f"; {hint}" if hint else "")) from None
 
 
 def check_writable(path: str | os.PathLike[str], option: str) -> Path:

@@ -14,6 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from hpcprobe.common.errors import UserError
+from hpcprobe.common.kernelfiles import read_text
 
 
 @dataclass(frozen=True)
@@ -110,9 +111,6 @@ def cublas(tk: Toolkit, asked: str | None = None) -> str:
 
 def driver_version(proc: str = "/proc") -> str | None:
     """The NVIDIA kernel driver's version ("580.159.04"), or None without one."""
-    try:
-        text = Path(proc, "driver", "nvidia", "version").read_text()
-    except OSError:
-        return None
-    m = re.search(r"Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)", text)
+    m = re.search(r"Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)",
+                  read_text(Path(proc, "driver", "nvidia", "version")) or "")
     return m.group(1) if m else None

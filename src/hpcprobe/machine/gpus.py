@@ -20,6 +20,7 @@ from typing import Any
 
 from hpcprobe.common.cpulist import format_cpulist, parse_cpulist
 from hpcprobe.common.errors import UserError
+from hpcprobe.common.files import read_input
 from hpcprobe.common.kernelfiles import read_text
 
 #: How two PCIe devices connect, nearest first (nvidia-smi topo -m's words).
@@ -264,13 +265,6 @@ def _smi(*args: str) -> tuple[str | None, str]:
     return p.stdout, ""
 
 
-def _recorded(path: str) -> str:
-    try:
-        return Path(path).read_text()
-    except OSError as exc:
-        raise UserError(f"{path}: cannot read it ({exc.strerror})") from None
-
-
 def discover(smi: str | None = None, sysfs: str | os.PathLike[str] = "/sys",
              proc: str | os.PathLike[str] | None = "/proc", topo: str | None = None
              ) -> Inventory:
@@ -278,8 +272,8 @@ def discover(smi: str | None = None, sysfs: str | os.PathLike[str] = "/sys",
     several), or those of a recorded `nvidia-smi -q -x` file (and `topo -m` output, if given).
     No nvidia-smi, or one that fails (no driver), is an inventory without GPUs that says why."""
     if smi is not None:
-        inv = from_smi(_recorded(smi), sysfs, proc, smi)
-        topo_text = _recorded(topo) if topo is not None else None
+        inv = from_smi(read_input(smi), sysfs, proc, smi)
+        topo_text = read_input(topo) if topo is not None else None
     else:
         text, why = _smi("-q", "-x")
         if text is None:

@@ -14,6 +14,7 @@ from typing import Any
 from hpcprobe import tools
 from hpcprobe.common.cpulist import format_cpulist, parse_cpulist, parse_hwloc_bitmap
 from hpcprobe.common.errors import UserError
+from hpcprobe.common.files import read_input
 from hpcprobe.common.kernelfiles import read_text
 from hpcprobe.common.units import format_bytes
 
@@ -286,11 +287,7 @@ def _int_attr(el: ET.Element, name: str, source: str) -> int:
 def load_xml(path: str | os.PathLike[str]) -> Topology:
     """Load an hwloc XML file given by the user."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except OSError as exc:
-        raise UserError(f"--input {p}: cannot read it ({exc.strerror}); give a readable hwloc "
-                        "XML file") from exc
+    text = read_input(p, f"--input {p}", "give a readable hwloc XML file")
     return from_hwloc_xml(text, f"xml:{p}")
 
 

@@ -111,7 +111,7 @@ def inventory(o: GpuOptions) -> gpus.Inventory:
     return gpus.discover(o.gpu_smi, o.gpu_sysfs, proc, o.gpu_topo)
 
 
-def chosen(ctx: RunContext, o: GpuOptions, inv: gpus.Inventory) -> list[gpus.Gpu]:
+def _chosen(o: GpuOptions, inv: gpus.Inventory) -> list[gpus.Gpu]:
     """The GPUs asked for (a missing one is a user error)."""
     by_index = {g.index: g for g in inv.gpus}
     for i in o.gpu_devices:
@@ -121,7 +121,7 @@ def chosen(ctx: RunContext, o: GpuOptions, inv: gpus.Inventory) -> list[gpus.Gpu
     return [by_index[i] for i in o.gpu_devices] if o.gpu_devices else list(inv.gpus)
 
 
-def tests_of(o: GpuOptions, n_gpus: int) -> tuple[str, ...]:
+def _tests_of(o: GpuOptions, n_gpus: int) -> tuple[str, ...]:
     for t in o.gpu_tests or ():
         if t not in TESTS:
             raise UserError(f"--gpu-tests {t!r} is unknown; tests: {', '.join(TESTS)}")
@@ -154,8 +154,8 @@ def _fit(what: str, need: int, g: gpus.Gpu) -> None:
 
 def setup(ctx: RunContext, o: GpuOptions, inv: gpus.Inventory
           ) -> tuple[list[gpus.Gpu], tuple[str, ...], Settings]:
-    devs = chosen(ctx, o, inv)
-    tests = tests_of(o, len(devs))
+    devs = _chosen(o, inv)
+    tests = _tests_of(o, len(devs))
     s = SETTINGS[ctx.profile.name]
     if o.gpu_cublas and not os.path.isfile(o.gpu_cublas):
         raise UserError(f"--gpu-cublas {o.gpu_cublas}: no such file")

@@ -60,8 +60,11 @@ def _gemm_table(run: Run) -> Table | None:
     gemm = run.select("gpu", "gemm")
     if not gemm:
         return None
-    models = {(m.params["device"], m.params["precision"], m.params["n"]): m
-              for m in run.select("gpu", "gemm_peak")}
+    def by_figure(name: str) -> dict[tuple[int, str, int], Metric]:
+        return {(m.params["device"], m.params["precision"], m.params["n"]): m
+                for m in run.select("gpu", name)}
+
+    models, fractions = by_figure("gemm_peak"), by_figure("gemm_fraction")
     t = Table(title=f"GPU GEMM through cuBLAS (2 N³ FLOPs), TFLOP/s median ±95% CI, "
                     f"{n_range(gemm)}; % of the peak: FLOP/SM/clock (table) x SMs x the SM "
                     "clock NVML read during the run")
@@ -71,9 +74,9 @@ def _gemm_table(run: Run) -> Table | None:
         t.add_column(col, just)
     for m in gemm:
         p = m.params
-        model = models.get((p["device"], p["precision"], p["n"]))
-        pct = "-" if model is None else \
-            f"{100 * m.summary.median / model.summary.median:.1f}"
+        key = (p["device"], p["precision"], p["n"])
+        model, frac = models.get(key), fractions.get(key)
+        pct = "-" if frac is None else f"{frac.summary.median:.1f}"
         t.add_row(f"GPU{p['device']}", p["precision"], str(p["n"]), cell(m, 1), pct,
                   "no model" if model is None else f"{model.summary.median:.1f}", _env(m))
     return t
