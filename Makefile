@@ -3,9 +3,14 @@ PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.hpcprobe-installed
+# WHEELHOUSE=DIR: install from the wheels in DIR alone (a node without network; `make wheelhouse`
+# fills DIR on one with it). VENV_FLAGS: passed to `python -m venv` (--system-site-packages).
+WHEELHOUSE ?=
+VENV_FLAGS ?=
+PIP_SOURCE := $(if $(WHEELHOUSE),--no-index --find-links $(abspath $(WHEELHOUSE)))
 SOURCES := pyproject.toml CMakeLists.txt $(shell find src native -type f -not -name '*.pyc')
 
-.PHONY: setup system-deps run test bench lint clean
+.PHONY: setup system-deps wheelhouse run test bench lint clean
 
 setup: system-deps $(STAMP)
 
@@ -14,12 +19,16 @@ system-deps:
 	@scripts/install-system-deps.sh
 
 $(PY):
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install -q --upgrade pip
+	$(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
+	$(if $(WHEELHOUSE),,$(PY) -m pip install -q --upgrade pip)
 
 $(STAMP): $(PY) $(SOURCES)
-	$(PY) -m pip install -q ".[test]"
+	$(PY) -m pip install -q $(PIP_SOURCE) ".[test]"
 	@touch $@
+
+# WHEEL_PYTHON=3.12 WHEEL_GLIBC=2.28: for a node whose Python or glibc differ from this one's
+wheelhouse:
+	PYTHON=$(PYTHON) scripts/wheelhouse.sh $(or $(WHEELHOUSE),wheelhouse) $(WHEEL_PYTHON) $(WHEEL_GLIBC)
 
 run: setup
 	$(VENV)/bin/hpcprobe run $(ARGS)
