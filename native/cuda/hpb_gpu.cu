@@ -88,6 +88,9 @@ static void cuda_ok(cudaError_t e, const char *what)
              e == cudaErrorInvalidDevice || e == cudaErrorSystemDriverMismatch ||
              e == cudaErrorCompatNotSupportedOnDevice)
         code = EXIT_NODEV;
+    else if (e == cudaErrorUnsupportedPtxVersion) /* a GPU newer than nvcc, a driver older */
+        fail(EXIT_NODEV, "%s: the driver cannot compile this program's PTX for the GPU: use an "
+             "nvcc that knows the GPU and is no newer than the driver", what);
     fail(code, "%s: %s (%s)", what, cudaGetErrorString(e), cudaGetErrorName(e));
 }
 #define CK(call) cuda_ok((call), #call)
@@ -255,18 +258,22 @@ static void *host_alloc(size_t bytes)
 
 /* ---------------------------------------------------------------- devices */
 
-/* No driver, or one older than this program's runtime: said as such, before any other call. */
+/* No driver, or one that cannot run this program's runtime: said as such, before any other
+ * call. A driver older than the runtime but of the same major release runs it (CUDA's minor
+ * version compatibility, as this program carries machine code for the GPUs present), so only
+ * the runtime's own refusal counts, not the version numbers. */
 static void check_driver(void)
 {
-    int drv = 0, rt = 0;
+    int drv = 0, rt = 0, n = 0;
     cudaDriverGetVersion(&drv);
     cudaRuntimeGetVersion(&rt);
     if (drv == 0)
         fail(EXIT_NODEV, "no NVIDIA driver: libcuda.so.1 was not found or did not load");
-    if (drv < rt)
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e == cudaErrorInsufficientDriver || e == cudaErrorCallRequiresNewerDriver)
         fail(EXIT_NODEV, "the driver runs CUDA up to %d.%d; this program was built with CUDA "
-             "%d.%d, which it cannot run: use an nvcc no newer than the driver",
-             drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+             "%d.%d, which it cannot run: use an nvcc of the driver's major release, no newer "
+             "than it", drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
 }
 
 static void use_device(int device)
