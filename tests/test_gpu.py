@@ -281,6 +281,9 @@ def test_figures_count_only_after_their_check(stand_in, tmp_path, tiny):
     [frac] = [m for m in ctx.metrics if m.name == "bandwidth_fraction" and
               m.params["kernel"] == "triad"]
     assert frac.summary.median == pytest.approx(100 * 500 / 1024)  # 2 x 1 GHz x 4096 bit / 8
+    [bpeak] = [m for m in ctx.metrics if m.name == "bandwidth_peak"]
+    assert bpeak.samples == [pytest.approx(1024)] and \
+        bpeak.params["model_source"] == peaks.MEMORY_SOURCE  # said, as the GEMM's model is
     copies = [m for m in ctx.metrics if m.name == "copy"]
     assert {m.params["direction"] for m in copies} == {"h2d", "d2h", "bidir"}
     assert all(m.params["local"] and m.params["numa"] == 0 for m in copies)
@@ -351,6 +354,22 @@ def test_nvlinks_from_nvidia_smi_topo(a100, tmp_path):
     assert r.code == 0 and "GPU0: X NV12 NV12 NV12 NV12 NV12 NV12 NV12;" in r.out, r.out
     assert gpus.parse_topo("\t\x1b[4mGPU0\tGPU1\x1b[0m\nGPU0\t X \tNV18\nGPU1\tNV18\t X \n") == \
         {(0, 1): "NV18", (1, 0): "NV18"}
+
+
+def test_peer_copies_show_their_link():
+    base = {"device": 0, "gpu": "A100", "bus_id": "0000:07:00.0", "bytes": 1 << 28,
+            "peer_access": True}
+    run = Run("0123456789ab", "2026-11-24T00:00:00+00:00", "h", "quick", ["gpu"], {}, {}, [
+        results.Metric("gpu", "p2p", "GB/s", {**base, "peer_bus_id": "0000:0f:00.0",
+                                              "link": "NV12"}, [230.0, 231.0, 232.0]),
+        results.Metric("gpu", "p2p", "GB/s", {**base, "peer_bus_id": "0000:87:00.0",
+                                              "link": "SYS", "peer_access": False},
+                       [20.0, 21.0, 22.0])])
+    [t] = views.tables(run)
+    assert t.columns[:3] == ["from", "to", "link"]  # type: ignore[union-attr]
+    assert [r[:3] + r[4:5] for r in t.rows] == [  # type: ignore[union-attr]
+        ["GPU0", "0000:0f:00.0", "NV12", "yes"],
+        ["GPU0", "0000:87:00.0", "SYS", "no (through the host)"]]
 
 
 def test_a_gpu_in_mig_mode_is_said_and_not_measured(stand_in, monkeypatch, tmp_path, tiny):

@@ -399,7 +399,8 @@ def _stream(t: _Target) -> None:
     peak = peaks.memory_peak_gbs(t.dev.mem_khz, t.dev.bus_width_bits)
     if peak is not None:
         t.add("bandwidth_peak", "GB/s", {"mem_khz": t.dev.mem_khz,
-                                         "bus_width_bits": t.dev.bus_width_bits}, [peak])
+                                         "bus_width_bits": t.dev.bus_width_bits,
+                                         "model_source": peaks.MEMORY_SOURCE}, [peak])
     for (kernel, array), samples in _samples(docs, ("kernel", "array_bytes")).items():
         params = {"kernel": kernel, "array_bytes": array, **env[array]}
         gbs = [x / 1e9 for x in samples]

@@ -25,6 +25,7 @@ GEMM_FLOPS_PER_SM_CLOCK: dict[str, dict[str, int]] = {
 PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
 #: Where the table comes from, stored with each model.
 SOURCE = "hpcprobe table (data-sheet peaks / SMs / boost clock)"
+MEMORY_SOURCE = "CUDA runtime: 2 x memory clock x bus width"
 
 
 def gemm_per_sm_clock(cc: str, precision: str) -> int | None:

@@ -107,12 +107,13 @@ def _p2p_table(run: Run) -> Table | None:
     if not p2p:
         return None
     t = Table(title=f"GPU to GPU copies, GB/s median ±95% CI, {n_range(p2p)}")
-    for col, just in (("from", "left"), ("to", "left"), ("size", "right"),
+    for col, just in (("from", "left"), ("to", "left"), ("link", "left"), ("size", "right"),
                       ("peer access", "left"), ("GB/s", "right")):
         t.add_column(col, just)
     for m in p2p:
         p = m.params
-        t.add_row(f"GPU{p['device']}", p["peer_bus_id"], f"{p['bytes'] / 2**20:g} MiB",
+        t.add_row(f"GPU{p['device']}", p["peer_bus_id"], p.get("link", "?"),
+                  f"{p['bytes'] / 2**20:g} MiB",
                   "yes" if p["peer_access"] else "no (through the host)", cell(m, 1))
     return t
 
