@@ -56,22 +56,44 @@ def test_one_gpu_node_inventory(h100):
     assert (h100.driver, h100.cuda) == ("580.159.04", "13.0")
     [row] = gpus.locality_rows(h100)
     # the HCA (and its netdev) behind the GPU's switch; the NVMe on another root port
-    assert row == ["GPU0 NVIDIA H100 80GB HBM3", "0000:17:00.0", "0", "0-15",
-                   "mlx5_0 (PIX)", "nvme0 (PHB)"]
+    assert row == ["GPU0 NVIDIA H100 80GB HBM3", "0000:17:00.0",
+                   "x16 2.5 GT/s (max x16 32 GT/s)", "0", "0-15", "mlx5_0 (PIX)", "nvme0 (PHB)"]
+    assert not g.pcie.narrow  # an idle GPU's lower speed is no fault
+    assert "trained at" not in gpus.render(h100)
 
 
 def test_eight_gpu_two_socket_locality(a100):
     assert [g.numa_node for g in a100.gpus] == [0, 0, 0, 0, 1, 1, 1, 1]
     assert [g.bus_id[5:7] for g in a100.gpus] == ["07", "0f", "47", "4e", "87", "90", "b7", "bd"]
     rows = gpus.locality_rows(a100)
-    assert [r[4] for r in rows] == [f"mlx5_{i // 2} (PIX)" for i in range(8)]
-    assert rows[4][5] == "nvme0 (PHB)" and rows[0][5] == "nvme0 (SYS)"
-    assert rows[7][3] == "64-127"
+    assert [r[5] for r in rows] == [f"mlx5_{i // 2} (PIX)" for i in range(8)]
+    assert rows[4][6] == "nvme0 (PHB)" and rows[0][6] == "nvme0 (SYS)"
+    assert rows[7][4] == "64-127"
+    assert [g.pcie.narrow for g in a100.gpus] == [False] * 6 + [True, False]
+    assert rows[6][2] == "x8 16 GT/s (max x16 16 GT/s)"
     m = {r[0]: r[1:] for r in gpus.gpu_matrix(a100)}
     assert m["GPU0"][:5] == ["X", "PIX", "NODE", "NODE", "SYS"]
     assert m["GPU5"][4] == "PIX" and m["GPU5"][6] == "NODE"
     text = gpus.render(a100)
     assert "GPUs: 8 (driver 580.159.04, CUDA 13.0" in text and "SYS across" in text
+    assert "GPU6's PCIe link trained at x8 of the x16 it and its slot allow" in text
+
+
+def test_pcie_link_is_the_lower_of_device_and_slot(tmp_path):
+    dev = tmp_path / "devices" / "pci0000:00" / "0000:00:01.0" / "0000:01:00.0"
+    dev.mkdir(parents=True)
+    (tmp_path / "bus" / "pci" / "devices").mkdir(parents=True)
+    (tmp_path / "bus" / "pci" / "devices" / "0000:01:00.0").symlink_to(dev)
+    for attr, value in (("current_link_speed", "16.0 GT/s PCIe"), ("current_link_width", "16"),
+                        ("max_link_speed", "32.0 GT/s PCIe"), ("max_link_width", "16")):
+        (dev / attr).write_text(value + "\n")
+    (dev.parent / "max_link_speed").write_text("16.0 GT/s PCIe\n")  # a PCIe 4.0 slot
+    (dev.parent / "max_link_width").write_text("16\n")
+    link = gpus.pcie_link(tmp_path, "0000:01:00.0")
+    assert (link.speed_gts, link.width, link.max_speed_gts, link.max_width) == (16, 16, 16, 16)
+    (dev / "current_link_speed").write_text("Unknown\n")  # link down
+    assert gpus.pcie_link(tmp_path, "0000:01:00.0").speed_gts is None
+    assert gpus.pcie_link(tmp_path, "0000:02:00.0") is None  # no such device: no link
 
 
 def test_processes_and_their_jobs(a100):
@@ -132,6 +154,13 @@ def test_one_job_on_each_gpu_is_no_finding(tmp_path):
 
 # ------------------------------------------------------------------ peak models
 
+def test_pcie_model_matches_the_specification():
+    # PCIe 3.0/4.0/5.0 x16: 15.75/31.5/63 GB/s each way; 2.0 x8 (8b/10b) 4 GB/s; 6.0 x16 128
+    assert [round(peaks.pcie_gbs(g, 16), 2) for g in (3, 4, 5, 6)] == [15.75, 31.51, 63.02, 128]
+    assert peaks.pcie_gbs(2, 8) == 4.0
+    assert peaks.pcie_gbs(7, 16) is None and peaks.pcie_gbs(4, 0) is None
+
+
 def test_peak_models_match_the_data_sheets():
     # H100 SXM: HBM3 at 2619 MHz over 5120 bits is its 3.35 TB/s; 132 SMs at 1830 MHz its
     # dense BF16 989 TFLOP/s; A100's FP64 tensor 19.5 TFLOP/s at 1410 MHz
@@ -181,7 +210,8 @@ STAND_IN = '''#!{python}
 import json, os, sys
 a = sys.argv[1:]
 env = {{"readings": 3, "sm_mhz": 1500, "sm_mhz_min": 1400, "sm_mhz_max": 1600, "mem_mhz": 1593,
-        "power_w": 300.0, "power_w_max": 350.0, "temp_c_max": 70, "reasons": 4}}
+        "power_w": 300.0, "power_w_max": 350.0, "temp_c_max": 70, "reasons": 4,
+        "pcie_gen": 4, "pcie_width": 16, "pcie_gen_max": 5, "pcie_width_max": 16}}
 def out(**d): print(json.dumps(d))
 if a[0] == "info" and os.environ.get("STAND_IN_NO_DRIVER"):
     out(error="no NVIDIA driver: libcuda.so.1 was not found or did not load", code=4)
@@ -287,6 +317,13 @@ def test_figures_count_only_after_their_check(stand_in, tmp_path, tiny):
     copies = [m for m in ctx.metrics if m.name == "copy"]
     assert {m.params["direction"] for m in copies} == {"h2d", "d2h", "bidir"}
     assert all(m.params["local"] and m.params["numa"] == 0 for m in copies)
+    # against the link NVML read during the copies: gen4 x16, 31.5 GB/s each way
+    fraction = {m.params["direction"]: m.summary.median for m in ctx.metrics
+                if m.name == "copy_fraction"}
+    assert fraction == pytest.approx({"h2d": 100 * 25 / 31.5077, "d2h": 100 * 25 / 31.5077,
+                                      "bidir": 100 * 50 / 63.0154}, rel=1e-4)
+    [slow] = [w for w in ctx.warnings if "PCIe" in w]  # said once, not once per figure
+    assert "ran at gen4 x16 during the copies; the GPU and its slot allow gen5 x16" in slow
     run = Run("0123456789ab", "2026-11-23T00:00:00+00:00", "h", "quick", ["gpu"],
               {**provenance.collect(tiny, "scalar"), **ctx.provenance}, tiny.to_dict(),
               ctx.metrics)
@@ -298,6 +335,8 @@ def test_figures_count_only_after_their_check(stand_in, tmp_path, tiny):
         [(m.name, m.params, m.samples) for m in run.metrics]
     titles = [b.title for b in views.tables(run)]  # type: ignore[union-attr]
     assert len(titles) == 3 and "BabelStream" in titles[0]
+    copy_rows = views.tables(run)[2].rows  # type: ignore[union-attr]
+    assert copy_rows[0][-2:] == ["79/79/79", "gen4 x16 (of gen5 x16)"]
     assert [slug for slug, _, _ in views.figures([run])] == ["gpu-bandwidth", "gpu-gemm"]
 
 
@@ -394,7 +433,8 @@ def test_a_recorded_nodes_jobs_come_from_its_own_procfs(tmp_path, recorded):
 def test_gpu_info_and_check_on_a_recorded_node(recorded):
     r = hpcprobe("gpu", "info", *recorded)
     assert r.code == 0, r.err
-    assert "GPU7 NVIDIA A100-SXM4-80GB  0000:bd:00.0  1" in r.out and "mlx5_3 (PIX)" in r.out
+    assert "GPU7 NVIDIA A100-SXM4-80GB  0000:bd:00.0  x16 16 GT/s (max x16 16 GT/s)  1" in \
+        r.out and "mlx5_3 (PIX)" in r.out
     # this process runs on CPUs of NUMA 0: GPU0 is local; GPU1's two processes (their jobs
     # unknown: no procfs tree was given) share it while others idle
     r = hpcprobe("gpu", "check", *recorded, env={"CUDA_VISIBLE_DEVICES": "0"})

@@ -11,8 +11,8 @@
  *                             are), both read back; the data checked after the timed copies
  *   p2p D PEER BYTES REPS     device D -> device PEER, checked
  * Each writes JSON lines on stdout: one "sample" line per timed repetition, then the check's
- * verdict, and beside each figure the SM and memory clocks, power, temperature and throttle
- * reasons that NVML (also loaded at run time) read while it ran. cuBLAS and NVML are declared
+ * verdict, and beside each figure the SM and memory clocks, power, temperature, throttle
+ * reasons and PCIe link that NVML (also loaded at run time) read while it ran. cuBLAS and NVML are declared
  * here by their documented C ABI, so the program compiles where only nvcc is installed.
  * Exit codes: 0 done, 1 a check failed or CUDA failed, 2 bad arguments or no such device,
  * 3 out of memory, 4 no usable driver or device. */
@@ -107,6 +107,8 @@ static struct {
     int (*power)(nvml_device, unsigned *);
     int (*reasons)(nvml_device, unsigned long long *);
     int (*temperature)(nvml_device, int, unsigned *);
+    int (*pcie_gen)(nvml_device, unsigned *), (*pcie_width)(nvml_device, unsigned *);
+    int (*pcie_gen_max)(nvml_device, unsigned *), (*pcie_width_max)(nvml_device, unsigned *);
     nvml_device dev;
     int ok;
     char why[160];
@@ -128,6 +130,11 @@ static void nvml_open(int device)
     if (!nvml.reasons)
         *(void **)&nvml.reasons = dlsym(h, "nvmlDeviceGetCurrentClocksThrottleReasons");
     *(void **)&nvml.temperature = dlsym(h, "nvmlDeviceGetTemperature");
+    /* the PCIe link as it runs, and the most the GPU and the system both allow */
+    *(void **)&nvml.pcie_gen = dlsym(h, "nvmlDeviceGetCurrPcieLinkGeneration");
+    *(void **)&nvml.pcie_width = dlsym(h, "nvmlDeviceGetCurrPcieLinkWidth");
+    *(void **)&nvml.pcie_gen_max = dlsym(h, "nvmlDeviceGetMaxPcieLinkGeneration");
+    *(void **)&nvml.pcie_width_max = dlsym(h, "nvmlDeviceGetMaxPcieLinkWidth");
     if (!nvml.init || !nvml.by_bus || !nvml.clock || nvml.init() != 0) {
         snprintf(nvml.why, sizeof nvml.why, "NVML did not initialise");
         return;
@@ -145,6 +152,7 @@ static void nvml_open(int device)
 struct readings {
     unsigned sm[MAX_READINGS], mem[MAX_READINGS], mw[MAX_READINGS], temp[MAX_READINGS];
     unsigned long long reasons; /* every reason seen, ORed */
+    unsigned gen, width;        /* the PCIe link's highest generation and width seen */
     int n, stop;
     pthread_t thread;
 };
@@ -164,6 +172,11 @@ static void *sampler(void *arg)
                 nvml.temperature(nvml.dev, 0, &t);
             if (nvml.reasons && nvml.reasons(nvml.dev, &why) == 0)
                 r->reasons |= why;
+            unsigned gen = 0, width = 0;
+            if (nvml.pcie_gen && nvml.pcie_gen(nvml.dev, &gen) == 0 && gen > r->gen)
+                r->gen = gen;
+            if (nvml.pcie_width && nvml.pcie_width(nvml.dev, &width) == 0 && width > r->width)
+                r->width = width;
             r->sm[r->n] = sm, r->mem[r->n] = mem, r->mw[r->n] = mw, r->temp[r->n] = t;
             r->n++;
         }
@@ -213,12 +226,20 @@ static const char *readings_stop(struct readings *r)
         t_max = r->temp[i] > t_max ? r->temp[i] : t_max;
         mw_sum += r->mw[i];
     }
-    snprintf(out, sizeof out,
+    int len = snprintf(out, sizeof out,
              "{\"readings\": %d, \"sm_mhz\": %u, \"sm_mhz_min\": %u, \"sm_mhz_max\": %u, "
              "\"mem_mhz\": %u, \"power_w\": %.1f, \"power_w_max\": %.1f, \"temp_c_max\": %u, "
-             "\"reasons\": %llu}",
+             "\"reasons\": %llu",
              r->n, median_u(r->sm, r->n), sm_min, sm_max, median_u(r->mem, r->n),
              mw_sum / r->n / 1e3, mw_max / 1e3, t_max, r->reasons);
+    unsigned gen_max = 0, width_max = 0;
+    if (r->gen && r->width && nvml.pcie_gen_max && nvml.pcie_width_max &&
+        nvml.pcie_gen_max(nvml.dev, &gen_max) == 0 &&
+        nvml.pcie_width_max(nvml.dev, &width_max) == 0)
+        len += snprintf(out + len, sizeof out - len,
+                        ", \"pcie_gen\": %u, \"pcie_width\": %u, \"pcie_gen_max\": %u, "
+                        "\"pcie_width_max\": %u", r->gen, r->width, gen_max, width_max);
+    snprintf(out + len, sizeof out - len, "}");
     return out;
 }
 

@@ -43,6 +43,30 @@ class GpuProcess:
 
 
 @dataclass(frozen=True)
+class PcieLink:
+    """A PCIe device's link as sysfs says: the speed (GT/s per lane) and width it trained at,
+    and the most the device and the port above it both allow. A GPU lowers its speed when
+    idle, so only a width below the allowed one is a fault at rest."""
+
+    speed_gts: float | None
+    width: int | None
+    max_speed_gts: float | None
+    max_width: int | None
+
+    @property
+    def narrow(self) -> bool:
+        """Trained at fewer lanes than the device and its slot allow (a riser, a slot, a bad
+        contact)."""
+        return self.width is not None and self.max_width is not None and \
+            self.width < self.max_width
+
+    def __str__(self) -> str:
+        def one(gts: float | None, width: int | None) -> str:
+            return f"x{width or '?'} {'?' if gts is None else f'{gts:g}'} GT/s"
+        return f"{one(self.speed_gts, self.width)} (max {one(self.max_speed_gts, self.max_width)})"
+
+
+@dataclass(frozen=True)
 class Gpu:
     index: int  # nvidia-smi's (PCI bus order)
     name: str
@@ -58,6 +82,7 @@ class Gpu:
     path: tuple[str, ...]  # PCIe ancestry from the root complex, the device last
     processes: tuple[GpuProcess, ...] = ()
     mig: bool = False  # MIG mode on: CUDA sees its instances, not the GPU
+    pcie: PcieLink | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "name": self.name, "uuid": self.uuid,
@@ -65,6 +90,7 @@ class Gpu:
                 "architecture": self.architecture, "max_sm_mhz": self.max_sm_mhz,
                 "max_mem_mhz": self.max_mem_mhz, "numa_node": self.numa_node,
                 "local_cpus": format_cpulist(self.local_cpus), "mig": self.mig,
+                "pcie": None if self.pcie is None else dataclasses.asdict(self.pcie),
                 "processes": [p.__dict__ for p in self.processes]}
 
 
@@ -143,6 +169,37 @@ def _pci(sysfs: Path, bdf: str) -> tuple[int | None, tuple[int, ...], tuple[str,
     return (node if node is not None and node >= 0 else None), cpus, path
 
 
+def _number(text: str | None) -> float | None:
+    """The leading number of a sysfs link attribute ("16.0 GT/s PCIe", "16"); None for
+    "Unknown" or nothing."""
+    m = re.match(r"\s*(\d+(?:\.\d+)?)", text or "")
+    return float(m.group(1)) if m else None
+
+
+def _least(*values: float | None) -> float | None:
+    known = [v for v in values if v is not None]
+    return min(known) if known else None
+
+
+def pcie_link(sysfs: Path, bdf: str) -> PcieLink | None:
+    """A PCI device's link from sysfs (None where sysfs has no link attributes); the maxima
+    are the device's and the port above it's, the lower of each."""
+    dev = sysfs / "bus" / "pci" / "devices" / bdf
+    speed, width = (_number(read_text(dev / f"current_link_{a}")) for a in ("speed", "width"))
+    if speed is None and width is None:
+        return None
+    try:
+        port: Path | None = Path(os.path.realpath(dev)).parent
+    except OSError:
+        port = None
+    def most(attr: str) -> float | None:
+        return _least(_number(read_text(dev / attr)),
+                      _number(read_text(port / attr)) if port is not None else None)
+    max_width = most("max_link_width")
+    return PcieLink(speed, None if width is None else int(width), most("max_link_speed"),
+                    None if max_width is None else int(max_width))
+
+
 def parse_smi(text: str, source: str = "nvidia-smi -q -x") -> tuple[str | None, str | None,
                                                                    list[ET.Element]]:
     """The driver and CUDA versions and each <gpu> element of nvidia-smi's XML."""
@@ -199,7 +256,8 @@ def from_smi(text: str, sysfs: str | os.PathLike[str] = "/sys",
             int(minor) if minor and minor.isdigit() else None,
             _mib(_text(el, "fb_memory_usage/total")), _text(el, "product_architecture"),
             _mhz(_text(el, "max_clocks/sm_clock")), _mhz(_text(el, "max_clocks/mem_clock")),
-            node, cpus, path, tuple(procs), _text(el, "mig_mode/current_mig") == "Enabled"))
+            node, cpus, path, tuple(procs), _text(el, "mig_mode/current_mig") == "Enabled",
+            pcie_link(sys_root, bdf)))
     return Inventory(tuple(gpus), tuple(pci_devices(sys_root)), driver, cuda, source,
                      None if gpus else "nvidia-smi lists no GPU")
 
@@ -315,14 +373,15 @@ def nearest(inv: Inventory, gpu: Gpu, kind: str) -> list[tuple[PciDevice, str]]:
 
 
 def locality_rows(inv: Inventory) -> list[list[str]]:
-    """GPU, bus id, NUMA, local CPUs, nearest NIC(s), nearest NVMe: one row per GPU."""
+    """GPU, bus id, PCIe link, NUMA, local CPUs, nearest NIC(s), nearest NVMe: one row per
+    GPU."""
     rows = []
     for g in inv.gpus:
         near = []
         for kind in ("nic", "nvme"):
             got = nearest(inv, g, kind)
             near.append(", ".join(f"{d.name} ({r})" for d, r in got) or "-")
-        rows.append([f"GPU{g.index} {g.name}", g.bus_id,
+        rows.append([f"GPU{g.index} {g.name}", g.bus_id, "-" if g.pcie is None else str(g.pcie),
                      "-" if g.numa_node is None else str(g.numa_node),
                      format_cpulist(g.local_cpus) or "-", *near])
     return rows
@@ -344,7 +403,7 @@ def render(inv: Inventory) -> str:
     """The locality table as text (for `hpcprobe topology` and `hpcprobe gpu info`)."""
     if not inv.gpus:
         return f"GPUs: none ({inv.none_why})"
-    head = ["GPU", "bus id", "NUMA", "local CPUs", "nearest NIC", "nearest NVMe"]
+    head = ["GPU", "bus id", "PCIe link", "NUMA", "local CPUs", "nearest NIC", "nearest NVMe"]
     rows = locality_rows(inv)
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     out = [f"GPUs: {len(inv.gpus)} (driver {inv.driver or '?'}, CUDA {inv.cuda or '?'}; "
@@ -354,11 +413,16 @@ def render(inv: Inventory) -> str:
     if len(inv.gpus) > 1:
         out.append("  GPU to GPU: " + "; ".join(
             f"{r[0]}: " + " ".join(r[1:]) for r in gpu_matrix(inv)))
+    for g in inv.gpus:
+        if g.pcie is not None and g.pcie.narrow:
+            out.append(f"  GPU{g.index}'s PCIe link trained at x{g.pcie.width} of the "
+                       f"x{g.pcie.max_width} it and its slot allow: its host<->device "
+                       "bandwidth is cut accordingly (reseat it, check the riser or slot)")
     mig = [f"GPU{g.index}" for g in inv.gpus if g.mig]
     if mig:
         out.append(f"  MIG mode on: {', '.join(mig)} (CUDA sees their instances)")
     out.append("  (" + ", ".join(f"{k} {v}" for k, v in RELATION_HELP.items()) +
-               ", NV# a bonded set of # NVLinks)")
+               ", NV# a bonded set of # NVLinks; an idle GPU lowers its PCIe link's speed)")
     return "\n".join(out)
 
 

@@ -1,7 +1,8 @@
 """The GPU family: inventory and locality, BabelStream's device memory bandwidth against the
 memory's peak, cuBLAS GEMM per precision against the peak at the SM clock read during the run,
-pinned host<->device bandwidth from each NUMA domain, peer copies; the clocks, power and
-throttle reasons beside each figure. `gpu info` and `gpu check` (a job's binding, sharing)."""
+pinned host<->device bandwidth from each NUMA domain against the PCIe link, peer copies; the
+clocks, power, throttle reasons and PCIe link beside each figure. `gpu info` and `gpu check`
+(a job's binding, sharing)."""
 
 from __future__ import annotations
 
@@ -12,14 +13,15 @@ FAMILY = Family(
     "gpu", "NVIDIA GPUs: HBM bandwidth, GEMM per precision, host<->device per NUMA domain, "
     "peer copies, with clocks and throttling",
     bench.GpuOptions, bench.run, plan=bench.plan, settings=bench.SETTINGS,
-    metrics=(*specs("GB/s", "higher", "bandwidth", "bandwidth_peak", "copy", "p2p"),
+    metrics=(*specs("GB/s", "higher", "bandwidth", "bandwidth_peak", "copy", "copy_peak",
+                    "p2p"),
              *specs("TFLOP/s", "higher", "gemm", "gemm_peak"),
-             *specs("%", "higher", "bandwidth_fraction", "gemm_fraction")),
+             *specs("%", "higher", "bandwidth_fraction", "gemm_fraction", "copy_fraction")),
     # where and under which clocks a figure was taken, not what it is
     not_joined=frozenset({"gpu", "bus_id", "sm_mhz", "sm_mhz_min", "mem_mhz", "power_w",
                           "power_w_max", "temp_c_max", "throttle", "nvml", "cpus",
                           "buffer_numa", "peer_access", "mem_khz", "bus_width_bits", "cc",
-                          "sms", "flops_per_sm_clock", "model_source"}),
+                          "sms", "flops_per_sm_clock", "model_source", *bench.PCIE}),
     views=(views.tables,), figures=(views.figures,),
     command=Command(
         help="GPU measurements, `gpu info` (inventory, locality) or `gpu check` (binding)",

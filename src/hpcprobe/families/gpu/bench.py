@@ -36,6 +36,9 @@ REASONS = {0x1: "idle", 0x2: "applications clocks", 0x4: "software power cap",
            0x40: "hardware thermal", 0x80: "power brake", 0x100: "display clock"}
 #: Reasons that lower the clock below what the load could have (idle and sync boost do not).
 LIMITING = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
+#: The PCIe link NVML read during a measurement: the highest generation and width it ran at,
+#: and the most the GPU and the system both allow.
+PCIE = ("pcie_gen", "pcie_width", "pcie_gen_max", "pcie_width_max")
 
 
 @dataclass(frozen=True)
@@ -245,7 +248,7 @@ def _env_params(env: dict[str, Any]) -> dict[str, Any]:
             "mem_mhz": env["mem_mhz"], "power_w": env["power_w"],
             "power_w_max": env["power_w_max"], "temp_c_max": env["temp_c_max"],
             "throttle": ",".join(v for k, v in REASONS.items() if reasons & k & LIMITING)
-            or "none"}
+            or "none", **{k: env[k] for k in PCIE if k in env}}
 
 
 def _samples(docs: list[dict[str, Any]], key: tuple[str, ...]) -> dict[tuple[Any, ...],
@@ -466,10 +469,40 @@ def _copy(t: _Target) -> None:
             local = t.gpu.numa_node is None or node < 0 or node == t.gpu.numa_node
             for (_, size), samples in _samples(docs, ("direction", "size")).items():
                 got = by_size[size]
-                t.add("copy", "GB/s",
-                      {"direction": direction, "bytes": size, "numa": node, "local": local,
-                       "cpus": got["cpus"], "buffer_numa": got["node"],
-                       **_env_params(got["env"])}, [x / 1e9 for x in samples])
+                env = _env_params(got["env"])
+                params = {"direction": direction, "bytes": size, "numa": node, "local": local,
+                          "cpus": got["cpus"], "buffer_numa": got["node"], **env}
+                gbs = [x / 1e9 for x in samples]
+                t.add("copy", "GB/s", params, gbs)
+                if got["env"].get("readings", 0) >= LINK_READINGS:
+                    _against_the_link(t, direction, params, gbs)
+
+
+#: NVML readings (5 ms apart) a copy needs before its link reading counts: an idle GPU's link
+#: runs slower, and a reading taken as a short copy starts may not see it speed up.
+LINK_READINGS = 3
+
+
+def _against_the_link(t: _Target, direction: str, params: dict[str, Any],
+                      gbs: list[float]) -> None:
+    """A copy figure against its PCIe link as NVML read it during the copy (both directions'
+    bytes for bidir), and a warning where the link ran below what the GPU and slot allow."""
+    if "pcie_gen" not in params:
+        return
+    gen, width = params["pcie_gen"], params["pcie_width"]
+    one_way = peaks.pcie_gbs(gen, width)
+    if one_way is None:
+        return
+    model = one_way * (2 if direction == "bidir" else 1)
+    t.add("copy_peak", "GB/s", {**params, "model_source": peaks.PCIE_SOURCE}, [model])
+    t.add("copy_fraction", "%", params, [100 * x / model for x in gbs])
+    if gen < params["pcie_gen_max"] or width < params["pcie_width_max"]:
+        warning = (f"gpu: GPU{t.gpu.index}'s PCIe link ran at gen{gen} x{width} during the "
+                   f"copies; the GPU and its slot allow gen{params['pcie_gen_max']} "
+                   f"x{params['pcie_width_max']} (a riser, a slot, a BIOS setting or a bad "
+                   "contact): its host<->device figures are bounded by that")
+        if warning not in t.ctx.warnings:
+            t.ctx.warnings.append(warning)
 
 
 def _p2p(t: _Target) -> None:

@@ -1,6 +1,7 @@
 """The GPU peak models: dense GEMM FLOPs per SM per clock by architecture and precision (a
 documented table), times the SMs and the SM clock NVML read during the run; device memory
-bandwidth from the memory clock and bus width the CUDA runtime reports (double data rate)."""
+bandwidth from the memory clock and bus width the CUDA runtime reports (double data rate);
+host<->device bandwidth from the PCIe link's generation and width NVML read during the copy."""
 
 from __future__ import annotations
 
@@ -45,3 +46,21 @@ def memory_peak_gbs(mem_khz: int, bus_width_bits: int) -> float | None:
     if mem_khz <= 0 or bus_width_bits <= 0:
         return None
     return 2 * mem_khz * 1e3 * bus_width_bits / 8 / 1e9
+
+
+#: PCIe transfer rate per lane (GT/s) and line-code efficiency by generation: 8b/10b up to
+#: 2.0, 128b/130b from 3.0 to 5.0; 6.0 (PAM4, FLIT mode) has no line code, its FLIT framing
+#: and FEC count with the packet headers as protocol overhead inside the model.
+PCIE_LANE: dict[int, tuple[float, float]] = {
+    1: (2.5, 8 / 10), 2: (5.0, 8 / 10), 3: (8.0, 128 / 130), 4: (16.0, 128 / 130),
+    5: (32.0, 128 / 130), 6: (64.0, 1.0)}
+PCIE_SOURCE = "PCIe link: GT/s per lane x line code x lanes / 8, per direction"
+
+
+def pcie_gbs(generation: int, width: int) -> float | None:
+    """A PCIe link's data rate in GB/s per direction (before packet overhead), or None for a
+    generation unknown here."""
+    lane = PCIE_LANE.get(generation)
+    if lane is None or width <= 0:
+        return None
+    return lane[0] * lane[1] * width / 8

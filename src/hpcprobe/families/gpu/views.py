@@ -1,12 +1,13 @@
 """The GPU family's views: BabelStream per kernel at the largest array against the memory's
 peak, GEMM per precision against the peak at the measured SM clock, host<->device bandwidth per
-NUMA domain (local marked), peer copies, with the clocks and throttling read during each; plots
-of bandwidth by array size and GEMM rate by precision."""
+NUMA domain (local marked) against the PCIe link, peer copies, with the clocks and throttling
+read during each; plots of bandwidth by array size and GEMM rate by precision."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from hpcprobe.families.gpu.bench import DIRECTIONS
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.views import figure
 from hpcprobe.views.table import Block, Table, cell, n_range, shown
@@ -86,20 +87,37 @@ def _copy_table(run: Run) -> Table | None:
     copies = run.select("gpu", "copy")
     if not copies:
         return None
+    fractions = {(m.params["device"], m.params["numa"], m.params["bytes"],
+                  m.params["direction"]): m for m in run.select("gpu", "copy_fraction")}
     t = Table(title=f"Host<->device, pinned memory, GB/s median ±95% CI, {n_range(copies)}; "
-                    "host thread and buffer on each NUMA domain in turn (* local to the GPU)")
+                    "host thread and buffer on each NUMA domain in turn (* local to the GPU); "
+                    "% of the PCIe link as NVML read it during the copies")
     for col, just in (("GPU", "left"), ("NUMA", "left"), ("size", "right"), ("h2d", "right"),
-                      ("d2h", "right"), ("bidir", "right")):
+                      ("d2h", "right"), ("bidir", "right"), ("% link h2d/d2h/bidir", "right"),
+                      ("PCIe link", "left")):
         t.add_column(col, just)
     rows: dict[tuple[int, int, int], dict[str, Metric]] = {}
     for m in copies:
         p = m.params
         rows.setdefault((p["device"], p["numa"], p["bytes"]), {})[p["direction"]] = m
     for (d, node, size), by in sorted(rows.items()):
-        local = next(iter(by.values())).params["local"]
-        t.add_row(f"GPU{d}", f"{node}{' *' if local else ''}", f"{size / 2**20:g} MiB",
-                  *(cell(by.get(x), 1) for x in ("h2d", "d2h", "bidir")))
+        any_m = next(iter(by.values()))
+        pct = [fractions.get((d, node, size, x)) for x in DIRECTIONS]
+        t.add_row(f"GPU{d}", f"{node}{' *' if any_m.params['local'] else ''}",
+                  f"{size / 2**20:g} MiB", *(cell(by.get(x), 1) for x in DIRECTIONS),
+                  "-" if not any(pct) else
+                  "/".join("-" if f is None else f"{f.summary.median:.0f}" for f in pct),
+                  _link(any_m.params))
     return t
+
+
+def _link(p: dict[str, Any]) -> str:
+    """The PCIe link NVML read during a copy, and what it could have been where lower."""
+    if "pcie_gen" not in p:
+        return "-"
+    ran = f"gen{p['pcie_gen']} x{p['pcie_width']}"
+    best = f"gen{p['pcie_gen_max']} x{p['pcie_width_max']}"
+    return ran if ran == best else f"{ran} (of {best})"
 
 
 def _p2p_table(run: Run) -> Table | None:
