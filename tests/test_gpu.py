@@ -193,6 +193,29 @@ def test_the_cuda_program_compiles_and_says_no_driver(tmp_path, monkeypatch):
         assert r.returncode == 4 and "no NVIDIA driver" in json.loads(r.stdout)["error"]
 
 
+def test_nvml_readings_beside_each_figure(tmp_path):
+    """The program's NVML sampler and the JSON it writes, against a stand-in NVML."""
+    try:
+        tk = toolkit.find()
+    except toolkit.NoToolkit as exc:
+        pytest.skip(str(exc))
+    exe = tmp_path / "nvml_readings"
+    subprocess.run([tk.nvcc, "-std=c++17", str(Path(__file__).parent / "native" /
+                                                  "nvml_readings.cu"), "-o", str(exe), "-ldl",
+                    "-lpthread"], check=True, capture_output=True)
+    env = json.loads(subprocess.run([str(exe)], capture_output=True, text=True,
+                                    check=True).stdout)
+    assert env["readings"] >= 3 and (env["sm_mhz"], env["mem_mhz"]) == (1755, 2619)
+    assert (env["power_w"], env["temp_c_max"], env["reasons"]) == (650.0, 61, 0x1 | 0x4)
+    # the link's highest generation seen (idle gen1, gen4 under load), the system's maxima
+    params = bench._env_params(env)
+    assert params["throttle"] == "software power cap"  # idle is no limit
+    assert [params[k] for k in bench.PCIE] == [4, 16, 5, 16]
+    old = json.loads(subprocess.run([str(exe), "old"], capture_output=True, text=True,
+                                    check=True).stdout)  # an NVML without the PCIe queries
+    assert not set(bench.PCIE) & set(bench._env_params(old))
+
+
 def test_build_targets(monkeypatch):
     tk = toolkit.Toolkit("nvcc", "13.0", ("sm_75", "sm_80", "sm_90", "sm_120"))
     assert build.targets(tk, ["sm_90", "sm_80"]) == ("sm_80", "sm_90")

@@ -12,8 +12,9 @@
  *   p2p D PEER BYTES REPS     device D -> device PEER, checked
  * Each writes JSON lines on stdout: one "sample" line per timed repetition, then the check's
  * verdict, and beside each figure the SM and memory clocks, power, temperature, throttle
- * reasons and PCIe link that NVML (also loaded at run time) read while it ran. cuBLAS and NVML are declared
- * here by their documented C ABI, so the program compiles where only nvcc is installed.
+ * reasons and PCIe link that NVML (also loaded at run time) read while it ran. cuBLAS and NVML
+ * are declared here by their documented C ABI, so the program compiles where only nvcc is
+ * installed.
  * Exit codes: 0 done, 1 a check failed or CUDA failed, 2 bad arguments or no such device,
  * 3 out of memory, 4 no usable driver or device. */
 #ifndef _GNU_SOURCE
@@ -226,12 +227,13 @@ static const char *readings_stop(struct readings *r)
         t_max = r->temp[i] > t_max ? r->temp[i] : t_max;
         mw_sum += r->mw[i];
     }
-    int len = snprintf(out, sizeof out,
-             "{\"readings\": %d, \"sm_mhz\": %u, \"sm_mhz_min\": %u, \"sm_mhz_max\": %u, "
-             "\"mem_mhz\": %u, \"power_w\": %.1f, \"power_w_max\": %.1f, \"temp_c_max\": %u, "
-             "\"reasons\": %llu",
-             r->n, median_u(r->sm, r->n), sm_min, sm_max, median_u(r->mem, r->n),
-             mw_sum / r->n / 1e3, mw_max / 1e3, t_max, r->reasons);
+    int len = snprintf(
+        out, sizeof out,
+        "{\"readings\": %d, \"sm_mhz\": %u, \"sm_mhz_min\": %u, \"sm_mhz_max\": %u, "
+        "\"mem_mhz\": %u, \"power_w\": %.1f, \"power_w_max\": %.1f, \"temp_c_max\": %u, "
+        "\"reasons\": %llu",
+        r->n, median_u(r->sm, r->n), sm_min, sm_max, median_u(r->mem, r->n), mw_sum / r->n / 1e3,
+        mw_max / 1e3, t_max, r->reasons);
     unsigned gen_max = 0, width_max = 0;
     if (r->gen && r->width && nvml.pcie_gen_max && nvml.pcie_width_max &&
         nvml.pcie_gen_max(nvml.dev, &gen_max) == 0 &&
