@@ -281,11 +281,11 @@ static void *host_alloc(size_t bytes)
 
 /* ---------------------------------------------------------------- devices */
 
-/* No driver, or one that cannot run this program's runtime: said as such, before any other
- * call. A driver older than the runtime but of the same major release runs it (CUDA's minor
- * version compatibility, as this program carries machine code for the GPUs present), so only
- * the runtime's own refusal counts, not the version numbers. */
-static void check_driver(void)
+/* The number of CUDA devices; no driver, or one that cannot run this program's runtime, said
+ * as such, before any other call. A driver older than the runtime but of the same major
+ * release runs it (CUDA's minor version compatibility, as this program carries machine code
+ * for the GPUs present), so only the runtime's own refusal counts, not the version numbers. */
+static int check_driver(void)
 {
     int drv = 0, rt = 0, n = 0;
     cudaDriverGetVersion(&drv);
@@ -297,13 +297,13 @@ static void check_driver(void)
         fail(EXIT_NODEV, "the driver runs CUDA up to %d.%d; this program was built with CUDA "
              "%d.%d, which it cannot run: use an nvcc of the driver's major release, no newer "
              "than it", drv / 1000, drv % 1000 / 10, rt / 1000, rt % 1000 / 10);
+    cuda_ok(e, "cudaGetDeviceCount");
+    return n;
 }
 
 static void use_device(int device)
 {
-    int n = 0;
-    check_driver();
-    CK(cudaGetDeviceCount(&n));
+    int n = check_driver();
     if (device < 0 || device >= n)
         fail(EXIT_USAGE, "device %d does not exist: this node has %d CUDA device(s), 0..%d",
              device, n, n - 1);
@@ -819,11 +819,9 @@ static int cmd_gemm(int device, const char *prec, int n, int reps, const char *l
 
 static int cmd_info(void)
 {
-    int n = 0, drv = 0, rt = 0;
-    check_driver();
+    int n = check_driver(), drv = 0, rt = 0;
     CK(cudaDriverGetVersion(&drv));
     CK(cudaRuntimeGetVersion(&rt));
-    CK(cudaGetDeviceCount(&n));
     line("{\"driver_cuda\": %d, \"runtime_cuda\": %d, \"devices\": %d}", drv, rt, n);
     for (int d = 0; d < n; d++) {
         struct cudaDeviceProp p;

@@ -158,11 +158,7 @@ def _pci(sysfs: Path, bdf: str) -> tuple[int | None, tuple[int, ...], tuple[str,
     node = int(node_text) if node_text and node_text.lstrip("-").isdigit() else None
     cpus_text = read_text(dev / "local_cpulist")
     cpus = tuple(parse_cpulist(cpus_text)) if cpus_text else ()
-    try:
-        real = os.path.realpath(dev)
-    except OSError:
-        real = str(dev)
-    parts = Path(real).parts
+    parts = Path(os.path.realpath(dev)).parts
     start = next((i for i, p in enumerate(parts)
                   if re.fullmatch(r"pci[0-9a-f]{4}:[0-9a-f]{2}", p)), None)
     path = tuple(parts[start:]) if start is not None else (bdf,)
@@ -176,11 +172,6 @@ def _number(text: str | None) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def _least(*values: float | None) -> float | None:
-    known = [v for v in values if v is not None]
-    return min(known) if known else None
-
-
 def pcie_link(sysfs: Path, bdf: str) -> PcieLink | None:
     """A PCI device's link from sysfs (None where sysfs has no link attributes); the maxima
     are the device's and the port above it's, the lower of each."""
@@ -188,13 +179,11 @@ def pcie_link(sysfs: Path, bdf: str) -> PcieLink | None:
     speed, width = (_number(read_text(dev / f"current_link_{a}")) for a in ("speed", "width"))
     if speed is None and width is None:
         return None
-    try:
-        port: Path | None = Path(os.path.realpath(dev)).parent
-    except OSError:
-        port = None
+    port = Path(os.path.realpath(dev)).parent
+
     def most(attr: str) -> float | None:
-        return _least(_number(read_text(dev / attr)),
-                      _number(read_text(port / attr)) if port is not None else None)
+        known = [v for v in (_number(read_text(d / attr)) for d in (dev, port)) if v is not None]
+        return min(known, default=None)
     max_width = most("max_link_width")
     return PcieLink(speed, None if width is None else int(width), most("max_link_speed"),
                     None if max_width is None else int(max_width))

@@ -26,13 +26,17 @@ def _env(m: Metric) -> str:
             f"{p['temp_c_max']} °C, throttle: {p['throttle']}")
 
 
+def _by(run: Run, name: str, *keys: str) -> dict[tuple[Any, ...], Metric]:
+    """The run's GPU figures of one name, by the values of the params named."""
+    return {tuple(m.params[k] for k in keys): m for m in run.select("gpu", name)}
+
+
 def _stream_table(run: Run) -> Table | None:
     bw = run.select("gpu", "bandwidth")
     if not bw:
         return None
-    frac = {(m.params["device"], m.params["kernel"]): m
-            for m in run.select("gpu", "bandwidth_fraction")}
-    peak = {m.params["device"]: m for m in run.select("gpu", "bandwidth_peak")}
+    frac = _by(run, "bandwidth_fraction", "device", "kernel")
+    peak = _by(run, "bandwidth_peak", "device")
     t = Table(title=f"GPU memory bandwidth, BabelStream kernels and byte counting (copy/mul 2 "
                     f"arrays, add/triad 3, dot 2), GB/s median ±95% CI, {n_range(bw)}; % of "
                     "the peak from memory clock x bus width")
@@ -48,7 +52,7 @@ def _stream_table(run: Run) -> Table | None:
         row = {m.params["kernel"]: m for m in bw
                if m.params["device"] == d and m.params["array_bytes"] == size}
         f = frac.get((d, "triad"))
-        p = peak.get(d)
+        p = peak.get((d,))
         any_m = next(iter(row.values()))
         t.add_row(f"GPU{d} {any_m.params['gpu']}", f"{size / 2**20:.0f} MiB",
                   *(cell(row.get(k), 0) for k in KERNELS),
@@ -61,11 +65,8 @@ def _gemm_table(run: Run) -> Table | None:
     gemm = run.select("gpu", "gemm")
     if not gemm:
         return None
-    def by_figure(name: str) -> dict[tuple[int, str, int], Metric]:
-        return {(m.params["device"], m.params["precision"], m.params["n"]): m
-                for m in run.select("gpu", name)}
-
-    models, fractions = by_figure("gemm_peak"), by_figure("gemm_fraction")
+    key = ("device", "precision", "n")
+    models, fractions = _by(run, "gemm_peak", *key), _by(run, "gemm_fraction", *key)
     t = Table(title=f"GPU GEMM through cuBLAS (2 N³ FLOPs), TFLOP/s median ±95% CI, "
                     f"{n_range(gemm)}; % of the peak: FLOP/SM/clock (table) x SMs x the SM "
                     "clock NVML read during the run")
@@ -75,8 +76,8 @@ def _gemm_table(run: Run) -> Table | None:
         t.add_column(col, just)
     for m in gemm:
         p = m.params
-        key = (p["device"], p["precision"], p["n"])
-        model, frac = models.get(key), fractions.get(key)
+        at = tuple(p[k] for k in key)
+        model, frac = models.get(at), fractions.get(at)
         pct = "-" if frac is None else f"{frac.summary.median:.1f}"
         t.add_row(f"GPU{p['device']}", p["precision"], str(p["n"]), cell(m, 1), pct,
                   "no model" if model is None else f"{model.summary.median:.1f}", _env(m))
@@ -87,8 +88,7 @@ def _copy_table(run: Run) -> Table | None:
     copies = run.select("gpu", "copy")
     if not copies:
         return None
-    fractions = {(m.params["device"], m.params["numa"], m.params["bytes"],
-                  m.params["direction"]): m for m in run.select("gpu", "copy_fraction")}
+    fractions = _by(run, "copy_fraction", "device", "numa", "bytes", "direction")
     t = Table(title=f"Host<->device, pinned memory, GB/s median ±95% CI, {n_range(copies)}; "
                     "host thread and buffer on each NUMA domain in turn (* local to the GPU); "
                     "% of the PCIe link as NVML read it during the copies")
