@@ -15,7 +15,7 @@ import clusterdata
 from hpcprobe.cli import main
 from hpcprobe.cluster import pairs, verdict, views
 from hpcprobe.cluster.verdict import SLOW_ENDPOINT, SLOW_LINK, SLOW_NODE, Thresholds, analyse
-from hpcprobe.results.model import Metric, read_json
+from hpcprobe.results.model import HEALTH, Metric, read_json
 from hpcprobe.results.store import Store
 
 
@@ -139,6 +139,26 @@ def test_a_node_short_of_figures_its_peers_have_is_said_and_flags_the_campaign()
     assert ("n6", "hpcprobe c1: 1 figure(s) of its peers missing, gpu.bandwidth device=1") in \
         views.to_drain(v)
     assert not analyse([r for r in runs if r.host != "n6"], "c1").flagged  # the seven alone
+
+
+def test_a_node_whose_own_checks_found_a_gpu_due_for_a_reset_is_drained_with_the_fix():
+    _, runs = clusterdata.campaign(8, noise=0.01)
+    msg = ("GPU3 (0000:4e:00.0): a memory row remapping is pending, applied at the GPU's next "
+           "reset: drain the node and reset the GPU (nvidia-smi -r -i 3) or reboot it")
+    [n2] = [r for r in runs if r.host == "n2"]
+    n2.findings = [{"benchmark": "gpu", "kind": HEALTH, "item": "GPU3", "message": msg},
+                   {"benchmark": "memory", "kind": "sampling", "message": "budget spent"}]
+    v = analyse(runs, "c1")
+    assert v.unhealthy == {"n2": [msg]} and v.flagged and kinds(v) == []
+    assert views.to_drain(v) == [("n2", f"hpcprobe c1: {msg}"[:200])]
+    [table] = [b for b in views.blocks(v, lambda n, r: ["drain", n])
+               if getattr(b, "title", "").startswith("Unhealthy nodes")]
+    assert table.rows == [["n2", msg]]
+    assert json.loads(json.dumps(v.to_dict()))["unhealthy"] == {"n2": [msg]}
+    # measured again after the reset: its latest run is healthy, nothing to drain
+    again = replace(n2, run_id="again", created="2026-01-02T00:00:00+00:00", findings=[])
+    v = analyse([*runs, again], "c1")
+    assert v.unhealthy == {} and not v.flagged
 
 
 def test_links_that_could_not_be_measured_flag_the_campaign():

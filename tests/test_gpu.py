@@ -76,7 +76,8 @@ def test_eight_gpu_two_socket_locality(a100):
     assert m["GPU5"][4] == "PIX" and m["GPU5"][6] == "NODE"
     text = gpus.render(a100)
     assert "GPUs: 8 (driver 580.159.04, CUDA 13.0" in text and "SYS across" in text
-    assert "GPU6's PCIe link trained at x8 of the x16 it and its slot allow" in text
+    assert "GPU6 (0000:b7:00.0): its PCIe link trained at x8 of the x16 it and its slot " \
+        "allow" in text
 
 
 def test_pcie_link_is_the_lower_of_device_and_slot(tmp_path):
@@ -141,7 +142,10 @@ def test_which_gpus_a_process_sees(a100):
 
 def test_two_jobs_on_one_gpu_while_another_idles(a100):
     [finding] = gpus.sharing(a100)
-    assert finding.startswith("GPU1 (0000:0f:00.0) runs 2 processes of 2 jobs (101, 102)")
+    assert finding.startswith("GPU1 (0000:0f:00.0) runs 2 compute processes of 2 jobs "
+                              "(101, 102)")
+    # GPU2 runs only a display server's graphics process: no job, so it is idle
+    assert [p.kind for p in a100.gpus[2].processes] == ["G"]
     assert "GPU0, GPU2" in finding and "GRES" in finding and "RSMAP" in finding
 
 
@@ -150,6 +154,81 @@ def test_one_job_on_each_gpu_is_no_finding(tmp_path):
     (proc / "4343" / "cgroup").write_text("0::/slurm/uid_0/job_101/step_0\n")
     inv = gpus.from_smi(A100.read_text(), sysfs, proc)
     assert gpus.sharing(inv) == []  # both processes are job 101's
+
+
+# ------------------------------------------------------------------ health
+
+def _one_gpu(inner: str, driver: str = "470.256.02") -> gpus.Gpu:
+    """A GPU of an nvidia-smi document holding these elements (a driver of that release)."""
+    [g] = gpus.from_smi(f'<nvidia_smi_log><driver_version>{driver}</driver_version>'
+                        f'<gpu id="00000000:3B:00.0"><product_name>GPU</product_name>{inner}'
+                        '</gpu></nvidia_smi_log>', "/nonexistent", None).gpus
+    return g
+
+
+def test_memory_errors_and_the_resets_they_need(a100, tmp_path):
+    h100 = gpus.from_smi(H100.read_text(), *h100_node(tmp_path / "h100"))
+    h = h100.gpus[0].health
+    assert (h.ecc, h.uncorrectable, h.uncorrectable_life, h.rows_remapped, h.pages_retired) == \
+        ("Enabled", 0, 0, 0, None)
+    assert gpus.findings(h100.gpus[0]) == []
+    found = {g.index: gpus.findings(g) for g in a100.gpus}
+    assert [i for i, f in found.items() if f] == [3, 5, 6]
+    # GPU3: two uncorrectable errors since the driver loaded and a remapping due at reset
+    assert found[3][0] == ("GPU3 (0000:4e:00.0): 2 uncorrectable ECC error(s) since the driver "
+                           "loaded: drain the node and reset the GPU (nvidia-smi -r -i 3) or "
+                           "reboot it; replace the GPU if they come back")
+    assert "remapping is pending, applied at the GPU's next reset" in found[3][1]
+    # GPU5: no spare row left, and the driver asks for a recovery action
+    assert len(found[5]) == 2 and "is due for replacement" in found[5][0]
+    assert "recovery action 'Drain and Reset'" in found[5][1]
+    assert a100.gpus[5].health.rows_remapped == 512 and a100.gpus[5].health.uncorrectable == 0
+    text = gpus.render(a100)
+    assert all(f in text for f in found[3] + found[5] + found[6])
+
+
+def test_health_in_each_generation_of_nvidia_smi():
+    # R470 and before (a V100): single_bit/double_bit totals, page retirement
+    old = _one_gpu(
+        "<ecc_mode><current_ecc>Enabled</current_ecc></ecc_mode><ecc_errors><volatile>"
+        "<single_bit><total>7</total></single_bit><double_bit><device_memory>1</device_memory>"
+        "<total>1</total></double_bit></volatile><aggregate><double_bit><total>4</total>"
+        "</double_bit></aggregate></ecc_errors><retired_pages><multiple_single_bit_retirement>"
+        "<retired_count>3</retired_count></multiple_single_bit_retirement>"
+        "<double_bit_retirement><retired_count>1</retired_count></double_bit_retirement>"
+        "<pending_blacklist>Yes</pending_blacklist></retired_pages>")
+    assert (old.health.uncorrectable, old.health.uncorrectable_life,
+            old.health.pages_retired, old.health.rows_remapped) == (1, 4, 4, None)
+    [dbe, pages] = gpus.findings(old)
+    assert "1 uncorrectable ECC error(s)" in dbe and "pending retirement" in pages
+    # R5xx before R555: one SRAM uncorrectable count beside the DRAM's
+    mid = _one_gpu("<ecc_errors><volatile><sram_uncorrectable>1</sram_uncorrectable>"
+                   "<dram_uncorrectable>0</dram_uncorrectable></volatile></ecc_errors>"
+                   "<gpu_reset_status><reset_required>Yes</reset_required></gpu_reset_status>",
+                   "535.183.01")
+    assert mid.health.uncorrectable == 1
+    assert "the driver says the GPU needs a reset" in gpus.findings(mid)[1]
+    # R555 and later: the SRAM's split into parity and SECDED, and the threshold flag
+    new = _one_gpu("<ecc_errors><volatile><sram_uncorrectable_parity>1"
+                   "</sram_uncorrectable_parity><sram_uncorrectable_secded>2"
+                   "</sram_uncorrectable_secded><dram_uncorrectable>0</dram_uncorrectable>"
+                   "</volatile><aggregate><sram_threshold_exceeded>Yes"
+                   "</sram_threshold_exceeded></aggregate></ecc_errors>", "580.95.05")
+    assert new.health.uncorrectable == 3 and new.health.sram_threshold
+    assert "passed NVIDIA's threshold" in gpus.findings(new)[1]
+    # ECC off: said with the fix, or that it comes back at the next reset
+    off = "<ecc_mode><current_ecc>Disabled</current_ecc><pending_ecc>{}</pending_ecc></ecc_mode>"
+    assert "nvidia-smi -i 0 -e 1" in gpus.findings(_one_gpu(off.format("Disabled")))[0]
+    assert "on again after the GPU's next reset" in \
+        gpus.findings(_one_gpu(off.format("Enabled")))[0]
+    # a GPU without ECC or these features (a GeForce): nothing reported, nothing found
+    plain = _one_gpu(
+        "<ecc_mode><current_ecc>N/A</current_ecc></ecc_mode><ecc_errors><volatile>"
+        "<dram_uncorrectable>N/A</dram_uncorrectable></volatile></ecc_errors>"
+        "<gpu_reset_status><reset_required>Requested functionality has been deprecated"
+        "</reset_required></gpu_reset_status><gpu_recovery_action>Requested functionality has "
+        "been deprecated</gpu_recovery_action>", "575.51.02")
+    assert plain.health == gpus.Health() and gpus.findings(plain) == []
 
 
 # ------------------------------------------------------------------ peak models
@@ -380,6 +459,20 @@ def test_a_failed_check_or_an_error_discards_only_its_size(stand_in, tiny):
     assert ctx.metrics == [] and len(ctx.errors) == 1 and "failed its check" in ctx.errors[0]
 
 
+def test_a_gpu_due_for_a_reset_is_a_health_finding_of_its_run(stand_in, monkeypatch,
+                                                              tmp_path, tiny):
+    xml = H100.read_text().replace("<remapped_row_pending>No", "<remapped_row_pending>Yes")
+    inv = gpus.from_smi(xml, *h100_node(tmp_path / "due"))
+    monkeypatch.setattr(bench, "inventory", lambda o: inv)
+    ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
+    bench.run(ctx, bench.GpuOptions(gpu_tests=("copy",)))
+    [f] = ctx.findings  # for the cluster verdict, which drains the node
+    assert (f["benchmark"], f["kind"], f["item"]) == ("gpu", results.HEALTH, "GPU0")
+    assert "row remapping is pending" in f["message"]
+    assert f"gpu: {f['message']}" in ctx.warnings
+    assert ctx.metrics and ctx.provenance["gpu"]["gpus"][0]["health"]["remap_pending"]
+
+
 def test_fp8_only_where_the_gpu_has_it(stand_in, monkeypatch, tiny):
     ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
     bench.run(ctx, bench.GpuOptions(gpu_tests=("gemm",)))
@@ -462,7 +555,9 @@ def test_gpu_info_and_check_on_a_recorded_node(recorded):
     # unknown: no procfs tree was given) share it while others idle
     r = hpcprobe("gpu", "check", *recorded, env={"CUDA_VISIBLE_DEVICES": "0"})
     assert r.code == 1 and "GPUs (CUDA_VISIBLE_DEVICES): GPU0 0000:07:00.0" in r.out, r.out
-    assert "WARNING: GPU1 (0000:0f:00.0) runs 2 processes" in r.out
+    assert "WARNING: GPU1 (0000:0f:00.0) runs 2 compute processes" in r.out
+    assert "WARNING: GPU3 (0000:4e:00.0): a memory row remapping is pending" in r.out
+    assert "WARNING: GPU5 (0000:90:00.0): a row remapping failed" in r.out
     r = hpcprobe("gpu", "check", *recorded, env={"CUDA_VISIBLE_DEVICES": "4"})
     if set(os.sched_getaffinity(0)) - set(range(64, 128)):
         assert "is local to NUMA 1 (CPUs 64-127)" in r.out, r.out

@@ -25,7 +25,7 @@ from hpcprobe.analysis.compare import NotJoined, describe_params, joined_params
 from hpcprobe.common.bulk import bulk
 from hpcprobe.common.names import natural
 from hpcprobe.common.stats import median_ci_ranks
-from hpcprobe.results.model import Metric, Run
+from hpcprobe.results.model import HEALTH, Metric, Run
 
 #: provenance key of the runs a campaign's driver stores (its node list, failures, links)
 CAMPAIGN = "cluster"
@@ -107,6 +107,9 @@ class Verdict:
     scaling_errors: list[str] = field(default_factory=list)  # why a node count has no figure
     #: node -> the figures most of its peers have and it lacks (a GPU gone, a kernel failed)
     missing: dict[str, list[str]] = field(default_factory=dict)
+    #: node -> what its own checks found that needs an administrator (its latest run's health
+    #: findings: a GPU to reset or replace), whatever its figures
+    unhealthy: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def measured(self) -> list[str]:
@@ -115,7 +118,7 @@ class Verdict:
     @property
     def flagged(self) -> bool:
         return bool(self.findings or self.failed or self.link_errors or self.scaling_errors
-                    or self.missing)
+                    or self.missing or self.unhealthy)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -135,7 +138,7 @@ class Verdict:
             "weak_scaling": {k: [{"nodes": n, "median": v, "parallel_efficiency": e}
                                  for n, v, e in pts] for k, pts in self.weak.items()},
             "weak_units": self.weak_units, "scaling_errors": self.scaling_errors,
-            "missing": self.missing,
+            "missing": self.missing, "unhealthy": self.unhealthy,
         }
 
 
@@ -301,6 +304,9 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
     groups: dict[str, list[str]] = defaultdict(list)
     for host in sorted(latest, key=natural):
         groups[hardware(latest[host])].append(host)
+        health = [f["message"] for f in latest[host].findings if f.get("kind") == HEALTH]
+        if health:
+            v.unhealthy[host] = health
     v.groups = dict(groups)
     heat_rows: dict[str, dict[str, tuple[float, float]]] = {}
     all_labels: dict[str, None] = {}

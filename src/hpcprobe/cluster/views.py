@@ -29,13 +29,20 @@ def _few(names: list[str], n: int = 8) -> str:
 
 def to_drain(v: Verdict) -> list[tuple[str, str]]:
     """(node, reason) of each node to take out of service: slow nodes and slow endpoints (a
-    slow link is two nodes' cable or port, not a node to drain) and failed nodes."""
-    out = [(f.item, drain_reason(v.campaign, f)) for f in v.findings if f.kind != SLOW_LINK]
+    slow link is two nodes' cable or port, not a node to drain), failed nodes and nodes
+    missing their peers' figures; once each, an unhealthy node's own finding first (it names
+    the fix)."""
+    out = [(node, f"hpcprobe {v.campaign}: {found[0]}"[:200])
+           for node, found in v.unhealthy.items()]
+    out += [(f.item, drain_reason(v.campaign, f)) for f in v.findings if f.kind != SLOW_LINK]
     out += [(node, f"hpcprobe {v.campaign}: failed, {why}"[:200])
             for node, why in v.failed.items()]
     out += [(node, f"hpcprobe {v.campaign}: {len(lacks)} figure(s) of its peers missing, "
              f"{lacks[0]}"[:200]) for node, lacks in v.missing.items()]
-    return out
+    first: dict[str, str] = {}
+    for node, why in out:
+        first.setdefault(node, why)
+    return list(first.items())
 
 
 def _finding_row(f: Finding) -> list[str]:
@@ -49,6 +56,7 @@ def blocks(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> list[Bloc
         f"Campaign {v.campaign}: {len(v.nodes)} node(s), {len(v.measured)} measured, "
         f"{len(v.failed)} failed, {len(v.findings)} finding(s)"
         + (f", {len(v.missing)} node(s) missing figures" if v.missing else "")
+        + (f", {len(v.unhealthy)} unhealthy node(s)" if v.unhealthy else "")
         + (", links failed" if v.link_errors else "") + "; "
         f"{len(v.groups)} hardware group(s). A figure is flagged beyond {th.z:g} robust z "
         f"(median, 1.4826 MAD of its peers) and more than {th.worse:.0%} worse."])]
@@ -74,6 +82,14 @@ def blocks(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> list[Bloc
         t.add_column("which")
         for node in sorted(v.missing, key=natural):
             t.add_row(node, str(len(v.missing[node])), _few(v.missing[node], 4))
+        out.append(t)
+    if v.unhealthy:
+        t = Table("Unhealthy nodes (their own checks: a device to reset or replace)")
+        t.add_column("node")
+        t.add_column("finding")
+        for node in sorted(v.unhealthy, key=natural):
+            for found in v.unhealthy[node]:
+                t.add_row(node, found)
         out.append(t)
     if v.link_errors:
         out.append(Lines([f"Links not measured: {e}" for e in v.link_errors]))

@@ -1,9 +1,10 @@
-"""The node's GPUs and what lies near them: each GPU's identity, memory, clocks, MIG mode and
-processes from `nvidia-smi -q -x`, its NUMA domain, local CPUs and PCIe path from sysfs, the
-NICs and NVMe drives beside them; how two devices connect (nvidia-smi topo's PIX/PXB/PHB/NODE/
-SYS from the PCIe paths, NV# from `nvidia-smi topo -m` where GPUs share NVLinks); and
-the checks of a job's GPU binding (its CPUs local to its GPU) and of GPU sharing (several jobs
-on one GPU while another is idle). Recorded XML and sysfs trees replay other nodes."""
+"""The node's GPUs and what lies near them: each GPU's identity, memory, clocks, MIG mode,
+processes and health (memory errors and the resets they need) from `nvidia-smi -q -x`, its
+NUMA domain, local CPUs and PCIe path and link from sysfs, the NICs and NVMe drives beside
+them; how two devices connect (nvidia-smi topo's PIX/PXB/PHB/NODE/SYS from the PCIe paths,
+NV# from `nvidia-smi topo -m` where GPUs share NVLinks); and the checks of a job's GPU binding
+(its CPUs local to its GPU), of GPU sharing (several jobs on one GPU while another is idle)
+and of each GPU's health. Recorded XML and sysfs trees replay other nodes."""
 
 from __future__ import annotations
 
@@ -40,6 +41,12 @@ class GpuProcess:
     name: str
     used_bytes: int | None
     job: str | None  # the Slurm job it belongs to, where that could be read
+    kind: str | None = None  # nvidia-smi's type: C (compute), G (graphics), C+G
+
+    @property
+    def computes(self) -> bool:
+        """A compute process (or one of unknown type): a display server's is not a job."""
+        return self.kind != "G"
 
 
 @dataclass(frozen=True)
@@ -67,6 +74,29 @@ class PcieLink:
 
 
 @dataclass(frozen=True)
+class Health:
+    """What nvidia-smi says of a GPU's memory errors and of the action they need; a count is
+    None where the GPU or its driver does not report it. The XML names the uncorrectable ECC
+    errors in three ways across driver generations: single_bit/double_bit totals (to R470),
+    sram_/dram_ (un)correctable (R5xx), the SRAM's split into parity and SECDED (from R555).
+    Ampere and later remap a faulty memory row; earlier GPUs retire its page."""
+
+    ecc: str | None = None  # the current ECC mode: "Enabled", "Disabled"
+    ecc_pending: str | None = None  # the mode after the next reset
+    uncorrectable: int | None = None  # uncorrectable ECC errors since the driver loaded
+    uncorrectable_life: int | None = None  # over the GPU's life
+    sram_threshold: bool = False  # SRAM uncorrectable errors past NVIDIA's threshold
+    rows_remapped: int | None = None  # rows remapped for uncorrectable errors
+    remap_pending: bool = False  # takes effect at the next reset
+    remap_failed: bool = False  # a bank had no spare row left
+    pages_retired: int | None = None
+    retire_pending: bool = False  # pages retire at the next reset
+    reset_required: bool = False
+    drain_and_reset: bool = False
+    recovery: str | None = None  # the driver's recovery action, where one is asked for
+
+
+@dataclass(frozen=True)
 class Gpu:
     index: int  # nvidia-smi's (PCI bus order)
     name: str
@@ -83,6 +113,7 @@ class Gpu:
     processes: tuple[GpuProcess, ...] = ()
     mig: bool = False  # MIG mode on: CUDA sees its instances, not the GPU
     pcie: PcieLink | None = None
+    health: Health = field(default_factory=Health)
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "name": self.name, "uuid": self.uuid,
@@ -91,6 +122,7 @@ class Gpu:
                 "max_mem_mhz": self.max_mem_mhz, "numa_node": self.numa_node,
                 "local_cpus": format_cpulist(self.local_cpus), "mig": self.mig,
                 "pcie": None if self.pcie is None else dataclasses.asdict(self.pcie),
+                "health": dataclasses.asdict(self.health),
                 "processes": [p.__dict__ for p in self.processes]}
 
 
@@ -163,6 +195,41 @@ def _pci(sysfs: Path, bdf: str) -> tuple[int | None, tuple[int, ...], tuple[str,
                   if re.fullmatch(r"pci[0-9a-f]{4}:[0-9a-f]{2}", p)), None)
     path = tuple(parts[start:]) if start is not None else (bdf,)
     return (node if node is not None and node >= 0 else None), cpus, path
+
+
+def _count(el: ET.Element, paths: Sequence[str]) -> int | None:
+    """The sum of the counts nvidia-smi gives at these paths; None where it gives none."""
+    got = [int(t) for t in (_text(el, p) for p in paths) if t is not None and t.isdigit()]
+    return sum(got) if got else None
+
+
+def _yes(el: ET.Element, *paths: str) -> bool:
+    return any(_text(el, p) == "Yes" for p in paths)
+
+
+#: nvidia-smi's uncorrectable ECC counts under <volatile> and <aggregate>, in every generation
+UNCORRECTABLE = ("dram_uncorrectable", "sram_uncorrectable", "sram_uncorrectable_parity",
+                 "sram_uncorrectable_secded", "double_bit/total")
+
+
+def health(el: ET.Element) -> Health:
+    """A <gpu> element's memory errors and the action they need."""
+    retired = "retired_pages/{}_retirement/retired_count"
+    recovery = _text(el, "gpu_recovery_action")
+    return Health(
+        _text(el, "ecc_mode/current_ecc"), _text(el, "ecc_mode/pending_ecc"),
+        _count(el, [f"ecc_errors/volatile/{p}" for p in UNCORRECTABLE]),
+        _count(el, [f"ecc_errors/aggregate/{p}" for p in UNCORRECTABLE]),
+        _yes(el, "ecc_errors/aggregate/sram_threshold_exceeded"),
+        _count(el, ["remapped_rows/remapped_row_unc"]),
+        _yes(el, "remapped_rows/remapped_row_pending"),
+        _yes(el, "remapped_rows/remapped_row_failure"),
+        _count(el, [retired.format("multiple_single_bit"), retired.format("double_bit")]),
+        _yes(el, "retired_pages/pending_retirement", "retired_pages/pending_blacklist"),
+        _yes(el, "gpu_reset_status/reset_required"),
+        _yes(el, "gpu_reset_status/drain_and_reset_recommended"),
+        None if recovery in (None, "None") or re.search(r"deprecated|not supported|unknown",
+                                                        recovery, re.I) else recovery)
 
 
 def _number(text: str | None) -> float | None:
@@ -238,7 +305,7 @@ def from_smi(text: str, sysfs: str | os.PathLike[str] = "/sys",
                 continue
             procs.append(GpuProcess(int(pid_text), _text(p, "process_name") or "?",
                                     _mib(_text(p, "used_memory")),
-                                    job_of(int(pid_text), proc_root)))
+                                    job_of(int(pid_text), proc_root), _text(p, "type")))
         minor = _text(el, "minor_number")
         gpus.append(Gpu(
             i, _text(el, "product_name") or "unknown GPU", _text(el, "uuid") or "", bdf,
@@ -246,7 +313,7 @@ def from_smi(text: str, sysfs: str | os.PathLike[str] = "/sys",
             _mib(_text(el, "fb_memory_usage/total")), _text(el, "product_architecture"),
             _mhz(_text(el, "max_clocks/sm_clock")), _mhz(_text(el, "max_clocks/mem_clock")),
             node, cpus, path, tuple(procs), _text(el, "mig_mode/current_mig") == "Enabled",
-            pcie_link(sys_root, bdf)))
+            pcie_link(sys_root, bdf), health(el)))
     return Inventory(tuple(gpus), tuple(pci_devices(sys_root)), driver, cuda, source,
                      None if gpus else "nvidia-smi lists no GPU")
 
@@ -376,6 +443,46 @@ def locality_rows(inv: Inventory) -> list[list[str]]:
     return rows
 
 
+def findings(g: Gpu) -> list[str]:
+    """What an administrator must act on for one GPU, each with the fix: memory errors and
+    the resets they call for (NVIDIA's memory error management: a pending row remapping or
+    page retirement takes effect at the next reset; a failed remapping is for replacement),
+    ECC turned off, a PCIe link narrower than the GPU and its slot allow."""
+    h, who = g.health, f"GPU{g.index} ({g.bus_id})"
+    reset = f"drain the node and reset the GPU (nvidia-smi -r -i {g.index}) or reboot it"
+    out = []
+    if h.uncorrectable:
+        out.append(f"{who}: {h.uncorrectable} uncorrectable ECC error(s) since the driver "
+                   f"loaded: {reset}; replace the GPU if they come back")
+    if h.remap_failed:
+        out.append(f"{who}: a row remapping failed (a memory bank has no spare row left): "
+                   "the GPU is due for replacement")
+    elif h.remap_pending:
+        out.append(f"{who}: a memory row remapping is pending, applied at the GPU's next "
+                   f"reset: {reset}")
+    if h.retire_pending:
+        out.append(f"{who}: memory pages are pending retirement, retired at the GPU's next "
+                   f"reset: {reset}")
+    if h.sram_threshold:
+        out.append(f"{who}: its SRAM uncorrectable errors passed NVIDIA's threshold: the GPU "
+                   "is due for replacement")
+    if h.recovery:
+        out.append(f"{who}: the driver asks for the recovery action '{h.recovery}': stop the "
+                   f"GPU's jobs, then do it (Reset: nvidia-smi -r -i {g.index}; Reboot: the "
+                   "node's)")
+    elif h.reset_required or h.drain_and_reset:
+        out.append(f"{who}: the driver says the GPU needs a reset: {reset}")
+    if h.ecc == "Disabled":
+        out.append(f"{who}: ECC is off, so memory errors go unnoticed: " + (
+            "it is on again after the GPU's next reset" if h.ecc_pending == "Enabled" else
+            f"nvidia-smi -i {g.index} -e 1, then reset the GPU"))
+    if g.pcie is not None and g.pcie.narrow:
+        out.append(f"{who}: its PCIe link trained at x{g.pcie.width} of the x{g.pcie.max_width} "
+                   "it and its slot allow: its host<->device bandwidth is cut accordingly "
+                   "(reseat it, check the riser or slot)")
+    return out
+
+
 def link(inv: Inventory, a: Gpu, b: Gpu) -> str:
     """How two GPUs connect: their NVLinks (NV#) where they share some, else over PCIe."""
     return inv.nvlinks.get((a.index, b.index)) or relation(a.path, b.path, a.numa_node,
@@ -402,11 +509,7 @@ def render(inv: Inventory) -> str:
     if len(inv.gpus) > 1:
         out.append("  GPU to GPU: " + "; ".join(
             f"{r[0]}: " + " ".join(r[1:]) for r in gpu_matrix(inv)))
-    for g in inv.gpus:
-        if g.pcie is not None and g.pcie.narrow:
-            out.append(f"  GPU{g.index}'s PCIe link trained at x{g.pcie.width} of the "
-                       f"x{g.pcie.max_width} it and its slot allow: its host<->device "
-                       "bandwidth is cut accordingly (reseat it, check the riser or slot)")
+    out += [f"  {f}" for g in inv.gpus for f in findings(g)]
     mig = [f"GPU{g.index}" for g in inv.gpus if g.mig]
     if mig:
         out.append(f"  MIG mode on: {', '.join(mig)} (CUDA sees their instances)")
@@ -492,14 +595,16 @@ def binding(inv: Inventory, env: Mapping[str, str], cpus: Sequence[int]) -> Bind
 
 def sharing(inv: Inventory) -> list[str]:
     """The GPUs that several jobs (or several processes of unknown job) share while another GPU
-    is idle: the scheduler hands out GPUs without per-device binding."""
-    idle = [g for g in inv.gpus if not g.processes]
+    is idle: the scheduler hands out GPUs without per-device binding. Only compute processes
+    count: a display server's graphics process is no job."""
+    work = {g.index: [p for p in g.processes if p.computes] for g in inv.gpus}
+    idle = [g for g in inv.gpus if not work[g.index]]
     out = []
     for g in inv.gpus:
-        jobs = {p.job or f"pid {p.pid}" for p in g.processes}
+        jobs = {p.job or f"pid {p.pid}" for p in work[g.index]}
         if len(jobs) > 1 and idle:
             out.append(
-                f"GPU{g.index} ({g.bus_id}) runs {len(g.processes)} processes of "
+                f"GPU{g.index} ({g.bus_id}) runs {len(work[g.index])} compute processes of "
                 f"{len(jobs)} jobs ({', '.join(sorted(jobs))}) while "
                 f"{', '.join(f'GPU{x.index}' for x in idle)} "
                 f"{'is' if len(idle) == 1 else 'are'} idle: the jobs were not given devices of "

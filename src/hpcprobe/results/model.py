@@ -16,6 +16,9 @@ from hpcprobe.common.stats import Summary, summarize
 
 SCHEMA_NAME = "hpcprobe-result"
 SCHEMA_VERSION = 1
+#: The kind of a run's finding that needs an administrator before the node serves jobs (a GPU
+#: to reset or replace): `cluster report` lists and drains such nodes.
+HEALTH = "health"
 
 
 @dataclass

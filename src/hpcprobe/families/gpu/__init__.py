@@ -1,8 +1,9 @@
 """The GPU family: inventory and locality, BabelStream's device memory bandwidth against the
 memory's peak, cuBLAS GEMM per precision against the peak at the SM clock read during the run,
 pinned host<->device bandwidth from each NUMA domain against the PCIe link, peer copies; the
-clocks, power, throttle reasons and PCIe link beside each figure. `gpu info` and `gpu check`
-(a job's binding, sharing)."""
+clocks, power, throttle reasons and PCIe link beside each figure; the GPUs' health (memory
+errors and the resets they need) as the run's findings. `gpu info` and `gpu check` (a job's
+binding, sharing, health)."""
 
 from __future__ import annotations
 
@@ -28,8 +29,9 @@ FAMILY = Family(
         description="Device memory bandwidth (BabelStream), cuBLAS GEMM per precision, "
                     "pinned host<->device bandwidth from each NUMA domain and peer copies, "
                     "built with the nvcc found; `gpu info` shows the GPUs and what is near "
-                    "them, `gpu check` this job's GPU binding and GPUs shared while others "
-                    "idle (exit 1 on a finding).",
+                    "them, `gpu check` this job's GPU binding, GPUs shared while others "
+                    "idle and GPUs due for a reset or replacement (exit 1 on a finding).",
         actions={"info": ("show the GPUs, their NUMA domains, local CPUs, nearby NICs/NVMe",
                           bench.info),
-                 "check": ("check this process's GPU binding and GPU sharing", bench.check)}))
+                 "check": ("check this process's GPU binding, GPU sharing and GPU health",
+                           bench.check)}))

@@ -2,8 +2,9 @@
 device for BabelStream's kernels over a ladder of array sizes, cuBLAS GEMM per precision,
 pinned host<->device copies from each NUMA domain in turn and peer copies; each test's check
 must pass before its figures count, and the clocks, power and throttle reasons NVML read during
-it are stored beside each figure. `gpu info` shows the inventory and locality, `gpu check`
-a job's GPU binding and GPU sharing on this node."""
+it are stored beside each figure, the GPUs' health as the run's findings. `gpu info` shows the
+inventory and locality, `gpu check` a job's GPU binding, GPU sharing and the GPUs' health on
+this node."""
 
 from __future__ import annotations
 
@@ -25,7 +26,7 @@ from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, RunContext, option
 from hpcprobe.mpi.launchers import RANK_VARS
-from hpcprobe.results.model import Metric
+from hpcprobe.results.model import HEALTH, Metric
 from hpcprobe.tools import command
 
 TESTS = ("stream", "gemm", "copy", "p2p")
@@ -314,6 +315,11 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
     ctx.provenance["gpu"] = {"driver": driver, "driver_cuda": head.get("driver_cuda"),
                              "runtime_cuda": head.get("runtime_cuda"), **tk.to_dict(),
                              "gpus": [g.to_dict() for g in devs]}
+    for g in inv.gpus:  # the node's GPUs, measured or not: what needs an administrator
+        for f in gpus.findings(g):
+            ctx.warnings.append(f"gpu: {f}")
+            ctx.findings.append({"benchmark": "gpu", "kind": HEALTH, "item": f"GPU{g.index}",
+                                 "message": f})
     ctx.progress.start("gpu", len(devs) * len(tests))
     for g in devs:
         dev = cuda.get(g.bus_id)
@@ -538,7 +544,7 @@ def info(o: GpuOptions) -> int:
                           for p in g.processes) or "none"
         print(f"  GPU{g.index}: {g.name}, {mem}, {g.architecture or '?'}, max SM "
               f"{g.max_sm_mhz or '?'} MHz, memory {g.max_mem_mhz or '?'} MHz, uuid "
-              f"{g.uuid}; processes: {procs}")
+              f"{g.uuid}; {_memory_health(g.health)}; processes: {procs}")
     try:
         tk = toolkit.find()
         print(f"CUDA toolkit: nvcc {tk.release} at {tk.nvcc} (architectures "
@@ -549,10 +555,25 @@ def info(o: GpuOptions) -> int:
     return 0
 
 
+def _memory_health(h: gpus.Health) -> str:
+    """ECC and the memory errors' counts, as far as the GPU reports them."""
+    parts = [f"ECC {(h.ecc or 'n/a').lower()}"]
+    if h.uncorrectable is not None:
+        parts.append(f"{h.uncorrectable} uncorrectable error(s) since the driver loaded"
+                     + ("" if h.uncorrectable_life is None else
+                        f", {h.uncorrectable_life} over its life"))
+    if h.rows_remapped is not None:
+        parts.append(f"{h.rows_remapped} row(s) remapped")
+    if h.pages_retired is not None:
+        parts.append(f"{h.pages_retired} page(s) retired")
+    return ", ".join(parts)
+
+
 def check(o: GpuOptions) -> int:
     """`hpcprobe gpu check`: this process's GPUs (as its job sees them) and whether its CPUs
-    are local to them; GPUs shared by several jobs while others are idle. Exit 1 on a
-    finding, so it serves as a job prologue or health check."""
+    are local to them; GPUs shared by several jobs while others are idle; the node's GPUs'
+    health (memory errors and the resets they need, ECC off, a narrow PCIe link). Exit 1 on
+    a finding, so it serves as a job prologue or health check."""
     inv = inventory(o)
     if not inv.gpus:
         raise UserError(f"no GPU: {inv.none_why}")
@@ -562,10 +583,10 @@ def check(o: GpuOptions) -> int:
     print(f"{who}: CPUs {format_cpulist(b.cpus)}; GPUs ({b.source}): " + (", ".join(
         f"GPU{g.index} {g.bus_id} (NUMA {g.numa_node}, local CPUs "
         f"{format_cpulist(g.local_cpus) or '?'})" for g in b.gpus) or "none"))
-    shared = gpus.sharing(inv)
-    for w in (*b.warnings, *shared):
+    found = [*b.warnings, *gpus.sharing(inv), *(f for g in inv.gpus for f in gpus.findings(g))]
+    for w in found:
         print(f"WARNING: {w}")
-    if not b.warnings and not shared:
+    if not found:
         print("GPU binding: every CPU of this process is local to its GPUs; no GPU shared "
-              "while another is idle.")
-    return 1 if b.warnings or shared else 0
+              "while another is idle; no GPU needs a reset or replacing.")
+    return 1 if found else 0
