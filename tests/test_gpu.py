@@ -13,6 +13,7 @@ import shutil
 import stat
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -135,9 +136,29 @@ def test_which_gpus_a_process_sees(a100):
     for env, needle in (({"CUDA_VISIBLE_DEVICES": "9"}, "device 9 does not exist"),
                         ({"SLURM_JOB_GPUS": "2,x"}, "GPU 'x' does not exist"),
                         ({"CUDA_VISIBLE_DEVICES": "GPU-nope"}, "names no single GPU"),
-                        ({"CUDA_VISIBLE_DEVICES": "MIG-5c1e"}, "is a MIG instance")):
+                        ({"CUDA_VISIBLE_DEVICES": "MIG-5c1e"},
+                         "MIG-5c1e is no MIG instance that nvidia-smi -L lists here")):
         with pytest.raises(UserError, match=needle):
             gpus.visible(a100, env)
+
+
+def test_a_mig_instance_stands_for_its_gpu(a100):
+    listing = "\n".join([
+        "GPU 3: NVIDIA A100-SXM4-80GB (UUID: GPU-a100a100-0000-4000-8000-000000000003)",
+        "GPU 4: NVIDIA A100-SXM4-80GB (UUID: GPU-a100a100-0000-4000-8000-000000000004)",
+        "  MIG 3g.40gb     Device  0: (UUID: MIG-4b5c1e2a-9d31-5f6e-8a7b-0c1d2e3f4a5b)",
+        "  MIG 3g.40gb     Device  1: (UUID: MIG-7e8f9a0b-1c2d-5e3f-9a4b-5c6d7e8f9a0b)"])
+    parents = gpus.parse_list(listing)
+    assert set(parents.values()) == {a100.gpus[4].uuid} and len(parents) == 2
+    inv = replace(a100, mig_parents=parents)
+    # Slurm's indices count MIG instances then: CUDA_VISIBLE_DEVICES says which
+    env = {"SLURM_JOB_GPUS": "0,1", "CUDA_VISIBLE_DEVICES": ",".join(parents)}
+    got, source, _ = gpus.visible(inv, env)
+    assert [g.index for g in got] == [4] and source == "CUDA_VISIBLE_DEVICES"
+    old_form = {"CUDA_VISIBLE_DEVICES": f"MIG-{a100.gpus[2].uuid}/1/0"}  # CUDA 11.0-11.3
+    assert [g.index for g in gpus.visible(inv, old_form)[0]] == [2]
+    [w] = gpus.binding(inv, env, range(8)).warnings  # GPU4 is NUMA 1's; CPUs 0-7 are not
+    assert w.startswith("GPU4 (0000:87:00.0) is local to NUMA 1")
 
 
 def test_two_jobs_on_one_gpu_while_another_idles(a100):

@@ -146,11 +146,14 @@ class Inventory:
     source: str = "nvidia-smi"
     none_why: str | None = None  # why there are no GPUs, when there are none
     nvlinks: Mapping[tuple[int, int], str] = field(default_factory=dict)  # (i, j): "NV12"
+    #: MIG instance UUID -> its GPU's UUID (`nvidia-smi -L`, where a GPU is in MIG mode)
+    mig_parents: Mapping[str, str] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"driver": self.driver, "cuda": self.cuda, "source": self.source,
                 "none_why": self.none_why, "gpus": [g.to_dict() for g in self.gpus],
                 "nvlinks": {f"{i}-{j}": v for (i, j), v in self.nvlinks.items()},
+                "mig_parents": dict(self.mig_parents),
                 "devices": [{"kind": d.kind, "name": d.name, "bus_id": d.bus_id,
                              "numa_node": d.numa_node} for d in self.devices]}
 
@@ -364,6 +367,20 @@ def parse_topo(text: str) -> dict[tuple[int, int], str]:
     return links
 
 
+def parse_list(text: str) -> dict[str, str]:
+    """MIG instance UUID -> its GPU's UUID, from `nvidia-smi -L` (each GPU's line, its MIG
+    instances' lines indented below it)."""
+    out: dict[str, str] = {}
+    parent = None
+    for line in text.splitlines():
+        m = re.match(r"(GPU|MIG) .*\(UUID: ((?:GPU|MIG)-[0-9A-Fa-f-]+)\)", line.strip())
+        if m and m.group(1) == "GPU":
+            parent = m.group(2)
+        elif m and parent is not None:
+            out[m.group(2)] = parent
+    return out
+
+
 def _smi(*args: str) -> tuple[str | None, str]:
     """nvidia-smi's output, or None and why it gave none."""
     exe = shutil.which("nvidia-smi")
@@ -394,6 +411,8 @@ def discover(smi: str | None = None, sysfs: str | os.PathLike[str] = "/sys",
             return Inventory((), none_why=why)
         inv = from_smi(text, sysfs, proc)
         topo_text = _smi("topo", "-m")[0] if len(inv.gpus) > 1 else None
+        if any(g.mig for g in inv.gpus):
+            inv = dataclasses.replace(inv, mig_parents=parse_list(_smi("-L")[0] or ""))
     if topo_text is None:
         return inv
     return dataclasses.replace(inv, nvlinks=parse_topo(topo_text))
@@ -533,11 +552,15 @@ class Binding:
 def visible(inv: Inventory, env: Mapping[str, str]) -> tuple[tuple[Gpu, ...], str, list[str]]:
     """The GPUs a process sees and which variable says so. Slurm's SLURM_STEP_GPUS /
     SLURM_JOB_GPUS hold nvidia-smi indices; CUDA_VISIBLE_DEVICES holds indices in CUDA's order
-    (the fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID) or UUIDs."""
+    (the fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID), UUIDs, or MIG instances' UUIDs
+    (each stands for its GPU, whose locality it has; Slurm's indices then count MIG
+    instances, not GPUs, so CUDA_VISIBLE_DEVICES says)."""
     notes: list[str] = []
     by_index = {g.index: g for g in inv.gpus}
     by_minor = {g.minor: g for g in inv.gpus if g.minor is not None}
-    for var in ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS"):
+    cvd = env.get("CUDA_VISIBLE_DEVICES")
+    mig = cvd is not None and "MIG-" in cvd
+    for var in () if mig else ("SLURM_STEP_GPUS", "SLURM_JOB_GPUS"):
         if env.get(var):
             got = []
             for item in env[var].split(","):
@@ -546,7 +569,6 @@ def visible(inv: Inventory, env: Mapping[str, str]) -> tuple[tuple[Gpu, ...], st
                                     f"(GPUs 0..{len(inv.gpus) - 1})")
                 got.append((by_index | by_minor)[int(item)])
             return tuple(got), var, notes
-    cvd = env.get("CUDA_VISIBLE_DEVICES")
     if cvd is None:
         return inv.gpus, "all (no CUDA_VISIBLE_DEVICES)", notes
     items = [x.strip() for x in cvd.split(",") if x.strip()]
@@ -557,9 +579,14 @@ def visible(inv: Inventory, env: Mapping[str, str]) -> tuple[tuple[Gpu, ...], st
                 raise UserError(f"CUDA_VISIBLE_DEVICES={cvd}: device {item} does not exist "
                                 f"here (GPUs 0..{len(inv.gpus) - 1})")
             got.append(by_index[int(item)])
-        elif item.startswith("MIG-"):
-            raise UserError(f"CUDA_VISIBLE_DEVICES={cvd}: {item} is a MIG instance; "
-                            "hpcprobe checks the binding of whole GPUs")
+        elif item.startswith("MIG-"):  # MIG-<uuid>, or CUDA 11.0-11.3's MIG-GPU-<uuid>/gi/ci
+            parent = inv.mig_parents.get(item) or \
+                (item[4:].split("/")[0] if item.startswith("MIG-GPU-") else None)
+            match = [g for g in inv.gpus if g.uuid == parent]
+            if not match:
+                raise UserError(f"CUDA_VISIBLE_DEVICES={cvd}: {item} is no MIG instance "
+                                "that nvidia-smi -L lists here")
+            got.append(match[0])
         else:
             match = [g for g in inv.gpus if g.uuid.startswith(item)]
             if len(match) != 1:
@@ -569,7 +596,8 @@ def visible(inv: Inventory, env: Mapping[str, str]) -> tuple[tuple[Gpu, ...], st
             len({g.name for g in inv.gpus}) > 1:
         notes.append("CUDA_VISIBLE_DEVICES holds indices in CUDA's order, which differs "
                      "from nvidia-smi's on mixed GPUs: set CUDA_DEVICE_ORDER=PCI_BUS_ID")
-    return tuple(got), "CUDA_VISIBLE_DEVICES", notes
+    once = {g.index: g for g in got}  # two MIG instances of one GPU: that GPU, once
+    return tuple(once.values()), "CUDA_VISIBLE_DEVICES", notes
 
 
 def binding(inv: Inventory, env: Mapping[str, str], cpus: Sequence[int]) -> Binding:
