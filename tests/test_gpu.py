@@ -310,7 +310,7 @@ def test_nvml_readings_beside_each_figure(tmp_path):
     # the link's highest generation seen (idle gen1, gen4 under load), the system's maxima
     params = bench._env_params(env)
     assert params["throttle"] == "software power cap"  # idle is no limit
-    assert [params[k] for k in bench.PCIE] == [4, 16, 5, 16]
+    assert [params[k] for k in bench.PCIE] == [4, 16, 5, 16, 2]  # and 2 replays
     old = json.loads(subprocess.run([str(exe), "old"], capture_output=True, text=True,
                                     check=True).stdout)  # an NVML without the PCIe queries
     assert not set(bench.PCIE) & set(bench._env_params(old))
@@ -334,7 +334,8 @@ import json, os, sys
 a = sys.argv[1:]
 env = {{"readings": 3, "sm_mhz": 1500, "sm_mhz_min": 1400, "sm_mhz_max": 1600, "mem_mhz": 1593,
         "power_w": 300.0, "power_w_max": 350.0, "temp_c_max": 70, "reasons": 4,
-        "pcie_gen": 4, "pcie_width": 16, "pcie_gen_max": 5, "pcie_width_max": 16}}
+        "pcie_gen": 4, "pcie_width": 16, "pcie_gen_max": 5, "pcie_width_max": 16,
+        "pcie_replays": int(os.environ.get("STAND_IN_REPLAYS", "0"))}}
 def out(**d): print(json.dumps(d))
 if a[0] == "info" and os.environ.get("STAND_IN_NO_DRIVER"):
     out(error="no NVIDIA driver: libcuda.so.1 was not found or did not load", code=4)
@@ -492,6 +493,15 @@ def test_a_gpu_due_for_a_reset_is_a_health_finding_of_its_run(stand_in, monkeypa
     assert "row remapping is pending" in f["message"]
     assert f"gpu: {f['message']}" in ctx.warnings
     assert ctx.metrics and ctx.provenance["gpu"]["gpus"][0]["health"]["remap_pending"]
+
+
+def test_pcie_replays_while_measuring_are_a_warning(stand_in, monkeypatch, tiny):
+    monkeypatch.setenv("STAND_IN_REPLAYS", "5")  # the link retried while the copies ran
+    ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
+    bench.run(ctx, bench.GpuOptions(gpu_tests=("copy",)))
+    assert {m.params["pcie_replays"] for m in ctx.metrics if m.name == "copy"} == {5}
+    [w] = [w for w in ctx.warnings if "retried transfers" in w]  # once, not once per figure
+    assert w.startswith("gpu: GPU0's PCIe link retried") and "riser" in w
 
 
 def test_fp8_only_where_the_gpu_has_it(stand_in, monkeypatch, tiny):

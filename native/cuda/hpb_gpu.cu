@@ -110,6 +110,7 @@ static struct {
     int (*temperature)(nvml_device, int, unsigned *);
     int (*pcie_gen)(nvml_device, unsigned *), (*pcie_width)(nvml_device, unsigned *);
     int (*pcie_gen_max)(nvml_device, unsigned *), (*pcie_width_max)(nvml_device, unsigned *);
+    int (*replays)(nvml_device, unsigned *); /* the PCIe link's replays (retries) since reset */
     nvml_device dev;
     int ok;
     char why[160];
@@ -136,6 +137,7 @@ static void nvml_open(int device)
     *(void **)&nvml.pcie_width = dlsym(h, "nvmlDeviceGetCurrPcieLinkWidth");
     *(void **)&nvml.pcie_gen_max = dlsym(h, "nvmlDeviceGetMaxPcieLinkGeneration");
     *(void **)&nvml.pcie_width_max = dlsym(h, "nvmlDeviceGetMaxPcieLinkWidth");
+    *(void **)&nvml.replays = dlsym(h, "nvmlDeviceGetPcieReplayCounter");
     if (!nvml.init || !nvml.by_bus || !nvml.clock || nvml.init() != 0) {
         snprintf(nvml.why, sizeof nvml.why, "NVML did not initialise");
         return;
@@ -154,6 +156,8 @@ struct readings {
     unsigned sm[MAX_READINGS], mem[MAX_READINGS], mw[MAX_READINGS], temp[MAX_READINGS];
     unsigned long long reasons; /* every reason seen, ORed */
     unsigned gen, width;        /* the PCIe link's highest generation and width seen */
+    unsigned replays0;          /* the link's replay counter at the start */
+    int replays_read;
     int n, stop;
     pthread_t thread;
 };
@@ -190,6 +194,8 @@ static void *sampler(void *arg)
 static void readings_start(struct readings *r)
 {
     memset(r, 0, sizeof *r);
+    if (nvml.ok && nvml.replays && nvml.replays(nvml.dev, &r->replays0) == 0)
+        r->replays_read = 1;
     if (nvml.ok)
         pthread_create(&r->thread, NULL, sampler, r);
 }
@@ -241,6 +247,10 @@ static const char *readings_stop(struct readings *r)
         len += snprintf(out + len, sizeof out - len,
                         ", \"pcie_gen\": %u, \"pcie_width\": %u, \"pcie_gen_max\": %u, "
                         "\"pcie_width_max\": %u", r->gen, r->width, gen_max, width_max);
+    unsigned replays = 0; /* link-level retries while it ran: errors on a marginal link */
+    if (r->replays_read && nvml.replays(nvml.dev, &replays) == 0)
+        len += snprintf(out + len, sizeof out - len, ", \"pcie_replays\": %u",
+                        replays - r->replays0);
     snprintf(out + len, sizeof out - len, "}");
     return out;
 }

@@ -15,6 +15,9 @@ static int f_gen(nvml_device, unsigned *g) { return *g = calls > 1 ? 4 : 1, 0; }
 static int f_width(nvml_device, unsigned *w) { return *w = 16, 0; }
 static int f_gen_max(nvml_device, unsigned *g) { return *g = 5, 0; }
 static int f_width_max(nvml_device, unsigned *w) { return *w = 16, 0; }
+/* the link retried twice while it was read (its counter at 7, then 9) */
+static unsigned replay_calls;
+static int f_replays(nvml_device, unsigned *n) { return *n = 7 + 2 * replay_calls++, 0; }
 
 int main(int argc, char **argv)
 {
@@ -22,7 +25,7 @@ int main(int argc, char **argv)
     nvml.reasons = f_reasons;
     if (argc < 2) /* "old": an NVML without the PCIe queries */
         nvml.pcie_gen = f_gen, nvml.pcie_width = f_width, nvml.pcie_gen_max = f_gen_max,
-        nvml.pcie_width_max = f_width_max;
+        nvml.pcie_width_max = f_width_max, nvml.replays = f_replays;
     nvml.ok = 1;
     (void)argv;
     struct readings r;

@@ -467,39 +467,32 @@ def findings(g: Gpu) -> list[str]:
     the resets they call for (NVIDIA's memory error management: a pending row remapping or
     page retirement takes effect at the next reset; a failed remapping is for replacement),
     ECC turned off, a PCIe link narrower than the GPU and its slot allow."""
-    h, who = g.health, f"GPU{g.index} ({g.bus_id})"
+    h, pcie = g.health, g.pcie or PcieLink(None, None, None, None)
     reset = f"drain the node and reset the GPU (nvidia-smi -r -i {g.index}) or reboot it"
-    out = []
-    if h.uncorrectable:
-        out.append(f"{who}: {h.uncorrectable} uncorrectable ECC error(s) since the driver "
-                   f"loaded: {reset}; replace the GPU if they come back")
-    if h.remap_failed:
-        out.append(f"{who}: a row remapping failed (a memory bank has no spare row left): "
-                   "the GPU is due for replacement")
-    elif h.remap_pending:
-        out.append(f"{who}: a memory row remapping is pending, applied at the GPU's next "
-                   f"reset: {reset}")
-    if h.retire_pending:
-        out.append(f"{who}: memory pages are pending retirement, retired at the GPU's next "
-                   f"reset: {reset}")
-    if h.sram_threshold:
-        out.append(f"{who}: its SRAM uncorrectable errors passed NVIDIA's threshold: the GPU "
-                   "is due for replacement")
-    if h.recovery:
-        out.append(f"{who}: the driver asks for the recovery action '{h.recovery}': stop the "
-                   f"GPU's jobs, then do it (Reset: nvidia-smi -r -i {g.index}; Reboot: the "
-                   "node's)")
-    elif h.reset_required or h.drain_and_reset:
-        out.append(f"{who}: the driver says the GPU needs a reset: {reset}")
-    if h.ecc == "Disabled":
-        out.append(f"{who}: ECC is off, so memory errors go unnoticed: " + (
+    replace = "the GPU is due for replacement"
+    said = [
+        (h.uncorrectable, f"{h.uncorrectable} uncorrectable ECC error(s) since the driver "
+                          f"loaded: {reset}; replace the GPU if they come back"),
+        (h.remap_failed, f"a row remapping failed (a memory bank has no spare row left): "
+                         f"{replace}"),
+        (h.remap_pending and not h.remap_failed,
+         f"a memory row remapping is pending, applied at the GPU's next reset: {reset}"),
+        (h.retire_pending,
+         f"memory pages are pending retirement, retired at the GPU's next reset: {reset}"),
+        (h.sram_threshold, f"its SRAM uncorrectable errors passed NVIDIA's threshold: {replace}"),
+        (h.recovery, f"the driver asks for the recovery action '{h.recovery}': stop the GPU's "
+                     f"jobs, then do it (Reset: nvidia-smi -r -i {g.index}; Reboot: the node's)"),
+        ((h.reset_required or h.drain_and_reset) and not h.recovery,
+         f"the driver says the GPU needs a reset: {reset}"),
+        (h.ecc == "Disabled", "ECC is off, so memory errors go unnoticed: " + (
             "it is on again after the GPU's next reset" if h.ecc_pending == "Enabled" else
-            f"nvidia-smi -i {g.index} -e 1, then reset the GPU"))
-    if g.pcie is not None and g.pcie.narrow:
-        out.append(f"{who}: its PCIe link trained at x{g.pcie.width} of the x{g.pcie.max_width} "
-                   "it and its slot allow: its host<->device bandwidth is cut accordingly "
-                   "(reseat it, check the riser or slot)")
-    return out
+            f"nvidia-smi -i {g.index} -e 1, then reset the GPU")),
+        (pcie.narrow,
+         f"its PCIe link trained at x{pcie.width} of the x{pcie.max_width} it and its slot "
+         "allow: its host<->device bandwidth is cut accordingly (reseat it, "
+         "check the riser or slot)"),
+    ]
+    return [f"GPU{g.index} ({g.bus_id}): {text}" for found, text in said if found]
 
 
 def link(inv: Inventory, a: Gpu, b: Gpu) -> str:

@@ -38,8 +38,9 @@ REASONS = {0x1: "idle", 0x2: "applications clocks", 0x4: "software power cap",
 #: Reasons that lower the clock below what the load could have (idle and sync boost do not).
 LIMITING = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 #: The PCIe link NVML read during a measurement: the highest generation and width it ran at,
-#: and the most the GPU and the system both allow.
-PCIE = ("pcie_gen", "pcie_width", "pcie_gen_max", "pcie_width_max")
+#: the most the GPU and the system both allow, and its replays (link-level retries after
+#: errors) while it ran.
+PCIE = ("pcie_gen", "pcie_width", "pcie_gen_max", "pcie_width_max", "pcie_replays")
 
 
 @dataclass(frozen=True)
@@ -392,6 +393,12 @@ class _Target:
 
     def add(self, name: str, unit: str, params: dict[str, Any], samples: list[float]) -> None:
         self.ctx.metrics.append(Metric("gpu", name, unit, {**self.base, **params}, samples))
+        warning = (f"gpu: GPU{self.gpu.index}'s PCIe link retried transfers while it was "
+                   "measured (NVML's replay counter rose, pcie_replays beside the figures): "
+                   "link errors, from a marginal riser, slot or contact; its host<->device "
+                   "figures may be low")
+        if params.get("pcie_replays") and warning not in self.ctx.warnings:
+            self.ctx.warnings.append(warning)
 
 
 def _sizes(sizes: Sequence[int]) -> str:
