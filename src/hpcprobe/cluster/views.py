@@ -28,10 +28,10 @@ def _few(names: list[str], n: int = 8) -> str:
 
 
 def to_drain(v: Verdict) -> list[tuple[str, str]]:
-    """(node, reason) of each node to take out of service: slow nodes and slow endpoints (a
+    """(node, reason) of each node to take out of service, once each: unhealthy nodes (their
+    own first finding, which names the fix, is the reason), slow nodes and slow endpoints (a
     slow link is two nodes' cable or port, not a node to drain), failed nodes and nodes
-    missing their peers' figures; once each, an unhealthy node's own finding first (it names
-    the fix)."""
+    missing their peers' figures."""
     out = [(node, f"hpcprobe {v.campaign}: {found[0]}"[:200])
            for node, found in v.unhealthy.items()]
     out += [(f.item, drain_reason(v.campaign, f)) for f in v.findings if f.kind != SLOW_LINK]
