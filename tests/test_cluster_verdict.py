@@ -146,6 +146,7 @@ def test_a_node_whose_own_checks_found_a_gpu_due_for_a_reset_is_drained_with_the
     msg = ("GPU3 (0000:4e:00.0): a memory row remapping is pending, applied at the GPU's next "
            "reset: drain the node and reset the GPU (nvidia-smi -r -i 3) or reboot it")
     [n2] = [r for r in runs if r.host == "n2"]
+    n2.benchmarks = [*n2.benchmarks, "gpu"]
     n2.findings = [{"benchmark": "gpu", "kind": HEALTH, "item": "GPU3", "message": msg},
                    {"benchmark": "memory", "kind": "sampling", "message": "budget spent"}]
     v = analyse(runs, "c1")
@@ -155,9 +156,14 @@ def test_a_node_whose_own_checks_found_a_gpu_due_for_a_reset_is_drained_with_the
                if getattr(b, "title", "").startswith("Unhealthy nodes")]
     assert table.rows == [["n2", msg]]
     assert json.loads(json.dumps(v.to_dict()))["unhealthy"] == {"n2": [msg]}
-    # measured again after the reset: its latest run is healthy, nothing to drain
-    again = replace(n2, run_id="again", created="2026-01-02T00:00:00+00:00", findings=[])
-    v = analyse([*runs, again], "c1")
+    # a later run without the GPU family says nothing of the GPU: still unhealthy
+    memory = replace(n2, run_id="memory", created="2026-01-02T00:00:00+00:00", findings=[],
+                     benchmarks=["memory"])
+    assert analyse([*runs, memory], "c1").unhealthy == {"n2": [msg]}
+    # measured again after the reset: its latest GPU run is healthy, nothing to drain
+    again = replace(memory, run_id="again", created="2026-01-03T00:00:00+00:00",
+                    benchmarks=["memory", "gpu"])
+    v = analyse([*runs, memory, again], "c1")
     assert v.unhealthy == {} and not v.flagged
 
 

@@ -107,8 +107,8 @@ class Verdict:
     scaling_errors: list[str] = field(default_factory=list)  # why a node count has no figure
     #: node -> the figures most of its peers have and it lacks (a GPU gone, a kernel failed)
     missing: dict[str, list[str]] = field(default_factory=dict)
-    #: node -> what its own checks found that needs an administrator (its latest run's health
-    #: findings: a GPU to reset or replace), whatever its figures
+    #: node -> what its own checks found that needs an administrator (the health findings of
+    #: its latest run of each family: a GPU to reset or replace), whatever its figures
     unhealthy: dict[str, list[str]] = field(default_factory=dict)
 
     @property
@@ -304,10 +304,8 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
     groups: dict[str, list[str]] = defaultdict(list)
     for host in sorted(latest, key=natural):
         groups[hardware(latest[host])].append(host)
-        health = [f["message"] for f in latest[host].findings if f.get("kind") == HEALTH]
-        if health:
-            v.unhealthy[host] = health
     v.groups = dict(groups)
+    v.unhealthy = _unhealthy(node_runs)
     heat_rows: dict[str, dict[str, tuple[float, float]]] = {}
     all_labels: dict[str, None] = {}
     for fp, hosts in groups.items():
@@ -334,6 +332,21 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
     both = np.array([[heat_rows[h].get(lb, (np.nan, np.nan)) for lb in v.heat_metrics]
                      for h in v.heat_nodes]).reshape(len(v.heat_nodes), len(v.heat_metrics), 2)
     v.heat, v.heat_z = both[:, :, 0], both[:, :, 1]
+
+
+def _unhealthy(node_runs: list[Run]) -> dict[str, list[str]]:
+    """Each node's health findings (what needs an administrator), as the latest run of each
+    benchmark that reported them says: a run after the fix clears them, a later run of other
+    benchmarks does not."""
+    latest: dict[tuple[str, str], Run] = {}
+    for run in sorted(node_runs, key=lambda r: r.created):
+        for b in run.benchmarks:
+            latest[(run.host, b)] = run
+    out: dict[str, list[str]] = defaultdict(list)
+    for (host, b), run in sorted(latest.items(), key=lambda kv: (natural(kv[0][0]), kv[0][1])):
+        out[host] += [f["message"] for f in run.findings
+                      if f.get("kind") == HEALTH and f.get("benchmark") == b]
+    return {host: found for host, found in out.items() if found}
 
 
 def _missing(v: Verdict, hosts: list[str], rows: list[dict[str, Fig]]) -> None:
