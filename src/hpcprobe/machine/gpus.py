@@ -95,6 +95,19 @@ class Health:
     drain_and_reset: bool = False
     recovery: str | None = None  # the driver's recovery action, where one is asked for
 
+    def __str__(self) -> str:
+        """ECC and the memory errors' counts, as far as the GPU reports them."""
+        parts = [f"ECC {(self.ecc or 'n/a').lower()}"]
+        if self.uncorrectable is not None:
+            parts.append(f"{self.uncorrectable} uncorrectable error(s) since the driver loaded"
+                         + ("" if self.uncorrectable_life is None else
+                            f", {self.uncorrectable_life} over its life"))
+        if self.rows_remapped is not None:
+            parts.append(f"{self.rows_remapped} row(s) remapped")
+        if self.pages_retired is not None:
+            parts.append(f"{self.pages_retired} page(s) retired")
+        return ", ".join(parts)
+
 
 @dataclass(frozen=True)
 class Gpu:

@@ -393,11 +393,13 @@ class _Target:
 
     def add(self, name: str, unit: str, params: dict[str, Any], samples: list[float]) -> None:
         self.ctx.metrics.append(Metric("gpu", name, unit, {**self.base, **params}, samples))
+        if not params.get("pcie_replays"):
+            return
         warning = (f"gpu: GPU{self.gpu.index}'s PCIe link retried transfers while it was "
                    "measured (NVML's replay counter rose, pcie_replays beside the figures): "
                    "link errors, from a marginal riser, slot or contact; its host<->device "
                    "figures may be low")
-        if params.get("pcie_replays") and warning not in self.ctx.warnings:
+        if warning not in self.ctx.warnings:
             self.ctx.warnings.append(warning)
 
 
@@ -551,7 +553,7 @@ def info(o: GpuOptions) -> int:
                           for p in g.processes) or "none"
         print(f"  GPU{g.index}: {g.name}, {mem}, {g.architecture or '?'}, max SM "
               f"{g.max_sm_mhz or '?'} MHz, memory {g.max_mem_mhz or '?'} MHz, uuid "
-              f"{g.uuid}; {_memory_health(g.health)}; processes: {procs}")
+              f"{g.uuid}; {g.health}; processes: {procs}")
     try:
         tk = toolkit.find()
         print(f"CUDA toolkit: nvcc {tk.release} at {tk.nvcc} (architectures "
@@ -560,20 +562,6 @@ def info(o: GpuOptions) -> int:
     except UserError as exc:
         print(f"CUDA: {exc}")
     return 0
-
-
-def _memory_health(h: gpus.Health) -> str:
-    """ECC and the memory errors' counts, as far as the GPU reports them."""
-    parts = [f"ECC {(h.ecc or 'n/a').lower()}"]
-    if h.uncorrectable is not None:
-        parts.append(f"{h.uncorrectable} uncorrectable error(s) since the driver loaded"
-                     + ("" if h.uncorrectable_life is None else
-                        f", {h.uncorrectable_life} over its life"))
-    if h.rows_remapped is not None:
-        parts.append(f"{h.rows_remapped} row(s) remapped")
-    if h.pages_retired is not None:
-        parts.append(f"{h.pages_retired} page(s) retired")
-    return ", ".join(parts)
 
 
 def check(o: GpuOptions) -> int:
