@@ -295,6 +295,31 @@ def test_cluster_report_json_and_thresholds(stored, capsys):
     assert doc["flagged"] is False and doc["thresholds"]["worse"] == 0.5
 
 
+def test_cluster_report_judges_with_the_thresholds_the_campaign_ran_with(tmp_path, capsys):
+    """A campaign run with --worse 50 % is judged at 50 % by a later report, not at the
+    default 4 %, unless the report is given its own; its latest pass's thresholds win."""
+    db = tmp_path / "r.sqlite"
+    _, runs = clusterdata.campaign(8, slow_nodes={"n5": 0.8}, seed=3)
+    with Store.open(db) as st:
+        for r in runs:
+            if verdict.is_campaign_run(r):
+                for minute, worse in ((1, 0.02), (2, 0.5)):  # an earlier pass, then the latest
+                    info = {**r.provenance[verdict.CAMPAIGN],
+                            "thresholds": vars(Thresholds(worse=worse))}
+                    r = replace(r, run_id=f"{r.run_id[:-1]}{minute}",
+                                created=r.created.replace(":01:", f":{minute:02d}:"),
+                                provenance={**r.provenance, verdict.CAMPAIGN: info})
+                    st.save(r)
+            else:
+                st.save(r)
+    assert main(["cluster", "report", "c1", "--db", str(db), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["thresholds"]["worse"] == 0.5
+    assert main(["cluster", "report", "c1", "--db", str(db), "--json", "--worse", "4%"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["thresholds"]["worse"] == 0.04 and ("slow node", "n5") in [
+        (f["kind"], f["item"]) for f in doc["findings"]]
+
+
 @pytest.mark.parametrize("argv, message", [
     (["cluster", "report", "nosuch"], "campaign 'nosuch': no runs with this tag"),
     (["cluster", "report", "c1", "--worse", "2"], "--worse '2': give a fraction between 0 and 1"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from hpcprobe import registry
 from hpcprobe.cli import _add_db, _Bar, _console, _Parser
 from hpcprobe.cluster import views
 from hpcprobe.cluster.campaign import Campaign, Plan, link_rounds, node_counts
-from hpcprobe.cluster.verdict import Thresholds, Verdict, analyse
+from hpcprobe.cluster.verdict import Thresholds, Verdict, analyse, campaign_thresholds
 from hpcprobe.common import files
 from hpcprobe.common.errors import EXIT_FAILURE, UserError
 from hpcprobe.measure import options, profiles
@@ -49,11 +50,12 @@ def _positive(text: str) -> float:
 
 def _add_thresholds(p: argparse.ArgumentParser) -> None:
     th = Thresholds()
-    p.add_argument("--z", type=_positive, default=th.z, metavar="Z",
-                   help=f"flag beyond this many robust z-scores (default {th.z:g})")
-    p.add_argument("--worse", type=_fraction, default=th.worse, metavar="FRACTION",
-                   help=f"and only when more than this much worse (default {th.worse:g}, "
-                        "i.e. 4 %)")
+    p.add_argument("--z", type=_positive, metavar="Z",
+                   help="flag beyond this many robust z-scores (default: what the campaign "
+                        f"last ran with, else {th.z:g})")
+    p.add_argument("--worse", type=_fraction, metavar="FRACTION",
+                   help="and only when more than this much worse (default: what the campaign "
+                        f"last ran with, else {th.worse:g}, i.e. 4 %)")
 
 
 def _add_scheduler(p: argparse.ArgumentParser) -> None:
@@ -144,8 +146,11 @@ def add_parser(sub: Any) -> None:
     _add_db(rp)
 
 
-def _thresholds(a: argparse.Namespace) -> Thresholds:
-    return Thresholds(z=a.z, worse=a.worse)
+def _thresholds(a: argparse.Namespace, kept: Thresholds | None = None) -> Thresholds:
+    """The thresholds given, else those the campaign kept, else the defaults."""
+    base = kept or Thresholds()
+    return replace(base, z=base.z if a.z is None else a.z,
+                   worse=base.worse if a.worse is None else a.worse)
 
 
 def _scheduler(a: argparse.Namespace) -> Scheduler:
@@ -156,23 +161,21 @@ def _scheduler(a: argparse.Namespace) -> Scheduler:
     return sched
 
 
-def _load(store: Store, tag: str, th: Thresholds) -> Verdict:
+def _load(store: Store, tag: str, a: argparse.Namespace) -> Verdict:
+    """The campaign's verdict, judged with the thresholds given or those it ran with."""
     runs = store.load_all(Selection(tag=tag))
     if not runs:
         raise UserError(f"campaign {tag!r}: no runs with this tag in {store.path}; "
                         "`hpcprobe list` shows the tags")
-    return analyse(runs, tag, th, registry.not_joined())
+    return analyse(runs, tag, _thresholds(a, campaign_thresholds(runs)), registry.not_joined())
 
 
-def _nodes(a: argparse.Namespace, sched: Scheduler, store: Store | None
+def _nodes(a: argparse.Namespace, sched: Scheduler, v: Verdict | None
            ) -> tuple[list[str], list[str]]:
-    """The nodes to measure, and the nodes measured before that are their link partners."""
-    if a.only is None:
+    """The nodes to measure, and the nodes measured before that are their link partners
+    (`--only`: from the verdict `v` on the campaign so far)."""
+    if v is None:
         return sched.nodes(a.partition, a.nodelist), []
-    if not a.tag:
-        raise UserError(f"--only {a.only}: name the campaign with --tag")
-    assert store is not None
-    v = _load(store, a.tag, _thresholds(a))
     nodes = list(v.failed) if a.only == "failed" else \
         list(dict.fromkeys(n for f in v.findings for n in f.nodes))
     if not nodes:
@@ -215,13 +218,19 @@ def _pairs(a: argparse.Namespace) -> list[str]:
 
 def _plan(a: argparse.Namespace, sched: Scheduler, store: Store | None, tag: str,
           workdir: Path, probe_args: list[str], scale_args: list[str]) -> Plan:
-    nodes, peers = _nodes(a, sched, store)
+    v = None
+    if a.only is not None:
+        if not a.tag:
+            raise UserError(f"--only {a.only}: name the campaign with --tag")
+        assert store is not None
+        v = _load(store, a.tag, a)
+    nodes, peers = _nodes(a, sched, v)
     ranks = a.ranks_per_node or min(sched.cpus(nodes + peers).values(), default=1)
     return Plan(tag, nodes, workdir, list(a.probe), probe_args, a.profile, a.concurrency,
                 a.timeout, a.start_timeout, links=not a.no_links and len(nodes) + len(peers) >= 2,
                 link_size=a.link_size, link_parallel=a.link_parallel, ranks_per_node=ranks,
                 mpi_plugin=a.mpi_plugin, remeasure=not a.no_remeasure,
-                thresholds=_thresholds(a), not_joined=registry.not_joined(),
+                thresholds=v.thresholds if v else _thresholds(a), not_joined=registry.not_joined(),
                 partition=a.partition, gpus_per_node=a.gpus_per_node, peers=peers,
                 scale={f: registry.scaling()[f] for f in a.scale}, scale_args=scale_args,
                 pairs={f: registry.pairwise()[f] for f in a.pairs}, pairs_args=_pairs(a))
@@ -292,7 +301,7 @@ def cmd_report(a: argparse.Namespace) -> int:
     if a.output:
         files.check_writable(a.output, "-o")
     with Store.open(a.db, create=False) as store:
-        v = _load(store, a.campaign, _thresholds(a))
+        v = _load(store, a.campaign, a)
     sched = SCHEDULERS[a.scheduler]()
     return _report(v, sched, a, drain=a.drain)
 

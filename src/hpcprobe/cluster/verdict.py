@@ -15,7 +15,7 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from typing import Any
 
@@ -555,6 +555,16 @@ def _weak(campaign_runs: list[Run], ignore: NotJoined, v: Verdict) -> None:
 
 def is_campaign_run(run: Run) -> bool:
     return CAMPAIGN in run.provenance
+
+
+def campaign_thresholds(runs: list[Run]) -> Thresholds | None:
+    """The thresholds the campaign's latest pass judged with; None where no pass stored them
+    (runs of no campaign, or of a version that did not keep them)."""
+    passes = [r for r in runs if is_campaign_run(r) and r.provenance[CAMPAIGN].get("thresholds")]
+    if not passes:
+        return None
+    kept = max(passes, key=lambda r: r.created).provenance[CAMPAIGN]["thresholds"]
+    return Thresholds(**{f.name: kept[f.name] for f in fields(Thresholds) if f.name in kept})
 
 
 def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None,
