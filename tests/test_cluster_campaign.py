@@ -206,9 +206,10 @@ def test_inside_an_allocation_node_jobs_are_srun_steps(cluster, tmp_path):
 def test_iperf3_between_pairs_starts_its_server_on_the_peer_and_judges_links(cluster, tmp_path):
     if not shutil.which("iperf3"):
         pytest.skip("no iperf3 (make system-deps)")
+    # the two pairs of each round at once (--link-parallel 0, after PROBE's 1)
     r, doc = campaign(cluster, tmp_path, "iperf", "--no-links", "--probe", "numa",
                       "--probe-args", "", "--pairs", "iperf3", "--pairs-args",
-                      "--iperf-time 1 --repeat 2")
+                      "--iperf-time 1 --repeat 2", "--link-parallel", "0")
     assert r.returncode in (0, 1), r.stdout[-3000:] + r.stderr
     [name] = [k for k in doc["links"] if k.startswith("iperf3.throughput")]
     pairs = {(x["a"], x["b"]): x["median"] for x in doc["links"][name]}

@@ -104,8 +104,8 @@ def add_parser(sub: Any) -> None:
     links.add_argument("--link-size", type=options.size, default=1 << 20, metavar="BYTES",
                        help="bandwidth message size (default 1 MiB)")
     links.add_argument("--link-parallel", type=options.at_least(0, "a pair count"), default=0,
-                       metavar="N", help="pairs of a round measured at once (default 0: all, "
-                                         "b_eff style)")
+                       metavar="N", help="pairs of a round measured at once, by the links "
+                                         "job and by --pairs (default 0: all, b_eff style)")
     links.add_argument("--ranks-per-node", type=options.at_least(1, "a rank count"),
                        metavar="N", help="ranks per node for the message rate (default: every "
                                          "CPU of the smallest node)")
@@ -289,8 +289,10 @@ def _dry_run(plan: Plan, sched: Scheduler) -> int:
               "collectives on 2, 4, ... nodes")
     for family in plan.pairs:
         print(f"  between pairs: `hpcprobe run {shlex.join([family, *plan.pairs_args])} "
-              f"{plan.pairs[family]} PEER` on each of {sum(len(r) for r in rounds)} pair(s), "
-              "one two-node job at a time")
+              f"{plan.pairs[family]} PEER` on each of {sum(len(r) for r in rounds)} pair(s) "
+              f"in {len(rounds)} round(s), a two-node job each, "
+              + (f"{plan.link_parallel} at a time" if plan.link_parallel
+                 else "a round's pairs at once"))
     for family in plan.scale:
         print(f"  across nodes: `hpcprobe run {shlex.join([family, *plan.scale_args])} --hosts "
               f"...` on {node_counts(len(plan.nodes))} of the nodes that answer, one job each")

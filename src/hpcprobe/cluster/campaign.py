@@ -17,6 +17,7 @@ import sys
 import time
 import uuid
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -197,7 +198,7 @@ class Campaign:
             if link_error:
                 errors.append(f"links: {link_error}")
         for family, flag in self.plan.pairs.items():
-            metrics += self.pair_pass(family, flag, [pr for r in rounds for pr in r], errors)
+            metrics += self.pair_pass(family, flag, rounds, errors)
         self._save_campaign(role, nodes, done, failed, metrics, errors, link_error,
                             time.monotonic() - start)
         return done
@@ -358,33 +359,44 @@ class Campaign:
 
     # -- a family between two nodes
 
-    def pair_pass(self, family: str, flag: str, pairs: list[tuple[str, str]],
+    def pair_pass(self, family: str, flag: str, rounds: list[list[tuple[str, str]]],
                   errors: list[str]) -> list[Metric]:
-        """The family on each pair, one two-node job at a time (run on the first node, the
-        peer named by its flag): its figures between the two (from/to), judged as links."""
+        """The family on each pair of the schedule as a two-node job (run on the first node,
+        the peer named by its flag); a round's pairs (disjoint) at once, `link_parallel` at
+        most, as the links job measures them. Its figures between the two (from/to), judged
+        as links."""
         p = self.plan
         out: list[Metric] = []
-        self.progress.start(f"{family}: {len(pairs)} pair(s)", len(pairs))
-        for a, b in pairs:
-            output = p.workdir / "jobs" / f"{family}-{a}-{b}.{time.time_ns()}.out"
-            argv = [sys.executable, "-m", "hpcprobe", "run", family, flag, b, *p.pairs_args,
-                    "--profile", p.profile, "--tag", p.tag, "--no-store", "--json",
-                    str(self._doc(output))]
-            spec = JobSpec(f"hpb-{p.tag}-{family}-{a}-{b}"[:64], [a, b], argv, output,
-                           p.timeout_s, partition=p.partition)
-            try:
-                why = self._wait(self.sched.submit(spec))
-            except HpcprobeError as exc:
-                why = str(exc)
-            run = None if why else self._read(spec.output)
-            if isinstance(run, str):
-                why, run = run, None
-            if run is not None:
-                why = "; ".join(run.errors) or None
-                out += [m for m in run.metrics if "from" in m.params and "to" in m.params]
-            if why:
-                errors.append(f"{family} {a} -> {b}: {why}")
-            self.progress.advance(f"{family}: {a} -> {b}")
+        total = sum(len(r) for r in rounds)
+        self.progress.start(f"{family}: {total} pair(s)", total)
+        batches = [r[i:i + (p.link_parallel or len(r))]
+                   for r in rounds for i in range(0, len(r), p.link_parallel or len(r))]
+        for batch in batches:
+            jobs: list[tuple[str, str, Job]] = []
+            for a, b in batch:
+                output = p.workdir / "jobs" / f"{family}-{a}-{b}.{time.time_ns()}.out"
+                argv = [sys.executable, "-m", "hpcprobe", "run", family, flag, b,
+                        *p.pairs_args, "--profile", p.profile, "--tag", p.tag, "--no-store",
+                        "--json", str(self._doc(output))]
+                spec = JobSpec(f"hpb-{p.tag}-{family}-{a}-{b}"[:64], [a, b], argv, output,
+                               p.timeout_s, partition=p.partition)
+                try:
+                    jobs.append((a, b, self.sched.submit(spec)))
+                except HpcprobeError as exc:  # refused by the scheduler
+                    errors.append(f"{family} {a} -> {b}: {exc}")
+                    self.progress.advance(f"{family}: {a} -> {b}")
+            whys = self._wait_all([job for _, _, job in jobs],
+                                  lambda job: self.progress.advance(
+                                      f"{family}: {' -> '.join(job.spec.nodes)}"))
+            for (a, b, job), why in zip(jobs, whys, strict=True):
+                run = None if why else self._read(job.spec.output)
+                if isinstance(run, str):
+                    why, run = run, None
+                if run is not None:
+                    why = "; ".join(run.errors) or None
+                    out += [m for m in run.metrics if "from" in m.params and "to" in m.params]
+                if why:
+                    errors.append(f"{family} {a} -> {b}: {why}")
         return out
 
     # -- a family across nodes
@@ -425,18 +437,34 @@ class Campaign:
             self.progress.advance(f"{family} across nodes: {k} done")
 
     def _wait(self, job: Job) -> str | None:
-        """Follow one job to its end (start and run timeouts as for node jobs); None, or why
-        it failed."""
+        """Follow one job to its end; None, or why it failed."""
+        return self._wait_all([job])[0]
+
+    def _wait_all(self, jobs: list[Job], ended: Callable[[Job], None] | None = None
+                  ) -> list[str | None]:
+        """Follow jobs to their end (start and run timeouts as for node jobs, `ended` called
+        as each ends); for each, None or why it failed."""
+        why: dict[int, str | None] = {}
         try:
-            while not job.finished:
-                time.sleep(self.plan.poll_s)
-                self.sched.poll([job])
-                why = self._overdue(job, time.monotonic())
-                if why is not None:
-                    return why
+            while len(why) < len(jobs):
+                time.sleep(max(self.plan.poll_s, (len(jobs) - len(why)) / 200))
+                self.sched.poll([j for i, j in enumerate(jobs) if i not in why])
+                now = time.monotonic()
+                for i, job in enumerate(jobs):
+                    if i in why:
+                        continue
+                    if job.finished:
+                        why[i] = self._no_result(job)
+                    elif (late := self._overdue(job, now)) is not None:
+                        self.sched.cancel([job])
+                        why[i] = late
+                    else:
+                        continue
+                    if ended is not None:
+                        ended(job)
         finally:
-            self.sched.cancel([job])
-        return self._no_result(job)
+            self.sched.cancel([j for i, j in enumerate(jobs) if i not in why])
+        return [why[i] for i in range(len(jobs))]
 
     def _no_result(self, job: Job) -> str | None:
         """Why a finished job left no document, or None."""

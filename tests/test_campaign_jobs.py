@@ -1,0 +1,144 @@
+"""The campaign's job handling with a scheduler that runs nothing (a stand-in that finishes
+each job a few polls after it was submitted, writing the pair's document): the pairs of a
+round run at once, `--link-parallel` at most, and a node is never in two jobs at a time; a
+job that fails or is refused costs its pair alone. The real Slurm cluster's campaigns are
+tests/test_cluster_campaign.py."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+
+import pytest
+
+import clusterdata
+from hpcprobe.cluster import pairs as pairing
+from hpcprobe.cluster.campaign import Campaign, Plan
+from hpcprobe.common.errors import UserError
+from hpcprobe.results.model import Metric, read_json, write_json
+from hpcprobe.results.store import Store
+from hpcprobe.schedulers import Job, JobSpec, Scheduler
+
+
+class Quiet:
+    def start(self, *_: object) -> None: ...
+
+    def advance(self, *_: object) -> None: ...
+
+
+class StandIn(Scheduler):
+    """Finishes a job on its third poll; its document holds one figure per direction.
+    `fail` pairs end without a document, `refuse` pairs are refused at submission."""
+
+    name = "stand-in"
+    description = "runs nothing"
+
+    def __init__(self, fail: set[tuple[str, str]] = frozenset(),
+                 refuse: set[tuple[str, str]] = frozenset()) -> None:
+        super().__init__()
+        self.fail, self.refuse = fail, refuse
+        self.live: dict[str, Job] = {}
+        self.most = 0  # jobs live at once, at most
+        self.overlap: list[str] = []  # a node in two live jobs
+        self.polls: dict[str, int] = {}
+        self.template = read_json(clusterdata.TEMPLATE)
+
+    def submit(self, spec: JobSpec) -> Job:
+        pair = (spec.nodes[0], spec.nodes[1])
+        if pair in self.refuse:
+            raise UserError(f"refused {pair}")
+        busy = {n for j in self.live.values() for n in j.spec.nodes}
+        self.overlap += [n for n in spec.nodes if n in busy]
+        job = Job(spec, str(len(self.polls) + 1), state="RUNNING", started=time.monotonic())
+        self.live[job.id] = job
+        self.polls[job.id] = 0
+        self.most = max(self.most, len(self.live))
+        return job
+
+    def poll(self, jobs: Sequence[Job]) -> None:
+        for job in jobs:
+            self.polls[job.id] += 1
+            if self.polls[job.id] < 3:
+                continue
+            a, b = job.spec.nodes
+            if (a, b) not in self.fail:
+                doc = job.spec.argv[job.spec.argv.index("--json") + 1]
+                figures = [Metric("iperf3", "throughput", "Gbit/s", {"from": x, "to": y},
+                                  [9.0, 9.1, 9.2], "higher") for x, y in ((a, b), (b, a))]
+                write_json(replace(self.template, host=a, metrics=figures,
+                                   benchmarks=["iperf3"]), doc)
+            job.state = "COMPLETED"
+            del self.live[job.id]
+
+    def cancel(self, jobs: Sequence[Job]) -> None:
+        for job in jobs:
+            if not job.finished:
+                job.state = "CANCELLED"
+                self.live.pop(job.id, None)
+
+    def available(self) -> str | None:
+        return None
+
+    def nodes(self, partition: str | None = None, nodelist: str | None = None) -> list[str]:
+        return []
+
+    def cpus(self, nodes: Sequence[str]) -> dict[str, int]:
+        return dict.fromkeys(nodes, 1)
+
+    def drain_argv(self, node: str, reason: str) -> list[str]:
+        return []
+
+    def drain(self, node: str, reason: str) -> None: ...
+
+
+def pairs_of(n: int) -> list[list[tuple[str, str]]]:
+    return [[(f"n{a + 1}", f"n{b + 1}") for a, b in r] for r in pairing.schedule(n)]
+
+
+def run_pairs(tmp_path, sched: StandIn, rounds, parallel: int = 0
+              ) -> tuple[list[Metric], list[str]]:
+    plan = Plan("t", [n for r in rounds for pr in r for n in pr], tmp_path, ["iperf3"], [],
+                link_parallel=parallel, poll_s=0.0, pairs={"iperf3": "--iperf-peer"})
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "nodes").mkdir()
+    errors: list[str] = []
+    with Store.open(tmp_path / "r.sqlite") as st:
+        got = Campaign(sched, st, plan, Quiet()).pair_pass("iperf3", "--iperf-peer", rounds,
+                                                            errors)
+    return got, errors
+
+
+@pytest.mark.parametrize("parallel, most", [(0, 4), (1, 1), (3, 3)])
+def test_the_pairs_of_a_round_run_at_once_and_no_node_is_in_two_jobs(tmp_path, parallel, most):
+    rounds = pairs_of(8)  # 7 rounds of 4 disjoint pairs
+    sched = StandIn()
+    got, errors = run_pairs(tmp_path, sched, rounds, parallel)
+    assert errors == [] and sched.overlap == []
+    assert sched.most == most
+    assert len(got) == 2 * sum(len(r) for r in rounds) == 56  # from/to of every pair
+    assert {(m.params["from"], m.params["to"]) for m in got} == {
+        p for r in rounds for a, b in r for p in ((a, b), (b, a))}
+
+
+def test_a_failed_or_refused_pair_costs_itself_alone(tmp_path):
+    rounds = pairs_of(4)
+    bad, refused = rounds[0][0], rounds[1][1]
+    sched = StandIn(fail={bad}, refuse={refused})
+    got, errors = run_pairs(tmp_path, sched, rounds)
+    assert len(errors) == 2
+    assert errors[0].startswith(f"iperf3 {bad[0]} -> {bad[1]}: its job") and \
+        "without a result" in errors[0]
+    assert errors[1] == f"iperf3 {refused[0]} -> {refused[1]}: refused {refused}"
+    measured = {(m.params["from"], m.params["to"]) for m in got}
+    assert len(got) == 2 * (6 - 2) and bad not in measured and refused not in measured
+
+
+def test_pairs_of_a_random_schedule_keep_their_rounds_disjoint(tmp_path):
+    """A fleet past the all-pairs size: the ring and random matchings, 5 at a time."""
+    rounds = [[(f"n{a + 1}", f"n{b + 1}") for a, b in r]
+              for r in pairing.schedule(40, seed=1)]
+    sched = StandIn()
+    got, errors = run_pairs(tmp_path, sched, rounds, 5)
+    assert errors == [] and sched.overlap == [] and sched.most == 5
+    assert len(got) == 2 * sum(len(r) for r in rounds)
