@@ -155,6 +155,10 @@ def test_bad_input_is_one_line_and_exit_2(cluster, tmp_path):
     r = hpcprobe(cluster, "cluster", "run", "-p", "test", "--dry-run", "--probe", "gpu",
                  "--gpus-per-node", "8", "--db", str(fresh))
     assert r.returncode == 0 and "all at once, 8 GPU(s) a node;" in r.stdout, r.stdout
+    r = hpcprobe(cluster, "cluster", "run", "-p", "test", "--dry-run", "--pairs", "iperf3",
+                 "--link-parallel", "1", "--db", str(fresh))
+    assert r.returncode == 0 and "on each of 6 pair(s) in 3 round(s), a two-node job each, " \
+        "1 at a time" in r.stdout, r.stdout
 
 
 def test_a_node_that_never_starts_its_job_fails_and_the_rest_completes(cluster, tmp_path):
