@@ -234,7 +234,7 @@ def test_a_killed_slurmd_is_a_failed_node_and_the_rest_completes(cluster, tmp_pa
         ["nsenter", f"--net=/run/netns/{c.hub}", sys.executable, "-m", "hpcprobe",
          "cluster", "run", "-p", "test", "--tag", "kill", "--db", str(tmp_path / "r.sqlite"),
          "--workdir", str(tmp_path / "kill"), "--timeout", "30", "--start-timeout", "30",
-         "--no-links", "--no-remeasure", *PROBE],
+         "--no-links", "--no-remeasure", "--worse", "0.5", *PROBE],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "SLURM_CONF": str(c.conf)})
     c.kill_slurmd("n4")  # before its job: the controller still sends it there
@@ -245,17 +245,18 @@ def test_a_killed_slurmd_is_a_failed_node_and_the_rest_completes(cluster, tmp_pa
     assert list(doc["failed"]) == ["n4"], doc["failed"]
     assert "cancelled" in doc["failed"]["n4"]
     assert doc["heat"]["nodes"] == ["n1", "n2", "n3"]
-    # back in service, the failed node alone is measured again
+    # back in service, the failed node alone is measured again, judged as the campaign was
+    # (its --worse 0.5, not given again)
     c.start_slurmd("n4")
     c.wait_idle(90)
     r = hpcprobe(c, "cluster", "run", "--only", "failed", "--tag", "kill", "--db",
                  str(tmp_path / "r.sqlite"), "--workdir", str(tmp_path / "kill"),
-                 "--no-remeasure", "--worse", "0.5", *PROBE)
+                 "--no-remeasure", *PROBE)
     assert "Campaign kill: 1 node(s)" in r.stdout, r.stdout[-2000:] + r.stderr
-    rep = hpcprobe(c, "cluster", "report", "kill", "--db", str(tmp_path / "r.sqlite"), "--json",
-                   "--worse", "0.5")
+    rep = hpcprobe(c, "cluster", "report", "kill", "--db", str(tmp_path / "r.sqlite"), "--json")
     doc = json.loads(rep.stdout)
     assert doc["failed"] == {} and doc["heat"]["nodes"] == ["n1", "n2", "n3", "n4"]
+    assert doc["thresholds"]["worse"] == 0.5  # what the --only pass ran with, and stored
     # its links were measured with the nodes measured before
     pairs = {(x["a"], x["b"]) for x in doc["links"]["links.latency size=8"]}
     assert pairs == {("n1", "n4"), ("n2", "n4"), ("n3", "n4")}, (pairs, doc["link_errors"],

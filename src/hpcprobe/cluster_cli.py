@@ -48,14 +48,15 @@ def _positive(text: str) -> float:
     return x
 
 
-def _add_thresholds(p: argparse.ArgumentParser) -> None:
+def _add_thresholds(p: argparse.ArgumentParser, kept: str) -> None:
+    """--z and --worse; their default is `kept` (the campaign's own), else Thresholds'."""
     th = Thresholds()
     p.add_argument("--z", type=_positive, metavar="Z",
-                   help="flag beyond this many robust z-scores (default: what the campaign "
-                        f"last ran with, else {th.z:g})")
+                   help=f"flag beyond this many robust z-scores (default: {kept}, else "
+                        f"{th.z:g})")
     p.add_argument("--worse", type=_fraction, metavar="FRACTION",
-                   help="and only when more than this much worse (default: what the campaign "
-                        f"last ran with, else {th.worse:g}, i.e. 4 %)")
+                   help=f"and only when more than this much worse (default: {kept}, else "
+                        f"{th.worse:g}, i.e. 4 %)")
 
 
 def _add_scheduler(p: argparse.ArgumentParser) -> None:
@@ -130,7 +131,7 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--no-remeasure", action="store_true",
                    help="do not measure flagged nodes and links again")
     r.add_argument("--dry-run", action="store_true", help="say what would run; submit nothing")
-    _add_thresholds(r)
+    _add_thresholds(r, "with --only, what the campaign last ran with")
     _add_scheduler(r)
     _add_db(r)
 
@@ -141,7 +142,7 @@ def add_parser(sub: Any) -> None:
     rp.add_argument("-o", "--output", metavar="FILE.html", help="also write the HTML report")
     rp.add_argument("--drain", action="store_true",
                     help="run the suggested scontrol drain commands (default: print them)")
-    _add_thresholds(rp)
+    _add_thresholds(rp, "what the campaign last ran with")
     _add_scheduler(rp)
     _add_db(rp)
 
