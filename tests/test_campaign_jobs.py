@@ -1,7 +1,8 @@
 """The campaign's job handling with a scheduler that runs nothing (a stand-in that finishes
 each job a few polls after it was submitted, writing the pair's document): the pairs of a
 round run at once, `--link-parallel` at most, and a node is never in two jobs at a time; a
-job that fails or is refused costs its pair alone. The real Slurm cluster's campaigns are
+job that fails or is refused costs its pair alone; Ctrl-C while a round is being submitted
+leaves none of it queued. The real Slurm cluster's campaigns are
 tests/test_cluster_campaign.py."""
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ class StandIn(Scheduler):
                  refuse: set[tuple[str, str]] = frozenset()) -> None:
         super().__init__()
         self.fail, self.refuse = fail, refuse
+        self.interrupt: tuple[str, str] | None = None  # Ctrl-C while submitting this pair
         self.live: dict[str, Job] = {}
         self.most = 0  # jobs live at once, at most
         self.overlap: list[str] = []  # a node in two live jobs
@@ -48,6 +50,8 @@ class StandIn(Scheduler):
         pair = (spec.nodes[0], spec.nodes[1])
         if pair in self.refuse:
             raise UserError(f"refused {pair}")
+        if pair == self.interrupt:
+            raise KeyboardInterrupt
         busy = {n for j in self.live.values() for n in j.spec.nodes}
         self.overlap += [n for n in spec.nodes if n in busy]
         job = Job(spec, str(len(self.polls) + 1), state="RUNNING", started=time.monotonic())
@@ -142,3 +146,12 @@ def test_pairs_of_a_random_schedule_keep_their_rounds_disjoint(tmp_path):
     got, errors = run_pairs(tmp_path, sched, rounds, 5)
     assert errors == [] and sched.overlap == [] and sched.most == 5
     assert len(got) == 2 * sum(len(r) for r in rounds)
+
+
+def test_ctrl_c_while_submitting_a_round_cancels_what_was_submitted(tmp_path):
+    rounds = pairs_of(8)
+    sched = StandIn()
+    sched.interrupt = rounds[2][3]
+    with pytest.raises(KeyboardInterrupt):
+        run_pairs(tmp_path, sched, rounds)
+    assert sched.live == {} and sched.most == 4  # the round's first three, cancelled

@@ -373,18 +373,17 @@ class Campaign:
                    for r in rounds for i in range(0, len(r), p.link_parallel or len(r))]
         for batch in batches:
             jobs: list[tuple[str, str, Job]] = []
-            for a, b in batch:
-                output = p.workdir / "jobs" / f"{family}-{a}-{b}.{time.time_ns()}.out"
-                argv = [sys.executable, "-m", "hpcprobe", "run", family, flag, b,
-                        *p.pairs_args, "--profile", p.profile, "--tag", p.tag, "--no-store",
-                        "--json", str(self._doc(output))]
-                spec = JobSpec(f"hpb-{p.tag}-{family}-{a}-{b}"[:64], [a, b], argv, output,
-                               p.timeout_s, partition=p.partition)
-                try:
-                    jobs.append((a, b, self.sched.submit(spec)))
-                except HpcprobeError as exc:  # refused by the scheduler
-                    errors.append(f"{family} {a} -> {b}: {exc}")
-                    self.progress.advance(f"{family}: {a} -> {b}")
+            try:
+                for a, b in batch:
+                    spec = self._pair_spec(family, flag, a, b)
+                    try:
+                        jobs.append((a, b, self.sched.submit(spec)))
+                    except HpcprobeError as exc:  # refused by the scheduler
+                        errors.append(f"{family} {a} -> {b}: {exc}")
+                        self.progress.advance(f"{family}: {a} -> {b}")
+            except BaseException:  # Ctrl-C while submitting: none of the batch left behind
+                self.sched.cancel([job for _, _, job in jobs])
+                raise
             whys = self._wait_all([job for _, _, job in jobs],
                                   lambda job: self.progress.advance(
                                       f"{family}: {' -> '.join(job.spec.nodes)}"))
@@ -398,6 +397,16 @@ class Campaign:
                 if why:
                     errors.append(f"{family} {a} -> {b}: {why}")
         return out
+
+    def _pair_spec(self, family: str, flag: str, a: str, b: str) -> JobSpec:
+        """The family run on node a, its peer b named by `flag`."""
+        p = self.plan
+        output = p.workdir / "jobs" / f"{family}-{a}-{b}.{time.time_ns()}.out"
+        argv = [sys.executable, "-m", "hpcprobe", "run", family, flag, b, *p.pairs_args,
+                "--profile", p.profile, "--tag", p.tag, "--no-store", "--json",
+                str(self._doc(output))]
+        return JobSpec(f"hpb-{p.tag}-{family}-{a}-{b}"[:64], [a, b], argv, output, p.timeout_s,
+                       partition=p.partition)
 
     # -- a family across nodes
 
