@@ -393,12 +393,14 @@ class _Target:
 
     def add(self, name: str, unit: str, params: dict[str, Any], samples: list[float]) -> None:
         self.ctx.metrics.append(Metric("gpu", name, unit, {**self.base, **params}, samples))
-        if not params.get("pcie_replays"):
-            return
-        warning = (f"gpu: GPU{self.gpu.index}'s PCIe link retried transfers while it was "
-                   "measured (NVML's replay counter rose, pcie_replays beside the figures): "
-                   "link errors, from a marginal riser, slot or contact; its host<->device "
-                   "figures may be low")
+        if params.get("pcie_replays"):
+            self.warn("PCIe link retried transfers while it was measured (NVML's replay "
+                      "counter rose, pcie_replays beside the figures): link errors, from a "
+                      "marginal riser, slot or contact; its host<->device figures may be low")
+
+    def warn(self, text: str) -> None:
+        """A warning about this GPU, said once however many figures show it."""
+        warning = f"gpu: GPU{self.gpu.index}'s {text}"
         if warning not in self.ctx.warnings:
             self.ctx.warnings.append(warning)
 
@@ -512,12 +514,10 @@ def _against_the_link(t: _Target, direction: str, params: dict[str, Any],
     t.add("copy_peak", "GB/s", {**params, "model_source": peaks.PCIE_SOURCE}, [model])
     t.add("copy_fraction", "%", params, [100 * x / model for x in gbs])
     if gen < params["pcie_gen_max"] or width < params["pcie_width_max"]:
-        warning = (f"gpu: GPU{t.gpu.index}'s PCIe link ran at gen{gen} x{width} during the "
-                   f"copies; the GPU and its slot allow gen{params['pcie_gen_max']} "
-                   f"x{params['pcie_width_max']} (a riser, a slot, a BIOS setting or a bad "
-                   "contact): its host<->device figures are bounded by that")
-        if warning not in t.ctx.warnings:
-            t.ctx.warnings.append(warning)
+        t.warn(f"PCIe link ran at gen{gen} x{width} during the copies; the GPU and its slot "
+               f"allow gen{params['pcie_gen_max']} x{params['pcie_width_max']} (a riser, a "
+               "slot, a BIOS setting or a bad contact): its host<->device figures are bounded "
+               "by that")
 
 
 def _p2p(t: _Target) -> None:
