@@ -12,7 +12,8 @@ from dataclasses import replace
 import pytest
 
 import clusterdata
-from hpcprobe.cli import main
+from hpcprobe import cluster_cli
+from hpcprobe.cli import build_parser, main
 from hpcprobe.cluster import pairs, verdict, views
 from hpcprobe.cluster.verdict import SLOW_ENDPOINT, SLOW_LINK, SLOW_NODE, Thresholds, analyse
 from hpcprobe.results.model import HEALTH, Metric, read_json
@@ -295,9 +296,10 @@ def test_cluster_report_json_and_thresholds(stored, capsys):
     assert doc["flagged"] is False and doc["thresholds"]["worse"] == 0.5
 
 
-def test_cluster_report_judges_with_the_thresholds_the_campaign_ran_with(tmp_path, capsys):
-    """A campaign run with --worse 50 % is judged at 50 % by a later report, not at the
-    default 4 %, unless the report is given its own; its latest pass's thresholds win."""
+@pytest.fixture
+def kept(tmp_path):
+    """A campaign c1 (n5 20 % slow) whose earlier pass ran with --worse 2 % and whose latest
+    ran with 50 %."""
     db = tmp_path / "r.sqlite"
     _, runs = clusterdata.campaign(8, slow_nodes={"n5": 0.8}, seed=3)
     with Store.open(db) as st:
@@ -312,12 +314,43 @@ def test_cluster_report_judges_with_the_thresholds_the_campaign_ran_with(tmp_pat
                     st.save(r)
             else:
                 st.save(r)
+    return db
+
+
+def test_cluster_report_judges_with_the_thresholds_the_campaign_ran_with(kept, capsys):
+    """A campaign run with --worse 50 % is judged at 50 % by a later report, not at the
+    default 4 %, unless the report is given its own; its latest pass's thresholds win."""
+    db = kept
     assert main(["cluster", "report", "c1", "--db", str(db), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["thresholds"]["worse"] == 0.5
     assert main(["cluster", "report", "c1", "--db", str(db), "--json", "--worse", "4%"]) == 1
     doc = json.loads(capsys.readouterr().out)
     assert doc["thresholds"]["worse"] == 0.04 and ("slow node", "n5") in [
         (f["kind"], f["item"]) for f in doc["findings"]]
+
+
+class NoNodes:
+    """A scheduler whose allocation is empty: `cluster run`'s plan alone is looked at."""
+
+    def nodes(self, partition: str | None, nodelist: str | None) -> list[str]:
+        return []
+
+    def cpus(self, nodes: list[str]) -> dict[str, int]:
+        return {}
+
+
+def test_another_pass_under_a_campaigns_tag_keeps_its_thresholds(kept):
+    """`cluster run --tag c1` again judges as c1's latest pass did (50 %), unless told
+    otherwise; a new tag starts from the defaults."""
+    def plan(*extra: str, tag: str = "c1") -> Thresholds:
+        a = build_parser().parse_args(["cluster", "run", "--tag", tag, "--db", str(kept),
+                                       *extra])
+        with Store.open(kept) as st:
+            return cluster_cli._plan(a, NoNodes(), st, tag, kept.parent, [], []).thresholds
+
+    assert plan() == Thresholds(worse=0.5)
+    assert plan("--worse", "4%", "--z", "5") == Thresholds(z=5, worse=0.04)
+    assert plan(tag="c2") == Thresholds()
 
 
 @pytest.mark.parametrize("argv, message", [

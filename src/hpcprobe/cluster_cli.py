@@ -131,7 +131,7 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--no-remeasure", action="store_true",
                    help="do not measure flagged nodes and links again")
     r.add_argument("--dry-run", action="store_true", help="say what would run; submit nothing")
-    _add_thresholds(r, "with --only, what the campaign last ran with")
+    _add_thresholds(r, "under the --tag of an earlier campaign, what it last ran with")
     _add_scheduler(r)
     _add_db(r)
 
@@ -169,6 +169,16 @@ def _load(store: Store, tag: str, a: argparse.Namespace) -> Verdict:
         raise UserError(f"campaign {tag!r}: no runs with this tag in {store.path}; "
                         "`hpcprobe list` shows the tags")
     return analyse(runs, tag, _thresholds(a, campaign_thresholds(runs)), registry.not_joined())
+
+
+def _kept(store: Store, tag: str) -> Thresholds | None:
+    """The thresholds campaign `tag` last ran with, None for a new tag. A pass saves its
+    campaign run after its nodes' runs, so the newest runs are read first, one at a time."""
+    for info in store.runs(where=Selection(tag=tag)):
+        kept = campaign_thresholds([store.load(info.run_id)])
+        if kept is not None:
+            return kept
+    return None
 
 
 def _nodes(a: argparse.Namespace, sched: Scheduler, v: Verdict | None
@@ -219,19 +229,22 @@ def _pairs(a: argparse.Namespace) -> list[str]:
 
 def _plan(a: argparse.Namespace, sched: Scheduler, store: Store | None, tag: str,
           workdir: Path, probe_args: list[str], scale_args: list[str]) -> Plan:
-    v = None
+    v, kept = None, None
     if a.only is not None:
         if not a.tag:
             raise UserError(f"--only {a.only}: name the campaign with --tag")
         assert store is not None
         v = _load(store, a.tag, a)
+        kept = v.thresholds
+    elif a.tag and store is not None:  # another pass of a campaign keeps its thresholds
+        kept = _kept(store, a.tag)
     nodes, peers = _nodes(a, sched, v)
     ranks = a.ranks_per_node or min(sched.cpus(nodes + peers).values(), default=1)
     return Plan(tag, nodes, workdir, list(a.probe), probe_args, a.profile, a.concurrency,
                 a.timeout, a.start_timeout, links=not a.no_links and len(nodes) + len(peers) >= 2,
                 link_size=a.link_size, link_parallel=a.link_parallel, ranks_per_node=ranks,
                 mpi_plugin=a.mpi_plugin, remeasure=not a.no_remeasure,
-                thresholds=v.thresholds if v else _thresholds(a), not_joined=registry.not_joined(),
+                thresholds=_thresholds(a, kept), not_joined=registry.not_joined(),
                 partition=a.partition, gpus_per_node=a.gpus_per_node, peers=peers,
                 scale={f: registry.scaling()[f] for f in a.scale}, scale_args=scale_args,
                 pairs={f: registry.pairwise()[f] for f in a.pairs}, pairs_args=_pairs(a))
