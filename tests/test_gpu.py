@@ -32,6 +32,7 @@ from hpcprobe.results.store import Store
 
 H100 = DATA / "h100-1gpu.xml"
 A100 = DATA / "a100-8gpu-2s.xml"
+DMESG = DATA / "a100-8gpu-2s-dmesg.txt"
 
 
 @pytest.fixture
@@ -206,6 +207,77 @@ def test_memory_errors_and_the_resets_they_need(a100, tmp_path):
     assert a100.gpus[5].health.rows_remapped == 512 and a100.gpus[5].health.uncorrectable == 0
     text = gpus.render(a100)
     assert all(f in text for f in found[3] + found[5] + found[6])
+
+
+def test_xid_events_from_the_kernel_log(a100):
+    by_bus = gpus.parse_xids(DMESG.read_text())
+    assert {bus: [x.code for x in xids] for bus, xids in by_bus.items()} == {
+        "0000:0f:00": [13, 13, 31], "0000:4e:00": [48, 63, 94], "0000:ff:00": [79],
+        "0000:bd:00": [157]}  # with and without "PCI:"; other NVRM lines are no events
+    assert by_bus["0000:0f:00"][1].when == "5044 s after boot"
+    # a journal's dates (journalctl -k, and -o short-iso), the bus id in capitals
+    j = gpus.parse_xids(
+        "May 18 19:02:39 gpu7 kernel: NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the "
+        "bus.\n2026-05-18T19:02:40+0000 gpu7 kernel: NVRM: Xid (PCI:0000:2B:00): 79, pid=1, "
+        "GPU has fallen off the bus.\n")
+    assert [(x.code, x.when) for x in j["0000:2b:00"]] == [
+        (79, "May 18 19:02:39"), (79, "2026-05-18T19:02:40+0000")]
+    inv = gpus.with_xids(a100, DMESG.read_text(), "dmesg")
+    notes = {g.index: gpus.xid_notes(g) for g in inv.gpus}
+    assert [i for i, n in notes.items() if n] == [1, 3, 7]  # 0000:ff:00 is none of its GPUs
+    assert notes[1] == [
+        "GPU1 (0000:0f:00.0): Xid 13 (graphics engine exception) logged 2 time(s), last 5044 s "
+        "after boot: usually the application's (an illegal address or instruction): restart it",
+        "GPU1 (0000:0f:00.0): Xid 31 (GPU memory page fault) logged 1 time(s), last 5062 s "
+        "after boot: usually the application's illegal address: restart it"]
+    assert [n.split(" logged")[0][21:] for n in notes[3]] == [
+        "Xid 48 (double-bit ECC error)", "Xid 63 (ECC page retirement or row remapping "
+        "recorded)", "Xid 94 (contained ECC error)"]
+    assert notes[7] == ["GPU7 (0000:bd:00.0): Xid 157 logged 1 time(s), last 9100 s after "
+                        "boot: see NVIDIA's Xid catalog; the log says: pid='<unknown>', "
+                        "name=<unknown>, a code outside the catalog"]
+    # events are said, never judged: GPU1's findings are none, GPU3's are its states'
+    assert gpus.findings(inv.gpus[1]) == [] and \
+        gpus.findings(inv.gpus[3]) == gpus.findings(a100.gpus[3])
+    text = gpus.render(inv)
+    assert "Xid events in the kernel log (dmesg; they stay there after a reset):" in text
+    assert all(f"    {n}" in text for n in notes[1] + notes[3] + notes[7])
+    assert inv.gpus[3].to_dict()["xids"][0] == {"code": 48, "when": "8120 s after boot",
+                                                "text": inv.gpus[3].xids[0].text}
+    clean = gpus.with_xids(a100, "[ 1.0] NVRM: loading NVIDIA UNIX x86_64 Kernel Module\n",
+                           "dmesg")
+    assert "Xid events: none in the kernel log (dmesg)" in gpus.render(clean)
+
+
+def test_xid_events_are_noted_and_set_no_exit_status(tmp_path):
+    sysfs, _ = h100_node(tmp_path)
+    log = tmp_path / "dmesg.txt"
+    log.write_text("[  812.5] NVRM: Xid (PCI:0000:17:00): 79, pid='<unknown>', "
+                   "name=<unknown>, GPU has fallen off the bus.\n")
+    node = ["--gpu-smi", str(H100), "--gpu-sysfs", str(sysfs)]
+    r = hpcprobe("gpu", "info", *node)  # never this node's kernel log for a recorded node
+    assert r.code == 0 and "Xid events: not read (the recorded node's kernel log was not " \
+        "given (--gpu-dmesg))" in r.out, r.out
+    r = hpcprobe("gpu", "check", *node, "--gpu-dmesg", str(log),
+                 env={"CUDA_VISIBLE_DEVICES": "0"})
+    assert "NOTE: GPU0 (0000:17:00.0): Xid 79 (GPU has fallen off the bus) logged 1 time(s), " \
+        "last 812 s after boot: reboot the node" in r.out, r.out
+    assert "WARNING: GPU0 (0000:17:00.0): Xid" not in r.out
+    assert r.code == (1 if "WARNING:" in r.out else 0)  # the binding alone, where CPUs are far
+    assert_user_error(hpcprobe("gpu", "info", *node, "--gpu-dmesg", str(tmp_path / "no.txt")),
+                      f"--gpu-dmesg {tmp_path / 'no.txt'}: cannot read it")
+
+
+def test_a_kernel_log_this_user_cannot_read_says_why(tmp_path, monkeypatch):
+    fake = tmp_path / "dmesg"
+    fake.write_text("#!/bin/sh\necho 'dmesg: read kernel buffer failed: Operation not "
+                    "permitted' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert gpus.kernel_log() == (None, "the kernel log is not readable by this user "
+                                       "(kernel.dmesg_restrict): run as root")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert gpus.kernel_log() == (None, "no dmesg here (util-linux)")
 
 
 def test_health_in_each_generation_of_nvidia_smi():
@@ -485,14 +557,18 @@ def test_a_gpu_due_for_a_reset_is_a_health_finding_of_its_run(stand_in, monkeypa
                                                               tmp_path, tiny):
     xml = H100.read_text().replace("<remapped_row_pending>No", "<remapped_row_pending>Yes")
     inv = gpus.from_smi(xml, *h100_node(tmp_path / "due"))
+    inv = gpus.with_xids(inv, "[ 97.1] NVRM: Xid (PCI:0000:17:00): 63, Row Remapper: New row "
+                              "marked for remapping, reset gpu to activate.\n", "dmesg")
     monkeypatch.setattr(bench, "inventory", lambda o: inv)
     ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
     bench.run(ctx, bench.GpuOptions(gpu_tests=("copy",)))
-    [f] = ctx.findings  # for the cluster verdict, which drains the node
+    [f] = ctx.findings  # for the cluster verdict, which drains the node; the Xid is no finding
     assert (f["benchmark"], f["kind"], f["item"]) == ("gpu", results.HEALTH, "GPU0")
     assert "row remapping is pending" in f["message"]
     assert f"gpu: {f['message']}" in ctx.warnings
+    assert [w for w in ctx.warnings if "Xid 63" in w] == [f"gpu: {gpus.xid_notes(inv.gpus[0])[0]}"]
     assert ctx.metrics and ctx.provenance["gpu"]["gpus"][0]["health"]["remap_pending"]
+    assert ctx.provenance["gpu"]["gpus"][0]["xids"][0]["code"] == 63
 
 
 def test_pcie_replays_while_measuring_are_a_warning(stand_in, monkeypatch, tiny):

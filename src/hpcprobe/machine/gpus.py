@@ -1,10 +1,11 @@
 """The node's GPUs and what lies near them: each GPU's identity, memory, clocks, MIG mode,
-processes and health (memory errors and the resets they need) from `nvidia-smi -q -x`, its
-NUMA domain, local CPUs and PCIe path and link from sysfs, the NICs and NVMe drives beside
-them; how two devices connect (nvidia-smi topo's PIX/PXB/PHB/NODE/SYS from the PCIe paths,
-NV# from `nvidia-smi topo -m` where GPUs share NVLinks); and the checks of a job's GPU binding
-(its CPUs local to its GPU), of GPU sharing (several jobs on one GPU while another is idle)
-and of each GPU's health. Recorded XML and sysfs trees replay other nodes."""
+processes and health (memory errors and the resets they need) from `nvidia-smi -q -x`, the Xid
+events the driver logged for it (the kernel log), its NUMA domain, local CPUs and PCIe path and
+link from sysfs, the NICs and NVMe drives beside them; how two devices connect (nvidia-smi
+topo's PIX/PXB/PHB/NODE/SYS from the PCIe paths, NV# from `nvidia-smi topo -m` where GPUs
+share NVLinks); and the checks of a job's GPU binding (its CPUs local to its GPU), of GPU
+sharing (several jobs on one GPU while another is idle) and of each GPU's health. Recorded
+XML, sysfs trees and kernel logs replay other nodes."""
 
 from __future__ import annotations
 
@@ -110,6 +111,47 @@ class Health:
 
 
 @dataclass(frozen=True)
+class Xid:
+    """An Xid event the NVIDIA driver logged for a GPU in the kernel log: its code, when (the
+    log's own time: seconds since boot for dmesg, a date for a journal), and its text."""
+
+    code: int
+    when: str | None
+    text: str
+
+
+#: The Xids an administrator acts on, after NVIDIA's Xid catalog: what each means and its
+#: resolution (the catalog's immediate action). An event stays in the kernel log after the
+#: GPU was reset, so these are said, never judged; the states they leave (an uncorrectable
+#: count, a pending remapping, a recovery action) are nvidia-smi's, and judged as findings.
+XID_CATALOG: dict[int, tuple[str, str]] = {
+    13: ("graphics engine exception", "usually the application's (an illegal address or "
+         "instruction): restart it"),
+    31: ("GPU memory page fault", "usually the application's illegal address: restart it"),
+    43: ("GPU stopped processing", "restart the application"),
+    45: ("preemptive cleanup after earlier errors", "none (a process was ended)"),
+    48: ("double-bit ECC error", "reset the GPU"),
+    61: ("internal micro-controller breakpoint", "reset the GPU"),
+    62: ("internal micro-controller halt", "reset the GPU"),
+    63: ("ECC page retirement or row remapping recorded", "reset the GPU to apply it"),
+    64: ("ECC page retirement or row remapping failed", "reset the GPU; replace it if it "
+         "comes back"),
+    74: ("NVLink error", "reset the GPU; check its NVLinks if it comes back"),
+    79: ("GPU has fallen off the bus", "reboot the node; check its PCIe slot, power and "
+         "cooling"),
+    92: ("high single-bit ECC error rate", "watch its ECC counts"),
+    94: ("contained ECC error", "restart the application it stopped; the GPU runs others "
+         "on"),
+    95: ("uncontained ECC error", "reset the GPU"),
+    119: ("GSP RPC timeout", "reset the GPU"),
+    120: ("GSP error", "reset the GPU"),
+    140: ("unrecovered ECC error", "reset the GPU"),
+    154: ("the GPU's recovery action changed", "the action nvidia-smi names as its "
+          "gpu_recovery_action"),
+}
+
+
+@dataclass(frozen=True)
 class Gpu:
     index: int  # nvidia-smi's (PCI bus order)
     name: str
@@ -127,6 +169,7 @@ class Gpu:
     mig: bool = False  # MIG mode on: CUDA sees its instances, not the GPU
     pcie: PcieLink | None = None
     health: Health = field(default_factory=Health)
+    xids: tuple[Xid, ...] = ()  # its Xid events in the kernel log, oldest first
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "name": self.name, "uuid": self.uuid,
@@ -136,6 +179,7 @@ class Gpu:
                 "local_cpus": format_cpulist(self.local_cpus), "mig": self.mig,
                 "pcie": None if self.pcie is None else dataclasses.asdict(self.pcie),
                 "health": dataclasses.asdict(self.health),
+                "xids": [dataclasses.asdict(x) for x in self.xids],
                 "processes": [p.__dict__ for p in self.processes]}
 
 
@@ -161,12 +205,16 @@ class Inventory:
     nvlinks: Mapping[tuple[int, int], str] = field(default_factory=dict)  # (i, j): "NV12"
     #: MIG instance UUID -> its GPU's UUID (`nvidia-smi -L`, where a GPU is in MIG mode)
     mig_parents: Mapping[str, str] = field(default_factory=dict)
+    #: where the GPUs' Xid events were read (dmesg, a recorded log), or why they were not
+    xid_source: str | None = None
+    xids_why: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {"driver": self.driver, "cuda": self.cuda, "source": self.source,
                 "none_why": self.none_why, "gpus": [g.to_dict() for g in self.gpus],
                 "nvlinks": {f"{i}-{j}": v for (i, j), v in self.nvlinks.items()},
-                "mig_parents": dict(self.mig_parents),
+                "mig_parents": dict(self.mig_parents), "xid_source": self.xid_source,
+                "xids_why": self.xids_why,
                 "devices": [{"kind": d.kind, "name": d.name, "bus_id": d.bus_id,
                              "numa_node": d.numa_node} for d in self.devices]}
 
@@ -303,6 +351,57 @@ def job_of(pid: int, proc: Path | None) -> str | None:
     return None
 
 
+#: An Xid line of the kernel log: "NVRM: Xid (PCI:0000:3b:00): 79, pid=..., GPU has fallen
+#: off the bus." (older drivers: "Xid (0000:01:00): 13, ..."), after dmesg's "[ 4909.922970]"
+#: or a journal's date
+_XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
+                  r"(?:\.[0-7])?\): (\d+),?\s*(.*)")
+_WHEN = re.compile(r"\s*(?:\[\s*(\d+(?:\.\d+)?)\]|(\d{4}-\d\d-\d\dT\S+)|"
+                   r"([A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d))")
+
+
+def parse_xids(text: str) -> dict[str, list[Xid]]:
+    """The Xid events of a kernel log (dmesg, journalctl -k, syslog), by the GPU's bus id
+    without its function (0000:3b:00), oldest first."""
+    out: dict[str, list[Xid]] = {}
+    for line in text.splitlines():
+        m = _XID.search(line)
+        if not m:
+            continue
+        w = _WHEN.match(line)
+        when = None if w is None else \
+            f"{float(w.group(1)):.0f} s after boot" if w.group(1) else (w.group(2) or w.group(3))
+        out.setdefault(m.group(1).lower(), []).append(
+            Xid(int(m.group(2)), when, m.group(3).strip()[:200]))
+    return out
+
+
+def kernel_log() -> tuple[str | None, str]:
+    """This node's kernel log (`dmesg`), or None and why it could not be read."""
+    exe = shutil.which("dmesg")
+    if exe is None:
+        return None, "no dmesg here (util-linux)"
+    try:
+        p = subprocess.run([exe], capture_output=True, text=True, errors="replace", timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return None, f"dmesg did not answer ({exc})"
+    if p.returncode != 0:
+        return None, ("the kernel log is not readable by this user (kernel.dmesg_restrict): "
+                      "run as root")
+    return p.stdout, ""
+
+
+def with_xids(inv: Inventory, text: str | None, source: str, why: str = "") -> Inventory:
+    """The inventory with each GPU's Xid events from a kernel log (None: not read, and why)."""
+    if text is None:
+        return dataclasses.replace(inv, xids_why=why)
+    by_bus = parse_xids(text)
+    return dataclasses.replace(
+        inv, xid_source=source,
+        gpus=tuple(dataclasses.replace(g, xids=tuple(by_bus.get(g.bus_id[:-2], ())))
+                   for g in inv.gpus))
+
+
 def from_smi(text: str, sysfs: str | os.PathLike[str] = "/sys",
              proc: str | os.PathLike[str] | None = "/proc", source: str = "nvidia-smi -q -x"
              ) -> Inventory:
@@ -410,11 +509,12 @@ def _smi(*args: str) -> tuple[str | None, str]:
 
 
 def discover(smi: str | None = None, sysfs: str | os.PathLike[str] = "/sys",
-             proc: str | os.PathLike[str] | None = "/proc", topo: str | None = None
-             ) -> Inventory:
+             proc: str | os.PathLike[str] | None = "/proc", topo: str | None = None,
+             dmesg: str | None = None) -> Inventory:
     """This node's GPUs (through nvidia-smi, and its `topo -m` for NVLink where there are
-    several), or those of a recorded `nvidia-smi -q -x` file (and `topo -m` output, if given).
-    No nvidia-smi, or one that fails (no driver), is an inventory without GPUs that says why."""
+    several; their Xid events from dmesg), or those of a recorded `nvidia-smi -q -x` file (and
+    `topo -m` output and kernel log, where given). No nvidia-smi, or one that fails (no
+    driver), is an inventory without GPUs that says why."""
     if smi is not None:
         inv = from_smi(read_input(smi), sysfs, proc, smi)
         topo_text = read_input(topo) if topo is not None else None
@@ -426,6 +526,14 @@ def discover(smi: str | None = None, sysfs: str | os.PathLike[str] = "/sys",
         topo_text = _smi("topo", "-m")[0] if len(inv.gpus) > 1 else None
         if any(g.mig for g in inv.gpus):
             inv = dataclasses.replace(inv, mig_parents=parse_list(_smi("-L")[0] or ""))
+    if dmesg is not None:
+        inv = with_xids(inv, read_input(dmesg, f"--gpu-dmesg {dmesg}"), dmesg)
+    elif smi is not None:  # never this node's log for another node's GPUs
+        inv = with_xids(inv, None, "", "the recorded node's kernel log was not given "
+                                       "(--gpu-dmesg)")
+    else:
+        log, why = kernel_log()
+        inv = with_xids(inv, log, "dmesg", why)
     if topo_text is None:
         return inv
     return dataclasses.replace(inv, nvlinks=parse_topo(topo_text))
@@ -508,6 +616,20 @@ def findings(g: Gpu) -> list[str]:
     return [f"GPU{g.index} ({g.bus_id}): {text}" for found, text in said if found]
 
 
+def xid_notes(g: Gpu) -> list[str]:
+    """One line per Xid code a GPU logged: how often, the last time, what NVIDIA's Xid
+    catalog says it means and what to do (events, not states: see XID_CATALOG)."""
+    out = []
+    for code in sorted({x.code for x in g.xids}):
+        got = [x for x in g.xids if x.code == code]
+        meaning, action = XID_CATALOG.get(code, (
+            "", f"see NVIDIA's Xid catalog; the log says: {got[-1].text[:100] or '-'}"))
+        out.append(f"GPU{g.index} ({g.bus_id}): Xid {code}{f' ({meaning})' if meaning else ''}"
+                   f" logged {len(got)} time(s), last {got[-1].when or 'at an unknown time'}: "
+                   f"{action}")
+    return out
+
+
 def link(inv: Inventory, a: Gpu, b: Gpu) -> str:
     """How two GPUs connect: their NVLinks (NV#) where they share some, else over PCIe."""
     return inv.nvlinks.get((a.index, b.index)) or relation(a.path, b.path, a.numa_node,
@@ -535,6 +657,14 @@ def render(inv: Inventory) -> str:
         out.append("  GPU to GPU: " + "; ".join(
             f"{r[0]}: " + " ".join(r[1:]) for r in gpu_matrix(inv)))
     out += [f"  {f}" for g in inv.gpus for f in findings(g)]
+    notes = [n for g in inv.gpus for n in xid_notes(g)]
+    if inv.xid_source is None:
+        out.append(f"  Xid events: not read ({inv.xids_why})")
+    elif not notes:
+        out.append(f"  Xid events: none in the kernel log ({inv.xid_source})")
+    else:
+        out += [f"  Xid events in the kernel log ({inv.xid_source}; they stay there after "
+                "a reset):", *(f"    {n}" for n in notes)]
     mig = [f"GPU{g.index}" for g in inv.gpus if g.mig]
     if mig:
         out.append(f"  MIG mode on: {', '.join(mig)} (CUDA sees their instances)")

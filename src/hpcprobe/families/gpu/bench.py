@@ -106,14 +106,18 @@ class GpuOptions:
     gpu_procfs: str | None = option(Flag(
         "--gpu-procfs", "gpu info/check: the procfs tree beside --gpu-smi, for the job of each "
         "GPU process (default: /proc on this node; none for a recorded file)", metavar="DIR"))
+    gpu_dmesg: str | None = option(Flag(
+        "--gpu-dmesg", "gpu info/check/plan: a kernel log (dmesg, journalctl -k) to read the "
+        "GPUs' Xid events from (default: this node's dmesg; none for --gpu-smi)",
+        metavar="FILE"))
     timeout_s: float | None = option(options.TIMEOUT)
 
 
 def inventory(o: GpuOptions) -> gpus.Inventory:
-    """This node's GPUs, or a recorded node's (whose processes' jobs come from its own procfs
-    tree, never this node's)."""
+    """This node's GPUs, or a recorded node's (whose processes' jobs and Xid events come from
+    its own procfs tree and kernel log, never this node's)."""
     proc = o.gpu_procfs or (None if o.gpu_smi else "/proc")
-    return gpus.discover(o.gpu_smi, o.gpu_sysfs, proc, o.gpu_topo)
+    return gpus.discover(o.gpu_smi, o.gpu_sysfs, proc, o.gpu_topo, o.gpu_dmesg)
 
 
 def _chosen(o: GpuOptions, inv: gpus.Inventory) -> list[gpus.Gpu]:
@@ -321,6 +325,7 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
             ctx.warnings.append(f"gpu: {f}")
             ctx.findings.append({"benchmark": "gpu", "kind": HEALTH, "item": f"GPU{g.index}",
                                  "message": f})
+        ctx.warnings += [f"gpu: {n}" for n in gpus.xid_notes(g)]  # events: said, not judged
     ctx.progress.start("gpu", len(devs) * len(tests))
     for g in devs:
         dev = cuda.get(g.bus_id)
@@ -568,7 +573,8 @@ def check(o: GpuOptions) -> int:
     """`hpcprobe gpu check`: this process's GPUs (as its job sees them) and whether its CPUs
     are local to them; GPUs shared by several jobs while others are idle; the node's GPUs'
     health (memory errors and the resets they need, ECC off, a narrow PCIe link). Exit 1 on
-    a finding, so it serves as a job prologue or health check."""
+    a finding, so it serves as a job prologue or health check. The Xid events of the kernel
+    log are noted: they stay after the reset that cleared them, so they set no exit status."""
     inv = inventory(o)
     if not inv.gpus:
         raise UserError(f"no GPU: {inv.none_why}")
@@ -581,6 +587,8 @@ def check(o: GpuOptions) -> int:
     found = [*b.warnings, *gpus.sharing(inv), *(f for g in inv.gpus for f in gpus.findings(g))]
     for w in found:
         print(f"WARNING: {w}")
+    for n in (n for g in inv.gpus for n in gpus.xid_notes(g)):  # events, not states: exit 0
+        print(f"NOTE: {n} (an Xid event, logged since boot)")
     if not found:
         print("GPU binding: every CPU of this process is local to its GPUs; no GPU shared "
               "while another is idle; no GPU needs a reset or replacing.")
