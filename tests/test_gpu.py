@@ -215,13 +215,16 @@ def test_xid_events_from_the_kernel_log(a100):
         "0000:0f:00": [13, 13, 31], "0000:4e:00": [48, 63, 94], "0000:ff:00": [79],
         "0000:bd:00": [157]}  # with and without "PCI:"; other NVRM lines are no events
     assert by_bus["0000:0f:00"][1].when == "5044 s after boot"
-    # a journal's dates (journalctl -k, and -o short-iso), the bus id in capitals
+    # dates: a journal's (journalctl -k, and -o short-iso), dmesg -T's; the bus id in capitals
     j = gpus.parse_xids(
         "May 18 19:02:39 gpu7 kernel: NVRM: Xid (PCI:0000:2b:00): 79, GPU has fallen off the "
         "bus.\n2026-05-18T19:02:40+0000 gpu7 kernel: NVRM: Xid (PCI:0000:2B:00): 79, pid=1, "
-        "GPU has fallen off the bus.\n")
+        "GPU has fallen off the bus.\n[Mon May 18 19:02:41 2026] NVRM: Xid (PCI:0000:2b:00): "
+        "79, GPU has fallen off the bus.\nNVRM: Xid (PCI:0000:2b:00): 79, no time\n")
     assert [(x.code, x.when) for x in j["0000:2b:00"]] == [
-        (79, "May 18 19:02:39"), (79, "2026-05-18T19:02:40+0000")]
+        (79, "May 18 19:02:39"), (79, "2026-05-18T19:02:40+0000"),
+        (79, "Mon May 18 19:02:41 2026"), (79, None)]
+    assert "Xid" not in gpus.render(a100)  # no kernel log looked at, nothing to say of it
     inv = gpus.with_xids(a100, DMESG.read_text(), "dmesg")
     notes = {g.index: gpus.xid_notes(g) for g in inv.gpus}
     assert [i for i, n in notes.items() if n] == [1, 3, 7]  # 0000:ff:00 is none of its GPUs

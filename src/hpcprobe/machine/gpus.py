@@ -353,11 +353,11 @@ def job_of(pid: int, proc: Path | None) -> str | None:
 
 #: An Xid line of the kernel log: "NVRM: Xid (PCI:0000:3b:00): 79, pid=..., GPU has fallen
 #: off the bus." (older drivers: "Xid (0000:01:00): 13, ..."), after dmesg's "[ 4909.922970]"
-#: or a journal's date
+#: or a date (dmesg -T's, a journal's, syslog's)
 _XID = re.compile(r"NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})"
                   r"(?:\.[0-7])?\): (\d+),?\s*(.*)")
-_WHEN = re.compile(r"\s*(?:\[\s*(\d+(?:\.\d+)?)\]|(\d{4}-\d\d-\d\dT\S+)|"
-                   r"([A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d))")
+_WHEN = re.compile(r"\s*(?:\[\s*(\d+(?:\.\d+)?)\]|\[([A-Z][a-z]{2} [A-Z][a-z]{2} [ \d]\d "
+                   r"[\d:]{8} \d{4})\]|(\d{4}-\d\d-\d\dT\S+)|([A-Z][a-z]{2} [ \d]\d [\d:]{8}))")
 
 
 def parse_xids(text: str) -> dict[str, list[Xid]]:
@@ -369,8 +369,8 @@ def parse_xids(text: str) -> dict[str, list[Xid]]:
         if not m:
             continue
         w = _WHEN.match(line)
-        when = None if w is None else \
-            f"{float(w.group(1)):.0f} s after boot" if w.group(1) else (w.group(2) or w.group(3))
+        when = None if w is None else f"{float(w.group(1)):.0f} s after boot" if w.group(1) \
+            else next(g for g in w.groups() if g)
         out.setdefault(m.group(1).lower(), []).append(
             Xid(int(m.group(2)), when, m.group(3).strip()[:200]))
     return out
@@ -658,13 +658,13 @@ def render(inv: Inventory) -> str:
             f"{r[0]}: " + " ".join(r[1:]) for r in gpu_matrix(inv)))
     out += [f"  {f}" for g in inv.gpus for f in findings(g)]
     notes = [n for g in inv.gpus for n in xid_notes(g)]
-    if inv.xid_source is None:
+    if inv.xids_why is not None:
         out.append(f"  Xid events: not read ({inv.xids_why})")
-    elif not notes:
-        out.append(f"  Xid events: none in the kernel log ({inv.xid_source})")
-    else:
+    elif notes:
         out += [f"  Xid events in the kernel log ({inv.xid_source}; they stay there after "
                 "a reset):", *(f"    {n}" for n in notes)]
+    elif inv.xid_source is not None:
+        out.append(f"  Xid events: none in the kernel log ({inv.xid_source})")
     mig = [f"GPU{g.index}" for g in inv.gpus if g.mig]
     if mig:
         out.append(f"  MIG mode on: {', '.join(mig)} (CUDA sees their instances)")
