@@ -388,14 +388,12 @@ class Campaign:
                                   lambda job: self.progress.advance(
                                       f"{family}: {' -> '.join(job.spec.nodes)}"))
             for (a, b, job), why in zip(jobs, whys, strict=True):
-                run = None if why else self._read(job.spec.output)
-                if isinstance(run, str):
-                    why, run = run, None
-                if run is not None:
-                    why = "; ".join(run.errors) or None
+                run = why or self._read(job.spec.output)
+                if not isinstance(run, str):
                     out += [m for m in run.metrics if "from" in m.params and "to" in m.params]
-                if why:
-                    errors.append(f"{family} {a} -> {b}: {why}")
+                failed = run if isinstance(run, str) else "; ".join(run.errors)
+                if failed:
+                    errors.append(f"{family} {a} -> {b}: {failed}")
         return out
 
     def _pair_spec(self, family: str, flag: str, a: str, b: str) -> JobSpec:
@@ -430,24 +428,18 @@ class Campaign:
                     "vary": list(scaling.vary)}
             start = time.monotonic()
             try:
-                why = self._wait(self.sched.submit(spec))
+                [why] = self._wait_all([self.sched.submit(spec)])
             except HpcprobeError as exc:  # refused by the scheduler
                 why = str(exc)
-            run = None if why else self._read(spec.output)
+            run = why or self._read(spec.output)
             if isinstance(run, str):
-                why, run = run, None
-            if run is None:
-                self._save_campaign("scaling", hosts, [], {}, [], [why or "no result"], None,
+                self._save_campaign("scaling", hosts, [], {}, [], [run], None,
                                     time.monotonic() - start, extra=info)
             else:
                 run.provenance[CAMPAIGN] = info
                 run.host = hosts[0]
                 self.store.save(run)
             self.progress.advance(f"{family} across nodes: {k} done")
-
-    def _wait(self, job: Job) -> str | None:
-        """Follow one job to its end; None, or why it failed."""
-        return self._wait_all([job])[0]
 
     def _wait_all(self, jobs: list[Job], ended: Callable[[Job], None] | None = None
                   ) -> list[str | None]:

@@ -378,17 +378,9 @@ def parse_xids(text: str) -> dict[str, list[Xid]]:
 
 def kernel_log() -> tuple[str | None, str]:
     """This node's kernel log (`dmesg`), or None and why it could not be read."""
-    exe = shutil.which("dmesg")
-    if exe is None:
-        return None, "no dmesg here (util-linux)"
-    try:
-        p = subprocess.run([exe], capture_output=True, text=True, errors="replace", timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"dmesg did not answer ({exc})"
-    if p.returncode != 0:
-        return None, ("the kernel log is not readable by this user (kernel.dmesg_restrict): "
-                      "run as root")
-    return p.stdout, ""
+    return _output("dmesg", missing="no dmesg here (util-linux)",
+                   refused="the kernel log is not readable by this user "
+                           "(kernel.dmesg_restrict): run as root")
 
 
 def with_xids(inv: Inventory, text: str | None, source: str, why: str = "") -> Inventory:
@@ -493,19 +485,27 @@ def parse_list(text: str) -> dict[str, str]:
     return out
 
 
-def _smi(*args: str) -> tuple[str | None, str]:
-    """nvidia-smi's output, or None and why it gave none."""
-    exe = shutil.which("nvidia-smi")
+def _output(tool: str, *args: str, missing: str, refused: str | None = None
+            ) -> tuple[str | None, str]:
+    """A tool's output, or None and why it gave none: `missing` where it is not installed,
+    `refused` (else its own words) where it fails."""
+    exe = shutil.which(tool)
     if exe is None:
-        return None, "no NVIDIA driver (nvidia-smi is not installed)"
+        return None, missing
     try:
-        p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=60)
+        p = subprocess.run([exe, *args], capture_output=True, text=True, errors="replace",
+                           timeout=60)
     except (OSError, subprocess.TimeoutExpired) as exc:
-        return None, f"nvidia-smi did not answer ({exc})"
+        return None, f"{tool} did not answer ({exc})"
     if p.returncode != 0:
         why = " ".join((p.stdout + p.stderr).split())[:200]
-        return None, f"nvidia-smi failed: {why or f'exit {p.returncode}'}"
+        return None, refused or f"{tool} failed: {why or f'exit {p.returncode}'}"
     return p.stdout, ""
+
+
+def _smi(*args: str) -> tuple[str | None, str]:
+    """nvidia-smi's output, or None and why it gave none."""
+    return _output("nvidia-smi", *args, missing="no NVIDIA driver (nvidia-smi is not installed)")
 
 
 def discover(smi: str | None = None, sysfs: str | os.PathLike[str] = "/sys",
