@@ -181,6 +181,22 @@ def test_cg_across_two_ranks_matches_the_reference(tmp_path):
 
 
 @needs_mpi
+@pytest.mark.parametrize("seconds,low,high,want", [("1e-9", 2, 9, 2), ("0", 1, 3, 3),
+                                                   ("1e9", 1, 4, 4)])
+def test_cg_across_ranks_stops_at_its_budget(tmp_path, seconds, low, high, want):
+    """The timed solves end when the next would pass --seconds (but never under --min-reps,
+    never past --reps; 0: no budget): a launch whose solves run far slower than any guess
+    still ends in its time."""
+    cpus = sorted(os.sched_getaffinity(0))
+    layout = Layout(tuple(cpus[i % len(cpus)] for i in range(2)))
+    got = proxy.run(context(), "cg", layout,
+                    ["cg", "--grid", "1.1.2", "--box", "8.8.8", "--iters", "5", "--reps",
+                     str(high), "--min-reps", str(low), "--seconds", seconds], WHERE, tmp_path)
+    assert got.outcome.error is None, got.outcome.error
+    assert len(got.outcome.samples) == want
+
+
+@needs_mpi
 @needs_two
 def test_scale_runs_weak_and_strong_and_stores_every_count(tmp_path):
     db = tmp_path / "s.db"

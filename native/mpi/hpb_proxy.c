@@ -566,7 +566,8 @@ static void cg_sum(void *p, double *v)
 }
 
 struct cg_opts {
-    int grid[3], box[3], check_box[3], iters, reps, check;
+    int grid[3], box[3], check_box[3], iters, reps, min_reps, check;
+    double seconds; /* the timed solves' budget (0: reps of them, however long they take) */
 };
 
 static void cg_setup(struct cg_ctx *c, struct hpb_cg_comm *comm, const int grid[3],
@@ -634,6 +635,7 @@ static void cg(const struct cg_opts *o)
     begin("cg");
     cg_setup(&c, &comm, o->grid, o->box);
     double *x = xalloc(c.local * sizeof(double)), *hist = xalloc((o->iters + 1) * sizeof(double));
+    double spent = 0; /* the timed solves so far, the slowest rank's */
     for (int r = -1; r < o->reps; r++) { /* r = -1: a warm-up solve, not reported */
         MPI_Barrier(MPI_COMM_WORLD);
         if (hpb_cg_solve_domain(team, o->box, &comm, o->iters, 1e-300, x, hist, out))
@@ -655,6 +657,17 @@ static void cg(const struct cg_opts *o)
                    "\"ranks\":%d,\"nodes\":%d,\"grid\":[%d,%d,%d],\"box\":[%d,%d,%d]}\n",
                    (int)most[0], most[4], most[1], most[2], most[3], most[5], nranks, nodes,
                    o->grid[0], o->grid[1], o->grid[2], o->box[0], o->box[1], o->box[2]);
+        /* Another solve while the budget lasts, judged by the last one's time: ranks that
+         * share their CPUs (or a slow link) make a solve many times slower than any guess
+         * made before the launch, and the job must still end in its time. Rank 0 decides for
+         * all. */
+        int more = 1;
+        if (rank == 0) {
+            if (r >= 0) spent += most[4];
+            more = r + 1 < o->min_reps || !(o->seconds > 0) || spent + most[4] <= o->seconds;
+        }
+        MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
+        if (!more) break;
     }
     free(x);
     free(hist);
@@ -698,7 +711,7 @@ int main(int argc, char **argv)
                             .isa = {HPB_ISA_SCALAR}, .nisa = 1, .reps = 5, .policies = 3,
                             .sample_s = 0.02, .check_l = 4};
     struct cg_opts c = {.grid = {1, 1, 1}, .box = {32, 32, 32}, .check_box = {8, 8, 8},
-                        .iters = 50, .reps = 5};
+                        .iters = 50, .reps = 5, .min_reps = 1};
     int threads = 0;
     for (int i = 2; i + 1 < argc; i += 2) {
         const char *k = argv[i], *v = argv[i + 1];
@@ -710,6 +723,8 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--dims")) dims_of(v, d.dims, 4);
         else if (!strcmp(k, "--check-box")) dims_of(v, c.check_box, 3);
         else if (!strcmp(k, "--iters")) c.iters = atoi(v);
+        else if (!strcmp(k, "--min-reps")) c.min_reps = atoi(v);
+        else if (!strcmp(k, "--seconds")) c.seconds = atof(v);
         else if (!strcmp(k, "--check") && is_cg) c.check = atoi(v);
         else if (!strcmp(k, "--check")) snprintf(d.check, sizeof d.check, "%s", v);
         else if (!strcmp(k, "--check-l")) d.check_l = atoi(v);
@@ -720,7 +735,8 @@ int main(int argc, char **argv)
         else if (!strcmp(k, "--sample-s")) d.sample_s = atof(v);
         else die("unknown option");
     }
-    if (d.reps < 1 || c.iters < 1 || d.policies < 1 || d.policies > 3 || d.sample_s <= 0)
+    if (d.reps < 1 || c.iters < 1 || c.min_reps < 1 || c.seconds < 0 || d.policies < 1 ||
+        d.policies > 3 || d.sample_s <= 0)
         die("bad option value");
     if (product(is_cg ? c.grid : d.grid, is_cg ? 3 : 4) != nranks)
         die("the rank grid does not match the number of ranks");

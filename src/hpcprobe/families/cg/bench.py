@@ -211,16 +211,11 @@ def _run_ranks(ctx: RunContext, opts: CgOptions, pl: Placement) -> None:
     rule = ctx.profile.repetition
     rows = math.prod(whole)
     flops = 2 * solver.nonzeros(whole) + solver.VECTOR_FLOPS_PER_ROW * rows
-    # samples from the budget at the rate one rank's triad implies (a guess: the first solve
-    # of the launch is a warm-up, not reported)
-    guess_s = ITERATIONS * solver.BYTES_PER_ROW * math.prod(g) / max(
-        1e9, float(np.median(triad)) * 1e9 / max(1, pl.layout.ranks // pl.nodes))
-    reps = max(rule.min_samples, min(rule.max_samples,
-                                     int((1 - TRIAD_SHARE) * budget / max(guess_s, 1e-3))))
     where = opts.where()
     args = ["cg", "--grid", pl.grid_text, "--box", ".".join(map(str, g)),
             "--check", "1", "--check-box", ".".join(map(str, CHECK_GRID)),
-            "--iters", str(ITERATIONS), "--reps", str(reps)]
+            "--iters", str(ITERATIONS), "--reps", str(rule.max_samples),
+            "--min-reps", str(rule.min_samples), "--seconds", f"{(1 - TRIAD_SHARE) * budget:g}"]
     with tempfile.TemporaryDirectory(prefix="hpcprobe-cg-") as tmp:
         got = proxy.run(ctx, "cg", pl.layout, args, where, Path(tmp))
     ctx.progress.advance(f"cg: {pl.layout.ranks} rank(s)")
