@@ -81,8 +81,6 @@ class StandIn(Scheduler):
                 job.state = "CANCELLED"
                 self.live.pop(job.id, None)
 
-    def stacks(self, jobs: Sequence[Job]) -> None: ...
-
     def available(self) -> str | None:
         return None
 
@@ -157,57 +155,3 @@ def test_ctrl_c_while_submitting_a_round_cancels_what_was_submitted(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         run_pairs(tmp_path, sched, rounds)
     assert sched.live == {} and sched.most == 4  # the round's first three, cancelled
-
-
-#: Python's faulthandler, as hpcprobe prints it on SIGUSR1 (two threads: a progress thread,
-#: then the main thread)
-STACKS = """Thread 0x00007f15b8e7f6c0 (most recent call first):
-  File "/usr/lib/python3.11/threading.py", line 324 in wait
-  File "/opt/x/lib/python3.11/site-packages/hpcprobe/views/terminal.py", line 88 in tick
-
-Current thread 0x00007f15b907fb80 (most recent call first):
-  File "/usr/lib/python3.11/subprocess.py", line 1209 in communicate
-  File "/opt/x/lib/python3.11/site-packages/hpcprobe/mpi/launch.py", line 91 in run
-  File "/opt/x/lib/python3.11/site-packages/hpcprobe/probes/proxy.py", line 103 in run
-  File "/opt/x/lib/python3.11/site-packages/hpcprobe/cli.py", line 829 in main
-"""
-
-
-class Hung(StandIn):
-    """Runs every job forever; asked for stacks, a job prints them (`prints`) or not."""
-
-    def __init__(self, prints: bool) -> None:
-        super().__init__()
-        self.prints, self.asked = prints, 0
-
-    def poll(self, jobs: Sequence[Job]) -> None: ...
-
-    def stacks(self, jobs: Sequence[Job]) -> None:
-        self.asked += 1
-        for job in jobs:
-            if self.prints:
-                with open(job.spec.output, "a") as out:
-                    out.write(STACKS)
-
-
-@pytest.mark.parametrize("prints", [True, False])
-def test_an_overdue_job_is_asked_where_it_stood_before_its_cancel(tmp_path, monkeypatch, prints):
-    from hpcprobe.cluster import campaign
-
-    monkeypatch.setattr(campaign, "STACKS_WAIT_S", 0.2)
-    sched = Hung(prints)
-    plan = Plan("t", ["n1", "n2"], tmp_path, ["iperf3"], [], poll_s=0.0, timeout_s=0.0,
-                pairs={"iperf3": "--iperf-peer"})
-    (tmp_path / "jobs").mkdir()
-    (tmp_path / "nodes").mkdir()
-    with Store.open(tmp_path / "r.sqlite") as st:
-        c = Campaign(sched, st, plan, Quiet())
-        job = sched.submit(JobSpec("j", ["n1", "n2"], ["hpcprobe"], tmp_path / "jobs" / "j.out",
-                                   0.0))
-        job.spec.output.write_text("cg: STREAM triad\n")
-        [why] = c._wait_all([job])
-    assert sched.asked == 1 and job.state == "CANCELLED"
-    stood = ("it stood in hpcprobe/mpi/launch.py:91 (run) (its stacks end "
-             f"{job.spec.output}); ") if prints else ""
-    assert why == f"no result after 0 s running (job 1); cancelled; {stood}" \
-                  "last output: cg: STREAM triad"

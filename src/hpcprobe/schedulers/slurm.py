@@ -175,28 +175,19 @@ class Slurm(Scheduler):
             if j.started is None and j.state not in ("PENDING", "CONFIGURING"):
                 j.started = now
 
-    def _signal(self, jobs: Sequence[Job], sig: signal.Signals, *scancel: str) -> list[Job]:
-        """`sig` to each unfinished job (a step: its srun, which forwards it to the tasks; a
-        batch job: scancel with these options); the jobs signalled."""
+    def cancel(self, jobs: Sequence[Job]) -> None:
         live = [j for j in jobs if not j.finished]
         for j in live:
-            if j.handle is not None:
+            if j.handle is not None:  # srun cancels its step on SIGTERM
                 try:
-                    os.killpg(j.handle.pid, sig)
+                    os.killpg(j.handle.pid, signal.SIGTERM)
                 except ProcessLookupError:
                     pass
         ids = [j.id for j in live if j.handle is None]
         if ids:
-            self._client("scancel", *scancel, *ids)
-        return live
-
-    def cancel(self, jobs: Sequence[Job]) -> None:
-        for j in self._signal(jobs, signal.SIGTERM):  # srun cancels its step on SIGTERM
+            self._client("scancel", *ids)
+        for j in live:
             j.state = "CANCELLED"
-
-    def stacks(self, jobs: Sequence[Job]) -> None:
-        # a batch job's script process: hpcprobe (the script execs it), or srun forwarding it
-        self._signal(jobs, signal.SIGUSR1, "--batch", "--signal=USR1")
 
     def cpus(self, nodes: Sequence[str]) -> dict[str, int]:
         r = self._client("sinfo", "-h", "-N", "-n", ",".join(nodes), "-o", "%N %c")
