@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,6 +17,12 @@ import pytest
 from hpcprobe.machine import topology
 from hpcprobe.mpi import find
 from hpcprobe.tools import pgserver
+
+# A suite started in the background by a shell without job control (`(make test &)`) inherits
+# SIGINT ignored, and so would every process it starts: the interrupt tests' SIGINT would then
+# reach no one. A handler of our own is reset to the default across exec.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 DATA = Path(__file__).parent / "data"
 
