@@ -81,6 +81,8 @@ class StandIn(Scheduler):
                 job.state = "CANCELLED"
                 self.live.pop(job.id, None)
 
+    def stacks(self, jobs: Sequence[Job]) -> None: ...
+
     def available(self) -> str | None:
         return None
 
@@ -155,3 +157,78 @@ def test_ctrl_c_while_submitting_a_round_cancels_what_was_submitted(tmp_path):
     with pytest.raises(KeyboardInterrupt):
         run_pairs(tmp_path, sched, rounds)
     assert sched.live == {} and sched.most == 4  # the round's first three, cancelled
+
+
+#: Python's faulthandler, as hpcprobe prints it on SIGUSR1 (two threads: a progress thread,
+#: then the main thread)
+STACKS = """Thread 0x00007f15b8e7f6c0 (most recent call first):
+  File "/usr/lib/python3.11/threading.py", line 324 in wait
+  File "/opt/x/lib/python3.11/site-packages/hpcprobe/views/terminal.py", line 88 in tick
+
+Current thread 0x00007f15b907fb80 (most recent call first):
+  File "/usr/lib/python3.11/subprocess.py", line 1209 in communicate
+  File "/opt/x/lib/python3.11/site-packages/hpcprobe/mpi/launch.py", line 91 in run
+  File "/opt/x/lib/python3.11/site-packages/hpcprobe/probes/proxy.py", line 103 in run
+  File "/opt/x/lib/python3.11/site-packages/hpcprobe/families/cg/bench.py", line 220 in _run_ranks
+  File "/opt/x/lib/python3.11/site-packages/hpcprobe/cli.py", line 829 in main
+"""
+
+
+class Hung(StandIn):
+    """Runs every job forever; asked for stacks, a job prints them (`prints`) or not."""
+
+    def __init__(self, prints: bool) -> None:
+        super().__init__()
+        self.prints, self.asked = prints, 0
+
+    def poll(self, jobs: Sequence[Job]) -> None: ...
+
+    def stacks(self, jobs: Sequence[Job]) -> None:
+        self.asked += 1
+        for job in jobs:
+            if self.prints:
+                with open(job.spec.output, "a") as out:
+                    out.write(STACKS)
+
+
+@pytest.mark.parametrize("prints", [True, False])
+def test_an_overdue_job_is_asked_where_it_stood_before_its_cancel(tmp_path, monkeypatch, prints):
+    from hpcprobe.cluster import campaign
+
+    monkeypatch.setattr(campaign, "STACKS_WAIT_S", 0.2)
+    sched = Hung(prints)
+    plan = Plan("t", ["n1", "n2"], tmp_path, ["iperf3"], [], poll_s=0.0, timeout_s=0.0,
+                pairs={"iperf3": "--iperf-peer"})
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "nodes").mkdir()
+    with Store.open(tmp_path / "r.sqlite") as st:
+        c = Campaign(sched, st, plan, Quiet())
+        job = sched.submit(JobSpec("j", ["n1", "n2"], ["hpcprobe"], tmp_path / "jobs" / "j.out",
+                                   0.0))
+        job.spec.output.write_text("cg: STREAM triad\n")
+        [why] = c._wait_all([job])
+    assert sched.asked == 1 and job.state == "CANCELLED"
+    stood = ("it stood in hpcprobe/mpi/launch.py:91 (run), called from "
+             "hpcprobe/families/cg/bench.py:220 (_run_ranks) (its stacks end "
+             f"{job.spec.output}); ") if prints else ""
+    assert why == f"no result after 0 s running (job 1); cancelled; {stood}" \
+                  "last output: cg: STREAM triad"
+
+
+def test_asking_for_stacks_never_fails_the_campaign(tmp_path, monkeypatch):
+    """The request for an overdue job's stacks is only a request: a controller that does not
+    pass it on in time (a job on a node whose slurmd is gone) leaves the job to its cancel,
+    where a cancel that does not answer is an error."""
+    from hpcprobe.schedulers import SCHEDULERS, slurm
+
+    (tmp_path / "scancel").write_text("#!/bin/sh\nexec sleep 30\n")  # a controller that hangs
+    (tmp_path / "scancel").chmod(0o755)
+    monkeypatch.setattr(slurm, "STACKS_TIMEOUT_S", 0.3)
+    monkeypatch.setattr(slurm, "CLIENT_TIMEOUT_S", 0.3)
+    sched = SCHEDULERS["slurm"](env={"PATH": f"{tmp_path}:/usr/bin:/bin"})
+    job = Job(JobSpec("j", ["n1"], ["hpcprobe"], tmp_path / "j.out", 0.0), "7",
+              state="RUNNING")
+    sched.stacks([job])
+    assert job.state == "RUNNING"
+    with pytest.raises(UserError, match="did not answer in 0.3 s"):
+        sched.cancel([job])

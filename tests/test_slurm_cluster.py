@@ -90,3 +90,44 @@ def test_no_slurm_or_no_controller_is_one_reason(tmp_path):
                     "NodeName=a CPUs=1\nPartitionName=p Nodes=a\n")
     dead = SCHEDULERS["slurm"](env={"SLURM_CONF": str(conf)})
     assert "controller does not answer" in (dead.available() or "")
+
+
+def test_an_overdue_job_prints_its_stacks_and_carries_on(slurm, tmp_path):
+    """What `cluster run` asks of a job past its time before it cancels it: SIGUSR1 to the
+    batch script's hpcprobe, which prints every thread's stack into the job's output and
+    carries on; its main thread stood where the run waits (here, on an application)."""
+    import sys
+    import time
+    from pathlib import Path
+
+    from hpcprobe.cluster.campaign import _stood
+    from hpcprobe.schedulers import JobSpec
+
+    out = tmp_path / "hang.out"
+    job = slurm.submit(JobSpec("hang", ["n2"], [sys.executable, "-m", "hpcprobe", "app", "hang",
+                                                "--", "sleep", "97.5"], out, 300))
+    try:
+        deadline = time.monotonic() + 60
+
+        def waiting() -> bool:  # the application started: hpcprobe is past its start-up
+            for p in Path("/proc").glob("[0-9]*"):
+                try:
+                    if (p / "cmdline").read_bytes() == b"sleep\x0097.5\x00":
+                        return True
+                except OSError:
+                    pass
+            return False
+
+        while not waiting():
+            assert time.monotonic() < deadline, out.read_text() if out.exists() else "no output"
+            time.sleep(0.2)
+        slurm.stacks([job])
+        while "(most recent call first)" not in (out.read_text() if out.exists() else ""):
+            assert time.monotonic() < deadline, "no stacks printed"
+            time.sleep(0.2)
+        time.sleep(1)
+        assert _stood(out.read_text()).startswith("hpcprobe/tools/command.py:"), out.read_text()
+        slurm.poll([job])
+        assert job.state == "RUNNING"  # the signal only asked
+    finally:
+        slurm.cancel([job])

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
 import re
 import shlex
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -801,7 +803,17 @@ COMMANDS = {"run": cmd_run, "compare": cmd_compare, "report": cmd_report, "impor
             "sweep": cmd_sweep}
 
 
+def _stacks_on_usr1() -> None:
+    """`kill -USR1 PID` prints every thread's stack to stderr: a run that seems hung says
+    where it is (`cluster run` asks so of a job before it cancels it for its time)."""
+    try:
+        faulthandler.register(signal.SIGUSR1, file=sys.__stderr__ or 2, all_threads=True)
+    except (AttributeError, ValueError, OSError, RuntimeError):  # no SIGUSR1, stderr closed
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    _stacks_on_usr1()
     given = list(sys.argv[1:] if argv is None else argv)
     # `hpcprobe app NAME [OPTIONS] -- COMMAND ARGS...`: what follows -- is the command, as is
     after = given.index("--") if "--" in given else len(given)

@@ -106,15 +106,39 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _tail(path: Path, lines: int = 3) -> str:
-    """The last lines of a job's output worth quoting."""
+#: Seconds an overdue job is given to print its stacks (SIGUSR1) before it is cancelled.
+STACKS_WAIT_S = 3.0
+
+
+def _output(path: Path) -> str:
     try:
-        text = path.read_text(errors="replace")
+        return path.read_text(errors="replace")
     except OSError:
-        return "no output"
+        return ""
+
+
+def _tail(text: str, lines: int = 3) -> str:
+    """The last lines of a job's output worth quoting."""
     keep = [ln.strip() for ln in text.splitlines()
             if ln.strip() and not ln.lstrip().startswith("{") and set(ln.strip()) != {"-"}]
     return " | ".join(keep[-lines:])[-400:] or "no output"
+
+
+def _stood(stacks: str) -> str:
+    """Where hpcprobe stood in the stacks it printed on SIGUSR1 (Python's faulthandler, a
+    block a thread, the innermost call first): the main thread's innermost call in
+    hpcprobe's code, and the family's call it came from; "" where no such stack was printed."""
+    main = [b for b in stacks.split("\n\n") if "(most recent call first)" in b
+            and '/hpcprobe/cli.py"' in b]
+    calls = []
+    for line in (main[0] if main else "").splitlines():
+        if '/hpcprobe/' in line and line.strip().startswith("File "):
+            path, _, rest = line.strip()[len('File "'):].partition('", line ')
+            where, _, fn = rest.partition(" in ")
+            calls.append(f"{path[path.rindex('/hpcprobe/') + 1:]}:{where} ({fn})")
+    family = next((c for c in calls if c.startswith("hpcprobe/families/")), None)
+    return "" if not calls else calls[0] + (
+        f", called from {family}" if family not in (None, calls[0]) else "")
 
 
 class Campaign:
@@ -277,10 +301,20 @@ class Campaign:
         if job.started is None and now - job.submitted > p.start_timeout_s:
             return (f"its job {job.id} did not start in {p.start_timeout_s:g} s"
                     + (f" ({job.reason})" if job.reason else "") + "; cancelled")
-        if job.started is not None and now - job.started > p.timeout_s:
-            return (f"no result after {p.timeout_s:g} s running (job {job.id}); cancelled; "
-                    f"last output: {_tail(job.spec.output)}")
-        return None
+        if job.started is None or now - job.started <= p.timeout_s:
+            return None
+        if job.stacks_asked is None:  # first, where it stands: its stacks into its output
+            job.stacks_asked = (now, len(_output(job.spec.output)))
+            self.sched.stacks([job])
+            return None
+        asked, size = job.stacks_asked
+        text = _output(job.spec.output)
+        stood = _stood(text[size:])
+        if not stood and now - asked < STACKS_WAIT_S:
+            return None
+        return (f"no result after {p.timeout_s:g} s running (job {job.id}); cancelled; "
+                + (f"it stood in {stood} (its stacks end {job.spec.output}); " if stood else "")
+                + f"last output: {_tail(text[:size])}")
 
     @staticmethod
     def _status(queue: list[str], active: dict[str, Job], done: list[str],
@@ -346,13 +380,13 @@ class Campaign:
                     break
                 if job.started is not None and now - max(last, job.submitted) > p.timeout_s:
                     error = (f"job {job.id} made no progress for {p.timeout_s:g} s; cancelled; "
-                             f"last output: {_tail(spec.output)}")
+                             f"last output: {_tail(_output(spec.output))}")
                     break
         finally:
             self.sched.cancel([job])
         metrics, done = parse_links(spec.output)
         if error is None and not done:
-            error = f"job {job.id} ended {job.state.lower()} early: {_tail(spec.output)}"
+            error = f"job {job.id} ended {job.state.lower()} early: {_tail(_output(spec.output))}"
         if error is not None and metrics:
             error += "; the figures it printed are kept"
         return metrics, error
@@ -472,7 +506,8 @@ class Campaign:
         if self._doc(job.spec.output).is_file():
             return None
         state = job.state.lower().replace("_", " ") + (f" ({job.reason})" if job.reason else "")
-        return f"its job {job.id} ended {state} without a result: {_tail(job.spec.output)}"
+        return (f"its job {job.id} ended {state} without a result: "
+                f"{_tail(_output(job.spec.output))}")
 
     def _read(self, output: Path) -> Run | str:
         """A job's document, or why it is unreadable."""

@@ -45,6 +45,8 @@ class Job:
     started: float | None = None  # when first seen running
     never: bool = False  # pending for a reason that no wait resolves (a limit, an account)
     handle: Any = None  # the scheduler's own (e.g. a process)
+    #: when the driver asked an overdue job for its stacks, and how long its output was then
+    stacks_asked: tuple[float, int] | None = None
 
     @property
     def finished(self) -> bool:
@@ -82,6 +84,11 @@ class Scheduler(ABC):
     @abstractmethod
     def cancel(self, jobs: Sequence[Job]) -> None:
         """Cancel the jobs that still run or wait."""
+
+    @abstractmethod
+    def stacks(self, jobs: Sequence[Job]) -> None:
+        """Ask the jobs' hpcprobe processes to print their threads' stacks into their output
+        (SIGUSR1), before an overdue job is cancelled."""
 
     @abstractmethod
     def cpus(self, nodes: Sequence[str]) -> dict[str, int]:

@@ -23,6 +23,8 @@ NEVER = frozenset({"PartitionTimeLimit", "PartitionNodeLimit", "PartitionConfig"
                    "AssocMaxWallDurationPerJobLimit", "QOSMaxNodePerJobLimit"})
 #: Seconds a client command may take before the controller counts as not answering.
 CLIENT_TIMEOUT_S = 30
+#: Seconds the controller is given to pass on a request for a job's stacks.
+STACKS_TIMEOUT_S = 5
 
 
 def _gpus(spec: JobSpec) -> list[str]:
@@ -49,16 +51,17 @@ class Slurm(Scheduler):
     def _env(self) -> dict[str, str]:
         return {**os.environ, **self.env}
 
-    def _client(self, *argv: str) -> subprocess.CompletedProcess[str]:
-        env = self._env
+    def _client(self, *argv: str, timeout: float | None = None
+                ) -> subprocess.CompletedProcess[str]:
+        env, timeout = self._env, timeout or CLIENT_TIMEOUT_S
         if not self.prefix and shutil.which(argv[0], path=env.get("PATH")) is None:
             raise UserError(f"Slurm not found: {argv[0]} is not on PATH (install Slurm's "
                             "client commands, or run where they are)")
         try:
             return subprocess.run([*self.prefix, *argv], capture_output=True, text=True,
-                                  timeout=CLIENT_TIMEOUT_S, env=env)
+                                  timeout=timeout, env=env)
         except subprocess.TimeoutExpired:
-            raise UserError(f"Slurm: `{' '.join(argv)}` did not answer in {CLIENT_TIMEOUT_S} s; "
+            raise UserError(f"Slurm: `{' '.join(argv)}` did not answer in {timeout:g} s; "
                             "is slurmctld running?") from None
 
     def available(self) -> str | None:
@@ -175,19 +178,35 @@ class Slurm(Scheduler):
             if j.started is None and j.state not in ("PENDING", "CONFIGURING"):
                 j.started = now
 
-    def cancel(self, jobs: Sequence[Job]) -> None:
+    def _signal(self, jobs: Sequence[Job], sig: signal.Signals, *scancel: str,
+                timeout: float | None = None) -> list[Job]:
+        """`sig` to each unfinished job (a step: its srun, which forwards it to the tasks; a
+        batch job: scancel with these options); the jobs signalled."""
         live = [j for j in jobs if not j.finished]
         for j in live:
-            if j.handle is not None:  # srun cancels its step on SIGTERM
+            if j.handle is not None:
                 try:
-                    os.killpg(j.handle.pid, signal.SIGTERM)
+                    os.killpg(j.handle.pid, sig)
                 except ProcessLookupError:
                     pass
         ids = [j.id for j in live if j.handle is None]
         if ids:
-            self._client("scancel", *ids)
-        for j in live:
+            self._client("scancel", *scancel, *ids, timeout=timeout)
+        return live
+
+    def cancel(self, jobs: Sequence[Job]) -> None:
+        for j in self._signal(jobs, signal.SIGTERM):  # srun cancels its step on SIGTERM
             j.state = "CANCELLED"
+
+    def stacks(self, jobs: Sequence[Job]) -> None:
+        # a batch job's script process: hpcprobe (the script execs it), or srun forwarding it.
+        # Only a request: where the controller is slow to answer (a job on a node whose
+        # slurmd is gone), the job is cancelled without its stacks.
+        try:
+            self._signal(jobs, signal.SIGUSR1, "--batch", "--signal=USR1",
+                         timeout=STACKS_TIMEOUT_S)
+        except UserError:
+            pass
 
     def cpus(self, nodes: Sequence[str]) -> dict[str, int]:
         r = self._client("sinfo", "-h", "-N", "-n", ",".join(nodes), "-o", "%N %c")
