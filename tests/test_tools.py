@@ -105,10 +105,28 @@ def test_fio_json_gives_iops_bandwidth_and_clat_percentiles_per_direction():
 
 
 def test_iperf3_json_gives_throughput_and_retransmits_or_its_error():
-    gbps, retrans = iperf3.parse(json.loads((TOOLS / "iperf3-client.json").read_text()))
-    assert gbps == pytest.approx(22.757261343876976) and retrans == 10
+    got = iperf3.parse(json.loads((TOOLS / "iperf3-client.json").read_text()))
+    assert got == {"throughput": pytest.approx(22.757261343876976), "retransmits": 10}
+    # recorded over loopback (iperf3 3.12, -u -b 200M), with 3 of its 763 datagrams lost
+    udp = json.loads((TOOLS / "iperf3-udp.json").read_text())
+    assert iperf3.parse(udp) == {"throughput": pytest.approx(0.199978675966),
+                                 "jitter": pytest.approx(0.0022477882), "lost": 300 / 763}
+    udp["end"]["sum_received"]["packets"] = 0
+    with pytest.raises(MeasurementError, match="no UDP datagram"):
+        iperf3.parse(udp)
     with pytest.raises(MeasurementError, match="unable to connect"):
         iperf3.parse(json.loads((TOOLS / "iperf3-refused.json").read_text()))
+
+
+def test_a_figure_of_zero_is_shown_with_its_ci_in_its_own_unit():
+    """No datagram lost, no retransmits: a median of 0 has no relative CI."""
+    from hpcprobe.results.model import Metric
+    from hpcprobe.views.table import cell
+
+    assert cell(Metric("iperf3", "lost", "%", {}, [0.0] * 5, "lower"), 2) == "0.00 ±0.00"
+    assert cell(Metric("iperf3", "lost", "%", {}, [0, 0, 0, 0, 0, 0, 0, 0.5], "lower"),
+                2) == "0.00 ±0.25"
+    assert cell(Metric("iperf3", "jitter", "ms", {}, [2.0] * 5, "lower"), 1) == "2.0 ±0.0%"
 
 
 def test_pgbench_summary_gives_tps_and_latency():
@@ -153,6 +171,22 @@ def test_iperf3_on_loopback_starts_and_stops_its_server(tmp_path):
     assert doc["provenance"]["tools"]["iperf3"][0].isdigit()
     assert_user_error(hpcprobe("run", "iperf3", "--iperf-peer", "n2"), "inside a Slurm "
                       "allocation")
+    for rate in ("fast", "0", "-5M", "10X"):
+        assert_user_error(hpcprobe("run", "iperf3", f"--iperf-udp={rate}"), "a bitrate a stream")
+
+
+@needs["iperf3"]
+def test_iperf3_over_udp_gives_jitter_and_loss(tmp_path):
+    r, doc = run_json(tmp_path, "iperf3", "--iperf-time", "1", "--repeat", "2",
+                      "--iperf-udp", "100m", "--no-store")
+    by = {m["name"]: m for m in doc["metrics"]}
+    assert set(by) == {"throughput", "jitter", "lost"}
+    assert by["throughput"]["params"] == {"streams": 1, "reverse": False, "protocol": "udp",
+                                          "rate": "100M", "server": "loopback"}
+    assert all(0 < s <= 0.1 * 1.05 for s in by["throughput"]["samples"])  # at most the rate
+    assert all(0 <= s <= 100 for s in by["lost"]["samples"])
+    assert by["jitter"]["better"] == "lower" and min(by["jitter"]["samples"]) >= 0
+    assert "UDP throughput received" in r.out
 
 
 @needs["pgbench"]

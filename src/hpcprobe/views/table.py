@@ -49,10 +49,13 @@ def shown(*blocks: Block | None) -> list[Block]:
 
 
 def cell(m: Metric | None, digits: int = 1) -> str:
-    """A figure as its median and the 95 % CI half-width of the median, in %."""
+    """A figure as its median and the 95 % CI half-width of the median, in % (in the figure's
+    unit where the median is 0: no retransmits, no datagram lost)."""
     if m is None:
         return "-"
     s = m.summary
+    if s.median == 0:
+        return f"{s.median:.{digits}f} ±{(s.ci95[1] - s.ci95[0]) / 2:.{digits}f}"
     return f"{s.median:.{digits}f} ±{100 * s.rel_ci_halfwidth:.1f}%"
 
 

@@ -1,17 +1,15 @@
-"""iperf3, the field's TCP throughput test, as a family: a server started and stopped by
-hpcprobe (on this host's loopback, or on a peer node of the Slurm allocation through srun) or
-one already running, the client's `-J` document parsed: throughput received and TCP
-retransmits, each repetition one sample. `hpcprobe cluster run --iperf3` runs it between the
-nodes' pairs as link figures."""
+"""iperf3, the field's TCP and UDP throughput test, as a family: a server started and stopped
+by hpcprobe (on this host's loopback, or on a peer node of the Slurm allocation through srun) or
+one already running, the client's `-J` document parsed: the throughput received, and TCP's
+retransmits or UDP's jitter and datagrams lost (`--iperf-udp RATE`), each repetition one sample.
+`hpcprobe cluster run --pairs iperf3` runs it between the nodes' pairs as link figures."""
 
 from __future__ import annotations
 
 from hpcprobe.families.iperf3 import bench, views
-from hpcprobe.measure.family import Family, MetricSpec
+from hpcprobe.measure.family import Family
 
 FAMILY = Family(
-    "iperf3", "TCP throughput and retransmits with iperf3 (loopback, a peer node, a server)",
-    bench.IperfOptions, bench.run, plan=bench.plan, default=False,
-    settings=bench.SETTINGS,
-    metrics=(MetricSpec("throughput", "Gbit/s"), MetricSpec("retransmits", "count", "lower")),
-    views=(views.tables,), peer="--iperf-peer")
+    "iperf3", "TCP or UDP throughput, retransmits, jitter, loss with iperf3 (loopback, a peer, "
+    "a server)", bench.IperfOptions, bench.run, plan=bench.plan, default=False,
+    settings=bench.SETTINGS, metrics=bench.FIGURES, views=(views.tables,), peer="--iperf-peer")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import random
@@ -17,7 +18,7 @@ from typing import Any
 from hpcprobe import tools
 from hpcprobe.common.errors import MeasurementError, UserError
 from hpcprobe.measure import options
-from hpcprobe.measure.family import Flag, RunContext, option
+from hpcprobe.measure.family import Flag, MetricSpec, RunContext, option
 from hpcprobe.probes import program
 from hpcprobe.results.model import Metric
 from hpcprobe.tools import command
@@ -28,6 +29,18 @@ SETTINGS = {"quick": 2, "default": 5, "thorough": 10}
 #: a server that is not listening after this long did not start
 START_S = 20.0
 LOOPBACK = "127.0.0.1"
+#: What a repetition gives: TCP the first two, UDP the first and the last two.
+FIGURES = (MetricSpec("throughput", "Gbit/s"), MetricSpec("retransmits", "count", "lower"),
+           MetricSpec("jitter", "ms", "lower"), MetricSpec("lost", "%", "lower"))
+
+
+def _rate(text: str) -> str:
+    """A bitrate as iperf3's -b takes it: a positive number, optionally K, M, G or T."""
+    if not re.fullmatch(r"(\d+(\.\d*)?|\.\d+)[KMGT]?", text.strip(), re.IGNORECASE) \
+            or not float(re.sub(r"[KMGTkmgt]$", "", text.strip())) > 0:
+        raise argparse.ArgumentTypeError(f"{text}: give a bitrate a stream such as 800M or 10G "
+                                         "(bits per second, K/M/G/T)")
+    return text.strip().upper()
 
 
 @dataclass(frozen=True)
@@ -45,6 +58,10 @@ class IperfOptions:
                                parse=options.at_least(1, "a stream count"), metavar="N"), 1)
     reverse: bool = option(Flag("--iperf-reverse", "the server sends, the client receives",
                                 switch=True), False)
+    udp: str | None = option(Flag(
+        "--iperf-udp", "UDP at this target bitrate a stream (iperf3's -b: 800M, 10G): the "
+        "throughput received, the receiver's jitter and the share of datagrams lost "
+        "(default: TCP)", parse=_rate, metavar="RATE"))
     repeat: int | None = option(options.REPEAT)
     timeout_s: float | None = option(options.TIMEOUT)
 
@@ -61,22 +78,32 @@ def plan(ctx: RunContext, o: IperfOptions) -> list[str]:
     if o.peer and not os.environ.get("SLURM_JOB_ID"):
         raise UserError(f"--iperf-peer {o.peer}: the server is started through srun inside a "
                         "Slurm allocation that holds both nodes (salloc, sbatch, or "
-                        "`hpcprobe cluster run --iperf3`)")
+                        "`hpcprobe cluster run --pairs iperf3`)")
     n = program.repetitions(ctx, o.repeat)
-    return [f"iperf3 to {_where(o)}, {o.streams} stream(s), "
+    return [f"iperf3 {'UDP at ' + o.udp + ' a stream' if o.udp else 'TCP'} to {_where(o)}, "
+            f"{o.streams} stream(s), "
             f"{'reverse' if o.reverse else 'forward'}, {n} time(s)"]
 
 
-def parse(doc: dict[str, Any]) -> tuple[float, float | None]:
-    """(Gbit/s received, TCP retransmits or None) of a client's `-J` document."""
+def parse(doc: dict[str, Any]) -> dict[str, float]:
+    """The figures of a client's `-J` document: Gbit/s received ("throughput"); over TCP the
+    sender's retransmits where iperf3 counts them, over UDP the receiver's jitter in ms and the
+    share of datagrams lost in %."""
     if doc.get("error"):
         raise MeasurementError(f"iperf3: {doc['error']}")
     end = doc.get("end") or {}
     received = end.get("sum_received") or end.get("sum") or {}
     if "bits_per_second" not in received:
         raise MeasurementError("iperf3's document has no throughput")
-    retrans = (end.get("sum_sent") or {}).get("retransmits")
-    return received["bits_per_second"] / 1e9, None if retrans is None else float(retrans)
+    out = {"throughput": received["bits_per_second"] / 1e9}
+    if (doc.get("start") or {}).get("test_start", {}).get("protocol") == "UDP":
+        if not received.get("packets"):
+            raise MeasurementError("iperf3: no UDP datagram was received")
+        out["jitter"] = float(received["jitter_ms"])
+        out["lost"] = 100 * received["lost_packets"] / received["packets"]
+    elif (end.get("sum_sent") or {}).get("retransmits") is not None:
+        out["retransmits"] = float(end["sum_sent"]["retransmits"])
+    return out
 
 
 def _port() -> int:
@@ -130,10 +157,10 @@ def server(exe: str, o: IperfOptions) -> Iterator[tuple[str, int]]:
 
 
 def once(exe: str, o: IperfOptions, ctx: RunContext, host: str, port: int, timeout: float
-         ) -> tuple[float, float | None]:
+         ) -> dict[str, float]:
     seconds = o.time_s or SETTINGS[ctx.profile.name]
     argv = [exe, "-c", host, "-p", str(port), "-J", "-t", str(seconds), "-P", str(o.streams),
-            *(["-R"] if o.reverse else [])]
+            *(["-R"] if o.reverse else []), *(["-u", "-b", o.udp] if o.udp else [])]
     deadline = time.monotonic() + START_S
     while True:  # the server may still be starting
         ran = command.run(argv, timeout=min(timeout, 2 * seconds + 60))
@@ -157,14 +184,15 @@ def run(ctx: RunContext, o: IperfOptions) -> None:
         reps = program.repeat(ctx, "iperf3", program.repetitions(ctx, o.repeat),
                               lambda i: once(exe, o, ctx, host, port, timeout))
     params: dict[str, Any] = {"streams": o.streams, "reverse": o.reverse}
+    if o.udp:  # TCP's figures keep the parameters they were stored with before UDP came
+        params.update({"protocol": "udp", "rate": o.udp})
     if o.peer:  # a link: sender to receiver
         me = socket.gethostname()
         sender, receiver = (o.peer, me) if o.reverse else (me, o.peer)
         params.update({"from": sender, "to": receiver})
     else:
         params["server"] = o.server or "loopback"
-    ctx.metrics.append(Metric("iperf3", "throughput", "Gbit/s", params, [r[0] for r in reps]))
-    retrans = [r[1] for r in reps if r[1] is not None]
-    if len(retrans) == len(reps):
-        ctx.metrics.append(Metric("iperf3", "retransmits", "count", dict(params), retrans,
-                                  "lower"))
+    for spec in FIGURES:  # a figure every repetition gave (iperf3 may not count retransmits)
+        if all(spec.name in r for r in reps):
+            ctx.metrics.append(Metric("iperf3", spec.name, spec.unit, dict(params),
+                                      [r[spec.name] for r in reps], spec.better))

@@ -1,26 +1,43 @@
-"""The iperf3 family's table: throughput and retransmits per server or link."""
+"""The iperf3 family's tables: TCP throughput and retransmits, UDP throughput, jitter and loss,
+per server or link."""
 
 from __future__ import annotations
 
-from hpcprobe.results.model import Run
+from hpcprobe.results.model import Metric, Run
 from hpcprobe.views.table import Block, Table, cell, shown
+
+#: per protocol: the title, and the figures beside the throughput (name, column, digits)
+PROTOCOLS = {
+    "tcp": ("iperf3: TCP throughput received and the sender's retransmits",
+            (("retransmits", "retransmits", 0),)),
+    "udp": ("iperf3: UDP throughput received, the receiver's jitter and the datagrams lost",
+            (("jitter", "jitter ms", 3), ("lost", "lost %", 2)))}
+
+
+def _protocol(m: Metric) -> str:
+    return str(m.params.get("protocol", "tcp"))
 
 
 def tables(run: Run) -> list[Block]:
     ms = [m for m in run.metrics if m.benchmark == "iperf3"]
-    if not ms:
-        return []
-    t = Table(title="iperf3: TCP throughput received and the sender's retransmits, median ±95% "
-                    "CI over the repetitions")
-    for col, just in (("to", "left"), ("streams", "right"), ("direction", "left"),
-                      ("Gbit/s", "right"), ("retransmits", "right")):
-        t.add_column(col, just)
-    retrans = {repr(m.params): m for m in ms if m.name == "retransmits"}
-    for m in ms:
-        if m.name != "throughput":
+    out = []
+    for proto, (title, beside) in PROTOCOLS.items():
+        mine = [m for m in ms if _protocol(m) == proto]
+        if not mine:
             continue
-        p = m.params
-        to = f"{p['from']} -> {p['to']}" if "from" in p else str(p.get("server"))
-        t.add_row(to, str(p["streams"]), "reverse" if p["reverse"] else "forward", cell(m, 2),
-                  cell(retrans.get(repr(p)), 0) if repr(p) in retrans else "-")
-    return shown(t)
+        t = Table(title=f"{title}, median ±95% CI over the repetitions")
+        for col, just in (("to", "left"), ("streams", "right"), ("direction", "left"),
+                          *((("rate", "right"),) if proto == "udp" else ()),
+                          ("Gbit/s", "right"), *((c, "right") for _, c, _ in beside)):
+            t.add_column(col, just)
+        by = {(m.name, repr(m.params)): m for m in mine}
+        for m in mine:
+            if m.name != "throughput":
+                continue
+            p = m.params
+            to = f"{p['from']} -> {p['to']}" if "from" in p else str(p.get("server"))
+            t.add_row(to, str(p["streams"]), "reverse" if p["reverse"] else "forward",
+                      *((str(p["rate"]),) if proto == "udp" else ()), cell(m, 2),
+                      *(cell(by.get((name, repr(p))), digits) for name, _, digits in beside))
+        out += shown(t)
+    return out
