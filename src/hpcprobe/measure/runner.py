@@ -3,6 +3,7 @@ from them), findings, warnings, errors."""
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 import uuid
@@ -63,8 +64,10 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
         assert family.run is not None
         try:
             family.run(ctx, options.get(family.name))
-        except MeasurementError as exc:
-            ctx.errors.append(f"{family.name}: {exc}")
+        except MeasurementError as exc:  # named once: "fio: …", not "fio: fio: …"
+            said = str(exc)
+            ctx.errors.append(said if re.match(rf"{re.escape(family.name)}\b", said)
+                              else f"{family.name}: {said}")
         ctx.close_ledgers()
         for m in [m for m in ctx.metrics if not m.samples]:  # a family's bug: no figure
             ctx.errors.append(f"{m.benchmark}: {m.name} {m.params} has no sample; dropped")

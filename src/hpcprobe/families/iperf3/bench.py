@@ -161,8 +161,8 @@ def once(exe: str, o: IperfOptions, ctx: RunContext, host: str, port: int, timeo
     seconds = o.time_s or SETTINGS[ctx.profile.name]
     argv = [exe, "-c", host, "-p", str(port), "-J", "-t", str(seconds), "-P", str(o.streams),
             *(["-R"] if o.reverse else []), *(["-u", "-b", o.udp] if o.udp else [])]
-    deadline = time.monotonic() + START_S
-    while True:  # the server may still be starting
+    deadline = time.monotonic() + (0 if o.server else START_S)
+    while True:  # the server hpcprobe started may still be starting; the user's is up or not
         ran = command.run(argv, timeout=min(timeout, 2 * seconds + 60))
         text = ran.output[ran.output.find("{"):] if "{" in ran.output else ""
         try:
