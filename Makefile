@@ -43,6 +43,7 @@ bench: setup
 	$(PY) benchmarks/mpi_vs_hpcc.py
 	$(PY) benchmarks/hpl_vs_hpcc.py
 	$(PY) benchmarks/proxy_bounds.py
+	$(PY) benchmarks/iperf3_by_hand.py
 	$(PY) benchmarks/gpu_vs_torch.py
 
 lint: setup
