@@ -217,7 +217,7 @@ def test_an_overdue_job_is_asked_where_it_stood_before_its_cancel(tmp_path, monk
 
 def test_asking_for_stacks_never_fails_the_campaign(tmp_path, monkeypatch):
     """The request for an overdue job's stacks is only a request: a controller that does not
-    pass it on in time (a job on a node whose slurmd is gone) leaves the job to its cancel,
+    answer in time (busy, restarting) leaves the job to its cancel,
     where a cancel that does not answer is an error."""
     from hpcprobe.schedulers import SCHEDULERS, slurm
 

@@ -200,8 +200,8 @@ class Slurm(Scheduler):
 
     def stacks(self, jobs: Sequence[Job]) -> None:
         # a batch job's script process: hpcprobe (the script execs it), or srun forwarding it.
-        # Only a request: where the controller is slow to answer (a job on a node whose
-        # slurmd is gone), the job is cancelled without its stacks.
+        # Only a request: where the controller is slow to answer (busy, restarting), the job
+        # is cancelled without its stacks.
         try:
             self._signal(jobs, signal.SIGUSR1, "--batch", "--signal=USR1",
                          timeout=STACKS_TIMEOUT_S)
