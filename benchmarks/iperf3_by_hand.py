@@ -16,24 +16,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import subprocess
 import time
 
 from sidebyside import hpcprobe_json, in_turn, missing, round_ratios
 
 from hpcprobe import tools
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from hpcprobe.tools import pgserver
 
 
 def by_hand(seconds: int, rate: str | None) -> dict[str, float]:
     """One client run against a server of its own on loopback, as a user types them."""
-    exe, port = tools.get("iperf3").find() or "iperf3", _port()
+    exe, port = tools.get("iperf3").find() or "iperf3", pgserver.free_port()
     server = subprocess.Popen([exe, "-s", "-B", "127.0.0.1", "-p", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

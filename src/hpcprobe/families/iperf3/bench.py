@@ -21,7 +21,7 @@ from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, MetricSpec, RunContext, option
 from hpcprobe.probes import program
 from hpcprobe.results.model import Metric
-from hpcprobe.tools import command
+from hpcprobe.tools import command, pgserver
 
 TOOL = tools.get("iperf3")
 #: Per profile: seconds a repetition transmits.
@@ -106,12 +106,6 @@ def parse(doc: dict[str, Any]) -> dict[str, float]:
     return out
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind((LOOPBACK, 0))
-        return int(s.getsockname()[1])
-
-
 def _address(node: str) -> str:
     """The address Slurm knows the node by (its NodeAddr), else its name."""
     try:
@@ -138,7 +132,7 @@ def server(exe: str, o: IperfOptions) -> Iterator[tuple[str, int]]:
         argv = ["srun", "--overlap", "--nodes", "1", "--ntasks", "1", "--nodelist", o.peer,
                 exe, "-s", "-p", str(port)]
     else:
-        host, port = LOOPBACK, _port()
+        host, port = LOOPBACK, pgserver.free_port()
         argv = [exe, "-s", "-B", host, "-p", str(port)]
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,

@@ -3,32 +3,29 @@ per server or link."""
 
 from __future__ import annotations
 
-from hpcprobe.results.model import Metric, Run
+from hpcprobe.results.model import Run
 from hpcprobe.views.table import Block, Table, cell, shown
 
-#: per protocol: the title, and the figures beside the throughput (name, column, digits)
+#: per protocol: the title, the parameter columns after the direction, and the figures beside
+#: the throughput (name, column, digits)
 PROTOCOLS = {
-    "tcp": ("iperf3: TCP throughput received and the sender's retransmits",
+    "tcp": ("iperf3: TCP throughput received and the sender's retransmits", (),
             (("retransmits", "retransmits", 0),)),
     "udp": ("iperf3: UDP throughput received, the receiver's jitter and the datagrams lost",
-            (("jitter", "jitter ms", 3), ("lost", "lost %", 2)))}
-
-
-def _protocol(m: Metric) -> str:
-    return str(m.params.get("protocol", "tcp"))
+            ("rate",), (("jitter", "jitter ms", 3), ("lost", "lost %", 2)))}
 
 
 def tables(run: Run) -> list[Block]:
     ms = [m for m in run.metrics if m.benchmark == "iperf3"]
     out = []
-    for proto, (title, beside) in PROTOCOLS.items():
-        mine = [m for m in ms if _protocol(m) == proto]
+    for proto, (title, shown_params, beside) in PROTOCOLS.items():
+        mine = [m for m in ms if m.params.get("protocol", "tcp") == proto]
         if not mine:
             continue
         t = Table(title=f"{title}, median ±95% CI over the repetitions")
         for col, just in (("to", "left"), ("streams", "right"), ("direction", "left"),
-                          *((("rate", "right"),) if proto == "udp" else ()),
-                          ("Gbit/s", "right"), *((c, "right") for _, c, _ in beside)):
+                          *((k, "right") for k in shown_params), ("Gbit/s", "right"),
+                          *((c, "right") for _, c, _ in beside)):
             t.add_column(col, just)
         by = {(m.name, repr(m.params)): m for m in mine}
         for m in mine:
@@ -37,7 +34,7 @@ def tables(run: Run) -> list[Block]:
             p = m.params
             to = f"{p['from']} -> {p['to']}" if "from" in p else str(p.get("server"))
             t.add_row(to, str(p["streams"]), "reverse" if p["reverse"] else "forward",
-                      *((str(p["rate"]),) if proto == "udp" else ()), cell(m, 2),
+                      *(str(p[k]) for k in shown_params), cell(m, 2),
                       *(cell(by.get((name, repr(p))), digits) for name, _, digits in beside))
         out += shown(t)
     return out
