@@ -255,6 +255,13 @@ static const char *readings_stop(struct readings *r)
     return out;
 }
 
+/* Readings from now on only: those taken so far dropped. */
+static void readings_restart(struct readings *r)
+{
+    readings_stop(r);
+    readings_start(r);
+}
+
 /* A timed measurement: its CUDA events and the NVML readings taken while it runs. */
 #define MAX_EVENTS 6
 struct timed {
@@ -583,18 +590,20 @@ static void cublas_open(const char *path, int need_lt)
             fail(EXIT_NODEV, "cuBLASLt (beside %s) was not found or lacks cublasLtMatmul", path);
 }
 
-/* The operands' values: multiples of 1/8 in [-1, 1] (17 values, 3 significant bits at most),
- * exact in every input type down to FP8 E4M3, so products (multiples of 1/64) are exact and
- * only the accumulation and the output rounding can differ from the reference. Seventeen
- * values rather than a handful keep the multipliers' bits changing, as real data does: a
- * power-capped GPU runs faster on data that toggles fewer bits (zeros above all). */
+/* The operands' values: uniform in [-1, 1) with a full double mantissa, rounded to the input
+ * type on the device, as HPL's and PyTorch's random matrices are. A power-capped GPU's GEMM
+ * rate depends on the bits its multipliers toggle: on an H100, operands of three significant
+ * bits ran 1.16 times as fast as PyTorch's random ones at the same clock, so only data as
+ * random as real data's gives the rate real work gets. The check below therefore recomputes
+ * sampled entries from the inputs as the device holds them (gathered back), not from these. */
 __host__ __device__ static inline double operand(uint64_t i, uint64_t seed)
 {
-    uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+    /* splitmix64: element i of the stream `seed` */
+    uint64_t x = (i + 1) * 0x9E3779B97F4A7C15ull + seed * 0xD1B54A32D192ED03ull;
+    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
     x ^= x >> 31;
-    x *= 0xBF58476D1CE4E5B9ull;
-    x ^= x >> 29;
-    return ((double)(x % 17) - 8.0) * 0.125;
+    return (double)(x >> 11) * 0x1p-52 - 1.0;
 }
 
 template <typename T> __device__ T from_double(double v);
@@ -627,11 +636,16 @@ template <typename T> __global__ void k_fill(T *x, size_t n, uint64_t seed)
         x[i] = from_double<T>(operand(i, seed));
 }
 
-template <typename T> __global__ void k_gather(const T *c, const size_t *at, double *out, int n)
+/* out[k n + l] = m[at[k] + l stride] for l < n, k < count: entries of C (n 1), or the rows of
+ * A and the columns of B that the checked entries of C are the products of (n N). */
+template <typename T>
+__global__ void k_gather(const T *m, const size_t *at, size_t stride, double *out, int n,
+                         int count)
 {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < n)
-        out[i] = to_double<T>(c[at[i]]);
+    int k = blockIdx.y;
+    for (int l = blockIdx.x * blockDim.x + threadIdx.x; l < n; l += gridDim.x * blockDim.x)
+        if (k < count)
+            out[(size_t)k * n + l] = to_double<T>(m[at[k] + (size_t)l * stride]);
 }
 
 #define CHECKED 256 /* entries of C checked against the host reference */
@@ -641,18 +655,20 @@ struct precision {
     cudaDataType in, out;
     int compute, size_in, size_out;
     double u_out, u_acc; /* unit roundoff of the output and of the accumulation */
+    double u_in;         /* the inputs' relative error inside the product: TF32 keeps 10 of
+                          * FP32's 23 fraction bits (2^-10 bounds truncation and rounding) */
     int lt;              /* through cuBLASLt, A transposed (the FP8 kernels' "TN" layout) */
     int min_cc;          /* the oldest architecture that runs it (major*10 + minor) */
 };
 /* FP8: E4M3 inputs, BF16 output, FP32 accumulation with cuBLASLt's default promotion (no
  * CUBLASLT_MATMUL_DESC_FAST_ACCUM), so the FP32 accumulation bound holds. */
 static const struct precision PRECISIONS[] = {
-    {"fp64", CUDA_R_64F, CUDA_R_64F, COMPUTE_64F, 8, 8, 0x1p-53, 0x1p-53, 0, 0},
-    {"fp32", CUDA_R_32F, CUDA_R_32F, COMPUTE_32F, 4, 4, 0x1p-24, 0x1p-24, 0, 0},
-    {"tf32", CUDA_R_32F, CUDA_R_32F, COMPUTE_TF32, 4, 4, 0x1p-24, 0x1p-24, 0, 80},
-    {"bf16", CUDA_R_16BF, CUDA_R_16BF, COMPUTE_32F, 2, 2, 0x1p-8, 0x1p-24, 0, 0},
-    {"fp16", CUDA_R_16F, CUDA_R_16F, COMPUTE_32F, 2, 2, 0x1p-11, 0x1p-24, 0, 0},
-    {"fp8", CUDA_R_8F_E4M3, CUDA_R_16BF, COMPUTE_32F, 1, 2, 0x1p-8, 0x1p-24, 1, 89},
+    {"fp64", CUDA_R_64F, CUDA_R_64F, COMPUTE_64F, 8, 8, 0x1p-53, 0x1p-53, 0, 0, 0},
+    {"fp32", CUDA_R_32F, CUDA_R_32F, COMPUTE_32F, 4, 4, 0x1p-24, 0x1p-24, 0, 0, 0},
+    {"tf32", CUDA_R_32F, CUDA_R_32F, COMPUTE_TF32, 4, 4, 0x1p-24, 0x1p-24, 0x1p-10, 0, 80},
+    {"bf16", CUDA_R_16BF, CUDA_R_16BF, COMPUTE_32F, 2, 2, 0x1p-8, 0x1p-24, 0, 0, 0},
+    {"fp16", CUDA_R_16F, CUDA_R_16F, COMPUTE_32F, 2, 2, 0x1p-11, 0x1p-24, 0, 0, 0},
+    {"fp8", CUDA_R_8F_E4M3, CUDA_R_16BF, COMPUTE_32F, 1, 2, 0x1p-8, 0x1p-24, 0, 1, 89},
 };
 
 template <typename T> struct Fill {
@@ -662,9 +678,11 @@ template <typename T> struct Fill {
     }
 };
 template <typename T> struct Gather {
-    static void run(const void *c, const size_t *at, double *out, int n)
+    static void run(const void *m, const size_t *at, size_t stride, double *out, int n,
+                    int count)
     {
-        k_gather<T><<<(n + 255) / 256, 256>>>((const T *)c, at, out, n);
+        k_gather<T><<<dim3((n + 255) / 256 < 64 ? (n + 255) / 256 : 64, count), 256>>>(
+            (const T *)m, at, stride, out, n, count);
     }
 };
 
@@ -723,6 +741,53 @@ static void lt_teardown(struct lt_plan *q)
     CK(cudaFree(q->workspace));
 }
 
+/* The GEMM's timing. Repetition 0, the warm-up that hpcprobe drops, runs products back to back
+ * for at least WARM_S; the later repetitions are batches of back-to-back products lasting
+ * together at least TIMED_S, each at least SAMPLE_S. A GPU's clocks and power settle under
+ * load within about a second, and NVML's power reading is an average over about a second:
+ * single products of a millisecond would time a GPU that has not yet met its power limit, and
+ * read its power as idle. At the limit the clock swings (on an H100 at 700 W, with a period of
+ * about 0.8 s and 10 % deep, damping over seconds): batches that together span 0.5 s gave a
+ * median 4 % above one spanning 1 s or more, depending on where in the swing they fell. */
+#define WARM_S 1.0
+#define TIMED_S 2.0
+#define SAMPLE_S 0.1
+
+/* One product C = A B as a precision's library call takes it. */
+struct gemm_call {
+    const struct precision *p;
+    cublas_handle h;
+    struct lt_plan *plan;
+    const void *A, *B, *alpha, *beta;
+    void *C;
+    int n;
+};
+
+/* `count` products back to back; a failed call exits. */
+static void gemm_batch(const struct gemm_call *g, int count)
+{
+    const struct precision *p = g->p;
+    int n = g->n;
+    for (int k = 0; k < count; k++) {
+        int st = p->lt ? lt.matmul(g->plan->h, g->plan->desc, g->alpha, g->A, g->plan->a, g->B,
+                                   g->plan->b, g->beta, g->C, g->plan->d, g->C, g->plan->d,
+                                   &g->plan->best.algo, g->plan->workspace, LT_WORKSPACE, 0)
+                       : cublas.gemm(g->h, OP_N, OP_N, n, n, n, g->alpha, g->A, p->in, n, g->B,
+                                     p->in, n, g->beta, g->C, p->out, n, p->compute,
+                                     GEMM_DEFAULT);
+        if (st != 0)
+            fail(st == 3 ? EXIT_OOM : EXIT_CHECK, "%s %s n=%d: status %d",
+                 p->lt ? "cublasLtMatmul" : "cublasGemmEx", p->name, n, st);
+    }
+}
+
+/* The products that fill `seconds`, one taking `one` seconds: at least 1. */
+static int products_for(double seconds, double one)
+{
+    double k = one > 0 ? ceil(seconds / one) : 1;
+    return k < 1 ? 1 : k > 1e6 ? 1000000 : (int)k;
+}
+
 static int cmd_gemm(int device, const char *prec, int n, int reps, const char *lib)
 {
     const struct precision *p = NULL;
@@ -740,82 +805,103 @@ static int cmd_gemm(int device, const char *prec, int n, int reps, const char *l
         fail(EXIT_USAGE, "%s GEMM needs compute capability %d.%d; device %d has %d.%d",
              p->name, p->min_cc / 10, p->min_cc % 10, device, cc / 10, cc % 10);
     cublas_open(lib, p->lt);
-    cublas_handle h;
-    if (cublas.create(&h) != 0)
+    struct gemm_call g = {p, NULL, NULL, NULL, NULL, NULL, NULL, NULL, n};
+    if (cublas.create(&g.h) != 0)
         fail(EXIT_NODEV, "cublasCreate failed (status)");
     int ver = 0;
     if (cublas.version)
-        cublas.version(h, &ver);
+        cublas.version(g.h, &ver);
     size_t nn = (size_t)n * n;
-    void *A, *B, *C;
+    void *A, *B;
     CK(cudaMalloc(&A, nn * p->size_in));
     CK(cudaMalloc(&B, nn * p->size_in));
-    CK(cudaMalloc(&C, nn * p->size_out));
+    CK(cudaMalloc(&g.C, nn * p->size_out));
+    g.A = A, g.B = B;
     int blocks = 4 * attr(cudaDevAttrMultiProcessorCount, device);
     by_type<Fill>(p->in, A, nn, (uint64_t)1, blocks);
     by_type<Fill>(p->in, B, nn, (uint64_t)2, blocks);
-    CK(cudaMemset(C, 0, nn * p->size_out));
+    CK(cudaMemset(g.C, 0, nn * p->size_out));
     CK(cudaDeviceSynchronize());
     struct lt_plan plan;
-    if (p->lt)
+    if (p->lt) {
         lt_setup(&plan, p, n);
+        g.plan = &plan;
+    }
     /* alpha and beta in the compute type's scalar type: double for 64F, float otherwise */
     double one_d = 1, zero_d = 0;
     float one_f = 1, zero_f = 0;
-    const void *alpha = p->compute == COMPUTE_64F ? (const void *)&one_d : (const void *)&one_f;
-    const void *beta = p->compute == COMPUTE_64F ? (const void *)&zero_d : (const void *)&zero_f;
+    g.alpha = p->compute == COMPUTE_64F ? (const void *)&one_d : (const void *)&one_f;
+    g.beta = p->compute == COMPUTE_64F ? (const void *)&zero_d : (const void *)&zero_f;
     struct timed tm;
     timed_start(&tm, 2);
+    gemm_batch(&g, 1); /* the library's first call sets itself up: not timed */
+    CK(cudaEventRecord(tm.ev[0]));
+    gemm_batch(&g, 1);
+    CK(cudaEventRecord(tm.ev[1]));
+    double one = elapsed_s(tm.ev[0], tm.ev[1]);
     for (int r = 0; r < reps; r++) {
+        double last = TIMED_S / (reps > 1 ? reps - 1 : 1);
+        int count = products_for(r == 0 ? WARM_S : last > SAMPLE_S ? last : SAMPLE_S, one);
+        if (r == 1) /* NVML's readings of the timed batches alone, not of the warm-up */
+            readings_restart(&tm.rd);
         CK(cudaEventRecord(tm.ev[0]));
-        int st = p->lt ? lt.matmul(plan.h, plan.desc, alpha, A, plan.a, B, plan.b, beta, C,
-                                   plan.d, C, plan.d, &plan.best.algo, plan.workspace,
-                                   LT_WORKSPACE, 0)
-                       : cublas.gemm(h, OP_N, OP_N, n, n, n, alpha, A, p->in, n, B, p->in, n,
-                                     beta, C, p->out, n, p->compute, GEMM_DEFAULT);
+        gemm_batch(&g, count);
         CK(cudaEventRecord(tm.ev[1]));
-        if (st != 0)
-            fail(st == 3 ? EXIT_OOM : EXIT_CHECK, "%s %s n=%d: status %d",
-                 p->lt ? "cublasLtMatmul" : "cublasGemmEx", p->name, n, st);
         line("{\"test\": \"gemm\", \"precision\": \"%s\", \"n\": %d, \"rep\": %d, "
-             "\"flops\": %.17g, \"seconds\": %.9g}",
-             p->name, n, r, 2.0 * n * (double)n * n, elapsed_s(tm.ev[0], tm.ev[1]));
+             "\"products\": %d, \"flops\": %.17g, \"seconds\": %.9g}",
+             p->name, n, r, count, 2.0 * n * (double)n * n * count,
+             elapsed_s(tm.ev[0], tm.ev[1]));
     }
     const char *env = timed_stop(&tm);
-    /* the check: CHECKED entries of C (column-major, C(i,j) at i + j n) against the host */
-    size_t at[CHECKED], *d_at;
-    double got[CHECKED], *d_got;
-    for (int k = 0; k < CHECKED; k++)
-        at[k] = k == 0 ? 0 : k == 1 ? nn - 1 : ((uint64_t)k * 2654435761u + 12345u) % nn;
+    /* The check: CHECKED entries of C (column-major, C(i,j) at i + j n) against the host's
+     * sum, in double, of the products of A's row i and B's column j as the device holds them
+     * (A(i,l) at i + l n, or at l + i n where A is transposed; B(l,j) at l + j n). */
+    size_t at[3 * CHECKED], *d_at;
+    for (int k = 0; k < CHECKED; k++) {
+        size_t c = k == 0 ? 0 : k == 1 ? nn - 1 : ((uint64_t)k * 2654435761u + 12345u) % nn;
+        size_t i = c % n, j = c / n;
+        at[k] = c;
+        at[CHECKED + k] = p->lt ? i * n : i;
+        at[2 * CHECKED + k] = j * n;
+    }
+    size_t rows = (size_t)CHECKED * n;
+    double *d_got, *got = (double *)host_alloc((CHECKED + 2 * rows) * sizeof(double));
     CK(cudaMalloc(&d_at, sizeof at));
-    CK(cudaMalloc(&d_got, sizeof got));
+    CK(cudaMalloc(&d_got, (CHECKED + 2 * rows) * sizeof(double)));
     CK(cudaMemcpy(d_at, at, sizeof at, cudaMemcpyHostToDevice));
-    by_type<Gather>(p->out, (const void *)C, (const size_t *)d_at, d_got, CHECKED);
-    CK(cudaMemcpy(got, d_got, sizeof got, cudaMemcpyDeviceToHost));
+    by_type<Gather>(p->out, (const void *)g.C, (const size_t *)d_at, (size_t)1, d_got, 1,
+                    CHECKED);
+    by_type<Gather>(p->in, (const void *)A, (const size_t *)d_at + CHECKED,
+                    p->lt ? (size_t)1 : (size_t)n, d_got + CHECKED, n, CHECKED);
+    by_type<Gather>(p->in, (const void *)B, (const size_t *)d_at + 2 * CHECKED, (size_t)1,
+                    d_got + CHECKED + rows, n, CHECKED);
+    CK(cudaGetLastError());
+    CK(cudaMemcpy(got, d_got, (CHECKED + 2 * rows) * sizeof(double), cudaMemcpyDeviceToHost));
     double worst = 0;
     int bad = 0;
     for (int k = 0; k < CHECKED; k++) {
-        size_t i = at[k] % n, j = at[k] / n;
+        const double *a = got + CHECKED + (size_t)k * n, *b = got + CHECKED + rows + (size_t)k * n;
         double ref = 0, mag = 0;
         for (int l = 0; l < n; l++) {
-            /* A(i,l) is stored at i + l n, or at l + i n where A is transposed */
-            size_t ail = p->lt ? l + i * (size_t)n : i + (size_t)l * n;
-            double x = operand(ail, 1) * operand(l + j * (size_t)n, 2);
-            ref += x;
-            mag += fabs(x);
+            ref += a[l] * b[l];
+            mag += fabs(a[l] * b[l]);
         }
-        /* Higham's bound for a sum of n exact products, plus the output's rounding */
-        double tol = fabs(ref) * p->u_out + 2.0 * n * p->u_acc * mag + 1e-300;
+        /* Higham's bound for a sum of n products, plus the inputs' rounding inside the
+         * product (TF32) and the output's rounding; the host's own sum in double is within
+         * the accumulation term */
+        double tol = fabs(ref) * p->u_out +
+                     (2.0 * n * p->u_acc + 2.0 * p->u_in * (1 + p->u_in)) * mag + 1e-300;
         double e = fabs(got[k] - ref) / tol;
         worst = e > worst ? e : worst;
         bad += e > 1.0;
     }
+    free(got);
     if (p->lt)
         lt_teardown(&plan);
-    cublas.destroy(h);
+    cublas.destroy(g.h);
     CK(cudaFree(A));
     CK(cudaFree(B));
-    CK(cudaFree(C));
+    CK(cudaFree(g.C));
     CK(cudaFree(d_at));
     CK(cudaFree(d_got));
     line("{\"test\": \"gemm\", \"precision\": \"%s\", \"n\": %d, \"check\": %s, "
