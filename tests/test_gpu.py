@@ -476,6 +476,17 @@ def test_a_node_whose_driver_does_not_load(stand_in, monkeypatch, tiny):
     assert ctx.warnings[0].startswith("gpu: skipped: CUDA: no NVIDIA driver")
 
 
+def test_gpu_info_says_what_cuda_sees(stand_in, capsys, monkeypatch):
+    assert bench.info(bench.GpuOptions()) == 0
+    out = capsys.readouterr().out
+    assert "GPU0 as CUDA sees it (device 0): compute capability 9.0, 100 SMs, L2 1 MiB, " \
+        "memory bus 4096 bits" in out
+    monkeypatch.setenv("STAND_IN_NO_DRIVER", "1")  # the inventory stands; CUDA's line says why
+    assert bench.info(bench.GpuOptions()) == 0
+    out = capsys.readouterr().out
+    assert "GPU0: NVIDIA H100" in out and "CUDA: no NVIDIA driver" in out
+
+
 def test_no_cublas_fails_the_gemm_alone(stand_in, monkeypatch, tiny):
     def none(tk, asked):
         raise UserError("no cuBLAS library found")
@@ -502,6 +513,8 @@ def test_figures_count_only_after_their_check(stand_in, tmp_path, tiny):
         "software power cap"
     [model] = [m for m in ctx.metrics if m.name == "gemm_peak"]
     assert model.samples == [pytest.approx(4096 * 100 * 1500e6 / 1e12)]  # at the SM clock read
+    [g] = ctx.provenance["gpu"]["gpus"]  # the inventory, with what CUDA says of the GPU
+    assert (g["bus_id"], g["cuda"]["sms"], g["cuda"]["cc"]) == ("0000:17:00.0", 100, "9.0")
     bw = [m for m in ctx.metrics if m.name == "bandwidth"]
     assert sorted({m.params["array_bytes"] for m in bw}) == [1 << 20, 2 << 20, 4 << 20]
     triad = next(m for m in bw if m.params["kernel"] == "triad" and

@@ -13,7 +13,7 @@ import json
 import os
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from hpcprobe.common.cpulist import format_cpulist
@@ -308,9 +308,7 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
     try:  # no GPU, driver, nvcc or build: the GPU family alone does not run
         if not inv.gpus:
             raise UserError(f"no GPU: {inv.none_why}")
-        tk = toolkit.find()
-        exe = str(build.build(tk, [toolkit.arch_of(c) for c in _compute_caps(inv)], driver))
-        cuda, head = _cuda_devices(exe, timeout)
+        tk, exe, cuda, head = _program(inv, driver, timeout)
     except UserError as exc:
         if ctx.standalone or o.gpu_devices or o.gpu_tests:
             raise
@@ -319,7 +317,8 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
     devs, tests, s = setup(ctx, o, inv)
     ctx.provenance["gpu"] = {"driver": driver, "driver_cuda": head.get("driver_cuda"),
                              "runtime_cuda": head.get("runtime_cuda"), **tk.to_dict(),
-                             "gpus": [g.to_dict() for g in devs]}
+                             "gpus": [{**g.to_dict(), "cuda": asdict(cuda[g.bus_id])}
+                                      if g.bus_id in cuda else g.to_dict() for g in devs]}
     for g in inv.gpus:  # the node's GPUs, measured or not: what needs an administrator
         for f in gpus.findings(g):
             ctx.warnings.append(f"gpu: {f}")
@@ -346,6 +345,15 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
             except MeasurementError as exc:  # this test's figures are discarded, others go on
                 ctx.errors.append(f"gpu: GPU{g.index} {test}: {exc}")
             ctx.progress.advance(f"gpu GPU{g.index} {test}")
+
+
+def _program(inv: gpus.Inventory, driver: str | None, timeout: float
+             ) -> tuple[toolkit.Toolkit, str, dict[str, _Device], dict[str, Any]]:
+    """Our GPU program, built (once) for the GPUs present, and what CUDA says of each GPU (by
+    bus id) and of itself (driver and runtime versions)."""
+    tk = toolkit.find()
+    exe = str(build.build(tk, [toolkit.arch_of(c) for c in _compute_caps(inv)], driver))
+    return (tk, exe, *_cuda_devices(exe, timeout))
 
 
 def _compute_caps(inv: gpus.Inventory) -> list[str]:
@@ -564,7 +572,15 @@ def info(o: GpuOptions) -> int:
         print(f"CUDA toolkit: nvcc {tk.release} at {tk.nvcc} (architectures "
               f"{', '.join(tk.archs)})")
         print(f"cuBLAS: {toolkit.cublas(tk, o.gpu_cublas)}")
-    except UserError as exc:
+        if inv.gpus and not o.gpu_smi:  # a recorded node's GPUs are not this node's
+            _, _, cuda, _ = _program(inv, inv.driver or toolkit.driver_version(),
+                                     o.timeout_s or 300.0)
+            for g in inv.gpus:
+                if (d := cuda.get(g.bus_id)) is not None:
+                    print(f"  GPU{g.index} as CUDA sees it (device {d.cuda_index}): compute "
+                          f"capability {d.cc}, {d.sms} SMs, L2 {format_bytes(d.l2_bytes)}, "
+                          f"memory bus {d.bus_width_bits} bits")
+    except (UserError, MeasurementError) as exc:
         print(f"CUDA: {exc}")
     return 0
 
