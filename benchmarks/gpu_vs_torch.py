@@ -74,10 +74,11 @@ def torch_gemm_tflops(torch, device: int, n: int, dtype, reps: int = REPS, warm_
         e.synchronize()
         return s.elapsed_time(e) * 1e-3
 
-    timed(1)
-    one = timed(1)
-    timed(max(1, math.ceil(warm_s / one)))
-    batch = max(1, math.ceil(max(0.1, timed_s / reps) / one))
+    spent, count, per = 0.0, 1, 0.0
+    while spent < warm_s:  # batches doubling until warm_s has passed; the last sizes the rest
+        t = timed(count)
+        spent, per, count = spent + t, t / count, min(2 * count, 1 << 20)
+    batch = max(1, math.ceil(max(0.1, timed_s / reps) / per))
     return 2 * n**3 * batch / statistics.median(timed(batch) for _ in range(reps)) / 1e12
 
 

@@ -593,8 +593,8 @@ static void cublas_open(const char *path, int need_lt)
 /* The operands' values: uniform in [-1, 1) with a full double mantissa, rounded to the input
  * type on the device, as HPL's and PyTorch's random matrices are. A power-capped GPU's GEMM
  * rate depends on the bits its multipliers toggle: on an H100, operands of three significant
- * bits ran 1.16 times as fast as PyTorch's random ones at the same clock, so only data as
- * random as real data's gives the rate real work gets. The check below therefore recomputes
+ * bits, timed one product at a time, ran 1.16 times as fast as PyTorch's random ones timed
+ * alike, so only data as random as real data's gives the rate real work gets. The check below therefore recomputes
  * sampled entries from the inputs as the device holds them (gathered back), not from these. */
 __host__ __device__ static inline double operand(uint64_t i, uint64_t seed)
 {
@@ -636,16 +636,14 @@ template <typename T> __global__ void k_fill(T *x, size_t n, uint64_t seed)
         x[i] = from_double<T>(operand(i, seed));
 }
 
-/* out[k n + l] = m[at[k] + l stride] for l < n, k < count: entries of C (n 1), or the rows of
- * A and the columns of B that the checked entries of C are the products of (n N). */
+/* out[k n + l] = m[at[k] + l stride] for l < n, k the grid's row of blocks: entries of C (n 1),
+ * or the rows of A and the columns of B that the checked entries of C are the products of. */
 template <typename T>
-__global__ void k_gather(const T *m, const size_t *at, size_t stride, double *out, int n,
-                         int count)
+__global__ void k_gather(const T *m, const size_t *at, size_t stride, double *out, int n)
 {
     int k = blockIdx.y;
     for (int l = blockIdx.x * blockDim.x + threadIdx.x; l < n; l += gridDim.x * blockDim.x)
-        if (k < count)
-            out[(size_t)k * n + l] = to_double<T>(m[at[k] + (size_t)l * stride]);
+        out[(size_t)k * n + l] = to_double<T>(m[at[k] + (size_t)l * stride]);
 }
 
 #define CHECKED 256 /* entries of C checked against the host reference */
@@ -682,7 +680,7 @@ template <typename T> struct Gather {
                     int count)
     {
         k_gather<T><<<dim3((n + 255) / 256 < 64 ? (n + 255) / 256 : 64, count), 256>>>(
-            (const T *)m, at, stride, out, n, count);
+            (const T *)m, at, stride, out, n);
     }
 };
 
@@ -742,13 +740,13 @@ static void lt_teardown(struct lt_plan *q)
 }
 
 /* The GEMM's timing. Repetition 0, the warm-up that hpcprobe drops, runs products back to back
- * for at least WARM_S; the later repetitions are batches of back-to-back products lasting
+ * for at least WARM_S (in batches doubling from one, below); the later repetitions are batches of back-to-back products lasting
  * together at least TIMED_S, each at least SAMPLE_S. A GPU's clocks and power settle under
  * load within about a second, and NVML's power reading is an average over about a second:
  * single products of a millisecond would time a GPU that has not yet met its power limit, and
  * read its power as idle. At the limit the clock swings (on an H100 at 700 W, with a period of
- * about 0.8 s and 10 % deep, damping over seconds): batches that together span 0.5 s gave a
- * median 4 % above one spanning 1 s or more, depending on where in the swing they fell. */
+ * about 0.8 s and 10 % deep, damping over seconds): batches that together spanned 0.5 s gave a
+ * median 4 % above PyTorch's spanning 1 s; spanning 2 s on both sides, 1 % (gpu_vs_torch). */
 #define WARM_S 1.0
 #define TIMED_S 2.0
 #define SAMPLE_S 0.1
@@ -834,16 +832,25 @@ static int cmd_gemm(int device, const char *prec, int n, int reps, const char *l
     g.beta = p->compute == COMPUTE_64F ? (const void *)&zero_d : (const void *)&zero_f;
     struct timed tm;
     timed_start(&tm, 2);
-    gemm_batch(&g, 1); /* the library's first call sets itself up: not timed */
-    CK(cudaEventRecord(tm.ev[0]));
-    gemm_batch(&g, 1);
-    CK(cudaEventRecord(tm.ev[1]));
-    double one = elapsed_s(tm.ev[0], tm.ev[1]);
-    for (int r = 0; r < reps; r++) {
-        double last = TIMED_S / (reps > 1 ? reps - 1 : 1);
-        int count = products_for(r == 0 ? WARM_S : last > SAMPLE_S ? last : SAMPLE_S, one);
-        if (r == 1) /* NVML's readings of the timed batches alone, not of the warm-up */
-            readings_restart(&tm.rd);
+    /* Repetition 0, the warm-up: batches doubling from one product until WARM_S has passed. A
+     * GPU idle before runs its first products at its idle clock, so no single product can
+     * size the batches: the warm-up's last batch, under load, sizes the timed ones. */
+    double spent = 0, per = 0;
+    long done = 0;
+    for (int count = 1; spent < WARM_S; count = count < (1 << 20) ? 2 * count : count) {
+        CK(cudaEventRecord(tm.ev[0]));
+        gemm_batch(&g, count);
+        CK(cudaEventRecord(tm.ev[1]));
+        double t = elapsed_s(tm.ev[0], tm.ev[1]);
+        spent += t, done += count, per = t / count;
+    }
+    line("{\"test\": \"gemm\", \"precision\": \"%s\", \"n\": %d, \"rep\": 0, "
+         "\"products\": %ld, \"flops\": %.17g, \"seconds\": %.9g}",
+         p->name, n, done, 2.0 * n * (double)n * n * done, spent);
+    readings_restart(&tm.rd); /* NVML's readings of the timed batches alone */
+    double each = TIMED_S / (reps > 1 ? reps - 1 : 1);
+    int count = products_for(each > SAMPLE_S ? each : SAMPLE_S, per);
+    for (int r = 1; r < reps; r++) {
         CK(cudaEventRecord(tm.ev[0]));
         gemm_batch(&g, count);
         CK(cudaEventRecord(tm.ev[1]));
