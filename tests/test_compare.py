@@ -101,6 +101,9 @@ def test_compare_from_the_store_by_id_tag_and_host(tmp_path):
     r = hpcprobe("compare", "nps1", "b0000", "--db", str(db))
     assert r.code == 0, r.err
     assert "NUMA domains per socket" in r.out and "+13.0 %" in r.out
+    assert "Joined metrics by effect size (all " in r.out
+    r = hpcprobe("compare", "nps1", "b0000", "--db", str(db), "--limit", "1")
+    assert "(the 1 largest of " in r.out and "--limit 0 for all" in r.out
     host = results.read_json(BASE).host  # the latest run of that host: nps4
     r = hpcprobe("compare", "a000", host, "--db", str(db), "--json")
     assert json.loads(r.out)["runs"][1].startswith("b0000000000b")

@@ -74,7 +74,9 @@ def render_comparison(c: Comparison, console: Console, limit: int | None) -> Non
     else:
         console.print("The configurations do not differ (same fingerprint).", highlight=False)
     rows = c.rows if limit is None else c.rows[:limit]
-    t = Table(title=f"Metrics by effect size ({len(rows)} of {len(c.rows)} joined; ratio = run / "
+    shown = f"all {len(rows)}" if len(rows) == len(c.rows) else \
+        f"the {len(rows)} largest of {len(c.rows)}, --limit 0 for all"
+    t = Table(title=f"Joined metrics by effect size ({shown}; ratio = run / "
                     "baseline median, 95 % bootstrap CI; p: Mann-Whitney U; ~ not significant at "
                     "0.05; ! fewer than 5 samples)")
     for col in ("benchmark", "metric", "params", "run", "baseline", "median", "change [95% CI]",
