@@ -650,6 +650,14 @@ def test_peer_copies_show_their_link():
         ["GPU0", "0000:87:00.0", "SYS", "no (through the host)"]]
 
 
+def test_the_plan_says_how_a_gemm_figure_is_timed(stand_in, tiny):
+    ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
+    [gemm] = [x for x in bench.plan(ctx, bench.GpuOptions(gpu_precisions=("bf16",)))
+              if "cuBLAS GEMM bf16" in x]
+    assert gemm.endswith("at N 4096, 5 samples each: batches spanning 2 s after a warm-up of "
+                         "1 s or more")
+
+
 def test_a_gpu_in_mig_mode_is_said_and_not_measured(stand_in, monkeypatch, tmp_path, tiny):
     xml = H100.read_text().replace("<current_mig>Disabled", "<current_mig>Enabled")
     sysfs, proc = h100_node(tmp_path / "mig")

@@ -207,7 +207,8 @@ def plan(ctx: RunContext, o: GpuOptions | None) -> list[str]:
         if "gemm" in tests:
             lines.append(f"{head}: cuBLAS GEMM {', '.join(o.gpu_precisions or peaks.PRECISIONS)} "
                          f"(those the GPU runs: TF32 from sm_80, FP8 from sm_89) at N "
-                         f"{', '.join(map(str, o.gpu_gemm_n or s.gemm_n))}, {reps} samples")
+                         f"{', '.join(map(str, o.gpu_gemm_n or s.gemm_n))}, {reps} samples "
+                         "each: batches spanning 2 s after a warm-up of 1 s or more")
         if "copy" in tests:
             nodes = [str(node) for node, _ in _numa_domains(ctx.topo)]
             lines.append(f"{head}: pinned {'/'.join(DIRECTIONS)} from NUMA "
