@@ -4,10 +4,10 @@ the device-to-device copy (BabelStream's copy kernel against `tensor.copy_`, bot
 bytes read and written) and the BF16 and FP16 GEMM (cuBLAS through hpcprobe's program against
 `torch.matmul`, 2 N^3 FLOPs) and, on GPUs of sm_89 and later, the FP8 GEMM (cuBLASLt against
 `torch._scaled_mm`, E4M3 in, BF16 out, scales 1, no fast accumulation on either side), with
-the same operands (uniform in [-1, 1)), cuBLAS (PyTorch's) and timing (1 s warm-up, then 10
-batches spanning 2 s) on both sides; each round's ratio hpcprobe / PyTorch and their median.
-PyTorch is the reference the field reaches for first; it is not a dependency of hpcprobe: run
-this with a Python that has both (PYTHONPATH), on a node with a GPU.
+the same operands (uniform in [-1, 1)), cuBLAS (PyTorch's) and timing (a warm-up of 1 s or
+more, then 10 batches spanning 2 s) on both sides; each round's ratio hpcprobe / PyTorch and
+their median. PyTorch is the reference the field reaches for first; it is not a dependency of
+hpcprobe: run this with a Python that has both (PYTHONPATH), on a node with a GPU.
 
 Usage: benchmarks/gpu_vs_torch.py [--rounds 3] [--n 8192] [--bytes 1GiB] [--device 0]
 """
@@ -48,8 +48,9 @@ def torch_gemm_tflops(torch, device: int, n: int, dtype, reps: int = REPS, warm_
                       timed_s: float = 2.0) -> float:
     """Median TFLOP/s of batches of back-to-back products, as hpcprobe times them: operands
     uniform in [-1, 1) (the bits a power-capped GPU's multipliers toggle set its rate), a
-    warm-up of back-to-back products for `warm_s`, then `reps` batches lasting `timed_s`
-    together (a power-capped GPU's clock swings; both sides' batches span the same swings)."""
+    warm-up of back-to-back products for `warm_s` or more, then `reps` batches lasting
+    `timed_s` together (a power-capped GPU's clock swings; both sides' batches span the same
+    swings)."""
     dev = f"cuda:{device}"
     a = torch.rand(n, n, device=dev, dtype=torch.float64) * 2 - 1
     b = torch.rand(n, n, device=dev, dtype=torch.float64) * 2 - 1
