@@ -27,7 +27,7 @@ from hpcprobe.machine import gpus, provenance
 from hpcprobe.measure import profiles
 from hpcprobe.measure.family import RunContext
 from hpcprobe.results import model as results
-from hpcprobe.results.model import Run
+from hpcprobe.results.model import Metric, Run
 from hpcprobe.results.store import Store
 
 H100 = DATA / "h100-1gpu.xml"
@@ -648,6 +648,42 @@ def test_peer_copies_show_their_link():
     assert [r[:3] + r[4:5] for r in t.rows] == [  # type: ignore[union-attr]
         ["GPU0", "0000:0f:00.0", "NV12", "yes"],
         ["GPU0", "0000:87:00.0", "SYS", "no (through the host)"]]
+
+
+def _gpus(tiny, gemm: dict[int, float], l2_triad: dict[int, float]) -> RunContext:
+    """A node's GPUs of one model with these GEMM and L2-resident triad rates (the rest
+    alike), five samples each within +-0.4 % (test input)."""
+    ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
+    for d, rate in gemm.items():
+        base = {"device": d, "gpu": "NVIDIA H100 80GB HBM3", "bus_id": f"0000:{d + 16:02x}:00.0",
+                "sm_mhz": 1400 + d, "throttle": "software power cap"}
+        for name, unit, params, at in (
+                ("gemm", "TFLOP/s", {"precision": "bf16", "n": 8192}, rate),
+                ("bandwidth", "GB/s", {"kernel": "triad", "array_bytes": 1 << 20}, l2_triad[d]),
+                ("bandwidth", "GB/s", {"kernel": "triad", "array_bytes": 400 << 20}, 2850.0 + d)):
+            ctx.metrics.append(Metric("gpu", name, unit, {**base, **params},
+                                      [at * (1 + 0.002 * k) for k in range(-2, 3)]))
+    return ctx
+
+
+def test_a_gpu_slower_than_its_siblings_is_said(tiny):
+    ctx = _gpus(tiny, {0: 700.0, 1: 701.0, 2: 630.0, 3: 703.0},
+                {0: 900.0, 1: 400.0, 2: 900.0, 3: 900.0})
+    bench._siblings(ctx)
+    # GPU2's GEMM is 10 % below the others' median; GPU1's triad in L2 is not judged
+    [w] = ctx.warnings
+    assert w.startswith("gpu: GPU2 is slower than this node's other 3 NVIDIA H100 80GB HBM3: "
+                        "gpu.gemm n=8192 precision=bf16 -10.1%"), w
+    [f] = ctx.findings
+    assert (f["kind"], f["item"]) == (bench.SLOWER_THAN_SIBLINGS, "GPU2")
+    [e] = f["evidence"]
+    assert e["value"] == 630.0 and e["median"] == 700.5
+    alike = _gpus(tiny, {0: 700.0, 1: 701.0, 2: 699.0, 3: 703.0}, dict.fromkeys(range(4), 900.0))
+    bench._siblings(alike)
+    assert alike.warnings == [] and alike.findings == []
+    two = _gpus(tiny, {0: 700.0, 1: 630.0}, {0: 900.0, 1: 900.0})  # two GPUs: not judged
+    bench._siblings(two)
+    assert two.warnings == [] and two.findings == []
 
 
 def test_the_plan_says_how_a_gemm_figure_is_timed(stand_in, tiny):

@@ -189,10 +189,9 @@ def _figure(samples: Sequence[float], unit: str, better: str) -> Fig:
     return (statistics.median(xs), xs[hi] if better == "higher" else xs[lo], unit, better)
 
 
-def _figures(run: Run, ignore: NotJoined) -> dict[str, Fig]:
-    """label -> figure of each of a run's figures."""
-    return {label(m, ignore): _figure(m.samples, m.unit, m.better)
-            for m in run.metrics if m.samples}
+def figures(metrics: Iterable[Metric], ignore: NotJoined) -> dict[str, Fig]:
+    """label -> figure of each of the metrics that has samples."""
+    return {label(m, ignore): _figure(m.samples, m.unit, m.better) for m in metrics if m.samples}
 
 
 @dataclass
@@ -298,6 +297,13 @@ class _Judged:
         return self.deviations(*_matrix(rows, self.labels))
 
 
+def outliers(rows: Sequence[dict[str, Fig]], th: Thresholds | None = None
+             ) -> list[list[Deviation]]:
+    """Each row's figures flagged against the other rows' (the rules above, measured once),
+    worst first; a figure fewer than `min_peers` rows have is not judged."""
+    return _Judged(rows, th or Thresholds()).flagged
+
+
 def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
                   v: Verdict) -> None:
     latest, before = _latest_and_before((r.host, r) for r in node_runs)
@@ -309,7 +315,7 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
     heat_rows: dict[str, dict[str, tuple[float, float]]] = {}
     all_labels: dict[str, None] = {}
     for fp, hosts in groups.items():
-        rows = [_figures(latest[h], ignore) for h in hosts]
+        rows = [figures(latest[h].metrics, ignore) for h in hosts]
         judged = _Judged(rows, th)
         if len(hosts) < th.min_peers:
             v.unjudged.append(f"{', '.join(hosts)} ({fp}): fewer than {th.min_peers} nodes of "
@@ -324,7 +330,7 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
             heat_rows[h] = {lb: (float(norm[i, j]), float(z[i, j]))
                             for j, lb in enumerate(judged.labels) if np.isfinite(norm[i, j])}
             _judge(v, SLOW_NODE, h, judged.flagged[i],
-                   [d for row in judged.of([_figures(r, ignore) for r in before[h]])
+                   [d for row in judged.of([figures(r.metrics, ignore) for r in before[h]])
                     for d in row]
                    if before[h] else None)
     v.heat_nodes = sorted(heat_rows, key=natural)

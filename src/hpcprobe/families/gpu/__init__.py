@@ -18,11 +18,7 @@ FAMILY = Family(
                     "p2p"),
              *specs("TFLOP/s", "higher", "gemm", "gemm_peak"),
              *specs("%", "higher", "bandwidth_fraction", "gemm_fraction", "copy_fraction")),
-    # where and under which clocks a figure was taken, not what it is
-    not_joined=frozenset({"gpu", "bus_id", "sm_mhz", "sm_mhz_min", "mem_mhz", "power_w",
-                          "power_w_max", "temp_c_max", "throttle", "nvml", "cpus",
-                          "buffer_numa", "peer_access", "mem_khz", "bus_width_bits", "cc",
-                          "sms", "flops_per_sm_clock", "model_source", *bench.PCIE}),
+    not_joined=bench.NOT_JOINED,
     views=(views.tables,), figures=(views.figures,),
     command=Command(
         help="GPU measurements, `gpu info` (inventory, locality) or `gpu check` (binding)",

@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from hpcprobe.analysis.compare import NotJoined
+from hpcprobe.cluster import verdict
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import MeasurementError, UserError
 from hpcprobe.common.units import format_bytes
@@ -346,6 +348,51 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
             except MeasurementError as exc:  # this test's figures are discarded, others go on
                 ctx.errors.append(f"gpu: GPU{g.index} {test}: {exc}")
             ctx.progress.advance(f"gpu GPU{g.index} {test}")
+    _siblings(ctx)
+
+
+#: The params that say where and under which clocks a figure was taken, not what it is.
+NOT_JOINED = frozenset({"gpu", "bus_id", "sm_mhz", "sm_mhz_min", "mem_mhz", "power_w",
+                        "power_w_max", "temp_c_max", "throttle", "nvml", "cpus", "buffer_numa",
+                        "peer_access", "mem_khz", "bus_width_bits", "cc", "sms",
+                        "flops_per_sm_clock", "model_source", *PCIE})
+
+#: The figures a node's GPUs of one model are judged against each other on, and the param of
+#: which only the largest value is (small arrays sit in L2 and small copies in start-up costs:
+#: noisy, and not what a GPU's health shows in).
+SIBLING_FIGURES = {"gemm": None, "bandwidth": "array_bytes", "copy": "bytes"}
+SLOWER_THAN_SIBLINGS = "slower than its siblings"
+
+
+def _siblings(ctx: RunContext) -> None:
+    """A node's GPUs of one model against each other, by the cluster verdict's rules (robust
+    z beyond 3.5 and 4 % worse than the others' median, the best end of its CI too; three GPUs
+    at least): a GPU slower than its siblings is a warning and a finding, with its worst
+    figures (a lower power cap, a throttling or failing GPU, a link trained narrower)."""
+    mine = [m for m in ctx.metrics if m.benchmark == "gpu" and m.name in SIBLING_FIGURES]
+    largest = {name: max(m.params[key] for m in mine if m.name == name)
+               for name, key in SIBLING_FIGURES.items()
+               if key and any(m.name == name for m in mine)}
+    by_model: dict[str, dict[int, list[Metric]]] = defaultdict(lambda: defaultdict(list))
+    for m in mine:
+        key = SIBLING_FIGURES[m.name]
+        if key is None or m.params[key] == largest[m.name]:
+            by_model[m.params["gpu"]][m.params["device"]].append(m)
+    ignore = NotJoined({"gpu": NOT_JOINED | {"device"}})
+    for model, devices in by_model.items():
+        order = sorted(devices)
+        if len(order) < 3:
+            continue
+        rows = verdict.outliers([verdict.figures(devices[d], ignore) for d in order])
+        for d, worse in zip(order, rows, strict=True):
+            if worse:
+                msg = (f"GPU{d} is slower than this node's other {len(order) - 1} {model}: "
+                       f"{'; '.join(x.text() for x in worse[:3])}; the clocks, power and "
+                       "throttle reasons beside its figures say why")
+                ctx.warnings.append(f"gpu: {msg}")
+                ctx.findings.append({"benchmark": "gpu", "kind": SLOWER_THAN_SIBLINGS,
+                                     "item": f"GPU{d}", "message": msg,
+                                     "evidence": [x.to_dict() for x in worse]})
 
 
 def _program(inv: gpus.Inventory, driver: str | None, timeout: float
