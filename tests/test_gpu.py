@@ -650,17 +650,26 @@ def test_peer_copies_show_their_link():
         ["GPU0", "0000:87:00.0", "SYS", "no (through the host)"]]
 
 
-def _gpus(tiny, gemm: dict[int, float], l2_triad: dict[int, float]) -> RunContext:
-    """A node's GPUs of one model with these GEMM and L2-resident triad rates (the rest
-    alike), five samples each within +-0.4 % (test input)."""
+def _gpus(tiny, gemm: dict[int, float], l2_triad: dict[int, float],
+          local: dict[int, float] | None = None) -> RunContext:
+    """A node's GPUs of one model with these GEMM, L2-resident triad and local host-copy rates
+    (the rest alike), five samples each within +-0.4 % (test input). GPUs 0 and 1 sit on NUMA
+    0, the others on NUMA 1; each copies from both, the remote domain slower; GPU0's remote
+    copy slower still."""
     ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
+    local = local or dict.fromkeys(gemm, 54.0)
     for d, rate in gemm.items():
         base = {"device": d, "gpu": "NVIDIA H100 80GB HBM3", "bus_id": f"0000:{d + 16:02x}:00.0",
                 "sm_mhz": 1400 + d, "throttle": "software power cap"}
+        near = int(d >= 2)
         for name, unit, params, at in (
                 ("gemm", "TFLOP/s", {"precision": "bf16", "n": 8192}, rate),
                 ("bandwidth", "GB/s", {"kernel": "triad", "array_bytes": 1 << 20}, l2_triad[d]),
-                ("bandwidth", "GB/s", {"kernel": "triad", "array_bytes": 400 << 20}, 2850.0 + d)):
+                ("bandwidth", "GB/s", {"kernel": "triad", "array_bytes": 400 << 20}, 2850.0 + d),
+                ("copy", "GB/s", {"direction": "h2d", "bytes": 256 << 20, "numa": near,
+                                  "local": True}, local[d]),
+                ("copy", "GB/s", {"direction": "h2d", "bytes": 256 << 20, "numa": 1 - near,
+                                  "local": False}, 30.0 if d == 0 else 40.0)):
             ctx.metrics.append(Metric("gpu", name, unit, {**base, **params},
                                       [at * (1 + 0.002 * k) for k in range(-2, 3)]))
     return ctx
@@ -668,13 +677,16 @@ def _gpus(tiny, gemm: dict[int, float], l2_triad: dict[int, float]) -> RunContex
 
 def test_a_gpu_slower_than_its_siblings_is_said(tiny):
     ctx = _gpus(tiny, {0: 700.0, 1: 701.0, 2: 630.0, 3: 703.0},
-                {0: 900.0, 1: 400.0, 2: 900.0, 3: 900.0})
+                {0: 900.0, 1: 400.0, 2: 900.0, 3: 900.0}, {0: 54.0, 1: 54.2, 2: 53.8, 3: 44.0})
     bench._siblings(ctx)
-    # GPU2's GEMM is 10 % below the others' median; GPU1's triad in L2 is not judged
-    [w] = ctx.warnings
-    assert w.startswith("gpu: GPU2 is slower than this node's other 3 NVIDIA H100 80GB HBM3: "
-                        "gpu.gemm n=8192 precision=bf16 -10.1%"), w
-    [f] = ctx.findings
+    # GPU2's GEMM is 10 % below the GPUs' median; GPU3's copy from its own domain (NUMA 1)
+    # 18 % below the GPUs' from theirs. Not judged: GPU1's triad in L2, GPU0's remote copy.
+    assert [w.split(":")[1] for w in ctx.warnings] == [
+        " GPU2 is slower than this node's other 3 NVIDIA H100 80GB HBM3",
+        " GPU3 is slower than this node's other 3 NVIDIA H100 80GB HBM3"]
+    assert "gpu.gemm n=8192 precision=bf16 -10.1%" in ctx.warnings[0]
+    assert "gpu.copy bytes=268435456 direction=h2d local -18.4%" in ctx.warnings[1]
+    f = ctx.findings[0]
     assert (f["kind"], f["item"]) == (bench.SLOWER_THAN_SIBLINGS, "GPU2")
     [e] = f["evidence"]
     assert e["value"] == 630.0 and e["median"] == 700.5

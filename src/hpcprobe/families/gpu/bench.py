@@ -359,7 +359,9 @@ NOT_JOINED = frozenset({"gpu", "bus_id", "sm_mhz", "sm_mhz_min", "mem_mhz", "pow
 
 #: The figures a node's GPUs of one model are judged against each other on, and the param of
 #: which only the largest value is (small arrays sit in L2 and small copies in start-up costs:
-#: noisy, and not what a GPU's health shows in).
+#: noisy, and not what a GPU's health shows in). Host copies: each GPU's from its own NUMA
+#: domain (the local ones, whichever domain that is), as the others' remote copies cross
+#: different distances on a node whose GPUs are not spread evenly.
 SIBLING_FIGURES = {"gemm": None, "bandwidth": "array_bytes", "copy": "bytes"}
 SLOWER_THAN_SIBLINGS = "slower than its siblings"
 
@@ -376,9 +378,9 @@ def _siblings(ctx: RunContext) -> None:
     by_model: dict[str, dict[int, list[Metric]]] = defaultdict(lambda: defaultdict(list))
     for m in mine:
         key = SIBLING_FIGURES[m.name]
-        if key is None or m.params[key] == largest[m.name]:
+        if (key is None or m.params[key] == largest[m.name]) and m.params.get("local", True):
             by_model[m.params["gpu"]][m.params["device"]].append(m)
-    ignore = NotJoined({"gpu": NOT_JOINED | {"device"}})
+    ignore = NotJoined({"gpu": NOT_JOINED | {"device", "numa"}})
     for model, devices in by_model.items():
         order = sorted(devices)
         if len(order) < 3:
