@@ -779,6 +779,24 @@ static void gemm_batch(const struct gemm_call *g, int count)
     }
 }
 
+/* `count` products between the timer's two events: their seconds. */
+static double timed_batch(const struct gemm_call *g, struct timed *tm, int count)
+{
+    CK(cudaEventRecord(tm->ev[0]));
+    gemm_batch(g, count);
+    CK(cudaEventRecord(tm->ev[1]));
+    return elapsed_s(tm->ev[0], tm->ev[1]);
+}
+
+/* A repetition's sample line: `count` products in `seconds`. */
+static void gemm_line(const struct gemm_call *g, int rep, long count, double seconds)
+{
+    double n = g->n;
+    line("{\"test\": \"gemm\", \"precision\": \"%s\", \"n\": %d, \"rep\": %d, "
+         "\"products\": %ld, \"flops\": %.17g, \"seconds\": %.9g}",
+         g->p->name, g->n, rep, count, 2.0 * n * n * n * count, seconds);
+}
+
 /* The products that fill `seconds`, one taking `one` seconds: at least 1. */
 static int products_for(double seconds, double one)
 {
@@ -838,27 +856,15 @@ static int cmd_gemm(int device, const char *prec, int n, int reps, const char *l
     double spent = 0, per = 0;
     long done = 0;
     for (int count = 1; spent < WARM_S; count = count < (1 << 20) ? 2 * count : count) {
-        CK(cudaEventRecord(tm.ev[0]));
-        gemm_batch(&g, count);
-        CK(cudaEventRecord(tm.ev[1]));
-        double t = elapsed_s(tm.ev[0], tm.ev[1]);
+        double t = timed_batch(&g, &tm, count);
         spent += t, done += count, per = t / count;
     }
-    line("{\"test\": \"gemm\", \"precision\": \"%s\", \"n\": %d, \"rep\": 0, "
-         "\"products\": %ld, \"flops\": %.17g, \"seconds\": %.9g}",
-         p->name, n, done, 2.0 * n * (double)n * n * done, spent);
+    gemm_line(&g, 0, done, spent);
     readings_restart(&tm.rd); /* NVML's readings of the timed batches alone */
     double each = TIMED_S / (reps > 1 ? reps - 1 : 1);
     int count = products_for(each > SAMPLE_S ? each : SAMPLE_S, per);
-    for (int r = 1; r < reps; r++) {
-        CK(cudaEventRecord(tm.ev[0]));
-        gemm_batch(&g, count);
-        CK(cudaEventRecord(tm.ev[1]));
-        line("{\"test\": \"gemm\", \"precision\": \"%s\", \"n\": %d, \"rep\": %d, "
-             "\"products\": %d, \"flops\": %.17g, \"seconds\": %.9g}",
-             p->name, n, r, count, 2.0 * n * (double)n * n * count,
-             elapsed_s(tm.ev[0], tm.ev[1]));
-    }
+    for (int r = 1; r < reps; r++)
+        gemm_line(&g, r, count, timed_batch(&g, &tm, count));
     const char *env = timed_stop(&tm);
     /* The check: CHECKED entries of C (column-major, C(i,j) at i + j n) against the host's
      * sum, in double, of the products of A's row i and B's column j as the device holds them
