@@ -368,27 +368,55 @@ def test_the_cuda_program_compiles_and_says_no_driver(tmp_path, monkeypatch):
         assert r.returncode == 4 and "no NVIDIA driver" in json.loads(r.stdout)["error"]
 
 
-def test_nvml_readings_beside_each_figure(tmp_path):
-    """The program's NVML sampler and the JSON it writes, against a stand-in NVML."""
+@pytest.fixture(scope="module")
+def host_parts(tmp_path_factory):
+    """The program's host-side parts against stand-ins (tests/native/host_parts.cu), built with
+    the nvcc found: `run(*args)` gives the JSON it prints."""
     try:
         tk = toolkit.find()
     except toolkit.NoToolkit as exc:
         pytest.skip(str(exc))
-    exe = tmp_path / "nvml_readings"
+    exe = tmp_path_factory.mktemp("host_parts") / "host_parts"
     subprocess.run([tk.nvcc, "-std=c++17", str(Path(__file__).parent / "native" /
-                                                  "nvml_readings.cu"), "-o", str(exe), "-ldl",
+                                                  "host_parts.cu"), "-o", str(exe), "-ldl",
                     "-lpthread"], check=True, capture_output=True)
-    env = json.loads(subprocess.run([str(exe)], capture_output=True, text=True,
-                                    check=True).stdout)
+    return lambda *args: json.loads(subprocess.run([str(exe), *map(str, args)],
+                                                   capture_output=True, text=True,
+                                                   check=True).stdout)
+
+
+def test_nvml_readings_beside_each_figure(host_parts):
+    """The program's NVML sampler and the JSON it writes, against a stand-in NVML."""
+    env = host_parts("readings")
     assert env["readings"] >= 3 and (env["sm_mhz"], env["mem_mhz"]) == (1755, 2619)
     assert (env["power_w"], env["temp_c_max"], env["reasons"]) == (650.0, 61, 0x1 | 0x4)
     # the link's highest generation seen (idle gen1, gen4 under load), the system's maxima
     params = bench._env_params(env)
     assert params["throttle"] == "software power cap"  # idle is no limit
     assert [params[k] for k in bench.PCIE] == [4, 16, 5, 16, 2]  # and 2 replays
-    old = json.loads(subprocess.run([str(exe), "old"], capture_output=True, text=True,
-                                    check=True).stdout)  # an NVML without the PCIe queries
+    old = host_parts("readings", "old")  # an NVML without the PCIe queries
     assert not set(bench.PCIE) & set(bench._env_params(old))
+
+
+@pytest.mark.parametrize("reps", [2, 6, 11, 21])
+def test_gemm_batches_are_sized_under_load(host_parts, reps):
+    """A GPU idle before runs its first products at its idle clock (here 20 products ten times
+    slower): the warm-up lasts a second, and the timed batches, sized from its last batch,
+    together last 2 s, each 0.1 s at least. Sized from the first product, as they once were,
+    they lasted a tenth of that, and NVML read the GPU three times (an H100's FP32)."""
+    s = host_parts("schedule", reps, 20, 0.027, 0.0027)
+    assert 1.0 <= s["warm_s"] < 2.5 and s["warm_products"] > 20
+    assert len(s["batches_s"]) == reps - 1 and min(s["batches_s"]) >= 0.1
+    assert 2.0 <= sum(s["batches_s"]) < 2.0 + 0.0027 * (reps - 1) + 0.1
+
+
+def test_gemm_batches_of_long_products(host_parts):
+    """A product longer than the warm-up (a large N on a small GPU): one product warms, and
+    each timed batch is one product; products of a microsecond fill a batch without bound."""
+    s = host_parts("schedule", 4, 0, 0, 1.5)
+    assert (s["warm_products"], s["count"], s["batches_s"]) == (1, 1, [1.5] * 3)
+    s = host_parts("schedule", 3, 0, 0, 1e-6)
+    assert s["count"] == 1_000_000 and s["warm_s"] >= 1.0
 
 
 def test_build_targets(monkeypatch):

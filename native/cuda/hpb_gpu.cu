@@ -740,13 +740,14 @@ static void lt_teardown(struct lt_plan *q)
 }
 
 /* The GEMM's timing. Repetition 0, the warm-up that hpcprobe drops, runs products back to back
- * for at least WARM_S (in batches doubling from one, below); the later repetitions are batches of back-to-back products lasting
- * together at least TIMED_S, each at least SAMPLE_S. A GPU's clocks and power settle under
- * load within about a second, and NVML's power reading is an average over about a second:
- * single products of a millisecond would time a GPU that has not yet met its power limit, and
- * read its power as idle. At the limit the clock swings (on an H100 at 700 W, with a period of
- * about 0.8 s and 10 % deep, damping over seconds): batches that together spanned 0.5 s gave a
- * median 4 % above PyTorch's spanning 1 s; spanning 2 s on both sides, 1 % (gpu_vs_torch). */
+ * for at least WARM_S, in batches doubling from one; the later repetitions are batches of
+ * back-to-back products lasting together at least TIMED_S, each at least SAMPLE_S. A GPU's
+ * clocks and power settle under load within about a second, and NVML's power reading is an
+ * average over about a second: single products of a millisecond would time a GPU that has not
+ * yet met its power limit, and read its power as idle. At the limit the clock swings (on an
+ * H100 at 700 W, with a period of about 0.8 s and 10 % deep, damping over seconds): batches
+ * that together spanned 0.5 s gave a median 4 % above PyTorch's spanning 1 s; spanning 2 s on
+ * both sides, 1 % (gpu_vs_torch). */
 #define WARM_S 1.0
 #define TIMED_S 2.0
 #define SAMPLE_S 0.1
@@ -759,6 +760,7 @@ struct gemm_call {
     const void *A, *B, *alpha, *beta;
     void *C;
     int n;
+    struct timed *tm; /* the events around a batch */
 };
 
 /* `count` products back to back; a failed call exits. */
@@ -779,13 +781,14 @@ static void gemm_batch(const struct gemm_call *g, int count)
     }
 }
 
-/* `count` products between the timer's two events: their seconds. */
-static double timed_batch(const struct gemm_call *g, struct timed *tm, int count)
+/* `count` products of the gemm_call `call` between its timer's two events: their seconds. */
+static double timed_batch(void *call, int count)
 {
-    CK(cudaEventRecord(tm->ev[0]));
+    const struct gemm_call *g = (const struct gemm_call *)call;
+    CK(cudaEventRecord(g->tm->ev[0]));
     gemm_batch(g, count);
-    CK(cudaEventRecord(tm->ev[1]));
-    return elapsed_s(tm->ev[0], tm->ev[1]);
+    CK(cudaEventRecord(g->tm->ev[1]));
+    return elapsed_s(g->tm->ev[0], g->tm->ev[1]);
 }
 
 /* A repetition's sample line: `count` products in `seconds`. */
@@ -802,6 +805,30 @@ static int products_for(double seconds, double one)
 {
     double k = one > 0 ? ceil(seconds / one) : 1;
     return k < 1 ? 1 : k > 1e6 ? 1000000 : (int)k;
+}
+
+/* The warm-up and the timed batches' size. */
+struct schedule {
+    long warm_products;
+    double warm_s;
+    int count; /* products in each timed batch */
+};
+
+/* Runs the warm-up through `batch` (which runs `count` products back to back and returns their
+ * seconds) and sizes the timed batches of `reps` - 1 repetitions. A GPU idle before runs its
+ * first products at its idle clock, so no single product can size the batches: the warm-up's
+ * last batch, under load, sizes the timed ones. */
+static struct schedule warm_up(double (*batch)(void *, int), void *ctx, int reps)
+{
+    struct schedule s = {0, 0, 1};
+    double per = 0;
+    for (int count = 1; s.warm_s < WARM_S; count = count < (1 << 20) ? 2 * count : count) {
+        double t = batch(ctx, count);
+        s.warm_s += t, s.warm_products += count, per = t / count;
+    }
+    double each = TIMED_S / (reps > 1 ? reps - 1 : 1);
+    s.count = products_for(each > SAMPLE_S ? each : SAMPLE_S, per);
+    return s;
 }
 
 static int cmd_gemm(int device, const char *prec, int n, int reps, const char *lib)
@@ -821,7 +848,7 @@ static int cmd_gemm(int device, const char *prec, int n, int reps, const char *l
         fail(EXIT_USAGE, "%s GEMM needs compute capability %d.%d; device %d has %d.%d",
              p->name, p->min_cc / 10, p->min_cc % 10, device, cc / 10, cc % 10);
     cublas_open(lib, p->lt);
-    struct gemm_call g = {p, NULL, NULL, NULL, NULL, NULL, NULL, NULL, n};
+    struct gemm_call g = {p, NULL, NULL, NULL, NULL, NULL, NULL, NULL, n, NULL};
     if (cublas.create(&g.h) != 0)
         fail(EXIT_NODEV, "cublasCreate failed (status)");
     int ver = 0;
@@ -850,21 +877,12 @@ static int cmd_gemm(int device, const char *prec, int n, int reps, const char *l
     g.beta = p->compute == COMPUTE_64F ? (const void *)&zero_d : (const void *)&zero_f;
     struct timed tm;
     timed_start(&tm, 2);
-    /* Repetition 0, the warm-up: batches doubling from one product until WARM_S has passed. A
-     * GPU idle before runs its first products at its idle clock, so no single product can
-     * size the batches: the warm-up's last batch, under load, sizes the timed ones. */
-    double spent = 0, per = 0;
-    long done = 0;
-    for (int count = 1; spent < WARM_S; count = count < (1 << 20) ? 2 * count : count) {
-        double t = timed_batch(&g, &tm, count);
-        spent += t, done += count, per = t / count;
-    }
-    gemm_line(&g, 0, done, spent);
+    g.tm = &tm;
+    struct schedule s = warm_up(timed_batch, &g, reps);
+    gemm_line(&g, 0, s.warm_products, s.warm_s);
     readings_restart(&tm.rd); /* NVML's readings of the timed batches alone */
-    double each = TIMED_S / (reps > 1 ? reps - 1 : 1);
-    int count = products_for(each > SAMPLE_S ? each : SAMPLE_S, per);
     for (int r = 1; r < reps; r++)
-        gemm_line(&g, r, count, timed_batch(&g, &tm, count));
+        gemm_line(&g, r, s.count, timed_batch(&g, s.count));
     const char *env = timed_stop(&tm);
     /* The check: CHECKED entries of C (column-major, C(i,j) at i + j n) against the host's
      * sum, in double, of the products of A's row i and B's column j as the device holds them
