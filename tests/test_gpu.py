@@ -775,6 +775,7 @@ def test_gpu_bad_input_is_one_line(recorded, tmp_path):
                          (["--gpu-tests", "fft"], "--gpu-tests 'fft' is unknown"),
                          (["--gpu-precisions", "fp4"], "--gpu-precisions 'fp4' is unknown"),
                          (["--gpu-gemm-n", "200000"], "needs 894.1 GiB on GPU0"),
+                         (["--gpu-gemm-n", "0"], "0: give a matrix order of at least 1"),
                          (["--gpu-stream-size", "1KiB"], "at least 1 MiB")):
         assert_user_error(hpcprobe("gpu", *recorded, *args, "--dry-run"), needle)
     assert_user_error(hpcprobe("gpu", *recorded, "--gpu-devices", "0,x"), "GPU indices")
@@ -793,6 +794,10 @@ def test_no_gpu_is_one_line_and_other_families_go_on(tmp_path):
     assert_user_error(hpcprobe("gpu"), "no GPU: no NVIDIA driver")
     r = hpcprobe("run", "gpu", "--dry-run")
     assert r.code == 0 and "skipped: no GPU" in r.out
+    # a name the family does not know is the mistake to say, GPU or not
+    assert_user_error(hpcprobe("gpu", "--gpu-precisions", "fp4"), "'fp4' is unknown")
+    assert_user_error(hpcprobe("run", "gpu", "--gpu-tests", "fft", "--dry-run"),
+                      "'fft' is unknown")
 
 
 # ------------------------------------------------------------------ on a GPU (skipped without)

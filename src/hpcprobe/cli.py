@@ -120,7 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
                                     "count with its CI, the parallel efficiency and the ideal.")
     sc.add_argument("family", choices=[f.name for f in sized], metavar="BENCHMARK",
                     help=", ".join(f.name for f in sized))
-    sc.add_argument("--ranks", dest="counts", type=options.counts, metavar="N,N,...",
+    sc.add_argument("--ranks", dest="counts", type=options.counts("a rank count", "1,2,4"),
+                    metavar="N,N,...",
                     help="the rank counts (default: 1, 2, 4, ... up to the cores)")
     sc.add_argument("--mode", choices=("weak", "strong", "both"), default="both",
                     help="weak, strong or both (default: both; the MPI collectives: weak)")

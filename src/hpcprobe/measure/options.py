@@ -19,16 +19,21 @@ def size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def counts(text: str) -> tuple[int, ...]:
-    """One count or a comma-separated list of counts, each at least 1."""
-    try:
-        vals = tuple(int(v) for v in text.split(","))
-    except ValueError:
-        vals = ()
-    if not vals or min(vals) < 1:
-        raise argparse.ArgumentTypeError(f"{text}: give a thread count of at least 1 or a "
-                                         "comma-separated list, e.g. 1,2,4")
-    return vals
+def counts(what: str, example: str) -> Callable[[str], tuple[int, ...]]:
+    """One whole number or a comma-separated list of them, each at least 1."""
+
+    def parse(text: str) -> tuple[int, ...]:
+        try:
+            vals = tuple(int(v) for v in text.split(","))
+        except ValueError:
+            vals = ()
+        if not vals or min(vals) < 1:
+            raise argparse.ArgumentTypeError(f"{text}: give {what} of at least 1 or a "
+                                             f"comma-separated list, e.g. {example}")
+        return vals
+
+    parse.__name__ = "counts"
+    return parse
 
 
 def at_least(least: int, what: str) -> Callable[[str], int]:
@@ -80,7 +85,8 @@ def both_is_none(value: str | None) -> str | None:
 
 
 #: Flags shared by the families that run a team of threads on chosen cores.
-THREADS = Flag("--threads", "thread count(s), e.g. 2 or 1,2,4", parse=counts)
+THREADS = Flag("--threads", "thread count(s), e.g. 2 or 1,2,4",
+               parse=counts("a thread count", "1,2,4"))
 PLACEMENT = Flag("--placement", PLACEMENT_HELP + " (memory: the team's CPUs; compute and "
                  "frequency: the order of their cores; mpi: rank i on CPU i)")
 SIZE = Flag("--size", "memory: total working set of all threads, e.g. 2GiB (default: 4x the "

@@ -82,7 +82,8 @@ class GpuOptions:
         parse=options.names, metavar="P[,P…]"))
     gpu_gemm_n: tuple[int, ...] | None = option(Flag(
         "--gpu-gemm-n", "GEMM order(s) N (N x N x N; default quick 4096, default 8192, "
-        "thorough 4096,8192,16384)", parse=options.counts, metavar="N[,N…]"))
+        "thorough 4096,8192,16384)", parse=options.counts("a matrix order", "4096,8192"),
+        metavar="N[,N…]"))
     gpu_stream_size: int | None = option(Flag(
         "--gpu-stream-size", "BabelStream's largest array, e.g. 1GiB (default: 8x the L2 "
         "and at least 256 MiB; the sweep halves it down to 1 MiB)", parse=options.size,
@@ -132,7 +133,9 @@ def _chosen(o: GpuOptions, inv: gpus.Inventory) -> list[gpus.Gpu]:
     return [by_index[i] for i in o.gpu_devices] if o.gpu_devices else list(inv.gpus)
 
 
-def _tests_of(o: GpuOptions, n_gpus: int) -> tuple[str, ...]:
+def _check_names(o: GpuOptions) -> None:
+    """Unknown tests and precisions: the user's mistake, said first (on a node without a GPU
+    too, where the run would otherwise say only that)."""
     for t in o.gpu_tests or ():
         if t not in TESTS:
             raise UserError(f"--gpu-tests {t!r} is unknown; tests: {', '.join(TESTS)}")
@@ -140,6 +143,9 @@ def _tests_of(o: GpuOptions, n_gpus: int) -> tuple[str, ...]:
         if p not in peaks.PRECISIONS:
             raise UserError(f"--gpu-precisions {p!r} is unknown; precisions: "
                             f"{', '.join(peaks.PRECISIONS)}")
+
+
+def _tests_of(o: GpuOptions, n_gpus: int) -> tuple[str, ...]:
     asked = o.gpu_tests or TESTS
     if "p2p" in (o.gpu_tests or ()) and n_gpus < 2:
         raise UserError("--gpu-tests p2p needs two GPUs; this run has "
@@ -187,6 +193,7 @@ def setup(ctx: RunContext, o: GpuOptions, inv: gpus.Inventory
 
 def plan(ctx: RunContext, o: GpuOptions | None) -> list[str]:
     o = o or GpuOptions()
+    _check_names(o)
     inv = inventory(o)
     if not inv.gpus:
         if ctx.standalone or o.gpu_devices or o.gpu_tests:
@@ -305,6 +312,7 @@ def _cuda_devices(exe: str, timeout: float) -> tuple[dict[str, _Device], dict[st
 
 def run(ctx: RunContext, o: GpuOptions | None) -> None:
     o = o or GpuOptions()
+    _check_names(o)
     inv = inventory(o)
     timeout = o.timeout_s or 1800.0
     driver = inv.driver or toolkit.driver_version()
