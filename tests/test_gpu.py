@@ -62,6 +62,9 @@ def test_one_gpu_node_inventory(h100):
                    "x16 2.5 GT/s (max x16 32 GT/s)", "0", "0-15", "mlx5_0 (PIX)", "nvme0 (PHB)"]
     assert not g.pcie.narrow  # an idle GPU's lower speed is no fault
     assert "trained at" not in gpus.render(h100)
+    # its settings, at their defaults: nothing to say
+    assert g.config == gpus.Config("Enabled", "Default", 700.0, 700.0, 1980, 1980)
+    assert gpus.config_notes(g) == [] and "setting:" not in gpus.render(h100)
 
 
 def test_eight_gpu_two_socket_locality(a100):
@@ -169,6 +172,7 @@ def test_two_jobs_on_one_gpu_while_another_idles(a100):
     # GPU2 runs only a display server's graphics process: no job, so it is idle
     assert [p.kind for p in a100.gpus[2].processes] == ["G"]
     assert "GPU0, GPU2" in finding and "GRES" in finding and "RSMAP" in finding
+    assert "nvidia-smi -i 1 -c EXCLUSIVE_PROCESS" in finding  # its compute mode is Default
 
 
 def test_one_job_on_each_gpu_is_no_finding(tmp_path):
@@ -325,6 +329,34 @@ def test_health_in_each_generation_of_nvidia_smi():
         "</reset_required></gpu_reset_status><gpu_recovery_action>Requested functionality has "
         "been deprecated</gpu_recovery_action>", "575.51.02")
     assert plain.health == gpus.Health() and gpus.findings(plain) == []
+
+
+def test_settings_that_cap_a_gpu_are_said_not_judged(a100, tmp_path):
+    """GPU6's power limit is 300 W of its default 400 W, GPU7's application clocks 1095 MHz of
+    1410: each is said with the way back (a slow sibling's likely cause), and sets no exit
+    status: someone may have chosen it."""
+    assert [g.config.capped for g in a100.gpus] == [False] * 6 + [True, True]
+    notes = [n for g in a100.gpus for n in gpus.config_notes(g)]
+    assert notes == [
+        "GPU6 (0000:b7:00.0): its power limit is 300 W, below its default 400 W: under load "
+        "its clock is held lower than its siblings' (nvidia-smi -i 6 -pl 400 restores it)",
+        "GPU7 (0000:bd:00.0): its application clocks are set to 1095 MHz, below their default "
+        "1410 MHz, which caps its clock (nvidia-smi -i 7 -rac resets them)"]
+    assert f"  setting: {notes[0]}" in gpus.render(a100).splitlines()
+    # before R535: <power_readings>, the enforced limit (which a system power brake lowers
+    # too); persistence mode off
+    old = _one_gpu("<persistence_mode>Disabled</persistence_mode><power_readings>"
+                   "<power_limit>300.00 W</power_limit><default_power_limit>300.00 W"
+                   "</default_power_limit><enforced_power_limit>250.00 W</enforced_power_limit>"
+                   "</power_readings>")
+    assert (old.config.power_limit_w, old.config.default_power_limit_w) == (250.0, 300.0)
+    [power, persistence] = gpus.config_notes(old)
+    assert "250 W, below its default 300 W" in power
+    assert "nvidia-persistenced" in persistence
+    # a GPU that reports none of it (a GeForce's N/A): nothing said
+    plain = _one_gpu("<compute_mode>Default</compute_mode><applications_clocks><graphics_clock>"
+                     "N/A</graphics_clock></applications_clocks>")
+    assert not plain.config.capped and gpus.config_notes(plain) == []
 
 
 # ------------------------------------------------------------------ peak models
@@ -703,10 +735,18 @@ def _gpus(tiny, gemm: dict[int, float], l2_triad: dict[int, float],
     return ctx
 
 
+def _node(capped: int | None = None) -> gpus.Inventory:
+    """Four GPUs, GPU `capped`'s power limit 600 W of its default 700 W (test input)."""
+    g = _one_gpu("")
+    return gpus.Inventory(tuple(replace(g, index=d, config=gpus.Config(
+        power_limit_w=600.0 if d == capped else 700.0, default_power_limit_w=700.0))
+        for d in range(4)))
+
+
 def test_a_gpu_slower_than_its_siblings_is_said(tiny):
     ctx = _gpus(tiny, {0: 700.0, 1: 701.0, 2: 630.0, 3: 703.0},
                 {0: 900.0, 1: 400.0, 2: 900.0, 3: 900.0}, {0: 54.0, 1: 54.2, 2: 53.8, 3: 44.0})
-    bench._siblings(ctx)
+    bench._siblings(ctx, _node(capped=2))
     # GPU2's GEMM is 10 % below the GPUs' median; GPU3's copy from its own domain (NUMA 1)
     # 18 % below the GPUs' from theirs. Not judged: GPU1's triad in L2, GPU0's remote copy.
     assert [w.split(":")[1] for w in ctx.warnings] == [
@@ -714,15 +754,20 @@ def test_a_gpu_slower_than_its_siblings_is_said(tiny):
         " GPU3 is slower than this node's other 3 NVIDIA H100 80GB HBM3"]
     assert "gpu.gemm n=8192 precision=bf16 -10.1%" in ctx.warnings[0]
     assert "gpu.copy bytes=268435456 direction=h2d local -18.4%" in ctx.warnings[1]
+    # GPU2's power limit is below its default: the cause said; GPU3's settings are not
+    assert ctx.warnings[0].endswith("its power limit or application clocks, set below their "
+                                    "defaults, cap its clock")
+    assert ctx.warnings[1].endswith("the clocks, power and throttle reasons beside its "
+                                    "figures say why")
     f = ctx.findings[0]
     assert (f["kind"], f["item"]) == (bench.SLOWER_THAN_SIBLINGS, "GPU2")
     [e] = f["evidence"]
     assert e["value"] == 630.0 and e["median"] == 700.5
     alike = _gpus(tiny, {0: 700.0, 1: 701.0, 2: 699.0, 3: 703.0}, dict.fromkeys(range(4), 900.0))
-    bench._siblings(alike)
+    bench._siblings(alike, _node())
     assert alike.warnings == [] and alike.findings == []
     two = _gpus(tiny, {0: 700.0, 1: 630.0}, {0: 900.0, 1: 900.0})  # two GPUs: not judged
-    bench._siblings(two)
+    bench._siblings(two, _node())
     assert two.warnings == [] and two.findings == []
 
 
@@ -768,6 +813,24 @@ def test_gpu_info_and_check_on_a_recorded_node(recorded):
     r = hpcprobe("gpu", "check", *recorded, env={"CUDA_VISIBLE_DEVICES": "4"})
     if set(os.sched_getaffinity(0)) - set(range(64, 128)):
         assert "is local to NUMA 1 (CPUs 64-127)" in r.out, r.out
+
+
+def test_a_setting_alone_is_a_note_with_exit_0(tmp_path):
+    """An H100 whose power limit was lowered and persistence mode turned off: `gpu check`
+    notes both and exits 0 (settings someone may have chosen; a health check must not drain
+    the node for them)."""
+    sysfs, _ = h100_node(tmp_path)
+    smi = tmp_path / "h100.xml"
+    smi.write_text(H100.read_text().replace(
+        "<current_power_limit>700.00 W", "<current_power_limit>500.00 W").replace(
+        "<persistence_mode>Enabled", "<persistence_mode>Disabled"))
+    r = hpcprobe("gpu", "check", "--gpu-smi", str(smi), "--gpu-sysfs", str(sysfs),
+                 env={"CUDA_VISIBLE_DEVICES": "0"})
+    assert r.code == 0, r.out + r.err
+    assert "NOTE: GPU0 (0000:17:00.0): its power limit is 500 W, below its default 700 W" \
+        in r.out and "NOTE: GPU0 (0000:17:00.0): persistence mode is off" in r.out
+    r = hpcprobe("gpu", "info", "--gpu-smi", str(smi), "--gpu-sysfs", str(sysfs))
+    assert r.code == 0 and "  setting: GPU0 (0000:17:00.0): its power limit is 500 W" in r.out
 
 
 def test_gpu_bad_input_is_one_line(recorded, tmp_path):

@@ -111,6 +111,36 @@ class Health:
 
 
 @dataclass(frozen=True)
+class Config:
+    """A GPU's settings that change what a job gets from it without being a fault, as
+    nvidia-smi reports them (None where it does not): persistence mode, compute mode, the
+    power limit in force against the GPU's default (<gpu_power_readings> from R535,
+    <power_readings> before), the application clocks against their default."""
+
+    persistence: str | None = None  # "Enabled", "Disabled"
+    compute_mode: str | None = None  # "Default", "Exclusive_Process", "Prohibited"
+    power_limit_w: float | None = None
+    default_power_limit_w: float | None = None
+    app_sm_mhz: int | None = None
+    default_app_sm_mhz: int | None = None
+
+    @property
+    def low_power(self) -> bool:
+        return self.power_limit_w is not None and self.default_power_limit_w is not None and \
+            self.power_limit_w < self.default_power_limit_w - 1
+
+    @property
+    def low_clocks(self) -> bool:
+        return self.app_sm_mhz is not None and self.default_app_sm_mhz is not None and \
+            self.app_sm_mhz < self.default_app_sm_mhz
+
+    @property
+    def capped(self) -> bool:
+        """A power limit or application clocks below their defaults hold its clock down."""
+        return self.low_power or self.low_clocks
+
+
+@dataclass(frozen=True)
 class Xid:
     """An Xid event the NVIDIA driver logged for a GPU in the kernel log: its code, when (the
     log's own time: seconds since boot for dmesg, a date for a journal), and its text."""
@@ -170,6 +200,7 @@ class Gpu:
     pcie: PcieLink | None = None
     health: Health = field(default_factory=Health)
     xids: tuple[Xid, ...] = ()  # its Xid events in the kernel log, oldest first
+    config: Config = field(default_factory=Config)
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "name": self.name, "uuid": self.uuid,
@@ -179,6 +210,7 @@ class Gpu:
                 "local_cpus": format_cpulist(self.local_cpus), "mig": self.mig,
                 "pcie": None if self.pcie is None else dataclasses.asdict(self.pcie),
                 "health": dataclasses.asdict(self.health),
+                "config": dataclasses.asdict(self.config),
                 "xids": [dataclasses.asdict(x) for x in self.xids],
                 "processes": [p.__dict__ for p in self.processes]}
 
@@ -246,6 +278,11 @@ def _mhz(value: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def _watts(value: str | None) -> float | None:
+    m = re.match(r"([\d.]+)\s*W", value or "")
+    return float(m.group(1)) if m else None
+
+
 def _pci(sysfs: Path, bdf: str) -> tuple[int | None, tuple[int, ...], tuple[str, ...]]:
     """A PCI device's NUMA node (None where sysfs says -1 or nothing), local CPUs and PCIe path
     (the resolved link under /sys/bus/pci/devices: root complex, bridges, the device)."""
@@ -294,6 +331,20 @@ def health(el: ET.Element) -> Health:
         _yes(el, "gpu_reset_status/drain_and_reset_recommended"),
         None if recovery in (None, "None") or re.search(r"deprecated|not supported|unknown",
                                                         recovery, re.I) else recovery)
+
+
+def config(el: ET.Element) -> Config:
+    """A <gpu> element's settings."""
+    def first(*paths: str) -> str | None:
+        return next((v for v in (_text(el, p) for p in paths) if v is not None), None)
+    return Config(
+        _text(el, "persistence_mode"), _text(el, "compute_mode"),
+        _watts(first("gpu_power_readings/current_power_limit",
+                     "power_readings/enforced_power_limit", "power_readings/power_limit")),
+        _watts(first("gpu_power_readings/default_power_limit",
+                     "power_readings/default_power_limit")),
+        _mhz(_text(el, "applications_clocks/graphics_clock")),
+        _mhz(_text(el, "default_applications_clocks/graphics_clock")))
 
 
 def _number(text: str | None) -> float | None:
@@ -420,7 +471,7 @@ def from_smi(text: str, sysfs: str | os.PathLike[str] = "/sys",
             _mib(_text(el, "fb_memory_usage/total")), _text(el, "product_architecture"),
             _mhz(_text(el, "max_clocks/sm_clock")), _mhz(_text(el, "max_clocks/mem_clock")),
             node, cpus, path, tuple(procs), _text(el, "mig_mode/current_mig") == "Enabled",
-            pcie_link(sys_root, bdf), health(el)))
+            pcie_link(sys_root, bdf), health(el), config=config(el)))
     return Inventory(tuple(gpus), tuple(pci_devices(sys_root)), driver, cuda, source,
                      None if gpus else "nvidia-smi lists no GPU")
 
@@ -616,6 +667,29 @@ def findings(g: Gpu) -> list[str]:
     return [f"GPU{g.index} ({g.bus_id}): {text}" for found, text in said if found]
 
 
+def config_notes(g: Gpu) -> list[str]:
+    """The settings that make a GPU give a job less than it could, each with the way back:
+    a power limit below the GPU's default and application clocks below theirs (both cap
+    its clock under load: a slow sibling's likely cause), persistence mode off. Settings
+    someone may have chosen, so said, never judged."""
+    c, said = g.config, []
+    if c.low_power:
+        said.append(f"its power limit is {c.power_limit_w:g} W, below its default "
+                    f"{c.default_power_limit_w:g} W: under load its clock is held lower than "
+                    f"its siblings' (nvidia-smi -i {g.index} -pl {c.default_power_limit_w:g} "
+                    "restores it)")
+    if c.low_clocks:
+        said.append(f"its application clocks are set to {c.app_sm_mhz} MHz, below their "
+                    f"default {c.default_app_sm_mhz} MHz, which caps its clock (nvidia-smi -i "
+                    f"{g.index} -rac resets them)")
+    if c.persistence == "Disabled":
+        said.append("persistence mode is off: the driver tears the GPU down whenever no "
+                    "process holds it, so each job's first CUDA call waits for it to start "
+                    "again and settings made with nvidia-smi may not last (systemctl enable "
+                    "--now nvidia-persistenced)")
+    return [f"GPU{g.index} ({g.bus_id}): {text}" for text in said]
+
+
 def xid_notes(g: Gpu) -> list[str]:
     """One line per Xid code a GPU logged: how often, the last time, what NVIDIA's Xid
     catalog says it means and what to do (events, not states: see XID_CATALOG)."""
@@ -657,6 +731,7 @@ def render(inv: Inventory) -> str:
         out.append("  GPU to GPU: " + "; ".join(
             f"{r[0]}: " + " ".join(r[1:]) for r in gpu_matrix(inv)))
     out += [f"  {f}" for g in inv.gpus for f in findings(g)]
+    out += [f"  setting: {n}" for g in inv.gpus for n in config_notes(g)]
     notes = [n for g in inv.gpus for n in xid_notes(g)]
     if inv.xids_why is not None:
         out.append(f"  Xid events: not read ({inv.xids_why})")
@@ -775,5 +850,8 @@ def sharing(inv: Inventory) -> list[str]:
                 f"their own. Give each job its own device: Slurm GRES with device files "
                 f"(gres.conf Name=gpu File=/dev/nvidia[0-N], ConstrainDevices=yes in "
                 f"cgroup.conf) and srun --gpus-per-task/--gpu-bind; Grid Engine: an RSMAP "
-                f"complex of the device ids")
+                f"complex of the device ids" + (
+                    f"; compute mode Exclusive_Process (nvidia-smi -i {g.index} -c "
+                    "EXCLUSIVE_PROCESS) lets one process at a time use it"
+                    if g.config.compute_mode == "Default" else ""))
     return out

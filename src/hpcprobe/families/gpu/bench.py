@@ -335,7 +335,8 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
             ctx.warnings.append(f"gpu: {f}")
             ctx.findings.append({"benchmark": "gpu", "kind": HEALTH, "item": f"GPU{g.index}",
                                  "message": f})
-        ctx.warnings += [f"gpu: {n}" for n in gpus.xid_notes(g)]  # events: said, not judged
+        # events and settings: said, not judged
+        ctx.warnings += [f"gpu: {n}" for n in (*gpus.xid_notes(g), *gpus.config_notes(g))]
     ctx.progress.start("gpu", len(devs) * len(tests))
     for g in devs:
         dev = cuda.get(g.bus_id)
@@ -356,7 +357,7 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
             except MeasurementError as exc:  # this test's figures are discarded, others go on
                 ctx.errors.append(f"gpu: GPU{g.index} {test}: {exc}")
             ctx.progress.advance(f"gpu GPU{g.index} {test}")
-    _siblings(ctx)
+    _siblings(ctx, inv)
 
 
 #: The params that say where and under which clocks a figure was taken, not what it is.
@@ -374,7 +375,7 @@ SIBLING_FIGURES = {"gemm": None, "bandwidth": "array_bytes", "copy": "bytes"}
 SLOWER_THAN_SIBLINGS = "slower than its siblings"
 
 
-def _siblings(ctx: RunContext) -> None:
+def _siblings(ctx: RunContext, inv: gpus.Inventory) -> None:
     """A node's GPUs of one model against each other, by the cluster verdict's rules (robust
     z beyond 3.5 and 4 % worse than the others' median, the best end of its CI too; three GPUs
     at least): a GPU slower than its siblings is a warning and a finding, with its worst
@@ -389,6 +390,7 @@ def _siblings(ctx: RunContext) -> None:
         if (key is None or m.params[key] == largest[m.name]) and m.params.get("local", True):
             by_model[m.params["gpu"]][m.params["device"]].append(m)
     ignore = NotJoined({"gpu": NOT_JOINED | {"device", "numa"}})
+    by_index = {g.index: g for g in inv.gpus}
     for model, devices in by_model.items():
         order = sorted(devices)
         if len(order) < 3:
@@ -396,9 +398,11 @@ def _siblings(ctx: RunContext) -> None:
         rows = verdict.outliers([verdict.figures(devices[d], ignore) for d in order])
         for d, worse in zip(order, rows, strict=True):
             if worse:
+                why = ("its power limit or application clocks, set below their defaults, "
+                       "cap its clock" if by_index[d].config.capped else "the clocks, power "
+                       "and throttle reasons beside its figures say why")
                 msg = (f"GPU{d} is slower than this node's other {len(order) - 1} {model}: "
-                       f"{'; '.join(x.text() for x in worse[:3])}; the clocks, power and "
-                       "throttle reasons beside its figures say why")
+                       f"{'; '.join(x.text() for x in worse[:3])}; {why}")
                 ctx.warnings.append(f"gpu: {msg}")
                 ctx.findings.append({"benchmark": "gpu", "kind": SLOWER_THAN_SIBLINGS,
                                      "item": f"GPU{d}", "message": msg,
@@ -648,7 +652,9 @@ def check(o: GpuOptions) -> int:
     are local to them; GPUs shared by several jobs while others are idle; the node's GPUs'
     health (memory errors and the resets they need, ECC off, a narrow PCIe link). Exit 1 on
     a finding, so it serves as a job prologue or health check. The Xid events of the kernel
-    log are noted: they stay after the reset that cleared them, so they set no exit status."""
+    log are noted: they stay after the reset that cleared them, so they set no exit status;
+    so are settings that cap a GPU (a lowered power limit or application clocks) or slow
+    each job's start (persistence mode off), which someone may have chosen."""
     inv = inventory(o)
     if not inv.gpus:
         raise UserError(f"no GPU: {inv.none_why}")
@@ -663,6 +669,8 @@ def check(o: GpuOptions) -> int:
         print(f"WARNING: {w}")
     for n in (n for g in inv.gpus for n in gpus.xid_notes(g)):  # events, not states: exit 0
         print(f"NOTE: {n} (an Xid event, logged since boot)")
+    for n in (n for g in inv.gpus for n in gpus.config_notes(g)):  # settings: exit 0
+        print(f"NOTE: {n}")
     if not found:
         print("GPU binding: every CPU of this process is local to its GPUs; no GPU shared "
               "while another is idle; no GPU needs a reset or replacing.")
