@@ -129,6 +129,30 @@ def test_cpus_far_from_the_gpu_are_a_warning_with_the_fix(a100):
     assert gpus.binding(a100, {"CUDA_VISIBLE_DEVICES": "0"}, range(8)).warnings == ()
 
 
+def test_a_rank_that_sees_every_gpu_takes_its_local_ranks(a100):
+    """mpirun's ranks on a node whose 8 GPUs they all see: local rank 5 takes GPU5 (NUMA 1),
+    so bound to NUMA 0's CPUs it is warned about that GPU alone, not about GPUs 4-7; local
+    rank 1 on NUMA 0 has nothing to hear. Among the GPUs a variable leaves it, the same."""
+    env = {"OMPI_COMM_WORLD_LOCAL_RANK": "5", "OMPI_COMM_WORLD_RANK": "13"}
+    b = gpus.binding(a100, env, range(8))
+    assert [g.index for g in b.gpus] == [5] and "OMPI_COMM_WORLD_LOCAL_RANK=5" in b.source
+    [w] = b.warnings
+    assert w.startswith("GPU5 (0000:90:00.0) is local to NUMA 1")
+    assert gpus.binding(a100, {"SLURM_LOCALID": "1"}, range(8)).warnings == ()
+    b = gpus.binding(a100, {"CUDA_VISIBLE_DEVICES": "4,5", "MPI_LOCALRANKID": "3"},
+                     range(64, 72))
+    assert [g.index for g in b.gpus] == [5] and b.warnings == ()
+    # mixed GPUs, all seen: CUDA's ordinal is not nvidia-smi's unless told to be
+    mixed = replace(a100, gpus=(replace(a100.gpus[0], name="NVIDIA A40"), *a100.gpus[1:]))
+    [w] = gpus.binding(mixed, {"SLURM_LOCALID": "0"}, range(8)).warnings
+    assert "set CUDA_DEVICE_ORDER=PCI_BUS_ID" in w
+    assert gpus.binding(mixed, {"SLURM_LOCALID": "0", "CUDA_DEVICE_ORDER": "PCI_BUS_ID"},
+                        range(8)).warnings == ()
+    # one GPU seen: that one, whatever the local rank
+    assert [g.index for g in gpus.binding(a100, {"CUDA_VISIBLE_DEVICES": "2",
+                                                 "SLURM_LOCALID": "3"}, range(8)).gpus] == [2]
+
+
 def test_which_gpus_a_process_sees(a100):
     uuid = a100.gpus[3].uuid
     assert [g.index for g in gpus.visible(a100, {"CUDA_VISIBLE_DEVICES": uuid})[0]] == [3]

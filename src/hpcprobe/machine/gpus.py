@@ -811,10 +811,28 @@ def visible(inv: Inventory, env: Mapping[str, str]) -> tuple[tuple[Gpu, ...], st
     return tuple(once.values()), "CUDA_VISIBLE_DEVICES", notes
 
 
+#: Where launchers put a process's rank among those of its node: Open MPI, Slurm and MVAPICH2
+#: (the three Grid reads to pick a rank's GPU), MPICH's and Intel MPI's Hydra, Cray's PALS.
+LOCAL_RANK_VARS = ("OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID", "MV2_COMM_WORLD_LOCAL_RANK",
+                   "MPI_LOCALRANKID", "PMI_LOCAL_RANK")
+
+
 def binding(inv: Inventory, env: Mapping[str, str], cpus: Sequence[int]) -> Binding:
     """A process's GPUs (from its environment) and a warning for each GPU whose local CPUs
-    do not include all of the process's CPUs."""
+    do not include all of the process's CPUs. A rank that sees several GPUs takes the one
+    its local rank selects, local rank mod the GPUs it sees (the launcher's mapping, as Grid
+    and the usual rank-to-GPU wrapper scripts pick a rank's GPU)."""
     gpus, source, notes = visible(inv, env)
+    local = next(((v, int(env[v])) for v in LOCAL_RANK_VARS if env.get(v, "").isdigit()),
+                 None)
+    if len(gpus) > 1 and local is not None:
+        var, n = local
+        seen, source = source, f"{var}={n} mod {len(gpus)}; {source}"
+        if seen.startswith("all") and len({g.name for g in gpus}) > 1 and \
+                env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
+            notes.append("CUDA numbers mixed GPUs fastest first, not in nvidia-smi's order: "
+                         "set CUDA_DEVICE_ORDER=PCI_BUS_ID for the ranks' GPUs to be these")
+        gpus = (gpus[n % len(gpus)],)
     warnings = list(notes)
     if not gpus:
         warnings.append(f"{source} leaves this process no GPU")
