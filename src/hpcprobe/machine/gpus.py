@@ -760,6 +760,16 @@ class Binding:
     warnings: tuple[str, ...] = field(default_factory=tuple)
 
 
+#: CUDA's device numbers (CUDA_VISIBLE_DEVICES' indices, a rank's device) on mixed GPUs
+ORDER_NOTE = ("CUDA numbers mixed GPUs fastest first, not in nvidia-smi's bus order (the "
+              "indices of CUDA_VISIBLE_DEVICES, the device a rank picks): set "
+              "CUDA_DEVICE_ORDER=PCI_BUS_ID")
+
+
+def _cuda_order_differs(gpus: Sequence[Gpu], env: Mapping[str, str]) -> bool:
+    return len({g.name for g in gpus}) > 1 and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID"
+
+
 def visible(inv: Inventory, env: Mapping[str, str]) -> tuple[tuple[Gpu, ...], str, list[str]]:
     """The GPUs a process sees and which variable says so. Slurm's SLURM_STEP_GPUS /
     SLURM_JOB_GPUS hold nvidia-smi indices; CUDA_VISIBLE_DEVICES holds indices in CUDA's order
@@ -803,10 +813,8 @@ def visible(inv: Inventory, env: Mapping[str, str]) -> tuple[tuple[Gpu, ...], st
             if len(match) != 1:
                 raise UserError(f"CUDA_VISIBLE_DEVICES={cvd}: {item!r} names no single GPU here")
             got.append(match[0])
-    if any(x.isdigit() for x in items) and env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID" and \
-            len({g.name for g in inv.gpus}) > 1:
-        notes.append("CUDA_VISIBLE_DEVICES holds indices in CUDA's order, which differs "
-                     "from nvidia-smi's on mixed GPUs: set CUDA_DEVICE_ORDER=PCI_BUS_ID")
+    if any(x.isdigit() for x in items) and _cuda_order_differs(inv.gpus, env):
+        notes.append(ORDER_NOTE)
     once = {g.index: g for g in got}  # two MIG instances of one GPU: that GPU, once
     return tuple(once.values()), "CUDA_VISIBLE_DEVICES", notes
 
@@ -827,11 +835,9 @@ def binding(inv: Inventory, env: Mapping[str, str], cpus: Sequence[int]) -> Bind
                  None)
     if len(gpus) > 1 and local is not None:
         var, n = local
-        seen, source = source, f"{var}={n} mod {len(gpus)}; {source}"
-        if seen.startswith("all") and len({g.name for g in gpus}) > 1 and \
-                env.get("CUDA_DEVICE_ORDER") != "PCI_BUS_ID":
-            notes.append("CUDA numbers mixed GPUs fastest first, not in nvidia-smi's order: "
-                         "set CUDA_DEVICE_ORDER=PCI_BUS_ID for the ranks' GPUs to be these")
+        source = f"{var}={n} mod {len(gpus)}; {source}"
+        if _cuda_order_differs(gpus, env) and ORDER_NOTE not in notes:
+            notes.append(ORDER_NOTE)
         gpus = (gpus[n % len(gpus)],)
     warnings = list(notes)
     if not gpus:
