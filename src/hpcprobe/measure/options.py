@@ -32,7 +32,6 @@ def counts(what: str, example: str) -> Callable[[str], tuple[int, ...]]:
                                              f"comma-separated list, e.g. {example}")
         return vals
 
-    parse.__name__ = "counts"
     return parse
 
 
