@@ -402,6 +402,11 @@ def test_peak_models_match_the_data_sheets():
     assert peaks.gemm_peak_tflops("7.0", "tf32", 80, 1530) is None  # Volta has no TF32
     assert peaks.gemm_peak_tflops("9.0", "fp8", 132, 1830) == pytest.approx(1978.9, abs=0.1)
     assert peaks.gemm_peak_tflops("8.0", "fp8", 108, 1410) is None  # Ampere has no FP8
+    # B200: 148 SMs, dense BF16 2.25 and FP8 4.5 PFLOP/s at 1860 MHz, FP64 37 TFLOP/s near
+    # 1950 MHz
+    assert peaks.gemm_peak_tflops("10.0", "bf16", 148, 1860) == pytest.approx(2255.1, abs=0.1)
+    assert peaks.gemm_peak_tflops("10.0", "fp8", 148, 1860) == pytest.approx(4510.2, abs=0.1)
+    assert peaks.gemm_peak_tflops("10.0", "fp64", 148, 1950) == pytest.approx(36.9, abs=0.05)
     assert peaks.memory_peak_gbs(0, 5120) is None
 
 

@@ -13,6 +13,9 @@ from __future__ import annotations
 #: 37.4 and 91.6, their FP64 1/64 of FP32, TF32/FP16 at 1/2 and 1/4 of the tensor rates of
 #: sm_80's per-SM; H100/H200 (132 SMs) 67/67 and 495/989/989 dense. FP8 (E4M3 in, FP32
 #: accumulation; cuBLASLt): L40S 733 and H100/H200 1979 TFLOP/s dense, twice FP16's per-SM rate.
+#: B200 and GB200 (sm_100, 148 SMs): FP64 37 and FP32 75 TFLOP/s at about 1.95 GHz; TF32, BF16,
+#: FP16 and FP8 dense 1.1, 2.25, 2.25 and 4.5 PFLOP/s (the HGX B200 sheet gives them with
+#: sparsity, twice these) at 1.86 GHz, as H100's tensor rates are at 1.83 GHz.
 #: GeForce parts of sm_86 and sm_89 run FP16 (and FP8) with FP32 accumulation at half the rate
 #: given here: their figures read low.
 #: Architectures absent here get no model: their rates are shown without a percentage.
@@ -22,6 +25,7 @@ GEMM_FLOPS_PER_SM_CLOCK: dict[str, dict[str, int]] = {
     "8.6": {"fp64": 4, "fp32": 256, "tf32": 512, "bf16": 1024, "fp16": 1024},
     "8.9": {"fp64": 4, "fp32": 256, "tf32": 512, "bf16": 1024, "fp16": 1024, "fp8": 2048},
     "9.0": {"fp64": 256, "fp32": 256, "tf32": 2048, "bf16": 4096, "fp16": 4096, "fp8": 8192},
+    "10.0": {"fp64": 128, "fp32": 256, "tf32": 4096, "bf16": 8192, "fp16": 8192, "fp8": 16384},
 }
 PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
 #: Where the table comes from, stored with each model.
