@@ -355,10 +355,12 @@ def test_health_in_each_generation_of_nvidia_smi():
     assert plain.health == gpus.Health() and gpus.findings(plain) == []
 
 
-def test_settings_that_cap_a_gpu_are_said_not_judged(a100, tmp_path):
+def test_settings_that_cap_a_gpu_are_said_not_judged(a100):
     """GPU6's power limit is 300 W of its default 400 W, GPU7's application clocks 1095 MHz of
-    1410: each is said with the way back (a slow sibling's likely cause), and sets no exit
-    status: someone may have chosen it."""
+    1410: each is said with the way back (a slow sibling's likely cause); neither is a
+    finding (the exit status: test_a_setting_alone_is_a_note_with_exit_0)."""
+    assert not [f for g in a100.gpus[6:] for f in gpus.findings(g) if "limit" in f or
+                "clocks" in f]
     assert [g.config.capped for g in a100.gpus] == [False] * 6 + [True, True]
     notes = [n for g in a100.gpus for n in gpus.config_notes(g)]
     assert notes == [
