@@ -892,6 +892,9 @@ def test_no_gpu_is_one_line_and_other_families_go_on(tmp_path):
     assert_user_error(hpcprobe("gpu", "--gpu-precisions", "fp4"), "'fp4' is unknown")
     assert_user_error(hpcprobe("run", "gpu", "--gpu-tests", "fft", "--dry-run"),
                       "'fft' is unknown")
+    # hpcprobe run's GPU family, asked for no GPU by name, skipped over it before
+    assert_user_error(hpcprobe("run", "gpu", "--gpu-precisions", "fp4", "--dry-run"),
+                      "'fp4' is unknown")
 
 
 # ------------------------------------------------------------------ on a GPU (skipped without)
