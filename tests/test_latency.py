@@ -119,7 +119,8 @@ def test_cli_latency_run_and_errors(tmp_path):
     assert [m["params"]["size_bytes"] for m in doc["metrics"]] == [1 << 20]
     assert "Memory latency" in r.out
     assert_user_error(hpcprobe("run", "latency", "--cpu", "9999", "--no-store"), "--cpu 9999")
-    assert_user_error(hpcprobe("run", "latency", "--size", "100", "--no-store"), "--size 100")
+    assert_user_error(hpcprobe("run", "latency", "--size", "100", "--no-store"),
+                      "--size 100 B: a pointer-chase ring needs at least 1024 B")
     assert_user_error(hpcprobe("run", "latency", "--size", "64TiB", "--no-store"), "available")
     assert_user_error(hpcprobe("run", "memory", "--pages", "huge", "--no-store"), "--pages")
 

@@ -275,8 +275,8 @@ def sweep(ctx: RunContext, opts: LatencyOptions) -> tuple[Sweep, LatencyOptions]
         raise OptionError(f"<cpu> {cpu}: not an allowed CPU of this machine "
                           f"({', '.join(map(str, topo.allowed_cpus))}); see `hpcprobe topology`")
     if opts.size_bytes is not None and opts.size_bytes < 16 * STRIDE:
-        raise OptionError(f"<size_bytes> {opts.size_bytes}: a pointer-chase ring needs at least "
-                          f"{16 * STRIDE} B (16 lines of {STRIDE} B)")
+        raise OptionError(f"<size_bytes> {format_bytes(opts.size_bytes)}: a pointer-chase ring "
+                          f"needs at least {16 * STRIDE} B (16 lines of {STRIDE} B)")
     if opts.pages is None and not settings.huge_page_sweep:
         opts = replace(opts, pages="default")
     loaded = opts.loaded if opts.loaded is not None else settings.loaded
