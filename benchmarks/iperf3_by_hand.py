@@ -22,12 +22,11 @@ import time
 from sidebyside import hpcprobe_json, in_turn, missing, round_ratios
 
 from hpcprobe import tools
-from hpcprobe.tools import pgserver
 
 
 def by_hand(seconds: int, rate: str | None) -> dict[str, float]:
     """One client run against a server of its own on loopback, as a user types them."""
-    exe, port = tools.get("iperf3").find() or "iperf3", pgserver.free_port()
+    exe, port = tools.get("iperf3").find() or "iperf3", tools.free_port()
     server = subprocess.Popen([exe, "-s", "-B", "127.0.0.1", "-p", str(port)],
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:

@@ -42,7 +42,7 @@ def test_the_same_runs_in_sqlite_and_postgresql_compare_alike(pg_url, tmp_path):
 
 
 def test_an_unreachable_server_is_one_line_before_anything_is_measured(tmp_path):
-    from hpcprobe.tools.pgserver import free_port
+    from hpcprobe.tools import free_port
 
     url = f"postgresql://nobody:secret@127.0.0.1:{free_port()}/none"
     out = tmp_path / "run.json"

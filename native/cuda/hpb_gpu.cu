@@ -594,8 +594,9 @@ static void cublas_open(const char *path, int need_lt)
  * type on the device, as HPL's and PyTorch's random matrices are. A power-capped GPU's GEMM
  * rate depends on the bits its multipliers toggle: on an H100, operands of three significant
  * bits, timed one product at a time, ran 1.16 times as fast as PyTorch's random ones timed
- * alike, so only data as random as real data's gives the rate real work gets. The check below therefore recomputes
- * sampled entries from the inputs as the device holds them (gathered back), not from these. */
+ * alike, so only data as random as real data's gives the rate real work gets. The check below
+ * therefore recomputes sampled entries from the inputs as the device holds them (gathered
+ * back), not from these. */
 __host__ __device__ static inline double operand(uint64_t i, uint64_t seed)
 {
     /* splitmix64: element i of the stream `seed` */

@@ -278,11 +278,6 @@ def _mhz(value: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
-def _watts(value: str | None) -> float | None:
-    m = re.match(r"([\d.]+)\s*W", value or "")
-    return float(m.group(1)) if m else None
-
-
 def _pci(sysfs: Path, bdf: str) -> tuple[int | None, tuple[int, ...], tuple[str, ...]]:
     """A PCI device's NUMA node (None where sysfs says -1 or nothing), local CPUs and PCIe path
     (the resolved link under /sys/bus/pci/devices: root complex, bridges, the device)."""
@@ -339,17 +334,17 @@ def config(el: ET.Element) -> Config:
         return next((v for v in (_text(el, p) for p in paths) if v is not None), None)
     return Config(
         _text(el, "persistence_mode"), _text(el, "compute_mode"),
-        _watts(first("gpu_power_readings/current_power_limit",
-                     "power_readings/enforced_power_limit", "power_readings/power_limit")),
-        _watts(first("gpu_power_readings/default_power_limit",
-                     "power_readings/default_power_limit")),
+        _number(first("gpu_power_readings/current_power_limit",
+                      "power_readings/enforced_power_limit", "power_readings/power_limit")),
+        _number(first("gpu_power_readings/default_power_limit",
+                      "power_readings/default_power_limit")),
         _mhz(_text(el, "applications_clocks/graphics_clock")),
         _mhz(_text(el, "default_applications_clocks/graphics_clock")))
 
 
 def _number(text: str | None) -> float | None:
-    """The leading number of a sysfs link attribute ("16.0 GT/s PCIe", "16"); None for
-    "Unknown" or nothing."""
+    """The leading number of a value with its unit after it (a sysfs link attribute, "16.0 GT/s
+    PCIe", "16"; an nvidia-smi power, "700.00 W"); None for "Unknown" or nothing."""
     m = re.match(r"\s*(\d+(?:\.\d+)?)", text or "")
     return float(m.group(1)) if m else None
 

@@ -7,11 +7,20 @@ from __future__ import annotations
 
 import re
 import shutil
+import socket
 import subprocess
 from dataclasses import dataclass
 from functools import cache
 
 from hpcprobe.common.errors import UserError
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now, for a server a tool starts there
+    (PostgreSQL, iperf3)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 @dataclass(frozen=True)

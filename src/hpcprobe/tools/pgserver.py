@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -19,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hpcprobe.common.errors import MeasurementError, UserError
+from hpcprobe.tools import free_port
 
 
 def bin_dir() -> Path | None:
@@ -27,12 +27,6 @@ def bin_dir() -> Path | None:
                    key=lambda p: int(p.parent.parent.name) if p.parent.parent.name.isdigit()
                    else 0)
     return found[-1].parent if found else None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _has_user(name: str) -> bool:

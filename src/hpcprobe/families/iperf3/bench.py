@@ -21,7 +21,7 @@ from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, MetricSpec, RunContext, option
 from hpcprobe.probes import program
 from hpcprobe.results.model import Metric
-from hpcprobe.tools import command, pgserver
+from hpcprobe.tools import command, free_port
 
 TOOL = tools.get("iperf3")
 #: Per profile: seconds a repetition transmits.
@@ -132,7 +132,7 @@ def server(exe: str, o: IperfOptions) -> Iterator[tuple[str, int]]:
         argv = ["srun", "--overlap", "--nodes", "1", "--ntasks", "1", "--nodelist", o.peer,
                 exe, "-s", "-p", str(port)]
     else:
-        host, port = LOOPBACK, pgserver.free_port()
+        host, port = LOOPBACK, free_port()
         argv = [exe, "-s", "-B", host, "-p", str(port)]
     try:
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
