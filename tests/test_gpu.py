@@ -151,6 +151,12 @@ def test_a_rank_that_sees_every_gpu_takes_its_local_ranks(a100):
     # one GPU seen: that one, whatever the local rank
     assert [g.index for g in gpus.binding(a100, {"CUDA_VISIBLE_DEVICES": "2",
                                                  "SLURM_LOCALID": "3"}, range(8)).gpus] == [2]
+    # srun --gpu-bind=closest (or --gpus-per-task, or map_gpu) under ConstrainDevices: Slurm
+    # narrows each task's SLURM_STEP_GPUS to its GPU and renumbers CUDA_VISIBLE_DEVICES from 0
+    task = {"SLURM_STEP_GPUS": "5", "CUDA_VISIBLE_DEVICES": "0", "SLURM_LOCALID": "2"}
+    b = gpus.binding(a100, task, range(64, 72))
+    assert [g.index for g in b.gpus] == [5] and b.source == "SLURM_STEP_GPUS"
+    assert b.warnings == ()
 
 
 def test_which_gpus_a_process_sees(a100):

@@ -767,7 +767,8 @@ def _cuda_order_differs(gpus: Sequence[Gpu], env: Mapping[str, str]) -> bool:
 
 def visible(inv: Inventory, env: Mapping[str, str]) -> tuple[tuple[Gpu, ...], str, list[str]]:
     """The GPUs a process sees and which variable says so. Slurm's SLURM_STEP_GPUS /
-    SLURM_JOB_GPUS hold nvidia-smi indices; CUDA_VISIBLE_DEVICES holds indices in CUDA's order
+    SLURM_JOB_GPUS hold nvidia-smi indices (a task's own GPUs alone where Slurm binds them,
+    --gpu-bind or --gpus-per-task); CUDA_VISIBLE_DEVICES holds indices in CUDA's order
     (the fastest first unless CUDA_DEVICE_ORDER=PCI_BUS_ID), UUIDs, or MIG instances' UUIDs
     (each stands for its GPU, whose locality it has; Slurm's indices then count MIG
     instances, not GPUs, so CUDA_VISIBLE_DEVICES says)."""
