@@ -132,6 +132,12 @@ def test_bad_json_file_for_show(tmp_path):
 def test_usage_error_is_one_line():
     assert_user_error(hpcprobe("run", "--no-such-flag"), "--no-such-flag")
     assert_user_error(hpcprobe("plan"), "--placement")
+    # an unknown option's value taken for the action: the option is named, not its value
+    r = hpcprobe("hpl", "--hpl-n", "5")
+    assert_user_error(r, "unrecognized arguments: --hpl-n")
+    assert "'5'" not in r.err
+    # a known flag that takes no value: the stray value is what is wrong
+    assert_user_error(hpcprobe("hpl", "--tune", "5"), "invalid choice: '5'")
 
 
 @pytest.mark.skipif(not two_cpus(), reason="needs two CPUs")

@@ -47,11 +47,31 @@ class _Parser(argparse.ArgumentParser):
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
 
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self._given = list(sys.argv[1:] if args is None else args)  # a subcommand's own
+        return super().parse_known_args(args, namespace)
+
+    def _unknown_option_before(self, value: str) -> str | None:
+        """The unknown option whose value argparse took for a positional (`hpl --hpl-n 5`
+        reads 5 as the action), so that the message names the option, not its value."""
+        known = [s for a in self._actions for s in a.option_strings]
+        given: list[str] = getattr(self, "_given", [])
+        for before, tok in zip(given, given[1:], strict=False):
+            name = before.split("=")[0]
+            if tok == value and name.startswith("-") and \
+                    not any(k.startswith(name) for k in known):
+                return name
+        return None
+
     def error(self, message: str) -> NoReturn:
         # "argument --np: 0: give ..." (our value parsers) reads "--np 0: give ..."
         m = re.match(r"^argument ([^:/]+)(?:/\S+)?: (.*)$", message, re.S)
         if m and not m.group(2).startswith(_ARGPARSE_OWN):
             message = f"{m.group(1)} {m.group(2)}"
+        choice = re.match(r"^argument [^:]+: invalid choice: '(.*)' \(choose", message)
+        unknown = choice and self._unknown_option_before(choice.group(1))
+        if unknown:
+            message = f"unrecognized arguments: {unknown}"
         sys.stderr.write(f"hpcprobe: error: {message} (see `{self.prog} --help`)\n")
         sys.exit(EXIT_USAGE)
 
