@@ -43,8 +43,12 @@ static void use_comm(MPI_Comm c, int partner)
     MPI_Comm_size(c, &csize);
 }
 
-/* Sample lines: `extra` names the pair or node count they belong to; while `buffering`, they
- * collect here and rank 0 prints everyone's (several pairs measure at once). */
+/* Sample lines: `extra` names the pair or node count they belong to. They collect here, never
+ * printed between samples: a line a sample woke the launcher's output forwarding and its
+ * reader between the timed loops, on CPUs the ranks need (on a node whose CPUs all run ranks
+ * that tripled the 8 B latency). Each rank prints its own at the next begin() and at the end;
+ * while `buffering`, rank 0 prints everyone's at flush_collected (several pairs measure at
+ * once). */
 static char extra[128];
 static char *outbuf;
 static int outlen, outcap, buffering;
@@ -60,10 +64,6 @@ static void emit(const char *fmt, ...)
     if (n > (int)sizeof line - 2) n = (int)sizeof line - 2;
     line[n++] = '\n';
     line[n] = 0;
-    if (!buffering) {
-        fputs(line, stdout);
-        return;
-    }
     if (outlen + n + 1 > outcap) {
         outcap = 2 * (outlen + n + 1);
         outbuf = realloc(outbuf, (size_t)outcap);
@@ -71,6 +71,14 @@ static void emit(const char *fmt, ...)
     }
     memcpy(outbuf + outlen, line, (size_t)n + 1);
     outlen += n;
+}
+
+/* This rank prints the lines it collected (outside `buffering`). */
+static void print_collected(void)
+{
+    if (buffering || !outlen) return;
+    fputs(outbuf, stdout);
+    outlen = 0;
 }
 
 /* Rank 0 prints the lines every rank collected (a collective on the world). */
@@ -113,6 +121,7 @@ static int iterations(int osu_count, double scale)
 
 static void begin(const char *test, size_t size)
 {
+    print_collected();
     if (rank == 0) printf("{\"type\":\"begin\",\"test\":\"%s\",\"size\":%zu}\n", test, size);
 }
 
@@ -744,6 +753,7 @@ int main(int argc, char **argv)
         links(&o);
     }
     if (wanted(&o, "scaling")) scaling(&o);
+    print_collected();
     if (rank == 0) printf("{\"type\":\"done\"}\n");
     free(sbuf);
     free(rbuf);
