@@ -44,7 +44,7 @@ def test_kernel_validates_against_analytic_values(k):
     chains = k.fma_chains + k.mul_chains + k.add_chains
     assert len(values) == chains * k.lanes
     for c in range(chains):
-        want = c if c < k.mul_chains else c + iters
+        want = 1 if c < k.mul_chains else c + iters  # multiply chains square their 1
         assert values[c * k.lanes:(c + 1) * k.lanes] == [want] * k.lanes
 
 

@@ -60,14 +60,14 @@ int hpb_peak_shape(int isa, int precision, int op, struct hpb_peak_shape *out)
     return 0;
 }
 
-/* Every lane of chain k must hold k + iters (FMA and add chains) or k (multiply chains). */
+/* Every lane of chain k must hold k + iters (FMA and add chains) or 1 (multiply chains). */
 static int check(const struct hpb_peak_shape *s, uint64_t iters, const double *out)
 {
     const int chains = s->fma_chains + s->mul_chains + s->add_chains;
     for (int k = 0; k < chains; k++) {
         /* the scalar kernels put their multiply chains first; vector kernels have none */
         const int counts = k >= s->mul_chains;
-        const double want = (double)k + (counts ? (double)iters : 0.0);
+        const double want = counts ? (double)k + (double)iters : 1.0;
         for (int l = 0; l < s->lanes; l++)
             if (out[k * s->lanes + l] != want) return 0;
     }

@@ -6,10 +6,11 @@
 
 #include "hpb.h"
 
-/* One call of a peak kernel: every chain starts at its index k (all lanes), runs `iters`
- * dependent updates, and leaves its lanes in out[k * lanes ...] as doubles. An FMA chain
- * computes a = a * 1 + 1 and an add chain a = a + 1 (both end at k + iters), a multiply chain
- * a = a * 1 (ends at k); the constant 1 is hidden from the compiler, so nothing folds. */
+/* One call of a peak kernel: every chain runs `iters` dependent updates and leaves its lanes
+ * in out[k * lanes ...] as doubles. An FMA chain starts at its index k and computes
+ * a = a * 1 + 1, an add chain likewise a = a + 1 (both end at k + iters); a multiply chain
+ * starts at 1 and squares it (ends at 1), and the scalar add chains add those 1s. Every 1 is
+ * hidden from the compiler, so nothing folds. */
 typedef void (*hpb_peak_fn)(uint64_t iters, double *out);
 
 /* A kernel and the shape the caller validates it against. */

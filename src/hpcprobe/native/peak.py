@@ -40,8 +40,8 @@ class PeakKernel:
 
 PEAK_KERNELS: tuple[PeakKernel, ...] = (
     # the x86-64 baseline has no FMA: multiply chains beside add chains
-    PeakKernel("scalar", "dp", "mul+add", 0, 7, 7, 1),
-    PeakKernel("scalar", "sp", "mul+add", 0, 7, 7, 1),
+    PeakKernel("scalar", "dp", "mul+add", 0, 8, 8, 1),
+    PeakKernel("scalar", "sp", "mul+add", 0, 8, 8, 1),
     PeakKernel("avx2", "dp", "fma", 12, 0, 0, 4),
     PeakKernel("avx2", "dp", "fma+add", 8, 0, 7, 4),
     PeakKernel("avx2", "sp", "fma", 12, 0, 0, 8),
