@@ -105,6 +105,20 @@ def test_the_proxies_build_against_the_core_once():
 
 
 @needs_mpi
+def test_the_proxies_build_follows_the_core_content_not_its_time(tmp_path, monkeypatch):
+    """A reinstall that rebuilt the same library keeps the proxies' build; another library
+    (content or place) gets its own."""
+    lib = tmp_path / "libhpcprobe_native.so"
+    lib.write_bytes(b"one")
+    monkeypatch.setattr(native, "lib_path", lambda: lib)
+    tag = build.program(MPI, build.PROXY).name
+    os.utime(lib, ns=(1, 1))  # the same bytes, written again
+    assert build.program(MPI, build.PROXY).name == tag
+    lib.write_bytes(b"two")
+    assert build.program(MPI, build.PROXY).name != tag
+
+
+@needs_mpi
 @pytest.mark.parametrize("n,grid", [(1, (1, 1, 1, 1)), (2, (1, 1, 1, 2)), (2, (2, 1, 1, 1)),
                                     (4, (1, 2, 1, 2))])
 def test_the_halo_exchange_matches_the_reference(n, grid):

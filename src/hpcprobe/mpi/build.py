@@ -47,13 +47,14 @@ def source_text(name: str = SOURCE) -> str:
 
 
 def _core_tag() -> str:
-    """Changes with the proxies' source, the core's header, and the core library itself."""
+    """Changes with the proxies' source, the core's header, and the core library's place (the
+    program's rpath) and content: not with a reinstall that rebuilt the same library, which
+    made a build of its own, left beside the others, at every install."""
     lib = native.lib_path()
-    st = lib.stat() if lib.is_file() else None
     h = hashlib.sha256()
-    for part in (source_text(PROXY.source), source_text(HEADER), str(lib.resolve()),
-                 f"{st.st_size}:{st.st_mtime_ns}" if st else "missing"):
-        h.update(part.encode() + b"\0")
+    for part in (source_text(PROXY.source).encode(), source_text(HEADER).encode(),
+                 str(lib.resolve()).encode(), lib.read_bytes() if lib.is_file() else b"missing"):
+        h.update(part + b"\0")
     return h.hexdigest()[:12]
 
 
