@@ -46,17 +46,17 @@ class _Parser(argparse.ArgumentParser):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
+        self._given: list[str] = []  # the arguments parsed last (a subcommand's: its own)
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
-        self._given = list(sys.argv[1:] if args is None else args)  # a subcommand's own
+        self._given = list(sys.argv[1:] if args is None else args)
         return super().parse_known_args(args, namespace)
 
     def _unknown_option_before(self, value: str) -> str | None:
         """The unknown option whose value argparse took for a positional (`hpl --hpl-n 5`
         reads 5 as the action), so that the message names the option, not its value."""
         known = [s for a in self._actions for s in a.option_strings]
-        given: list[str] = getattr(self, "_given", [])
-        for before, tok in zip(given, given[1:], strict=False):
+        for before, tok in zip(self._given, self._given[1:], strict=False):
             name = before.split("=")[0]
             if tok == value and name.startswith("-") and \
                     not any(k.startswith(name) for k in known):

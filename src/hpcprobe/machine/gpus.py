@@ -330,14 +330,13 @@ def health(el: ET.Element) -> Health:
 
 def config(el: ET.Element) -> Config:
     """A <gpu> element's settings."""
-    def first(*paths: str) -> str | None:
-        return next((v for v in (_text(el, p) for p in paths) if v is not None), None)
     return Config(
         _text(el, "persistence_mode"), _text(el, "compute_mode"),
-        _number(first("gpu_power_readings/current_power_limit",
-                      "power_readings/enforced_power_limit", "power_readings/power_limit")),
-        _number(first("gpu_power_readings/default_power_limit",
-                      "power_readings/default_power_limit")),
+        _number(_text(el, "gpu_power_readings/current_power_limit")
+                or _text(el, "power_readings/enforced_power_limit")
+                or _text(el, "power_readings/power_limit")),
+        _number(_text(el, "gpu_power_readings/default_power_limit")
+                or _text(el, "power_readings/default_power_limit")),
         _mhz(_text(el, "applications_clocks/graphics_clock")),
         _mhz(_text(el, "default_applications_clocks/graphics_clock")))
 
