@@ -44,3 +44,13 @@ def test_dmi_reads_what_is_readable(tmp_path):
     (tmp_path / "product_name").write_text("<Server> & co\n")
     assert provenance.dmi(str(tmp_path)) == {"bios_vendor": "AMI",
                                              "product_name": "<Server> & co"}
+
+
+def test_runs_of_other_kernels_differ_even_at_the_same_version():
+    a = results.read_json(DATA / "compare" / "nps1.json")
+    b = results.read_json(DATA / "compare" / "nps1.json")
+    a.provenance["kernels"], b.provenance["kernels"] = "7daef8c4a820", "0f3e2a91bc47"
+    assert a.provenance["hpcprobe_version"] == b.provenance["hpcprobe_version"]
+    assert fingerprint.differences([a, b]) == [("kernels", ["7daef8c4a820", "0f3e2a91bc47"])]
+    del a.provenance["kernels"]  # stored before the digest was: not known, so not the same
+    assert fingerprint.differences([a, b]) == [("kernels", ["n/a", "0f3e2a91bc47"])]

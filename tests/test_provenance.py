@@ -1,8 +1,18 @@
 """Provenance readings."""
 
+import hashlib
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
 from conftest import DATA
 from hpcprobe import native
 from hpcprobe.machine import provenance, sysinfo, topology
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_bracketed_choice():
@@ -24,3 +34,49 @@ def test_collect_records_build_and_system():
     assert p["smt"] == 2 and p["numa_nodes"] == 2 and p["isa"] == "scalar"
     assert p["compiler"] == native.build_info() and "flags:" in p["compiler"]
     assert p["isa_supported"][0] == "scalar"
+
+
+def _digest(root: Path, files: list[str]) -> str:
+    """The kernels' digest as CMakeLists.txt computes it: each file's SHA-256 after its path,
+    a line each in path order, and the first 12 hex digits of that manifest's SHA-256."""
+    manifest = "".join(f"{f} {hashlib.sha256((root / f).read_bytes()).hexdigest()}\n"
+                       for f in sorted(files))
+    return hashlib.sha256(manifest.encode()).hexdigest()[:12]
+
+
+def _measured(root: Path) -> list[str]:
+    return [str(p.relative_to(root)) for p in (root / "native").rglob("*")
+            if p.suffix in (".c", ".h", ".cu")] + ["CMakeLists.txt"]
+
+
+def test_runs_record_the_digest_of_the_sources_they_were_built_from():
+    """The installed core says which sources it was built from: those of this checkout (`make
+    test` installs it first), every measurement source counted, the MPI and GPU programs too."""
+    files = _measured(ROOT)
+    assert {"native/mpi/hpb_mpi.c", "native/cuda/hpb_gpu.cu", "native/src/peak.c"} <= set(files)
+    assert native.source_id() == _digest(ROOT, files)
+    p = provenance.collect(topology.load_xml(DATA / "laptop-8c.xml"), "scalar")
+    assert p["kernels"] == native.source_id()
+
+
+@pytest.mark.skipif(not (shutil.which("cmake") and shutil.which("make")), reason="no cmake")
+def test_a_changed_source_changes_the_digest_in_a_kept_build_folder(tmp_path):
+    """The wheel's build folder is kept between installs: an edited kernel must re-run the
+    step that computes the digest, or the new build would carry the old one."""
+    src = tmp_path / "src"
+    shutil.copytree(ROOT / "native", src / "native")
+    shutil.copy(ROOT / "CMakeLists.txt", src)
+    build = tmp_path / "build"
+
+    def said(*cmd: str) -> str:
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout
+        return re.findall(r"hpcprobe kernels: ([0-9a-f]{12})", out)[-1]
+
+    first = said("cmake", "-G", "Unix Makefiles", "-S", str(src), "-B", str(build))
+    assert first == native.source_id()
+    peak = src / "native/src/peak.c"
+    peak.write_text(peak.read_text() + "\n/* another kernel */\n")
+    # the check every build starts with: it re-runs the configure step when a file it read
+    # has changed
+    again = said("make", "-C", str(build), "cmake_check_build_system")
+    assert again == _digest(src, _measured(src)) != first

@@ -29,13 +29,17 @@ enum hpb_kernel {
 enum hpb_stores { HPB_STORES_REGULAR = 0, HPB_STORES_NT = 1 };
 
 /* Version of this C API; Python refuses a library whose version differs from the one it expects. */
-#define HPB_API_VERSION 3
+#define HPB_API_VERSION 4
 
 /* Returns HPB_API_VERSION of the loaded library. */
 int hpb_api_version(void);
 
 /* Writes a NUL-terminated description of the compiler and its flags into buf (at most len bytes). */
 void hpb_build_info(char *buf, size_t len);
+
+/* Returns a digest (12 hex digits) of the measurement sources this library was built from: the
+ * core's, the MPI and GPU programs' and the build file's. Runs that differ in it ran other kernels. */
+const char *hpb_source_id(void);
 
 /* Returns 1 if the variant is compiled into this build and the running CPU supports it, else 0. */
 int hpb_isa_supported(int isa);

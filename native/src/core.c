@@ -14,6 +14,9 @@
 #ifndef HPB_COMPILE_FLAGS
 #define HPB_COMPILE_FLAGS "unknown"
 #endif
+#ifndef HPB_SOURCE_ID
+#define HPB_SOURCE_ID "unknown"
+#endif
 
 static const char *const isa_names[HPB_ISA_COUNT] = {"scalar", "avx2", "avx512"};
 static const hpb_kernel_shape kernel_shapes[HPB_KERNEL_COUNT] = {
@@ -44,6 +47,8 @@ void hpb_build_info(char *buf, size_t len)
     snprintf(buf, len, "unknown compiler; flags: %s", HPB_COMPILE_FLAGS);
 #endif
 }
+
+const char *hpb_source_id(void) { return HPB_SOURCE_ID; }
 
 int hpb_isa_supported(int isa)
 {

@@ -45,6 +45,7 @@ def fingerprint(run: Run) -> dict[str, str]:
         "ISA": p.get("isa"),
         "allowed CPUs": p.get("allowed_cpus"),
         "hpcprobe": p.get("hpcprobe_version"),
+        "kernels": p.get("kernels"),  # the sources' digest: a changed kernel, same version
     }
     out.update({f"env {k}": v for k, v in sorted((p.get("environment") or {}).items())})
     return {k: "n/a" if v is None or v == "" else str(v) for k, v in out.items()}

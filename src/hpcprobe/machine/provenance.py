@@ -98,6 +98,7 @@ def collect(topo: Topology, isa: str) -> dict[str, Any]:
         "isa_supported": native.supported_isas(),
         "isa": isa,
         "hpcprobe_version": __version__,
+        "kernels": native.source_id(),
         "python": platform.python_version(),
         "topology_source": topo.source,
         "allowed_cpus": format_cpulist(topo.allowed_cpus),

@@ -14,7 +14,7 @@ from typing import Any
 
 from hpcprobe.common.errors import NativeError, UserError
 
-API_VERSION = 3
+API_VERSION = 4
 STORES = ("regular", "nt")
 _LIB_NAME = "libhpcprobe_native.so"
 
@@ -40,6 +40,7 @@ def _declare(lib: ctypes.CDLL) -> None:
     sig: Signatures = {
         "hpb_api_version": (ctypes.c_int, []),
         "hpb_build_info": (None, [ctypes.c_char_p, ctypes.c_size_t]),
+        "hpb_source_id": (ctypes.c_char_p, []),
         "hpb_isa_supported": (ctypes.c_int, [ctypes.c_int]),
         "hpb_isa_name": (ctypes.c_char_p, [ctypes.c_int]),
         "hpb_kernel_name": (ctypes.c_char_p, [ctypes.c_int]),
@@ -152,6 +153,12 @@ def build_info() -> str:
     buf = ctypes.create_string_buffer(512)
     lib().hpb_build_info(buf, len(buf))
     return buf.value.decode()
+
+
+def source_id() -> str:
+    """A digest of the measurement sources the core was built from (its C files, the MPI and
+    GPU programs shipped with it, the build file): runs that differ in it ran other kernels."""
+    return lib().hpb_source_id().decode()
 
 
 def _names(fn: Callable[[int], bytes | None]) -> list[str]:
