@@ -9,6 +9,7 @@ import sqlite3
 import pytest
 
 from conftest import DATA, assert_user_error, hpcprobe, run_json, two_cpus
+from hpcprobe import __version__
 
 
 def test_topology_json_live():
@@ -47,6 +48,19 @@ def test_run_single_measurement_stores_and_reads_back(tmp_path):
     assert json.loads(r.out) == doc
     r = hpcprobe("show", str(out))
     assert r.code == 0 and doc["run_id"] in r.out
+
+
+def test_version_names_the_kernels_and_a_broken_core_is_one_line(tmp_path):
+    from hpcprobe import native
+
+    r = hpcprobe("--version")
+    assert r.code == 0 and r.out.strip() == f"hpcprobe {__version__} (kernels {native.source_id()})"
+    (tmp_path / "lib.so").write_text("not a library")
+    for args in (["--version"], ["list"]):  # the core is loaded before any command parses
+        r = hpcprobe(*args, env={"HPCPROBE_NATIVE_LIB": str(tmp_path / "lib.so")})
+        assert r.code == 1 and "Traceback" not in r.err, r.err
+        assert r.err.startswith("hpcprobe: error: cannot load the native core") \
+            and r.err.count("\n") == 1, r.err
 
 
 def _runs(db) -> int:

@@ -25,7 +25,8 @@ LAYERS: list[tuple[str, ...]] = [
     ("hpcprobe.probes", "hpcprobe.cluster", "hpcprobe.tuning"),
     ("hpcprobe.families",),
     ("hpcprobe.registry",),
-    ("hpcprobe.cli", "hpcprobe.cluster_cli", "hpcprobe.__main__", "hpcprobe.views"),
+    ("hpcprobe.cli", "hpcprobe.cluster_cli", "hpcprobe.views"),
+    ("hpcprobe.console", "hpcprobe.__main__"),
 ]
 
 

@@ -54,7 +54,8 @@ def test_runs_record_the_digest_of_the_sources_they_were_built_from():
     test` installs it first), every measurement source counted, the MPI and GPU programs too."""
     files = _measured(ROOT)
     assert {"native/mpi/hpb_mpi.c", "native/cuda/hpb_gpu.cu", "native/src/peak.c"} <= set(files)
-    assert native.source_id() == _digest(ROOT, files)
+    assert native.source_id() == _digest(ROOT, files), \
+        "the installed core was built from other sources: reinstall it (make setup)"
     p = provenance.collect(topology.load_xml(DATA / "laptop-8c.xml"), "scalar")
     assert p["kernels"] == native.source_id()
 

@@ -2,6 +2,6 @@
 
 import sys
 
-from hpcprobe.cli import main
+from hpcprobe.console import main
 
 sys.exit(main())

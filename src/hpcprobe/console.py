@@ -1,0 +1,17 @@
+"""The `hpcprobe` command: the CLI, or one line where it cannot load at all (a missing native
+core, or one of another API version: an install that needs repeating)."""
+
+from __future__ import annotations
+
+import sys
+
+from hpcprobe.common.errors import HpcprobeError
+
+
+def main() -> int:
+    try:
+        from hpcprobe import cli  # loads the native core, whose tables the families read
+    except HpcprobeError as exc:
+        sys.stderr.write(f"hpcprobe: error: {exc}\n")
+        return exc.exit_code
+    return cli.main()
