@@ -87,6 +87,20 @@ def test_nodes_are_judged_against_peers_of_their_own_hardware():
     assert any("Other CPU" in g for g in v.groups)
 
 
+def test_nodes_that_measured_with_other_kernels_are_not_peers():
+    """Four nodes with an install of their own, built from other sources, whose peak kernel
+    gives 15 % less: not slow nodes, a group of their own, named by the digest."""
+    nodes, runs = clusterdata.campaign(12)
+    stale = read_json(clusterdata.TEMPLATE)
+    stale.provenance = {**stale.provenance, "kernels": "0f3e2a91bc47"}
+    rng = random.Random(5)
+    runs += [clusterdata.node_run(stale, f"m{i}", 0.85, rng, 0.01, 0, "c1") for i in range(4)]
+    v = analyse(runs, "c1")
+    assert kinds(v) == []
+    assert sorted(len(g) for g in v.groups.values()) == [4, 12]
+    assert [g for g in v.groups if "kernels" in g][0].endswith(", kernels 0f3e2a91bc47")
+
+
 def test_too_few_peers_are_not_judged():
     _, runs = clusterdata.campaign(2, slow_nodes={"n2": 0.5})
     v = analyse(runs, "c1")

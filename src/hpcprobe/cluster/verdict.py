@@ -145,8 +145,9 @@ class Verdict:
 def hardware(run: Run) -> str:
     """The hardware fingerprint peers share: CPU model, sockets x cores, NUMA domains, memory
     (GiB), the widest kernel ISA and the GPU models measured (not their count: a node short
-    of a GPU stays among its peers, whose figures it lacks); nodes that differ in any are
-    grouped apart."""
+    of a GPU stays among its peers, whose figures it lacks); and the kernels' digest, so that
+    a node whose own install of hpcprobe measures with other kernels is not called slow for
+    it. Nodes that differ in any are grouped apart."""
     t, p = run.topology, run.provenance
     c = t.get("counts", {})
     mem = sum(n.get("memory_bytes") or 0 for n in t.get("numa_nodes", []))
@@ -155,7 +156,8 @@ def hardware(run: Run) -> str:
     return (f"{p.get('cpu_model') or t.get('cpu_model') or '?'}, {c.get('packages', '?')} x "
             f"{(c.get('cores') or 0) // max(1, c.get('packages') or 1)} cores, "
             f"{c.get('numa_nodes', '?')} NUMA, {mem / 2**30:.0f} GiB, {isa}"
-            + "".join(f", {m}" for m in models))
+            + "".join(f", {m}" for m in models)
+            + (f", kernels {p['kernels']}" if p.get("kernels") else ""))
 
 
 #: Params that name a link's ends: the link, not the figure.
