@@ -38,7 +38,8 @@ int hpb_api_version(void);
 void hpb_build_info(char *buf, size_t len);
 
 /* Returns a digest (12 hex digits) of the measurement sources this library was built from: the
- * core's, the MPI and GPU programs' and the build file's. Runs that differ in it ran other kernels. */
+ * core's, the MPI and GPU programs' and the build file's. Runs that differ in it were measured with
+ * code built from other sources. */
 const char *hpb_source_id(void);
 
 /* Returns 1 if the variant is compiled into this build and the running CPU supports it, else 0. */

@@ -157,7 +157,8 @@ def build_info() -> str:
 
 def source_id() -> str:
     """A digest of the measurement sources the core was built from (its C files, the MPI and
-    GPU programs shipped with it, the build file): runs that differ in it ran other kernels."""
+    GPU programs shipped with it, the build file): runs that differ in it were measured with
+    code built from other sources."""
     raw: bytes = lib().hpb_source_id()
     return raw.decode()
 
