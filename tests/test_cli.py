@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sqlite3
@@ -50,17 +51,20 @@ def test_run_single_measurement_stores_and_reads_back(tmp_path):
     assert r.code == 0 and doc["run_id"] in r.out
 
 
-def test_version_names_the_kernels_and_a_broken_core_is_one_line(tmp_path):
+def test_version_names_the_kernels_and_a_broken_install_is_one_line(tmp_path):
     from hpcprobe import native
 
     r = hpcprobe("--version")
     assert r.code == 0 and r.out.strip() == f"hpcprobe {__version__} (kernels {native.source_id()})"
     (tmp_path / "lib.so").write_text("not a library")
-    for args in (["--version"], ["list"]):  # the core is loaded before any command parses
-        r = hpcprobe(*args, env={"HPCPROBE_NATIVE_LIB": str(tmp_path / "lib.so")})
+    (tmp_path / "rich").mkdir()  # a package the install lacks
+    (tmp_path / "rich" / "__init__.py").write_text("raise ImportError('No module named rich')")
+    broken = [({"HPCPROBE_NATIVE_LIB": str(tmp_path / "lib.so")}, "cannot load the native core"),
+              ({"PYTHONPATH": str(tmp_path)}, "No module named rich; reinstall hpcprobe")]
+    for (env, said), args in itertools.product(broken, (["--version"], ["list"])):
+        r = hpcprobe(*args, env=env)  # both before any command parses
         assert r.code == 1 and "Traceback" not in r.err, r.err
-        assert r.err.startswith("hpcprobe: error: cannot load the native core") \
-            and r.err.count("\n") == 1, r.err
+        assert r.err.startswith(f"hpcprobe: error: {said}") and r.err.count("\n") == 1, r.err
 
 
 def _runs(db) -> int:

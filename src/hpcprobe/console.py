@@ -1,11 +1,12 @@
 """The `hpcprobe` command: the CLI, or one line where it cannot load at all (a missing native
-core, or one of another API version: an install that needs repeating)."""
+core, one of another API version, or a missing Python package: an install that needs
+repeating)."""
 
 from __future__ import annotations
 
 import sys
 
-from hpcprobe.common.errors import HpcprobeError
+from hpcprobe.common.errors import EXIT_FAILURE, HpcprobeError
 
 
 def main() -> int:
@@ -14,4 +15,7 @@ def main() -> int:
     except HpcprobeError as exc:
         sys.stderr.write(f"hpcprobe: error: {exc}\n")
         return exc.exit_code
+    except ImportError as exc:
+        sys.stderr.write(f"hpcprobe: error: {exc}; reinstall hpcprobe (make setup)\n")
+        return EXIT_FAILURE
     return cli.main()
