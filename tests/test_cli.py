@@ -156,6 +156,10 @@ def test_usage_error_is_one_line():
     assert "'5'" not in r.err
     # a known flag that takes no value: the stray value is what is wrong
     assert_user_error(hpcprobe("hpl", "--tune", "5"), "invalid choice: '5'")
+    # an unknown flag of a subcommand's subcommand: that command's help is named
+    assert_user_error(hpcprobe("cluster", "run", "--nodes"),
+                      "unrecognized arguments: --nodes (see `hpcprobe cluster run --help`)")
+    assert_user_error(hpcprobe("--no-such-flag"), "(see `hpcprobe --help`)")
 
 
 @pytest.mark.skipif(not two_cpus(), reason="needs two CPUs")

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, ClassVar, NoReturn
 
 from hpcprobe import __version__, native, registry
 from hpcprobe.common import files
@@ -56,6 +56,10 @@ class _Version(argparse.Action):
 class _Parser(argparse.ArgumentParser):
     """argparse that ends a usage mistake with one line and exit code 2."""
 
+    #: the innermost (sub)command of the parse in progress: where the top level's "unrecognized
+    #: arguments" came from, so its message names that command's --help
+    _innermost: ClassVar[_Parser | None] = None
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", _Formatter)
         super().__init__(*args, **kwargs)
@@ -63,6 +67,7 @@ class _Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
         self._given = list(sys.argv[1:] if args is None else args)
+        _Parser._innermost = self
         return super().parse_known_args(args, namespace)
 
     def _unknown_option_before(self, value: str) -> str | None:
@@ -85,7 +90,8 @@ class _Parser(argparse.ArgumentParser):
         unknown = choice and self._unknown_option_before(choice.group(1))
         if unknown:
             message = f"unrecognized arguments: {unknown}"
-        sys.stderr.write(f"hpcprobe: error: {message} (see `{self.prog} --help`)\n")
+        where = (_Parser._innermost or self) if message.startswith("unrecognized") else self
+        sys.stderr.write(f"hpcprobe: error: {message} (see `{where.prog} --help`)\n")
         sys.exit(EXIT_USAGE)
 
 
