@@ -1,6 +1,9 @@
 """Files the user names: outputs written atomically (a temporary file renamed into place, so a
-full disk or a crash never leaves half a file), with the permissions the umask gives a new file;
-inputs read whole, one that cannot be read said in one line."""
+full disk or a crash never leaves half a file), with the permissions the umask gives a new file,
+through symbolic links (the file a link names is replaced, never the link); a device, FIFO or
+socket (`-o /dev/stdout`, a named pipe) is written in place: there is no file to replace, and a
+rename would put a regular file where the device node was. Inputs read whole, one that cannot be
+read said in one line."""
 
 from __future__ import annotations
 
@@ -21,9 +24,20 @@ def read_input(path: str | os.PathLike[str], label: str | None = None, hint: str
                         + (f"; {hint}" if hint else "")) from None
 
 
+def _in_place(path: Path) -> bool:
+    """Whether an output is written in place: something other than a regular file or a
+    directory is there (stat follows links: /dev/stdout is the terminal or pipe it names)."""
+    return path.exists() and not path.is_file() and not path.is_dir()
+
+
 def check_writable(path: str | os.PathLike[str], option: str) -> Path:
-    """Refuse an output path whose directory cannot be written, before any work is done."""
+    """Refuse an output path whose directory (or device) cannot be written, before any work is
+    done."""
     target = Path(path)
+    if _in_place(target):
+        if not os.access(target, os.W_OK):
+            raise UserError(f"{option} {path}: not writable; choose another path")
+        return target
     parent = target.resolve().parent
     if not parent.is_dir() or not os.access(parent, os.W_OK):
         raise UserError(f"{option} {path}: directory {parent} is not writable; choose another "
@@ -32,10 +46,18 @@ def check_writable(path: str | os.PathLike[str], option: str) -> Path:
 
 
 def atomic_write(path: str | os.PathLike[str], data: bytes, option: str) -> None:
-    target = Path(path)
+    given = Path(path)
     tmp: str | None = None
     try:
-        fd, tmp = tempfile.mkstemp(dir=target.resolve().parent, prefix=".hpcprobe-")
+        if _in_place(given):
+            try:
+                with open(given, "wb") as out:
+                    out.write(data)
+            except BrokenPipeError:  # `-o /dev/stdout | head`: the reader has enough
+                pass
+            return
+        target = given.resolve()
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".hpcprobe-")
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         umask = os.umask(0)
@@ -45,5 +67,5 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, option: str) -> None
     except OSError as exc:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
-        raise UserError(f"{option} {target}: cannot write it ({exc.strerror}); choose a "
+        raise UserError(f"{option} {given}: cannot write it ({exc.strerror}); choose a "
                         "writable path with free space") from None

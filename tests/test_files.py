@@ -1,0 +1,91 @@
+"""Output files the user names: written whole or not at all, through links, and a device or
+FIFO written in place, never replaced by a regular file."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+
+import pytest
+
+from hpcprobe.common import files
+from hpcprobe.common.errors import UserError
+
+
+def test_a_file_is_replaced_whole_with_the_umask_s_permissions(tmp_path):
+    out = tmp_path / "run.json"
+    out.write_text("old")
+    files.atomic_write(out, b"new", "--json")
+    assert out.read_bytes() == b"new"
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"]  # no temporary file left
+
+
+def test_a_link_is_written_through_and_stays_a_link(tmp_path):
+    (tmp_path / "results").mkdir()
+    real = tmp_path / "results" / "report.html"
+    real.write_text("old")
+    link = tmp_path / "latest.html"
+    link.symlink_to(real)
+    files.atomic_write(link, b"new", "-o")
+    assert link.is_symlink() and link.resolve() == real and real.read_bytes() == b"new"
+    assert sorted(p.name for p in (tmp_path / "results").iterdir()) == ["report.html"]
+
+
+def test_a_fifo_is_written_in_place(tmp_path):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()), daemon=True)
+    reader.start()
+    try:
+        assert files.check_writable(fifo, "-o") == fifo
+        files.atomic_write(fifo, b"through the pipe", "-o")
+        reader.join(timeout=30)
+    finally:  # a write that missed the pipe leaves the reader waiting for a writer: end it
+        if reader.is_alive():
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+            reader.join(timeout=30)
+    assert got == [b"through the pipe"] and stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root")
+def test_a_full_device_is_one_clear_error_and_stays_a_device(tmp_path):
+    full = tmp_path / "full"  # the kernel's /dev/full: every write fails with ENOSPC
+    os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+    with pytest.raises(UserError, match=r"-o .*/full: cannot write it \(No space left on "
+                                        r"device\); choose a writable path with free space"):
+        files.atomic_write(full, b"x" * 4096, "-o")
+    assert stat.S_ISCHR(full.lstat().st_mode)
+
+
+def test_a_directory_or_an_unwritable_place_is_refused(tmp_path):
+    with pytest.raises(UserError, match="cannot write it"):
+        files.atomic_write(tmp_path, b"x", "-o")
+    with pytest.raises(UserError, match="is not writable"):
+        files.check_writable(tmp_path / "no" / "such" / "dir.json", "--json")
+
+
+def test_a_pipe_whose_reader_left_is_no_error(tmp_path):
+    """`hpcprobe export -o /dev/stdout | head`: what head did not read is not a failure."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # there when the writer opens it
+    os.set_blocking(reader, True)
+    raised: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            files.atomic_write(fifo, b"x" * (1 << 20), "-o")  # more than a pipe holds
+        except BaseException as exc:  # noqa: BLE001 - the test's thread reports it
+            raised.append(exc)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    assert os.read(reader, 10) == b"x" * 10
+    os.close(reader)  # before the writer is done: its next write meets no reader
+    writer.join(timeout=30)
+    assert not writer.is_alive() and raised == []
