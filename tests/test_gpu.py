@@ -684,6 +684,46 @@ def test_a_gpu_due_for_a_reset_is_a_health_finding_of_its_run(stand_in, monkeypa
     assert ctx.provenance["gpu"]["gpus"][0]["xids"][0]["code"] == 63
 
 
+def _fabric(state: str, status: str) -> str:
+    """nvidia-smi's <fabric> element (R550 and later) with this registration state and status."""
+    return (f"<fabric><state>{state}</state><status>{status}</status><cliqueId>N/A</cliqueId>"
+            "<clusterUuid>N/A</clusterUuid><health><bandwidth>N/A</bandwidth></health>"
+            "</fabric>")
+
+
+def test_a_gpu_the_nvlink_fabric_has_not_registered():
+    """On an NVSwitch system CUDA refuses a GPU until Fabric Manager registers it with the
+    fabric; elsewhere the element reads N/A and says nothing."""
+    waiting = _one_gpu(_fabric("In Progress", "N/A"), "570.124.06")
+    assert (waiting.health.fabric_state, waiting.health.fabric_status) == ("In Progress", None)
+    [f] = gpus.findings(waiting)
+    assert f.startswith("GPU0 (0000:3b:00.0): it is not registered with the NVLink fabric "
+                        "(fabric state 'In Progress'): CUDA refuses it work")
+    assert "nvidia-fabricmanager" in f
+    [failed] = gpus.findings(_one_gpu(_fabric("Completed", "Insufficient Resources")))
+    assert "registration ended in 'Insufficient Resources'" in failed
+    for state, status in (("Completed", "Success"), ("N/A", "N/A"),
+                          ("Not Supported", "Not Supported")):
+        g = _one_gpu(_fabric(state, status))
+        assert gpus.findings(g) == [] and g.health.fabric_state in (None, "Completed")
+
+
+def test_health_is_recorded_where_cuda_refuses_the_gpu(stand_in, monkeypatch, tmp_path, tiny):
+    """`hpcprobe run` on a node whose GPU the fabric has not registered: CUDA cannot start
+    (the family is skipped), and the finding that says why is the run's all the same."""
+    xml = H100.read_text().replace("</gpu>", _fabric("In Progress", "N/A") + "</gpu>")
+    inv = gpus.from_smi(xml, *h100_node(tmp_path / "fabric"))
+    monkeypatch.setattr(bench, "inventory", lambda o: inv)
+    monkeypatch.setenv("STAND_IN_NO_DRIVER", "1")
+    ctx = RunContext(tiny, profiles.get("quick"), "scalar")
+    bench.run(ctx, bench.GpuOptions())
+    assert ctx.metrics == [] and ctx.errors == []
+    [f] = ctx.findings
+    assert f["kind"] == results.HEALTH and "not registered with the NVLink fabric" in \
+        f["message"]
+    assert any(w.startswith("gpu: skipped: CUDA") for w in ctx.warnings)
+
+
 def test_pcie_replays_while_measuring_are_a_warning(stand_in, monkeypatch, tiny):
     monkeypatch.setenv("STAND_IN_REPLAYS", "5")  # the link retried while the copies ran
     ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)

@@ -95,6 +95,10 @@ class Health:
     reset_required: bool = False
     drain_and_reset: bool = False
     recovery: str | None = None  # the driver's recovery action, where one is asked for
+    #: NVLink fabric registration (NVSwitch systems; None elsewhere): its state ("In
+    #: Progress", "Completed"...) and, once completed, its status ("Success" or an error)
+    fabric_state: str | None = None
+    fabric_status: str | None = None
 
     def __str__(self) -> str:
         """ECC and the memory errors' counts, as far as the GPU reports them."""
@@ -325,7 +329,15 @@ def health(el: ET.Element) -> Health:
         _yes(el, "gpu_reset_status/reset_required"),
         _yes(el, "gpu_reset_status/drain_and_reset_recommended"),
         None if recovery in (None, "None") or re.search(r"deprecated|not supported|unknown",
-                                                        recovery, re.I) else recovery)
+                                                        recovery, re.I) else recovery,
+        fabric_state=_reported(_text(el, "fabric/state")),
+        fabric_status=_reported(_text(el, "fabric/status")))
+
+
+def _reported(value: str | None) -> str | None:
+    """A value the GPU reports, or None for nvidia-smi's "Not Supported" and "deprecated"."""
+    return None if value is None or re.search(r"not supported|deprecated", value, re.I) \
+        else value
 
 
 def config(el: ET.Element) -> Config:
@@ -632,7 +644,8 @@ def findings(g: Gpu) -> list[str]:
     """What an administrator must act on for one GPU, each with the fix: memory errors and
     the resets they call for (NVIDIA's memory error management: a pending row remapping or
     page retirement takes effect at the next reset; a failed remapping is for replacement),
-    ECC turned off, a PCIe link narrower than the GPU and its slot allow."""
+    ECC turned off, a PCIe link narrower than the GPU and its slot allow, a GPU of an NVSwitch
+    system that the NVLink fabric has not registered (CUDA refuses it work until then)."""
     h, pcie = g.health, g.pcie or PcieLink(None, None, None, None)
     reset = f"drain the node and reset the GPU (nvidia-smi -r -i {g.index}) or reboot it"
     replace = "the GPU is due for replacement"
@@ -657,6 +670,13 @@ def findings(g: Gpu) -> list[str]:
          f"its PCIe link trained at x{pcie.width} of the x{pcie.max_width} it and its slot "
          "allow: its host<->device bandwidth is cut accordingly (reseat it, "
          "check the riser or slot)"),
+        (h.fabric_state not in (None, "Completed"),
+         f"it is not registered with the NVLink fabric (fabric state '{h.fabric_state}'): "
+         f"CUDA refuses it work ('system not ready') until NVIDIA Fabric Manager has done so "
+         "(systemctl status nvidia-fabricmanager; NVLink 5 systems need its NVLSM too)"),
+        (h.fabric_state == "Completed" and h.fabric_status not in (None, "Success"),
+         f"its NVLink fabric registration ended in '{h.fabric_status}': see the Fabric "
+         "Manager's log (journalctl -u nvidia-fabricmanager)"),
     ]
     return [f"GPU{g.index} ({g.bus_id}): {text}" for found, text in said if found]
 

@@ -316,6 +316,15 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
     inv = inventory(o)
     timeout = o.timeout_s or 1800.0
     driver = inv.driver or toolkit.driver_version()
+    # the node's GPUs, measured or not, and also where CUDA cannot run: what needs an
+    # administrator (an unregistered fabric is why CUDA refuses them)
+    for g in inv.gpus:
+        for f in gpus.findings(g):
+            ctx.warnings.append(f"gpu: {f}")
+            ctx.findings.append({"benchmark": "gpu", "kind": HEALTH, "item": f"GPU{g.index}",
+                                 "message": f})
+        # events and settings: said, not judged
+        ctx.warnings += [f"gpu: {n}" for n in (*gpus.xid_notes(g), *gpus.config_notes(g))]
     try:  # no GPU, driver, nvcc or build: the GPU family alone does not run
         if not inv.gpus:
             raise UserError(f"no GPU: {inv.none_why}")
@@ -330,13 +339,6 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
                              "runtime_cuda": head.get("runtime_cuda"), **tk.to_dict(),
                              "gpus": [{**g.to_dict(), "cuda": asdict(cuda[g.bus_id])}
                                       if g.bus_id in cuda else g.to_dict() for g in devs]}
-    for g in inv.gpus:  # the node's GPUs, measured or not: what needs an administrator
-        for f in gpus.findings(g):
-            ctx.warnings.append(f"gpu: {f}")
-            ctx.findings.append({"benchmark": "gpu", "kind": HEALTH, "item": f"GPU{g.index}",
-                                 "message": f})
-        # events and settings: said, not judged
-        ctx.warnings += [f"gpu: {n}" for n in (*gpus.xid_notes(g), *gpus.config_notes(g))]
     ctx.progress.start("gpu", len(devs) * len(tests))
     for g in devs:
         dev = cuda.get(g.bus_id)
