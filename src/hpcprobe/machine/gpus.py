@@ -328,15 +328,15 @@ def health(el: ET.Element) -> Health:
         _yes(el, "retired_pages/pending_retirement", "retired_pages/pending_blacklist"),
         _yes(el, "gpu_reset_status/reset_required"),
         _yes(el, "gpu_reset_status/drain_and_reset_recommended"),
-        None if recovery in (None, "None") or re.search(r"deprecated|not supported|unknown",
-                                                        recovery, re.I) else recovery,
+        None if recovery == "None" else _reported(recovery),
         fabric_state=_reported(_text(el, "fabric/state")),
         fabric_status=_reported(_text(el, "fabric/status")))
 
 
 def _reported(value: str | None) -> str | None:
-    """A value the GPU reports, or None for nvidia-smi's "Not Supported" and "deprecated"."""
-    return None if value is None or re.search(r"not supported|deprecated", value, re.I) \
+    """A value the GPU reports, or None for nvidia-smi's "Not Supported", "deprecated" and
+    "Unknown"."""
+    return None if value is None or re.search(r"not supported|deprecated|unknown", value, re.I) \
         else value
 
 
@@ -672,7 +672,7 @@ def findings(g: Gpu) -> list[str]:
          "check the riser or slot)"),
         (h.fabric_state not in (None, "Completed"),
          f"it is not registered with the NVLink fabric (fabric state '{h.fabric_state}'): "
-         f"CUDA refuses it work ('system not ready') until NVIDIA Fabric Manager has done so "
+         "CUDA refuses it work ('system not ready') until NVIDIA Fabric Manager has done so "
          "(systemctl status nvidia-fabricmanager; NVLink 5 systems need its NVLSM too)"),
         (h.fabric_state == "Completed" and h.fabric_status not in (None, "Success"),
          f"its NVLink fabric registration ended in '{h.fabric_status}': see the Fabric "
