@@ -73,8 +73,9 @@ def test_a_pipe_whose_reader_left_is_no_error(tmp_path):
     """`hpcprobe export -o /dev/stdout | head`: what head did not read is not a failure."""
     fifo = tmp_path / "pipe"
     os.mkfifo(fifo)
-    reader = os.open(fifo, os.O_RDONLY | os.O_NONBLOCK)  # there when the writer opens it
-    os.set_blocking(reader, True)
+    # read-write (Linux): there when the writer opens it, and a read waits for its data
+    # instead of seeing end-of-file while no writer has the pipe open yet
+    reader = os.open(fifo, os.O_RDWR)
     raised: list[BaseException] = []
 
     def write() -> None:
