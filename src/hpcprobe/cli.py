@@ -40,19 +40,6 @@ class _Formatter(argparse.HelpFormatter):
         return action.help or ""
 
 
-class _Version(argparse.Action):
-    """`--version`: the release and the digest of the kernels it was built from (two installs of
-    one release can measure with other kernels)."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, nargs=0, help="show the version and the "
-                         "kernels' digest, and exit", **kwargs)
-
-    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
-        print(f"hpcprobe {__version__} (kernels {native.source_id()})")
-        parser.exit()
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse that ends a usage mistake with one line and exit code 2."""
 
@@ -119,7 +106,11 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="hpcprobe", description="Characterise what an HPC node really delivers.")
-    p.add_argument("--version", action=_Version)
+    # the release, and the digest of the kernels it was built from (two installs of one
+    # release can measure with other kernels)
+    p.add_argument("--version", action="version",
+                   version=f"hpcprobe {__version__} (kernels {native.source_id()})",
+                   help="show the version and the kernels' digest, and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     r = sub.add_parser("run", help="measure this node and store the run",
