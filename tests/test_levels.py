@@ -1,6 +1,7 @@
 """Cache-plateau identification on synthetic curves."""
 
-from hpcprobe.analysis.levels import check_levels
+from hpcprobe.analysis.levels import check_levels, edge_seen
+from hpcprobe.common.units import format_bytes
 
 KiB, MiB = 1 << 10, 1 << 20
 SHARES = [("L1", 48 * KiB), ("L2", 2 * MiB), ("L3", 32 * MiB)]
@@ -55,3 +56,34 @@ def test_gradual_rise_past_a_small_l3_is_a_disagreement():
     checks = check_levels(lat, SHARES, unit="ns", lower_is_better=True)
     assert [c.agrees for c in checks] == [True, True, False]
     assert 4 * MiB < checks[2].edge_bytes < 8 * MiB
+
+
+#: A 1-thread load sweep on a Zen 5 guest (32 MiB L3): octaves up to the L3 share, whose last
+#: point still reads within EDGE_RATIO of the plateau, then the DRAM working set.
+ZEN5_LOAD = [(9216, 557.0), (33792, 571.4), (64512, 203.3), (261120, 211.5), (1047552, 143.6),
+             (2098176, 124.8), (8389632, 138.9), (16776192, 128.2), (33555456, 83.3),
+             (968125440, 38.9)]
+
+
+def test_an_edge_between_far_apart_points_is_bounded_not_placed():
+    """The step lies somewhere between the last cache point and the DRAM point: the middle of
+    the two (171 MiB) is no estimate, and a bracket that meets the window agrees."""
+    l3 = check_levels(ZEN5_LOAD, SHARES[:1] + [("L2", 1 * MiB), ("L3", 32 * MiB)])[2]
+    assert l3.agrees is True and l3.edge_between == (33555456, 968125440)
+    assert "ends between 32.0 MiB and 923.3 MiB per thread, agrees with" in l3.note
+    assert edge_seen(l3.to_dict()) == "32.0 MiB-923.3 MiB"
+
+
+def test_a_far_bracket_beyond_the_window_still_disagrees():
+    """The same sweep against a claimed 4 MiB L3: the plateau holds to 32 MiB, so the edge is
+    surely more than EDGE_TOLERANCE past the claim."""
+    l3 = check_levels(ZEN5_LOAD, SHARES[:1] + [("L2", 1 * MiB), ("L3", 4 * MiB)])[2]
+    assert l3.agrees is False and "disagrees with the 4 MiB" in l3.note
+
+
+def test_a_close_bracket_is_shown_as_its_middle_and_old_findings_read_as_before():
+    l2 = check_levels(ZEN5_LOAD, SHARES[:1] + [("L2", 1 * MiB), ("L3", 32 * MiB)])[1]
+    assert l2.edge_between == (1047552, 2098176) and "ends near" in l2.note
+    assert edge_seen(l2.to_dict()) == format_bytes(l2.edge_bytes)
+    stored = {k: v for k, v in l2.to_dict().items() if k != "edge_between"}
+    assert edge_seen(stored) == format_bytes(l2.edge_bytes)

@@ -7,6 +7,7 @@ import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from hpcprobe.common.units import format_bytes
 from hpcprobe.results.model import Run
@@ -19,6 +20,10 @@ EDGE_RATIO = 1.5
 #: An observed edge within this factor of the nominal capacity agrees with it (the sweep moves in
 #: octaves, and caches lose capacity to code, page colouring and associativity).
 EDGE_TOLERANCE = 2.5
+#: Sweep points further apart than this bracket an edge too loosely to place it (the memory
+#: sweep ends at the last level's capacity and its next point is the DRAM working set): the
+#: edge is said as the bracket, and judged by whether the bracket meets the tolerance window.
+LOOSE_BRACKET = 2.5
 
 
 @dataclass(frozen=True)
@@ -28,13 +33,15 @@ class LevelCheck:
     level: str
     nominal_bytes: int  # capacity per thread according to the topology
     plateau: float | None  # in the sweep's unit
-    edge_bytes: float | None
+    edge_bytes: float | None  # the geometric middle of the two sweep points around the step
     agrees: bool | None  # None when the sweep has too few points to judge
     note: str
+    edge_between: tuple[int, int] | None = None  # those two points
 
     def to_dict(self) -> dict[str, object]:
         return {"level": self.level, "nominal_bytes": self.nominal_bytes,
                 "plateau": self.plateau, "edge_bytes": self.edge_bytes,
+                "edge_between": None if self.edge_between is None else list(self.edge_between),
                 "agrees": self.agrees, "note": self.note}
 
 
@@ -48,10 +55,11 @@ def check_levels(points: Sequence[tuple[int, float]], shares: Sequence[tuple[str
     against `points` ((working set per thread, figure) of one sweep).
 
     A level's reference is the figure at the smallest working set surely inside it (twice the
-    previous level's capacity); the level ends at the first larger working set whose figure is
-    EDGE_RATIO worse. That edge agrees with the topology when it lies within EDGE_TOLERANCE of
-    the capacity. Bandwidth falls from level to level; a latency (lower_is_better) rises and is
-    judged through its rate 1/latency."""
+    previous level's capacity); the level ends between the last working set within EDGE_RATIO of
+    it and the next one, and that edge agrees with the topology when it can lie within
+    EDGE_TOLERANCE of the capacity: two points an octave apart place it near their geometric
+    middle; two far apart only bound it. Bandwidth falls from level to level; a latency
+    (lower_is_better) rises and is judged through its rate 1/latency."""
     to_rate: Callable[[float], float] = (lambda v: 1.0 / v) if lower_is_better else (lambda v: v)
     pts = sorted((s, to_rate(v)) for s, v in points if v > 0)
     out: list[LevelCheck] = []
@@ -67,13 +75,10 @@ def check_levels(points: Sequence[tuple[int, float]], shares: Sequence[tuple[str
                                   f"{name}: too few sweep points to judge"))
             continue
         ref = above[0][1]
-        edge = None
-        for before, p in zip(above, above[1:], strict=False):
-            if p[1] < ref / EDGE_RATIO:
-                edge = math.sqrt(before[0] * p[0])
-                break
+        step = next(((before[0], p[0]) for before, p in zip(above, above[1:], strict=False)
+                     if p[1] < ref / EDGE_RATIO), None)
         level_span = f"{to_rate(plateau):.1f} {unit}"
-        if edge is None:
+        if step is None:
             beyond = [p for p in pts if p[0] >= 2 * cap]
             if not beyond:
                 out.append(LevelCheck(name, cap, shown, None, None,
@@ -85,13 +90,29 @@ def check_levels(points: Sequence[tuple[int, float]], shares: Sequence[tuple[str
                 f"{format_bytes(beyond[-1][0])} per thread; the {format_bytes(cap)} per thread "
                 "the topology reports is not seen as a distinct level"))
             continue
-        agrees = cap / EDGE_TOLERANCE <= edge <= cap * EDGE_TOLERANCE
+        lo, hi = step
+        edge = math.sqrt(lo * hi)
+        if hi > LOOSE_BRACKET * lo:
+            agrees = lo <= cap * EDGE_TOLERANCE and hi >= cap / EDGE_TOLERANCE
+            where = f"ends between {format_bytes(lo)} and {format_bytes(hi)} per thread"
+        else:
+            agrees = cap / EDGE_TOLERANCE <= edge <= cap * EDGE_TOLERANCE
+            where = f"ends near {format_bytes(edge)} per thread"
         verdict = "agrees with" if agrees else "disagrees with"
         out.append(LevelCheck(
             name, cap, shown, edge, agrees,
-            f"{name}: {level_span} plateau ends near {format_bytes(edge)} per thread, "
-            f"{verdict} the {format_bytes(cap)} per thread the topology reports"))
+            f"{name}: {level_span} plateau {where}, {verdict} the {format_bytes(cap)} per thread "
+            "the topology reports", step))
     return out
+
+
+def edge_seen(finding: dict[str, Any]) -> str:
+    """A cache_level finding's edge as the table shows it: near a size, or between two sweep
+    points too far apart to place it (runs stored before the bracket was kept: the size)."""
+    between = finding.get("edge_between")
+    if between and between[1] > LOOSE_BRACKET * between[0]:
+        return f"{format_bytes(between[0])}-{format_bytes(between[1])}"
+    return "-" if finding["edge_bytes"] is None else format_bytes(finding["edge_bytes"])
 
 
 def levels_table(run: Run, benchmark: str) -> Table | None:
@@ -109,5 +130,5 @@ def levels_table(run: Run, benchmark: str) -> Table | None:
         t.add_row(f["benchmark"], f["kernel"], str(f["threads"]), f["level"],
                   format_bytes(f["nominal_bytes"]),
                   "-" if f["plateau"] is None else f"{f['plateau']:.1f} {f['unit']}",
-                  "-" if f["edge_bytes"] is None else format_bytes(f["edge_bytes"]), verdict)
+                  edge_seen(f), verdict)
     return t
