@@ -51,6 +51,21 @@ def test_run_single_measurement_stores_and_reads_back(tmp_path):
     assert r.code == 0 and doc["run_id"] in r.out
 
 
+@pytest.mark.parametrize("target", ["-", "/dev/stdout"])
+def test_a_run_document_on_standard_output_is_all_that_is_there(tmp_path, target):
+    """`--json -` (or a name of standard output): the document alone on stdout, for a pipe;
+    the tables and messages on stderr; the run stored as ever."""
+    db = tmp_path / "r.sqlite"
+    r = hpcprobe("run", "memory", "--kernel", "triad", "--threads", "1", "--size", "96KiB",
+                 "--quick", "--db", str(db), "--json", target)
+    assert r.code == 0, r.err
+    doc = json.loads(r.out)
+    assert "triad" in r.err and f"Stored as run {doc['run_id']}" in r.err
+    assert f"Wrote {target}" not in r.err
+    shown = hpcprobe("show", doc["run_id"], "--db", str(db), "--json")
+    assert json.loads(shown.out) == doc
+
+
 def test_version_names_the_kernels_and_a_broken_install_is_one_line(tmp_path):
     from hpcprobe import native
 

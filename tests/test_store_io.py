@@ -162,6 +162,24 @@ def test_list_selects_and_prune_removes_old_runs_whole(db, tmp_path):
     assert_user_error(hpcprobe("prune", "--db", db), "--before")
 
 
+def test_a_run_named_by_a_path_that_is_not_there(tmp_path):
+    """A name ending in .json or holding a directory is read as a file; when there is none and
+    no stored run has that name, the error says the file is missing. A tag with a slash still
+    names its stored run."""
+    db = tmp_path / "r.sqlite"
+    with Store.open(db) as st:
+        st.save(copy_of(1, tag="bios/nps4"))
+    r = hpcprobe("show", "bios/nps4", "--db", str(db), "--json")
+    assert r.code == 0 and json.loads(r.out)["run_id"] == f"{1:012x}"
+    gone = str(tmp_path / "gone.json")
+    assert_user_error(hpcprobe("show", gone, "--db", str(db)), f"{gone}: no such file")
+    assert_user_error(hpcprobe("compare", "bios/nps4", "old/run", "--db", str(db)),
+                      "old/run: no such file")
+    assert_user_error(hpcprobe("report", gone, "--db", str(tmp_path / "none.sqlite"), "-o",
+                               str(tmp_path / "r.html")), "no such file")
+    assert_user_error(hpcprobe("show", "gone", "--db", str(db)), "no run id")
+
+
 def test_one_metric_across_the_fleet_in_one_query(db):
     with Store.open(db) as st:
         for i, host in enumerate(["n1", "n2", "n3"]):

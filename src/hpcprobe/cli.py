@@ -93,7 +93,8 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
                       help="same as --profile quick")
     _add_db(r)
     r.add_argument("--no-store", action="store_true", help="do not store the run")
-    r.add_argument("--json", metavar="FILE", help="also write the run as a JSON document")
+    r.add_argument("--json", metavar="FILE", help="also write the run as a JSON document (`-`: "
+                   "on standard output, the tables then on standard error)")
     r.add_argument("--tag", help="label the run, e.g. a BIOS or tuning configuration")
     r.add_argument("--oversubscribe", action="store_true",
                    help="allow more threads (or ranks) than the placement's CPUs")
@@ -181,7 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
     sw.add_argument("--markdown", metavar="FILE.md", help="write the recommendation as Markdown")
     sw.add_argument("--report", metavar="FILE.html", help="write the HTML report of the sweep")
     sw.add_argument("--json", metavar="FILE.json",
-                    help="write the comparison and the recommendations as JSON")
+                    help="write the comparison and the recommendations as JSON (`-`: on "
+                    "standard output, the tables then on standard error)")
     _add_db(sw)
     sw.add_argument("--no-store", action="store_true",
                     help="do not store the runs (runs of other boots cannot be joined then)")
@@ -401,11 +403,15 @@ def _print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=1) + "\n")
 
 
-def _console() -> Any:
+def _console(document: str | None = None) -> Any:
+    """The console for tables and messages: standard error when the command's document
+    (`--json -`) goes to standard output, which then holds nothing else."""
     from rich.console import Console
 
+    stderr = document is not None and files.is_stdout(document)
     # tables are wide; a pipe or a file gets them unwrapped
-    return Console() if sys.stdout.isatty() else Console(width=160)
+    tty = (sys.stderr if stderr else sys.stdout).isatty()
+    return Console(stderr=stderr) if tty else Console(stderr=stderr, width=160)
 
 
 class _Bar:
@@ -481,19 +487,21 @@ def _keep(a: argparse.Namespace, run: results.Run, store: Store | None,
           parts: Sequence[results.Run] = ()) -> None:
     """Show the run; write its JSON, store it (after the runs it summarises, `parts`) and write
     its report, as asked."""
-    console = _console()
+    console = _console(a.json)
     terminal.render(run, console, registry.views())
+    piped = bool(a.json) and files.is_stdout(a.json)
     if a.json:  # first: if the store fails now, the figures are in the document
         results.write_json(run, a.json)
-        console.print(f"Wrote {a.json}.", highlight=False)
+        if not piped:
+            console.print(f"Wrote {a.json}.", highlight=False)
     if store is not None:
         try:
             for part in parts:
                 store.save(part)
             store.save(run)
         except HpcprobeError as exc:
-            kept = f"; the run is in {a.json} (`hpcprobe import` can store it later)" \
-                if a.json else ""
+            kept = f"; the run is in {'the document printed' if piped else a.json} " \
+                "(`hpcprobe import` can store it later)" if a.json else ""
             raise HpcprobeError(f"{exc}{kept}") from None
         finally:
             store.close()
@@ -508,7 +516,7 @@ def _keep(a: argparse.Namespace, run: results.Run, store: Store | None,
                          registry.not_joined())
         console.print(f"Wrote the report {a.report} ({n} plots).", highlight=False)
     else:
-        ref = run.run_id if store is not None else a.json
+        ref = run.run_id if store is not None else None if piped else a.json
         console.print(f"Its report: `hpcprobe report {ref} -o report.html`; compare it with "
                       f"another run: `hpcprobe compare {ref} OTHER`." if ref else
                       "Not stored: add --report FILE.html or --json FILE to keep this run's "
@@ -603,7 +611,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     store = None if a.no_store else Store.open(a.db)
     if store is not None:
         store.check_writable()
-    console = _console()
+    console = _console(a.json)
 
     def say(text: str) -> None:
         sys.stderr.write(text + "\n")
@@ -627,7 +635,8 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     terminal.render(out.summary, console, registry.views())
     if a.json:
         sweep.write_json(out, a.json)
-        console.print(f"Wrote {a.json}.", highlight=False)
+        if not files.is_stdout(a.json):
+            console.print(f"Wrote {a.json}.", highlight=False)
     if a.markdown:
         from hpcprobe.views import markdown
 
@@ -729,16 +738,24 @@ def cmd_list(a: argparse.Namespace) -> int:
 
 
 def _load_runs(refs: Sequence[str], db: str | None) -> list[results.Run]:
-    """Runs named by result JSON file, or by id, prefix, tag, host or 'latest' in the store."""
+    """Runs named by a result JSON file (a name ending in .json or holding a directory), or by
+    id, prefix, tag, host or 'latest' in the store."""
     out = []
     store: Store | None = None
     try:
         for ref in refs:
-            if ref.endswith(".json") and Path(ref).exists():
+            a_path = ref.endswith(".json") or os.sep in ref
+            if a_path and Path(ref).exists():
                 out.append(results.read_json(ref))
                 continue
-            store = store or Store.open(db, create=False)
-            out.append(store.load(ref))
+            try:
+                store = store or Store.open(db, create=False)
+                out.append(store.load(ref))
+            except UserError:
+                if not a_path:
+                    raise
+                raise UserError(f"{ref}: no such file, and no stored run has that name") \
+                    from None
     finally:
         if store is not None:
             store.close()

@@ -2,12 +2,13 @@
 full disk or a crash never leaves half a file), with the permissions the umask gives a new file,
 through symbolic links (the file a link names is replaced, never the link); a device, FIFO or
 socket (`-o /dev/stdout`, a named pipe) is written in place: there is no file to replace, and a
-rename would put a regular file where the device node was. Inputs read whole, one that cannot be
-read said in one line."""
+rename would put a regular file where the device node was; `-` is standard output. Inputs read
+whole, one that cannot be read said in one line."""
 
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
 from pathlib import Path
 
@@ -30,10 +31,23 @@ def _in_place(path: Path) -> bool:
     return path.exists() and not path.is_file() and not path.is_dir()
 
 
+def is_stdout(path: str | os.PathLike[str]) -> bool:
+    """Whether an output goes to standard output: `-`, or a name of what it is (/dev/stdout)."""
+    if str(path) == "-":
+        return True
+    try:
+        named, out = os.stat(path), os.fstat(sys.stdout.fileno())
+    except (OSError, ValueError):  # no such file; no standard output
+        return False
+    return (named.st_dev, named.st_ino) == (out.st_dev, out.st_ino)
+
+
 def check_writable(path: str | os.PathLike[str], option: str) -> Path:
     """Refuse an output path whose directory (or device) cannot be written, before any work is
     done."""
     target = Path(path)
+    if is_stdout(path):
+        return target
     if _in_place(target):
         if not os.access(target, os.W_OK):
             raise UserError(f"{option} {path}: not writable; choose another path")
@@ -49,11 +63,14 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, option: str) -> None
     given = Path(path)
     tmp: str | None = None
     try:
+        if is_stdout(path):
+            _to_stdout(data)
+            return
         if _in_place(given):
             try:
                 with open(given, "wb") as out:
                     out.write(data)
-            except BrokenPipeError:  # `-o /dev/stdout | head`: the reader has enough
+            except BrokenPipeError:  # a FIFO's reader has enough
                 pass
             return
         target = given.resolve()
@@ -69,3 +86,15 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, option: str) -> None
             Path(tmp).unlink(missing_ok=True)
         raise UserError(f"{option} {given}: cannot write it ({exc.strerror}); choose a "
                         "writable path with free space") from None
+
+
+def _to_stdout(data: bytes) -> None:
+    """Write to the file descriptor, after what Python holds for it; a reader that has gone
+    (`| head`) is not an error: whatever else the command keeps (a store) is still kept."""
+    sys.stdout.flush()
+    rest = memoryview(data)
+    try:
+        while rest:
+            rest = rest[os.write(sys.stdout.fileno(), rest):]
+    except BrokenPipeError:
+        pass
