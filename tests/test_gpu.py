@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -684,11 +685,36 @@ def test_a_gpu_due_for_a_reset_is_a_health_finding_of_its_run(stand_in, monkeypa
     assert ctx.provenance["gpu"]["gpus"][0]["xids"][0]["code"] == 63
 
 
-def _fabric(state: str, status: str) -> str:
+def _fabric(state: str, status: str, health: str = "<bandwidth>N/A</bandwidth>") -> str:
     """nvidia-smi's <fabric> element (R550 and later) with this registration state and status."""
     return (f"<fabric><state>{state}</state><status>{status}</status><cliqueId>N/A</cliqueId>"
-            "<clusterUuid>N/A</clusterUuid><health><bandwidth>N/A</bandwidth></health>"
-            "</fabric>")
+            f"<clusterUuid>N/A</clusterUuid><health>{health}</health></fabric>")
+
+
+#: The fabric's health of a GPU it serves well. The element names are a public recording's
+#: (whose values read N/A); the values (Full, True/False) are those of another project's
+#: `nvidia-smi -q` fixture of a GB200, not a recording; "Degraded" is NVML's word for the mask.
+FABRIC_OK = ("<bandwidth>Full</bandwidth><route_recovery_in_progress>False"
+             "</route_recovery_in_progress><route_unhealthy>False</route_unhealthy>"
+             "<access_timeout_recovery>False</access_timeout_recovery>")
+
+
+def test_the_fabric_s_health_of_a_registered_gpu():
+    """A registered GPU whose route the fabric calls unhealthy, or whose bandwidth degraded, is
+    a finding; while the fabric recovers a route the finding says so; N/A says nothing."""
+    assert gpus.findings(_one_gpu(_fabric("Completed", "Success", FABRIC_OK))) == []
+    na = re.sub(r">(Full|False)<", ">N/A<", FABRIC_OK)
+    assert gpus.findings(_one_gpu(_fabric("N/A", "N/A", na))) == []
+    unhealthy = FABRIC_OK.replace("<route_unhealthy>False", "<route_unhealthy>True")
+    [f] = gpus.findings(_one_gpu(_fabric("Completed", "Success", unhealthy)))
+    assert f.startswith("GPU0 (0000:3b:00.0): the NVLink fabric reports a route to it "
+                        "unhealthy: its NVLink traffic")
+    assert "nvidia-smi nvlink -e -i 0" in f
+    both = unhealthy.replace("Full", "Degraded").replace(
+        "<route_recovery_in_progress>False", "<route_recovery_in_progress>True")
+    [f] = gpus.findings(_one_gpu(_fabric("Completed", "Success", both)))
+    assert "a route to it unhealthy and its bandwidth degraded (while recovering: read it " \
+        "again in a minute)" in f
 
 
 def test_a_gpu_the_nvlink_fabric_has_not_registered():

@@ -403,12 +403,11 @@ def _print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=1) + "\n")
 
 
-def _console(document: str | None = None) -> Any:
-    """The console for tables and messages: standard error when the command's document
-    (`--json -`) goes to standard output, which then holds nothing else."""
+def _console(stderr: bool = False) -> Any:
+    """The console for tables and messages: standard error where the command's document goes
+    to standard output (`--json -`), which then holds nothing else."""
     from rich.console import Console
 
-    stderr = document is not None and files.is_stdout(document)
     # tables are wide; a pipe or a file gets them unwrapped
     tty = (sys.stderr if stderr else sys.stdout).isatty()
     return Console(stderr=stderr) if tty else Console(stderr=stderr, width=160)
@@ -487,9 +486,9 @@ def _keep(a: argparse.Namespace, run: results.Run, store: Store | None,
           parts: Sequence[results.Run] = ()) -> None:
     """Show the run; write its JSON, store it (after the runs it summarises, `parts`) and write
     its report, as asked."""
-    console = _console(a.json)
+    piped = a.json is not None and files.is_stdout(a.json)
+    console = _console(piped)
     terminal.render(run, console, registry.views())
-    piped = bool(a.json) and files.is_stdout(a.json)
     if a.json:  # first: if the store fails now, the figures are in the document
         results.write_json(run, a.json)
         if not piped:
@@ -500,7 +499,7 @@ def _keep(a: argparse.Namespace, run: results.Run, store: Store | None,
                 store.save(part)
             store.save(run)
         except HpcprobeError as exc:
-            kept = f"; the run is in {'the document printed' if piped else a.json} " \
+            kept = f"; the run is in {'the document on standard output' if piped else a.json} " \
                 "(`hpcprobe import` can store it later)" if a.json else ""
             raise HpcprobeError(f"{exc}{kept}") from None
         finally:
@@ -611,7 +610,8 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     store = None if a.no_store else Store.open(a.db)
     if store is not None:
         store.check_writable()
-    console = _console(a.json)
+    piped = a.json is not None and files.is_stdout(a.json)
+    console = _console(piped)
 
     def say(text: str) -> None:
         sys.stderr.write(text + "\n")
@@ -635,7 +635,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     terminal.render(out.summary, console, registry.views())
     if a.json:
         sweep.write_json(out, a.json)
-        if not files.is_stdout(a.json):
+        if not piped:
             console.print(f"Wrote {a.json}.", highlight=False)
     if a.markdown:
         from hpcprobe.views import markdown

@@ -99,6 +99,12 @@ class Health:
     #: Progress", "Completed"...) and, once completed, its status ("Success" or an error)
     fabric_state: str | None = None
     fabric_status: str | None = None
+    #: the fabric's health of the GPU (NVML's fabric health mask): its NVLink bandwidth
+    #: degraded, a route to it unhealthy, the fabric recovering a route or from an access
+    #: timeout (transient)
+    fabric_degraded: bool = False
+    route_unhealthy: bool = False
+    fabric_recovering: bool = False
 
     def __str__(self) -> str:
         """ECC and the memory errors' counts, as far as the GPU reports them."""
@@ -304,7 +310,9 @@ def _count(el: ET.Element, paths: Sequence[str]) -> int | None:
 
 
 def _yes(el: ET.Element, *paths: str) -> bool:
-    return any(_text(el, p) == "Yes" for p in paths)
+    """Whether a flag at any of these paths is set: Yes (the memory errors' flags) or True (the
+    fabric's health); N/A and Not Supported are not."""
+    return any((_text(el, p) or "").lower() in ("yes", "true") for p in paths)
 
 
 #: nvidia-smi's uncorrectable ECC counts under <volatile> and <aggregate>, in every generation
@@ -330,7 +338,13 @@ def health(el: ET.Element) -> Health:
         _yes(el, "gpu_reset_status/drain_and_reset_recommended"),
         None if recovery == "None" else _reported(recovery),
         fabric_state=_reported(_text(el, "fabric/state")),
-        fabric_status=_reported(_text(el, "fabric/status")))
+        fabric_status=_reported(_text(el, "fabric/status")),
+        fabric_degraded=(_text(el, "fabric/health/bandwidth") or "").lower().startswith(
+            "degraded"),
+        route_unhealthy=_yes(el, "fabric/health/route_unhealthy"),
+        fabric_recovering=_yes(el, "fabric/health/route_recovery_in_progress",
+                               "fabric/health/access_timeout_recovery"))
+
 
 
 def _reported(value: str | None) -> str | None:
@@ -677,6 +691,13 @@ def findings(g: Gpu) -> list[str]:
         (h.fabric_state == "Completed" and h.fabric_status not in (None, "Success"),
          f"its NVLink fabric registration ended in '{h.fabric_status}': see the Fabric "
          "Manager's log (journalctl -u nvidia-fabricmanager)"),
+        (h.route_unhealthy or h.fabric_degraded,
+         "the NVLink fabric reports " + " and ".join(
+             t for t, on in (("a route to it unhealthy", h.route_unhealthy),
+                             ("its bandwidth degraded", h.fabric_degraded)) if on)
+         + (" (while recovering: read it again in a minute)" if h.fabric_recovering else "")
+         + ": its NVLink traffic is slowed or fails; see the fabric manager's log and the "
+         f"GPU's NVLink errors (nvidia-smi nvlink -e -i {g.index})"),
     ]
     return [f"GPU{g.index} ({g.bus_id}): {text}" for found, text in said if found]
 
