@@ -291,6 +291,13 @@ def test_cluster_report_exits_1_on_a_finding_and_prints_the_drain_line(stored, t
     assert "Nothing to drain" not in html
 
 
+def test_a_cluster_report_page_on_standard_output_is_alone_there(stored, capfd):
+    assert main(["cluster", "report", "c1", "--db", str(stored), "-o", "-"]) == 1
+    out, err = capfd.readouterr()
+    assert out.startswith("<!DOCTYPE html>") and out.rstrip().endswith("</html>")
+    assert "scontrol update NodeName=n5 State=DRAIN" in err and "Wrote -." in err
+
+
 def test_cluster_report_of_a_clean_campaign_exits_0(stored, capsys):
     assert main(["cluster", "report", "c2", "--db", str(stored)]) == 0
     assert "Nothing flagged." in capsys.readouterr().out

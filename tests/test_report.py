@@ -96,6 +96,13 @@ def test_cli_report_with_pngs_and_an_unwritable_path(tmp_path):
     assert not list(blocked.iterdir())
 
 
+def test_a_report_on_standard_output_is_the_page_alone():
+    r = hpcprobe("report", str(DATA / "compare" / "nps1.json"), "-o", "-")
+    assert r.code == 0, r.err
+    assert r.out.startswith("<!DOCTYPE html>") and r.out.rstrip().endswith("</html>")
+    assert "Wrote - (" in r.err
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

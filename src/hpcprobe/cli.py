@@ -486,7 +486,7 @@ def _keep(a: argparse.Namespace, run: results.Run, store: Store | None,
           parts: Sequence[results.Run] = ()) -> None:
     """Show the run; write its JSON, store it (after the runs it summarises, `parts`) and write
     its report, as asked."""
-    piped = a.json is not None and files.is_stdout(a.json)
+    piped = files.is_stdout(a.json)
     console = _console(piped)
     terminal.render(run, console, registry.views())
     if a.json:  # first: if the store fails now, the figures are in the document
@@ -610,7 +610,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     store = None if a.no_store else Store.open(a.db)
     if store is not None:
         store.check_writable()
-    piped = a.json is not None and files.is_stdout(a.json)
+    piped = files.is_stdout(a.json)
     console = _console(piped)
 
     def say(text: str) -> None:
@@ -769,7 +769,8 @@ def cmd_report(a: argparse.Namespace) -> int:
     runs = _load_runs(a.runs, a.db)
     n = report.write(runs, a.output, registry.views(), registry.figures(),
                      registry.not_joined(), a.png)
-    print(f"Wrote {a.output} ({n} plots" + (f", PNGs in {a.png}" if a.png else "") + ").")
+    print(f"Wrote {a.output} ({n} plots" + (f", PNGs in {a.png}" if a.png else "") + ").",
+          file=sys.stderr if files.is_stdout(a.output) else sys.stdout)
     return 0
 
 

@@ -326,18 +326,20 @@ def _report(v: Verdict, sched: Scheduler, a: argparse.Namespace, drain: bool) ->
     from hpcprobe.views import terminal
 
     blocks = views.blocks(v, sched.drain_argv)
+    output = getattr(a, "output", None)
+    piped = files.is_stdout(output)  # the page on standard output: the tables on stderr
     if getattr(a, "json", False):
         import json
 
         sys.stdout.write(json.dumps(views.document(v, sched.drain_argv), indent=1) + "\n")
     else:
-        terminal.print_blocks(blocks, _console())
-    if getattr(a, "output", None):
+        terminal.print_blocks(blocks, _console(piped))
+    if output:
         from hpcprobe.views import html
 
         text = html.page(f"hpcprobe cluster report: {v.campaign}", blocks, views.figures(v))
-        files.atomic_write(a.output, text.encode(), "-o")
-        print(f"Wrote {a.output}.", file=sys.stderr if a.json else sys.stdout)
+        files.atomic_write(output, text.encode(), "-o")
+        print(f"Wrote {output}.", file=sys.stderr if a.json or piped else sys.stdout)
     if drain:
         for node, reason in views.to_drain(v):
             sched.drain(node, reason)

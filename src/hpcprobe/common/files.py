@@ -31,8 +31,11 @@ def _in_place(path: Path) -> bool:
     return path.exists() and not path.is_file() and not path.is_dir()
 
 
-def is_stdout(path: str | os.PathLike[str]) -> bool:
-    """Whether an output goes to standard output: `-`, or a name of what it is (/dev/stdout)."""
+def is_stdout(path: str | os.PathLike[str] | None) -> bool:
+    """Whether an output (None: none asked for) goes to standard output: `-`, or a name of
+    what it is (/dev/stdout)."""
+    if path is None:
+        return False
     if str(path) == "-":
         return True
     try:
