@@ -101,6 +101,11 @@ def test_a_report_on_standard_output_is_the_page_alone():
     assert r.code == 0, r.err
     assert r.out.startswith("<!DOCTYPE html>") and r.out.rstrip().endswith("</html>")
     assert "Wrote - (" in r.err
+    r = hpcprobe("run", "latency", "--size", "64KiB", "--pages", "default", "--quick",
+                 "--no-store", "--report", "-")
+    assert r.code == 0, r.err
+    assert r.out.startswith("<!DOCTYPE html>") and r.out.rstrip().endswith("</html>")
+    assert "Memory latency" in r.err and "Wrote the report - (" in r.err
 
 
 def _umask() -> int:

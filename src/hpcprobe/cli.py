@@ -405,7 +405,7 @@ def _print_json(obj: Any) -> None:
 
 def _console(stderr: bool = False) -> Any:
     """The console for tables and messages: standard error where the command's document goes
-    to standard output (`--json -`), which then holds nothing else."""
+    to standard output (`--json -`, `--report -`), which then holds nothing else."""
     from rich.console import Console
 
     # tables are wide; a pipe or a file gets them unwrapped
@@ -487,7 +487,7 @@ def _keep(a: argparse.Namespace, run: results.Run, store: Store | None,
     """Show the run; write its JSON, store it (after the runs it summarises, `parts`) and write
     its report, as asked."""
     piped = files.is_stdout(a.json)
-    console = _console(piped)
+    console = _console(piped or files.is_stdout(getattr(a, "report", None)))
     terminal.render(run, console, registry.views())
     if a.json:  # first: if the store fails now, the figures are in the document
         results.write_json(run, a.json)
@@ -611,7 +611,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     if store is not None:
         store.check_writable()
     piped = files.is_stdout(a.json)
-    console = _console(piped)
+    console = _console(any(files.is_stdout(p) for p in (a.json, a.report, a.markdown)))
 
     def say(text: str) -> None:
         sys.stderr.write(text + "\n")
