@@ -659,7 +659,8 @@ def findings(g: Gpu) -> list[str]:
     the resets they call for (NVIDIA's memory error management: a pending row remapping or
     page retirement takes effect at the next reset; a failed remapping is for replacement),
     ECC turned off, a PCIe link narrower than the GPU and its slot allow, a GPU of an NVSwitch
-    system that the NVLink fabric has not registered (CUDA refuses it work until then)."""
+    system that the NVLink fabric has not registered (CUDA refuses it work until then) or
+    whose route or bandwidth the fabric reports unhealthy or degraded."""
     h, pcie = g.health, g.pcie or PcieLink(None, None, None, None)
     reset = f"drain the node and reset the GPU (nvidia-smi -r -i {g.index}) or reboot it"
     replace = "the GPU is due for replacement"
