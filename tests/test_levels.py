@@ -67,11 +67,18 @@ ZEN5_LOAD = [(9216, 557.0), (33792, 571.4), (64512, 203.3), (261120, 211.5), (10
 
 def test_an_edge_between_far_apart_points_is_bounded_not_placed():
     """The step lies somewhere between the last cache point and the DRAM point: the middle of
-    the two (171 MiB) is no estimate, and a bracket that meets the window agrees."""
+    the two (171 MiB, 'disagrees') is no estimate, and a bracket wider than the window around
+    the capacity cannot say where the level ends."""
     l3 = check_levels(ZEN5_LOAD, SHARES[:1] + [("L2", 1 * MiB), ("L3", 32 * MiB)])[2]
-    assert l3.agrees is True and l3.edge_between == (33555456, 968125440)
-    assert "ends between 32.0 MiB and 923.3 MiB per thread, agrees with" in l3.note
+    assert l3.agrees is None and l3.edge_between == (33555456, 968125440)
+    assert l3.note == ("L3: 128.2 GB/s plateau ends between 32.0 MiB and 923.3 MiB per thread "
+                       "(no sweep point between): it cannot be placed against the 32 MiB per "
+                       "thread the topology reports")
     assert edge_seen(l3.to_dict()) == "32.0 MiB-923.3 MiB"
+    # a bracket within the window settles it
+    [l2] = check_levels([(64 * KiB, 200.0), (450 * KiB, 200.0), (2400 * KiB, 100.0)],
+                        [("L2", 1 * MiB)])
+    assert l2.agrees is True and "ends between 450 KiB and 2.3 MiB per thread, agrees" in l2.note
 
 
 def test_a_far_bracket_beyond_the_window_still_disagrees():
@@ -87,3 +94,21 @@ def test_a_close_bracket_is_shown_as_its_middle_and_old_findings_read_as_before(
     assert edge_seen(l2.to_dict()) == format_bytes(l2.edge_bytes)
     stored = {k: v for k, v in l2.to_dict().items() if k != "edge_between"}
     assert edge_seen(stored) == format_bytes(l2.edge_bytes)
+
+
+def test_a_plateau_is_the_level_s_own_figures_not_those_past_its_step():
+    """A guest whose L3 shrank to a few MiB (host contention) while 32 MiB are claimed: the
+    plateau is that of 2-4 MiB, not the middle of a 9 ns and a 106 ns point."""
+    lat = [(32 * KiB, 0.9), (64 * KiB, 3.2), (512 * KiB, 3.2), (1 * MiB, 5.1), (2 * MiB, 8.6),
+           (4 * MiB, 9.3), (8 * MiB, 109.2), (16 * MiB, 105.9), (32 * MiB, 103.3),
+           (64 * MiB, 164.9), (1024 * MiB, 160.5)]
+    l3 = check_levels(lat, SHARES[:1] + [("L2", 1 * MiB), ("L3", 32 * MiB)], unit="ns",
+                      lower_is_better=True)[2]
+    assert l3.agrees is False and l3.edge_between == (4 * MiB, 8 * MiB)
+    assert l3.note.startswith("L3: 8.9 ns plateau ends near 5.7 MiB per thread, disagrees")
+
+
+def test_a_level_whose_first_point_is_past_its_half_has_that_point_as_its_plateau():
+    checks = check_levels([(8 * KiB, 400.0), (4 * MiB, 60.0), (512 * MiB, 15.0)], SHARES)
+    assert [c.plateau for c in checks] == [400.0, 60.0, 60.0]
+    assert [c.agrees for c in checks] == [None, None, None]  # 8 KiB-4 MiB, 4-512 MiB: too loose

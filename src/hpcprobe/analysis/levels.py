@@ -22,8 +22,8 @@ EDGE_RATIO = 1.5
 EDGE_TOLERANCE = 2.5
 #: Sweep points further apart than this bracket an edge too loosely to place it (the memory
 #: sweep ends at the last level's capacity and its next point is the DRAM working set): the
-#: edge is said as the bracket, and judged by whether the bracket meets the tolerance window.
-LOOSE_BRACKET = 2.5
+#: edge is said as the bracket, and judged only where the bracket settles it.
+LOOSE_BRACKET = 4.0
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,7 @@ class LevelCheck:
     nominal_bytes: int  # capacity per thread according to the topology
     plateau: float | None  # in the sweep's unit
     edge_bytes: float | None  # the geometric middle of the two sweep points around the step
-    agrees: bool | None  # None when the sweep has too few points to judge
+    agrees: bool | None  # None: too few sweep points, or none to place the edge between
     note: str
     edge_between: tuple[int, int] | None = None  # those two points
 
@@ -45,10 +45,6 @@ class LevelCheck:
                 "agrees": self.agrees, "note": self.note}
 
 
-def _median(points: Sequence[tuple[int, float]]) -> float | None:
-    return statistics.median(v for _, v in points) if points else None
-
-
 def check_levels(points: Sequence[tuple[int, float]], shares: Sequence[tuple[str, int]],
                  unit: str = "GB/s", lower_is_better: bool = False) -> list[LevelCheck]:
     """Check each cache level of `shares` ((name, capacity per thread) from small to large)
@@ -56,10 +52,11 @@ def check_levels(points: Sequence[tuple[int, float]], shares: Sequence[tuple[str
 
     A level's reference is the figure at the smallest working set surely inside it (twice the
     previous level's capacity); the level ends between the last working set within EDGE_RATIO of
-    it and the next one, and that edge agrees with the topology when it can lie within
-    EDGE_TOLERANCE of the capacity: two points an octave apart place it near their geometric
-    middle; two far apart only bound it. Bandwidth falls from level to level; a latency
-    (lower_is_better) rises and is judged through its rate 1/latency."""
+    it and the next one. Two points an octave apart place the edge near their geometric middle,
+    which agrees with the topology within EDGE_TOLERANCE of the capacity; two far apart only
+    bound it: it agrees when both bounds lie in that window, disagrees when the two lie wholly
+    outside it, and is not judged (None) otherwise. Bandwidth falls from level to level;
+    a latency (lower_is_better) rises and is judged through its rate 1/latency."""
     to_rate: Callable[[float], float] = (lambda v: 1.0 / v) if lower_is_better else (lambda v: v)
     pts = sorted((s, to_rate(v)) for s, v in points if v > 0)
     out: list[LevelCheck] = []
@@ -67,17 +64,20 @@ def check_levels(points: Sequence[tuple[int, float]], shares: Sequence[tuple[str
     for name, cap in shares:
         lower, prev = prev, cap
         above = [p for p in pts if p[0] >= 2 * lower]
-        inside = [p for p in above if p[0] <= cap / 2] or above[:1]
-        plateau = _median(inside)
-        shown = None if plateau is None else to_rate(plateau)
-        if not above or plateau is None:
-            out.append(LevelCheck(name, cap, shown, None, None,
+        if not above:
+            out.append(LevelCheck(name, cap, None, None, None,
                                   f"{name}: too few sweep points to judge"))
             continue
         ref = above[0][1]
         step = next(((before[0], p[0]) for before, p in zip(above, above[1:], strict=False)
                      if p[1] < ref / EDGE_RATIO), None)
-        level_span = f"{to_rate(plateau):.1f} {unit}"
+        # the plateau: the level's figures up to its half, and not past a step that comes
+        # earlier (a level smaller than claimed has no plateau of the slower level's points);
+        # at least the reference
+        end = max(above[0][0], min(cap / 2, step[0] if step else cap))
+        plateau = statistics.median(v for s, v in above if s <= end)
+        shown = to_rate(plateau)
+        level_span = f"{shown:.1f} {unit}"
         if step is None:
             beyond = [p for p in pts if p[0] >= 2 * cap]
             if not beyond:
@@ -92,16 +92,20 @@ def check_levels(points: Sequence[tuple[int, float]], shares: Sequence[tuple[str
             continue
         lo, hi = step
         edge = math.sqrt(lo * hi)
-        if hi > LOOSE_BRACKET * lo:
-            agrees = lo <= cap * EDGE_TOLERANCE and hi >= cap / EDGE_TOLERANCE
+        window = (cap / EDGE_TOLERANCE, cap * EDGE_TOLERANCE)
+        agrees: bool | None
+        if hi > LOOSE_BRACKET * lo:  # only bounded: judged where the bounds settle it
+            agrees = (True if window[0] <= lo and hi <= window[1] else
+                      False if hi < window[0] or lo > window[1] else None)
             where = f"ends between {format_bytes(lo)} and {format_bytes(hi)} per thread"
         else:
-            agrees = cap / EDGE_TOLERANCE <= edge <= cap * EDGE_TOLERANCE
+            agrees = window[0] <= edge <= window[1]
             where = f"ends near {format_bytes(edge)} per thread"
-        verdict = "agrees with" if agrees else "disagrees with"
+        verdict = {True: ", agrees with", False: ", disagrees with",
+                   None: " (no sweep point between): it cannot be placed against"}[agrees]
         out.append(LevelCheck(
             name, cap, shown, edge, agrees,
-            f"{name}: {level_span} plateau {where}, {verdict} the {format_bytes(cap)} per thread "
+            f"{name}: {level_span} plateau {where}{verdict} the {format_bytes(cap)} per thread "
             "the topology reports", step))
     return out
 
