@@ -346,7 +346,6 @@ def health(el: ET.Element) -> Health:
                                "fabric/health/access_timeout_recovery"))
 
 
-
 def _reported(value: str | None) -> str | None:
     """A value the GPU reports, or None for nvidia-smi's "Not Supported", "deprecated" and
     "Unknown"."""
