@@ -410,7 +410,7 @@ def _console(stderr: bool = False) -> Any:
 
     # tables are wide; a pipe or a file gets them unwrapped
     tty = (sys.stderr if stderr else sys.stdout).isatty()
-    return Console(stderr=stderr) if tty else Console(stderr=stderr, width=160)
+    return Console(stderr=stderr, width=None if tty else 160)
 
 
 class _Bar:

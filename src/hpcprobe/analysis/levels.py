@@ -34,6 +34,7 @@ class LevelCheck:
     nominal_bytes: int  # capacity per thread according to the topology
     plateau: float | None  # in the sweep's unit
     edge_bytes: float | None  # the geometric middle of the two sweep points around the step
+    #                           (None where they are too far apart for it to place the edge)
     agrees: bool | None  # None: too few sweep points, or none to place the edge between
     note: str
     edge_between: tuple[int, int] | None = None  # those two points
@@ -91,14 +92,15 @@ def check_levels(points: Sequence[tuple[int, float]], shares: Sequence[tuple[str
                 "the topology reports is not seen as a distinct level"))
             continue
         lo, hi = step
-        edge = math.sqrt(lo * hi)
         window = (cap / EDGE_TOLERANCE, cap * EDGE_TOLERANCE)
         agrees: bool | None
+        edge: float | None = None
         if hi > LOOSE_BRACKET * lo:  # only bounded: judged where the bounds settle it
             agrees = (True if window[0] <= lo and hi <= window[1] else
                       False if hi < window[0] or lo > window[1] else None)
             where = f"ends between {format_bytes(lo)} and {format_bytes(hi)} per thread"
         else:
+            edge = math.sqrt(lo * hi)
             agrees = window[0] <= edge <= window[1]
             where = f"ends near {format_bytes(edge)} per thread"
         verdict = {True: ", agrees with", False: ", disagrees with",
@@ -112,11 +114,11 @@ def check_levels(points: Sequence[tuple[int, float]], shares: Sequence[tuple[str
 
 def edge_seen(finding: dict[str, Any]) -> str:
     """A cache_level finding's edge as the table shows it: near a size, or between two sweep
-    points too far apart to place it (runs stored before the bracket was kept: the size)."""
+    points too far apart to place it."""
+    if finding["edge_bytes"] is not None:
+        return format_bytes(finding["edge_bytes"])
     between = finding.get("edge_between")
-    if between and between[1] > LOOSE_BRACKET * between[0]:
-        return f"{format_bytes(between[0])}-{format_bytes(between[1])}"
-    return "-" if finding["edge_bytes"] is None else format_bytes(finding["edge_bytes"])
+    return f"{format_bytes(between[0])}-{format_bytes(between[1])}" if between else "-"
 
 
 def levels_table(run: Run, benchmark: str) -> Table | None:
