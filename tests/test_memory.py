@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import two_cpus
+from conftest import DATA, two_cpus
 from hpcprobe import native
 from hpcprobe.common.errors import UserError
 from hpcprobe.families.memory import bench as memory
 from hpcprobe.families.memory.bench import MemoryOptions, default_plan, narrowed_plan
-from hpcprobe.machine import sizing
+from hpcprobe.machine import sizing, topology
 from hpcprobe.measure import profiles
 from hpcprobe.measure.family import RunContext
 from hpcprobe.results.model import Metric
@@ -42,10 +42,37 @@ def test_sweep_spans_l1_to_dram(nps4):
     one = [m for m in plan if (m.phase == "sweep" or m.in_sweep) and m.threads == 1
            and m.kernel == "triad"]
     levels = [m.level for m in sorted(one, key=lambda m: m.size_bytes)]
+    order = ["L1", "L2", "L3", "past-L3", "DRAM"]
     assert levels[0] == "L1" and levels[-1] == "DRAM"
-    assert {"L1", "L2", "L3", "DRAM"} <= set(levels)
-    assert levels == sorted(levels, key=["L1", "L2", "L3", "DRAM"].index)
+    assert set(order) <= set(levels)
+    assert levels == sorted(levels, key=order.index)
     assert min(m.size_bytes for m in one) <= 48_000 // 2
+
+
+def test_sweep_goes_one_octave_past_the_last_cache(nps4):
+    """The points past the last level's share stop within an octave of it, so the level's edge
+    is bracketed by points at most 2x apart; only the DRAM point lies further."""
+    for m in _default(nps4):
+        if m.phase != "sweep" or m.level == "DRAM":
+            continue
+        llc = dict(memory.cache_shares(nps4, m.cpus))["L3"]
+        per_thread = m.size_bytes // m.threads
+        assert per_thread <= 2 * llc
+        assert (m.level == "past-L3") == (per_thread > llc)
+    for threads in (1, 128):
+        past = [m for m in _default(nps4) if m.level == "past-L3" and m.threads == threads
+                and m.kernel == "triad"]
+        assert len(past) == 1  # one point per octave in the default profile
+
+
+def test_a_sweep_point_at_a_capacity_is_that_level():
+    """Octaves land on power-of-two capacities (this guest's 2 MiB L2): such a point is rounded
+    down into the level, not a quantum past it, where it read as the next level (a 32 MiB L3's
+    point was once stored as DRAM at cache speed)."""
+    topo = topology.load_xml(DATA / "vm-live-2c.xml")
+    at = [m for m in _default(topo) if m.phase == "sweep"
+          and 0 <= (2 << 20) - m.size_bytes // m.threads < sizing.SWEEP_QUANTUM]
+    assert at and all(m.level == "L2" for m in at)
 
 
 def test_stream_placements_on_nps4(nps4):

@@ -21,8 +21,9 @@ EDGE_RATIO = 1.5
 #: octaves, and caches lose capacity to code, page colouring and associativity).
 EDGE_TOLERANCE = 2.5
 #: Sweep points further apart than this bracket an edge too loosely to place it (the memory
-#: sweep ends at the last level's capacity and its next point is the DRAM working set): the
-#: edge is said as the bracket, and judged only where the bracket settles it.
+#: sweep's last cache point and its DRAM working set, when a guest's cache outlasts the octave
+#: past its nominal capacity): the edge is said as the bracket, and judged only where the
+#: bracket settles it.
 LOOSE_BRACKET = 4.0
 
 

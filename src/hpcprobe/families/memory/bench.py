@@ -32,7 +32,8 @@ from hpcprobe.native.kernels import KERNELS, STREAM_KERNELS
 from hpcprobe.probes.stream import MAX_REL_ERROR, Measurement, measure
 from hpcprobe.results.model import Metric
 
-#: Share of the time budget for cache-resident measurements; DRAM ones get the rest.
+#: Share of the time budget for cache-resident measurements; DRAM ones (and the sweep's points
+#: past the last cache) get the rest.
 CACHE_BUDGET_SHARE = 0.15
 
 
@@ -77,17 +78,37 @@ class MemoryOptions:
 
 
 def sweep_sizes(topo: Topology, cpus: tuple[int, ...], per_octave: int) -> list[int]:
-    """Cache-resident working sets per thread, from a quarter of L1 up to the thread's share of
-    the last-level cache, per_octave points per doubling (the DRAM point is added apart)."""
+    """Working sets per thread from a quarter of L1 up to one octave past the thread's share of
+    the last-level cache, per_octave points per doubling (the DRAM point is added apart). The
+    octave past the last level places its edge: without it the sweep jumps from the capacity to
+    the DRAM working set, too far apart to say where the level ends."""
     shares = cache_shares(topo, cpus)
     lo = shares[0][1] // 4 if shares else 8 << 10
-    hi = shares[-1][1] if shares else FALLBACK_LLC
+    hi = 2 * (shares[-1][1] if shares else FALLBACK_LLC)
     sizes = []
     k = math.floor(math.log2(max(lo, 4096)) * per_octave)
     while (s := 2 ** (k / per_octave)) <= hi:
-        sizes.append(max(1, round(s / SWEEP_QUANTUM)) * SWEEP_QUANTUM)
+        # rounded down: a point at a capacity (2^k bytes) must not land a quantum past it
+        sizes.append(max(1, int(s // SWEEP_QUANTUM)) * SWEEP_QUANTUM)
         k += 1
     return sorted(set(sizes))
+
+
+def sweep_level(topo: Topology, cpus: tuple[int, ...], ws: int) -> str:
+    """The level a sweep point nominally fits in; past the last cache it is 'past-L3' (say),
+    never 'DRAM': a guest can be served by a larger cache than its topology reports, so only
+    the DRAM working set (DRAM_FLOOR at least) makes a DRAM figure."""
+    level = level_of(topo, cpus, ws)
+    if level != "DRAM":
+        return level
+    shares = cache_shares(topo, cpus)
+    return f"past-{shares[-1][0] if shares else 'LLC'}"
+
+
+def _cached(m: Measurement) -> bool:
+    """Whether a measurement is cache-resident: many and cheap. A sweep's points past the last
+    cache touch DRAM like the DRAM ones, and are budgeted with them."""
+    return not m.level.startswith(("past-", "DRAM"))
 
 
 def _store_types(kernel: str, stores: Iterable[str]) -> list[str]:
@@ -132,7 +153,7 @@ def default_plan(topo: Topology, sweep_kernels: Iterable[str], stream_stores: It
                 elems = elems_for(name, ws * len(cpus), len(cpus))
                 if elems >= ELEM_QUANTUM:
                     sweep.append(Measurement("sweep", name, "regular", "one-per-core", cpus,
-                                             elems, level_of(topo, cpus, ws)))
+                                             elems, sweep_level(topo, cpus, ws)))
             key = (name, "regular", cpus)
             if key in stream:
                 stream[key] = replace(stream[key], in_sweep=True)
@@ -255,7 +276,7 @@ def run(ctx: RunContext, opts: MemoryOptions | None) -> None:
     # share of the budget, spread evenly over what is left in it.
     pool = {True: prof.budget_s * CACHE_BUDGET_SHARE,
             False: prof.budget_s * (1 - CACHE_BUDGET_SHARE)}
-    left = {cached: sum((m.level != "DRAM") == cached for m in plan_) for cached in (True, False)}
+    left = {cached: sum(_cached(m) == cached for m in plan_) for cached in (True, False)}
     curves: dict[tuple[tuple[int, ...], str], list[tuple[int, float]]] = {}
     for team_cpus, groups in _team_plan(plan_):
         with Team(team_cpus) as team:
@@ -265,7 +286,7 @@ def run(ctx: RunContext, opts: MemoryOptions | None) -> None:
                     team.select(cpus)
                 binding = bound_cpus(ctx, team, "memory")
                 for m in ms:
-                    cached = m.level != "DRAM"
+                    cached = _cached(m)
                     t0 = time.perf_counter()
                     samples = measure(ctx, team, m, max(0.0, pool[cached]) / left[cached],
                                       "memory")
