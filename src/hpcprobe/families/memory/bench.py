@@ -49,8 +49,8 @@ class Settings:
 
 SETTINGS = {
     "quick": Settings(8.0, 1, ("triad",), ("regular",)),
-    "default": Settings(14.0, 1, ("triad", "load"), ("regular", "nt")),
-    "thorough": Settings(180.0, 2, ("triad", "load", "copy", "store"), ("regular", "nt")),
+    "default": Settings(15.0, 1, ("triad", "load"), ("regular", "nt")),
+    "thorough": Settings(220.0, 2, ("triad", "load", "copy", "store"), ("regular", "nt")),
 }
 
 
