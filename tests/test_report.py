@@ -108,6 +108,16 @@ def test_a_report_on_standard_output_is_the_page_alone():
     assert "Memory latency" in r.err and "Wrote the report - (" in r.err
 
 
+def test_two_documents_on_standard_output_are_refused_before_any_work(tmp_path):
+    """Each would write there, and the two would run together: one clear line, nothing run."""
+    db = tmp_path / "r.sqlite"
+    r = hpcprobe("run", "latency", "--quick", "--db", str(db), "--json", "-", "--report", "-")
+    assert_user_error(r, "--json and --report", "standard output")
+    assert not db.exists()
+    r = hpcprobe("cluster", "report", "c1", "--db", str(db), "--json", "-o", "-")
+    assert_user_error(r, "--json and -o", "standard output")
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

@@ -388,3 +388,12 @@ def test_the_worked_example_sweeps_thp_and_binding_and_restores_thp(tmp_path):
     assert {x["workload"] for x in doc["recommendations"]} == {"memory", "oltp"}
     md = (tmp_path / "o.md").read_text()
     assert "for memory (memory.bandwidth" in md and "for oltp (pgbench.tps" in md
+
+
+def test_two_documents_on_standard_output_are_refused_before_any_work(tmp_path):
+    marker = tmp_path / "m"
+    text = APP_SWEEP.replace('post = [["rm", "-f", "{marker}"]]\n', "")
+    f = write(tmp_path, text.replace("{marker}", str(marker)))
+    r = hpcprobe("sweep", str(f), "--no-store", "--json", "-", "--markdown", "-")
+    assert_user_error(r, "--json and --markdown", "standard output")
+    assert not marker.exists()  # no configuration was switched to

@@ -454,8 +454,6 @@ def cmd_run(a: argparse.Namespace) -> int:
     chosen = registry.resolve(a.benchmarks)
     isa = resolve_isa(a.isa)
     _check_narrowing(a, chosen)
-    if a.report:
-        files.check_writable(a.report, "--report")
     return _measure(a, prof, chosen, isa, isa_asked=a.isa is not None)
 
 
@@ -466,10 +464,9 @@ def _measure(a: argparse.Namespace, prof: profiles.Profile, chosen: Sequence[Fam
     if a.input and not a.dry_run:
         raise UserError("--input plans for another machine: add --dry-run (measurements run on "
                         "this one)")
+    files.check_outputs((a.json, "--json"), (getattr(a, "report", None), "--report"))
     if a.dry_run:
         return _dry_run(a, prof, chosen, isa, opts, isa_asked)
-    if a.json:
-        files.check_writable(a.json, "--json")
     store = None if a.no_store else Store.open(a.db)
     if store is not None:
         store.check_writable()
@@ -561,6 +558,7 @@ def cmd_scale(a: argparse.Namespace) -> int:
     topo = topology.load(a.input)
     ladder = [k for k in thread_ladder(topo.counts()["cores"]) if k >= fam.sized.least]
     counts = list(a.counts or ladder or [fam.sized.least])
+    files.check_outputs((a.json, "--json"), (a.report, "--report"))
     if a.dry_run:
         ctx = RunContext(topo, prof, isa, a.oversubscribe, isa_asked=a.isa is not None,
                          standalone=True)
@@ -573,9 +571,6 @@ def cmd_scale(a: argparse.Namespace) -> int:
     if a.input:
         raise UserError("--input plans for another machine: add --dry-run (measurements run on "
                         "this one)")
-    for path, flag in ((a.json, "--json"), (a.report, "--report")):
-        if path:
-            files.check_writable(path, flag)
     store = None if a.no_store else Store.open(a.db)
     if store is not None:
         store.check_writable()
@@ -596,9 +591,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     topo = topology.discover()
     isa = resolve_isa(None)
     s = config.load(a.file, registry.families(), sweep.fingerprint_labels(topo, isa))
-    for path, flag in ((a.json, "--json"), (a.report, "--report"), (a.markdown, "--markdown")):
-        if path:
-            files.check_writable(path, flag)
+    files.check_outputs((a.json, "--json"), (a.report, "--report"), (a.markdown, "--markdown"))
     if a.dry_run:
         return _sweep_plan(s, a.boot)
     if not a.analyse:

@@ -314,8 +314,7 @@ def _dry_run(plan: Plan, sched: Scheduler) -> int:
 
 
 def cmd_report(a: argparse.Namespace) -> int:
-    if a.output:
-        files.check_writable(a.output, "-o")
+    files.check_outputs(("-" if a.json else None, "--json"), (a.output, "-o"))
     with Store.open(a.db, create=False) as store:
         v = _load(store, a.campaign, a)
     sched = SCHEDULERS[a.scheduler]()

@@ -62,6 +62,18 @@ def check_writable(path: str | os.PathLike[str], option: str) -> Path:
     return target
 
 
+def check_outputs(*outputs: tuple[str | os.PathLike[str] | None, str]) -> None:
+    """check_writable for each output asked for ((path or None, its option)), and refuse more
+    than one on standard output, where their documents would run together."""
+    asked = [(path, option) for path, option in outputs if path]
+    for path, option in asked:
+        check_writable(path, option)
+    piped = [option for path, option in asked if is_stdout(path)]
+    if len(piped) > 1:
+        raise UserError(f"{' and '.join(piped)}: each would write to standard output; give all "
+                        "but one of them a file")
+
+
 def atomic_write(path: str | os.PathLike[str], data: bytes, option: str) -> None:
     given = Path(path)
     tmp: str | None = None
