@@ -77,32 +77,29 @@ class MemoryOptions:
 # ---------------------------------------------------------------- planning (pure)
 
 
-def sweep_sizes(topo: Topology, cpus: tuple[int, ...], per_octave: int) -> list[int]:
-    """Working sets per thread from a quarter of L1 up to one octave past the thread's share of
-    the last-level cache, per_octave points per doubling (the DRAM point is added apart). The
-    octave past the last level places its edge: without it the sweep jumps from the capacity to
-    the DRAM working set, too far apart to say where the level ends."""
+def sweep_points(topo: Topology, cpus: tuple[int, ...], per_octave: int) -> list[tuple[int, str]]:
+    """(working set per thread, level) from a quarter of L1 up to one octave past the thread's
+    share of the last-level cache, per_octave points per doubling (the DRAM point is added
+    apart). The octave past the last level places its edge: without it the sweep jumps from
+    the capacity to the DRAM working set, too far apart to say where the level ends.
+
+    Each point is rounded to whole SWEEP_QUANTUMs and labelled by its unrounded size, so the
+    point at a power-of-two capacity (rounded a quantum past it, or not) is that level's.
+    Past the last cache the level is 'past-L3' (say), never 'DRAM': a guest can be served by
+    a larger cache than its topology reports, so only the DRAM working set (DRAM_FLOOR at
+    least) makes a DRAM figure."""
     shares = cache_shares(topo, cpus)
     lo = shares[0][1] // 4 if shares else 8 << 10
     hi = 2 * (shares[-1][1] if shares else FALLBACK_LLC)
-    sizes = []
+    past = f"past-{shares[-1][0] if shares else 'LLC'}"
+    points: dict[int, str] = {}
     k = math.floor(math.log2(max(lo, 4096)) * per_octave)
     while (s := 2 ** (k / per_octave)) <= hi:
-        # rounded down: a point at a capacity (2^k bytes) must not land a quantum past it
-        sizes.append(max(1, int(s // SWEEP_QUANTUM)) * SWEEP_QUANTUM)
+        level = level_of(topo, cpus, math.floor(s))
+        points.setdefault(max(1, round(s / SWEEP_QUANTUM)) * SWEEP_QUANTUM,
+                          past if level == "DRAM" else level)
         k += 1
-    return sorted(set(sizes))
-
-
-def sweep_level(topo: Topology, cpus: tuple[int, ...], ws: int) -> str:
-    """The level a sweep point nominally fits in; past the last cache it is 'past-L3' (say),
-    never 'DRAM': a guest can be served by a larger cache than its topology reports, so only
-    the DRAM working set (DRAM_FLOOR at least) makes a DRAM figure."""
-    level = level_of(topo, cpus, ws)
-    if level != "DRAM":
-        return level
-    shares = cache_shares(topo, cpus)
-    return f"past-{shares[-1][0] if shares else 'LLC'}"
+    return sorted(points.items())
 
 
 def _cached(m: Measurement) -> bool:
@@ -149,11 +146,11 @@ def default_plan(topo: Topology, sweep_kernels: Iterable[str], stream_stores: It
     all_cores = place(topo, "one-per-core").cpus
     for cpus in [all_cores[:1]] + ([all_cores] if len(all_cores) > 1 else []):
         for name in sweep_kernels:
-            for ws in sweep_sizes(topo, cpus, per_octave):
+            for ws, level in sweep_points(topo, cpus, per_octave):
                 elems = elems_for(name, ws * len(cpus), len(cpus))
                 if elems >= ELEM_QUANTUM:
                     sweep.append(Measurement("sweep", name, "regular", "one-per-core", cpus,
-                                             elems, sweep_level(topo, cpus, ws)))
+                                             elems, level))
             key = (name, "regular", cpus)
             if key in stream:
                 stream[key] = replace(stream[key], in_sweep=True)
