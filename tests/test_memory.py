@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
 import pytest
 
 from conftest import DATA, two_cpus
@@ -9,10 +12,11 @@ from hpcprobe import native
 from hpcprobe.common.errors import UserError
 from hpcprobe.families.memory import bench as memory
 from hpcprobe.families.memory.bench import MemoryOptions, default_plan, narrowed_plan
-from hpcprobe.machine import sizing, topology
+from hpcprobe.machine import provenance, sizing, topology
 from hpcprobe.measure import profiles
 from hpcprobe.measure.family import RunContext
-from hpcprobe.results.model import Metric
+from hpcprobe.results import model as results
+from hpcprobe.results.model import Metric, Run
 
 
 def _default(topo):
@@ -73,6 +77,36 @@ def test_a_sweep_point_at_a_capacity_is_that_level():
     at = [m for m in _default(topo) if m.phase == "sweep"
           and abs((2 << 20) - m.size_bytes // m.threads) < sizing.SWEEP_QUANTUM]
     assert at and all(m.level == "L2" for m in at)
+
+
+def _without_caches(path: Path) -> str:
+    """An hwloc XML file with its cache objects taken out of the tree (their children moved
+    up), as hwloc gives where the OS reports no caches."""
+    root = ET.parse(path).getroot()
+    while caches := [(parent, i, child) for parent in root.iter() for i, child in enumerate(parent)
+                     if child.get("type", "").endswith("Cache")]:
+        parent, i, cache = caches[0]
+        parent.remove(cache)
+        for j, grandchild in enumerate(list(cache)):
+            parent.insert(i + j, grandchild)
+    return ET.tostring(root, encoding="unicode")
+
+
+@pytest.mark.parametrize("xml", ["vm-live-2c.xml", "no-caches"])
+def test_every_planned_level_is_one_the_schema_takes(xml, tiny):
+    """Sweep points are stored with their level; a topology without cache information (the
+    sweep then runs up to FALLBACK_LLC) labels them too."""
+    if xml == "no-caches":
+        topo = topology.from_hwloc_xml(_without_caches(DATA / "tiny-2c.xml"), "no caches")
+        assert not topo.cache_levels()
+    else:
+        topo = topology.load_xml(DATA / xml)
+    plan = _default(topo)
+    assert any(m.level.startswith("past-") for m in plan)
+    metrics = [x for m in plan for x in memory._metrics(m, [1.0], "scalar", "0")]
+    run = Run("0123456789ab", "2026-11-24T00:00:00+00:00", "h", "quick", ["memory"],
+              provenance.collect(tiny, "scalar"), topo.to_dict(), metrics)
+    results.validate(run.to_dict())
 
 
 def test_stream_placements_on_nps4(nps4):
