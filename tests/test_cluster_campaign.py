@@ -280,8 +280,8 @@ def test_hpl_across_nodes_gives_weak_scaling(cluster, tmp_path):
         pytest.skip("no hpcc (make system-deps)")
     r, doc = campaign(cluster, tmp_path, "hpl", "--no-links", "--scale", "hpl", "--scale-args",
                       "--n 1000 --layout numa --runs 1")
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
-    assert doc["scaling_errors"] == []
+    assert r.returncode in (0, 1), r.stdout[-3000:] + r.stderr  # 1: a node flagged by noise
+    assert doc["scaling_errors"] == [] and doc["failed"] == {}
     pts = weak_points(doc, "hpl.rmax")
     assert pts[0]["parallel_efficiency"] == 1.0
     assert all(p["median"] > 0 and p["parallel_efficiency"] > 0 for p in pts)
@@ -306,8 +306,8 @@ def test_cg_across_nodes_runs_its_ranks_on_every_node(cluster, tmp_path):
                           "--grid 16x16x16", "--timeout", "90")
         if not any("no result after 90 s running" in e for e in doc["scaling_errors"]):
             break
-    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
-    assert doc["scaling_errors"] == []
+    assert r.returncode in (0, 1), r.stdout[-3000:] + r.stderr  # 1: a node flagged by noise
+    assert doc["scaling_errors"] == [] and doc["failed"] == {}
     pts = weak_points(doc, "cg.gflops")
     assert all(p["median"] > 0 and p["parallel_efficiency"] > 0 for p in pts)
     with Store.open(tmp_path / "r.sqlite") as st:
