@@ -92,15 +92,15 @@ def _without_caches(path: Path) -> str:
     return ET.tostring(root, encoding="unicode")
 
 
-@pytest.mark.parametrize("xml", ["vm-live-2c.xml", "no-caches"])
-def test_every_planned_level_is_one_the_schema_takes(xml, tiny):
+@pytest.mark.parametrize("machine_xml", ["vm-live-2c.xml", "no-caches"])
+def test_every_planned_level_is_one_the_schema_takes(machine_xml, tiny):
     """Sweep points are stored with their level; a topology without cache information (the
     sweep then runs up to FALLBACK_LLC) labels them too."""
-    if xml == "no-caches":
+    if machine_xml == "no-caches":
         topo = topology.from_hwloc_xml(_without_caches(DATA / "tiny-2c.xml"), "no caches")
         assert not topo.cache_levels()
     else:
-        topo = topology.load_xml(DATA / xml)
+        topo = topology.load_xml(DATA / machine_xml)
     plan = _default(topo)
     assert any(m.level.startswith("past-") for m in plan)
     metrics = [x for m in plan for x in memory._metrics(m, [1.0], "scalar", "0")]
