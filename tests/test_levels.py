@@ -58,8 +58,9 @@ def test_gradual_rise_past_a_small_l3_is_a_disagreement():
     assert 4 * MiB < checks[2].edge_bytes < 8 * MiB
 
 
-#: A 1-thread load sweep on a Zen 5 guest (32 MiB L3): octaves up to the L3 share, whose last
-#: point still reads within EDGE_RATIO of the plateau, then the DRAM working set.
+#: A 1-thread load sweep on a Zen 5 guest (32 MiB L3), recorded when the sweep still stopped at
+#: the L3 share (as a guest whose cache outlasts the octave past it still reads): the last cache
+#: point within EDGE_RATIO of the plateau, then the DRAM working set.
 ZEN5_LOAD = [(9216, 557.0), (33792, 571.4), (64512, 203.3), (261120, 211.5), (1047552, 143.6),
              (2098176, 124.8), (8389632, 138.9), (16776192, 128.2), (33555456, 83.3),
              (968125440, 38.9)]

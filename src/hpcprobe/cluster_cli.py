@@ -325,9 +325,9 @@ def _report(v: Verdict, sched: Scheduler, a: argparse.Namespace, drain: bool) ->
     from hpcprobe.views import terminal
 
     blocks = views.blocks(v, sched.drain_argv)
-    output = getattr(a, "output", None)
+    output, as_json = getattr(a, "output", None), getattr(a, "json", False)
     piped = files.is_stdout(output)  # the page on standard output: the tables on stderr
-    if getattr(a, "json", False):
+    if as_json:
         import json
 
         sys.stdout.write(json.dumps(views.document(v, sched.drain_argv), indent=1) + "\n")
@@ -338,7 +338,7 @@ def _report(v: Verdict, sched: Scheduler, a: argparse.Namespace, drain: bool) ->
 
         text = html.page(f"hpcprobe cluster report: {v.campaign}", blocks, views.figures(v))
         files.atomic_write(output, text.encode(), "-o")
-        print(f"Wrote {output}.", file=sys.stderr if a.json or piped else sys.stdout)
+        print(f"Wrote {output}.", file=sys.stderr if as_json or piped else sys.stdout)
     if drain:
         for node, reason in views.to_drain(v):
             sched.drain(node, reason)
