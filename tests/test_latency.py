@@ -75,8 +75,10 @@ def test_plan_sweeps_l1_to_dram_largest_first():
     small = [p for p in pts if not p.huge]
     assert small == sorted(small, key=lambda p: -p.size_bytes)
     assert small[-1].size_bytes == 8 << 10 and small[-1].level == "L1"
-    assert small[0].size_bytes == 1 << 30 and small[0].level == "DRAM"
-    assert {p.level for p in small} == {"L1", "L2", "L3", "DRAM"}
+    # only the DRAM point is DRAM: the octaves between the L3 (32,000,000 B) and it are past it
+    assert [p.level for p in small[:6]] == ["DRAM"] + ["past-L3"] * 5
+    assert small[0].size_bytes == 1 << 30 and small[6].level == "L3"
+    assert {p.level for p in small} == {"L1", "L2", "L3", "past-L3", "DRAM"}
     huge = sorted(p.size_bytes for p in pts if p.huge)
     assert huge[0] == 4 << 20 and huge[-1] == 1 << 30
     assert all((s // (4 << 20)).bit_length() % 2 == 1 for s in huge[:-1])  # every other octave
@@ -87,6 +89,7 @@ def test_plan_sweeps_l1_to_dram_largest_first():
 
 def test_groups_only_for_cache_levels():
     assert latency.group_bytes(Point(1 << 30, False, "DRAM"), 4096, 2 << 20) == 0
+    assert latency.group_bytes(Point(64 << 20, False, "past-L3"), 4096, 2 << 20) == 0
     assert latency.group_bytes(Point(1 << 20, False, "L2"), 4096, 2 << 20) == 64 * 4096
     assert latency.group_bytes(Point(8 << 20, True, "L3"), 4096, 2 << 20) == 64 << 21
 
@@ -98,6 +101,16 @@ def test_real_run_on_small_rings(tiny):
     assert not ctx.errors
     assert m.unit == "ns" and m.better == "lower" and m.summary.median > 0
     assert m.params["page_size"].endswith("KiB") and m.params["level"] == "L2"
+
+
+def test_a_ring_past_the_last_cache_is_walked_at_random_and_stored(tiny):
+    """The 4 MiB ring is past the small topology's 2 MB L3 and below its 1 GiB DRAM point."""
+    ctx = RunContext(tiny, profiles.get("quick"), native.best_isa())
+    latency.run(ctx, LatencyOptions(size_bytes=4 << 20, pages="default"))
+    [m] = ctx.metrics
+    assert not ctx.errors and m.summary.median > 0
+    assert m.params["level"] == "past-L3" and m.params["group_bytes"] == 0
+    results.validate({**_doc_shell(), "metrics": [m.to_dict()]})
 
 
 def test_huge_pages_are_labelled_as_granted(tiny):
@@ -234,6 +247,18 @@ def test_one_size_runs_no_level_check(tmp_path):
                       "--no-store")
     assert not [f for f in doc["findings"] if f.get("kind") == "cache_level"]
     assert not [w for w in doc["warnings"] if "not seen" in w]
+
+
+def test_loaded_latency_needs_a_dram_ring():
+    topo = topology.load_xml(DATA / "epyc-2s-nps4-128c.xml")
+    ctx = RunContext(topo, profiles.get("quick"), "avx2")
+    for size in (16 << 20, 64 << 20):  # in the L3, past it
+        with pytest.raises(UserError, match="chases a DRAM ring"):
+            latency.sweep(ctx, LatencyOptions(size_bytes=size, loaded=True))
+    s, _ = latency.sweep(ctx, LatencyOptions(size_bytes=1 << 30, loaded=True))
+    assert s.loaded and s.points[0].level == "DRAM"
+    assert_user_error(hpcprobe("run", "latency", "--size", "64KiB", "--loaded", "--no-store"),
+                      "--loaded", "--size")
 
 
 def test_a_size_whose_every_sample_is_disturbed_gets_no_figure(tiny, monkeypatch):

@@ -63,12 +63,24 @@ def cache_shares(topo: Topology, cpus: tuple[int, ...]) -> list[tuple[str, int]]
     return out
 
 
-def level_of(topo: Topology, cpus: tuple[int, ...], ws_per_thread: int) -> str:
-    """The level a working set per thread nominally fits in."""
-    for name, share in cache_shares(topo, cpus):
+def level_of(topo: Topology, cpus: tuple[int, ...], ws_per_thread: int,
+             dram_per_thread: int) -> str:
+    """The level a working set per thread nominally fits in. Past the last cache it is 'DRAM'
+    only from `dram_per_thread` up (the family's DRAM working set per thread) and 'past-L3'
+    (say; 'past-LLC' without caches) below it: a guest can be served by a larger cache than
+    its topology reports, so a working set just past the reported one is no DRAM figure."""
+    shares = cache_shares(topo, cpus)
+    for name, share in shares:
         if ws_per_thread <= share:
             return name
-    return "DRAM"
+    if ws_per_thread >= dram_per_thread:
+        return "DRAM"
+    return f"past-{shares[-1][0] if shares else 'LLC'}"
+
+
+def in_cache(level: str) -> bool:
+    """Whether a level_of label is a cache's (neither past the last one nor DRAM)."""
+    return not level.startswith(("past-", "DRAM"))
 
 
 def llc_bytes(topo: Topology, cpus: Iterable[int]) -> int:

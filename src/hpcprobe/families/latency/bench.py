@@ -14,7 +14,7 @@ from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import OptionError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.machine.placement import plan as place
-from hpcprobe.machine.sizing import cache_shares, elems_for, level_of, llc_bytes
+from hpcprobe.machine.sizing import cache_shares, elems_for, in_cache, level_of, llc_bytes
 from hpcprobe.machine.sysinfo import (
     THP_SYSFS,
     huge_page_bytes,
@@ -103,10 +103,10 @@ class Point:
 def plan(topo: Topology, cpu: int, opts: LatencyOptions) -> list[Point]:
     """The sweep, largest first so each page kind's ring memory is touched once."""
     pages = {"default": (False,), "huge": (True,), None: (False, True)}[opts.pages]
+    top = dram_size(topo, cpu)
     if opts.size_bytes is not None:
         sizes = [opts.size_bytes]
     else:
-        top = dram_size(topo, cpu)
         sizes = [1 << k for k in range(int(math.log2(MIN_SIZE)), int(math.log2(top)) + 1)]
     out = []
     for huge in pages:
@@ -115,13 +115,14 @@ def plan(topo: Topology, cpu: int, opts: LatencyOptions) -> list[Point]:
                     size < HUGE_FROM or (size != sizes[-1] and
                                          int(math.log2(size // HUGE_FROM)) % HUGE_STEP)):
                 continue
-            out.append(Point(size, huge, level_of(topo, (cpu,), size)))
+            out.append(Point(size, huge, level_of(topo, (cpu,), size, top)))
     return out
 
 
 def group_bytes(point: Point, base_page: int, huge_page: int) -> int:
-    """Cache levels walk within TLB-sized groups; DRAM walks the whole ring at random."""
-    if point.level == "DRAM":
+    """Cache levels walk within TLB-sized groups; past them the walk spans the whole ring at
+    random."""
+    if not in_cache(point.level):
         return 0
     return TLB_GROUP_PAGES * (huge_page if point.huge else base_page)
 
@@ -282,7 +283,12 @@ def sweep(ctx: RunContext, opts: LatencyOptions) -> tuple[Sweep, LatencyOptions]
     loaded = opts.loaded if opts.loaded is not None else settings.loaded
     loaders = [c for c in place(topo, "one-per-core").cpus if c != cpu] if loaded else []
     pairs = [] if opts.size_bytes is not None else c2c_pairs(topo, opts.all_pairs)
-    return Sweep(cpu, plan(topo, cpu, opts), loaded, loaders, pairs), opts
+    points = plan(topo, cpu, opts)
+    if opts.loaded and points[0].level != "DRAM":
+        raise OptionError(f"<loaded> chases a DRAM ring, and a {format_bytes(points[0].size_bytes)}"
+                          f" ring on CPU {cpu} is {points[0].level}: drop <size_bytes> or give "
+                          f"at least {format_bytes(dram_size(topo, cpu))}")
+    return Sweep(cpu, points, loaded, loaders, pairs), opts
 
 
 def labels(ctx: RunContext, opts: LatencyOptions | None) -> list[str]:
@@ -327,7 +333,7 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
             budget = max(0.0, deadline - time.perf_counter()) / (len(points) - i)
             pages = "huge" if p.huge else "default"
             samples = chase_samples(ctx, team, budget, f"{format_bytes(p.size_bytes)} {pages} "
-                                    "pages", 0 if p.level == "DRAM" else p.size_bytes,
+                                    "pages", p.size_bytes if in_cache(p.level) else 0,
                                     benchmark="latency")
             if not samples:
                 ctx.errors.append(f"latency {format_bytes(p.size_bytes)} {pages} pages: every "

@@ -20,6 +20,7 @@ from hpcprobe.machine.sizing import (
     cache_shares,
     dram_working_set,
     elems_for,
+    in_cache,
     level_of,
     thread_ladder,
 )
@@ -84,20 +85,17 @@ def sweep_points(topo: Topology, cpus: tuple[int, ...], per_octave: int) -> list
     the capacity to the DRAM working set, too far apart to say where the level ends.
 
     Each point is rounded to whole SWEEP_QUANTUMs and labelled by its unrounded size, so the
-    point at a power-of-two capacity (rounded a quantum past it, or not) is that level's.
-    Past the last cache the level is 'past-L3' (say), never 'DRAM': a guest can be served by
-    a larger cache than its topology reports, so only the DRAM working set (DRAM_FLOOR at
-    least) makes a DRAM figure."""
+    point at a power-of-two capacity (rounded a quantum past it, or not) is that level's;
+    past the last cache it is 'past-L3' (say), never 'DRAM' (level_of)."""
     shares = cache_shares(topo, cpus)
     lo = shares[0][1] // 4 if shares else 8 << 10
-    hi = 2 * (shares[-1][1] if shares else FALLBACK_LLC)
-    past = f"past-{shares[-1][0] if shares else 'LLC'}"
+    hi = 2 * (shares[-1][1] if shares else FALLBACK_LLC // len(cpus))
+    dram = dram_working_set(topo, cpus) // len(cpus)
     points: dict[int, str] = {}
     k = math.floor(math.log2(max(lo, 4096)) * per_octave)
     while (s := 2 ** (k / per_octave)) <= hi:
-        level = level_of(topo, cpus, math.floor(s))
         points.setdefault(max(1, round(s / SWEEP_QUANTUM)) * SWEEP_QUANTUM,
-                          past if level == "DRAM" else level)
+                          level_of(topo, cpus, math.floor(s), dram))
         k += 1
     return sorted(points.items())
 
@@ -105,7 +103,7 @@ def sweep_points(topo: Topology, cpus: tuple[int, ...], per_octave: int) -> list
 def _cached(m: Measurement) -> bool:
     """Whether a measurement is cache-resident: many and cheap. A sweep's points past the last
     cache touch DRAM like the DRAM ones, and are budgeted with them."""
-    return not m.level.startswith(("past-", "DRAM"))
+    return in_cache(m.level)
 
 
 def _store_types(kernel: str, stores: Iterable[str]) -> list[str]:
@@ -188,7 +186,8 @@ def narrowed_plan(topo: Topology, opts: MemoryOptions, oversubscribe: bool) -> l
                 raise OptionError(f"<size_bytes> {format_bytes(size)}: too small for kernel "
                                   f"{name} on {len(cpus)} thread(s); use <size_bytes> >= "
                                   f"{format_bytes(least)}")
-            level = level_of(topo, cpus, elems * bytes_per_elem)
+            level = level_of(topo, cpus, elems * bytes_per_elem,
+                             dram_working_set(topo, cpus) // len(cpus))
             for s in types:
                 out.append(Measurement("single", name, s, placement, cpus, elems, level))
     return out
