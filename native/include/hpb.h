@@ -127,12 +127,14 @@ int hpb_stream_check(hpb_team *team, int kernel, size_t n, double *max_rel_err);
 
 /* Writes into order[0..lines) a random order of the line indices 0..lines-1, each exactly once:
  * groups of group_lines consecutive lines in random order, and the lines of each group in random
- * order (group_lines 0 or >= lines: one group, a fully random order). The pointer-chase ring
- * follows this order and closes on itself, so it is a single cycle through every line. */
+ * order, in two passes over the groups: the even lines of each, then the odd lines, so a line's
+ * 128-byte buddy (which the adjacent-line prefetcher fetches with it) comes half a ring later
+ * (group_lines 0 or >= lines: one group, a fully random order). The pointer-chase ring follows
+ * this order and closes on itself, so it is a single cycle through every line. */
 int hpb_chase_order(size_t lines, size_t group_lines, uint64_t seed, size_t *order);
 
 /* Builds in each active thread's own memory a pointer-chase ring over bytes/stride lines of
- * `stride` bytes (a multiple of 8, >= 64 to defeat adjacent-line prefetch), in the order of
+ * `stride` bytes (a multiple of 8; 64, a cache line, in hpcprobe's rings), in the order of
  * hpb_chase_order with groups of group_bytes (so a walk stays within a TLB reach; 0 = no
  * groups). huge != 0 asks for transparent huge pages (madvise); whether they were granted is for
  * the caller to read (hpb_chase_buffer, /proc/self/smaps). node >= 0 binds the ring's memory to

@@ -48,6 +48,14 @@ static void shuffle(size_t *a, size_t n, uint64_t *s)
     }
 }
 
+/* Appends to order, from *k on, the lines lo..hi-1 of one parity (0: even, 1: odd), shuffled. */
+static void visit(size_t *order, size_t *k, size_t lo, size_t hi, size_t parity, uint64_t *s)
+{
+    size_t first = *k;
+    for (size_t i = lo + ((lo & 1) != parity); i < hi; i += 2) order[(*k)++] = i;
+    shuffle(order + first, *k - first, s);
+}
+
 int hpb_chase_order(size_t lines, size_t group_lines, uint64_t seed, size_t *order)
 {
     if (lines == 0 || !order) return -EINVAL;
@@ -56,16 +64,26 @@ int hpb_chase_order(size_t lines, size_t group_lines, uint64_t seed, size_t *ord
     size_t *gorder = malloc(groups * sizeof *gorder);
     if (!gorder) return -ENOMEM;
     uint64_t s = seed;
-    for (size_t g = 0; g < groups; g++) gorder[g] = g;
-    /* groups in random order, lines in random order within each group: every line once */
-    shuffle(gorder, groups, &s);
     size_t k = 0;
-    for (size_t g = 0; g < groups; g++) {
-        size_t lo = gorder[g] * group_lines;
-        size_t hi = lo + group_lines < lines ? lo + group_lines : lines;
-        for (size_t i = lo; i < hi; i++) order[k + i - lo] = i;
-        shuffle(order + k, hi - lo, &s);
-        k += hi - lo;
+    if (groups == 1) { /* one group: every line in random order */
+        for (size_t i = 0; i < lines; i++) order[i] = i;
+        shuffle(order, lines, &s);
+    } else {
+        /* Groups in random order, the lines of each in random order; the even lines of every
+         * group first, then the odd ones (each pass over the groups in its own order). A walk
+         * that took a line's 128-byte buddy soon after it would find the buddy in the L2, as
+         * the adjacent-line prefetcher fetches it with the line: half the loads of a ring in
+         * L3 would be L2 hits. Apart, the buddy is a whole half-ring away, as in a fully random
+         * walk. */
+        for (size_t parity = 0; parity < 2; parity++) {
+            for (size_t g = 0; g < groups; g++) gorder[g] = g;
+            shuffle(gorder, groups, &s);
+            for (size_t g = 0; g < groups; g++) {
+                size_t lo = gorder[g] * group_lines;
+                visit(order, &k, lo, lo + group_lines < lines ? lo + group_lines : lines,
+                      parity, &s);
+            }
+        }
     }
     free(gorder);
     return 0;
