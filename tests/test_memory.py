@@ -134,6 +134,10 @@ def test_narrowed_plan(nps4):
     [m] = narrowed_plan(nps4, MemoryOptions(kernels=("triad",), stores=("nt",), threads=(2,),
                                             size_bytes=256 << 20), False)
     assert m.level == "past-L3"
+    # the DRAM floor itself (an eighth of this recorded node's 8 GiB) is DRAM on any thread
+    # count, though both it and the DRAM working set are rounded to whole quanta
+    assert {m.level for m in narrowed_plan(nps4, MemoryOptions(
+        kernels=("triad", "copy"), threads=(1, 2, 3), size_bytes=1 << 30), False)} == {"DRAM"}
 
 
 @pytest.mark.parametrize("opts,needle", [

@@ -68,12 +68,13 @@ def level_of(topo: Topology, cpus: tuple[int, ...], ws_per_thread: int,
     """The level a working set per thread nominally fits in. Past the last cache it is 'DRAM'
     only from `dram_per_thread` up (the family's DRAM working set per thread) and 'past-L3'
     (say; 'past-LLC' without caches) below it: a guest can be served by a larger cache than
-    its topology reports, so a working set just past the reported one is no DRAM figure."""
+    its topology reports, so a working set just past the reported one is no DRAM figure.
+    Sizes within two SWEEP_QUANTUMs of it count as it: both are rounded to whole quanta."""
     shares = cache_shares(topo, cpus)
     for name, share in shares:
         if ws_per_thread <= share:
             return name
-    if ws_per_thread >= dram_per_thread:
+    if ws_per_thread > dram_per_thread - 2 * SWEEP_QUANTUM:
         return "DRAM"
     return f"past-{shares[-1][0] if shares else 'LLC'}"
 
