@@ -505,7 +505,7 @@ STAND_IN = '''#!{python}
 """A stand-in for hpb_gpu: the program's JSON lines for a fictional device (test input)."""
 import json, os, sys
 a = sys.argv[1:]
-env = {{"readings": 3, "sm_mhz": 1500, "sm_mhz_min": 1400, "sm_mhz_max": 1600, "mem_mhz": 1593,
+env = {{"readings": int(os.environ.get("STAND_IN_READINGS", "3")), "sm_mhz": 1500, "sm_mhz_min": 1400, "sm_mhz_max": 1600, "mem_mhz": 1593,
         "power_w": 300.0, "power_w_max": 350.0, "temp_c_max": 70, "reasons": 4,
         "pcie_gen": 4, "pcie_width": 16, "pcie_gen_max": 5, "pcie_width_max": 16,
         "pcie_replays": int(os.environ.get("STAND_IN_REPLAYS", "0"))}}
@@ -574,6 +574,20 @@ def test_a_node_whose_driver_does_not_load(stand_in, monkeypatch, tiny):
     assert ctx.warnings[0].startswith("gpu: skipped: CUDA: no NVIDIA driver")
 
 
+def test_a_gemm_whose_clock_nvml_hardly_read_gets_no_share_of_peak(stand_in, monkeypatch,
+                                                                   tiny):
+    """Two readings may be the idle clock at the products' start: the rate counts, its share of
+    a peak at that clock does not."""
+    monkeypatch.setenv("STAND_IN_READINGS", "2")
+    ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
+    bench.run(ctx, bench.GpuOptions(gpu_tests=("gemm",), gpu_precisions=("bf16",),
+                                    gpu_gemm_n=(1024,)))
+    assert [m.name for m in ctx.metrics] == ["gemm"]
+    assert ctx.metrics[0].params["nvml_readings"] == 2
+    assert ctx.warnings == ["gpu: GPU0 GEMM bf16 N=1024: NVML read the SM clock 2 time(s) "
+                            "while the products ran, fewer than 3: no share of peak"]
+
+
 def test_gpu_info_says_what_cuda_sees(stand_in, capsys, monkeypatch):
     assert bench.info(bench.GpuOptions()) == 0
     out = capsys.readouterr().out
@@ -607,6 +621,7 @@ def test_figures_count_only_after_their_check(stand_in, tmp_path, tiny):
     gemm = [m for m in ctx.metrics if m.name == "gemm"]
     assert [m.params["precision"] for m in gemm] == ["bf16"]
     assert len(gemm[0].samples) == 5  # quick: five after the dropped warm-up
+    assert gemm[0].params["nvml_readings"] == 3  # enough for its clock to count
     assert gemm[0].params["sm_mhz"] == 1500 and gemm[0].params["throttle"] == \
         "software power cap"
     [model] = [m for m in ctx.metrics if m.name == "gemm_peak"]

@@ -255,12 +255,18 @@ def _failure(docs: list[dict[str, Any]], code: int | None, tail: str, what: str)
     return f"{what}: {err or f'exit {code}; its last lines: {tail}'}"
 
 
+#: NVML readings (5 ms apart) a measurement needs before the SM clock or PCIe link NVML read
+#: counts as its own: an idle GPU runs slower clocks and links, and a reading taken as a short
+#: measurement starts may not see them speed up.
+MIN_READINGS = 3
+
+
 def _env_params(env: dict[str, Any]) -> dict[str, Any]:
     """NVML's readings during a measurement, as the params stored beside its figure."""
     if "sm_mhz" not in env:
         return {"nvml": env.get("nvml", "not read")}
     reasons = int(env.get("reasons", 0))
-    return {"sm_mhz": env["sm_mhz"], "sm_mhz_min": env["sm_mhz_min"],
+    return {"nvml_readings": env["readings"], "sm_mhz": env["sm_mhz"], "sm_mhz_min": env["sm_mhz_min"],
             "mem_mhz": env["mem_mhz"], "power_w": env["power_w"],
             "power_w_max": env["power_w_max"], "temp_c_max": env["temp_c_max"],
             "throttle": ",".join(v for k, v in REASONS.items() if reasons & k & LIMITING)
@@ -363,7 +369,7 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
 
 
 #: The params that say where and under which clocks a figure was taken, not what it is.
-NOT_JOINED = frozenset({"gpu", "bus_id", "sm_mhz", "sm_mhz_min", "mem_mhz", "power_w",
+NOT_JOINED = frozenset({"gpu", "bus_id", "nvml_readings", "sm_mhz", "sm_mhz_min", "mem_mhz", "power_w",
                         "power_w_max", "temp_c_max", "throttle", "nvml", "cpus", "buffer_numa",
                         "peer_access", "mem_khz", "bus_width_bits", "cc", "sms",
                         "flops_per_sm_clock", "model_source", *PCIE})
@@ -532,6 +538,12 @@ def _gemm(t: _Target) -> None:
             tf = [x / 1e12 for x in samples]
             t.add("gemm", "TFLOP/s", params, tf)
             clock = env[n].get("sm_mhz")
+            if clock and env[n]["readings"] < MIN_READINGS:
+                t.ctx.warnings.append(
+                    f"gpu: GPU{t.gpu.index} GEMM {prec} N={n}: NVML read the SM clock "
+                    f"{env[n]['readings']} time(s) while the products ran, fewer than "
+                    f"{MIN_READINGS}: no share of peak")
+                continue
             model = peaks.gemm_peak_tflops(t.dev.cc, prec, t.dev.sms, clock) if clock else None
             if model is None:
                 continue
@@ -568,13 +580,10 @@ def _copy(t: _Target) -> None:
                           "cpus": got["cpus"], "buffer_numa": got["node"], **env}
                 gbs = [x / 1e9 for x in samples]
                 t.add("copy", "GB/s", params, gbs)
-                if got["env"].get("readings", 0) >= LINK_READINGS:
+                if got["env"].get("readings", 0) >= MIN_READINGS:
                     _against_the_link(t, direction, params, gbs)
 
 
-#: NVML readings (5 ms apart) a copy needs before its link reading counts: an idle GPU's link
-#: runs slower, and a reading taken as a short copy starts may not see it speed up.
-LINK_READINGS = 3
 
 
 def _against_the_link(t: _Target, direction: str, params: dict[str, Any],
