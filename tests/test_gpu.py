@@ -505,7 +505,8 @@ STAND_IN = '''#!{python}
 """A stand-in for hpb_gpu: the program's JSON lines for a fictional device (test input)."""
 import json, os, sys
 a = sys.argv[1:]
-env = {{"readings": int(os.environ.get("STAND_IN_READINGS", "3")), "sm_mhz": 1500, "sm_mhz_min": 1400, "sm_mhz_max": 1600, "mem_mhz": 1593,
+env = {{"readings": int(os.environ.get("STAND_IN_READINGS", "3")), "sm_mhz": 1500,
+        "sm_mhz_min": 1400, "sm_mhz_max": 1600, "mem_mhz": 1593,
         "power_w": 300.0, "power_w_max": 350.0, "temp_c_max": 70, "reasons": 4,
         "pcie_gen": 4, "pcie_width": 16, "pcie_gen_max": 5, "pcie_width_max": 16,
         "pcie_replays": int(os.environ.get("STAND_IN_REPLAYS", "0"))}}

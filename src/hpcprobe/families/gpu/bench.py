@@ -266,8 +266,8 @@ def _env_params(env: dict[str, Any]) -> dict[str, Any]:
     if "sm_mhz" not in env:
         return {"nvml": env.get("nvml", "not read")}
     reasons = int(env.get("reasons", 0))
-    return {"nvml_readings": env["readings"], "sm_mhz": env["sm_mhz"], "sm_mhz_min": env["sm_mhz_min"],
-            "mem_mhz": env["mem_mhz"], "power_w": env["power_w"],
+    return {"nvml_readings": env["readings"], "sm_mhz": env["sm_mhz"],
+            "sm_mhz_min": env["sm_mhz_min"], "mem_mhz": env["mem_mhz"], "power_w": env["power_w"],
             "power_w_max": env["power_w_max"], "temp_c_max": env["temp_c_max"],
             "throttle": ",".join(v for k, v in REASONS.items() if reasons & k & LIMITING)
             or "none", **{k: env[k] for k in PCIE if k in env}}
@@ -369,9 +369,9 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
 
 
 #: The params that say where and under which clocks a figure was taken, not what it is.
-NOT_JOINED = frozenset({"gpu", "bus_id", "nvml_readings", "sm_mhz", "sm_mhz_min", "mem_mhz", "power_w",
-                        "power_w_max", "temp_c_max", "throttle", "nvml", "cpus", "buffer_numa",
-                        "peer_access", "mem_khz", "bus_width_bits", "cc", "sms",
+NOT_JOINED = frozenset({"gpu", "bus_id", "nvml_readings", "sm_mhz", "sm_mhz_min", "mem_mhz",
+                        "power_w", "power_w_max", "temp_c_max", "throttle", "nvml", "cpus",
+                        "buffer_numa", "peer_access", "mem_khz", "bus_width_bits", "cc", "sms",
                         "flops_per_sm_clock", "model_source", *PCIE})
 
 #: The figures a node's GPUs of one model are judged against each other on, and the param of
