@@ -130,7 +130,7 @@ def test_narrowed_plan(nps4):
     m = ms[0]
     assert (m.kernel, m.stores, m.threads, m.level) == ("triad", "nt", 2, "DRAM")
     assert abs(m.size_bytes - (2 << 30)) < 3 * 8 * 64 * 2
-    # past the L3 but below the DRAM working set (DRAM_FLOOR): no DRAM figure
+    # past the L3 but below the DRAM working set (its floor, 1 GiB here): no DRAM figure
     [m] = narrowed_plan(nps4, MemoryOptions(kernels=("triad",), stores=("nt",), threads=(2,),
                                             size_bytes=256 << 20), False)
     assert m.level == "past-L3"

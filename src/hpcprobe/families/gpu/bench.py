@@ -261,6 +261,11 @@ def _failure(docs: list[dict[str, Any]], code: int | None, tail: str, what: str)
 MIN_READINGS = 3
 
 
+def _well_read(env: dict[str, Any]) -> bool:
+    """Whether NVML read often enough during a measurement for its clock or link to count."""
+    return int(env.get("readings", 0)) >= MIN_READINGS
+
+
 def _env_params(env: dict[str, Any]) -> dict[str, Any]:
     """NVML's readings during a measurement, as the params stored beside its figure."""
     if "sm_mhz" not in env:
@@ -538,13 +543,15 @@ def _gemm(t: _Target) -> None:
             tf = [x / 1e12 for x in samples]
             t.add("gemm", "TFLOP/s", params, tf)
             clock = env[n].get("sm_mhz")
-            if clock and env[n]["readings"] < MIN_READINGS:
+            if not clock:
+                continue
+            if not _well_read(env[n]):
                 t.ctx.warnings.append(
                     f"gpu: GPU{t.gpu.index} GEMM {prec} N={n}: NVML read the SM clock "
                     f"{env[n]['readings']} time(s) while the products ran, fewer than "
                     f"{MIN_READINGS}: no share of peak")
                 continue
-            model = peaks.gemm_peak_tflops(t.dev.cc, prec, t.dev.sms, clock) if clock else None
+            model = peaks.gemm_peak_tflops(t.dev.cc, prec, t.dev.sms, clock)
             if model is None:
                 continue
             t.add("gemm_peak", "TFLOP/s",
@@ -580,9 +587,8 @@ def _copy(t: _Target) -> None:
                           "cpus": got["cpus"], "buffer_numa": got["node"], **env}
                 gbs = [x / 1e9 for x in samples]
                 t.add("copy", "GB/s", params, gbs)
-                if got["env"].get("readings", 0) >= MIN_READINGS:
+                if _well_read(got["env"]):
                     _against_the_link(t, direction, params, gbs)
-
 
 
 

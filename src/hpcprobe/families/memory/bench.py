@@ -100,12 +100,6 @@ def sweep_points(topo: Topology, cpus: tuple[int, ...], per_octave: int) -> list
     return sorted(points.items())
 
 
-def _cached(m: Measurement) -> bool:
-    """Whether a measurement is cache-resident: many and cheap. A sweep's points past the last
-    cache touch DRAM like the DRAM ones, and are budgeted with them."""
-    return in_cache(m.level)
-
-
 def _store_types(kernel: str, stores: Iterable[str]) -> list[str]:
     """Store types that apply to a kernel: read-only kernels (load, sum) only 'regular'."""
     k = KERNELS[kernel]
@@ -268,11 +262,12 @@ def run(ctx: RunContext, opts: MemoryOptions | None) -> None:
     plan_ = measurements(ctx, opts)
     check_memory(plan_, mem_available_bytes())
     ctx.progress.start("memory", len(plan_))
-    # Cache-resident measurements are many and cheap, DRAM ones few and dear: each pool gets its
-    # share of the budget, spread evenly over what is left in it.
+    # Cache-resident measurements are many and cheap, DRAM ones (and a sweep's points past the
+    # last cache, which touch DRAM too) few and dear: each pool gets its share of the budget,
+    # spread evenly over what is left in it.
     pool = {True: prof.budget_s * CACHE_BUDGET_SHARE,
             False: prof.budget_s * (1 - CACHE_BUDGET_SHARE)}
-    left = {cached: sum(_cached(m) == cached for m in plan_) for cached in (True, False)}
+    left = {cached: sum(in_cache(m.level) == cached for m in plan_) for cached in (True, False)}
     curves: dict[tuple[tuple[int, ...], str], list[tuple[int, float]]] = {}
     for team_cpus, groups in _team_plan(plan_):
         with Team(team_cpus) as team:
@@ -282,7 +277,7 @@ def run(ctx: RunContext, opts: MemoryOptions | None) -> None:
                     team.select(cpus)
                 binding = bound_cpus(ctx, team, "memory")
                 for m in ms:
-                    cached = _cached(m)
+                    cached = in_cache(m.level)
                     t0 = time.perf_counter()
                     samples = measure(ctx, team, m, max(0.0, pool[cached]) / left[cached],
                                       "memory")
