@@ -591,7 +591,6 @@ def _copy(t: _Target) -> None:
                     _against_the_link(t, direction, params, gbs)
 
 
-
 def _against_the_link(t: _Target, direction: str, params: dict[str, Any],
                       gbs: list[float]) -> None:
     """A copy figure against its PCIe link as NVML read it during the copy (both directions'

@@ -167,21 +167,21 @@ def narrowed_plan(topo: Topology, opts: MemoryOptions, oversubscribe: bool) -> l
     out = []
     for k in counts:
         cpus = place(topo, placement, k, oversubscribe).cpus
+        dram = dram_working_set(topo, cpus)
         for name in names:
             types = _store_types(name, stores)
             if not types:
                 raise OptionError(f"<stores> {','.join(stores)}: kernel {name} stores nothing; "
                                 "drop <stores> or use <stores> regular")
             bytes_per_elem = KERNELS[name].arrays * kernels.ELEMENT_BYTES
-            size = opts.size_bytes or dram_working_set(topo, cpus)
+            size = opts.size_bytes or dram
             elems = elems_for(name, size, len(cpus))
             if elems < ELEM_QUANTUM:
                 least = ELEM_QUANTUM * bytes_per_elem * len(cpus)
                 raise OptionError(f"<size_bytes> {format_bytes(size)}: too small for kernel "
                                   f"{name} on {len(cpus)} thread(s); use <size_bytes> >= "
                                   f"{format_bytes(least)}")
-            level = level_of(topo, cpus, elems * bytes_per_elem,
-                             dram_working_set(topo, cpus) // len(cpus))
+            level = level_of(topo, cpus, elems * bytes_per_elem, dram // len(cpus))
             for s in types:
                 out.append(Measurement("single", name, s, placement, cpus, elems, level))
     return out
