@@ -107,6 +107,8 @@ def test_run_user_errors(tmp_path, args, needles):
     r = hpcprobe("run", "memory", "--db", str(db), *args)
     assert_user_error(r, *needles)
     assert _runs(db) == 0
+    # what the run refuses, its dry run refuses too (a 64 TiB working set included)
+    assert_user_error(hpcprobe("run", "memory", "--dry-run", *args), *needles)
 
 
 def test_unknown_benchmark(tmp_path):
@@ -247,3 +249,9 @@ def test_dry_run_plans_for_a_recorded_machine(tmp_path):
     assert "numa: 64 measurement(s)" in r.out  # 8 NUMA domains x 8
     assert_user_error(hpcprobe("run", "numa", "--input", str(DATA / "epyc-2s-nps4-128c.xml")),
                       "add --dry-run")
+    # a recorded machine's free memory is not known (a synthetic one states 1 GiB a NUMA
+    # domain, 8 GiB here): its own run checks the working set, the dry run lists it
+    r = hpcprobe("run", "memory", "--dry-run", "--size", "64GiB", "--input",
+                 str(DATA / "epyc-2s-nps4-128c.xml"))
+    assert r.code == 0, r.err
+    assert "triad regular" in r.out and "64 GiB" in r.out

@@ -201,6 +201,9 @@ def test_dry_run_plans_hpl_for_a_recorded_node():
                  "--layout", "numa")
     assert r.code == 0, r.err
     assert "8 rank(s) x 16 thread(s) (numa layout), P x Q = 2 x 4" in r.out
+    # N is checked against the recorded node's memory (4 GB), not this one's
+    assert_user_error(hpcprobe("run", "hpl", "--dry-run", "--n", "30000", "--input",
+                               str(DATA / "tiny-2c.xml")), "of the 3.7 GiB of the 1 node(s)")
 
 
 def test_user_mistakes_are_one_line_and_exit_2(tmp_path):

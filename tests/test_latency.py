@@ -143,6 +143,7 @@ def test_cli_latency_run_and_errors(tmp_path):
     assert_user_error(hpcprobe("run", "latency", "--size", "100", "--no-store"),
                       "--size 100 B: a pointer-chase ring needs at least 1024 B")
     assert_user_error(hpcprobe("run", "latency", "--size", "64TiB", "--no-store"), "available")
+    assert_user_error(hpcprobe("run", "latency", "--size", "64TiB", "--dry-run"), "available")
     assert_user_error(hpcprobe("run", "memory", "--pages", "huge", "--no-store"), "--pages")
 
 

@@ -102,7 +102,7 @@ def dram_working_set(topo: Topology, cpus: tuple[int, ...]) -> int:
     the topology's memory, where it states it), rounded up so that one-, two- and three-array
     kernels get the same working set per thread."""
     step = SWEEP_QUANTUM * len(cpus)
-    memory = sum(d.memory_bytes or 0 for d in topo.numa_nodes)
+    memory = topo.memory_bytes
     floor = min(DRAM_FLOOR, memory // 8) if memory else DRAM_FLOOR
     return math.ceil(max(DRAM_FACTOR * llc_bytes(topo, cpus), floor) / step) * step
 

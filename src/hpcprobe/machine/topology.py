@@ -76,6 +76,17 @@ class Topology:
         }
 
     @property
+    def recorded(self) -> bool:
+        """Read from a file (`--input`: another machine, or this one another time), not this
+        machine now."""
+        return self.source.startswith("xml:")
+
+    @property
+    def memory_bytes(self) -> int:
+        """The memory its NUMA domains state (0 where none does)."""
+        return sum(d.memory_bytes or 0 for d in self.numa_nodes)
+
+    @property
     def allowed_cpus(self) -> tuple[int, ...]:
         return tuple(p.os_index for p in self.pus if p.allowed)
 

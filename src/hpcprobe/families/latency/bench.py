@@ -288,6 +288,13 @@ def sweep(ctx: RunContext, opts: LatencyOptions) -> tuple[Sweep, LatencyOptions]
         raise OptionError(f"<loaded> chases a DRAM ring, and a {format_bytes(points[0].size_bytes)}"
                           f" ring on CPU {cpu} is {points[0].level}: drop <size_bytes> or give "
                           f"at least {format_bytes(dram_size(topo, cpu))}")
+    # this machine's free memory, also for a dry run; a recorded machine's is not known
+    available = None if topo.recorded else mem_available_bytes()
+    biggest = max(p.size_bytes for p in points)
+    if available is not None and biggest > 0.8 * available:
+        raise OptionError(f"<size_bytes> {format_bytes(biggest)}: more than the "
+                          f"{format_bytes(available)} of memory available; use a smaller "
+                          "<size_bytes>")
     return Sweep(cpu, points, loaded, loaders, pairs), opts
 
 
@@ -308,12 +315,6 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
         _c2c(ctx, opts, time.perf_counter() + settings.budget_s)
         return
     cpu, points, loaded, loaders = s.cpu, s.points, s.loaded, s.loaders
-    available = mem_available_bytes()
-    biggest = max(p.size_bytes for p in points)
-    if available is not None and biggest > 0.8 * available:
-        raise OptionError(f"<size_bytes> {format_bytes(biggest)}: more than the "
-                          f"{format_bytes(available)} of memory available; use a smaller "
-                          "<size_bytes>")
     base_page, huge_page = resource.getpagesize(), huge_page_bytes()
     node = numa_of(topo, cpu)
     ctx.progress.start("latency", len(points))
