@@ -335,6 +335,12 @@ def test_bad_mpi_options_are_user_errors():
     assert_user_error(hpcprobe("mpi", "--np", "4096", "--no-store"), "--np 4096",
                       "--oversubscribe")
     assert_user_error(hpcprobe("mpi", "--timeout", "0", "--no-store"), "--timeout 0")
+    # what the run refuses, its dry run refuses; no host names is not a one-node run
+    assert_user_error(hpcprobe("mpi", "--launcher", "aprun", "--dry-run"),
+                      "--launcher 'aprun' is unknown")
+    for hosts in ("", ","):
+        assert_user_error(hpcprobe("mpi", "--hosts", hosts, "--dry-run"),
+                          f"--hosts {hosts!r}: give one or more names")
 
 
 @needs_mpi

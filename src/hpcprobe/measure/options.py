@@ -10,6 +10,7 @@ from collections.abc import Callable
 from hpcprobe.common.units import parse_size
 from hpcprobe.machine.placement import PLACEMENT_HELP
 from hpcprobe.measure.family import Flag
+from hpcprobe.mpi.launchers import LAUNCHERS
 
 
 def size(text: str) -> int:
@@ -70,8 +71,20 @@ def cpu_pair(text: str) -> tuple[int, int]:
 
 
 def names(text: str) -> tuple[str, ...]:
-    """A comma-separated list of names."""
-    return tuple(v.strip() for v in text.split(",") if v.strip())
+    """A comma-separated list of names; none at all is a mistake (`--hosts $UNSET` must not
+    become a one-node run)."""
+    out = tuple(v.strip() for v in text.split(",") if v.strip())
+    if not out:
+        raise argparse.ArgumentTypeError(f"{text!r}: give one or more names, comma-separated")
+    return out
+
+
+def launcher(text: str) -> str:
+    """An MPI launcher's name (whether it goes with the MPI is known when the MPI is found)."""
+    if text not in LAUNCHERS:
+        raise argparse.ArgumentTypeError(f"{text!r} is unknown; launchers: "
+                                         f"{', '.join(LAUNCHERS)}")
+    return text
 
 
 def all_or_one(value: str | None) -> tuple[str, ...] | None:
@@ -92,7 +105,7 @@ SIZE = Flag("--size", "memory: total working set of all threads, e.g. 2GiB (defa
             "LLC); latency: the ring size (default: a sweep)", parse=size)
 #: Flags shared by the families that launch MPI ranks.
 LAUNCHER = Flag("--launcher", "mpirun (Open MPI), mpiexec (MPICH, Intel MPI), srun (default: the "
-                "one that goes with the MPI; srun inside a Slurm allocation)")
+                "one that goes with the MPI; srun inside a Slurm allocation)", parse=launcher)
 HOSTS = Flag("--hosts", "hosts for multi-node runs, e.g. n1,n2", parse=names)
 MPI_PREFIX = Flag("--mpi", "the MPI installation to use (its prefix; default: $HPCPROBE_MPI, "
                   "then PATH)", metavar="PREFIX")
