@@ -63,6 +63,26 @@ def test_import_is_idempotent_and_all_or_nothing(db, tmp_path):
         assert sorted(i.run_id for i in st.runs()) == ["000000000001", "000000000002"]
 
 
+@pytest.mark.parametrize("key,value,needle", [
+    ("created", "not a date", "at created: 'not a date' is not a UTC date-time"),
+    ("created", "2026-11-01T12:00:00+02:00", "is not a UTC date-time"),  # stores order its text
+    ("created", "2026-11-01T10:00:00", "is not a UTC date-time"),
+    ("samples", [1.0, float("nan")], "at metrics/0/samples/1: nan is not a finite number"),
+    ("samples", [float("inf")], "at metrics/0/samples/0: inf is not a finite number"),
+])
+def test_import_refuses_what_the_schema_cannot_say(tmp_path, key, value, needle):
+    doc = copy_of(7).to_dict()
+    if key == "samples":
+        doc["metrics"][0]["samples"] = value  # Python's JSON writes and reads NaN and Infinity
+    else:
+        doc[key] = value
+    path = tmp_path / "doc.json"
+    path.write_text(json.dumps(doc))
+    db = tmp_path / "r.sqlite"
+    assert_user_error(hpcprobe("import", str(path), "--db", str(db)), needle)
+    assert not db.exists()
+
+
 def test_export_selects_and_counts_every_sample(db, tmp_path):
     with Store.open(db) as st:
         for i, (tag, host) in enumerate([("a", "n1"), ("a", "n2"), ("b", "n1")]):

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -106,6 +108,24 @@ def validate(doc: dict[str, Any], source: str = "result") -> None:
     if exc is not None:
         where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
         raise UserError(f"{source}: not an hpcprobe result at {where}: {exc.message}")
+    _check_values(doc, source)
+
+
+def _check_values(doc: dict[str, Any], source: str) -> None:
+    """What the schema does not check: `created` is a UTC time (stores order and select runs
+    by its text), and every sample is finite (Python's JSON reads NaN and Infinity)."""
+    try:
+        offset = datetime.fromisoformat(doc["created"]).utcoffset()
+    except ValueError:
+        offset = None
+    if offset is None or offset.total_seconds():
+        raise UserError(f"{source}: not an hpcprobe result at created: {doc['created']!r} is not "
+                        "a UTC date-time such as 2026-11-01T10:00:00+00:00")
+    for i, m in enumerate(doc["metrics"]):
+        for j, x in enumerate(m["samples"]):
+            if not math.isfinite(x):
+                raise UserError(f"{source}: not an hpcprobe result at metrics/{i}/samples/{j}: "
+                                f"{x} is not a finite number")
 
 
 @cache
