@@ -122,6 +122,38 @@ def test_the_dry_run_shows_each_configurations_steps_in_order(tmp_path):
     assert "run pgbench --pg-time 2" in r.out
 
 
+REFUSED = APP_SWEEP + """
+[workloads.typo]
+family = "memory"
+options = { kernel = "daxpy", threads = 1 }
+
+[workloads.gone]
+command = ["/nonexistent/bin/solver"]
+"""
+
+
+def test_the_dry_run_runs_each_workloads_own_dry_run(tmp_path):
+    # what only a family's planning or the app's command check knows: said before any run
+    r = hpcprobe("sweep", str(write(tmp_path, REFUSED.replace("{marker}", "m"))), "--dry-run")
+    assert_user_error(r, "6 workload(s) refused")
+    refused = [ln.strip() for ln in r.out.splitlines() if "refused" in ln]
+    assert len(refused) == 6  # two workloads under three configurations
+    assert sum("--kernel 'daxpy' is unknown" in ln for ln in refused) == 3
+    assert sum("/nonexistent/bin/solver is not an executable" in ln for ln in refused) == 3
+
+
+def test_a_refused_workload_stops_the_sweep_at_once_and_restores(tmp_path):
+    marker = tmp_path / "m"
+    text = REFUSED.replace("{marker}", str(marker))
+    db = tmp_path / "r.sqlite"
+    r = hpcprobe("sweep", str(write(tmp_path, text)), "--db", str(db))
+    assert_user_error(r, "[workloads.typo] under slow: --kernel 'daxpy' is unknown",
+                      "the sweep stopped")
+    assert not marker.exists()  # the post of the configuration ran: its state restored
+    with Store.open(db, create=False) as st:  # the workload before it ran, once
+        assert [i.tag for i in st.runs()] == ["envs:slow"]
+
+
 # -- the statistics
 
 

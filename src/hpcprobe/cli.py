@@ -18,7 +18,14 @@ from typing import Any, ClassVar, NoReturn
 from hpcprobe import __version__, native, registry
 from hpcprobe.common import files
 from hpcprobe.common.cpulist import format_cpulist
-from hpcprobe.common.errors import EXIT_FAILURE, EXIT_USAGE, HpcprobeError, OptionError, UserError
+from hpcprobe.common.errors import (
+    ERROR_PREFIX,
+    EXIT_FAILURE,
+    EXIT_USAGE,
+    HpcprobeError,
+    OptionError,
+    UserError,
+)
 from hpcprobe.machine import gpus, placement, topology
 from hpcprobe.machine.sizing import thread_ladder
 from hpcprobe.measure import options, profiles, scaling
@@ -78,7 +85,7 @@ class _Parser(argparse.ArgumentParser):
         if unknown:
             message = f"unrecognized arguments: {unknown}"
         where = (_Parser._innermost or self) if message.startswith("unrecognized") else self
-        sys.stderr.write(f"hpcprobe: error: {message} (see `{where.prog} --help`)\n")
+        sys.stderr.write(f"{ERROR_PREFIX}{message} (see `{where.prog} --help`)\n")
         sys.exit(EXIT_USAGE)
 
 
@@ -655,13 +662,15 @@ def cmd_sweep(a: argparse.Namespace) -> int:
 
 
 def _sweep_plan(s: Any, boot: str | None) -> int:
-    """What a sweep would run, in order, and nothing else."""
+    """What a sweep would run, in order, and nothing else; each workload checked by its own
+    dry run under each configuration (its environment; the machine's state as it is now)."""
     from hpcprobe.tuning import sweep
 
     here = [c for c in s.configurations.values() if c.boot == boot]
     print(f"Sweep {s.name}: baseline {s.baseline}; at least {s.rounds} round(s), at most "
           f"{s.max_rounds}, budget {s.budget_s:g} s; profile {s.profile}; nothing runs "
           "(--dry-run). Each round, in this order:")
+    refused = 0
     if not here:
         print(f"  (no configuration for boot {boot or '(none)'}; boots: "
               f"{', '.join(s.boots())})")
@@ -677,8 +686,15 @@ def _sweep_plan(s: Any, boot: str | None) -> int:
             env = " ".join(f"{k}={shlex.quote(v)}" for k, v in c.env.items())
             argv = sweep.workload_argv(s, registry.families(), c, w, Path("RUN.json"))
             print(f"    {w.name}: {env + ' ' if env else ''}{shlex.join(argv)}")
+            why = sweep.check(s, registry.families(), c, w)
+            if why is not None:
+                refused += 1
+                print(f"      refused (its dry run, in this machine's state now): {why}")
         for argv in c.post:
             print(f"    post: {shlex.join(argv)}")
+    if refused:
+        raise UserError(f"{s.path}: {refused} workload(s) refused, shown above; fix the sweep "
+                        "file")
     return 0
 
 
@@ -873,10 +889,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return COMMANDS.get(args.command, cmd_family)(args)
     except OptionError as exc:  # options named as flags
-        sys.stderr.write(f"hpcprobe: error: {exc.render(registry.option_names())}\n")
+        sys.stderr.write(f"{ERROR_PREFIX}{exc.render(registry.option_names())}\n")
         return exc.exit_code
     except HpcprobeError as exc:
-        sys.stderr.write(f"hpcprobe: error: {exc}\n")
+        sys.stderr.write(f"{ERROR_PREFIX}{exc}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("hpcprobe: interrupted; nothing of this run was stored\n")

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import sys
 
-from hpcprobe.common.errors import EXIT_FAILURE, HpcprobeError
+from hpcprobe.common.errors import ERROR_PREFIX, EXIT_FAILURE, HpcprobeError
 
 
 def main() -> int:
     try:
         from hpcprobe import cli  # loads the native core, whose tables the families read
     except HpcprobeError as exc:
-        sys.stderr.write(f"hpcprobe: error: {exc}\n")
+        sys.stderr.write(f"{ERROR_PREFIX}{exc}\n")
         return exc.exit_code
     except ImportError as exc:
-        sys.stderr.write(f"hpcprobe: error: {exc}; reinstall hpcprobe (make setup)\n")
+        sys.stderr.write(f"{ERROR_PREFIX}{exc}; reinstall hpcprobe (make setup)\n")
         return EXIT_FAILURE
     return cli.main()

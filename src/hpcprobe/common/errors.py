@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import re
 
-#: Exit codes, documented in docs/cli.md.
+#: Exit codes, documented in the README.
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+#: How the one line of an error starts (a sweep reads its children's)
+ERROR_PREFIX = "hpcprobe: error: "
 
 
 class HpcprobeError(Exception):

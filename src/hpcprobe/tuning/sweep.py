@@ -23,7 +23,7 @@ from typing import Any
 
 from hpcprobe.analysis import recommend
 from hpcprobe.analysis.compare import NotJoined, describe_params, joined_params
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import ERROR_PREFIX, EXIT_USAGE, UserError
 from hpcprobe.machine import fingerprint, provenance
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.family import Family, Progress, flags
@@ -80,11 +80,13 @@ def mismatches(fp: Mapping[str, str], expect: Mapping[str, str], env_too: bool) 
 
 
 def workload_argv(s: Sweep, families: Mapping[str, Family], c: Configuration, w: Workload,
-                  doc: Path) -> list[str]:
+                  doc: Path, dry_run: bool = False) -> list[str]:
     """The child process of one workload under one configuration: `hpcprobe run FAMILY` with
     the workload's options and the configuration's (those the family takes) under its wrapper,
-    or `hpcprobe app NAME -- WRAPPER COMMAND`; its run document written to `doc`."""
-    common = ["--profile", s.profile, "--no-store", "--json", str(doc), "--tag", tag(s, c.name)]
+    or `hpcprobe app NAME -- WRAPPER COMMAND`; its run document written to `doc`. `dry_run`:
+    its own --dry-run, a family's without the wrapper (which may be a launcher)."""
+    common = ["--profile", s.profile, "--no-store", "--json", str(doc), "--tag", tag(s, c.name),
+              *(["--dry-run"] if dry_run else [])]
     me = [sys.executable, "-m", "hpcprobe"]
     if w.family == "app":
         return [*me, "app", w.name, *family_argv(families["app"], w.options, w.name), *common,
@@ -92,8 +94,27 @@ def workload_argv(s: Sweep, families: Mapping[str, Family], c: Configuration, w:
     fam = families[w.family]
     takes = {f.flag for _, f in flags(fam.options)}
     mine = {k: v for k, v in c.options.items() if "--" + k.lstrip("-") in takes}
-    return [*c.wrap, *me, "run", w.family, *family_argv(fam, w.options, w.name),
-            *family_argv(fam, mine, c.name), *common]
+    return [*([] if dry_run else c.wrap), *me, "run", w.family,
+            *family_argv(fam, w.options, w.name), *family_argv(fam, mine, c.name), *common]
+
+
+def refusal(ran: command.Ran) -> str | None:
+    """What hpcprobe said when a workload's child refused its options (exit 2: a mistake in the
+    sweep file, not a failure of the workload); None for any other outcome."""
+    if ran.code != EXIT_USAGE:
+        return None
+    said = [x for x in ran.output.splitlines() if x.startswith(ERROR_PREFIX)]
+    return said[-1][len(ERROR_PREFIX):] if said else ran.tail()
+
+
+def check(s: Sweep, families: Mapping[str, Family], c: Configuration, w: Workload
+          ) -> str | None:
+    """Why the workload's own dry run under the configuration (its environment, in the
+    machine's state now) refuses it; None when it does not."""
+    with tempfile.TemporaryDirectory(prefix="hpcprobe-sweep-") as tmp:
+        ran = command.run(workload_argv(s, families, c, w, Path(tmp) / "RUN.json", True),
+                          env=c.env, timeout=300)
+    return refusal(ran)
 
 
 class Runner:
@@ -136,6 +157,11 @@ class Runner:
         self.log.append(step)
         where = f"round {rnd}, {c.name}, {w.name}"
         run = read_json(doc) if doc.is_file() else None
+        why = refusal(ran) if run is None else None
+        if why is not None:  # the same in every round: said now, before more time is spent
+            raise UserError(f"{self.s.path}: [workloads.{w.name}] under {c.name}: {why} (the "
+                            "sweep stopped, every state restored; `hpcprobe sweep --dry-run` "
+                            "checks every workload)")
         if run is None or (ran.code not in (0, None) and not run.metrics):
             self.failures.append(f"{where}: {ran.failure()}")
             step["error"] = ran.tail()
