@@ -135,7 +135,7 @@ command = ["/nonexistent/bin/solver"]
 def test_the_dry_run_runs_each_workloads_own_dry_run(tmp_path):
     # what only a family's planning or the app's command check knows: said before any run
     r = hpcprobe("sweep", str(write(tmp_path, REFUSED.replace("{marker}", "m"))), "--dry-run")
-    assert_user_error(r, "6 workload(s) refused")
+    assert_user_error(r, "6 step(s) refused")
     refused = [ln.strip() for ln in r.out.splitlines() if "refused" in ln]
     assert len(refused) == 6  # two workloads under three configurations
     assert sum("--kernel 'daxpy' is unknown" in ln for ln in refused) == 3
@@ -152,6 +152,20 @@ def test_a_refused_workload_stops_the_sweep_at_once_and_restores(tmp_path):
     assert not marker.exists()  # the post of the configuration ran: its state restored
     with Store.open(db, create=False) as st:  # the workload before it ran, once
         assert [i.tag for i in st.runs()] == ["envs:slow"]
+
+
+def test_a_setting_outside_its_choice_list_is_refused(tmp_path):
+    choices = tmp_path / "enabled"  # a sysfs choice list, as the kernel shows THP's
+    choices.write_text("always [madvise] never\n")
+    assert state.refused_value(str(choices), "never") is None
+    assert "it takes one of always, madvise, never" in state.refused_value(str(choices), "on")
+    if not os.path.exists(THP):
+        return
+    text = ("[workloads.a]\ncommand = ['true']\n[configurations.a]\n"
+            f"set = {{ '{THP}' = 'sometimes' }}\n[configurations.b]\n")
+    r = hpcprobe("sweep", str(write(tmp_path, text)), "--dry-run")
+    assert_user_error(r, "1 step(s) refused")
+    assert f"refused: set {THP} = sometimes: it takes one of always" in r.out
 
 
 # -- the statistics

@@ -593,7 +593,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     the baseline and a recommendation per workload."""
     import signal
 
-    from hpcprobe.tuning import config, sweep
+    from hpcprobe.tuning import config, state, sweep
 
     topo = topology.discover()
     isa = resolve_isa(None)
@@ -603,10 +603,12 @@ def cmd_sweep(a: argparse.Namespace) -> int:
         return _sweep_plan(s, a.boot)
     if not a.analyse:
         for c in s.configurations.values():
-            for path in c.sysfs:
+            for path, value in c.sysfs.items():
                 if not os.access(path, os.W_OK):
                     raise UserError(f"{a.file}: [configurations.{c.name}] set {path}: not "
                                     "writable here (no such file, or not root)")
+                if (why := state.refused_value(path, value)) is not None:
+                    raise UserError(f"{a.file}: [configurations.{c.name}] {why}")
     store = None if a.no_store else Store.open(a.db)
     if store is not None:
         store.check_writable()
@@ -664,7 +666,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
 def _sweep_plan(s: Any, boot: str | None) -> int:
     """What a sweep would run, in order, and nothing else; each workload checked by its own
     dry run under each configuration (its environment; the machine's state as it is now)."""
-    from hpcprobe.tuning import sweep
+    from hpcprobe.tuning import state, sweep
 
     here = [c for c in s.configurations.values() if c.boot == boot]
     print(f"Sweep {s.name}: baseline {s.baseline}; at least {s.rounds} round(s), at most "
@@ -678,6 +680,9 @@ def _sweep_plan(s: Any, boot: str | None) -> int:
         print(f"  {c.name}" + (f" (boot {c.boot})" if c.boot else "") + ":")
         for path, value in c.sysfs.items():
             print(f"    set {path} = {value} (restored after)")
+            if (why := state.refused_value(path, value)) is not None:
+                refused += 1
+                print(f"      refused: {why}")
         for argv in c.pre:
             print(f"    pre: {shlex.join(argv)}")
         for k, v in c.expect.items():
@@ -693,8 +698,7 @@ def _sweep_plan(s: Any, boot: str | None) -> int:
         for argv in c.post:
             print(f"    post: {shlex.join(argv)}")
     if refused:
-        raise UserError(f"{s.path}: {refused} workload(s) refused, shown above; fix the sweep "
-                        "file")
+        raise UserError(f"{s.path}: {refused} step(s) refused, shown above; fix the sweep file")
     return 0
 
 

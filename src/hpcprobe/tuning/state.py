@@ -31,6 +31,19 @@ def read_setting(path: str) -> str:
     return bracketed(text) or text.strip()
 
 
+def refused_value(path: str, value: str) -> str | None:
+    """Why `value` cannot be written to a sysfs choice list ("always [madvise] never" takes one
+    of its words); None when it can, or when the file is no choice list or cannot be read."""
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return None
+    words = text.replace("[", " ").replace("]", " ").split()
+    if "[" not in text or value in words:
+        return None
+    return f"set {path} = {value}: it takes one of {', '.join(words)}"
+
+
 def write_setting(path: str, value: str) -> None:
     Path(path).write_text(value + "\n")
 
