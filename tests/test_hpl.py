@@ -201,6 +201,11 @@ def test_dry_run_plans_hpl_for_a_recorded_node():
                  "--layout", "numa")
     assert r.code == 0, r.err
     assert "8 rank(s) x 16 thread(s) (numa layout), P x Q = 2 x 4" in r.out
+    assert "N sized for ~" in r.out  # `run`'s short HPL, timed by the measured DGEMM rate
+    # `hpcprobe hpl` plans its own full-size HPL, and its dry run shows that one
+    r = hpcprobe("hpl", "--dry-run", "--input", str(DATA / "epyc-2s-nps4-128c.xml"),
+                 "--layout", "numa")
+    assert r.code == 0 and "1 run(s), N from 80% of memory" in r.out, r.err
     # N is checked against the recorded node's memory (4 GB), not this one's
     assert_user_error(hpcprobe("run", "hpl", "--dry-run", "--n", "30000", "--input",
                                str(DATA / "tiny-2c.xml")), "of the 3.7 GiB of the 1 node(s)")

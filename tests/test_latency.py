@@ -144,6 +144,12 @@ def test_cli_latency_run_and_errors(tmp_path):
                       "--size 100 B: a pointer-chase ring needs at least 1024 B")
     assert_user_error(hpcprobe("run", "latency", "--size", "64TiB", "--no-store"), "available")
     assert_user_error(hpcprobe("run", "latency", "--size", "64TiB", "--dry-run"), "available")
+    # one core: no other core streams, so no loaded curve by default and a mistake if asked
+    one = str(DATA / "one-core.xml")
+    r = hpcprobe("run", "latency", "--dry-run", "--input", one)
+    assert r.code == 0 and "chase" in r.out and "loaded latency" not in r.out, r.err
+    assert_user_error(hpcprobe("run", "latency", "--loaded", "--dry-run", "--input", one),
+                      "--loaded: no core here but CPU 0's to stream")
     assert_user_error(hpcprobe("run", "memory", "--pages", "huge", "--no-store"), "--pages")
 
 

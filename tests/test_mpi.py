@@ -343,6 +343,26 @@ def test_bad_mpi_options_are_user_errors():
                           f"--hosts {hosts!r}: give one or more names")
 
 
+def test_one_cpu_leaves_mpi_out_of_a_run_and_mpi_refuses(tmp_path):
+    one = str(DATA / "one-core.xml")
+    r = hpcprobe("run", "--dry-run", "--input", one)  # every family plans on one core
+    assert r.code == 0, r.err
+    assert "mpi: 1 measurement(s)\n  skipped: placement one-per-core yields 1 CPU" in r.out
+    assert_user_error(hpcprobe("mpi", "--dry-run", "--input", one), "the MPI tests need 2 ranks")
+    r = hpcprobe("run", "mpi", "--dry-run", "--np", "2", "--oversubscribe", "--input", one)
+    assert r.code == 0 and "2 ranks, one-per-core (same-cpu pair)" in r.out, r.err
+    # this process's cpuset cut to one CPU, as a one-CPU job or VM has it: a run, not a refusal
+    exe = str(Path(sys.executable).parent / "hpcprobe")
+    doc = tmp_path / "r.json"
+    p = subprocess.run([exe, "run", "mpi", "--quick", "--no-store", "--json", str(doc)],
+                       capture_output=True, text=True, timeout=120,
+                       preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
+    assert p.returncode == 0, p.stderr
+    got = json.loads(doc.read_text())
+    assert got["metrics"] == [] and any("mpi: skipped: placement one-per-core yields 1 CPU" in w
+                                        for w in got["warnings"])
+
+
 @needs_mpi
 def test_a_launcher_that_cannot_start_stores_nothing(tmp_path):
     # an srun on PATH whose controller cannot be reached, as on a login node without Slurm

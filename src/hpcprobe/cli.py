@@ -473,7 +473,7 @@ def _measure(a: argparse.Namespace, prof: profiles.Profile, chosen: Sequence[Fam
                         "this one)")
     files.check_outputs((a.json, "--json"), (getattr(a, "report", None), "--report"))
     if a.dry_run:
-        return _dry_run(a, prof, chosen, isa, opts, isa_asked)
+        return _dry_run(a, prof, chosen, isa, opts, isa_asked, standalone)
     store = None if a.no_store else Store.open(a.db)
     if store is not None:
         store.check_writable()
@@ -527,11 +527,11 @@ def _keep(a: argparse.Namespace, run: results.Run, store: Store | None,
 
 
 def _dry_run(a: argparse.Namespace, prof: profiles.Profile, chosen: Sequence[Family], isa: str,
-             opts: dict[str, Any], isa_asked: bool) -> int:
-    """What the run would measure, and nothing else."""
+             opts: dict[str, Any], isa_asked: bool, standalone: bool) -> int:
+    """What the run would measure (and refuse), and nothing else."""
     topo = topology.load(a.input)
     todo = registry.plan(topo, prof, [f.name for f in chosen], isa, opts, a.oversubscribe,
-                         isa_asked)
+                         isa_asked, standalone)
     print(f"Profile {prof.name}, ISA {isa}, on {topo.counts()['cores']} core(s) of "
           f"{a.input or 'this machine'}; "
           "nothing measured or stored (--dry-run):")

@@ -46,10 +46,11 @@ def execute(topo: Topology, profile: Profile, names: Sequence[str] | None, isa: 
 
 
 def plan(topo: Topology, profile: Profile, names: Sequence[str] | None, isa: str,
-         options: Mapping[str, Any], oversubscribe: bool = False, isa_asked: bool = False
-         ) -> list[tuple[str, list[str]]]:
+         options: Mapping[str, Any], oversubscribe: bool = False, isa_asked: bool = False,
+         standalone: bool = False) -> list[tuple[str, list[str]]]:
     """What the named families would measure."""
-    return runner.plan(topo, profile, resolve(names), isa, options, oversubscribe, isa_asked)
+    return runner.plan(topo, profile, resolve(names), isa, options, oversubscribe, isa_asked,
+                       standalone)
 
 
 def scaling() -> dict[str, Scaling]:

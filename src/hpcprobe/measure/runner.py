@@ -34,10 +34,11 @@ def resolve_isa(requested: str | None) -> str:
 
 
 def plan(topo: Topology, profile: Profile, families: Sequence[Family], isa: str,
-         options: Mapping[str, Any], oversubscribe: bool = False, isa_asked: bool = False
-         ) -> list[tuple[str, list[str]]]:
+         options: Mapping[str, Any], oversubscribe: bool = False, isa_asked: bool = False,
+         standalone: bool = False) -> list[tuple[str, list[str]]]:
     """(family, what it will measure) for each family that measures, without measuring."""
-    ctx = RunContext(topo, profile, isa, oversubscribe, isa_asked=isa_asked)
+    ctx = RunContext(topo, profile, isa, oversubscribe, isa_asked=isa_asked,
+                     standalone=standalone)
     return [(f.name, f.plan(ctx, options.get(f.name)) if f.plan else ["(no plan declared)"])
             for f in families if f.run is not None]
 

@@ -282,6 +282,11 @@ def sweep(ctx: RunContext, opts: LatencyOptions) -> tuple[Sweep, LatencyOptions]
         opts = replace(opts, pages="default")
     loaded = opts.loaded if opts.loaded is not None else settings.loaded
     loaders = [c for c in place(topo, "one-per-core").cpus if c != cpu] if loaded else []
+    if loaded and not loaders:  # one core: the loaded curve would be the unloaded point again
+        if opts.loaded:
+            raise OptionError(f"<loaded>: no core here but CPU {cpu}'s to stream while it "
+                              "chases")
+        loaded = False
     pairs = [] if opts.size_bytes is not None else c2c_pairs(topo, opts.all_pairs)
     points = plan(topo, cpu, opts)
     if opts.loaded and points[0].level != "DRAM":

@@ -223,9 +223,23 @@ def _metrics(step: Step, outcome: launch.Outcome, launcher: str, mpi: find.Mpi,
     return out
 
 
+def _one_cpu(ctx: RunContext, opts: MpiOptions) -> str | None:
+    """Why `hpcprobe run` leaves the MPI tests out on a node (or cpuset) of one CPU, where no
+    rank count or host was asked for; None where they run (`hpcprobe mpi` refuses instead)."""
+    if ctx.standalone or opts.np or opts.hosts:
+        return None
+    name = opts.placement or "one-per-core"
+    avail = len(place(ctx.topo, name).cpus)
+    return None if avail >= 2 else (f"placement {name} yields {avail} CPU here and the MPI "
+                                    "tests need 2 ranks (--np 2 --oversubscribe runs them)")
+
+
 def labels(ctx: RunContext, opts: MpiOptions | None) -> list[str]:
     """Each launch: its ranks, placement and tests."""
-    steps = plan(ctx.topo, opts or MpiOptions(), ctx.oversubscribe, ctx.profile.curve_points)
+    opts = opts or MpiOptions()
+    if (why := _one_cpu(ctx, opts)) is not None:
+        return [f"skipped: {why}"]
+    steps = plan(ctx.topo, opts, ctx.oversubscribe, ctx.profile.curve_points)
     return [f"{s.layout.ranks} ranks, {s.placement}"
             + (f" ({s.pair} pair)" if s.pair and s.pair not in s.placement else "")
             + ": " + ", ".join(s.tests) for s in steps]
@@ -236,6 +250,9 @@ def run(ctx: RunContext, opts: MpiOptions | None) -> None:
     opts = opts or MpiOptions()
     if standalone and SETTINGS[ctx.profile.name].full_iterations:
         opts = replace(opts, full=True)
+    if (why := _one_cpu(ctx, opts)) is not None:
+        ctx.warnings.append(f"mpi: skipped: {why}")
+        return
     try:
         mpi = find.find(opts.mpi_prefix)
     except find.MpiNotFound as exc:
