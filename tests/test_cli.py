@@ -130,7 +130,11 @@ def test_unwritable_json_path(tmp_path):
     assert_user_error(r, "--json")
 
 
-@pytest.mark.parametrize("content", ["<topology", "not xml at all", "<html/>"])
+@pytest.mark.parametrize("content", [
+    "<topology", "not xml at all", "<html/>",
+    # well-formed, but one PU twice: the model would count two cores and show one
+    '<topology><object type="Machine" os_index="0"><object type="PU" os_index="0"/>'
+    '<object type="PU" os_index="0"/></object></topology>'])
 def test_malformed_xml_input(tmp_path, content):
     f = tmp_path / "bad.xml"
     f.write_text(content)

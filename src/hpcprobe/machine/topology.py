@@ -168,6 +168,10 @@ class _Raw:
 def _build(raw: _Raw, source: str) -> Topology:
     if not raw.pus:
         raise UserError(f"{source}: the topology has no processing units (PU objects)")
+    twice = sorted(c for c, n in Counter(raw.pus).items() if n > 1)
+    if twice:
+        raise UserError(f"{source}: PU os_index {format_cpulist(twice)} appear(s) more than once; "
+                        "export the topology again with lstopo")
     order = {cpu: i for i, cpu in enumerate(raw.pus)}
 
     def ordered(cpus: Iterable[int]) -> tuple[int, ...]:
