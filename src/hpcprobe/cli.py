@@ -691,8 +691,7 @@ def _sweep_plan(s: Any, boot: str | None) -> int:
             env = " ".join(f"{k}={shlex.quote(v)}" for k, v in c.env.items())
             argv = sweep.workload_argv(s, registry.families(), c, w, Path("RUN.json"))
             print(f"    {w.name}: {env + ' ' if env else ''}{shlex.join(argv)}")
-            why = sweep.check(s, registry.families(), c, w)
-            if why is not None:
+            if (why := sweep.check(s, registry.families(), c, w)) is not None:
                 refused += 1
                 print(f"      refused (its dry run, in this machine's state now): {why}")
         for argv in c.post:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
+from hpcprobe.machine.sysinfo import mem_available_bytes
 from hpcprobe.machine.topology import Topology
 from hpcprobe.native import kernels
 from hpcprobe.native.kernels import KERNELS
@@ -95,6 +96,13 @@ def llc_bytes(topo: Topology, cpus: Iterable[int]) -> int:
         if c is not None:
             seen[c.cpus] = c.size_bytes
     return sum(seen.values()) or FALLBACK_LLC
+
+
+def free_memory(topo: Topology) -> int | None:
+    """The memory a plan may take where it runs: this machine's free memory now, for a run and
+    its dry run alike; None for a recorded machine (--input), whose free memory is not known
+    (hwloc's synthetic topologies state 1 GiB a NUMA domain): its own run checks."""
+    return None if topo.recorded else mem_available_bytes()
 
 
 def dram_working_set(topo: Topology, cpus: tuple[int, ...]) -> int:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from hpcprobe.common.units import parse_size
 from hpcprobe.machine.placement import PLACEMENT_HELP
 from hpcprobe.measure.family import Flag
-from hpcprobe.mpi.launchers import LAUNCHERS
+from hpcprobe.mpi import launchers
 
 
 def size(text: str) -> int:
@@ -80,10 +80,9 @@ def names(text: str) -> tuple[str, ...]:
 
 
 def launcher(text: str) -> str:
-    """An MPI launcher's name (whether it goes with the MPI is known when the MPI is found)."""
-    if text not in LAUNCHERS:
-        raise argparse.ArgumentTypeError(f"{text!r} is unknown; launchers: "
-                                         f"{', '.join(LAUNCHERS)}")
+    """An MPI launcher's name."""
+    if (why := launchers.unknown(text)) is not None:
+        raise argparse.ArgumentTypeError(why)
     return text
 
 

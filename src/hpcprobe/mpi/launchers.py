@@ -154,12 +154,19 @@ def available(mpi: Mpi) -> dict[str, str | None]:
     return {name: ln.path(mpi) for name, ln in LAUNCHERS.items()}
 
 
+def unknown(name: str) -> str | None:
+    """Why `name` is no launcher; None when it is one (whether it goes with the MPI is known
+    once the MPI is found)."""
+    return None if name in LAUNCHERS else \
+        f"{name!r} is unknown; launchers: {', '.join(LAUNCHERS)}"
+
+
 def choose(mpi: Mpi, name: str | None) -> tuple[Launcher, str]:
     """The launcher asked for, or the default: srun inside a Slurm allocation, else the one that
     goes with the MPI."""
     if name is not None:
-        if name not in LAUNCHERS:
-            raise UserError(f"--launcher {name!r} is unknown; launchers: {', '.join(LAUNCHERS)}")
+        if (why := unknown(name)) is not None:
+            raise UserError(f"--launcher {why}")
         ln = LAUNCHERS[name]
         path = ln.path(mpi)
         if path is None:

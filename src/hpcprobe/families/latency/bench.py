@@ -14,12 +14,18 @@ from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import OptionError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.machine.placement import plan as place
-from hpcprobe.machine.sizing import cache_shares, elems_for, in_cache, level_of, llc_bytes
+from hpcprobe.machine.sizing import (
+    cache_shares,
+    elems_for,
+    free_memory,
+    in_cache,
+    level_of,
+    llc_bytes,
+)
 from hpcprobe.machine.sysinfo import (
     THP_SYSFS,
     huge_page_bytes,
     huge_page_shortfall,
-    mem_available_bytes,
     sysfs_choice,
 )
 from hpcprobe.machine.topology import Topology, numa_of, relation
@@ -293,8 +299,7 @@ def sweep(ctx: RunContext, opts: LatencyOptions) -> tuple[Sweep, LatencyOptions]
         raise OptionError(f"<loaded> chases a DRAM ring, and a {format_bytes(points[0].size_bytes)}"
                           f" ring on CPU {cpu} is {points[0].level}: drop <size_bytes> or give "
                           f"at least {format_bytes(dram_size(topo, cpu))}")
-    # this machine's free memory, also for a dry run; a recorded machine's is not known
-    available = None if topo.recorded else mem_available_bytes()
+    available = free_memory(topo)
     biggest = max(p.size_bytes for p in points)
     if available is not None and biggest > 0.8 * available:
         raise OptionError(f"<size_bytes> {format_bytes(biggest)}: more than the "

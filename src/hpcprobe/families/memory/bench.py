@@ -20,11 +20,11 @@ from hpcprobe.machine.sizing import (
     cache_shares,
     dram_working_set,
     elems_for,
+    free_memory,
     in_cache,
     level_of,
     thread_ladder,
 )
-from hpcprobe.machine.sysinfo import mem_available_bytes
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, RunContext, bound_cpus, option
@@ -242,9 +242,7 @@ def _metrics(m: Measurement, samples: list[float], isa: str, binding: str) -> li
 
 def measurements(ctx: RunContext, opts: MemoryOptions) -> list[Measurement]:
     """What the run measures: the narrowed plan, or the profile's sweep and STREAM ladder;
-    refused when its arrays do not fit in this machine's free memory (a dry run's too). A
-    recorded machine's free memory is not known (hwloc's synthetic topologies state 1 GiB a
-    NUMA domain): its own run decides."""
+    refused (a dry run's too) when its arrays do not fit in the free memory."""
     if opts.narrowed:
         plan_ = narrowed_plan(ctx.topo, opts, ctx.oversubscribe)
     else:
@@ -253,8 +251,7 @@ def measurements(ctx: RunContext, opts: MemoryOptions) -> list[Measurement]:
         plan_ = default_plan(ctx.topo, prof.sweep_kernels, prof.stream_stores,
                              prof.sweep_points_per_octave,
                              active_counts(cores, ctx.profile.curve_points))
-    if not ctx.topo.recorded:
-        check_memory(plan_, mem_available_bytes())
+    check_memory(plan_, free_memory(ctx.topo))
     return plan_
 
 
