@@ -30,10 +30,14 @@ pytestmark = pytest.mark.skipif(slurmcluster.missing() is not None,
 #: all-core figure here measures the harness too (-37 % on one node of a clean cluster, twice).
 PROBE = ["--probe", "compute", "--probe-args", "--threads 1", "--concurrency", "1",
          "--ranks-per-node", "1", "--link-parallel", "1"]
-#: The practical threshold of the campaigns here: four "nodes" share two CPUs, and one pair's
-#: 8 B message rate moves by up to 20 % between two measurements of a clean cluster (a link
-#: was once flagged twice at 17 % worse). The faults injected below are 90 % worse or more.
-WORSE = ["--worse", "0.25"]
+#: The practical threshold of the campaigns here: four "nodes" share two CPUs, and their links
+#: move by factors. In one campaign the 8 B message rate of the six pairs spanned
+#: 130,000-294,000/s and their latency 5.5-11.6 us; a node's links taken together were up to 36 %
+#: worse than the others'; n1's bandwidth out of the node was 16-18 % below the others' in two
+#: of three campaigns (n1 is the links job's first node, where its batch script and srun run).
+#: At 25 % a campaign with n3's port shaped once flagged n1 too, confirmed, in CI. The faults
+#: injected below are 75 % worse or more (CPU quota: 75-82 %; shaped port: 98 %).
+WORSE = ["--worse", "0.5"]
 
 
 def hpcprobe(c: slurmcluster.Cluster, *argv: str, timeout: float = 300
