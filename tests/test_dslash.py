@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from hpcprobe import native
-from hpcprobe.common.errors import OptionError
+from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.families.dslash import kernel as K
 from hpcprobe.native import Team
 
@@ -164,3 +164,30 @@ def test_dslash_mistakes_are_one_line():
 
     assert_user_error(hpcprobe("run", "dslash", "--l", "5"), "--l")
     assert_user_error(hpcprobe("run", "dslash", "--threads", "999"), "--threads")
+    # fields of 9,000 GiB: refused before anything runs, by the dry run as by the run, in this
+    # process and across ranks (a recorded machine's free memory is not known: its run checks)
+    huge = ("--lattice", "400x400x400x400", "--quick", "--no-store")
+    for extra in ((), ("--dry-run",), ("--layout", "core", "--ranks", "1", "--dry-run")):
+        assert_user_error(hpcprobe("run", "dslash", *huge, *extra), "TiB of fields",
+                          "choose a smaller --l or --lattice")
+    recorded = Path(__file__).parent / "data" / "tiny-2c.xml"
+    r = hpcprobe("run", "dslash", *huge, "--dry-run", "--input", str(recorded))
+    assert r.code == 0 and "L=400" in r.out, r.err
+
+
+def test_the_profile_volumes_that_do_not_fit_are_skipped_and_said(monkeypatch):
+    from hpcprobe.families.dslash import bench
+    from hpcprobe.machine import topology
+    from hpcprobe.measure import profiles
+    from hpcprobe.measure.family import RunContext
+
+    ctx = RunContext(topology.discover(), profiles.get("quick"), "scalar")
+    # room for 7.35 MiB of fields: L=8 needs at most 7.1 MiB (Ls 16), L=12 at least 7.6 (Wilson)
+    monkeypatch.setattr(bench, "free_memory", lambda topo: int(14.7 * 2 ** 20))
+    plan = bench.labels(ctx, bench.DslashOptions())
+    skipped = [ln for ln in plan if "skipped" in ln]
+    assert skipped and all("L=12" in ln and "MiB of fields" in ln for ln in skipped), plan
+    assert any("L=8" in ln and "skipped" not in ln for ln in plan), plan
+    # asked for by the user: refused
+    with pytest.raises(UserError, match="L=12"):
+        bench.labels(ctx, bench.DslashOptions(l=(8, 12)))

@@ -19,10 +19,10 @@ import numpy as np
 
 from hpcprobe import native
 from hpcprobe.common.errors import MeasurementError, UserError
+from hpcprobe.common.units import format_bytes
 from hpcprobe.families.dslash import kernel as K
 from hpcprobe.families.dslash import ranks as R
-from hpcprobe.machine import sysinfo
-from hpcprobe.machine.sizing import elems_for
+from hpcprobe.machine.sizing import elems_for, free_memory
 from hpcprobe.measure import options, sampling
 from hpcprobe.measure.family import Flag, MetricSpec, RunContext, bound_cpus, option
 from hpcprobe.mpi import find, layouts
@@ -157,6 +157,35 @@ def _ls_of(opts: DslashOptions) -> dict[str, tuple[int, ...]]:
     return {"wilson": (1,), "dwf": opts.ls or DWF_LS}
 
 
+def too_big(ctx: RunContext, opts: DslashOptions, d: R.Decomposition | None
+            ) -> dict[tuple[tuple[int, int, int, int], int], str]:
+    """(local volume, Ls) -> why it is not measured: its fields, for all of a node's ranks,
+    take more than MEMORY_SHARE of the memory available where it runs (none known for a
+    recorded machine). Skipped, where one rank in this process measures the profile's volumes;
+    a user error where the user chose the volumes (--l, --lattice) or the ranks measure them
+    (one launch measures every volume). The a x + y fields of a volume are smaller (288 B a
+    site against at least 384 B)."""
+    avail = free_memory(ctx.topo)
+    if not avail:
+        return {}
+    per_node = d.layout.ranks // d.nodes if d else 1
+    lss = sorted({ls for a in opts.actions or ("wilson", "dwf") for ls in _ls_of(opts)[a]})
+    big = {}
+    for dims in d.locals if d else _local_volumes(ctx, opts, (1, 1, 1, 1)):
+        for ls in lss:
+            need = per_node * field_bytes(dims, ls)
+            if need > MEMORY_SHARE * avail:
+                ranks = f" for {per_node} rank(s) a node" if d else ""
+                what = f"L={R.label(dims)}" + (f" Ls={ls}" if ls > 1 else "")
+                big[(dims, ls)] = (f"{what} needs {format_bytes(need)} of fields{ranks}, "
+                                   f"more than {MEMORY_SHARE:.0%} of the {format_bytes(avail)} "
+                                   "available")
+    if big and (opts.l or opts.lattice or d is not None):
+        raise UserError(f"dslash: {next(iter(big.values()))}; choose a smaller --l or --lattice"
+                        + (" or fewer ranks a node" if d else ""))
+    return big
+
+
 def points(ctx: RunContext, opts: DslashOptions, d: R.Decomposition | None) -> list[Point]:
     """Every (action, volume, Ls) of the table on every variant this CPU runs (or the ISA
     asked), on the ranks' local lattices (d) or in this process (None)."""
@@ -192,6 +221,7 @@ def decomposition(ctx: RunContext, opts: DslashOptions) -> R.Decomposition | Non
 def labels(ctx: RunContext, opts: DslashOptions | None) -> list[str]:
     opts = opts or DslashOptions()
     d = decomposition(ctx, opts)
+    big = too_big(ctx, opts, d)  # the run's refusal, or what it skips
     if d is not None:
         where = (f"{d.layout.ranks} rank(s) x {d.ranks.threads} thread(s) ({d.ranks.layout} "
                  f"layout, rank grid {d.grid_text}, {d.nodes} node(s))")
@@ -210,7 +240,9 @@ def labels(ctx: RunContext, opts: DslashOptions | None) -> list[str]:
             f"{'x'.join(map(str, CHECK_LATTICE))} lattice",
             *(f"a x + y over L={R.label(v)}, {n} thread(s)"
               for v in _local_volumes(ctx, opts, (1, 1, 1, 1))),
-            *(f"{p.label}, {n} thread(s)" for p in points(ctx, opts, None))]
+            *(f"{p.label}, {n} thread(s)" + (f" (skipped: {big[(p.dims, p.ls)]})"
+                                              if (p.dims, p.ls) in big else "")
+              for p in points(ctx, opts, None))]
 
 
 def _policies(opts: DslashOptions) -> tuple[str, ...]:
@@ -312,12 +344,7 @@ def _run_ranks(ctx: RunContext, opts: DslashOptions, d: R.Decomposition) -> None
     pts = points(ctx, opts, d)
     policies = _policies(opts)
     lss = tuple(dict.fromkeys(p.ls for p in pts))
-    avail = sysinfo.mem_available_bytes() or 0
-    need = max(field_bytes(v, ls) for v in d.locals for ls in lss) * (d.layout.ranks // d.nodes)
-    if avail and need > MEMORY_SHARE * avail:
-        raise MeasurementError(f"the fields need {need / 2 ** 30:.1f} GiB a node, more than "
-                               f"{MEMORY_SHARE:.0%} of the memory available; choose a smaller "
-                               "--l or --lattice")
+    too_big(ctx, opts, d)
     find.find(opts.mpi_prefix)  # no MPI: said before anything is measured
     rule = ctx.profile.repetition
     budget = SETTINGS[ctx.profile.name].budget_s
@@ -358,7 +385,7 @@ def _run_here(ctx: RunContext, opts: DslashOptions) -> None:
     pts = points(ctx, opts, None)
     cores = opts.cores(ctx)
     budget = SETTINGS[ctx.profile.name].budget_s
-    avail = sysinfo.mem_available_bytes() or 0
+    big = too_big(ctx, opts, None)
     vols = _local_volumes(ctx, opts, (1, 1, 1, 1))
     ctx.progress.start("dslash", len(pts) + len(vols) + 1)
     rng = np.random.default_rng(int.from_bytes(os.urandom(4), "little"))
@@ -376,11 +403,8 @@ def _run_here(ctx: RunContext, opts: DslashOptions) -> None:
         deadline = time.perf_counter() + (1 - AXPY_SHARE) * budget
         done = 0  # points measured or passed over, for each one's share of the budget
         for (dims, ls), group in _by_fields(pts).items():
-            need = field_bytes(dims, ls)
-            if avail and need > MEMORY_SHARE * avail:
-                ctx.warnings.append(f"dslash: L={R.label(dims)} Ls={ls} needs "
-                                    f"{need / 2 ** 30:.1f} GiB of fields, more than "
-                                    f"{MEMORY_SHARE:.0%} of the memory available; skipped")
+            if (dims, ls) in big:
+                ctx.warnings.append(f"dslash: {big[(dims, ls)]}; skipped")
                 for pt in group:
                     ctx.progress.advance(pt.label)
                 done += len(group)
