@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -70,3 +71,14 @@ def test_the_family_runs_and_stores(tmp_path):
 def test_bad_grids_are_one_line():
     for bad in ("1x4x4", "4x4", "axbxc"):
         assert_user_error(hpcprobe("run", "cg", "--grid", bad), "--grid")
+    # a box whose solves need 586 GiB: refused before anything runs, by the dry run as by the
+    # run, in this process and across ranks; a recorded machine's free memory is not known
+    huge = ("--quick", "--no-store")
+    for extra in (("--grid", "1200x1200x1200"), ("--grid", "1200x1200x1200", "--dry-run"),
+                  ("--global", "1200x1200x1200", "--layout", "core", "--ranks", "1",
+                   "--dry-run")):
+        assert_user_error(hpcprobe("run", "cg", *huge, *extra), "GiB", "choose a smaller --grid")
+    recorded = Path(__file__).parent / "data" / "tiny-2c.xml"
+    r = hpcprobe("run", "cg", "--grid", "1200x1200x1200", "--dry-run", "--input", str(recorded))
+    assert r.code == 0 and "CG on 1200x1200x1200" in r.out, r.err
+

@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 
 from hpcprobe.common.errors import MeasurementError, UserError
+from hpcprobe.common.units import format_bytes
 from hpcprobe.families.cg import solver
-from hpcprobe.machine.sizing import dram_working_set, elems_for
+from hpcprobe.machine.sizing import dram_working_set, elems_for, free_memory
 from hpcprobe.measure import sampling
 from hpcprobe.measure.family import Flag, MetricSpec, RunContext, bound_cpus, option, specs
 from hpcprobe.mpi import find, layouts
@@ -38,6 +39,8 @@ CHECK_TOL, CHECK_RTOL, CHECK_XTOL = 1e-10, 1e-8, 1e-8
 ITERATIONS = 50
 #: Share of the budget for the STREAM triad.
 TRIAD_SHARE = 0.2
+#: The solves may take at most this share of the memory available (HPL sizes N by 80 %).
+MEMORY_SHARE = 0.8
 
 
 @dataclass(frozen=True)
@@ -83,11 +86,26 @@ def box(ctx: RunContext, opts: CgOptions, ranks: tuple[int, ...]) -> tuple[int, 
     return opts.grid or SETTINGS[ctx.profile.name].grid
 
 
+def fits(ctx: RunContext, g: tuple[int, int, int], per_node: int) -> None:
+    """Refuse a box whose solves, for all of a node's ranks, would take more than MEMORY_SHARE
+    of the memory available where they run (none known for a recorded machine: its own run
+    checks), before anything runs: the dry run as the run."""
+    avail = free_memory(ctx.topo)
+    need = per_node * solver.memory_bytes(g)
+    if avail and need > MEMORY_SHARE * avail:
+        ranks = f" for {per_node} ranks a node" if per_node > 1 else ""
+        raise UserError(f"cg: a grid of {'x'.join(map(str, g))} a rank needs "
+                        f"{format_bytes(need)}{ranks}, more than {MEMORY_SHARE:.0%} of the "
+                        f"{format_bytes(avail)} available; choose a smaller --grid or --global"
+                        + (" or fewer ranks a node" if per_node > 1 else ""))
+
+
 
 def labels(ctx: RunContext, opts: CgOptions | None) -> list[str]:
     opts = opts or CgOptions()
     pl = opts.placement(ctx, 3)
     g = box(ctx, opts, pl.grid if pl else (1, 1, 1))
+    fits(ctx, g, pl.layout.ranks // pl.nodes if pl else 1)
     if pl is not None:
         return [f"check the solver across the ranks against the reference CG on "
                 f"{'x'.join(map(str, CHECK_GRID))} a rank",
@@ -138,6 +156,7 @@ def run(ctx: RunContext, opts: CgOptions | None) -> None:
 def _run_here(ctx: RunContext, opts: CgOptions) -> None:
     """One rank in this process: the check, the triad, the solves on the team."""
     g = box(ctx, opts, (1, 1, 1))
+    fits(ctx, g, 1)
     cores = opts.cores(ctx)
     budget = SETTINGS[ctx.profile.name].budget_s
     ctx.progress.start("cg", 3)
@@ -201,6 +220,7 @@ def _run_ranks(ctx: RunContext, opts: CgOptions, pl: Placement) -> None:
     CHECK_GRID a rank against the reference on the global grid), then the timed solves."""
     find.find(opts.mpi_prefix)  # no MPI: said before anything is measured
     g = box(ctx, opts, pl.grid)
+    fits(ctx, g, pl.layout.ranks // pl.nodes)
     whole = (g[0] * pl.grid[0], g[1] * pl.grid[1], g[2] * pl.grid[2])
     check_whole = tuple(c * r for c, r in zip(CHECK_GRID, pl.grid, strict=True))
     budget = SETTINGS[ctx.profile.name].budget_s

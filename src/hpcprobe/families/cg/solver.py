@@ -27,7 +27,19 @@ BYTES_PER_ROW = 27 * 12 + 16 + 3 * 8 + 6 * 8 + 3 * 8
 #: and three vector updates (2 each).
 VECTOR_FLOPS_PER_ROW = 2 * 2 + 3 * 2
 
+#: Bytes a row of a rank's box holds: its ELL row (27 x (8 B value + 4 B column)) and its entry
+#: of five vectors (x, b, r, p, Ap).
+MEMORY_PER_ROW = 27 * 12 + 5 * 8
+
 _D = ctypes.POINTER(ctypes.c_double)
+
+
+def memory_bytes(dims: tuple[int, int, int]) -> int:
+    """What a solve on a box allocates: its rows, and p's ghost entries (at most the layer of
+    sites around the box)."""
+    nx, ny, nz = dims
+    n = nx * ny * nz
+    return n * MEMORY_PER_ROW + ((nx + 2) * (ny + 2) * (nz + 2) - n) * 8
 
 
 @cache
