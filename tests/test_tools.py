@@ -204,6 +204,10 @@ def test_pgbench_against_a_throwaway_postgresql(tmp_path):
     assert len(tps["samples"]) == 2 and min(tps["samples"]) > 0
     assert set(doc["provenance"]["tools"]) >= {"pgbench", "postgresql"}
     assert set(Path("/tmp").glob("hpcprobe-pg-*/data/postmaster.pid")) <= running  # stopped
+    # tables of 15 PB: refused before the server starts, by the dry run as by the run
+    for extra in (("--dry-run",), ()):
+        assert_user_error(hpcprobe("run", "pgbench", "--pg-scale", "1000000000", "--no-store",
+                                   *extra), "--pg-scale 1000000000", "TiB", "free in")
 
 
 def test_an_absent_tool_is_one_line_and_names_its_package(tmp_path):
