@@ -122,3 +122,8 @@ def test_bad_references_and_files(tmp_path):
                       "schema version 99")
     (tmp_path / "bad.json").write_text("{not json")
     assert_user_error(hpcprobe("compare", BASE, str(tmp_path / "bad.json")), "not JSON")
+    # one run named twice (by tag and by id, or its file and its stored copy)
+    run_id = results.read_json(BASE).run_id
+    assert_user_error(hpcprobe("compare", "nps1", run_id[:6], "--db", str(db)),
+                      f"nps1 and {run_id[:6]} are the same run ({run_id})")
+    assert_user_error(hpcprobe("compare", str(BASE), "nps1", "--db", str(db)), "same run")

@@ -789,7 +789,14 @@ def cmd_report(a: argparse.Namespace) -> int:
 def cmd_compare(a: argparse.Namespace) -> int:
     from hpcprobe.analysis import compare
 
-    c = compare.compare(_load_runs(a.runs, a.db), registry.not_joined())
+    runs = _load_runs(a.runs, a.db)
+    named: dict[str, str] = {}
+    for ref, run in zip(a.runs, runs, strict=True):
+        if run.run_id in named:
+            raise UserError(f"{named[run.run_id]} and {ref} are the same run ({run.run_id}): "
+                            "its samples compared with themselves say nothing; name another")
+        named[run.run_id] = ref
+    c = compare.compare(runs, registry.not_joined())
     if a.json:
         _print_json(compare.to_json(c))
     elif a.csv:
