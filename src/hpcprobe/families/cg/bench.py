@@ -100,7 +100,6 @@ def fits(ctx: RunContext, g: tuple[int, int, int], per_node: int) -> None:
                         + (" or fewer ranks a node" if per_node > 1 else ""))
 
 
-
 def labels(ctx: RunContext, opts: CgOptions | None) -> list[str]:
     opts = opts or CgOptions()
     pl = opts.placement(ctx, 3)

@@ -217,7 +217,6 @@ def decomposition(ctx: RunContext, opts: DslashOptions) -> R.Decomposition | Non
     return R.Decomposition(pl.ranks, pl.layout, pl.grid, _local_volumes(ctx, opts, pl.grid))
 
 
-
 def labels(ctx: RunContext, opts: DslashOptions | None) -> list[str]:
     opts = opts or DslashOptions()
     d = decomposition(ctx, opts)
