@@ -958,6 +958,7 @@ def test_gpu_bad_input_is_one_line(recorded, tmp_path):
                          (["--gpu-precisions", "fp4"], "--gpu-precisions 'fp4' is unknown"),
                          (["--gpu-gemm-n", "200000"], "needs 894.1 GiB on GPU0"),
                          (["--gpu-gemm-n", "0"], "0: give a matrix order of at least 1"),
+                         (["--gpu-gemm-n", "4096,4096"], "4096 given twice"),
                          (["--gpu-stream-size", "1KiB"], "at least 1 MiB")):
         assert_user_error(hpcprobe("gpu", *recorded, *args, "--dry-run"), needle)
     assert_user_error(hpcprobe("gpu", *recorded, "--gpu-devices", "0,x"), "GPU indices")

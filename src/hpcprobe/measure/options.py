@@ -21,7 +21,7 @@ def size(text: str) -> int:
 
 
 def counts(what: str, example: str) -> Callable[[str], tuple[int, ...]]:
-    """One whole number or a comma-separated list of them, each at least 1."""
+    """One whole number or a comma-separated list of them, each at least 1 and given once."""
 
     def parse(text: str) -> tuple[int, ...]:
         try:
@@ -31,6 +31,10 @@ def counts(what: str, example: str) -> Callable[[str], tuple[int, ...]]:
         if not vals or min(vals) < 1:
             raise argparse.ArgumentTypeError(f"{text}: give {what} of at least 1 or a "
                                              f"comma-separated list, e.g. {example}")
+        twice = sorted({v for v in vals if vals.count(v) > 1})
+        if twice:
+            raise argparse.ArgumentTypeError(f"{text}: {', '.join(map(str, twice))} given twice; "
+                                             "give each once")
         return vals
 
     return parse

@@ -175,14 +175,14 @@ def too_big(ctx: RunContext, opts: DslashOptions, d: R.Decomposition | None
         for ls in lss:
             need = per_node * field_bytes(dims, ls)
             if need > MEMORY_SHARE * avail:
-                ranks = f" for {per_node} rank(s) a node" if d else ""
+                ranks = f" for {per_node} ranks a node" if per_node > 1 else ""
                 what = f"L={R.label(dims)}" + (f" Ls={ls}" if ls > 1 else "")
                 big[(dims, ls)] = (f"{what} needs {format_bytes(need)} of fields{ranks}, "
                                    f"more than {MEMORY_SHARE:.0%} of the {format_bytes(avail)} "
                                    "available")
     if big and (opts.l or opts.lattice or d is not None):
         raise UserError(f"dslash: {next(iter(big.values()))}; choose a smaller --l or --lattice"
-                        + (" or fewer ranks a node" if d else ""))
+                        + (" or fewer ranks a node" if per_node > 1 else ""))
     return big
 
 
