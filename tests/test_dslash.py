@@ -163,6 +163,8 @@ def test_dslash_mistakes_are_one_line():
     from conftest import assert_user_error, hpcprobe
 
     assert_user_error(hpcprobe("run", "dslash", "--l", "5"), "--l")
+    assert_user_error(hpcprobe("run", "dslash", "--l", "8,12,8"), "--l 8,12,8: 8 given twice")
+    assert_user_error(hpcprobe("run", "dslash", "--ls", "16,16"), "16 given twice")
     assert_user_error(hpcprobe("run", "dslash", "--threads", "999"), "--threads")
     # fields of 9,000 GiB: refused before anything runs, by the dry run as by the run, in this
     # process and across ranks (a recorded machine's free memory is not known: its run checks)

@@ -341,6 +341,11 @@ def test_bad_mpi_options_are_user_errors():
     for hosts in ("", ","):
         assert_user_error(hpcprobe("mpi", "--hosts", hosts, "--dry-run"),
                           f"--hosts {hosts!r}: give one or more names")
+    # a host named twice is not two nodes, nor a test asked twice two tests
+    assert_user_error(hpcprobe("mpi", "--hosts", "n1,n2,n1", "--dry-run"),
+                      "--hosts n1,n2,n1: n1 given twice")
+    assert_user_error(hpcprobe("mpi", "--tests", "barrier,barrier", "--dry-run"),
+                      "barrier given twice")
 
 
 def test_one_cpu_leaves_mpi_out_of_a_run_and_mpi_refuses(tmp_path):

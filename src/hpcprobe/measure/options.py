@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable
+from typing import TypeVar
 
 from hpcprobe.common.units import parse_size
 from hpcprobe.machine.placement import PLACEMENT_HELP
 from hpcprobe.measure.family import Flag
 from hpcprobe.mpi import launchers
+
+T = TypeVar("T")
 
 
 def size(text: str) -> int:
@@ -18,6 +21,16 @@ def size(text: str) -> int:
         return parse_size(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def once(text: str, vals: tuple[T, ...]) -> tuple[T, ...]:
+    """The values of a list option, refused where one is given twice (a count run twice, a
+    host taken for two nodes)."""
+    twice = list(dict.fromkeys(v for v in vals if vals.count(v) > 1))
+    if twice:
+        raise argparse.ArgumentTypeError(f"{text}: {', '.join(map(str, twice))} given twice; "
+                                         "give each once")
+    return vals
 
 
 def counts(what: str, example: str) -> Callable[[str], tuple[int, ...]]:
@@ -31,11 +44,7 @@ def counts(what: str, example: str) -> Callable[[str], tuple[int, ...]]:
         if not vals or min(vals) < 1:
             raise argparse.ArgumentTypeError(f"{text}: give {what} of at least 1 or a "
                                              f"comma-separated list, e.g. {example}")
-        twice = sorted({v for v in vals if vals.count(v) > 1})
-        if twice:
-            raise argparse.ArgumentTypeError(f"{text}: {', '.join(map(str, twice))} given twice; "
-                                             "give each once")
-        return vals
+        return once(text, vals)
 
     return parse
 
@@ -80,7 +89,7 @@ def names(text: str) -> tuple[str, ...]:
     out = tuple(v.strip() for v in text.split(",") if v.strip())
     if not out:
         raise argparse.ArgumentTypeError(f"{text!r}: give one or more names, comma-separated")
-    return out
+    return once(text, out)
 
 
 def launcher(text: str) -> str:

@@ -77,7 +77,7 @@ def volumes(text: str) -> tuple[int, ...]:
     if not vals or any(v < 4 or v % 2 for v in vals):
         raise argparse.ArgumentTypeError(f"{text}: give local volumes L (even, at least 4), "
                                          "e.g. 8,12,16")
-    return vals
+    return options.once(text, vals)
 
 
 def slices(text: str) -> tuple[int, ...]:
@@ -89,7 +89,7 @@ def slices(text: str) -> tuple[int, ...]:
     if not vals or any(not 1 <= v <= K.MAX_LS for v in vals):
         raise argparse.ArgumentTypeError(f"{text}: give domain-wall slice counts Ls from 1 to "
                                          f"{K.MAX_LS}, e.g. 16,12")
-    return vals
+    return options.once(text, vals)
 
 
 def lattice(text: str) -> tuple[int, int, int, int]:
