@@ -251,6 +251,7 @@ def test_dry_run_plans_for_a_recorded_machine(tmp_path):
     r = hpcprobe("run", "numa", "--dry-run", "--input", str(DATA / "epyc-2s-nps4-128c.xml"))
     assert r.code == 0, r.err
     assert "numa: 64 measurement(s)" in r.out  # 8 NUMA domains x 8
+    assert "128 core(s) of " in r.out and "(ISA and kernel variants: this machine's)" in r.out
     assert_user_error(hpcprobe("run", "numa", "--input", str(DATA / "epyc-2s-nps4-128c.xml")),
                       "add --dry-run")
     # a recorded machine's free memory is not known (a synthetic one states 1 GiB a NUMA

@@ -532,8 +532,9 @@ def _dry_run(a: argparse.Namespace, prof: profiles.Profile, chosen: Sequence[Fam
     topo = topology.load(a.input)
     todo = registry.plan(topo, prof, [f.name for f in chosen], isa, opts, a.oversubscribe,
                          isa_asked, standalone)
-    print(f"Profile {prof.name}, ISA {isa}, on {topo.counts()['cores']} core(s) of "
-          f"{a.input or 'this machine'}; "
+    # an hwloc XML states no instruction set: the kernels listed are those this machine runs
+    where = f"{a.input} (ISA and kernel variants: this machine's)" if a.input else "this machine"
+    print(f"Profile {prof.name}, ISA {isa}, on {topo.counts()['cores']} core(s) of {where}; "
           "nothing measured or stored (--dry-run):")
     for name, lines in todo:
         print(f"{name}: {len(lines)} measurement(s)")
