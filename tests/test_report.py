@@ -129,6 +129,13 @@ def test_missing_directory_is_refused_before_any_work(tmp_path):
                                str(tmp_path / "no" / "such" / "r.html")), "not writable")
 
 
+def test_one_run_named_twice_is_refused(tmp_path):
+    run = str(DATA / "compare" / "nps1.json")
+    out = tmp_path / "r.html"
+    assert_user_error(hpcprobe("report", run, run, "-o", str(out)), "are the same run")
+    assert not out.exists()
+
+
 def test_run_writes_its_report_and_says_how_to_make_one(tmp_path):
     out = tmp_path / "run.html"
     r = hpcprobe("run", "latency", "--size", "64KiB", "--pages", "default", "--quick",

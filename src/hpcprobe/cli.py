@@ -752,7 +752,8 @@ def cmd_list(a: argparse.Namespace) -> int:
 
 def _load_runs(refs: Sequence[str], db: str | None) -> list[results.Run]:
     """Runs named by a result JSON file (a name ending in .json or holding a directory), or by
-    id, prefix, tag, host or 'latest' in the store."""
+    id, prefix, tag, host or 'latest' in the store; one run named twice is refused (report and
+    compare set the runs against each other)."""
     out = []
     store: Store | None = None
     try:
@@ -772,6 +773,12 @@ def _load_runs(refs: Sequence[str], db: str | None) -> list[results.Run]:
     finally:
         if store is not None:
             store.close()
+    named: dict[str, str] = {}
+    for ref, run in zip(refs, out, strict=True):
+        if run.run_id in named:
+            raise UserError(f"{named[run.run_id]} and {ref} are the same run ({run.run_id}): "
+                            "its samples compared with themselves say nothing; name another")
+        named[run.run_id] = ref
     return out
 
 
@@ -790,14 +797,7 @@ def cmd_report(a: argparse.Namespace) -> int:
 def cmd_compare(a: argparse.Namespace) -> int:
     from hpcprobe.analysis import compare
 
-    runs = _load_runs(a.runs, a.db)
-    named: dict[str, str] = {}
-    for ref, run in zip(a.runs, runs, strict=True):
-        if run.run_id in named:
-            raise UserError(f"{named[run.run_id]} and {ref} are the same run ({run.run_id}): "
-                            "its samples compared with themselves say nothing; name another")
-        named[run.run_id] = ref
-    c = compare.compare(runs, registry.not_joined())
+    c = compare.compare(_load_runs(a.runs, a.db), registry.not_joined())
     if a.json:
         _print_json(compare.to_json(c))
     elif a.csv:
