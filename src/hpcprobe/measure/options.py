@@ -5,6 +5,7 @@ command-line option serves all of them)."""
 from __future__ import annotations
 
 import argparse
+from collections import Counter
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -26,7 +27,7 @@ def size(text: str) -> int:
 def once(text: str, vals: tuple[T, ...]) -> tuple[T, ...]:
     """The values of a list option, refused where one is given twice (a count run twice, a
     host taken for two nodes)."""
-    twice = list(dict.fromkeys(v for v in vals if vals.count(v) > 1))
+    twice = [v for v, n in Counter(vals).items() if n > 1]
     if twice:
         raise argparse.ArgumentTypeError(f"{text}: {', '.join(map(str, twice))} given twice; "
                                          "give each once")

@@ -169,10 +169,10 @@ def too_big(ctx: RunContext, opts: DslashOptions, d: R.Decomposition | None
     if not avail:
         return {}
     per_node = d.layout.ranks // d.nodes if d else 1
-    lss = sorted({ls for a in opts.actions or ("wilson", "dwf") for ls in _ls_of(opts)[a]})
+    pts = points(ctx, opts, d)
     big = {}
-    for dims in d.locals if d else _local_volumes(ctx, opts, (1, 1, 1, 1)):
-        for ls in lss:
+    for dims in dict.fromkeys(p.dims for p in pts):
+        for ls in sorted({p.ls for p in pts}):
             need = per_node * field_bytes(dims, ls)
             if need > MEMORY_SHARE * avail:
                 ranks = f" for {per_node} ranks a node" if per_node > 1 else ""
