@@ -30,15 +30,17 @@ class Quiet:
 
 class StandIn(Scheduler):
     """Finishes a job on its third poll; its document holds one figure per direction.
-    `fail` pairs end without a document, `refuse` pairs are refused at submission."""
+    `fail` pairs end without a document, `refuse` pairs are refused at submission, `cut`
+    pairs write the document of a run stopped by a signal (a time limit's SIGTERM)."""
 
     name = "stand-in"
     description = "runs nothing"
 
     def __init__(self, fail: set[tuple[str, str]] = frozenset(),
-                 refuse: set[tuple[str, str]] = frozenset()) -> None:
+                 refuse: set[tuple[str, str]] = frozenset(),
+                 cut: set[tuple[str, str]] = frozenset()) -> None:
         super().__init__()
-        self.fail, self.refuse = fail, refuse
+        self.fail, self.refuse, self.cut = fail, refuse, cut
         self.interrupt: tuple[str, str] | None = None  # Ctrl-C while submitting this pair
         self.live: dict[str, Job] = {}
         self.most = 0  # jobs live at once, at most
@@ -70,7 +72,9 @@ class StandIn(Scheduler):
                 doc = job.spec.argv[job.spec.argv.index("--json") + 1]
                 figures = [Metric("iperf3", "throughput", "Gbit/s", {"from": x, "to": y},
                                   [9.0, 9.1, 9.2], "higher") for x, y in ((a, b), (b, a))]
-                write_json(replace(self.template, host=a, metrics=figures,
+                prov = {**self.template.provenance, **({"interrupted": {
+                    "benchmark": "iperf3", "not_run": []}} if (a, b) in self.cut else {})}
+                write_json(replace(self.template, host=a, metrics=figures, provenance=prov,
                                    benchmarks=["iperf3"]), doc)
             job.state = "COMPLETED"
             del self.live[job.id]
@@ -125,6 +129,19 @@ def test_the_pairs_of_a_round_run_at_once_and_no_node_is_in_two_jobs(tmp_path, p
     assert len(got) == 2 * sum(len(r) for r in rounds) == 56  # from/to of every pair
     assert {(m.params["from"], m.params["to"]) for m in got} == {
         p for r in rounds for a, b in r for p in ((a, b), (b, a))}
+
+
+def test_a_run_stopped_by_a_signal_is_no_result(tmp_path):
+    """A job's time limit (SIGTERM) stops its run, which writes what it had measured: the
+    campaign counts that as the job's failure, not as its figures."""
+    rounds = pairs_of(4)
+    cut = rounds[0][0]
+    got, errors = run_pairs(tmp_path, StandIn(cut={cut}), rounds)
+    assert len(errors) == 1 and errors[0].startswith(
+        f"iperf3 {cut[0]} -> {cut[1]}: it was stopped by a signal (a time limit?) during "
+        f"iperf3; what it had measured is in {tmp_path / 'nodes'}/"), errors
+    assert cut not in {(m.params["from"], m.params["to"]) for m in got}
+    assert len(got) == 2 * (6 - 1)
 
 
 def test_a_failed_or_refused_pair_costs_itself_alone(tmp_path):

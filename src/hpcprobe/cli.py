@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import faulthandler
 import json
 import os
@@ -10,7 +11,7 @@ import re
 import shlex
 import signal
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, NoReturn
@@ -21,6 +22,7 @@ from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import (
     ERROR_PREFIX,
     EXIT_FAILURE,
+    EXIT_INTERRUPTED,
     EXIT_USAGE,
     HpcprobeError,
     OptionError,
@@ -30,7 +32,7 @@ from hpcprobe.machine import gpus, placement, topology
 from hpcprobe.machine.sizing import thread_ladder
 from hpcprobe.measure import options, profiles, scaling
 from hpcprobe.measure.family import Family, Flag, RunContext, flags
-from hpcprobe.measure.runner import resolve_isa
+from hpcprobe.measure.runner import Interrupted, resolve_isa
 from hpcprobe.results import export
 from hpcprobe.results import model as results
 from hpcprobe.results.store import Selection, Store, default_location
@@ -478,12 +480,34 @@ def _measure(a: argparse.Namespace, prof: profiles.Profile, chosen: Sequence[Fam
     if store is not None:
         store.check_writable()
     topo = topology.discover()
-    with _Bar() as bar:
-        run = registry.execute(topo, prof, [f.name for f in chosen], isa, opts, bar,
-                               oversubscribe=a.oversubscribe, tag=a.tag, isa_asked=isa_asked,
-                               standalone=standalone)
+    with _terminate_interrupts():
+        try:
+            with _Bar() as bar:
+                run = registry.execute(topo, prof, [f.name for f in chosen], isa, opts, bar,
+                                       oversubscribe=a.oversubscribe, tag=a.tag,
+                                       isa_asked=isa_asked, standalone=standalone)
+        except Interrupted as stop:  # what was measured before it is not lost
+            _keep(a, stop.run, store)
+            sys.stderr.write("hpcprobe: interrupted; the figures measured before it are "
+                             f"{'kept above' if store is None else 'stored'}, marked as such\n")
+            return EXIT_INTERRUPTED
     _keep(a, run, store)
     return EXIT_FAILURE if run.errors else 0
+
+
+@contextlib.contextmanager
+def _terminate_interrupts() -> Iterator[None]:
+    """SIGTERM (kill, scancel, a job's time limit) stops the work as Ctrl-C does, so that what
+    ends it (a run so far kept, a configuration's state restored) happens on both."""
+
+    def term(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 def _keep(a: argparse.Namespace, run: results.Run, store: Store | None,
@@ -592,8 +616,6 @@ def cmd_scale(a: argparse.Namespace) -> int:
 def cmd_sweep(a: argparse.Namespace) -> int:
     """A tuning sweep: every configuration's state in turn, its workloads, the comparison with
     the baseline and a recommendation per workload."""
-    import signal
-
     from hpcprobe.tuning import config, state, sweep
 
     topo = topology.discover()
@@ -619,12 +641,8 @@ def cmd_sweep(a: argparse.Namespace) -> int:
     def say(text: str) -> None:
         sys.stderr.write(text + "\n")
 
-    def term(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
-
-    old = signal.signal(signal.SIGTERM, term)
     try:
-        with _Bar() as bar:
+        with _terminate_interrupts(), _Bar() as bar:
             runner = sweep.Runner(s, registry.families(), topo, isa, store,
                                   registry.not_joined(), bar, say, a.boot, a.analyse)
             out = runner.analyse() if a.analyse else runner.execute()
@@ -632,9 +650,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
         kept = len(runner.parts) if "runner" in locals() else 0
         sys.stderr.write(f"hpcprobe: interrupted; every configuration's state was restored; "
                          f"{kept} run(s) of the sweep stored (tags {s.name}:CONFIGURATION)\n")
-        return 130
-    finally:
-        signal.signal(signal.SIGTERM, old)
+        return EXIT_INTERRUPTED
     terminal.render(out.summary, console, registry.views())
     if a.json:
         sweep.write_json(out, a.json)
@@ -907,7 +923,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("hpcprobe: interrupted; nothing of this run was stored\n")
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # `hpcprobe compare ... --csv | head`: the reader has enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

@@ -18,7 +18,7 @@ from hpcprobe.cluster import views
 from hpcprobe.cluster.campaign import Campaign, Plan, link_rounds, node_counts
 from hpcprobe.cluster.verdict import Thresholds, Verdict, analyse, campaign_thresholds
 from hpcprobe.common import files
-from hpcprobe.common.errors import EXIT_FAILURE, UserError
+from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, UserError
 from hpcprobe.measure import options, profiles
 from hpcprobe.results.store import Selection, Store
 from hpcprobe.schedulers import SCHEDULERS, Scheduler
@@ -278,7 +278,7 @@ def cmd_run(a: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             sys.stderr.write(f"hpcprobe: interrupted; queued jobs cancelled; what was measured "
                              f"is stored under tag {tag}\n")
-            return 130
+            return EXIT_INTERRUPTED
         print(f"Stored under tag {tag} in {store.path}.")
     return _report(verdict, sched, a, drain=False)
 

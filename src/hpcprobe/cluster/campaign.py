@@ -510,11 +510,16 @@ class Campaign:
                 f"{_tail(_output(job.spec.output))}")
 
     def _read(self, output: Path) -> Run | str:
-        """A job's document, or why it is unreadable."""
+        """A job's document, or why it is unreadable or not a result: a run stopped by a
+        signal (a time limit's SIGTERM) keeps what it had measured, but did not finish."""
         try:
-            return read_json(self._doc(output))
+            run = read_json(self._doc(output))
         except UserError as exc:
             return f"its result is unreadable: {exc}"
+        if (cut := run.provenance.get("interrupted")) is not None:
+            return (f"it was stopped by a signal (a time limit?) during {cut['benchmark']}; "
+                    f"what it had measured is in {self._doc(output)}")
+        return run
 
     # -- the campaign's own record
 

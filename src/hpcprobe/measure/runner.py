@@ -20,6 +20,15 @@ from hpcprobe.measure.profiles import Profile
 from hpcprobe.results.model import Run
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM, where the command turns it into one) during a run that had measured
+    something: the run as far as it got, its interruption among its errors."""
+
+    def __init__(self, run: Run) -> None:
+        super().__init__()
+        self.run = run
+
+
 def resolve_isa(requested: str | None) -> str:
     """The ISA variant to run: the one asked for if this CPU has it, else the best one."""
     have = native.supported_isas()
@@ -48,7 +57,8 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
             tag: str | None = None, isa_asked: bool = False, standalone: bool = False) -> Run:
     """Run the families that measure, in order (a family's failure is recorded and the others
     go on), then add what the deriving ones derive from all the metrics. Every family plans
-    first: a mistake in its options is said before anything is measured."""
+    first: a mistake in its options is said before anything is measured. Interrupted (Ctrl-C)
+    after a figure was measured, it stops there and raises `Interrupted` with the run so far."""
     t0 = time.perf_counter()
     ctx = RunContext(topo, profile, isa, oversubscribe, progress, isa_asked=isa_asked,
                      standalone=standalone)
@@ -61,7 +71,8 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
               host=socket.gethostname(), profile=profile.name,
               benchmarks=[f.name for f in measured],
               provenance=provenance.collect(topo, isa), topology=topo.to_dict(), tag=tag)
-    for family in measured:
+    interrupted: dict[str, Any] | None = None
+    for i, family in enumerate(measured):
         assert family.run is not None
         try:
             family.run(ctx, options.get(family.name))
@@ -69,10 +80,20 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
             said = str(exc)
             ctx.errors.append(said if re.match(rf"{re.escape(family.name)}\b", said)
                               else f"{family.name}: {said}")
+        except KeyboardInterrupt:  # what was measured and validated before it is kept
+            interrupted = {"benchmark": family.name,
+                           "not_run": [f.name for f in measured[i + 1:]]}
         ctx.close_ledgers()
         for m in [m for m in ctx.metrics if not m.samples]:  # a family's bug: no figure
             ctx.errors.append(f"{m.benchmark}: {m.name} {m.params} has no sample; dropped")
         ctx.metrics = [m for m in ctx.metrics if m.samples]
+        if interrupted is not None:
+            n = sum(m.benchmark == family.name for m in ctx.metrics)
+            rest = interrupted["not_run"]
+            ctx.errors.append(f"{family.name}: interrupted (Ctrl-C or SIGTERM); the {n} "
+                              "figure(s) it had measured are kept"
+                              + (f"; not run: {', '.join(rest)}" if rest else ""))
+            break
     for family in families:
         if family.derive is not None:
             ctx.metrics.extend(family.derive(ctx.metrics))
@@ -89,4 +110,9 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
     run.warnings = ctx.warnings
     run.errors = ctx.errors
     run.duration_s = round(time.perf_counter() - t0, 3)
+    if interrupted is not None:
+        if not run.metrics:
+            raise KeyboardInterrupt
+        run.provenance["interrupted"] = interrupted
+        raise Interrupted(run)
     return run

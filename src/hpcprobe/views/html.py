@@ -131,7 +131,10 @@ def build(runs: list[Run], views: Sequence[View], figures: Sequence[Figures],
     parts.append("<h2>Topology</h2>" + "".join(_topology(r) for r in runs))
     parts.append("<h2>Results</h2>")
     for r in runs:
-        parts.append(f"<h2>Run {escape(r.tag or r.run_id)}</h2>")
+        cut = r.provenance.get("interrupted")
+        parts.append(f"<h2>Run {escape(r.tag or r.run_id)}"
+                     + (f" (interrupted during {escape(cut['benchmark'])})" if cut else "")
+                     + "</h2>")
         parts += [_block(block) for view in views for block in view(r)]
     pngs = _figures([item for draw in figures for item in draw(runs)], parts)
     if len(runs) > 1:

@@ -16,9 +16,11 @@ from hpcprobe.views.table import Block, Table, View
 def _header(run: Run) -> str:
     p = run.provenance
     c = run.topology["counts"]
+    cut = p.get("interrupted")
     return (f"Run {run.run_id} on {run.host} ({p.get('cpu_model') or 'unknown CPU'}), "
             f"{run.created}, profile {run.profile}{', tag ' + run.tag if run.tag else ''}, "
-            f"{run.duration_s:.1f} s\n"
+            f"{run.duration_s:.1f} s"
+            + (f", INTERRUPTED during {cut['benchmark']}" if cut else "") + "\n"
             f"{c['packages']} package(s), {c['numa_nodes']} NUMA, {c['l3_domains']} L3 "
             f"domain(s), {c['cores']} cores, {c['pus']} PUs; ISA {p.get('isa')}; "
             f"THP {p.get('thp')}; governor {p.get('governor') or 'n/a'}")
