@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -107,6 +108,45 @@ def run_json(tmp_path: Path, *args: str) -> tuple[Result, dict]:
     doc = json.loads(out.read_text())
     results.validate(doc)
     return r, doc
+
+
+#: `hpcprobe ARGS` with one family's run wrapped: its Nth call (after measuring, if asked)
+#: touches the marker and waits for the signal the test sends
+_STALLED = """
+import dataclasses, pathlib, sys, time
+from hpcprobe import cli, registry
+marker, name, nth, measure = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4] == "1"
+real = registry.FAMILIES[name].run
+calls = []
+def stall(ctx, options):
+    calls.append(1)
+    if len(calls) < nth or measure:
+        real(ctx, options)
+    if len(calls) == nth:
+        pathlib.Path(marker).touch()
+        time.sleep(600)
+registry.FAMILIES[name] = dataclasses.replace(registry.FAMILIES[name], run=stall)
+sys.exit(cli.main(sys.argv[5:]))
+"""
+
+
+def interrupt_stalled(sig: int, marker: Path, family: str, nth: int, measure: bool,
+                      *args: str) -> Result:
+    """Run `hpcprobe ARGS` with `family` stalled at its `nth` run (after measuring, if
+    `measure`), send `sig` once it stalls, and wait for the end."""
+    p = subprocess.Popen([sys.executable, "-c", _STALLED, str(marker), family, str(nth),
+                          "1" if measure else "0", *args],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while not marker.exists() and p.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if not marker.exists():
+        p.kill()
+        out, err = p.communicate()
+        raise AssertionError(f"{family} never stalled (exit {p.returncode}): {err}")
+    p.send_signal(sig)
+    out, err = p.communicate(timeout=120)
+    return Result(p.returncode, out, err)
 
 
 def assert_user_error(r: Result, *needles: str) -> None:

@@ -7,13 +7,10 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
-import sys
-import time
 
 import pytest
 
-from conftest import DATA, assert_user_error, hpcprobe, run_json, two_cpus
+from conftest import DATA, assert_user_error, hpcprobe, interrupt_stalled, run_json, two_cpus
 from hpcprobe import __version__
 
 
@@ -128,47 +125,28 @@ def test_unwritable_db_fails_before_measuring(tmp_path):
     assert "GB/s" not in r.out
 
 
-#: `hpcprobe` with its numa family stalled: it says it has started, then waits for the signal
-STALLED = """
-import dataclasses, pathlib, sys, time
-from hpcprobe import cli, registry
-def stall(ctx, options):
-    pathlib.Path(sys.argv[1]).touch()
-    time.sleep(600)
-registry.FAMILIES["numa"] = dataclasses.replace(registry.FAMILIES["numa"], run=stall)
-sys.exit(cli.main(sys.argv[2:]))
-"""
-
-
 @pytest.mark.parametrize("benchmarks,sig", [
     (["memory", "numa", "--kernel", "triad", "--size", "1MiB"], signal.SIGINT),
     (["memory", "numa", "--kernel", "triad", "--size", "1MiB"], signal.SIGTERM),  # scancel
     (["numa"], signal.SIGINT),  # nothing measured yet
 ])
 def test_an_interrupted_run_keeps_what_it_had_measured(tmp_path, benchmarks, sig):
-    db, doc, started = tmp_path / "r.sqlite", tmp_path / "run.json", tmp_path / "started"
-    p = subprocess.Popen([sys.executable, "-c", STALLED, str(started), "run", *benchmarks,
-                          "--db", str(db), "--json", str(doc)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 300
-    while not started.exists() and p.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert started.exists(), p.communicate()[1]
-    p.send_signal(sig)
-    out, err = p.communicate(timeout=120)
-    assert p.returncode == 130 and "Traceback" not in err, err
+    db, doc = tmp_path / "r.sqlite", tmp_path / "run.json"
+    r = interrupt_stalled(sig, tmp_path / "stalled", "numa", 1, False, "run", *benchmarks,
+                          "--db", str(db), "--json", str(doc))
+    assert r.code == 130 and "Traceback" not in r.err, r.err
     runs = sqlite3.connect(db).execute("select run_id from runs").fetchall()
     if benchmarks == ["numa"]:
-        assert "nothing of this run was stored" in err and runs == [] and not doc.exists()
+        assert "nothing of this run was stored" in r.err and runs == [] and not doc.exists()
         return
-    assert "interrupted; the figures measured before it are stored" in err
+    assert "interrupted; the figures measured before it are stored" in r.err
     run = json.loads(doc.read_text())
     assert run["metrics"] and {m["benchmark"] for m in run["metrics"]} == {"memory"}
     assert "numa: interrupted (Ctrl-C or SIGTERM); the 0 figure(s) it had measured are kept" \
         in run["errors"]
     assert run["provenance"]["interrupted"] == {"benchmark": "numa", "not_run": []}
     assert runs == [(run["run_id"],)]
-    assert "INTERRUPTED during numa" in out and "numa: interrupted" in out  # the summary too
+    assert "INTERRUPTED during numa" in r.out and "numa: interrupted" in r.out  # the summary
 
 
 def test_unwritable_json_path(tmp_path):

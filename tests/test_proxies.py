@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 from dataclasses import replace
 
 import numpy as np
 import pytest
 
-from conftest import MPI, assert_user_error, hpcprobe, needs_mpi
+from conftest import MPI, assert_user_error, hpcprobe, interrupt_stalled, needs_mpi
 from hpcprobe import native
 from hpcprobe.common.errors import UserError
 from hpcprobe.families.dslash import bench as dslash
@@ -234,6 +235,32 @@ def test_scale_runs_weak_and_strong_and_stores_every_count(tmp_path):
     assert strong["provenance"]["scale"]["mode"] == "strong"
     assert {m["params"]["grid"] for m in strong["metrics"] if m["name"] == "gflops"} == \
         {"16x16x4"}
+
+
+@needs_mpi
+@needs_two
+def test_an_interrupted_scale_keeps_the_counts_that_ended(tmp_path):
+    """SIGTERM while the second count runs, after it measured: the summary of the first count
+    and both runs are stored, the second marked and no point of the series."""
+    db, out = tmp_path / "s.db", tmp_path / "s.json"
+    r = interrupt_stalled(signal.SIGTERM, tmp_path / "stalled", "cg", 2, True, "scale", "cg",
+                          "--ranks", "1,2", "--grid", "16x16x8", "--quick", "--db", str(db),
+                          "--json", str(out))
+    assert r.code == 130 and "Traceback" not in r.err, r.err
+    doc = json.loads(out.read_text())
+    results.validate(doc)
+    assert [(m["params"]["mode"], m["params"]["ranks"]) for m in doc["metrics"]] == [("weak", 1)]
+    assert doc["provenance"]["interrupted"] == {"benchmark": "cg at 2 rank(s), weak",
+                                               "not_run": ["1 rank(s), strong",
+                                                           "2 rank(s), strong"]}
+    assert "interrupted (Ctrl-C or SIGTERM) during cg at 2 rank(s), weak; the figures it had " \
+        "measured are kept in a run of their own, no point of the series; not run: 1 rank(s), " \
+        "strong; 2 rank(s), strong" in doc["errors"]
+    with sqlite3.connect(db) as c:
+        stored = {json.loads(p)["scale"].get("ranks"): json.loads(p).get("interrupted")
+                  for (p,) in c.execute("select provenance from runs")}
+    assert stored == {1: None, 2: {"benchmark": "cg", "not_run": []},
+                      None: doc["provenance"]["interrupted"]}
 
 
 @needs_mpi

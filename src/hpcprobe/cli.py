@@ -480,18 +480,25 @@ def _measure(a: argparse.Namespace, prof: profiles.Profile, chosen: Sequence[Fam
     if store is not None:
         store.check_writable()
     topo = topology.discover()
+    return _measured(a, store, lambda bar: (registry.execute(
+        topo, prof, [f.name for f in chosen], isa, opts, bar, oversubscribe=a.oversubscribe,
+        tag=a.tag, isa_asked=isa_asked, standalone=standalone), []))
+
+
+def _measured(a: argparse.Namespace, store: Store | None,
+              work: Callable[[_Bar], tuple[results.Run, Sequence[results.Run]]]) -> int:
+    """Measure with a progress bar (`work`: the run and the runs it summarises), then show,
+    write and store it. Ctrl-C or SIGTERM keeps what was measured before it, marked as such."""
     with _terminate_interrupts():
         try:
             with _Bar() as bar:
-                run = registry.execute(topo, prof, [f.name for f in chosen], isa, opts, bar,
-                                       oversubscribe=a.oversubscribe, tag=a.tag,
-                                       isa_asked=isa_asked, standalone=standalone)
+                run, parts = work(bar)
         except Interrupted as stop:  # what was measured before it is not lost
-            _keep(a, stop.run, store)
+            _keep(a, stop.run, store, stop.parts)
             sys.stderr.write("hpcprobe: interrupted; the figures measured before it are "
                              f"{'kept above' if store is None else 'stored'}, marked as such\n")
             return EXIT_INTERRUPTED
-    _keep(a, run, store)
+    _keep(a, run, store, parts)
     return EXIT_FAILURE if run.errors else 0
 
 
@@ -532,7 +539,7 @@ def _keep(a: argparse.Namespace, run: results.Run, store: Store | None,
             raise HpcprobeError(f"{exc}{kept}") from None
         finally:
             store.close()
-        also = f" (and the {len(parts)} runs it summarises)" if parts else ""
+        also = f" (and the {len(parts)} run(s) it summarises)" if parts else ""
         console.print(f"Stored as run {run.run_id} in {store.path} "
                       f"({len(run.metrics)} metrics){also}; `hpcprobe show {run.run_id}` reads "
                       "it back.", highlight=False)
@@ -606,11 +613,9 @@ def cmd_scale(a: argparse.Namespace) -> int:
     store = None if a.no_store else Store.open(a.db)
     if store is not None:
         store.check_writable()
-    with _Bar() as bar:
-        summary, runs = scaling.execute(topo, prof, fam, isa, opts, counts, modes, bar,
-                                        a.oversubscribe, a.tag, a.isa is not None)
-    _keep(a, summary, store, runs)
-    return EXIT_FAILURE if summary.errors else 0
+    return _measured(a, store, lambda bar: scaling.execute(
+        topo, prof, fam, isa, opts, counts, modes, bar, a.oversubscribe, a.tag,
+        a.isa is not None))
 
 
 def cmd_sweep(a: argparse.Namespace) -> int:

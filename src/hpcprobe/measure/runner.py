@@ -22,11 +22,13 @@ from hpcprobe.results.model import Run
 
 class Interrupted(KeyboardInterrupt):
     """Ctrl-C (or SIGTERM, where the command turns it into one) during a run that had measured
-    something: the run as far as it got, its interruption among its errors."""
+    something: the run as far as it got, its interruption among its errors (and the runs it
+    summarises, for a series)."""
 
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, parts: Sequence[Run] = ()) -> None:
         super().__init__()
         self.run = run
+        self.parts = list(parts)
 
 
 def resolve_isa(requested: str | None) -> str:

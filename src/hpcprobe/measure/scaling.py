@@ -50,15 +50,29 @@ def execute(topo: Topology, profile: Profile, family: Family, isa: str, opts: An
             counts: Sequence[int], modes: Sequence[str], progress: Progress,
             oversubscribe: bool = False, tag: str | None = None, isa_asked: bool = False
             ) -> tuple[Run, list[Run]]:
-    """Every (mode, count) run of the family, and the summary run of the series."""
+    """Every (mode, count) run of the family, and the summary run of the series. Interrupted
+    (Ctrl-C), it raises `runner.Interrupted` with the summary of the counts that ended and,
+    among its parts, the figures of the count it stood in (no point of the series)."""
     ctx = RunContext(topo, profile, isa, oversubscribe, isa_asked=isa_asked, standalone=True)
     todo = steps(ctx, family, opts, counts, modes)
     assert family.sized is not None
     series = uuid.uuid4().hex[:12]
-    runs = []
-    for mode, k, o in todo:
-        run = runner.execute(topo, profile, [family], isa, {family.name: o}, progress,
-                             oversubscribe, tag, isa_asked, standalone=True)
+    runs: list[tuple[str, int, Run]] = []
+    cut: Run | None = None  # the count a signal stopped, as far as it got
+    stopped: dict[str, Any] | None = None
+    for i, (mode, k, o) in enumerate(todo):
+        try:
+            run = runner.execute(topo, profile, [family], isa, {family.name: o}, progress,
+                                 oversubscribe, tag, isa_asked, standalone=True)
+        except KeyboardInterrupt as stop:
+            cut = stop.run if isinstance(stop, runner.Interrupted) else None
+            if cut is not None:
+                cut.provenance["scale"] = {"series": series, "mode": mode, "ranks": k}
+            if not runs:
+                raise
+            stopped = {"benchmark": f"{family.name} at {k} rank(s), {mode}",
+                       "not_run": [f"{kk} rank(s), {mm}" for mm, kk, _ in todo[i + 1:]]}
+            break
         run.provenance["scale"] = {"series": series, "mode": mode, "ranks": k}
         runs.append((mode, k, run))
     first = runs[0][2]
@@ -79,4 +93,12 @@ def execute(topo: Topology, profile: Profile, family: Family, isa: str, opts: An
         else:
             out.errors.append(f"{where}: no {family.sized.what} measured; this count has no "
                               "point")
+    if stopped is not None:
+        rest = stopped["not_run"]
+        out.errors.append(f"interrupted (Ctrl-C or SIGTERM) during {stopped['benchmark']}"
+                          + ("; the figures it had measured are kept in a run of their own, "
+                             "no point of the series" if cut is not None else "")
+                          + (f"; not run: {'; '.join(rest)}" if rest else ""))
+        out.provenance["interrupted"] = stopped
+        raise runner.Interrupted(out, [r for _, _, r in runs] + ([cut] if cut else []))
     return out, [r for _, _, r in runs]
