@@ -177,7 +177,8 @@ def test_a_node_that_never_starts_its_job_fails_and_the_rest_completes(cluster, 
     assert doc["heat"]["nodes"] == ["n1", "n2", "n3"]
 
 
-def test_ctrl_c_cancels_the_jobs_and_keeps_what_was_measured(cluster, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])  # Ctrl-C; kill, a job's end
+def test_ctrl_c_cancels_the_jobs_and_keeps_what_was_measured(cluster, tmp_path, sig):
     db = str(tmp_path / "r.sqlite")
     p = subprocess.Popen(
         ["nsenter", f"--net=/run/netns/{cluster.hub}", sys.executable, "-m", "hpcprobe",
@@ -189,7 +190,7 @@ def test_ctrl_c_cancels_the_jobs_and_keeps_what_was_measured(cluster, tmp_path):
     deadline = time.monotonic() + 120
     while not (docs.is_dir() and list(docs.glob("*.json"))) and time.monotonic() < deadline:
         time.sleep(0.2)  # the first node is done, the second is running or queued
-    p.send_signal(signal.SIGINT)
+    p.send_signal(sig)
     out, err = p.communicate(timeout=120)
     assert p.returncode == 130 and "interrupted; queued jobs cancelled" in err, err
     queue = cluster.client("squeue", "-h", "-o", "%i %j").stdout

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcprobe import registry
-from hpcprobe.cli import _add_db, _Bar, _console, _Parser
+from hpcprobe.cli import _add_db, _Bar, _console, _Parser, _terminate_interrupts
 from hpcprobe.cluster import views
 from hpcprobe.cluster.campaign import Campaign, Plan, link_rounds, node_counts
 from hpcprobe.cluster.verdict import Thresholds, Verdict, analyse, campaign_thresholds
@@ -273,7 +273,7 @@ def cmd_run(a: argparse.Namespace) -> int:
               f"{shlex.join(plan.probe + plan.probe_args)} ({plan.profile}); work directory "
               f"{workdir}.")
         try:
-            with _Bar() as bar:
+            with _terminate_interrupts(), _Bar() as bar:  # killed, it cancels its jobs too
                 verdict = Campaign(sched, store, plan, bar, say=print).execute()
         except KeyboardInterrupt:
             sys.stderr.write(f"hpcprobe: interrupted; queued jobs cancelled; what was measured "
