@@ -134,16 +134,20 @@ def interrupt_stalled(sig: int, marker: Path, family: str, nth: int, measure: bo
                       *args: str) -> Result:
     """Run `hpcprobe ARGS` with `family` stalled at its `nth` run (after measuring, if
     `measure`), send `sig` once it stalls, and wait for the end."""
-    p = subprocess.Popen([sys.executable, "-c", _STALLED, str(marker), family, str(nth),
-                          "1" if measure else "0", *args],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return interrupt_at(sig, marker, [sys.executable, "-c", _STALLED, str(marker), family,
+                                      str(nth), "1" if measure else "0", *args])
+
+
+def interrupt_at(sig: int, marker: Path, argv: list[str]) -> Result:
+    """Start `argv`, send `sig` once `marker` exists, and wait for the end."""
+    p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     while not marker.exists() and p.poll() is None and time.monotonic() < deadline:
         time.sleep(0.05)
     if not marker.exists():
         p.kill()
         out, err = p.communicate()
-        raise AssertionError(f"{family} never stalled (exit {p.returncode}): {err}")
+        raise AssertionError(f"{marker} never appeared (exit {p.returncode}): {err}")
     p.send_signal(sig)
     out, err = p.communicate(timeout=120)
     return Result(p.returncode, out, err)

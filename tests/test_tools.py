@@ -8,11 +8,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import sqlite3
+import sys
 from pathlib import Path
 
 import pytest
 
-from conftest import DATA, assert_user_error, hpcprobe, run_json
+from conftest import DATA, assert_user_error, hpcprobe, interrupt_at, run_json
 from hpcprobe.common.errors import MeasurementError
 from hpcprobe.families.fio import bench as fio
 from hpcprobe.families.iperf3 import bench as iperf3
@@ -30,6 +33,29 @@ def app(tmp_path: Path, *args: str) -> tuple[object, dict]:
 
 
 # -- hpcprobe app
+
+
+def test_an_interrupted_app_keeps_the_repetitions_that_ended(tmp_path):
+    """Ctrl-C in the third of five repetitions: the two that ended are the figure's samples,
+    stored and marked interrupted; the third's program does not outlive hpcprobe."""
+    count, marker, db, doc = (tmp_path / n for n in ("count", "stalled", "r.sqlite", "a.json"))
+    script = (f"n=$(( $(cat {count} 2>/dev/null || echo 0) + 1 )); echo $n > {count}; "
+              f"if [ $n -ge 3 ]; then echo $$ > {count}.pid; mv {count}.pid {marker}; "
+              "exec sleep 600; fi; echo value = $n")
+    cli = Path(sys.executable).parent / "hpcprobe"
+    r = interrupt_at(signal.SIGINT, marker, [
+        str(cli), "app", "x", "--repeat", "5", "--warmup", "0", "--fom", "value = ([0-9]+)",
+        "--db", str(db), "--json", str(doc), "--", "sh", "-c", script])
+    assert r.code == 130 and "Traceback" not in r.err, r.err
+    run = json.loads(doc.read_text())
+    [m] = run["metrics"]
+    assert m["samples"] == [1.0, 2.0]
+    assert "x: interrupted after 2 of 5 repetition(s); those are kept" in run["warnings"]
+    assert run["provenance"]["interrupted"] == {"benchmark": "app", "not_run": []}
+    assert sqlite3.connect(db).execute("select run_id from runs").fetchall() == \
+        [(run["run_id"],)]
+    with pytest.raises(ProcessLookupError):  # the stalled repetition's sleep was stopped
+        os.kill(int(marker.read_text()), 0)
 
 
 def test_an_applications_figure_of_merit_is_stored_per_repetition(tmp_path):

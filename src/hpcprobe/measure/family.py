@@ -51,6 +51,9 @@ class RunContext:
     ledgers: dict[str, Ledger] = field(default_factory=dict)
     isa_asked: bool = False  # the user chose the ISA: families that cover every ISA take it alone
     standalone: bool = False  # started by the family's own command (`hpcprobe mpi`)
+    # Ctrl-C or SIGTERM came, and a family kept what it had (a program's repetitions so far):
+    # the run ends after this family
+    interrupted: bool = False
 
     def record(self, benchmark: str, label: str, sampled: Sampled) -> list[float]:
         """Note how a figure's samples were got (warm-up settled, CI target met); its samples."""

@@ -83,15 +83,15 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
             ctx.errors.append(said if re.match(rf"{re.escape(family.name)}\b", said)
                               else f"{family.name}: {said}")
         except KeyboardInterrupt:  # what was measured and validated before it is kept
-            interrupted = {"benchmark": family.name,
-                           "not_run": [f.name for f in measured[i + 1:]]}
+            ctx.interrupted = True
         ctx.close_ledgers()
         for m in [m for m in ctx.metrics if not m.samples]:  # a family's bug: no figure
             ctx.errors.append(f"{m.benchmark}: {m.name} {m.params} has no sample; dropped")
         ctx.metrics = [m for m in ctx.metrics if m.samples]
-        if interrupted is not None:
+        if ctx.interrupted:
             n = sum(m.benchmark == family.name for m in ctx.metrics)
-            rest = interrupted["not_run"]
+            rest = [f.name for f in measured[i + 1:]]
+            interrupted = {"benchmark": family.name, "not_run": rest}
             ctx.errors.append(f"{family.name}: interrupted (Ctrl-C or SIGTERM); the {n} "
                               "figure(s) it had measured are kept"
                               + (f"; not run: {', '.join(rest)}" if rest else ""))

@@ -30,10 +30,22 @@ def same_for_every_profile(value: object) -> dict[str, object]:
 
 
 def repeat(ctx: RunContext, label: str, n: int, once: Callable[[int], T]) -> list[T]:
-    """`once(i)` for i in 0..n-1, with the progress bar; what it raises stops the series."""
+    """`once(i)` for i in 0..n-1, with the progress bar; what it raises stops the series.
+    Interrupted (Ctrl-C) after a repetition, it returns those that ended and marks the run
+    interrupted (a later series of the family does not start)."""
+    if ctx.interrupted:
+        raise KeyboardInterrupt
     ctx.progress.start(label, n)
-    out = []
+    out: list[T] = []
     for i in range(n):
-        out.append(once(i))
+        try:
+            out.append(once(i))
+        except KeyboardInterrupt:
+            if not out:
+                raise
+            ctx.interrupted = True
+            ctx.warnings.append(f"{label}: interrupted after {len(out)} of {n} repetition(s); "
+                                "those are kept")
+            break
         ctx.progress.advance(f"{label} {i + 1}/{n}")
     return out
