@@ -147,6 +147,9 @@ def test_an_interrupted_run_keeps_what_it_had_measured(tmp_path, benchmarks, sig
     assert run["provenance"]["interrupted"] == {"benchmark": "numa", "not_run": []}
     assert runs == [(run["run_id"],)]
     assert "INTERRUPTED during numa" in r.out and "numa: interrupted" in r.out  # the summary
+    listed = json.loads(hpcprobe("list", "--db", str(db), "--json").out)
+    assert [(x["run_id"], x["interrupted"]) for x in listed] == [(run["run_id"], True)]
+    assert "memory,numa (interrupted)" in hpcprobe("list", "--db", str(db)).out
 
 
 def test_unwritable_json_path(tmp_path):

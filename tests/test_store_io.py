@@ -63,6 +63,16 @@ def test_import_is_idempotent_and_all_or_nothing(db, tmp_path):
         assert sorted(i.run_id for i in st.runs()) == ["000000000001", "000000000002"]
 
 
+def test_an_interrupted_run_is_listed_as_such(db):
+    cut = copy_of(2)
+    cut.provenance = {**cut.provenance, "interrupted": {"benchmark": "hpl", "not_run": []}}
+    with Store.open(db) as st:
+        st.save(copy_of(1))
+        st.save(cut)
+        assert sorted((i.run_id, i.interrupted) for i in st.runs()) == [
+            ("000000000001", False), ("000000000002", True)]
+
+
 @pytest.mark.parametrize("key,value,needle", [
     ("created", "not a date", "at created: 'not a date' is not a UTC date-time"),
     ("created", "2026-11-01T12:00:00+02:00", "is not a UTC date-time"),  # stores order its text

@@ -765,8 +765,9 @@ def cmd_list(a: argparse.Namespace) -> int:
     for col in ("run", "created", "host", "tag", "profile", "benchmarks", "metrics", "seconds"):
         t.add_column(col)
     for r in rows:
-        t.add_row(r.run_id, r.created, r.host, r.tag or "", r.profile, ",".join(r.benchmarks),
-                  str(r.metrics), f"{r.duration_s:.1f}")
+        t.add_row(r.run_id, r.created, r.host, r.tag or "", r.profile, ",".join(r.benchmarks)
+                  + (" (interrupted)" if r.interrupted else ""), str(r.metrics),
+                  f"{r.duration_s:.1f}")
     _console().print(t)
     return 0
 

@@ -228,13 +228,15 @@ class SqlStore(Store):
 
     def runs(self, limit: int | None = None, where: Selection | None = None) -> list[RunInfo]:
         clause, params = self._where(where)
+        # an interrupted run's provenance (json.dumps text) holds "interrupted": {...}
         sql = ("SELECT r.run_id, r.created, r.host, r.tag, r.profile, r.benchmarks, "
-               "(SELECT count(*) FROM metrics m WHERE m.run_id = r.run_id), r.duration_s "
+               "(SELECT count(*) FROM metrics m WHERE m.run_id = r.run_id), r.duration_s, "
+               "CASE WHEN r.provenance LIKE ? THEN 1 ELSE 0 END "
                f"FROM runs r{clause} ORDER BY r.created DESC, r.{self.order} DESC")
         if limit:
             sql += f" LIMIT {int(limit)}"
-        return [RunInfo(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7])
-                for r in self._execute(sql, params)]
+        return [RunInfo(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], bool(r[8]))
+                for r in self._execute(sql, ['%"interrupted": {%', *params])]
 
     def metric_across(self, benchmark: str, name: str, where: Selection | None = None,
                       params: dict[str, str] | None = None

@@ -37,6 +37,7 @@ class RunInfo:
     benchmarks: list[str]
     metrics: int
     duration_s: float
+    interrupted: bool = False  # stopped by Ctrl-C or SIGTERM: what it had measured
 
 
 @dataclass(frozen=True)
