@@ -20,7 +20,7 @@ import numpy as np
 from hpcprobe.common.errors import MeasurementError, UserError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.families.cg import solver
-from hpcprobe.machine.sizing import dram_working_set, elems_for, free_memory
+from hpcprobe.machine.sizing import dram_working_set, elems_for, free_memory, llc_bytes
 from hpcprobe.measure import sampling
 from hpcprobe.measure.family import Flag, MetricSpec, RunContext, bound_cpus, option, specs
 from hpcprobe.mpi import find, layouts
@@ -41,6 +41,8 @@ ITERATIONS = 50
 TRIAD_SHARE = 0.2
 #: The solves may take at most this share of the memory available (HPL sizes N by 80 %).
 MEMORY_SHARE = 0.8
+#: A default box grown past the caches has sides a multiple of this.
+SIDE_STEP = 8
 
 
 @dataclass(frozen=True)
@@ -69,21 +71,62 @@ class CgOptions(proxy.RankOptions):
     """What narrows `hpcprobe run cg`."""
 
     grid: tuple[int, int, int] | None = option(Flag(
-        "--grid", "the CG proxy's grid a rank NXxNYxNZ (default: per profile, 96x96x96; HPCG "
-        "uses 104^3 a rank)", parse=grid_of, metavar="NXxNYxNZ"))
+        "--grid", "the CG proxy's grid a rank NXxNYxNZ (default: per profile, 96x96x96, grown "
+        "until a node's boxes hold the DRAM working set, past the caches; HPCG uses 104^3 a "
+        "rank)", parse=grid_of, metavar="NXxNYxNZ"))
     whole: tuple[int, int, int] | None = option(Flag(
         "--global", "a global grid split over the ranks instead of --grid (strong scaling)",
         parse=grid_of, metavar="NXxNYxNZ"))
 
 
-def box(ctx: RunContext, opts: CgOptions, ranks: tuple[int, ...]) -> tuple[int, int, int]:
-    """A rank's box: --grid, or --global divided over the rank grid."""
+def box(ctx: RunContext, opts: CgOptions, ranks: tuple[int, ...], per_node: int | None = None
+        ) -> tuple[int, int, int]:
+    """A rank's box: --grid, or --global divided over the rank grid, or the profile's grid,
+    grown past the caches where `per_node` ranks of a node share them (None: as it is, for
+    `hpcprobe scale`, whose counts share the caches differently)."""
     if opts.whole and opts.grid:
         raise UserError("give the grid a rank (--grid) or the global grid (--global), not both")
     if opts.whole:
         x, y, z = layouts.split(opts.whole, ranks, "--global", 2, False)
         return x, y, z
-    return opts.grid or SETTINGS[ctx.profile.name].grid
+    if opts.grid:
+        return opts.grid
+    g = SETTINGS[ctx.profile.name].grid
+    return g if per_node is None else past_caches(ctx, g, opts.cores(ctx), per_node)
+
+
+def past_caches(ctx: RunContext, g: tuple[int, int, int], cores: tuple[int, ...],
+                per_node: int) -> tuple[int, int, int]:
+    """The profile's box, or the smallest cube (sides a multiple of SIDE_STEP) whose boxes, a
+    node's ranks together, hold the DRAM working set of the node's CPUs (STREAM's rule, the
+    triad's own working set): HPCG's problem is memory-bound, and a box the caches hold
+    measures them (docs/cg.md: 48^3 read 145 % of the DRAM triad where 184^3 read 68 %). At
+    most what `fits` allows."""
+    need = dram_working_set(ctx.topo, cores) / per_node
+    if solver.memory_bytes(g) >= need:
+        return g
+    side = math.ceil(math.ceil((need / solver.MEMORY_PER_ROW) ** (1 / 3)) / SIDE_STEP) * SIDE_STEP
+    avail = free_memory(ctx.topo)
+    while avail and side > g[0] and \
+            per_node * solver.memory_bytes((side,) * 3) > MEMORY_SHARE * avail:
+        side -= SIDE_STEP
+    return (side, side, side) if side > g[0] else g
+
+
+def cached(ctx: RunContext, g: tuple[int, int, int], cores: tuple[int, ...], per_node: int
+           ) -> str | None:
+    """Why a node's boxes may be served by the caches (their bytes below the DRAM working set
+    of the node's CPUs): the rate and implied bandwidth are then partly a cache's, and the
+    share of the triad is no bound; None when they are DRAM-sized."""
+    held = per_node * solver.memory_bytes(g)
+    dram = dram_working_set(ctx.topo, cores)
+    if held >= dram:
+        return None
+    return (f"cg: the grid {'x'.join(map(str, g))} holds {format_bytes(held)} a node, less than "
+            f"the DRAM working set of its CPUs ({format_bytes(dram)}, the STREAM triad's; their "
+            f"last-level cache: {format_bytes(llc_bytes(ctx.topo, cores))}): the caches may "
+            "serve part of its traffic, so its rate and implied bandwidth are not memory's and "
+            "its share of the DRAM triad is no bound")
 
 
 def fits(ctx: RunContext, g: tuple[int, int, int], per_node: int) -> None:
@@ -100,22 +143,44 @@ def fits(ctx: RunContext, g: tuple[int, int, int], per_node: int) -> None:
                         + (" or fewer ranks a node" if per_node > 1 else ""))
 
 
+def sized(ctx: RunContext, opts: CgOptions, ranks: tuple[int, ...], per_node: int
+          ) -> tuple[tuple[int, int, int], str | None, str | None]:
+    """A rank's box for a run (`box`, checked by `fits`); how the default grew past the caches
+    (None: it did not); why the caches may serve it (`cached`: a warning)."""
+    g = box(ctx, opts, ranks, per_node)
+    fits(ctx, g, per_node)
+    cores = opts.cores(ctx)
+    profile = SETTINGS[ctx.profile.name].grid
+    grown = None
+    if g != profile and not (opts.grid or opts.whole):
+        grown = (f"the {ctx.profile.name} profile's {'x'.join(map(str, profile))} a rank grown "
+                 f"to {'x'.join(map(str, g))}: a node's boxes hold the DRAM working set of its "
+                 f"CPUs ({format_bytes(dram_working_set(ctx.topo, cores))})")
+    warning = cached(ctx, g, cores, per_node)
+    if warning:
+        warning += (" (a --grid or --global whose boxes hold it measures memory)"
+                    if opts.grid or opts.whole else " (no larger box fits in the memory free)")
+    return g, grown, warning
+
+
 def labels(ctx: RunContext, opts: CgOptions | None) -> list[str]:
     opts = opts or CgOptions()
     pl = opts.placement(ctx, 3)
-    g = box(ctx, opts, pl.grid if pl else (1, 1, 1))
-    fits(ctx, g, pl.layout.ranks // pl.nodes if pl else 1)
+    g, grown, warning = sized(ctx, opts, pl.grid if pl else (1, 1, 1),
+                              pl.layout.ranks // pl.nodes if pl else 1)
+    said = [x for x in (grown, warning) if x]
     if pl is not None:
         return [f"check the solver across the ranks against the reference CG on "
                 f"{'x'.join(map(str, CHECK_GRID))} a rank",
                 f"STREAM triad on {len(opts.cores(ctx))} thread(s) of this node",
                 f"CG on {'x'.join(map(str, g))} a rank, {ITERATIONS} iterations a sample, "
                 f"{pl.layout.ranks} rank(s) x {pl.ranks.threads} thread(s) ({pl.ranks.layout} "
-                f"layout, rank grid {pl.grid_text}, {pl.nodes} node(s))"]
+                f"layout, rank grid {pl.grid_text}, {pl.nodes} node(s))", *said]
     n = len(opts.cores(ctx))
     return [f"check the solver against the reference CG on {'x'.join(map(str, CHECK_GRID))}",
             f"STREAM triad on {n} thread(s)",
-            f"CG on {'x'.join(map(str, g))}, {ITERATIONS} iterations a sample, {n} thread(s)"]
+            f"CG on {'x'.join(map(str, g))}, {ITERATIONS} iterations a sample, {n} thread(s)",
+            *said]
 
 
 def differs(iterations: int, history: np.ndarray, dims: tuple[int, int, int]) -> str | None:
@@ -154,8 +219,8 @@ def run(ctx: RunContext, opts: CgOptions | None) -> None:
 
 def _run_here(ctx: RunContext, opts: CgOptions) -> None:
     """One rank in this process: the check, the triad, the solves on the team."""
-    g = box(ctx, opts, (1, 1, 1))
-    fits(ctx, g, 1)
+    g, _, warning = sized(ctx, opts, (1, 1, 1), 1)
+    ctx.warnings += [warning] if warning else []
     cores = opts.cores(ctx)
     budget = SETTINGS[ctx.profile.name].budget_s
     ctx.progress.start("cg", 3)
@@ -218,8 +283,8 @@ def _run_ranks(ctx: RunContext, opts: CgOptions, pl: Placement) -> None:
     """The triad of this node, then one launch: the check across the ranks (a solve on
     CHECK_GRID a rank against the reference on the global grid), then the timed solves."""
     find.find(opts.mpi_prefix)  # no MPI: said before anything is measured
-    g = box(ctx, opts, pl.grid)
-    fits(ctx, g, pl.layout.ranks // pl.nodes)
+    g, _, warning = sized(ctx, opts, pl.grid, pl.layout.ranks // pl.nodes)
+    ctx.warnings += [warning] if warning else []
     whole = (g[0] * pl.grid[0], g[1] * pl.grid[1], g[2] * pl.grid[2])
     check_whole = tuple(c * r for c, r in zip(CHECK_GRID, pl.grid, strict=True))
     budget = SETTINGS[ctx.profile.name].budget_s
