@@ -16,6 +16,7 @@ from hpcprobe import cluster_cli
 from hpcprobe.cli import build_parser, main
 from hpcprobe.cluster import pairs, verdict, views
 from hpcprobe.cluster.verdict import SLOW_ENDPOINT, SLOW_LINK, SLOW_NODE, Thresholds, analyse
+from hpcprobe.common import jsondoc
 from hpcprobe.results.model import HEALTH, Metric, read_json
 from hpcprobe.results.store import Store
 
@@ -54,6 +55,24 @@ def test_one_slow_link_is_a_slow_link():
     assert kinds(v) == [(SLOW_LINK, "n2 - n7")]
     metrics = {d.metric for d in v.findings[0].evidence}
     assert "links.bandwidth size=8 n2->n7" in metrics and "links.latency size=8" in metrics
+
+
+def test_loss_on_one_link_where_the_others_lose_nothing():
+    """The peers' median is 0 (their z spread too): the change is no percentage, and the JSON
+    report says null where it would say Infinity."""
+    _, runs = clusterdata.campaign(12)
+    camp = next(r for r in runs if r.host == "login")
+    camp.metrics += [Metric("iperf3", "lost", "%", {"a": m.params["a"], "b": m.params["b"]},
+                            [2.5 if {m.params["a"], m.params["b"]} == {"n2", "n7"} else 0.0] * 5,
+                            "lower")
+                     for m in list(camp.metrics) if m.name == "latency"]
+    v = analyse(runs, "c1")
+    assert kinds(v) == [(SLOW_LINK, "n2 - n7")]
+    assert [d.text() for d in v.findings[0].evidence] == \
+        ["iperf3.lost 2.5 % where the peers' median is 0 (z inf)"]
+    doc = json.loads(jsondoc.dumps(views.document(v, lambda node, why: ["scontrol", node])),
+                     parse_constant=lambda name: pytest.fail(f"{name} in the JSON report"))
+    assert doc["findings"][0]["evidence"][0]["worse"] is None
 
 
 def test_every_link_of_a_node_slow_is_its_network_endpoint():

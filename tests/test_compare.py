@@ -127,3 +127,28 @@ def test_bad_references_and_files(tmp_path):
     assert_user_error(hpcprobe("compare", "nps1", run_id[:6], "--db", str(db)),
                       f"nps1 and {run_id[:6]} are the same run ({run_id})")
     assert_user_error(hpcprobe("compare", str(BASE), "nps1", "--db", str(db)), "same run")
+
+
+def strict(text: str) -> object:
+    """JSON as RFC 8259 has it: NaN and Infinity refused (Python's json reads them)."""
+    def refuse(name: str) -> object:
+        raise ValueError(f"{name} is not JSON")
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_an_unbounded_ratio_ci_is_null_in_json(tmp_path):
+    """A baseline with zeros among its samples (retransmits, errors): its resampled medians can
+    be 0, so the ratio's CI has no upper end; the document says null, not Infinity."""
+    assert stats.median_ratio_ci([0, 0, 1, 1, 2], [1, 1, 1, 2, 2])[1] == math.inf
+    paths = []
+    for name, samples in (("a", [0.0, 0.0, 1.0, 1.0, 2.0]), ("b", [1.0, 1.0, 1.0, 2.0, 2.0])):
+        run = results.read_json(BASE)
+        run.run_id = name * 12
+        run.metrics = [Metric("iperf3", "retransmits", "count", {"protocol": "tcp"}, samples,
+                              "lower")]
+        paths.append(tmp_path / f"{name}.json")
+        results.write_json(run, paths[-1])
+    r = hpcprobe("compare", *map(str, paths), "--json")
+    assert r.code == 0, r.err
+    row = strict(r.out)["rows"][0]  # type: ignore[index]
+    assert row["ratio_ci_high"] is None and row["ratio"] == 1.0

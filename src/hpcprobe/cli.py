@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import faulthandler
-import json
 import os
 import re
 import shlex
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any, ClassVar, NoReturn
 
 from hpcprobe import __version__, native, registry
-from hpcprobe.common import files
+from hpcprobe.common import files, jsondoc
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import (
     ERROR_PREFIX,
@@ -409,7 +408,7 @@ def _check_narrowing(a: argparse.Namespace, chosen: Sequence[Family]) -> None:
 
 
 def _print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=1) + "\n")
+    sys.stdout.write(jsondoc.dumps(obj, indent=1) + "\n")
 
 
 def _console(stderr: bool = False) -> Any:

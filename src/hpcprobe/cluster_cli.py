@@ -17,7 +17,7 @@ from hpcprobe.cli import _add_db, _Bar, _console, _Parser, _terminate_interrupts
 from hpcprobe.cluster import views
 from hpcprobe.cluster.campaign import Campaign, Plan, link_rounds, node_counts
 from hpcprobe.cluster.verdict import Thresholds, Verdict, analyse, campaign_thresholds
-from hpcprobe.common import files
+from hpcprobe.common import files, jsondoc
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, UserError
 from hpcprobe.measure import options, profiles
 from hpcprobe.results.store import Selection, Store
@@ -328,9 +328,7 @@ def _report(v: Verdict, sched: Scheduler, a: argparse.Namespace, drain: bool) ->
     output, as_json = getattr(a, "output", None), getattr(a, "json", False)
     piped = files.is_stdout(output)  # the page on standard output: the tables on stderr
     if as_json:
-        import json
-
-        sys.stdout.write(json.dumps(views.document(v, sched.drain_argv), indent=1) + "\n")
+        sys.stdout.write(jsondoc.dumps(views.document(v, sched.drain_argv), indent=1) + "\n")
     else:
         terminal.print_blocks(blocks, _console(piped))
     if output:

@@ -54,10 +54,14 @@ class Deviation:
 
     def to_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "value": self.value, "median": self.median,
-                "unit": self.unit, "z": _finite(self.z), "worse": self.worse}
+                "unit": self.unit, "z": _finite(self.z),
+                "worse": self.worse if np.isfinite(self.worse) else None}
 
     def text(self) -> str:
-        return f"{self.metric} {-self.worse:+.1%} (z {_finite(self.z) or 'inf'})"
+        z = f"(z {_finite(self.z) or 'inf'})"
+        if not np.isfinite(self.worse):  # the peers' median is 0: loss, retransmits, errors
+            return f"{self.metric} {self.value:.3g} {self.unit} where the peers' median is 0 {z}"
+        return f"{self.metric} {-self.worse:+.1%} {z}"
 
 
 def _rounded(m: Any, digits: int) -> list[list[float | None]]:

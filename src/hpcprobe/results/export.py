@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from hpcprobe.common import jsondoc
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.results.store import AlreadyStored, Selection, Store
 
@@ -59,13 +59,13 @@ def rows(store: Store, what: str, where: Selection, metric: tuple[str, str] | No
 def render(records: Iterator[dict[str, Any]], what: str, fmt: str) -> str:
     """JSON lines (nested values as JSON), or CSV with a header (nested values as JSON text)."""
     if fmt == "jsonl":
-        return "".join(json.dumps(r, sort_keys=False) + "\n" for r in records)
+        return "".join(jsondoc.dumps(r) + "\n" for r in records)
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS[what], extrasaction="ignore",
                        lineterminator="\n")
     w.writeheader()
     for r in records:
-        w.writerow({k: json.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
+        w.writerow({k: jsondoc.dumps(v, sort_keys=True) if isinstance(v, (dict, list)) else v
                     for k, v in r.items()})
     return buf.getvalue()
 

@@ -12,7 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from hpcprobe.common import files
+from hpcprobe.common import files, jsondoc
 from hpcprobe.common.errors import UserError
 from hpcprobe.common.stats import Summary, summarize
 
@@ -143,7 +143,7 @@ def write_json(run: Run, path: str | os.PathLike[str]) -> None:
     """Write the run's document atomically (validated first)."""
     doc = run.to_dict()
     validate(doc)
-    files.atomic_write(path, (json.dumps(doc, indent=1) + "\n").encode(), "--json")
+    files.atomic_write(path, (jsondoc.dumps(doc, indent=1) + "\n").encode(), "--json")
 
 
 def read_json(path: str | os.PathLike[str]) -> Run:

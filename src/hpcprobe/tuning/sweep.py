@@ -9,7 +9,6 @@ configurations that need another boot are joined from the store by their tag."""
 
 from __future__ import annotations
 
-import json
 import socket
 import sys
 import tempfile
@@ -347,7 +346,7 @@ def figures(runs: list[Run], s: Sweep, ignore: NotJoined) -> list[recommend.Figu
 
 
 def write_json(outcome: Outcome, path: str) -> None:
-    from hpcprobe.common import files
+    from hpcprobe.common import files, jsondoc
 
-    files.atomic_write(path, (json.dumps(outcome.document(), indent=1) + "\n").encode(),
+    files.atomic_write(path, (jsondoc.dumps(outcome.document(), indent=1) + "\n").encode(),
                        "--json")
