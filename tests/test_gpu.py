@@ -416,6 +416,16 @@ def test_peak_models_match_the_data_sheets():
     assert peaks.gemm_peak_tflops("10.0", "bf16", 148, 1860) == pytest.approx(2255.1, abs=0.1)
     assert peaks.gemm_peak_tflops("10.0", "fp8", 148, 1860) == pytest.approx(4510.2, abs=0.1)
     assert peaks.gemm_peak_tflops("10.0", "fp64", 148, 1950) == pytest.approx(36.9, abs=0.05)
+    # GeForce parts run the tensor precisions at half their architecture's rate: RTX 4090 (128
+    # SMs, 2520 MHz) TF32 82.6, BF16 165.2, FP8 330.3, FP32 82.6; RTX 3090 (82 SMs, 1695 MHz)
+    # FP16 71; the RTX 6000 Ada (142 SMs, 2505 MHz) FP16 364.2, at the full rate
+    for prec, tflops in (("tf32", 82.6), ("bf16", 165.2), ("fp8", 330.3), ("fp32", 82.6)):
+        assert peaks.gemm_peak_tflops("8.9", prec, 128, 2520, "NVIDIA GeForce RTX 4090") == \
+            pytest.approx(tflops, abs=0.1)
+    assert peaks.gemm_peak_tflops("8.6", "fp16", 82, 1695, "NVIDIA GeForce RTX 3090") == \
+        pytest.approx(71.2, abs=0.1)
+    assert peaks.gemm_peak_tflops("8.9", "fp16", 142, 2505, "NVIDIA RTX 6000 Ada Generation") \
+        == pytest.approx(364.2, abs=0.1)
     assert peaks.memory_peak_gbs(0, 5120) is None
 
 

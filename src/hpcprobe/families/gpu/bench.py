@@ -551,12 +551,12 @@ def _gemm(t: _Target) -> None:
                     f"{env[n]['readings']} time(s) while the products ran, fewer than "
                     f"{MIN_READINGS}: no share of peak")
                 continue
-            model = peaks.gemm_peak_tflops(t.dev.cc, prec, t.dev.sms, clock)
+            model = peaks.gemm_peak_tflops(t.dev.cc, prec, t.dev.sms, clock, t.gpu.name)
             if model is None:
                 continue
             t.add("gemm_peak", "TFLOP/s",
                   {"precision": prec, "n": n, "cc": t.dev.cc, "sms": t.dev.sms, "sm_mhz": clock,
-                   "flops_per_sm_clock": peaks.gemm_per_sm_clock(t.dev.cc, prec),
+                   "flops_per_sm_clock": peaks.gemm_per_sm_clock(t.dev.cc, prec, t.gpu.name),
                    "model_source": peaks.SOURCE}, [model])
             t.add("gemm_fraction", "%", params, [100 * x / model for x in tf])
     if failed:

@@ -16,8 +16,6 @@ from __future__ import annotations
 #: B200 and GB200 (sm_100, 148 SMs): FP64 37 and FP32 75 TFLOP/s at about 1.95 GHz; TF32, BF16,
 #: FP16 and FP8 dense 1.1, 2.25, 2.25 and 4.5 PFLOP/s (the HGX B200 sheet gives them with
 #: sparsity, twice these) at 1.86 GHz, as H100's tensor rates are at 1.83 GHz.
-#: GeForce parts of sm_86 and sm_89 run FP16 (and FP8) with FP32 accumulation at half the rate
-#: given here: their figures read low.
 #: Architectures absent here get no model: their rates are shown without a percentage.
 GEMM_FLOPS_PER_SM_CLOCK: dict[str, dict[str, int]] = {
     "7.0": {"fp64": 64, "fp32": 128, "fp16": 1024},
@@ -28,19 +26,31 @@ GEMM_FLOPS_PER_SM_CLOCK: dict[str, dict[str, int]] = {
     "10.0": {"fp64": 128, "fp32": 256, "tf32": 4096, "bf16": 8192, "fp16": 8192, "fp8": 16384},
 }
 PRECISIONS = ("fp64", "fp32", "tf32", "bf16", "fp16", "fp8")
+#: GeForce parts of sm_86 and sm_89 run the tensor precisions (TF32, and BF16, FP16 and FP8 with
+#: FP32 accumulation) at half the rate of their architecture's professional and data-centre
+#: parts, whose figures the table holds: RTX 3090 (82 SMs, 1695 MHz) TF32 35.6 and FP16 71
+#: TFLOP/s dense, RTX 4090 (128 SMs, 2520 MHz) TF32 82.6, BF16 and FP16 165.2, FP8 330.3.
+GEFORCE_HALF_RATE = frozenset({"8.6", "8.9"})
+TENSOR_PRECISIONS = frozenset({"tf32", "bf16", "fp16", "fp8"})
 #: Where the table comes from, stored with each model.
 SOURCE = "hpcprobe table (data-sheet peaks / SMs / boost clock)"
 MEMORY_SOURCE = "CUDA runtime: 2 x memory clock x bus width"
 
 
-def gemm_per_sm_clock(cc: str, precision: str) -> int | None:
-    """FLOP per SM per clock of a dense GEMM, or None where the table has no figure."""
-    return GEMM_FLOPS_PER_SM_CLOCK.get(cc, {}).get(precision)
+def gemm_per_sm_clock(cc: str, precision: str, name: str = "") -> int | None:
+    """FLOP per SM per clock of a dense GEMM on the GPU of this product `name`, or None where
+    the table has no figure."""
+    per = GEMM_FLOPS_PER_SM_CLOCK.get(cc, {}).get(precision)
+    if per is not None and "GeForce" in name and cc in GEFORCE_HALF_RATE \
+            and precision in TENSOR_PRECISIONS:
+        return per // 2
+    return per
 
 
-def gemm_peak_tflops(cc: str, precision: str, sms: int, sm_mhz: float) -> float | None:
+def gemm_peak_tflops(cc: str, precision: str, sms: int, sm_mhz: float, name: str = ""
+                     ) -> float | None:
     """The GEMM peak in TFLOP/s at this SM clock, or None without a table entry."""
-    per = gemm_per_sm_clock(cc, precision)
+    per = gemm_per_sm_clock(cc, precision, name)
     return None if per is None else per * sms * sm_mhz * 1e6 / 1e12
 
 
