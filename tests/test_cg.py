@@ -126,7 +126,6 @@ def test_bad_grids_are_one_line():
     assert r.code == 0 and "CG on 1200x1200x1200" in r.out, r.err
 
 
-
 def test_a_default_grid_too_large_for_the_memory_free_stays_within_it(monkeypatch):
     """Grown as far as `fits` allows, no further, and then said to be no DRAM figure."""
     topo = topology.load_xml(DATA / "laptop-8c.xml")
