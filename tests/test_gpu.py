@@ -823,6 +823,48 @@ def test_nvlinks_from_nvidia_smi_topo(a100, tmp_path):
         {(0, 1): "NV18", (1, 0): "NV18"}
 
 
+NVLINK = DATA / "a100-8gpu-2s-nvlink.txt"
+
+
+def test_nvlink_state_from_nvidia_smi():
+    """`nvidia-smi nvlink -s` (its layout as public reports of inactive links show it)."""
+    v100 = ("GPU 3: Tesla V100-SXM2-32GB (UUID: GPU-x)\n         Link 0: 25.781 GB/s\n"
+            "         Link 1: <inactive>\n         Link 2: 25.781 GB/s\n"
+            "GPU 4: Tesla V100-SXM2-32GB (UUID: GPU-y)\n")
+    assert gpus.parse_nvlink_status(v100) == {3: (25.781, None, 25.781), 4: ()}
+    got = gpus.parse_nvlink_status(NVLINK.read_text())
+    assert sorted(got) == list(range(8)) and got[0] == (25.0,) * 12
+    assert [k for k, x in enumerate(got[4]) if x is None] == [7, 11]
+
+
+def test_nvlinks_down_where_the_siblings_have_them_up(a100, tmp_path):
+    """GPU4 has 10 of its 12 NVLinks up where its siblings have 12: a finding with the fix; a
+    node whose GPUs all leave the same links unused (bridges) has none."""
+    inv = gpus.with_nvlinks(a100, NVLINK.read_text())
+    assert inv.gpus[4].nvlinks.count(None) == 2
+    assert inv.gpus[4].to_dict()["nvlink_gbs"][7] is None
+    [down] = [f for f in gpus.findings(inv.gpus[4], inv) if "NVLinks" in f]
+    assert down.startswith("GPU4 (0000:87:00.0): 2 of its 12 NVLinks are inactive (link(s) "
+                           "7, 11) where its siblings have 12 active") and "nvlink -e -i 4" in down
+    assert not [f for g in inv.gpus if g.index != 4 for f in gpus.findings(g, inv)
+                if "NVLinks" in f]
+    assert not [f for f in gpus.findings(inv.gpus[4]) if "NVLinks" in f]  # no node: no peers
+    bridged = gpus.with_nvlinks(a100, NVLINK.read_text().replace(
+        "Link 7: 25 GB/s", "Link 7: <inactive>").replace("Link 11: 25 GB/s", "Link 11: <inactive>"))
+    assert not [f for g in bridged.gpus for f in gpus.findings(g, bridged) if "NVLinks" in f]
+    alone = gpus.with_nvlinks(replace(a100, gpus=a100.gpus[4:5]), NVLINK.read_text())
+    assert gpus.inactive_nvlinks(alone.gpus[0], alone) == ([], 10)  # no sibling to judge by
+    # on the command line: said by gpu info, a health finding of gpu check (exit 1)
+    recorded = ["--gpu-smi", str(A100), "--gpu-sysfs", str(tmp_path / "sys")]
+    r = hpcprobe("gpu", "info", *recorded, "--gpu-nvlink", str(NVLINK))
+    assert r.code == 0 and "GPU4 (0000:87:00.0): 2 of its 12 NVLinks are inactive" in r.out, r.out
+    r = hpcprobe("gpu", "check", *recorded, "--gpu-nvlink", str(NVLINK),
+                 env={"CUDA_VISIBLE_DEVICES": "0"})
+    assert r.code == 1 and "WARNING: GPU4 (0000:87:00.0): 2 of its 12 NVLinks" in r.out, r.out
+    r = hpcprobe("gpu", "info", *recorded)
+    assert r.code == 0 and "NVLinks are inactive" not in r.out
+
+
 def test_peer_copies_show_their_link():
     base = {"device": 0, "gpu": "A100", "bus_id": "0000:07:00.0", "bytes": 1 << 28,
             "peer_access": True}

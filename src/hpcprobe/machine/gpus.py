@@ -211,6 +211,9 @@ class Gpu:
     health: Health = field(default_factory=Health)
     xids: tuple[Xid, ...] = ()  # its Xid events in the kernel log, oldest first
     config: Config = field(default_factory=Config)
+    #: each NVLink's rate in GB/s, None where it is inactive (`nvidia-smi nvlink -s`; empty
+    #: where not read or the GPU has none)
+    nvlinks: tuple[float | None, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "name": self.name, "uuid": self.uuid,
@@ -222,6 +225,7 @@ class Gpu:
                 "health": dataclasses.asdict(self.health),
                 "config": dataclasses.asdict(self.config),
                 "xids": [dataclasses.asdict(x) for x in self.xids],
+                "nvlink_gbs": list(self.nvlinks),
                 "processes": [p.__dict__ for p in self.processes]}
 
 
@@ -541,6 +545,34 @@ def parse_topo(text: str) -> dict[tuple[int, int], str]:
     return links
 
 
+def parse_nvlink_status(text: str) -> dict[int, tuple[float | None, ...]]:
+    """Each GPU's NVLinks from `nvidia-smi nvlink -s` (a `GPU N: NAME (UUID: ...)` line, then
+    one `Link K: 26.562 GB/s` or `Link K: <inactive>` line a link): GPU index -> the links'
+    rates in GB/s, None where inactive, in link order."""
+    out: dict[int, dict[int, float | None]] = {}
+    links: dict[int, float | None] | None = None
+    for line in text.splitlines():
+        if m := re.match(r"GPU (\d+):", line.strip()):
+            links = out.setdefault(int(m.group(1)), {})
+        elif links is not None and (m := re.match(r"Link (\d+): *(.*)$", line.strip())):
+            state = m.group(2).strip()
+            if rate := re.fullmatch(r"(\d+(?:\.\d+)?) GB/s", state):
+                links[int(m.group(1))] = float(rate.group(1))
+            elif "inactive" in state.lower():
+                links[int(m.group(1))] = None
+    return {i: tuple(links[k] for k in sorted(links)) for i, links in out.items()}
+
+
+def with_nvlinks(inv: Inventory, text: str | None) -> Inventory:
+    """The inventory with each GPU's NVLinks as `nvidia-smi nvlink -s` gave them (`text`; None:
+    not read)."""
+    if text is None:
+        return inv
+    by_index = parse_nvlink_status(text)
+    return dataclasses.replace(inv, gpus=tuple(
+        dataclasses.replace(g, nvlinks=by_index.get(g.index, ())) for g in inv.gpus))
+
+
 def parse_list(text: str) -> dict[str, str]:
     """MIG instance UUID -> its GPU's UUID, from `nvidia-smi -L` (each GPU's line, its MIG
     instances' lines indented below it)."""
@@ -580,20 +612,22 @@ def _smi(*args: str) -> tuple[str | None, str]:
 
 def discover(smi: str | None = None, sysfs: str | os.PathLike[str] = "/sys",
              proc: str | os.PathLike[str] | None = "/proc", topo: str | None = None,
-             dmesg: str | None = None) -> Inventory:
-    """This node's GPUs (through nvidia-smi, and its `topo -m` for NVLink where there are
-    several; their Xid events from dmesg), or those of a recorded `nvidia-smi -q -x` file (and
-    `topo -m` output and kernel log, where given). No nvidia-smi, or one that fails (no
-    driver), is an inventory without GPUs that says why."""
+             dmesg: str | None = None, nvlink: str | None = None) -> Inventory:
+    """This node's GPUs (through nvidia-smi, its `topo -m` and `nvlink -s` for the NVLinks
+    where there are several; their Xid events from dmesg), or those of a recorded `nvidia-smi
+    -q -x` file (and `topo -m` and `nvlink -s` output and kernel log, where given). No
+    nvidia-smi, or one that fails (no driver), is an inventory without GPUs that says why."""
     if smi is not None:
         inv = from_smi(read_input(smi), sysfs, proc, smi)
         topo_text = read_input(topo) if topo is not None else None
+        inv = with_nvlinks(inv, None if nvlink is None else read_input(nvlink))
     else:
         text, why = _smi("-q", "-x")
         if text is None:
             return Inventory((), none_why=why)
         inv = from_smi(text, sysfs, proc)
         topo_text = _smi("topo", "-m")[0] if len(inv.gpus) > 1 else None
+        inv = with_nvlinks(inv, _smi("nvlink", "-s")[0] if len(inv.gpus) > 1 else None)
         if any(g.mig for g in inv.gpus):
             inv = dataclasses.replace(inv, mig_parents=parse_list(_smi("-L")[0] or ""))
     if dmesg is not None:
@@ -653,15 +687,28 @@ def locality_rows(inv: Inventory) -> list[list[str]]:
     return rows
 
 
-def findings(g: Gpu) -> list[str]:
+def inactive_nvlinks(g: Gpu, node: Inventory) -> tuple[list[int], int]:
+    """A GPU's inactive NVLinks, where it has fewer active than the most among the node's
+    GPUs of its model (bridges or a baseboard can leave links unused by design: a link counts
+    as lost only where a sibling has it up); and that most. Nothing where it has no sibling."""
+    siblings = [s for s in node.gpus if s.name == g.name and s.nvlinks]
+    most = max((sum(x is not None for x in s.nvlinks) for s in siblings), default=0)
+    if len(siblings) < 2 or sum(x is not None for x in g.nvlinks) >= most:
+        return [], most
+    return [k for k, x in enumerate(g.nvlinks) if x is None], most
+
+
+def findings(g: Gpu, node: Inventory | None = None) -> list[str]:
     """What an administrator must act on for one GPU, each with the fix: memory errors and
     the resets they call for (NVIDIA's memory error management: a pending row remapping or
     page retirement takes effect at the next reset; a failed remapping is for replacement),
     ECC turned off, a PCIe link narrower than the GPU and its slot allow, a GPU of an NVSwitch
     system that the NVLink fabric has not registered (CUDA refuses it work until then) or
-    whose route or bandwidth the fabric reports unhealthy or degraded."""
+    whose route or bandwidth the fabric reports unhealthy or degraded; and, against its
+    siblings on `node`, NVLinks down."""
     h, pcie = g.health, g.pcie or PcieLink(None, None, None, None)
     reset = f"drain the node and reset the GPU (nvidia-smi -r -i {g.index}) or reboot it"
+    down, most = inactive_nvlinks(g, node) if node is not None else ([], 0)
     replace = "the GPU is due for replacement"
     said = [
         (h.uncorrectable, f"{h.uncorrectable} uncorrectable ECC error(s) since the driver "
@@ -698,6 +745,11 @@ def findings(g: Gpu) -> list[str]:
          + (" (while recovering: read it again in a minute)" if h.fabric_recovering else "")
          + ": its NVLink traffic is slowed or fails; see the fabric manager's log and the "
          f"GPU's NVLink errors (nvidia-smi nvlink -e -i {g.index})"),
+        (bool(down),
+         f"{len(down)} of its {len(g.nvlinks)} NVLinks are inactive (link(s) "
+         f"{', '.join(map(str, down))}) where its siblings have {most} active: its traffic to "
+         f"its peers is cut accordingly; {reset}, and if they stay down check its NVLink "
+         f"bridge or baseboard (their errors: nvidia-smi nvlink -e -i {g.index})"),
     ]
     return [f"GPU{g.index} ({g.bus_id}): {text}" for found, text in said if found]
 
@@ -765,7 +817,7 @@ def render(inv: Inventory) -> str:
     if len(inv.gpus) > 1:
         out.append("  GPU to GPU: " + "; ".join(
             f"{r[0]}: " + " ".join(r[1:]) for r in gpu_matrix(inv)))
-    out += [f"  {f}" for g in inv.gpus for f in findings(g)]
+    out += [f"  {f}" for g in inv.gpus for f in findings(g, inv)]
     out += [f"  setting: {n}" for g in inv.gpus for n in config_notes(g)]
     notes = [n for g in inv.gpus for n in xid_notes(g)]
     if inv.xids_why is not None:

@@ -106,6 +106,9 @@ class GpuOptions:
     gpu_topo: str | None = option(Flag(
         "--gpu-topo", "gpu info/check/plan: a recorded `nvidia-smi topo -m` output beside "
         "--gpu-smi, for the NVLinks between its GPUs", metavar="FILE"))
+    gpu_nvlink: str | None = option(Flag(
+        "--gpu-nvlink", "gpu info/check/plan: a recorded `nvidia-smi nvlink -s` output beside "
+        "--gpu-smi, for the state of each GPU's NVLinks", metavar="FILE"))
     gpu_procfs: str | None = option(Flag(
         "--gpu-procfs", "gpu info/check: the procfs tree beside --gpu-smi, for the job of each "
         "GPU process (default: /proc on this node; none for a recorded file)", metavar="DIR"))
@@ -120,7 +123,7 @@ def inventory(o: GpuOptions) -> gpus.Inventory:
     """This node's GPUs, or a recorded node's (whose processes' jobs and Xid events come from
     its own procfs tree and kernel log, never this node's)."""
     proc = o.gpu_procfs or (None if o.gpu_smi else "/proc")
-    return gpus.discover(o.gpu_smi, o.gpu_sysfs, proc, o.gpu_topo, o.gpu_dmesg)
+    return gpus.discover(o.gpu_smi, o.gpu_sysfs, proc, o.gpu_topo, o.gpu_dmesg, o.gpu_nvlink)
 
 
 def _chosen(o: GpuOptions, inv: gpus.Inventory) -> list[gpus.Gpu]:
@@ -330,7 +333,7 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
     # the node's GPUs, measured or not, and also where CUDA cannot run: what needs an
     # administrator (an unregistered fabric is why CUDA refuses them)
     for g in inv.gpus:
-        for f in gpus.findings(g):
+        for f in gpus.findings(g, inv):
             ctx.warnings.append(f"gpu: {f}")
             ctx.findings.append({"benchmark": "gpu", "kind": HEALTH, "item": f"GPU{g.index}",
                                  "message": f})
@@ -680,7 +683,7 @@ def check(o: GpuOptions) -> int:
     print(f"{who}: CPUs {format_cpulist(b.cpus)}; GPUs ({b.source}): " + (", ".join(
         f"GPU{g.index} {g.bus_id} (NUMA {g.numa_node}, local CPUs "
         f"{format_cpulist(g.local_cpus) or '?'})" for g in b.gpus) or "none"))
-    found = [*b.warnings, *gpus.sharing(inv), *(f for g in inv.gpus for f in gpus.findings(g))]
+    found = [*b.warnings, *gpus.sharing(inv), *(f for g in inv.gpus for f in gpus.findings(g, inv))]
     for w in found:
         print(f"WARNING: {w}")
     for n in (n for g in inv.gpus for n in gpus.xid_notes(g)):  # events, not states: exit 0
