@@ -863,6 +863,8 @@ def test_nvlinks_down_where_the_siblings_have_them_up(a100, tmp_path):
     assert r.code == 1 and "WARNING: GPU4 (0000:87:00.0): 2 of its 12 NVLinks" in r.out, r.out
     r = hpcprobe("gpu", "info", *recorded)
     assert r.code == 0 and "NVLinks are inactive" not in r.out
+    assert_user_error(hpcprobe("gpu", "info", "--gpu-nvlink", str(NVLINK)),
+                      "--gpu-nvlink: a recorded node's output, to go with that node's --gpu-smi")
 
 
 def test_peer_copies_show_their_link():

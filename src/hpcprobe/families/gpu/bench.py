@@ -123,6 +123,10 @@ def inventory(o: GpuOptions) -> gpus.Inventory:
     """This node's GPUs, or a recorded node's (whose processes' jobs and Xid events come from
     its own procfs tree and kernel log, never this node's)."""
     proc = o.gpu_procfs or (None if o.gpu_smi else "/proc")
+    if not o.gpu_smi and (given := [f for f, v in (("--gpu-topo", o.gpu_topo),
+                                                   ("--gpu-nvlink", o.gpu_nvlink)) if v]):
+        raise UserError(f"{' and '.join(given)}: a recorded node's output, to go with that "
+                        "node's --gpu-smi FILE.xml (this node's own is read from nvidia-smi)")
     return gpus.discover(o.gpu_smi, o.gpu_sysfs, proc, o.gpu_topo, o.gpu_dmesg, o.gpu_nvlink)
 
 
