@@ -863,6 +863,9 @@ def test_nvlinks_down_where_the_siblings_have_them_up(a100, tmp_path):
     assert r.code == 1 and "WARNING: GPU4 (0000:87:00.0): 2 of its 12 NVLinks" in r.out, r.out
     r = hpcprobe("gpu", "info", *recorded)
     assert r.code == 0 and "NVLinks are inactive" not in r.out
+    topo = DATA / "a100-8gpu-2s-topo.txt"  # another command's output
+    assert_user_error(hpcprobe("gpu", "info", *recorded, "--gpu-nvlink", str(topo)),
+                      f"{topo}: not `nvidia-smi nvlink -s` output")
     assert_user_error(hpcprobe("gpu", "info", "--gpu-nvlink", str(NVLINK)),
                       "--gpu-nvlink: a recorded node's output, to go with that node's --gpu-smi")
 

@@ -563,12 +563,14 @@ def parse_nvlink_status(text: str) -> dict[int, tuple[float | None, ...]]:
     return {i: tuple(links[k] for k in sorted(links)) for i, links in out.items()}
 
 
-def with_nvlinks(inv: Inventory, text: str | None) -> Inventory:
+def with_nvlinks(inv: Inventory, text: str | None, source: str | None = None) -> Inventory:
     """The inventory with each GPU's NVLinks as `nvidia-smi nvlink -s` gave them (`text`; None:
-    not read)."""
+    not read); a recorded file's `source` that names no GPU is refused."""
     if text is None:
         return inv
     by_index = parse_nvlink_status(text)
+    if source is not None and not by_index:
+        raise UserError(f"{source}: not `nvidia-smi nvlink -s` output (no 'GPU N:' line)")
     return dataclasses.replace(inv, gpus=tuple(
         dataclasses.replace(g, nvlinks=by_index.get(g.index, ())) for g in inv.gpus))
 
@@ -620,7 +622,8 @@ def discover(smi: str | None = None, sysfs: str | os.PathLike[str] = "/sys",
     if smi is not None:
         inv = from_smi(read_input(smi), sysfs, proc, smi)
         topo_text = read_input(topo) if topo is not None else None
-        inv = with_nvlinks(inv, None if nvlink is None else read_input(nvlink))
+        if nvlink is not None:
+            inv = with_nvlinks(inv, read_input(nvlink), nvlink)
     else:
         text, why = _smi("-q", "-x")
         if text is None:
