@@ -843,6 +843,9 @@ def test_nvlinks_down_where_the_siblings_have_them_up(a100, tmp_path):
     inv = gpus.with_nvlinks(a100, NVLINK.read_text())
     assert inv.gpus[4].nvlinks.count(None) == 2
     assert inv.gpus[4].to_dict()["nvlink_gbs"][7] is None
+    assert gpus.nvlink_state(replace(inv.gpus[0], nvlinks=(25.0, 26.562, None))) == \
+        "NVLinks 2 of 3 up at 25-26.562 GB/s (inactive: 2)"
+    assert gpus.nvlink_state(a100.gpus[0]) is None  # not read
     [down] = [f for f in gpus.findings(inv.gpus[4], inv) if "NVLinks" in f]
     assert down.startswith("GPU4 (0000:87:00.0): 2 of its 12 NVLinks are inactive (link(s) "
                            "7, 11) where its siblings have 12 active") and "nvlink -e -i 4" in down
@@ -858,6 +861,8 @@ def test_nvlinks_down_where_the_siblings_have_them_up(a100, tmp_path):
     recorded = ["--gpu-smi", str(A100), "--gpu-sysfs", str(tmp_path / "sys")]
     r = hpcprobe("gpu", "info", *recorded, "--gpu-nvlink", str(NVLINK))
     assert r.code == 0 and "GPU4 (0000:87:00.0): 2 of its 12 NVLinks are inactive" in r.out, r.out
+    assert "row(s) remapped; NVLinks 12 of 12 up at 25 GB/s; processes: none" in r.out
+    assert "NVLinks 10 of 12 up at 25 GB/s (inactive: 7, 11); processes" in r.out
     r = hpcprobe("gpu", "check", *recorded, "--gpu-nvlink", str(NVLINK),
                  env={"CUDA_VISIBLE_DEVICES": "0"})
     assert r.code == 1 and "WARNING: GPU4 (0000:87:00.0): 2 of its 12 NVLinks" in r.out, r.out

@@ -690,6 +690,19 @@ def locality_rows(inv: Inventory) -> list[list[str]]:
     return rows
 
 
+def nvlink_state(g: Gpu) -> str | None:
+    """How many of a GPU's NVLinks are up, at what rate, and which are not; None where they
+    were not read."""
+    if not g.nvlinks:
+        return None
+    up = sorted({x for x in g.nvlinks if x is not None})
+    down = [str(k) for k, x in enumerate(g.nvlinks) if x is None]
+    rate = f" at {up[0]:g} GB/s" if len(up) == 1 else \
+        f" at {up[0]:g}-{up[-1]:g} GB/s" if up else ""
+    return (f"NVLinks {len(g.nvlinks) - len(down)} of {len(g.nvlinks)} up{rate}"
+            + (f" (inactive: {', '.join(down)})" if down else ""))
+
+
 def inactive_nvlinks(g: Gpu, node: Inventory) -> tuple[list[int], int]:
     """A GPU's inactive NVLinks, where it has fewer active than the most among the node's
     GPUs of its model (bridges or a baseboard can leave links unused by design: a link counts

@@ -651,7 +651,9 @@ def info(o: GpuOptions) -> int:
                           for p in g.processes) or "none"
         print(f"  GPU{g.index}: {g.name}, {mem}, {g.architecture or '?'}, max SM "
               f"{g.max_sm_mhz or '?'} MHz, memory {g.max_mem_mhz or '?'} MHz, uuid "
-              f"{g.uuid}; {g.health}; processes: {procs}")
+              f"{g.uuid}; {g.health}; "
+              + (f"{links}; " if (links := gpus.nvlink_state(g)) else "")
+              + f"processes: {procs}")
     try:
         tk = toolkit.find()
         print(f"CUDA toolkit: nvcc {tk.release} at {tk.nvcc} (architectures "
