@@ -152,3 +152,18 @@ def test_an_unbounded_ratio_ci_is_null_in_json(tmp_path):
     assert r.code == 0, r.err
     row = strict(r.out)["rows"][0]  # type: ignore[index]
     assert row["ratio_ci_high"] is None and row["ratio"] == 1.0
+
+
+def test_an_interrupted_run_is_said_to_lack_its_later_figures(tmp_path):
+    """Its figures from the benchmark it stopped in on are missing, not unjoined: say so."""
+    run = results.read_json(NPS4)
+    run.provenance["interrupted"] = {"benchmark": "latency", "not_run": ["numa"]}
+    cut = tmp_path / "cut.json"
+    results.write_json(run, cut)
+    r = hpcprobe("compare", BASE, str(cut))
+    assert r.code == 0, r.err
+    assert f"Run {compare.label(run)} was interrupted during latency: the figures it would " \
+        "have measured from there on are missing from it." in r.out.replace("\n", " ")
+    assert "was interrupted" not in hpcprobe("compare", BASE, NPS4).out
+    r = hpcprobe("compare", BASE, str(cut), "--json")
+    assert json.loads(r.out)["interrupted"] == {compare.label(run): "latency"}

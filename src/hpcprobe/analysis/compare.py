@@ -70,6 +70,9 @@ class Comparison:
     differences: list[tuple[str, list[str]]]  # fingerprint labels whose values differ
     rows: list[Row]
     only_in: dict[str, int]  # metrics of each run without a partner in the baseline
+    #: runs stopped by Ctrl-C or SIGTERM -> the benchmark they stopped in (their later figures
+    #: are missing, not lost by the join)
+    interrupted: dict[str, str] = field(default_factory=dict)
 
 
 def label(run: Run) -> str:
@@ -144,7 +147,9 @@ def compare(runs: list[Run], ignore: NotJoined) -> Comparison:
                             label(run), ma, mb, mb / ma, lo, hi, p, p < ALPHA, len(a.samples),
                             len(b.samples)))
     rows.sort(key=lambda r: (-r.effect, r.benchmark, r.name, r.params))
-    return Comparison([label(r) for r in runs], fingerprint.differences(runs), rows, only)
+    cut = {label(r): r.provenance["interrupted"]["benchmark"] for r in runs
+           if r.provenance.get("interrupted")}
+    return Comparison([label(r) for r in runs], fingerprint.differences(runs), rows, only, cut)
 
 
 CSV_COLUMNS = ("benchmark", "name", "params", "unit", "better", "run", "baseline_median",
@@ -155,4 +160,5 @@ CSV_COLUMNS = ("benchmark", "name", "params", "unit", "better", "run", "baseline
 def to_json(c: Comparison) -> dict[str, Any]:
     return {"runs": c.runs, "baseline": c.runs[0],
             "differences": [{"what": k, "values": v} for k, v in c.differences],
-            "rows": [r.to_dict() for r in c.rows], "only_in": c.only_in}
+            "rows": [r.to_dict() for r in c.rows], "only_in": c.only_in,
+            "interrupted": c.interrupted}

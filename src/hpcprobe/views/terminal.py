@@ -65,6 +65,9 @@ def render_comparison(c: Comparison, console: Console, limit: int | None) -> Non
     then the metrics by effect size."""
     console.print(f"Baseline: run {c.runs[0]}; compared: {', '.join(c.runs[1:])}",
                   highlight=False)
+    for run, where in c.interrupted.items():
+        console.print(f"Run {run} was interrupted during {where}: the figures it would have "
+                      "measured from there on are missing from it.", highlight=False)
     if c.differences:
         t = Table(title="What differs (configuration fingerprint)")
         t.add_column("setting")
