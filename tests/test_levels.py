@@ -1,6 +1,6 @@
 """Cache-plateau identification on synthetic curves."""
 
-from hpcprobe.analysis.levels import check_levels, edge_seen
+from hpcprobe.analysis.levels import GUEST_NOTE, check_levels, edge_seen
 from hpcprobe.common.units import format_bytes
 
 KiB, MiB = 1 << 10, 1 << 20
@@ -26,9 +26,17 @@ def test_matching_curve_agrees():
 
 
 def test_l3_smaller_than_claimed_disagrees():
-    checks = check_levels(curve(400, 120, 60, 15, edges=(48 * KiB, 2 * MiB, 4 * MiB)), SHARES)
-    l3 = checks[2]
-    assert l3.agrees is False and "L3" in l3.note
+    small = curve(400, 120, 60, 15, edges=(48 * KiB, 2 * MiB, 4 * MiB))
+    l3 = check_levels(small, SHARES)[2]
+    assert l3.agrees is False and "L3" in l3.note and GUEST_NOTE not in l3.note
+    # on a virtual CPU, the likely cause is said; a level larger than claimed has another
+    assert check_levels(small, SHARES, virtual=True)[2].note == l3.note + GUEST_NOTE
+    large = check_levels(curve(400, 120, 60, 15, edges=(48 * KiB, 2 * MiB, 256 * MiB)),
+                         SHARES, virtual=True)[2]
+    assert large.agrees is False and GUEST_NOTE not in large.note
+    [bracketed] = check_levels([(64 * KiB, 200.0), (256 * KiB, 200.0), (4 * MiB, 100.0)],
+                               [("L3", 32 * MiB)], virtual=True)  # ends between, both short
+    assert bracketed.agrees is False and bracketed.note.endswith(GUEST_NOTE)
 
 
 def test_missing_level_disagrees():

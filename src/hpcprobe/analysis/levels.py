@@ -25,6 +25,9 @@ EDGE_TOLERANCE = 2.5
 #: past its nominal capacity): the edge is said as the bracket, and judged only where the
 #: bracket settles it.
 LOOSE_BRACKET = 4.0
+#: Said of a level that ends well before its stated size on a virtual CPU.
+GUEST_NOTE = ("; a virtual machine is often told of a larger cache than it gets (the host's "
+              "is shared with other guests, or the stated topology is not the host's)")
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,8 @@ class LevelCheck:
 
 
 def check_levels(points: Sequence[tuple[int, float]], shares: Sequence[tuple[str, int]],
-                 unit: str = "GB/s", lower_is_better: bool = False) -> list[LevelCheck]:
+                 unit: str = "GB/s", lower_is_better: bool = False, virtual: bool = False
+                 ) -> list[LevelCheck]:
     """Check each cache level of `shares` ((name, capacity per thread) from small to large)
     against `points` ((working set per thread, figure) of one sweep).
 
@@ -58,7 +62,8 @@ def check_levels(points: Sequence[tuple[int, float]], shares: Sequence[tuple[str
     which agrees with the topology within EDGE_TOLERANCE of the capacity; two far apart only
     bound it: it agrees when both bounds lie in that window, disagrees when the two lie wholly
     outside it, and is not judged (None) otherwise. Bandwidth falls from level to level;
-    a latency (lower_is_better) rises and is judged through its rate 1/latency."""
+    a latency (lower_is_better) rises and is judged through its rate 1/latency. On a
+    `virtual` CPU a level that ends short of its stated size says why that may be."""
     to_rate: Callable[[float], float] = (lambda v: 1.0 / v) if lower_is_better else (lambda v: v)
     pts = sorted((s, to_rate(v)) for s, v in points if v > 0)
     out: list[LevelCheck] = []
@@ -106,10 +111,11 @@ def check_levels(points: Sequence[tuple[int, float]], shares: Sequence[tuple[str
             where = f"ends near {format_bytes(edge)} per thread"
         verdict = {True: ", agrees with", False: ", disagrees with",
                    None: " (no sweep point between): it cannot be placed against"}[agrees]
+        short = agrees is False and (hi if edge is None else edge) < window[0]
         out.append(LevelCheck(
             name, cap, shown, edge, agrees,
             f"{name}: {level_span} plateau {where}{verdict} the {format_bytes(cap)} per thread "
-            "the topology reports", step))
+            "the topology reports" + (GUEST_NOTE if virtual and short else ""), step))
     return out
 
 

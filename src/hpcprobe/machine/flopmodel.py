@@ -61,6 +61,12 @@ def parse_cpuinfo(text: str) -> CpuId | None:
         return None
 
 
+def virtual_cpu() -> bool:
+    """Whether this CPU says it runs under a hypervisor."""
+    cpu = read_cpuid()
+    return cpu is not None and cpu.virtual
+
+
 def read_cpuid(path: str = "/proc/cpuinfo") -> CpuId | None:
     try:
         return parse_cpuinfo(Path(path).read_text())

@@ -13,6 +13,7 @@ from hpcprobe.analysis.levels import check_levels
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import OptionError
 from hpcprobe.common.units import format_bytes
+from hpcprobe.machine import flopmodel
 from hpcprobe.machine.placement import plan as place
 from hpcprobe.machine.sizing import (
     cache_shares,
@@ -369,7 +370,8 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
                         time.perf_counter() + settings.budget_s * C2C_BUDGET_SHARE)
                 team.select([cpu])
     if opts.size_bytes is None:  # levels are read off a sweep; one size (--size) has none
-        for chk in check_levels(curve, cache_shares(topo, (cpu,)), "ns", lower_is_better=True):
+        for chk in check_levels(curve, cache_shares(topo, (cpu,)), "ns", lower_is_better=True,
+                                virtual=flopmodel.virtual_cpu()):
             ctx.findings.append({"benchmark": "latency", "kind": "cache_level",
                                  "kernel": "chase", "threads": 1, "unit": "ns",
                                  "message": chk.note, **chk.to_dict()})

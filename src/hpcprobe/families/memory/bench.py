@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from hpcprobe.analysis.levels import check_levels
 from hpcprobe.common.errors import OptionError
 from hpcprobe.common.units import format_bytes
+from hpcprobe.machine import flopmodel
 from hpcprobe.machine.placement import active_counts
 from hpcprobe.machine.placement import plan as place
 from hpcprobe.machine.sizing import (
@@ -305,7 +306,8 @@ def _check_sweeps(ctx: RunContext, curves: dict[tuple[tuple[int, ...], str],
                                            list[tuple[int, float]]]) -> None:
     """Find each sweep's cache plateaus and compare them with the topology's cache sizes."""
     for (cpus, kernel), points in curves.items():
-        for chk in check_levels(points, cache_shares(ctx.topo, cpus)):
+        for chk in check_levels(points, cache_shares(ctx.topo, cpus),
+                                virtual=flopmodel.virtual_cpu()):
             ctx.findings.append({"benchmark": "memory", "kind": "cache_level", "kernel": kernel,
                                  "threads": len(cpus), "unit": "GB/s", "message": chk.note,
                                  **chk.to_dict()})
