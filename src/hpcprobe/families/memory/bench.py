@@ -305,9 +305,9 @@ def run(ctx: RunContext, opts: MemoryOptions | None) -> None:
 def _check_sweeps(ctx: RunContext, curves: dict[tuple[tuple[int, ...], str],
                                            list[tuple[int, float]]]) -> None:
     """Find each sweep's cache plateaus and compare them with the topology's cache sizes."""
+    virtual = flopmodel.virtual_cpu()
     for (cpus, kernel), points in curves.items():
-        for chk in check_levels(points, cache_shares(ctx.topo, cpus),
-                                virtual=flopmodel.virtual_cpu()):
+        for chk in check_levels(points, cache_shares(ctx.topo, cpus), virtual=virtual):
             ctx.findings.append({"benchmark": "memory", "kind": "cache_level", "kernel": kernel,
                                  "threads": len(cpus), "unit": "GB/s", "message": chk.note,
                                  **chk.to_dict()})
