@@ -76,6 +76,13 @@ def test_two_runs_are_overlaid_and_compared(measured):
     other.run_id, other.tag = "f" * 12, "second"
     html, _ = report.build([measured, other], *REG)
     assert "Comparison against" in html and "~" in html
+    assert "(interrupted" not in html
+    # a run stopped by a signal is marked where it is listed and where its results begin
+    other.provenance = {**other.provenance,
+                        "interrupted": {"benchmark": "compute", "not_run": []}}
+    html, _ = report.build([measured, other], *REG)
+    assert "<td>memory,latency,frequency,compute (interrupted)</td>" in html
+    assert "<h2>Run second (interrupted during compute)</h2>" in html
 
 
 def test_cli_report_with_pngs_and_an_unwritable_path(tmp_path):

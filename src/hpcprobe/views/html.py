@@ -120,7 +120,9 @@ def build(runs: list[Run], views: Sequence[View], figures: Sequence[Figures],
     parts = _head(title)
     parts.append(_table(["run", "host", "tag", "created", "profile", "benchmarks", "seconds"],
                         [[r.run_id, r.host, r.tag or "", r.created, r.profile,
-                          ",".join(r.benchmarks), f"{r.duration_s:.1f}"] for r in runs]))
+                          ",".join(r.benchmarks)
+                          + (" (interrupted)" if r.provenance.get("interrupted") else ""),
+                          f"{r.duration_s:.1f}"] for r in runs]))
     fps = [fingerprint.fingerprint(r) for r in runs]
     labels = list(dict.fromkeys(k for fp in fps for k in fp))
     differs = {k for k, _ in fingerprint.differences(runs)}
