@@ -215,6 +215,10 @@ class Gpu:
     #: where not read or the GPU has none)
     nvlinks: tuple[float | None, ...] = ()
 
+    @property
+    def nvlinks_up(self) -> int:
+        return sum(x is not None for x in self.nvlinks)
+
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "name": self.name, "uuid": self.uuid,
                 "bus_id": self.bus_id, "minor": self.minor, "memory_bytes": self.memory_bytes,
@@ -699,7 +703,7 @@ def nvlink_state(g: Gpu) -> str | None:
     down = [str(k) for k, x in enumerate(g.nvlinks) if x is None]
     rate = f" at {up[0]:g} GB/s" if len(up) == 1 else \
         f" at {up[0]:g}-{up[-1]:g} GB/s" if up else ""
-    return (f"NVLinks {len(g.nvlinks) - len(down)} of {len(g.nvlinks)} up{rate}"
+    return (f"NVLinks {g.nvlinks_up} of {len(g.nvlinks)} up{rate}"
             + (f" (inactive: {', '.join(down)})" if down else ""))
 
 
@@ -708,8 +712,8 @@ def inactive_nvlinks(g: Gpu, node: Inventory) -> tuple[list[int], int]:
     GPUs of its model (bridges or a baseboard can leave links unused by design: a link counts
     as lost only where a sibling has it up); and that most. Nothing where it has no sibling."""
     siblings = [s for s in node.gpus if s.name == g.name and s.nvlinks]
-    most = max((sum(x is not None for x in s.nvlinks) for s in siblings), default=0)
-    if len(siblings) < 2 or sum(x is not None for x in g.nvlinks) >= most:
+    most = max((s.nvlinks_up for s in siblings), default=0)
+    if len(siblings) < 2 or g.nvlinks_up >= most:
         return [], most
     return [k for k, x in enumerate(g.nvlinks) if x is None], most
 
