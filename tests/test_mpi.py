@@ -19,10 +19,12 @@ import pytest
 
 from conftest import DATA, MPI, assert_user_error, hpcprobe, needs_mpi
 from hpcprobe.common.errors import UserError
+from hpcprobe.families.mpi import protocol
 from hpcprobe.families.mpi.bench import MpiOptions, pair_cpus, plan
 from hpcprobe.machine import topology
-from hpcprobe.mpi import build, find, launchers
+from hpcprobe.mpi import build, find, launchers, params
 from hpcprobe.mpi.launchers import Layout
+from hpcprobe.results.model import Metric
 
 pytestmark = pytest.mark.usefixtures("private_cache")
 WHEEL = Path(sys.prefix) / "bin" / "mpicc"
@@ -391,3 +393,88 @@ def test_a_launcher_that_cannot_start_stores_nothing(tmp_path):
     assert_user_error(r, "srun launcher could not start", "Unable to contact slurm controller")
     assert not db.exists() or \
         sqlite3.connect(db).execute("select count(*) from runs").fetchone()[0] == 0
+
+
+# ------------------------------------------------------------------ protocol changes
+
+#: `ompi_info --parsable --param btl all --level 9`, the lines read (Open MPI 4.1, Debian 12)
+OMPI_INFO = """\
+mca:btl:ofi:param:btl_ofi_eager_limit:value:0
+mca:btl:tcp:param:btl_tcp_rndv_eager_limit:value:65536
+mca:btl:tcp:param:btl_tcp_eager_limit:value:65536
+mca:btl:vader:param:btl_vader_single_copy_mechanism:value:cma
+mca:btl:vader:param:btl_vader_single_copy_mechanism:source:default
+mca:btl:vader:param:btl_vader_rndv_eager_limit:value:32768
+mca:btl:vader:param:btl_vader_eager_limit:value:4096
+mca:btl:self:param:btl_self_eager_limit:value:1024
+"""
+VADER, TCP = params.parse(OMPI_INFO)[1], params.parse(OMPI_INFO)[0]
+
+
+def curve(name: str, figures: dict[int, tuple[float, float]], pair: str = "intra-l3"
+          ) -> list[Metric]:
+    """A point-to-point curve: size -> (median, relative spread of its samples)."""
+    p = {"ranks": 2, "placement": "one-per-core", "pair": pair, "cpus": "0-1", "hosts": "",
+         "pairs": 1}
+    return [Metric("mpi", name, "MB/s", dict(p, size_bytes=s),
+                   [v * (1 + spread * k / 5) for k in range(-5, 6)])
+            for s, (v, spread) in figures.items()]
+
+
+def test_ompi_info_gives_each_btls_eager_limit_and_copy():
+    got = params.parse(OMPI_INFO)
+    assert [(b.name, b.eager_limit, b.single_copy) for b in got] == [
+        ("tcp", 65536, None), ("vader", 4096, "cma")]  # ofi sends nothing eagerly; self: itself
+    assert VADER.shared_memory and not TCP.shared_memory
+    assert params.parse("") == [] and params.parse("not ompi_info\n") == []
+
+
+def test_a_bandwidth_fall_at_the_eager_limit_is_one_finding_naming_the_setting():
+    ms = curve("bandwidth", {1024: (11000, 0.02), 2048: (18000, 0.02), 4096: (2800, 0.02),
+                             8192: (4800, 0.02)}) + \
+        curve("bibw", {2048: (21000, 0.02), 4096: (5300, 0.02)})
+    got = protocol.findings(ms, [TCP, VADER])
+    assert len(got) == 1
+    f = got[0]
+    assert f["kind"] == "protocol_switch" and f["sizes"] == [2048, 4096]
+    assert "from 2 KiB to 4 KiB" in f["message"]
+    assert "bandwidth 18000 -> 2800 MB/s (x0.16)" in f["message"]
+    assert "bibw 21000 -> 5300 MB/s (x0.25)" in f["message"]
+    assert "btl_vader_eager_limit is 4096 B" in f["message"] and "by cma" in f["message"]
+    assert "OMPI_MCA_btl_vader_single_copy_mechanism" in f["message"]
+    assert "tcp" not in f["message"]  # an intra-node pair does not go over TCP
+
+
+def test_a_fall_inside_the_noise_or_small_is_no_finding():
+    noisy = curve("bandwidth", {2048: (18000, 0.5), 4096: (12000, 0.5)})
+    small = curve("bandwidth", {2048: (18000, 0.01), 4096: (15000, 0.01)})  # x0.83
+    rising = curve("bandwidth", {2048: (18000, 0.01), 4096: (30000, 0.01)})
+    latency = [dataclasses.replace(m, name="latency", unit="us")
+               for m in curve("bandwidth", {2048: (2.0, 0.01), 4096: (0.2, 0.01)})]
+    for ms in (noisy, small, rising, latency):
+        assert protocol.findings(ms, [VADER]) == []
+
+
+def test_a_fall_no_limit_explains_says_what_else_does_it():
+    ms = curve("bandwidth", {262144: (15000, 0.01), 524288: (10000, 0.01)})
+    (f,) = protocol.findings(ms, [TCP, VADER])
+    assert "btl_vader" not in f["message"] and "UCX_RNDV_THRESH" in f["message"]
+    assert "outgrow a cache" in f["message"]
+    # between nodes the shared-memory BTL is not the carrier; TCP's limit is
+    ms = curve("bandwidth", {32768: (900, 0.01), 65536: (400, 0.01)}, pair="inter-node")
+    (f,) = protocol.findings(ms, [TCP, dataclasses.replace(VADER, eager_limit=65536)])
+    assert "btl_tcp_eager_limit is 65536 B" in f["message"] and "vader" not in f["message"]
+
+
+@needs_mpi
+def test_open_mpi_reports_its_limits_under_this_environment(monkeypatch):
+    if MPI.implementation != "Open MPI":
+        assert params.btls(MPI) == []
+        return
+    shm = [b for b in params.btls(MPI) if b.shared_memory]
+    assert len(shm) == 1 and shm[0].eager_limit > 0
+    monkeypatch.setenv(f"OMPI_MCA_btl_{shm[0].name}_eager_limit", str(3 * shm[0].eager_limit))
+    assert [b.eager_limit for b in params.btls(MPI) if b.shared_memory] == \
+        [3 * shm[0].eager_limit]
+    r = hpcprobe("mpi", "info")
+    assert f"{shm[0].name} {3 * shm[0].eager_limit} B" in r.out, r.out

@@ -122,6 +122,16 @@ def test_the_dry_run_shows_each_configurations_steps_in_order(tmp_path):
     assert "run pgbench --pg-time 2" in r.out
 
 
+def test_the_mpi_example_sets_each_configurations_mca_variable():
+    r = hpcprobe("sweep", str(EXAMPLE.with_name("mpi-eager.toml")), "--dry-run")
+    assert r.code == 0, r.err
+    runs = [ln.strip() for ln in r.out.splitlines() if "pt2pt:" in ln]
+    assert len(runs) == 3 and all("run mpi --tests latency,bandwidth" in ln for ln in runs)
+    assert "OMPI_MCA" not in runs[0]
+    assert "OMPI_MCA_btl_vader_eager_limit=32768" in runs[1]
+    assert "OMPI_MCA_btl_vader_single_copy_mechanism=none" in runs[2]
+
+
 REFUSED = APP_SWEEP + """
 [workloads.typo]
 family = "memory"

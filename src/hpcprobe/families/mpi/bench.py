@@ -11,13 +11,14 @@ from typing import Any
 
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import OptionError, UserError
+from hpcprobe.families.mpi import protocol
 from hpcprobe.machine.placement import plan as place
 from hpcprobe.machine.sizing import thread_ladder
 from hpcprobe.machine.topology import Topology, relation
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, MetricSpec, RunContext, option
 from hpcprobe.measure.sampling import Sampled
-from hpcprobe.mpi import build, find, launch, launchers
+from hpcprobe.mpi import build, find, launch, launchers, params
 from hpcprobe.mpi.launchers import Layout
 from hpcprobe.mpi.program import COLLECTIVES, PT2PT, UNITS
 from hpcprobe.results.model import Metric
@@ -295,6 +296,10 @@ def run(ctx: RunContext, opts: MpiOptions | None) -> None:
         if outcome.error:
             ctx.errors.append(f"mpi ({what}): {outcome.error}; the figures measured before "
                               "are kept")
+    mine = [m for m in ctx.metrics if m.benchmark == "mpi"]
+    if found := protocol.findings(mine, params.btls(mpi) if protocol.falls(mine) else []):
+        ctx.findings += found
+        ctx.warnings += [f"mpi: {f['message']}" for f in found]
 
 
 def info(opts: MpiOptions) -> int:
@@ -308,6 +313,10 @@ def info(opts: MpiOptions) -> int:
     print(f"wrapper:      {mpi.wrapper_flags}")
     print(f"fingerprint:  {mpi.fingerprint}")
     print(f"test program: {exe} ({'built' if exe.is_file() else 'built on first use'})")
+    if btls := params.btls(mpi):
+        print("eager limits: " + ", ".join(
+            f"{b.name} {b.eager_limit} B" + (f" (then single copy by {b.single_copy})"
+                                            if b.single_copy else "") for b in btls))
     print("launchers:")
     for name, path in launchers.available(mpi).items():
         ln = launchers.LAUNCHERS[name]

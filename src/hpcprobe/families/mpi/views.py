@@ -28,7 +28,7 @@ TITLES = {
 }
 
 
-def _layout_key(p: dict[str, Any]) -> tuple[Any, ...]:
+def layout_key(p: dict[str, Any]) -> tuple[Any, ...]:
     return p["ranks"], p["placement"], p.get("pair"), p["cpus"], p["hosts"]
 
 
@@ -37,7 +37,7 @@ def render(metrics: list[Metric]) -> str:
     by: dict[tuple[Any, ...], dict[str, Metric]] = defaultdict(dict)
     for metric in metrics:
         if metric.benchmark == "mpi":
-            by[(metric.params.get("size_bytes"), *_layout_key(metric.params))][metric.name] = \
+            by[(metric.params.get("size_bytes"), *layout_key(metric.params))][metric.name] = \
                 metric
     blocks: dict[tuple[Any, ...], list[str]] = defaultdict(list)
     for key in sorted(by, key=lambda k: (str(k[1:]), k[0])):
@@ -61,7 +61,7 @@ def render(metrics: list[Metric]) -> str:
                        f"{s.median:16.2f} {ci:6.1f} {s.n:4d}")
             else:
                 row = f"{p['size_bytes']:<12d} {s.median:18.2f} {ci:6.1f} {s.n:4d}"
-            blocks[(test, *_layout_key(p))].append(row)
+            blocks[(test, *layout_key(p))].append(row)
     out = []
     order = list(TITLES)
     for (test, ranks, placement, pair, cpus, hosts), rows in sorted(
