@@ -95,7 +95,7 @@ def _add_run_options(r: argparse.ArgumentParser) -> None:
     prof = r.add_mutually_exclusive_group()
     prof.add_argument("--profile", default="default",
                       help="time and sample budget: " + "; ".join(
-                          f"{p.name} ({p.description})" for p in profiles.PROFILES.values())
+                          f"{p.name} ({p.help})" for p in profiles.PROFILES.values())
                       + " (default: default)")
     prof.add_argument("--quick", action="store_const", dest="profile", const="quick",
                       help="same as --profile quick")

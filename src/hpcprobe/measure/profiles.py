@@ -19,15 +19,20 @@ class Profile:
     sample_s: float  # shortest timed sample for cache-resident sizes
     curve_points: int | None  # most active-core counts in a curve (None: all)
 
+    @property
+    def help(self) -> str:
+        r = self.repetition
+        return (f"{self.description}; {r.min_samples}-{r.max_samples} samples a figure, CI "
+                f"target ±{100 * r.target:g} %")
+
 
 PROFILES: dict[str, Profile] = {
     p.name: p for p in (
-        Profile("quick", "a first look: triad sweep, STREAM with ordinary stores, latency with "
-                "default pages, few samples",
+        Profile("quick", "a first look: each family's shortest plan and budget",
                 repetition=Repetition(0.02, 3, 10), sample_s=0.001, curve_points=8),
-        Profile("default", "sweep L1 to DRAM, STREAM ladder, CI target 2 %, 14 s memory budget",
+        Profile("default", "each family's full plan",
                 repetition=Repetition(0.02, 5, 30), sample_s=0.002, curve_points=16),
-        Profile("thorough", "dense sweep, more samples, for reference measurements",
+        Profile("thorough", "reference measurements: denser sweeps, longer budgets",
                 repetition=Repetition(0.01, 10, 100), sample_s=0.01, curve_points=None),
     )
 }
