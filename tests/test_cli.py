@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sqlite3
+import stat
 
 import pytest
 
@@ -288,3 +289,23 @@ def test_dry_run_plans_for_a_recorded_machine(tmp_path):
                  str(DATA / "epyc-2s-nps4-128c.xml"))
     assert r.code == 0, r.err
     assert "triad regular" in r.out and "64 GiB" in r.out
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="making a device node needs root")
+def test_a_document_that_cannot_be_written_loses_no_figures(tmp_path):
+    full = tmp_path / "full"  # the kernel's /dev/full: the disk is full for every write
+    os.mknod(full, 0o666 | stat.S_IFCHR, os.makedev(1, 7))
+    db = tmp_path / "r.sqlite"
+    r = hpcprobe("run", "latency", "--size", "64KiB", "--quick", "--db", str(db), "--json",
+                 str(full))
+    assert_user_error(r, f"--json {full}: cannot write it (No space left on device)",
+                      "the run is stored as")
+    (run_id,) = [row[0] for row in sqlite3.connect(db).execute("select run_id from runs")]
+    assert f"stored as {run_id}" in r.err
+    shown = hpcprobe("show", run_id, "--db", str(db), "--json")
+    assert shown.code == 0 and json.loads(shown.out)["metrics"]
+    # nowhere else to keep it: the error alone, as before
+    r = hpcprobe("run", "latency", "--size", "64KiB", "--quick", "--no-store", "--json",
+                 str(full))
+    assert_user_error(r, "No space left on device")
+    assert "stored" not in r.err

@@ -523,10 +523,17 @@ def _keep(a: argparse.Namespace, run: results.Run, store: Store | None,
     piped = files.is_stdout(a.json)
     console = _console(piped or files.is_stdout(getattr(a, "report", None)))
     terminal.render(run, console, registry.views())
+    unwritten: HpcprobeError | None = None  # the document, where the store keeps the run
     if a.json:  # first: if the store fails now, the figures are in the document
-        results.write_json(run, a.json)
-        if not piped:
-            console.print(f"Wrote {a.json}.", highlight=False)
+        try:
+            results.write_json(run, a.json)
+        except HpcprobeError as exc:
+            if store is None:
+                raise
+            unwritten = exc
+        else:
+            if not piped:
+                console.print(f"Wrote {a.json}.", highlight=False)
     if store is not None:
         try:
             for part in parts:
@@ -534,7 +541,7 @@ def _keep(a: argparse.Namespace, run: results.Run, store: Store | None,
             store.save(run)
         except HpcprobeError as exc:
             kept = f"; the run is in {'the document on standard output' if piped else a.json} " \
-                "(`hpcprobe import` can store it later)" if a.json else ""
+                "(`hpcprobe import` can store it later)" if a.json and not unwritten else ""
             raise HpcprobeError(f"{exc}{kept}") from None
         finally:
             store.close()
@@ -546,7 +553,7 @@ def _keep(a: argparse.Namespace, run: results.Run, store: Store | None,
         from hpcprobe.views import html as report
 
         n = report.write([run], a.report, registry.views(), registry.figures(),
-                         registry.not_joined())
+                         registry.not_joined(), flag="--report")
         console.print(f"Wrote the report {a.report} ({n} plots).", highlight=False)
     else:
         ref = run.run_id if store is not None else None if piped else a.json
@@ -554,6 +561,9 @@ def _keep(a: argparse.Namespace, run: results.Run, store: Store | None,
                       f"another run: `hpcprobe compare {ref} OTHER`." if ref else
                       "Not stored: add --report FILE.html or --json FILE to keep this run's "
                       "figures for a report.", highlight=False)
+    if unwritten is not None:
+        raise type(unwritten)(f"{unwritten}; the run is stored as {run.run_id} "
+                              f"(`hpcprobe show {run.run_id} --json` prints its document)")
 
 
 def _dry_run(a: argparse.Namespace, prof: profiles.Profile, chosen: Sequence[Family], isa: str,
@@ -677,7 +687,7 @@ def cmd_sweep(a: argparse.Namespace) -> int:
         from hpcprobe.views import html as report
 
         n = report.write([out.summary], a.report, registry.views(), registry.figures(),
-                         registry.not_joined())
+                         registry.not_joined(), flag="--report")
         console.print(f"Wrote the report {a.report} ({n} plots).", highlight=False)
     if out.skipped:
         return EXIT_USAGE

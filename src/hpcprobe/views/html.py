@@ -164,9 +164,11 @@ def build(runs: list[Run], views: Sequence[View], figures: Sequence[Figures],
 
 
 def write(runs: list[Run], out: str | os.PathLike[str], views: Sequence[View],
-          figures: Sequence[Figures], ignore: compare.NotJoined, png_dir: str | None = None) -> int:
-    """Write the report (atomically) and, with png_dir, each figure; returns the figure count."""
-    target = files.check_writable(out, "-o")
+          figures: Sequence[Figures], ignore: compare.NotJoined, png_dir: str | None = None,
+          flag: str = "-o") -> int:
+    """Write the report (atomically) and, with png_dir, each figure; returns the figure count.
+    `flag` names the option that gave `out` in errors."""
+    target = files.check_writable(out, flag)
     if png_dir is not None:
         try:
             Path(png_dir).mkdir(parents=True, exist_ok=True)
@@ -174,7 +176,7 @@ def write(runs: list[Run], out: str | os.PathLike[str], views: Sequence[View],
             raise UserError(f"--png {png_dir}: cannot create it ({exc.strerror})") from None
         files.check_writable(Path(png_dir) / "x.png", "--png")
     html, pngs = build(runs, views, figures, ignore)
-    files.atomic_write(target, html.encode(), "-o")
+    files.atomic_write(target, html.encode(), flag)
     for i, (slug, data) in enumerate(pngs):
         if png_dir is not None:
             files.atomic_write(Path(png_dir) / f"{i + 1:02d}-{slug}.png", data, "--png")
