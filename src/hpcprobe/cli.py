@@ -666,6 +666,13 @@ def cmd_sweep(a: argparse.Namespace) -> int:
                          f"{kept} run(s) of the sweep stored (tags {s.name}:CONFIGURATION)\n")
         return EXIT_INTERRUPTED
     terminal.render(out.summary, console, registry.views())
+    if store is not None:  # first: a file that cannot be written then loses nothing
+        with store:
+            if not a.analyse or not store.has(out.summary.run_id):
+                store.save(out.summary)
+        console.print(f"Stored the sweep as run {out.summary.run_id} ({len(out.parts)} "
+                      f"workload run(s) stored as they ran, tags {s.name}:CONFIGURATION); "
+                      f"`hpcprobe show {out.summary.run_id}` reads it back.", highlight=False)
     if a.json:
         sweep.write_json(out, a.json)
         if not piped:
@@ -676,13 +683,6 @@ def cmd_sweep(a: argparse.Namespace) -> int:
         files.atomic_write(a.markdown, markdown.render(out.summary, registry.views()).encode(),
                            "--markdown")
         console.print(f"Wrote {a.markdown}.", highlight=False)
-    if store is not None:
-        with store:
-            if not a.analyse or not store.has(out.summary.run_id):
-                store.save(out.summary)
-        console.print(f"Stored the sweep as run {out.summary.run_id} ({len(out.parts)} "
-                      f"workload run(s) stored as they ran, tags {s.name}:CONFIGURATION); "
-                      f"`hpcprobe show {out.summary.run_id}` reads it back.", highlight=False)
     if a.report:
         from hpcprobe.views import html as report
 
