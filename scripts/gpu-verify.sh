@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The GPU family's runtime check on a node with NVIDIA GPUs, in one go, for a node lent for a
+# few minutes (a device machine without network): set up from a wheelhouse, the GPU tests, the
+# family's default run, its check, and what the driver says, all written into OUT.
+#
+# usage: scripts/gpu-verify.sh OUT [WHEELHOUSE]
+#   OUT         a directory for the results: summary.txt (the figures to read first),
+#               pytest-gpu.txt, gpu.txt and gpu.json (`hpcprobe gpu`), check.txt (`gpu check`),
+#               nvidia-smi.xml (`-q -x`) and nvlink.txt (`nvlink -s`)
+#   WHEELHOUSE  wheels for `make setup` where the node has no network: on a machine with it,
+#               `make wheelhouse WHEELHOUSE=DIR WHEEL_PYTHON=<the node's Python, e.g. 3.12>`
+# Each step's exit code is in summary.txt; a failing step does not stop the others.
+set -uo pipefail
+[[ $# -ge 1 && $# -le 2 && -n $1 ]] || { echo "usage: scripts/gpu-verify.sh OUT [WHEELHOUSE]" >&2; exit 2; }
+out=$(realpath -m "$1")
+mkdir -p "$out" || exit 2
+cd "$(dirname "$0")/.." || exit 2
+summary=$out/summary.txt
+: >"$summary"
+step() {  # step NAME FILE COMMAND...: run it, its output into FILE, its exit code into the summary
+    local name=$1 file=$2
+    shift 2
+    local t0=$SECONDS
+    "$@" >"$file" 2>&1
+    local rc=$?
+    echo "$name: exit $rc in $((SECONDS - t0)) s" >>"$summary"
+    ((rc == 0)) || tail -n 3 "$file" | sed 's/^/    /' >>"$summary"
+}
+
+step setup "$out/setup.txt" make setup ${2:+WHEELHOUSE="$2"}
+step nvidia-smi "$out/nvidia-smi.xml" nvidia-smi -q -x
+step nvlink "$out/nvlink.txt" nvidia-smi nvlink -s
+step pytest "$out/pytest-gpu.txt" .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_gpu.py
+step "hpcprobe gpu" "$out/gpu.txt" .venv/bin/hpcprobe gpu --no-store --json "$out/gpu.json"
+step "hpcprobe gpu check" "$out/check.txt" .venv/bin/hpcprobe gpu check
+tail -n 1 "$out/pytest-gpu.txt" | sed 's/^/pytest: /' >>"$summary"
+rm -f "$out/setup.txt"  # its last lines are in the summary where it failed
+
+# the figures to compare with docs/gpu.md: GEMM rate and NVML readings per precision at the
+# largest N, the device's copy bandwidth, peer and host copies, every error and warning
+[[ -s $out/gpu.json ]] && .venv/bin/python - "$out/gpu.json" >>"$summary" 2>&1 <<'EOF'
+import json, sys
+
+doc = json.load(open(sys.argv[1]))
+ms = [m for m in doc["metrics"] if m["benchmark"] == "gpu"]
+print(f"{len(ms)} gpu metrics; errors {len(doc['errors'])}, warnings {len(doc['warnings'])}")
+gemm = [m for m in ms if m["name"] == "gemm"]
+for prec in dict.fromkeys(m["params"]["precision"] for m in gemm):
+    m = max((m for m in gemm if m["params"]["precision"] == prec), key=lambda m: m["params"]["n"])
+    p = m["params"]
+    print(f"gemm {prec} n={p['n']}: {m['summary']['median']:.1f} TFLOP/s, nvml_readings "
+          f"{p.get('nvml_readings')}, sm_mhz {p.get('sm_mhz')}")
+for name in sorted({m["name"] for m in ms} - {"gemm"}):
+    figures = [m for m in ms if m["name"] == name]
+    best = max(figures, key=lambda m: m["summary"]["median"])
+    print(f"{name}: best median {best['summary']['median']:.1f} {best['unit']} of "
+          f"{len(figures)} figures, at {best['params']}")
+for line in doc["errors"] + doc["warnings"]:
+    print("  " + line)
+EOF
+cat "$summary"
