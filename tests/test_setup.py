@@ -1,5 +1,5 @@
 """The set-up contract's offline path: `make setup WHEELHOUSE=DIR` installs from DIR alone, and
-scripts/wheelhouse.sh refuses bad arguments in one line."""
+scripts/wheelhouse.sh and scripts/gpu-verify.sh refuse bad arguments in one line."""
 
 from __future__ import annotations
 
@@ -39,3 +39,11 @@ def test_wheelhouse_refuses_bad_arguments(args: list[str], tmp_path: Path) -> No
     assert r.returncode == 2
     assert len(r.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "w").exists()  # nothing made before the arguments were checked
+
+
+@pytest.mark.parametrize("args", [[], [""], ["out", "wh", "extra"]])
+def test_gpu_verify_refuses_bad_arguments(args: list[str], tmp_path: Path) -> None:
+    r = subprocess.run([str(ROOT / "scripts" / "gpu-verify.sh"), *args], cwd=tmp_path,
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and r.stderr.startswith("usage: scripts/gpu-verify.sh OUT")
+    assert list(tmp_path.iterdir()) == []  # nothing made, nothing run
