@@ -297,7 +297,8 @@ def run(ctx: RunContext, opts: MpiOptions | None) -> None:
             ctx.errors.append(f"mpi ({what}): {outcome.error}; the figures measured before "
                               "are kept")
     mine = [m for m in ctx.metrics if m.benchmark == "mpi"]
-    if found := protocol.findings(mine, params.btls(mpi) if protocol.falls(mine) else []):
+    if protocol.falls(mine):  # only then is the MPI asked for its limits
+        found = protocol.findings(mine, params.btls(mpi))
         ctx.findings += found
         ctx.warnings += [f"mpi: {f['message']}" for f in found]
 

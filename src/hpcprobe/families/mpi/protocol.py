@@ -56,12 +56,12 @@ def _cause(lo: int, hi: int, btls: list[Btl], inter_node: set[bool]) -> str:
         copy = (f", then a single copy by {b.single_copy} (btl_{b.name}_single_copy_mechanism)"
                 if b.single_copy else "")
         said.append(f"Open MPI's btl_{b.name}_eager_limit is {b.eager_limit} B, headers "
-                    f"included: a larger message goes by rendezvous{copy}")
+                    f"included: through the ob1 PML a larger message goes by rendezvous{copy}")
     knobs = " or ".join([f"OMPI_MCA_btl_{b.name}_eager_limit" for b in carriers] +
                         [f"OMPI_MCA_btl_{b.name}_single_copy_mechanism" for b in carriers
                          if b.single_copy])
-    return ("; ".join(said) + f". {knobs} in a sweep configuration's env measures another "
-            "setting.")
+    return ("; ".join(said) + f" (where the UCX PML carries them, UCX_RNDV_THRESH sets the "
+            f"size instead). {knobs} in a sweep configuration's env measures another setting.")
 
 
 def findings(metrics: list[Metric], btls: list[Btl]) -> list[dict[str, Any]]:
