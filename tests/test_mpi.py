@@ -408,7 +408,14 @@ mca:btl:vader:param:btl_vader_rndv_eager_limit:value:32768
 mca:btl:vader:param:btl_vader_eager_limit:value:4096
 mca:btl:self:param:btl_self_eager_limit:value:1024
 """
-VADER, TCP = params.parse(OMPI_INFO)[1], params.parse(OMPI_INFO)[0]
+#: `mpivars` of MPICH 5.0 (its PyPI wheel, ch4:ucx,ofi), the lines read and one beside them
+MPIVARS = (
+    "\tMPIR_CVAR_CH3_EAGER_MAX_MSG_SIZE=131072\tSCOPE_ALL_EQ\tNo-object\tMPI_INT\t...\n"
+    "\tMPIR_CVAR_CH4_OFI_EAGER_THRESHOLD=-1\tSCOPE_LOCAL\tNo-object\tMPI_INT\t...\n"
+    "\tMPIR_CVAR_CH4_IPC_CMA_P2P_THRESHOLD=8192\tSCOPE_ALL_EQ\tNo-object\tMPI_INT\t...\n"
+    "\tMPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE=8192\tSCOPE_ALL_EQ\tNo-object\tMPI_INT\t...\n"
+    "\tMPIR_CVAR_CH4_SHM_POSIX_EAGER   =\tSCOPE_ALL_EQ\tNo-object\tMPI_CHAR\t...\n")
+TCP, VADER = params.parse_ompi_info(OMPI_INFO)
 
 
 def curve(name: str, figures: dict[int, tuple[float, float]], pair: str = "intra-l3"
@@ -421,28 +428,44 @@ def curve(name: str, figures: dict[int, tuple[float, float]], pair: str = "intra
             for s, (v, spread) in figures.items()]
 
 
-def test_ompi_info_gives_each_btls_eager_limit_and_copy():
-    got = params.parse(OMPI_INFO)
-    assert [(b.name, b.eager_limit, b.single_copy) for b in got] == [
-        ("tcp", 65536, None), ("vader", 4096, "cma")]  # ofi sends nothing eagerly; self: itself
-    assert VADER.shared_memory and not TCP.shared_memory
-    assert params.parse("") == [] and params.parse("not ompi_info\n") == []
+def test_the_mpis_report_their_protocol_thresholds():
+    got = params.parse_ompi_info(OMPI_INFO)  # ofi sends nothing eagerly; self: to itself
+    assert [(t.variable, t.size, t.scope) for t in got] == [
+        ("OMPI_MCA_btl_tcp_eager_limit", 65536, "inter-node"),
+        ("OMPI_MCA_btl_vader_eager_limit", 4096, "intra-node")]
+    assert "single copy by cma" in VADER.above and "single copy" not in TCP.above
+    assert VADER.knobs == ("OMPI_MCA_btl_vader_eager_limit",
+                           "OMPI_MCA_btl_vader_single_copy_mechanism")
+    got = params.parse_mpivars(MPIVARS)  # CH3's unused in CH4; -1: no threshold
+    assert [(t.variable, t.size, t.scope) for t in got] == [
+        ("MPIR_CVAR_CH4_IPC_CMA_P2P_THRESHOLD", 8192, "intra-node"),
+        ("MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE", 8192, "intra-node")]
+    for parse in (params.parse_ompi_info, params.parse_mpivars):
+        assert parse("") == [] and parse("not a listing\n") == []
 
 
 def test_a_bandwidth_fall_at_the_eager_limit_is_one_finding_naming_the_setting():
     ms = curve("bandwidth", {1024: (11000, 0.02), 2048: (18000, 0.02), 4096: (2800, 0.02),
                              8192: (4800, 0.02)}) + \
         curve("bibw", {2048: (21000, 0.02), 4096: (5300, 0.02)})
-    got = protocol.findings(ms, [TCP, VADER])
+    got = protocol.findings(ms, [TCP, VADER], "Open MPI")
     assert len(got) == 1
     f = got[0]
     assert f["kind"] == "protocol_switch" and f["sizes"] == [2048, 4096]
     assert "from 2 KiB to 4 KiB" in f["message"]
     assert "bandwidth 18000 -> 2800 MB/s (x0.16)" in f["message"]
     assert "bibw 21000 -> 5300 MB/s (x0.25)" in f["message"]
-    assert "btl_vader_eager_limit is 4096 B" in f["message"] and "by cma" in f["message"]
-    assert "OMPI_MCA_btl_vader_single_copy_mechanism" in f["message"]
+    assert "Open MPI's OMPI_MCA_btl_vader_eager_limit is 4096 B" in f["message"]
+    assert "single copy by cma" in f["message"]
+    assert "OMPI_MCA_btl_vader_single_copy_mechanism in a sweep" in f["message"]
     assert "tcp" not in f["message"]  # an intra-node pair does not go over TCP
+
+
+def test_every_threshold_between_the_sizes_is_named():
+    ms = curve("bandwidth", {4096: (7400, 0.01), 8192: (3500, 0.01)})
+    (f,) = protocol.findings(ms, params.parse_mpivars(MPIVARS), "MPICH")
+    assert "MPICH's MPIR_CVAR_CH4_IPC_CMA_P2P_THRESHOLD is 8192 B" in f["message"]
+    assert "MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE is 8192 B" in f["message"]
 
 
 def test_a_fall_inside_the_noise_or_small_is_no_finding():
@@ -455,26 +478,37 @@ def test_a_fall_inside_the_noise_or_small_is_no_finding():
         assert protocol.findings(ms, [VADER]) == []
 
 
-def test_a_fall_no_limit_explains_says_what_else_does_it():
+def test_a_fall_no_threshold_explains_says_what_else_does_it():
     ms = curve("bandwidth", {262144: (15000, 0.01), 524288: (10000, 0.01)})
     (f,) = protocol.findings(ms, [TCP, VADER])
-    assert "btl_vader" not in f["message"] and "UCX_RNDV_THRESH" in f["message"]
+    assert "vader" not in f["message"] and "UCX_RNDV_THRESH" in f["message"]
     assert "outgrow a cache" in f["message"]
     # between nodes the shared-memory BTL is not the carrier; TCP's limit is
     ms = curve("bandwidth", {32768: (900, 0.01), 65536: (400, 0.01)}, pair="inter-node")
-    (f,) = protocol.findings(ms, [TCP, dataclasses.replace(VADER, eager_limit=65536)])
-    assert "btl_tcp_eager_limit is 65536 B" in f["message"] and "vader" not in f["message"]
+    (f,) = protocol.findings(ms, [TCP, dataclasses.replace(VADER, size=65536)], "Open MPI")
+    assert "OMPI_MCA_btl_tcp_eager_limit is 65536 B" in f["message"]
+    assert "vader" not in f["message"]
 
 
 @needs_mpi
-def test_open_mpi_reports_its_limits_under_this_environment(monkeypatch):
+def test_the_mpi_reports_its_thresholds_under_this_environment(monkeypatch):
     if MPI.implementation != "Open MPI":
-        assert params.btls(MPI) == []
-        return
-    shm = [b for b in params.btls(MPI) if b.shared_memory]
-    assert len(shm) == 1 and shm[0].eager_limit > 0
-    monkeypatch.setenv(f"OMPI_MCA_btl_{shm[0].name}_eager_limit", str(3 * shm[0].eager_limit))
-    assert [b.eager_limit for b in params.btls(MPI) if b.shared_memory] == \
-        [3 * shm[0].eager_limit]
+        pytest.skip(f"{MPI.implementation}: MPICH's wheel is read in the next test")
+    shm = [t for t in params.thresholds(MPI) if t.scope == "intra-node"]
+    assert len(shm) == 1 and shm[0].size > 0
+    monkeypatch.setenv(shm[0].variable, str(3 * shm[0].size))
+    assert [t.size for t in params.thresholds(MPI) if t.scope == "intra-node"] == \
+        [3 * shm[0].size]
     r = hpcprobe("mpi", "info")
-    assert f"{shm[0].name} {3 * shm[0].eager_limit} B" in r.out, r.out
+    assert f"{shm[0].variable} = {3 * shm[0].size} B, intra-node" in r.out, r.out
+
+
+@needs_wheel
+def test_mpich_reports_its_thresholds_under_this_environment(monkeypatch):
+    mpich = find.find(sys.prefix)
+    cma = "MPIR_CVAR_CH4_IPC_CMA_P2P_THRESHOLD"
+    before = {t.variable: t.size for t in params.thresholds(mpich)}
+    if cma not in before:
+        pytest.skip("this MPICH lists no CMA threshold")
+    monkeypatch.setenv(cma, str(4 * before[cma]))
+    assert {t.variable: t.size for t in params.thresholds(mpich)}[cma] == 4 * before[cma]

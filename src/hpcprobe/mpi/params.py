@@ -1,6 +1,7 @@
-"""The protocol settings an MPI reports about itself: for Open MPI, each BTL's eager limit and the
-shared-memory BTL's single-copy mechanism, as `ompi_info` gives them under this environment
-(OMPI_MCA_* variables included). Other MPIs do not list theirs in a form read here."""
+"""The message sizes at which an MPI changes how it sends, as the MPI reports them under this
+environment (its variables set there count): Open MPI's BTL eager limits and shared-memory
+single-copy mechanism (`ompi_info`), MPICH's CH4 thresholds (`mpivars`). Other MPIs do not list
+theirs in a form read here."""
 
 from __future__ import annotations
 
@@ -14,48 +15,83 @@ from hpcprobe.mpi.find import Mpi
 
 #: Open MPI's shared-memory BTLs: vader (4.x and before), sm (5.x).
 SHARED_MEMORY = ("vader", "sm")
-_PARAM = re.compile(r"^mca:btl:(\w+):param:(btl_\w+):value:(.*)$", re.M)
+_OMPI = re.compile(r"^mca:btl:(\w+):param:(btl_\w+):value:(.*)$", re.M)
+#: MPICH's CH4 variables that place a change of protocol within a node or between nodes, and how
+#: a message at or above the size goes (the CH3 device's are listed by CH4 builds but unused).
+MPICH = {
+    "MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE": (
+        "intra-node", "in more than one cell of the shared-memory queue"),
+    "MPIR_CVAR_CH4_IPC_CMA_P2P_THRESHOLD": ("intra-node", "by a single CMA copy"),
+    "MPIR_CVAR_CH4_IPC_XPMEM_P2P_THRESHOLD": (
+        "intra-node", "by a single XPMEM copy, where MPICH was built with it"),
+    "MPIR_CVAR_CH4_OFI_EAGER_THRESHOLD": ("inter-node", "by an MPICH rendezvous over OFI"),
+}
+_MPICH = re.compile(r"^\s*(MPIR_CVAR_\w+)\s*=(-?\d+)\s", re.M)
 
 
 @dataclass(frozen=True)
-class Btl:
-    """One Open MPI BTL's protocol settings."""
+class Threshold:
+    """A message size from which the MPI sends another way."""
 
-    name: str
-    eager_limit: int  # bytes, the BTL's header included: a larger fragment goes by rendezvous
-    single_copy: str | None = None  # the shared-memory BTL's copy above its eager limit
-
-    @property
-    def shared_memory(self) -> bool:
-        return self.name in SHARED_MEMORY
+    variable: str  # the environment variable that sets it
+    size: int  # bytes (Open MPI's eager limits count its header: a message a little smaller)
+    scope: str  # "intra-node" or "inter-node"
+    above: str  # how a message at or above it goes: "by rendezvous", "in more than one cell"
+    knobs: tuple[str, ...]  # the variables that move or change it
 
 
-def parse(text: str) -> list[Btl]:
-    """The BTLs of `ompi_info --parsable --param btl all --level 9` that carry messages between
-    ranks (self, a rank's to itself, is left out) and send eagerly (ofi reports a limit of 0)."""
+def parse_ompi_info(text: str) -> list[Threshold]:
+    """The BTL eager limits in `ompi_info --parsable --param btl all --level 9`: of the BTLs
+    that carry messages between ranks (self, a rank's to itself, is left out) and send eagerly
+    (ofi reports a limit of 0)."""
     values: dict[str, dict[str, str]] = {}
-    for comp, key, value in _PARAM.findall(text):
+    for comp, key, value in _OMPI.findall(text):
         values.setdefault(comp, {})[key.removeprefix(f"btl_{comp}_")] = value.strip()
     out = []
     for comp, kv in values.items():
         limit = kv.get("eager_limit", "")
-        if comp != "self" and limit.isdigit() and int(limit) > 0:
-            out.append(Btl(comp, int(limit), kv.get("single_copy_mechanism")))
+        if comp == "self" or not limit.isdigit() or int(limit) == 0:
+            continue
+        var = f"OMPI_MCA_btl_{comp}_eager_limit"
+        copy = kv.get("single_copy_mechanism")
+        above = ("by rendezvous" + (f", then a single copy by {copy}" if copy else "")
+                 + " (through the ob1 PML; under UCX, UCX_RNDV_THRESH sets the size instead)")
+        knobs = (var, *([f"OMPI_MCA_btl_{comp}_single_copy_mechanism"] if copy else []))
+        out.append(Threshold(var, int(limit), "intra-node" if comp in SHARED_MEMORY else
+                             "inter-node", above, knobs))
     return out
 
 
+def parse_mpivars(text: str) -> list[Threshold]:
+    """MPICH's CH4 thresholds in `mpivars`' listing that are set (a negative value: none)."""
+    out = []
+    for var, value in _MPICH.findall(text):
+        if var in MPICH and int(value) > 0:
+            scope, above = MPICH[var]
+            out.append(Threshold(var, int(value), scope, above, (var,)))
+    return out
+
+
+#: implementation -> (the program of its bin/ that lists its settings, its arguments, parser)
+LISTERS = {"Open MPI": ("ompi_info", ("--parsable", "--param", "btl", "all", "--level", "9"),
+                        parse_ompi_info),
+           "MPICH": ("mpivars", (), parse_mpivars)}
+
+
 @cache
-def _ompi_info(path: str, env: tuple[tuple[str, str], ...]) -> str:
+def _listing(argv: tuple[str, ...], env: tuple[tuple[str, str], ...]) -> str:
     try:
-        p = subprocess.run([path, "--parsable", "--param", "btl", "all", "--level", "9"],
-                           capture_output=True, text=True, timeout=30, env=dict(env))
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=30, env=dict(env))
     except (OSError, subprocess.TimeoutExpired):
         return ""
     return p.stdout if p.returncode == 0 else ""
 
 
-def btls(mpi: Mpi) -> list[Btl]:
-    """This Open MPI's BTLs and their limits under the current environment; [] for another MPI
-    or where ompi_info is missing or fails (nothing is then said about its limits)."""
-    path = mpi.bin("ompi_info") if mpi.implementation == "Open MPI" else None
-    return parse(_ompi_info(path, tuple(sorted(os.environ.items())))) if path else []
+def thresholds(mpi: Mpi) -> list[Threshold]:
+    """This MPI's thresholds under the current environment; [] for an MPI not read here or
+    where its program is missing or fails (nothing is then said about them)."""
+    if mpi.implementation not in LISTERS:
+        return []
+    program, args, parse = LISTERS[mpi.implementation]
+    path = mpi.bin(program)
+    return parse(_listing((path, *args), tuple(sorted(os.environ.items())))) if path else []

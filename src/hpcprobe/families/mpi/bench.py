@@ -298,7 +298,7 @@ def run(ctx: RunContext, opts: MpiOptions | None) -> None:
                               "are kept")
     mine = [m for m in ctx.metrics if m.benchmark == "mpi"]
     if protocol.falls(mine):  # only then is the MPI asked for its limits
-        found = protocol.findings(mine, params.btls(mpi))
+        found = protocol.findings(mine, params.thresholds(mpi), mpi.implementation)
         ctx.findings += found
         ctx.warnings += [f"mpi: {f['message']}" for f in found]
 
@@ -314,10 +314,10 @@ def info(opts: MpiOptions) -> int:
     print(f"wrapper:      {mpi.wrapper_flags}")
     print(f"fingerprint:  {mpi.fingerprint}")
     print(f"test program: {exe} ({'built' if exe.is_file() else 'built on first use'})")
-    if btls := params.btls(mpi):
-        print("eager limits: " + ", ".join(
-            f"{b.name} {b.eager_limit} B" + (f" (then single copy by {b.single_copy})"
-                                            if b.single_copy else "") for b in btls))
+    if known := params.thresholds(mpi):
+        print("thresholds:")
+        for t in known:
+            print(f"  {t.variable} = {t.size} B, {t.scope}: from there {t.above}")
     print("launchers:")
     for name, path in launchers.available(mpi).items():
         ln = launchers.LAUNCHERS[name]

@@ -2,7 +2,7 @@
 the next. Within one protocol, bandwidth grows with the message; it falls where the MPI stops
 copying messages through its own buffers (eager) and hands them over by rendezvous, a handshake
 and then one copy. The fall is a finding with the setting that places it, read from the MPI
-where it says (Open MPI's BTL eager limits)."""
+where it reports them (`hpcprobe.mpi.params`)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 
 from hpcprobe.common.units import format_bytes
 from hpcprobe.families.mpi.views import layout_key
-from hpcprobe.mpi.params import Btl
+from hpcprobe.mpi.params import Threshold
 from hpcprobe.results.model import Metric
 
 KIND = "protocol_switch"
@@ -43,29 +43,23 @@ def _where(p: dict[str, Any]) -> str:
                                                       else "")
 
 
-def _cause(lo: int, hi: int, btls: list[Btl], inter_node: set[bool]) -> str:
-    """The setting that puts the protocol change between these sizes, where the MPI says."""
-    carriers = [b for b in btls if lo < b.eager_limit <= hi
-                and (not b.shared_memory) in inter_node]
-    if not carriers:
+def _cause(lo: int, hi: int, known: list[Threshold], scopes: set[str], mpi: str) -> str:
+    """The settings that put a protocol change between these sizes, where the MPI says."""
+    there = [t for t in known if lo < t.size <= hi and t.scope in scopes]
+    if not there:
         return ("An MPI's bandwidth falls like this where it changes protocol, at its eager "
-                "limit (Open MPI: btl_NAME_eager_limit, listed by `hpcprobe mpi info`; UCX: "
-                "UCX_RNDV_THRESH), or where its buffers outgrow a cache.")
-    said = []
-    for b in carriers:
-        copy = (f", then a single copy by {b.single_copy} (btl_{b.name}_single_copy_mechanism)"
-                if b.single_copy else "")
-        said.append(f"Open MPI's btl_{b.name}_eager_limit is {b.eager_limit} B, headers "
-                    f"included: through the ob1 PML a larger message goes by rendezvous{copy}")
-    knobs = " or ".join([f"OMPI_MCA_btl_{b.name}_eager_limit" for b in carriers] +
-                        [f"OMPI_MCA_btl_{b.name}_single_copy_mechanism" for b in carriers
-                         if b.single_copy])
-    return ("; ".join(said) + f" (where the UCX PML carries them, UCX_RNDV_THRESH sets the "
-            f"size instead). {knobs} in a sweep configuration's env measures another setting.")
+                "limit (`hpcprobe mpi info` lists those it reports; UCX: UCX_RNDV_THRESH), or "
+                "where its buffers outgrow a cache.")
+    said = "; ".join(f"{mpi}'s {t.variable} is {t.size} B: from there a message goes "
+                     f"{t.above}" for t in there)
+    knobs = " or ".join(dict.fromkeys(k for t in there for k in t.knobs))
+    return f"{said}. {knobs} in a sweep configuration's env measures another setting."
 
 
-def findings(metrics: list[Metric], btls: list[Btl]) -> list[dict[str, Any]]:
-    """One finding per step of sizes where some point-to-point bandwidth fell."""
+def findings(metrics: list[Metric], known: list[Threshold], mpi: str = "the MPI"
+             ) -> list[dict[str, Any]]:
+    """One finding per step of sizes where some point-to-point bandwidth fell; `known`: the
+    MPI's thresholds, `mpi` its name."""
     out = []
     for (lo, hi), pairs in sorted(falls(metrics).items()):
         by_layout: dict[str, list[str]] = defaultdict(list)
@@ -73,10 +67,11 @@ def findings(metrics: list[Metric], btls: list[Btl]) -> list[dict[str, Any]]:
             ma, mb = a.summary.median, b.summary.median
             by_layout[_where(a.params)].append(f"{a.name} {ma:.0f} -> {mb:.0f} {a.unit} "
                                                f"(x{mb / ma:.2f})")
-        inter = {bool(a.params.get("pair") == "inter-node") for a, _ in pairs}
+        scopes = {"inter-node" if a.params.get("pair") == "inter-node" else "intra-node"
+                  for a, _ in pairs}
         said = "; ".join(f"{', '.join(figs)} on {where}" for where, figs in by_layout.items())
         msg = (f"point-to-point bandwidth falls from {format_bytes(lo)} to {format_bytes(hi)} "
-               f"messages: {said}. {_cause(lo, hi, btls, inter)}")
+               f"messages: {said}. {_cause(lo, hi, known, scopes, mpi)}")
         out.append({"benchmark": "mpi", "kind": KIND, "sizes": [lo, hi],
                     "layouts": sorted(by_layout), "message": msg})
     return out
