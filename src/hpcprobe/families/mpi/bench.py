@@ -283,8 +283,11 @@ def run(ctx: RunContext, opts: MpiOptions | None) -> None:
             # the launcher never got the ranks going (no Slurm controller, no hosts, a broken
             # MPI): nothing was measured, so nothing is stored
             raise OptionError(f"mpi: the {launcher.name} launcher could not start the ranks "
-                            f"({outcome.error}); nothing was measured or stored. Choose another "
-                            "<launcher> (`hpcprobe mpi info` lists the usable ones)")
+                            f"({outcome.error}); nothing was measured or stored. Where the MPI "
+                            "failed in MPI_Init, check its variables in the environment "
+                            "(OMPI_MCA_*, MPIR_CVAR_*, UCX_*); where the launcher cannot run "
+                            "here, choose another <launcher> (`hpcprobe mpi info` lists the "
+                            "usable ones)")
         ctx.progress.advance(f"mpi {what}")
         binding = _binding(ctx, step, outcome.bindings)
         got = _metrics(step, outcome, launcher.name, mpi, binding)
