@@ -13,7 +13,7 @@ from typing import Any
 
 from hpcprobe import native
 from hpcprobe.common.errors import MeasurementError, UserError
-from hpcprobe.machine import provenance
+from hpcprobe.machine import provenance, steal
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.family import Family, Progress, RunContext
 from hpcprobe.measure.profiles import Profile
@@ -54,6 +54,23 @@ def plan(topo: Topology, profile: Profile, families: Sequence[Family], isa: str,
             for f in families if f.run is not None]
 
 
+def _steal(ctx: RunContext, name: str, before: steal.Times | None,
+           stolen: dict[str, float]) -> None:
+    """The share of the CPUs' time the hypervisor took while a family ran: kept per family,
+    a warning and a finding from `steal.WARN` on."""
+    got = steal.share(before, steal.read())
+    if got is None:
+        return
+    stolen[name] = round(100 * got, 2)
+    if got >= steal.WARN:
+        msg = (f"the hypervisor took {100 * got:.1f} % of this guest's CPU time while it ran "
+               "(steal time): its figures carry the host's other load; a host that is not "
+               "oversubscribed, or dedicated CPUs, give steadier ones")
+        ctx.findings.append({"benchmark": name, "kind": "steal", "percent": stolen[name],
+                             "message": msg})
+        ctx.warnings.append(f"{name}: {msg}")
+
+
 def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: str,
             options: Mapping[str, Any], progress: Progress, oversubscribe: bool = False,
             tag: str | None = None, isa_asked: bool = False, standalone: bool = False) -> Run:
@@ -74,8 +91,10 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
               benchmarks=[f.name for f in measured],
               provenance=provenance.collect(topo, isa), topology=topo.to_dict(), tag=tag)
     interrupted: dict[str, Any] | None = None
+    stolen: dict[str, float] = {}
     for i, family in enumerate(measured):
         assert family.run is not None
+        before = steal.read()
         try:
             family.run(ctx, options.get(family.name))
         except MeasurementError as exc:  # named once: "fio: …", not "fio: fio: …"
@@ -85,6 +104,7 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
         except KeyboardInterrupt:  # what was measured and validated before it is kept
             ctx.interrupted = True
         ctx.close_ledgers()
+        _steal(ctx, family.name, before, stolen)
         for m in [m for m in ctx.metrics if not m.samples]:  # a family's bug: no figure
             ctx.errors.append(f"{m.benchmark}: {m.name} {m.params} has no sample; dropped")
         ctx.metrics = [m for m in ctx.metrics if m.samples]
@@ -107,6 +127,8 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
         ctx.errors.append(f"{benchmark}: metric {what} is not declared by the family; dropped")
     ctx.metrics = [m for m in ctx.metrics if m not in undeclared]
     run.provenance.update(ctx.provenance)
+    if stolen:
+        run.provenance["steal_percent"] = stolen
     run.metrics = ctx.metrics
     run.findings = ctx.findings
     run.warnings = ctx.warnings

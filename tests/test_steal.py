@@ -1,0 +1,106 @@
+"""Steal time: the CPU time the hypervisor took while each benchmark ran, read from /proc/stat,
+kept with the run, and a warning where it is large enough to move figures."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pytest
+
+from hpcprobe import cli
+from hpcprobe.families import FAMILIES
+from hpcprobe.machine import steal
+from hpcprobe.measure import profiles, runner
+from hpcprobe.measure.family import Family, MetricSpec, RunContext
+from hpcprobe.results.model import Metric
+
+#: /proc/stat of a 2-CPU guest, then 10 s later: each CPU 1000 jiffies on, 30 of them stolen
+BEFORE = """\
+cpu  1000 10 400 8000 20 0 30 60 0 0
+cpu0 500 5 200 4000 10 0 15 30 0 0
+cpu1 500 5 200 4000 10 0 15 30 0 0
+intr 12345 0 0
+"""
+AFTER = """\
+cpu  2800 10 500 8040 20 0 30 120 50 0
+cpu0 1400 5 250 4020 10 0 15 60 25 0
+cpu1 1400 5 250 4020 10 0 15 60 25 0
+intr 23456 0 0
+"""
+
+
+def test_the_share_stolen_is_read_per_cpu_from_proc_stat():
+    a, b = steal.parse(BEFORE, [0, 1]), steal.parse(AFTER, [0, 1])
+    assert a == steal.Times(60, 2 * 4760) and b == steal.Times(120, 2 * 5760)
+    assert steal.share(a, b) == pytest.approx(60 / 2000)
+    assert steal.share(steal.parse(BEFORE, [1]), steal.parse(AFTER, [1])) == \
+        pytest.approx(0.03)
+    assert steal.share(a, a) is None and steal.share(None, b) is None
+
+
+def test_a_cpu_without_its_line_or_steal_field_reads_nothing():
+    assert steal.parse(BEFORE, [0, 2]) is None  # no cpu2 line (offline)
+    assert steal.parse("cpu0 1 2 3 4 5 6 7\n", [0]) is None  # a kernel before steal time
+    assert steal.read(path="/nonexistent/stat") is None
+
+
+def test_this_machine_reads_its_own_cpus():
+    got = steal.read()
+    assert got is not None and 0 <= got.steal <= got.total
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """The toy family takes none."""
+
+
+def toy(ctx: RunContext, opts: object) -> None:
+    ctx.metrics.append(Metric("toy", "items", "items", {"n": 1}, [1.0] * 3))
+
+
+@pytest.fixture
+def toy_family(monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = {name: None for name in profiles.PROFILES}
+    monkeypatch.setitem(FAMILIES, "toy", Family(
+        "toy", "a family declared in a test", NoOptions, toy, settings=settings,
+        metrics=(MetricSpec("items", "items"),)))
+
+
+def readings(*texts: str) -> Iterator[steal.Times | None]:
+    for t in texts:
+        yield steal.parse(t, [0, 1])
+
+
+@pytest.mark.usefixtures("toy_family")
+@pytest.mark.parametrize("after, warned", [(AFTER, True), (BEFORE.replace(
+    "4000", "5000"), False)])
+def test_a_benchmark_during_which_the_host_took_time_says_so(monkeypatch, tmp_path, after,
+                                                              warned):
+    seq = readings(BEFORE, after)
+    monkeypatch.setattr(runner.steal, "read", lambda: next(seq))
+    out = tmp_path / "run.json"
+    assert cli.main(["run", "toy", "--no-store", "--json", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    pct = 3.0 if warned else 0.0
+    assert doc["provenance"]["steal_percent"] == {"toy": pct}
+    said = [w for w in doc["warnings"] if "steal time" in w]
+    found = [f for f in doc["findings"] if f["kind"] == "steal"]
+    if warned:
+        assert said == ["toy: the hypervisor took 3.0 % of this guest's CPU time while it ran "
+                        "(steal time): its figures carry the host's other load; a host that is "
+                        "not oversubscribed, or dedicated CPUs, give steadier ones"]
+        assert found == [{"benchmark": "toy", "kind": "steal", "percent": 3.0,
+                          "message": said[0][len("toy: "):]}]
+    else:
+        assert said == [] and found == []
+
+
+@pytest.mark.usefixtures("toy_family")
+def test_a_real_run_keeps_each_benchmarks_share(tmp_path):
+    out = tmp_path / "run.json"
+    assert cli.main(["run", "toy", "--no-store", "--json", str(out)]) == 0
+    got = json.loads(out.read_text())["provenance"].get("steal_percent", {})
+    # a run too short for a jiffy to pass has no share; one that has is within 0-100 %
+    assert set(got) <= {"toy"} and all(0 <= v <= 100 for v in got.values())
