@@ -25,6 +25,7 @@ from hpcprobe.analysis.compare import NotJoined, describe_params, joined_params
 from hpcprobe.common.bulk import bulk
 from hpcprobe.common.names import natural
 from hpcprobe.common.stats import median_ci_ranks
+from hpcprobe.machine import steal
 from hpcprobe.results.model import HEALTH, Metric, Run
 
 #: provenance key of the runs a campaign's driver stores (its node list, failures, links)
@@ -114,6 +115,9 @@ class Verdict:
     #: node -> what its own checks found that needs an administrator (the health findings of
     #: its latest run of each family: a GPU to reset or replace), whatever its figures
     unhealthy: dict[str, list[str]] = field(default_factory=dict)
+    #: node -> the largest share (%) of its CPU time the hypervisor took while a benchmark of
+    #: its latest run ran, where it reached a warning: its figures carry the host's load
+    steal: dict[str, float] = field(default_factory=dict)
 
     @property
     def measured(self) -> list[str]:
@@ -142,7 +146,7 @@ class Verdict:
             "weak_scaling": {k: [{"nodes": n, "median": v, "parallel_efficiency": e}
                                  for n, v, e in pts] for k, pts in self.weak.items()},
             "weak_units": self.weak_units, "scaling_errors": self.scaling_errors,
-            "missing": self.missing, "unhealthy": self.unhealthy,
+            "missing": self.missing, "unhealthy": self.unhealthy, "steal_percent": self.steal,
         }
 
 
@@ -318,6 +322,10 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
         groups[hardware(latest[host])].append(host)
     v.groups = dict(groups)
     v.unhealthy = _unhealthy(node_runs)
+    for host in sorted(latest, key=natural):
+        worst = max(latest[host].provenance.get("steal_percent", {}).values(), default=0.0)
+        if worst >= 100 * steal.WARN:
+            v.steal[host] = worst
     heat_rows: dict[str, dict[str, tuple[float, float]]] = {}
     all_labels: dict[str, None] = {}
     for fp, hosts in groups.items():

@@ -91,6 +91,15 @@ def blocks(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> list[Bloc
             for found in v.unhealthy[node]:
                 t.add_row(node, found)
         out.append(t)
+    if v.steal:
+        t = Table("Host load (the share of CPU time the hypervisor took while a benchmark ran: "
+                  "steal time; the node's figures carry that load, and a slow one may be the "
+                  "host's, not the node's)")
+        t.add_column("node")
+        t.add_column("steal %", "right")
+        for node in sorted(v.steal, key=natural):
+            t.add_row(node, f"{v.steal[node]:.1f}")
+        out.append(t)
     if v.link_errors:
         out.append(Lines([f"Links not measured: {e}" for e in v.link_errors]))
     if v.scaling_errors:
