@@ -167,3 +167,20 @@ def test_an_interrupted_run_is_said_to_lack_its_later_figures(tmp_path):
     assert "was interrupted" not in hpcprobe("compare", BASE, NPS4).out
     r = hpcprobe("compare", BASE, str(cut), "--json")
     assert json.loads(r.out)["interrupted"] == {compare.label(run): "latency"}
+
+
+def test_a_run_during_which_the_host_took_cpu_time_is_said_to(tmp_path):
+    """Steal time of a benchmark from 1 % on is named: a change there may be the host's."""
+    run = results.read_json(NPS4)
+    run.provenance["steal_percent"] = {"memory": 4.25, "latency": 0.3, "numa": 1.0}
+    stolen = tmp_path / "stolen.json"
+    results.write_json(run, stolen)
+    r = hpcprobe("compare", BASE, str(stolen))
+    assert r.code == 0, r.err
+    assert f"Run {compare.label(run)}: the hypervisor took CPU time while memory ran (4.2 %), " \
+        "numa ran (1.0 %) (steal time): those figures carry the host's load too." in \
+        r.out.replace("\n", " ")
+    assert "steal time" not in hpcprobe("compare", BASE, NPS4).out
+    r = hpcprobe("compare", BASE, str(stolen), "--json")
+    assert json.loads(r.out)["steal_percent"] == {compare.label(run): {"memory": 4.25,
+                                                                       "numa": 1.0}}

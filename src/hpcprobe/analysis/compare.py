@@ -13,7 +13,7 @@ from typing import Any
 from hpcprobe.common import stats
 from hpcprobe.common.errors import UserError
 from hpcprobe.common.units import format_bytes
-from hpcprobe.machine import fingerprint
+from hpcprobe.machine import fingerprint, steal
 from hpcprobe.results.model import Metric, Run
 
 ALPHA = 0.05
@@ -73,6 +73,9 @@ class Comparison:
     #: runs stopped by Ctrl-C or SIGTERM -> the benchmark they stopped in (their later figures
     #: are missing, not lost by the join)
     interrupted: dict[str, str] = field(default_factory=dict)
+    #: runs during which the hypervisor took CPU time enough for a warning -> benchmark -> the
+    #: share (%): their figures there carry the host's load
+    steal: dict[str, dict[str, float]] = field(default_factory=dict)
 
 
 def label(run: Run) -> str:
@@ -149,7 +152,11 @@ def compare(runs: list[Run], ignore: NotJoined) -> Comparison:
     rows.sort(key=lambda r: (-r.effect, r.benchmark, r.name, r.params))
     cut = {label(r): r.provenance["interrupted"]["benchmark"] for r in runs
            if r.provenance.get("interrupted")}
-    return Comparison([label(r) for r in runs], fingerprint.differences(runs), rows, only, cut)
+    stolen = {label(r): hot for r in runs if (hot := {
+        b: pct for b, pct in r.provenance.get("steal_percent", {}).items()
+        if pct >= 100 * steal.WARN})}
+    return Comparison([label(r) for r in runs], fingerprint.differences(runs), rows, only, cut,
+                      stolen)
 
 
 CSV_COLUMNS = ("benchmark", "name", "params", "unit", "better", "run", "baseline_median",
@@ -161,4 +168,4 @@ def to_json(c: Comparison) -> dict[str, Any]:
     return {"runs": c.runs, "baseline": c.runs[0],
             "differences": [{"what": k, "values": v} for k, v in c.differences],
             "rows": [r.to_dict() for r in c.rows], "only_in": c.only_in,
-            "interrupted": c.interrupted}
+            "interrupted": c.interrupted, "steal_percent": c.steal}

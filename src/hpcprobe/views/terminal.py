@@ -68,6 +68,11 @@ def render_comparison(c: Comparison, console: Console, limit: int | None) -> Non
     for run, where in c.interrupted.items():
         console.print(f"Run {run} was interrupted during {where}: the figures it would have "
                       "measured from there on are missing from it.", highlight=False)
+    for run, stolen in c.steal.items():
+        console.print(f"Run {run}: the hypervisor took CPU time while "
+                      + ", ".join(f"{b} ran ({pct:.1f} %)" for b, pct in stolen.items())
+                      + " (steal time): those figures carry the host's load too.",
+                      highlight=False)
     if c.differences:
         t = Table(title="What differs (configuration fingerprint)")
         t.add_column("setting")
