@@ -11,7 +11,7 @@ from itertools import pairwise
 from typing import Any
 
 from hpcprobe.common.units import format_bytes
-from hpcprobe.families.mpi.views import layout_key
+from hpcprobe.families.mpi.views import layout, layout_key
 from hpcprobe.mpi.params import Threshold
 from hpcprobe.results.model import Metric
 
@@ -38,11 +38,6 @@ def falls(metrics: list[Metric]) -> dict[tuple[int, int], list[tuple[Metric, Met
     return dict(out)
 
 
-def _where(p: dict[str, Any]) -> str:
-    return f"{p['ranks']} ranks, {p['placement']}" + (f", pair {p['pair']}" if p.get("pair")
-                                                      else "")
-
-
 def _cause(lo: int, hi: int, known: list[Threshold], scopes: set[str], mpi: str) -> str:
     """The settings that put a protocol change between these sizes, where the MPI says."""
     there = [t for t in known if lo < t.size <= hi and t.scope in scopes]
@@ -65,8 +60,8 @@ def findings(metrics: list[Metric], known: list[Threshold], mpi: str = "the MPI"
         by_layout: dict[str, list[str]] = defaultdict(list)
         for a, b in pairs:
             ma, mb = a.summary.median, b.summary.median
-            by_layout[_where(a.params)].append(f"{a.name} {ma:.0f} -> {mb:.0f} {a.unit} "
-                                               f"(x{mb / ma:.2f})")
+            by_layout[layout(a.params, where=False)].append(
+                f"{a.name} {ma:.0f} -> {mb:.0f} {a.unit} (x{mb / ma:.2f})")
         scopes = {"inter-node" if a.params.get("pair") == "inter-node" else "intra-node"
                   for a, _ in pairs}
         said = "; ".join(f"{', '.join(figs)} on {where}" for where, figs in by_layout.items())

@@ -32,6 +32,14 @@ def layout_key(p: dict[str, Any]) -> tuple[Any, ...]:
     return p["ranks"], p["placement"], p.get("pair"), p["cpus"], p["hosts"]
 
 
+def layout(p: dict[str, Any], where: bool = True) -> str:
+    """"2 ranks, one-per-core, pair intra-l3", with the CPUs and hosts where asked."""
+    return (f"{p['ranks']} ranks, {p['placement']}" + (f", pair {p['pair']}" if p.get("pair")
+                                                       else "")
+            + (f", CPUs {p['cpus']}" + (f", hosts {p['hosts']}" if p["hosts"] else "")
+               if where else ""))
+
+
 def render(metrics: list[Metric]) -> str:
     """One OSU-style block per test and rank layout: sizes down, median and its CI, n."""
     by: dict[tuple[Any, ...], dict[str, Metric]] = defaultdict(dict)
@@ -66,8 +74,8 @@ def render(metrics: list[Metric]) -> str:
     order = list(TITLES)
     for (test, ranks, placement, pair, cpus, hosts), rows in sorted(
             blocks.items(), key=lambda b: (str(b[0][1:]), order.index(b[0][0]))):
-        where = f"{ranks} ranks, {placement}" + (f", pair {pair}" if pair else "") + \
-            f", CPUs {cpus}" + (f", hosts {hosts}" if hosts else "")
+        where = layout({"ranks": ranks, "placement": placement, "pair": pair, "cpus": cpus,
+                        "hosts": hosts})
         out.append(f"# hpcprobe MPI {TITLES[test]} ({where}); median of the samples, ±CI %")
         if test == "halo":
             out.append(f"# {'L':<4s} {'face bytes':>12s} {'uni MB/s':>14s} {'bidir MB/s':>14s} "
