@@ -453,3 +453,21 @@ def test_two_documents_on_standard_output_are_refused_before_any_work(tmp_path):
     r = hpcprobe("sweep", str(f), "--no-store", "--json", "-", "--markdown", "-")
     assert_user_error(r, "--json and --markdown", "standard output")
     assert not marker.exists()  # no configuration was switched to
+
+
+def test_where_keeps_the_figures_whose_params_have_one_of_its_values():
+    from hpcprobe import registry
+    from hpcprobe.results.model import Metric, Run
+    from hpcprobe.tuning import config, sweep
+
+    s = config.load(EXAMPLE.with_name("mpi-eager.toml"), registry.families(), [])
+    assert s.workloads["pt2pt"].where == {"size_bytes": [8, 4096, 65536, 1048576]}
+    params = {"ranks": 2, "placement": "one-per-core", "pair": "intra-l3", "cpus": "0-1",
+              "hosts": "", "pairs": 1, "launcher": "mpirun", "binding": "0;1", "mpi": "x"}
+    run = Run("r1", "2026-01-01T00:00:00+00:00", "n1", "quick", ["mpi"],
+              {sweep.BENCHMARK: {"configuration": "defaults", "workload": "pt2pt"}}, {},
+              metrics=[Metric("mpi", name, "us", dict(params, size_bytes=size), [1.0, 1.1])
+                       for name in ("latency", "bibw") for size in (4, 8, 4096, 8192)])
+    got = sweep.figures([run], s, registry.not_joined())
+    assert sorted((f.figure.split()[0], f.figure.split("size=")[1]) for f in got) == [
+        ("mpi.latency", "4 KiB"), ("mpi.latency", "8 B")]  # bibw is not among its figures

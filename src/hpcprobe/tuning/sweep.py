@@ -333,7 +333,8 @@ def figures(runs: list[Run], s: Sweep, ignore: NotJoined) -> list[recommend.Figu
         for m in run.metrics:
             if w.figures and m.name not in w.figures:
                 continue
-            if any(m.params.get(k) != v for k, v in w.where.items()):
+            if not all(m.params.get(k) in (v if isinstance(v, list) else [v])
+                       for k, v in w.where.items()):
                 continue
             label = describe_params(joined_params(m.params, ignore.of(m.benchmark)))
             figure = f"{m.benchmark}.{m.name}" + (f" {label}" if label else "")
