@@ -50,3 +50,30 @@ def test_summary_shows_clock_peak_model_scaling_and_roofline(tiny):
     assert "% of the model" in text
     ridge = next(m for m in run.metrics if m.name == "ridge_point")
     assert f"{ridge.samples[0]:.2f}" in text
+
+
+def test_brackets_in_messages_cells_and_tags_are_text_not_markup(tiny):
+    """Rich reads "[madvise]" or "[workloads.pt2pt]" as a style tag and drops it: a warning, a
+    cell or a tag that holds one is printed as written."""
+    from hpcprobe.analysis.compare import Comparison
+    from hpcprobe.views.table import Table
+
+    opts = MemoryOptions(kernels=("triad",), stores=("regular",), threads=(1,),
+                         size_bytes=64 << 10)
+    run = registry.execute(tiny, profiles.get("quick"), ["memory"], native.best_isa(),
+                           {"memory": opts}, NoProgress(), tag="thp[madvise]")
+    run.warnings.append("[workloads.pt2pt]: no figure of its runs has the params of its where")
+    run.errors.append("[configurations.b] set THP: always [madvise] never")
+    console = Console(record=True, width=200)
+    terminal.render(run, console, registry.views())
+    t = Table("[bold]settings[/bold]")
+    t.add_column("[setting]")
+    t.add_row("always [madvise] never")
+    terminal.print_blocks([t], console)
+    terminal.render_comparison(Comparison(["[a]", "[b]"], [], [], {}), console, None)
+    text = console.export_text()
+    for said in ("tag thp[madvise]", "warning: [workloads.pt2pt]: no figure",
+                 "error: [configurations.b] set THP: always [madvise] never",
+                 "[bold]settings[/bold]", "[setting]", "always [madvise] never",
+                 "Baseline: run [a]; compared: [b]"):
+        assert said in text, said

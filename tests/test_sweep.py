@@ -471,3 +471,17 @@ def test_where_keeps_the_figures_whose_params_have_one_of_its_values():
     got = sweep.figures([run], s, registry.not_joined())
     assert sorted((f.figure.split()[0], f.figure.split("size=")[1]) for f in got) == [
         ("mpi.latency", "4 KiB"), ("mpi.latency", "8 B")]  # bibw is not among its figures
+
+
+def test_a_where_that_keeps_no_figure_says_what_the_runs_have(tmp_path):
+    text = APP_SWEEP.replace("{marker}", str(tmp_path / "m")).replace(
+        'repeat = 2\n', 'repeat = 2\nwhere = { sizes = [1, 2] }\n').replace(
+        "max_rounds = 3", "max_rounds = 2")
+    f = write(tmp_path, text)
+    r = hpcprobe("sweep", str(f), "--no-store", "--json", str(tmp_path / "o.json"))
+    assert r.code == 0, r.err
+    doc = json.loads((tmp_path / "o.json").read_text())
+    said = [w for w in doc["warnings"] if w.startswith("[workloads.calc]")]
+    assert len(said) == 1 and "its where (sizes = [1, 2])" in said[0]
+    assert "their params: " in said[0] and "another boot" not in " ".join(doc["warnings"])
+    assert "warning: [workloads.calc]: no figure of its runs" in r.out.replace("\n", " ")

@@ -533,7 +533,7 @@ def _keep(a: argparse.Namespace, run: results.Run, store: Store | None,
             unwritten = exc
         else:
             if not piped:
-                console.print(f"Wrote {a.json}.", highlight=False)
+                console.print(f"Wrote {a.json}.", highlight=False, markup=False)
     if store is not None:
         try:
             for part in parts:
@@ -548,19 +548,19 @@ def _keep(a: argparse.Namespace, run: results.Run, store: Store | None,
         also = f" (and the {len(parts)} run(s) it summarises)" if parts else ""
         console.print(f"Stored as run {run.run_id} in {store.path} "
                       f"({len(run.metrics)} metrics){also}; `hpcprobe show {run.run_id}` reads "
-                      "it back.", highlight=False)
+                      "it back.", highlight=False, markup=False)
     if getattr(a, "report", None):
         from hpcprobe.views import html as report
 
         n = report.write([run], a.report, registry.views(), registry.figures(),
                          registry.not_joined(), flag="--report")
-        console.print(f"Wrote the report {a.report} ({n} plots).", highlight=False)
+        console.print(f"Wrote the report {a.report} ({n} plots).", highlight=False, markup=False)
     else:
         ref = run.run_id if store is not None else None if piped else a.json
         console.print(f"Its report: `hpcprobe report {ref} -o report.html`; compare it with "
                       f"another run: `hpcprobe compare {ref} OTHER`." if ref else
                       "Not stored: add --report FILE.html or --json FILE to keep this run's "
-                      "figures for a report.", highlight=False)
+                      "figures for a report.", highlight=False, markup=False)
     if unwritten is not None:
         raise type(unwritten)(f"{unwritten}; the run is stored as {run.run_id} "
                               f"(`hpcprobe show {run.run_id} --json` prints its document)")
@@ -672,23 +672,24 @@ def cmd_sweep(a: argparse.Namespace) -> int:
                 store.save(out.summary)
         console.print(f"Stored the sweep as run {out.summary.run_id} ({len(out.parts)} "
                       f"workload run(s) stored as they ran, tags {s.name}:CONFIGURATION); "
-                      f"`hpcprobe show {out.summary.run_id}` reads it back.", highlight=False)
+                      f"`hpcprobe show {out.summary.run_id}` reads it back.", highlight=False,
+                      markup=False)
     if a.json:
         sweep.write_json(out, a.json)
         if not piped:
-            console.print(f"Wrote {a.json}.", highlight=False)
+            console.print(f"Wrote {a.json}.", highlight=False, markup=False)
     if a.markdown:
         from hpcprobe.views import markdown
 
         files.atomic_write(a.markdown, markdown.render(out.summary, registry.views()).encode(),
                            "--markdown")
-        console.print(f"Wrote {a.markdown}.", highlight=False)
+        console.print(f"Wrote {a.markdown}.", highlight=False, markup=False)
     if a.report:
         from hpcprobe.views import html as report
 
         n = report.write([out.summary], a.report, registry.views(), registry.figures(),
                          registry.not_joined(), flag="--report")
-        console.print(f"Wrote the report {a.report} ({n} plots).", highlight=False)
+        console.print(f"Wrote the report {a.report} ({n} plots).", highlight=False, markup=False)
     if out.skipped:
         return EXIT_USAGE
     return EXIT_FAILURE if out.failures else 0

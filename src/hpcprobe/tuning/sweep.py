@@ -58,7 +58,9 @@ class Outcome:
     def document(self) -> dict[str, Any]:
         return recommend.document(self.rows, self.recommendations,
                                   {"sweep": self.summary.provenance[BENCHMARK],
-                                   "summary_run": self.summary.run_id})
+                                   "summary_run": self.summary.run_id,
+                                   "warnings": self.summary.warnings,
+                                   "errors": self.summary.errors})
 
 
 def live_fingerprint(topo: Topology, isa: str) -> dict[str, str]:
@@ -282,8 +284,19 @@ class Runner:
         recs = recommend.recommend(rows, s.baseline, rounds)
         if s.baseline in self.skipped:
             self.failures.append(f"the baseline {s.baseline} was skipped: nothing to compare with")
+        for w in s.workloads.values():  # its runs measured, its figures/where kept nothing
+            measured = [m for r in runs if r.provenance[BENCHMARK]["workload"] == w.name
+                        for m in r.metrics]
+            if not measured or any(f.workload == w.name for f in figs):
+                continue
+            params = sorted({k for m in measured for k in m.params})
+            self.warnings.append(f"[workloads.{w.name}]: " + (
+                f"no figure of its runs has the params of its where ("
+                f"{', '.join(f'{k} = {v!r}' for k, v in w.where.items())}); their params: "
+                f"{', '.join(params) or 'none'}" if w.where else
+                f"its runs measured none of its figures ({', '.join(w.figures)})"))
         missing = [c for c in s.configurations if c not in {f.configuration for f in figs}]
-        if missing and not self.skipped.keys() >= set(missing):
+        if figs and missing and not self.skipped.keys() >= set(missing):
             self.warnings.append(f"no figures yet of {', '.join(missing)} (another boot: run "
                                  "the sweep there with --boot)")
         summary = Run(self.id, datetime.now(UTC).isoformat(timespec="seconds"),

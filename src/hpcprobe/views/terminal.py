@@ -6,7 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table as RichTable
+from rich.text import Text
 
 from hpcprobe.analysis.compare import Comparison
 from hpcprobe.results.model import Run
@@ -28,11 +30,12 @@ def _header(run: Run) -> str:
 
 def rich_table(table: Table) -> RichTable:
     """A toolkit table as a rich table."""
-    out = RichTable(title=table.title, title_justify="left", caption=table.caption)
+    out = RichTable(title=Text(table.title) if table.title else None, title_justify="left",
+                    caption=Text(table.caption) if table.caption else None)
     for name, justify in zip(table.columns, table.justify, strict=True):
-        out.add_column(name, justify="right" if justify == "right" else "left")
-    for row in table.rows:
-        out.add_row(*row)
+        out.add_column(Text(name), justify="right" if justify == "right" else "left")
+    for row in table.rows:  # as text: a "[madvise]" or "[workloads.x]" in a cell is no markup
+        out.add_row(*(Text(cell) for cell in row))
     return out
 
 
@@ -47,13 +50,13 @@ def print_blocks(blocks: Sequence[Block], console: Console) -> None:
 
 def render(run: Run, console: Console, views: Sequence[View]) -> None:
     """The run: its header, every family's views in registry order, its warnings and errors."""
-    console.print(_header(run))
+    console.print(_header(run), markup=False)
     for view in views:
         print_blocks(view(run), console)
     for w in run.warnings:
-        console.print(f"[yellow]warning:[/yellow] {w}", highlight=False)
+        console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
     for e in run.errors:
-        console.print(f"[red]error:[/red] {e}", highlight=False)
+        console.print(f"[red]error:[/red] {escape(e)}", highlight=False)
 
 
 def _pct(x: float) -> str:
@@ -64,15 +67,15 @@ def render_comparison(c: Comparison, console: Console, limit: int | None) -> Non
     """A comparison: what differs between the runs' configurations first,
     then the metrics by effect size."""
     console.print(f"Baseline: run {c.runs[0]}; compared: {', '.join(c.runs[1:])}",
-                  highlight=False)
+                  highlight=False, markup=False)
     for run, where in c.interrupted.items():
         console.print(f"Run {run} was interrupted during {where}: the figures it would have "
-                      "measured from there on are missing from it.", highlight=False)
+                      "measured from there on are missing from it.", highlight=False, markup=False)
     for run, stolen in c.steal.items():
         console.print(f"Run {run}: the hypervisor took CPU time while "
                       + ", ".join(f"{b} ran ({pct:.1f} %)" for b, pct in stolen.items())
                       + " (steal time): those figures carry the host's load too.",
-                      highlight=False)
+                      highlight=False, markup=False)
     if c.differences:
         t = Table(title="What differs (configuration fingerprint)")
         t.add_column("setting")
@@ -82,7 +85,8 @@ def render_comparison(c: Comparison, console: Console, limit: int | None) -> Non
             t.add_row(what, *values)
         console.print(rich_table(t))
     else:
-        console.print("The configurations do not differ (same fingerprint).", highlight=False)
+        console.print("The configurations do not differ (same fingerprint).", highlight=False,
+                      markup=False)
     rows = c.rows if limit is None else c.rows[:limit]
     shown = f"all {len(rows)}" if len(rows) == len(c.rows) else \
         f"the {len(rows)} largest of {len(c.rows)}, --limit 0 for all"
@@ -103,8 +107,9 @@ def render_comparison(c: Comparison, console: Console, limit: int | None) -> Non
         what = "; ".join(f"{k} {' -> '.join(v)}" for k, v in c.differences[:2])
         for r in sig:
             console.print(f"{what}: {r.benchmark} {r.name} {r.params}: {_pct(r.ratio)} "
-                          f"[{_pct(r.ratio_ci_low)}, {_pct(r.ratio_ci_high)}]", highlight=False)
+                          f"[{_pct(r.ratio_ci_low)}, {_pct(r.ratio_ci_high)}]", highlight=False,
+                          markup=False)
     for run, n in c.only_in.items():
         if n:
             console.print(f"{n} metric(s) of run {run} have no counterpart in the baseline.",
-                          highlight=False)
+                          highlight=False, markup=False)
