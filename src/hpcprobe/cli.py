@@ -437,7 +437,7 @@ class _Bar:
         )
 
         console = Console(stderr=True)
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(),
+        self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(),
                                  MofNCompleteColumn(), TimeElapsedColumn(), console=console,
                                  transient=True, disable=not console.is_terminal,
                                  refresh_per_second=1)
