@@ -227,6 +227,18 @@ def test_one_metric_across_the_fleet_in_one_query(db):
     assert [json.loads(x)["host"] for x in triad.out.splitlines()] == ["n1", "n2", "n3"]
     assert_user_error(hpcprobe("export", "--db", db, "--metric", "bandwidth"), "BENCHMARK.NAME")
     assert_user_error(hpcprobe("export", "--db", db, "--param", "kernel=triad"), "--metric")
+    # a typo in the metric or a param is a mistake said with what there is; an empty
+    # selection (no run of that tag) is an empty export
+    assert_user_error(hpcprobe("export", "--db", db, "--metric", "memory.bandwdith"),
+                      "memory has no metric 'bandwdith'; its metrics: bandwidth, "
+                      "bandwidth_write_allocate")
+    assert_user_error(hpcprobe("export", "--db", db, "--metric", "memory.bandwidth", "--param",
+                               "kernal=triad", "--tag", "campaign"),
+                      "--param kernal=triad: no figure of memory.bandwidth in the runs selected "
+                      "has it; their params: ", "kernel: ", "triad")
+    r = hpcprobe("export", "--db", db, "--metric", "memory.bandwidth", "--param",
+                 "kernel=triad", "--tag", "nosuch")
+    assert r.code == 0 and r.out == ""
 
 
 def test_a_full_store_is_one_clear_error_and_loses_nothing_stored(tmp_path):

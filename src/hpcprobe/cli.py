@@ -868,16 +868,47 @@ def cmd_import(a: argparse.Namespace) -> int:
 def cmd_export(a: argparse.Namespace) -> int:
     if a.output:
         files.check_writable(a.output, "-o")
+    if a.metric:
+        _check_metric(*a.metric)
     with Store.open(a.db, create=False) as st:
         if a.param and not a.metric:
             raise UserError("--param selects figures of one metric: add --metric")
-        text = export.render(export.rows(st, a.what, _selection(a), a.metric,
-                                         dict(a.param or [])), a.what, a.format)
+        records = list(export.rows(st, a.what, _selection(a), a.metric, dict(a.param or [])))
+        if a.param and not records and a.what != "runs":
+            _check_params(st, a)
+        text = export.render(iter(records), a.what, a.format)
     if a.output:
         files.atomic_write(a.output, text.encode(), "-o")
     else:
         sys.stdout.write(text)
     return 0
+
+
+def _check_metric(benchmark: str, name: str) -> None:
+    """A metric its family does not declare (a typo) is refused with the ones it does; a
+    benchmark that is no family here (a series, another version's) is not judged."""
+    fam = registry.families().get(benchmark)
+    if fam is None or not fam.metrics or fam.open_metrics:
+        return
+    names = [m.name for m in fam.metrics]
+    if name not in names:
+        raise UserError(f"--metric {benchmark}.{name}: {benchmark} has no metric {name!r}; its "
+                        f"metrics: {', '.join(names)}")
+
+
+def _check_params(st: Store, a: argparse.Namespace) -> None:
+    """--param that matched no figure of a metric the selected runs have: the params they have
+    (a typo in a key or a value), refused; where none has the metric, an empty export."""
+    figs = st.metric_across(*a.metric, _selection(a))
+    if figs:
+        have: dict[str, set[str]] = {}
+        for _, m in figs:
+            for k, v in m.params.items():
+                have.setdefault(k, set()).add(str(v))
+        said = "; ".join(f"{k}: {', '.join(sorted(v)[:6])}" + (" ..." if len(v) > 6 else "")
+                         for k, v in sorted(have.items()))
+        raise UserError(f"--param {' '.join(f'{k}={v}' for k, v in a.param)}: no figure of "
+                        f"{'.'.join(a.metric)} in the runs selected has it; their params: {said}")
 
 
 def cmd_prune(a: argparse.Namespace) -> int:
