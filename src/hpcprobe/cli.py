@@ -899,7 +899,8 @@ def _check_metric(benchmark: str, name: str) -> None:
 def _check_params(st: Store, a: argparse.Namespace) -> None:
     """--param that matched no figure of a metric the selected runs have: the params they have
     (a typo in a key or a value), refused; where none has the metric, an empty export."""
-    figs = st.metric_across(*a.metric, _selection(a))
+    benchmark, name = a.metric
+    figs = st.metric_across(benchmark, name, _selection(a))
     if figs:
         have: dict[str, set[str]] = {}
         for _, m in figs:
