@@ -54,3 +54,19 @@ def test_runs_of_other_kernels_differ_even_at_the_same_version():
     assert fingerprint.differences([a, b]) == [("kernels", ["7daef8c4a820", "0f3e2a91bc47"])]
     del a.provenance["kernels"]  # stored before the digest was: not known, so not the same
     assert fingerprint.differences([a, b]) == [("kernels", ["n/a", "0f3e2a91bc47"])]
+
+
+def test_an_mpi_whose_protocol_thresholds_moved_differs():
+    """An MCA parameter file changed between runs: the same MPI, a larger eager limit."""
+    a = results.read_json(DATA / "compare" / "nps1.json")
+    b = results.read_json(DATA / "compare" / "nps1.json")
+    mpi = {"implementation": "Open MPI", "version": "4.1.4", "prefix": "/usr"}
+    a.provenance["mpi"] = {**mpi, "thresholds": {"OMPI_MCA_btl_vader_eager_limit": 4096,
+                                                 "OMPI_MCA_btl_tcp_eager_limit": 65536}}
+    b.provenance["mpi"] = {**mpi, "thresholds": {"OMPI_MCA_btl_vader_eager_limit": 32768,
+                                                 "OMPI_MCA_btl_tcp_eager_limit": 65536}}
+    assert fingerprint.differences([a, b]) == [("MPI thresholds", [
+        "OMPI_MCA_btl_tcp_eager_limit 65536, OMPI_MCA_btl_vader_eager_limit 4096",
+        "OMPI_MCA_btl_tcp_eager_limit 65536, OMPI_MCA_btl_vader_eager_limit 32768"])]
+    del a.provenance["mpi"]["thresholds"]  # stored before they were read: not known
+    assert fingerprint.fingerprint(a)["MPI thresholds"] == "n/a"

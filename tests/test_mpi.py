@@ -220,6 +220,8 @@ def test_point_to_point_on_two_real_ranks(tmp_path):
     assert m["params"]["binding"].split(";")[0] == str(asked[0])
     assert all(v > 0 for v in bw[1024]["samples"])
     assert doc["provenance"]["mpi"]["fingerprint"] == MPI.fingerprint
+    assert doc["provenance"]["mpi"]["thresholds"] == {t.variable: t.size
+                                                      for t in params.thresholds(MPI)}
     assert not doc["errors"]
 
 

@@ -40,6 +40,10 @@ def fingerprint(run: Run) -> dict[str, str]:
         or None,
         "MPI": f"{mpi['implementation']} {mpi['version']} ({mpi['prefix']})" if mpi
         else p.get("mpi_found"),
+        # the message sizes where it changes protocol, as it reported them (an MCA parameter
+        # file or a variable moves them)
+        "MPI thresholds": ", ".join(f"{k} {v}" for k, v in sorted(
+            (mpi or {}).get("thresholds", {}).items())) or None,
         "BLAS": p.get("blas"),
         "compiler": p.get("compiler"),
         "ISA": p.get("isa"),

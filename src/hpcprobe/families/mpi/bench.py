@@ -264,7 +264,9 @@ def run(ctx: RunContext, opts: MpiOptions | None) -> None:
     steps = plan(ctx.topo, opts, ctx.oversubscribe, ctx.profile.curve_points)
     exe = build.build(mpi)
     launcher, path = launchers.choose(mpi, opts.launcher)
-    ctx.provenance["mpi"] = {**mpi.to_dict(), "launcher": launcher.name, "launcher_path": path}
+    known = params.thresholds(mpi)
+    ctx.provenance["mpi"] = {**mpi.to_dict(), "launcher": launcher.name, "launcher_path": path,
+                             "thresholds": {t.variable: t.size for t in known}}
     # the samples share OSU's iteration count between them (the C program splits it): up to the
     # profile's most samples where OSU runs many iterations (small messages), which costs no
     # more time and narrows the CI of the median; at least `least` where it runs a handful
@@ -300,8 +302,8 @@ def run(ctx: RunContext, opts: MpiOptions | None) -> None:
             ctx.errors.append(f"mpi ({what}): {outcome.error}; the figures measured before "
                               "are kept")
     mine = [m for m in ctx.metrics if m.benchmark == "mpi"]
-    if protocol.falls(mine):  # only then is the MPI asked for its limits
-        found = protocol.findings(mine, params.thresholds(mpi), mpi.implementation)
+    if protocol.falls(mine):
+        found = protocol.findings(mine, known, mpi.implementation)
         ctx.findings += found
         ctx.warnings += [f"mpi: {f['message']}" for f in found]
 
