@@ -10,6 +10,7 @@ import re
 import subprocess
 from dataclasses import dataclass
 from functools import cache
+from typing import Any
 
 from hpcprobe.mpi.find import Mpi
 
@@ -95,3 +96,10 @@ def thresholds(mpi: Mpi) -> list[Threshold]:
     program, args, parse = LISTERS[mpi.implementation]
     path = mpi.bin(program)
     return parse(_listing((path, *args), tuple(sorted(os.environ.items())))) if path else []
+
+
+def provenance(mpi: Mpi, launcher: str, path: str | None) -> dict[str, Any]:
+    """What a run records of the MPI it launched ranks with: the MPI, its fingerprint, the
+    launcher, and the thresholds in force (variable -> bytes)."""
+    return {**mpi.to_dict(), "launcher": launcher, "launcher_path": path,
+            "thresholds": {t.variable: t.size for t in thresholds(mpi)}}

@@ -14,7 +14,7 @@ from hpcprobe.common.errors import UserError
 from hpcprobe.machine.placement import plan as place
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, RunContext, option
-from hpcprobe.mpi import build, find, launch, launchers, layouts
+from hpcprobe.mpi import build, find, launch, launchers, layouts, params
 from hpcprobe.mpi.launchers import Layout
 from hpcprobe.mpi.layouts import Placement
 
@@ -98,7 +98,7 @@ def run(ctx: RunContext, family: str, layout: Layout, args: list[str], where: Wh
     mpi = find.find(where.mpi_prefix)
     exe = build.build(mpi, program)
     launcher, path = launchers.choose(mpi, where.launcher)
-    ctx.provenance["mpi"] = {**mpi.to_dict(), "launcher": launcher.name, "launcher_path": path}
+    ctx.provenance["mpi"] = params.provenance(mpi, launcher.name, path)
     spec = launcher.build(path, mpi, layout, [str(exe), *args], workdir, {})
     outcome = launch.run(spec, where.timeout_s, launcher.name)
     return Launched(outcome, _binding(ctx, family, layout, outcome),

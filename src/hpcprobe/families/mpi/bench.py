@@ -264,9 +264,7 @@ def run(ctx: RunContext, opts: MpiOptions | None) -> None:
     steps = plan(ctx.topo, opts, ctx.oversubscribe, ctx.profile.curve_points)
     exe = build.build(mpi)
     launcher, path = launchers.choose(mpi, opts.launcher)
-    known = params.thresholds(mpi)
-    ctx.provenance["mpi"] = {**mpi.to_dict(), "launcher": launcher.name, "launcher_path": path,
-                             "thresholds": {t.variable: t.size for t in known}}
+    ctx.provenance["mpi"] = params.provenance(mpi, launcher.name, path)
     # the samples share OSU's iteration count between them (the C program splits it): up to the
     # profile's most samples where OSU runs many iterations (small messages), which costs no
     # more time and narrows the CI of the median; at least `least` where it runs a handful
@@ -303,7 +301,7 @@ def run(ctx: RunContext, opts: MpiOptions | None) -> None:
                               "are kept")
     mine = [m for m in ctx.metrics if m.benchmark == "mpi"]
     if protocol.falls(mine):
-        found = protocol.findings(mine, known, mpi.implementation)
+        found = protocol.findings(mine, params.thresholds(mpi), mpi.implementation)
         ctx.findings += found
         ctx.warnings += [f"mpi: {f['message']}" for f in found]
 
