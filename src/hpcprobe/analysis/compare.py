@@ -154,7 +154,7 @@ def compare(runs: list[Run], ignore: NotJoined) -> Comparison:
            if r.provenance.get("interrupted")}
     stolen = {label(r): hot for r in runs if (hot := {
         b: pct for b, pct in r.provenance.get("steal_percent", {}).items()
-        if pct >= 100 * steal.WARN})}
+        if steal.warns(pct)})}
     return Comparison([label(r) for r in runs], fingerprint.differences(runs), rows, only, cut,
                       stolen)
 

@@ -324,7 +324,7 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
     v.unhealthy = _unhealthy(node_runs)
     for host in sorted(latest, key=natural):
         worst = max(latest[host].provenance.get("steal_percent", {}).values(), default=0.0)
-        if worst >= 100 * steal.WARN:
+        if steal.warns(worst):
             v.steal[host] = worst
     heat_rows: dict[str, dict[str, tuple[float, float]]] = {}
     all_labels: dict[str, None] = {}

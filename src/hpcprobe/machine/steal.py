@@ -14,6 +14,11 @@ from pathlib import Path
 WARN = 0.01
 
 
+def warns(percent: float) -> bool:
+    """Whether a stored share (%) is one a run warned of."""
+    return percent >= 100 * WARN
+
+
 @dataclass(frozen=True)
 class Times:
     """Jiffies of some CPUs, summed: stolen and all (user to steal; guest time is within user)."""
