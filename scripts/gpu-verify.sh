@@ -36,26 +36,6 @@ step "hpcprobe gpu check" "$out/check.txt" .venv/bin/hpcprobe gpu check
 tail -n 1 "$out/pytest-gpu.txt" | sed 's/^/pytest: /' >>"$summary"
 rm -f "$out/setup.txt"  # its last lines are in the summary where it failed
 
-# the figures to compare with docs/gpu.md: GEMM rate and NVML readings per precision at the
-# largest N, the device's copy bandwidth, peer and host copies, every error and warning
-[[ -s $out/gpu.json ]] && .venv/bin/python - "$out/gpu.json" >>"$summary" 2>&1 <<'EOF'
-import json, sys
-
-doc = json.load(open(sys.argv[1]))
-ms = [m for m in doc["metrics"] if m["benchmark"] == "gpu"]
-print(f"{len(ms)} gpu metrics; errors {len(doc['errors'])}, warnings {len(doc['warnings'])}")
-gemm = [m for m in ms if m["name"] == "gemm"]
-for prec in dict.fromkeys(m["params"]["precision"] for m in gemm):
-    m = max((m for m in gemm if m["params"]["precision"] == prec), key=lambda m: m["params"]["n"])
-    p = m["params"]
-    print(f"gemm {prec} n={p['n']}: {m['summary']['median']:.1f} TFLOP/s, nvml_readings "
-          f"{p.get('nvml_readings')}, sm_mhz {p.get('sm_mhz')}")
-for name in sorted({m["name"] for m in ms} - {"gemm"}):
-    figures = [m for m in ms if m["name"] == name]
-    best = max(figures, key=lambda m: m["summary"]["median"])
-    print(f"{name}: best median {best['summary']['median']:.1f} {best['unit']} of "
-          f"{len(figures)} figures, at {best['params']}")
-for line in doc["errors"] + doc["warnings"]:
-    print("  " + line)
-EOF
+# the figures to compare with docs/gpu.md (scripts/gpu_summary.py)
+[[ -s $out/gpu.json ]] && .venv/bin/python scripts/gpu_summary.py "$out/gpu.json" >>"$summary" 2>&1
 cat "$summary"

@@ -676,6 +676,30 @@ def test_figures_count_only_after_their_check(stand_in, tmp_path, tiny):
     assert [slug for slug, _, _ in views.figures([run])] == ["gpu-bandwidth", "gpu-gemm"]
 
 
+def test_the_verify_scripts_summary_reads_a_runs_document(stand_in, tmp_path, tiny):
+    """scripts/gpu_summary.py, which scripts/gpu-verify.sh runs on a lent GPU node, on a
+    document of the family's measurements (the stand-in's)."""
+    ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
+    bench.run(ctx, bench.GpuOptions(gpu_tests=("stream", "gemm"), gpu_precisions=("bf16",),
+                                    gpu_gemm_n=(1024, 4096), gpu_stream_size=4 << 20))
+    run = Run("0123456789ab", "2026-11-23T00:00:00+00:00", "h", "quick", ["gpu"],
+              {**provenance.collect(tiny, "scalar"), **ctx.provenance}, tiny.to_dict(),
+              ctx.metrics, warnings=["gpu: a warning"])
+    doc = tmp_path / "gpu.json"
+    results.write_json(run, doc)
+    script = Path(__file__).parents[1] / "scripts" / "gpu_summary.py"
+    r = subprocess.run([sys.executable, str(script), str(doc)], capture_output=True,
+                       text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == f"{len(run.metrics)} gpu metrics; 0 error(s), 1 warning(s)"
+    assert "gemm bf16 n=4096: " in lines[1] and "TFLOP/s, nvml_readings 3, sm_mhz 1500" in \
+        lines[1]
+    [copy] = [ln for ln in lines if ln.startswith("bandwidth: best ")]
+    assert "GB/s of " in copy and "kernel=" in copy and "bus_id" not in copy
+    assert lines[-1] == "  gpu: a warning"
+
+
 def test_a_failed_check_or_an_error_discards_only_its_size(stand_in, tiny):
     ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
     bench.run(ctx, bench.GpuOptions(gpu_tests=("gemm",), gpu_precisions=("bf16", "fp32"),
