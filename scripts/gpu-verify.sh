@@ -7,7 +7,7 @@
 #   OUT         a directory for the results: summary.txt (the figures to read first),
 #               pytest-gpu.txt, gpu.txt and gpu.json (`hpcprobe gpu`), check.txt (`gpu check`),
 #               nvidia-smi.xml (`-q -x`) and nvlink.txt (`nvlink -s`)
-#   WHEELHOUSE  wheels for `make setup` where the node has no network: on a machine with it,
+#   WHEELHOUSE  wheels for the set-up where the node has no network: on a machine with it,
 #               `make wheelhouse WHEELHOUSE=DIR WHEEL_PYTHON=<the node's Python, e.g. 3.12>`
 # Each step's exit code is in summary.txt; a failing step does not stop the others.
 set -uo pipefail
@@ -27,7 +27,9 @@ step() {  # step NAME FILE COMMAND...: run it, its output into FILE, its exit co
     ((rc == 0)) || tail -n 3 "$file" | sed 's/^/    /' >>"$summary"
 }
 
-step setup "$out/setup.txt" make setup ${2:+WHEELHOUSE="$2"}
+# the Python set-up alone: the Debian packages are not needed here, and apt on a node without
+# network can wait minutes for a mirror
+step setup "$out/setup.txt" make .venv/.hpcprobe-installed ${2:+WHEELHOUSE="$2"}
 step nvidia-smi "$out/nvidia-smi.xml" nvidia-smi -q -x
 step nvlink "$out/nvlink.txt" nvidia-smi nvlink -s
 step pytest "$out/pytest-gpu.txt" .venv/bin/python -m pytest -q -p no:cacheprovider tests/test_gpu.py
