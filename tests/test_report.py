@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+from html import escape
 from pathlib import Path
 
 import pytest
@@ -18,6 +19,7 @@ from matplotlib import image
 
 from conftest import DATA, assert_user_error, hpcprobe
 from hpcprobe import native, registry
+from hpcprobe.analysis import compare
 from hpcprobe.families.compute.bench import ComputeOptions
 from hpcprobe.families.frequency.bench import FrequencyOptions
 from hpcprobe.families.latency.bench import LatencyOptions
@@ -83,6 +85,14 @@ def test_two_runs_are_overlaid_and_compared(measured):
     html, _ = report.build([measured, other], *REG)
     assert "<td>memory,latency,frequency,compute (interrupted)</td>" in html
     assert "<h2>Run second (interrupted during compute)</h2>" in html
+    # what the terminal's comparison says of its runs, the report says too
+    other.provenance = {**other.provenance, "steal_percent": {"memory": 2.5, "latency": 0.2}}
+    html, _ = report.build([measured, other], *REG)
+    label = compare.label(other)
+    assert (f'<p class="warn">Run {escape(label)} was interrupted during compute: the figures it '
+            "would have measured from there on are missing from it.</p>") in html
+    assert (f'<p class="warn">Run {escape(label)}: the hypervisor took CPU time while memory ran '
+            "(2.5 %) (steal time): those figures carry the host&#x27;s load too.</p>") in html
 
 
 def test_cli_report_with_pngs_and_an_unwritable_path(tmp_path):

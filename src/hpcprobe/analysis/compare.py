@@ -159,6 +159,17 @@ def compare(runs: list[Run], ignore: NotJoined) -> Comparison:
                       stolen)
 
 
+def notes(c: Comparison) -> list[str]:
+    """What the reader of a comparison should know of its runs: those interrupted (their later
+    figures are missing) and the benchmarks whose host took CPU time (steal)."""
+    return ([f"Run {run} was interrupted during {where}: the figures it would have measured "
+             "from there on are missing from it." for run, where in c.interrupted.items()]
+            + [f"Run {run}: the hypervisor took CPU time while "
+               + ", ".join(f"{b} ran ({pct:.1f} %)" for b, pct in stolen.items())
+               + " (steal time): those figures carry the host's load too."
+               for run, stolen in c.steal.items()])
+
+
 CSV_COLUMNS = ("benchmark", "name", "params", "unit", "better", "run", "baseline_median",
                "median", "ratio", "ratio_ci_low", "ratio_ci_high", "change_pct", "p_value",
                "verdict", "n_baseline", "n", "few_samples")

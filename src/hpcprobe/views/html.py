@@ -146,6 +146,7 @@ def build(runs: list[Run], views: Sequence[View], figures: Sequence[Figures],
             parts.append(f'<p class="warn">{escape(str(exc))}</p>')
         else:
             parts.append(f"<h2>Comparison against {escape(c.runs[0])}</h2>")
+            parts += [f'<p class="warn">{escape(line)}</p>' for line in compare.notes(c)]
             parts.append(_table(
                 ["benchmark", "metric", "params", "run", "baseline", "median", "change",
                  "95% CI", "p", ""],

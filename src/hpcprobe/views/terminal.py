@@ -10,7 +10,7 @@ from rich.markup import escape
 from rich.table import Table as RichTable
 from rich.text import Text
 
-from hpcprobe.analysis.compare import Comparison
+from hpcprobe.analysis.compare import Comparison, notes
 from hpcprobe.results.model import Run
 from hpcprobe.views.table import Block, Table, View
 
@@ -68,14 +68,8 @@ def render_comparison(c: Comparison, console: Console, limit: int | None) -> Non
     then the metrics by effect size."""
     console.print(f"Baseline: run {c.runs[0]}; compared: {', '.join(c.runs[1:])}",
                   highlight=False, markup=False)
-    for run, where in c.interrupted.items():
-        console.print(f"Run {run} was interrupted during {where}: the figures it would have "
-                      "measured from there on are missing from it.", highlight=False, markup=False)
-    for run, stolen in c.steal.items():
-        console.print(f"Run {run}: the hypervisor took CPU time while "
-                      + ", ".join(f"{b} ran ({pct:.1f} %)" for b, pct in stolen.items())
-                      + " (steal time): those figures carry the host's load too.",
-                      highlight=False, markup=False)
+    for line in notes(c):
+        console.print(line, highlight=False, markup=False)
     if c.differences:
         t = Table(title="What differs (configuration fingerprint)")
         t.add_column("setting")
