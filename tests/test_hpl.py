@@ -215,6 +215,8 @@ def test_user_mistakes_are_one_line_and_exit_2(tmp_path):
     lib = tmp_path / "libblas.so.3"
     lib.write_text("not a library")
     for args, needle in ((("--pq", "3x3"), "--pq 3x3"), (("--n", "99999999"), "give N <="),
+                         (("--n", "4"), "give N >= 64"), (("--n", "100", "--nb", "128"),
+                                                          "give N >= 128"),
                          (("--blas", "nope"), "unknown"), (("--blas", str(lib)), "cannot be "
                                                                                  "loaded"),
                          (("--xhpl", str(tmp_path / "none")), "not an executable"),

@@ -208,6 +208,7 @@ def size(ctx: RunContext, opts: HplOptions, s: Setup, nb: int, gflops: float | N
     measured DGEMM rate; checked against the memory."""
     st = settings_of(ctx)
     if opts.n is not None:
+        inputs.check_blocks(opts.n, opts.nb)
         n = inputs.round_n(opts.n * math.sqrt(s.nodes), nb, s.q) if s.nodes > 1 else opts.n
     elif opts.memory is not None or st.seconds is None or gflops is None:
         n = inputs.n_for_memory(s.mem_bytes, opts.memory or MEMORY_SHARE, nb, s.q)

@@ -65,6 +65,15 @@ def n_for_time(seconds: float, gflops: float, nb: int, q: int) -> int:
     return round_n((1.5 * seconds * gflops * 1e9) ** (1 / 3), nb, q)
 
 
+def check_blocks(n: int, nb: int | None) -> None:
+    """N below one block (of NB, or of the table's smallest) times start-up, and below a few
+    entries hpcc crashes or hangs: the user's to fix, before anything runs."""
+    least = nb or min(NB_TABLE.values())
+    if n < least:
+        raise UserError(f"--n {n}: the problem must hold at least one block (NB {least}); "
+                        f"give N >= {least}")
+
+
 def check_memory(n: int, mem_bytes: float, nodes: int, usable: float) -> None:
     """A matrix that cannot fit is the user's to fix, before anything runs."""
     need = 8.0 * n * n
