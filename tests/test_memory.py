@@ -206,3 +206,29 @@ def test_default_plan_on_one_allowed_cpu():
     plan = _default(topology.from_hwloc_xml(xml, "one-cpu"))
     assert {m.cpus for m in plan} == {(0,)}
     assert {m.phase for m in plan} == {"sweep", "stream"}
+
+
+def test_arrays_that_do_not_validate_give_no_figure(tiny, monkeypatch):
+    """Every family that streams checks the arrays after its samples: a kernel that left them
+    wrong gives an error naming the measurement, and no figure (memory and numa go on with
+    their other measurements; a proxy's triad is its family's failure)."""
+    from hpcprobe.common.errors import MeasurementError
+    from hpcprobe.families.cg import bench as cg
+    from hpcprobe.families.dslash import bench as dslash
+    from hpcprobe.families.numa import bench as numa
+
+    monkeypatch.setattr(native.Team, "stream_check", lambda self, kernel_id, elems: 1.0)
+    quick = profiles.get("quick")
+    ctx = RunContext(tiny, quick, native.best_isa())
+    memory.run(ctx, MemoryOptions(kernels=("triad", "copy"), stores=("regular",), threads=(1,),
+                                  size_bytes=1 << 20))
+    assert not [m for m in ctx.metrics if m.benchmark == "memory"]
+    assert len(ctx.errors) == 2 and all("validation failed" in e for e in ctx.errors)
+    ctx = RunContext(tiny, quick, native.best_isa())
+    numa.run(ctx, numa.NumaOptions(cpu_node=0, memory_node=0))
+    assert not [m for m in ctx.metrics if m.name == "bandwidth"]
+    assert [e for e in ctx.errors if e.startswith("numa ") and "validation failed" in e]
+    for family, opts in ((cg, cg.CgOptions(grid=(16, 16, 16))),
+                         (dslash, dslash.DslashOptions(l=(4,), actions=("wilson",)))):
+        with pytest.raises(MeasurementError, match="validation failed"):
+            family.run(RunContext(tiny, quick, native.best_isa()), opts)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from hpcprobe.common.errors import MeasurementError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.measure import sampling
 from hpcprobe.measure.family import RunContext
@@ -15,6 +16,10 @@ from hpcprobe.native.kernels import KERNELS, bandwidth_gbs
 #: STREAM's validation bound for double precision; our patterns are exact, so anything above
 #: zero already means a broken kernel, but the field's bound is the one we state.
 MAX_REL_ERROR = 1e-13
+
+
+class Invalid(MeasurementError):
+    """The arrays after a measurement differ from their closed-form values: no figure."""
 
 
 #: Tries to size a sample's inner repetitions before giving up on reaching sample_s.
@@ -51,8 +56,9 @@ class Measurement:
 
 def measure(ctx: RunContext, team: Team, m: Measurement, budget_s: float,
             benchmark: str) -> list[float]:
-    """Timed samples of one measurement as GB/s (STREAM counting), taken in the steady state:
-    the calibration and warm-up samples are dropped."""
+    """Timed samples of one measurement as GB/s (STREAM counting), taken in the steady state
+    (the calibration and warm-up samples are dropped), then the arrays checked against their
+    closed-form values: `Invalid` where they differ, and the samples count for nothing."""
     k = KERNELS[m.kernel]
     kid = k.kernel_id
     team.stream_begin(kid, m.elems)
@@ -77,4 +83,8 @@ def measure(ctx: RunContext, team: Team, m: Measurement, budget_s: float,
     if migrated:
         ctx.warnings.append(f"{benchmark} {m.label}: threads left their CPU in {migrated} "
                             "thread-sample(s); is something else changing affinities?")
+    err = team.stream_check(kid, m.elems)
+    if not err <= MAX_REL_ERROR:
+        raise Invalid(f"{benchmark} {m.label}: validation failed (max relative error {err:.3g} "
+                      f"> {MAX_REL_ERROR:g}); figure discarded")
     return ctx.record(benchmark, m.label, got)

@@ -31,7 +31,7 @@ from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, RunContext, bound_cpus, option
 from hpcprobe.native import Team, kernels
 from hpcprobe.native.kernels import KERNELS, STREAM_KERNELS
-from hpcprobe.probes.stream import MAX_REL_ERROR, Measurement, measure
+from hpcprobe.probes.stream import Invalid, Measurement, measure
 from hpcprobe.results.model import Metric
 
 #: Share of the time budget for cache-resident measurements; DRAM ones (and the sweep's points
@@ -283,17 +283,16 @@ def run(ctx: RunContext, opts: MemoryOptions | None) -> None:
                 for m in ms:
                     cached = in_cache(m.level)
                     t0 = time.perf_counter()
-                    samples = measure(ctx, team, m, max(0.0, pool[cached]) / left[cached],
-                                      "memory")
-                    pool[cached] -= time.perf_counter() - t0
-                    left[cached] -= 1
-                    err = team.stream_check(KERNELS[m.kernel].kernel_id, m.elems)
-                    ctx.progress.advance(m.label)
-                    if not err <= MAX_REL_ERROR:
-                        ctx.errors.append(f"memory {m.label}: validation failed (max relative "
-                                          f"error {err:.3g} > {MAX_REL_ERROR:g}); figure "
-                                          "discarded")
+                    try:
+                        samples = measure(ctx, team, m, max(0.0, pool[cached]) / left[cached],
+                                          "memory")
+                    except Invalid as exc:
+                        ctx.errors.append(str(exc))
                         continue
+                    finally:
+                        pool[cached] -= time.perf_counter() - t0
+                        left[cached] -= 1
+                        ctx.progress.advance(m.label)
                     found = _metrics(m, samples, ctx.isa, binding)
                     ctx.metrics.extend(found)
                     if m.phase == "sweep" or m.in_sweep:

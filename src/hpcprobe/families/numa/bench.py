@@ -17,9 +17,8 @@ from hpcprobe.machine.topology import Topology, numa_of
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, RunContext, option
 from hpcprobe.native import Team
-from hpcprobe.native.kernels import KERNELS
 from hpcprobe.probes.chase import CHECK_STEPS, SEED, STRIDE, chase_samples, dram_size, granted_pages
-from hpcprobe.probes.stream import MAX_REL_ERROR, Measurement, measure
+from hpcprobe.probes.stream import Invalid, Measurement, measure
 from hpcprobe.results.model import Metric
 
 #: Share of the NUMA budget for the latency matrix; the bandwidth matrix gets the rest.
@@ -145,7 +144,6 @@ def _run(ctx: RunContext, opts: NumaOptions, bind: bool) -> None:
             "huge_page_fraction": fraction, "memory_policy": policy, "load_threads": 0},
             samples, "lower"))
     bw_deadline = time.perf_counter() + budget * (1 - LATENCY_SHARE)
-    load = KERNELS["load"]
     for n, (i, j) in enumerate(todo):
         cpus = domain_cpus(topo, i)
         total = dram_working_set(topo, cpus)
@@ -153,15 +151,16 @@ def _run(ctx: RunContext, opts: NumaOptions, bind: bool) -> None:
                         elems_for("load", total, len(cpus)), "DRAM")
         with Team(cpus) as team:
             team.stream_prepare(m.elems, node=j if bind else None)
-            samples = measure(ctx, team, m, max(0.0, bw_deadline - time.perf_counter())
-                              / (len(todo) - n), "numa")
-            err = team.stream_check(load.kernel_id, m.elems)
+            try:
+                samples = measure(ctx, team, m, max(0.0, bw_deadline - time.perf_counter())
+                                  / (len(todo) - n), "numa")
+            except Invalid as exc:
+                ctx.errors.append(str(exc))
+                continue
+            finally:
+                ctx.progress.advance(f"NUMA bandwidth {i}->{j}")
             seen = sorted({s for c in cpus for s in _bound_to(*team.stream_buffer(c))})
             binding = format_cpulist(team.binding().cpus)
-        ctx.progress.advance(f"NUMA bandwidth {i}->{j}")
-        if not err <= MAX_REL_ERROR:
-            ctx.errors.append(f"numa bandwidth {i}->{j}: the arrays did not validate; discarded")
-            continue
         _warn_binding(ctx, "bandwidth", i, j, seen)
         ctx.metrics.append(Metric("numa", "bandwidth", "GB/s", {
             "cpu_domain": i, "memory_domain": j, "memory_domain_seen": seen, "cpus": binding,
