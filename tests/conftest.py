@@ -15,8 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from hpcprobe.families import FAMILIES
 from hpcprobe.machine import topology
+from hpcprobe.measure import profiles
+from hpcprobe.measure.family import Family, MetricSpec
 from hpcprobe.mpi import find
+from hpcprobe.results.model import Metric
 from hpcprobe.tools import pgserver
 
 # A suite started in the background by a shell without job control (`(make test &)`) inherits
@@ -180,3 +184,26 @@ def pg_server() -> Iterator[pgserver.PgServer]:
 def pg_url(pg_server: pgserver.PgServer) -> str:
     """A fresh empty database of the session's throwaway PostgreSQL server."""
     return pg_server.new_database()
+
+
+@dataclass(frozen=True)
+class NoOptions:
+    """The toy families take none."""
+
+
+def _toy(name: str):
+    def run(ctx, opts: object) -> None:
+        time.sleep(0.1)  # long enough for /proc/stat's CPU times to move (10 ms a jiffy)
+        ctx.metrics.append(Metric(name, "items", "items", {"n": 1}, [1.0] * 3))
+    return run
+
+
+@pytest.fixture
+def toy_family(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two families declared by the test, `toy` and `toy2`: each sleeps 0.1 s and records one
+    figure, so that what the runner does around a benchmark is seen alone."""
+    settings = {name: None for name in profiles.PROFILES}
+    for name in ("toy", "toy2"):
+        monkeypatch.setitem(FAMILIES, name, Family(
+            name, "a family declared in a test", NoOptions, _toy(name), settings=settings,
+            metrics=(MetricSpec("items", "items"),)))

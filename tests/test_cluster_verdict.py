@@ -194,20 +194,27 @@ def test_a_node_whose_own_checks_found_a_gpu_due_for_a_reset_is_drained_with_the
     assert v.unhealthy == {} and not v.flagged
 
 
-def test_nodes_whose_host_took_cpu_time_are_named_beside_the_verdict():
+def test_nodes_whose_host_took_cpu_time_or_changed_are_named_beside_the_verdict():
     _, runs = clusterdata.campaign(12, slow_nodes={"n5": 0.85})
     stolen = {"n5": {"memory": 6.2, "latency": 0.1}, "n7": {"compute": 1.5},
               "n3": {"memory": 0.4}}
     for r in runs:
         if r.host in stolen:
             r.provenance = {**r.provenance, "steal_percent": stolen[r.host]}
+        if r.host in ("n5", "n9"):  # the node sentinel moved around their memory benchmark
+            r.findings = [*r.findings, {"benchmark": "memory", "kind": "node_changed",
+                                        "ratio": 0.61, "message": "moved"}]
     v = analyse(runs, "c1")
     assert v.steal == {"n5": 6.2, "n7": 1.5}  # under 1 % is no warning
+    assert v.changed == {"n5": {"memory": 0.61}, "n9": {"memory": 0.61}}
     assert kinds(v) == [(SLOW_NODE, "n5")]  # context for the verdict, not a verdict
     [table] = [b for b in views.blocks(v, lambda n, r: ["drain", n])
                if getattr(b, "title", "").startswith("Host load")]
-    assert table.rows == [["n5", "6.2"], ["n7", "1.5"]]
-    assert json.loads(json.dumps(v.to_dict()))["steal_percent"] == {"n5": 6.2, "n7": 1.5}
+    assert table.rows == [["n5", "6.2", "memory x0.61"], ["n7", "1.5", "-"],
+                          ["n9", "-", "memory x0.61"]]
+    doc = json.loads(json.dumps(v.to_dict()))
+    assert doc["steal_percent"] == {"n5": 6.2, "n7": 1.5}
+    assert doc["node_changed"] == {"n5": {"memory": 0.61}, "n9": {"memory": 0.61}}
     # a fleet whose only news is one node's steal time is not flagged: nothing to drain
     _, runs = clusterdata.campaign(8, noise=0.01)
     runs[0].provenance = {**runs[0].provenance, "steal_percent": {"memory": 3.0}}

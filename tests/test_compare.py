@@ -184,3 +184,37 @@ def test_a_run_during_which_the_host_took_cpu_time_is_said_to(tmp_path):
     r = hpcprobe("compare", BASE, str(stolen), "--json")
     assert json.loads(r.out)["steal_percent"] == {compare.label(run): {"memory": 4.25,
                                                                        "numa": 1.0}}
+
+
+def test_runs_whose_node_sentinel_moved_or_started_elsewhere_are_said_to(tmp_path):
+    """A benchmark around which the sentinel moved is named; a run whose node streamed
+    differently from the baseline's before its first benchmark is named with both figures."""
+    steady = [50.0, 50.5, 49.5, 50.2, 49.8, 50.1, 49.9, 50.3, 49.7]
+
+    def with_sentinel(path, first: list[float], moved_in: str | None = None):
+        run = results.read_json(path)
+        run.provenance["sentinel"] = {"kernel": "triad", "readings": [
+            {"after": None, "samples": first}]}
+        if moved_in:
+            run.findings.append({"benchmark": moved_in, "kind": "node_changed", "ratio": 0.61,
+                                 "message": "moved"})
+        out = tmp_path / f"{run.run_id}-{len(first)}-{moved_in}.json"
+        results.write_json(run, out)
+        return run, str(out)
+
+    _, base = with_sentinel(BASE, steady)
+    run, slow = with_sentinel(NPS4, [x * 0.7 for x in steady], "memory")
+    r = hpcprobe("compare", base, slow)
+    assert r.code == 0, r.err
+    said = " ".join(r.out.split())
+    assert (f"Run {compare.label(run)}: the node's DRAM triad (its sentinel) moved while memory "
+            "ran (x0.61): those figures may mix two states of the node.") in said
+    assert (f"Run {compare.label(run)}: before its first benchmark its node streamed 35.0 GB/s "
+            "against the baseline's 50.0 (x0.70, the sentinel's DRAM triad)") in said
+    doc = json.loads(hpcprobe("compare", base, slow, "--json").out)
+    assert doc["node_changed"] == {compare.label(run): {"memory": 0.61}}
+    assert doc["sentinel_start"] == {compare.label(run): {"baseline": 50.0,
+                                                          "run": pytest.approx(35.0)}}
+    _, same = with_sentinel(NPS4, [x * 1.01 for x in steady])
+    said = " ".join(hpcprobe("compare", base, same).out.split())
+    assert "sentinel" not in said

@@ -4,18 +4,13 @@ kept with the run, and a warning where it is large enough to move figures."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 import pytest
 
 from hpcprobe import cli
-from hpcprobe.families import FAMILIES
 from hpcprobe.machine import steal
-from hpcprobe.measure import profiles, runner
-from hpcprobe.measure.family import Family, MetricSpec, RunContext
-from hpcprobe.results.model import Metric
+from hpcprobe.measure import runner
 
 #: /proc/stat of a 2-CPU guest, then 10 s later: each CPU 1000 jiffies on, 30 of them stolen
 BEFORE = """\
@@ -50,24 +45,6 @@ def test_a_cpu_without_its_line_or_steal_field_reads_nothing():
 def test_this_machine_reads_its_own_cpus():
     got = steal.read()
     assert got is not None and 0 <= got.steal <= got.total
-
-
-@dataclass(frozen=True)
-class NoOptions:
-    """The toy family takes none."""
-
-
-def toy(ctx: RunContext, opts: object) -> None:
-    time.sleep(0.1)  # long enough for /proc/stat's CPU times to move (10 ms a jiffy)
-    ctx.metrics.append(Metric("toy", "items", "items", {"n": 1}, [1.0] * 3))
-
-
-@pytest.fixture
-def toy_family(monkeypatch: pytest.MonkeyPatch) -> None:
-    settings = {name: None for name in profiles.PROFILES}
-    monkeypatch.setitem(FAMILIES, "toy", Family(
-        "toy", "a family declared in a test", NoOptions, toy, settings=settings,
-        metrics=(MetricSpec("items", "items"),)))
 
 
 def readings(*texts: str) -> Iterator[steal.Times | None]:

@@ -13,7 +13,7 @@ from typing import Any
 from hpcprobe.common import stats
 from hpcprobe.common.errors import UserError
 from hpcprobe.common.units import format_bytes
-from hpcprobe.machine import fingerprint, steal
+from hpcprobe.machine import fingerprint, sentinel, steal
 from hpcprobe.results.model import Metric, Run
 
 ALPHA = 0.05
@@ -76,6 +76,11 @@ class Comparison:
     #: runs during which the hypervisor took CPU time enough for a warning -> benchmark -> the
     #: share (%): their figures there carry the host's load
     steal: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: runs during which the node sentinel moved -> benchmark -> after/before of its readings
+    changed: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: later runs whose first sentinel reading differs from the baseline's -> (the baseline's
+    #: median, theirs), GB/s: the node streamed differently before anything was measured
+    started: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
 def label(run: Run) -> str:
@@ -155,19 +160,49 @@ def compare(runs: list[Run], ignore: NotJoined) -> Comparison:
     stolen = {label(r): hot for r in runs if (hot := {
         b: pct for b, pct in r.provenance.get("steal_percent", {}).items()
         if steal.warns(pct)})}
+    changed = {label(r): moves for r in runs if (moves := {
+        f["benchmark"]: f["ratio"] for f in r.findings if f.get("kind") == "node_changed"})}
     return Comparison([label(r) for r in runs], fingerprint.differences(runs), rows, only, cut,
-                      stolen)
+                      stolen, changed, _started(runs))
+
+
+def _first_reading(run: Run) -> list[float] | None:
+    readings = run.provenance.get("sentinel", {}).get("readings", [])
+    return readings[0]["samples"] if readings else None
+
+
+def _started(runs: list[Run]) -> dict[str, tuple[float, float]]:
+    """Later runs whose node streamed differently from the baseline's before their first
+    benchmark (the sentinel's rule), with both medians."""
+    base = _first_reading(runs[0])
+    out = {}
+    for r in runs[1:]:
+        theirs = _first_reading(r)
+        if base and theirs and sentinel.moved(base, theirs) is not None:
+            out[label(r)] = (stats.summarize(base).median, stats.summarize(theirs).median)
+    return out
 
 
 def notes(c: Comparison) -> list[str]:
     """What the reader of a comparison should know of its runs: those interrupted (their later
-    figures are missing) and the benchmarks whose host took CPU time (steal)."""
+    figures are missing), the benchmarks whose host took CPU time (steal) or around which the
+    node sentinel moved, and runs whose node streamed differently from the baseline's before
+    anything was measured."""
     return ([f"Run {run} was interrupted during {where}: the figures it would have measured "
              "from there on are missing from it." for run, where in c.interrupted.items()]
             + [f"Run {run}: the hypervisor took CPU time while "
                + ", ".join(f"{b} ran ({pct:.1f} %)" for b, pct in stolen.items())
                + " (steal time): those figures carry the host's load too."
-               for run, stolen in c.steal.items()])
+               for run, stolen in c.steal.items()]
+            + [f"Run {run}: the node's DRAM triad (its sentinel) moved while "
+               + ", ".join(f"{b} ran (x{ratio:.2f})" for b, ratio in moves.items())
+               + ": those figures may mix two states of the node."
+               for run, moves in c.changed.items()]
+            + [f"Run {run}: before its first benchmark its node streamed {theirs:.1f} GB/s "
+               f"against the baseline's {base:.1f} (x{theirs / base:.2f}, the sentinel's DRAM "
+               "triad): memory-bound differences may be the node's state or memory "
+               "configuration, not what the runs were to compare."
+               for run, (base, theirs) in c.started.items()])
 
 
 CSV_COLUMNS = ("benchmark", "name", "params", "unit", "better", "run", "baseline_median",
@@ -179,4 +214,7 @@ def to_json(c: Comparison) -> dict[str, Any]:
     return {"runs": c.runs, "baseline": c.runs[0],
             "differences": [{"what": k, "values": v} for k, v in c.differences],
             "rows": [r.to_dict() for r in c.rows], "only_in": c.only_in,
-            "interrupted": c.interrupted, "steal_percent": c.steal}
+            "interrupted": c.interrupted, "steal_percent": c.steal,
+            "node_changed": c.changed,
+            "sentinel_start": {run: {"baseline": base, "run": theirs}
+                               for run, (base, theirs) in c.started.items()}}

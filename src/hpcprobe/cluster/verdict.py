@@ -118,6 +118,9 @@ class Verdict:
     #: node -> the largest share (%) of its CPU time the hypervisor took while a benchmark of
     #: its latest run ran, where it reached a warning: its figures carry the host's load
     steal: dict[str, float] = field(default_factory=dict)
+    #: node -> benchmark -> after/before of the node sentinel around it, where it moved during
+    #: the node's latest run: figures that may mix two states of the node
+    changed: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def measured(self) -> list[str]:
@@ -147,6 +150,7 @@ class Verdict:
                                  for n, v, e in pts] for k, pts in self.weak.items()},
             "weak_units": self.weak_units, "scaling_errors": self.scaling_errors,
             "missing": self.missing, "unhealthy": self.unhealthy, "steal_percent": self.steal,
+            "node_changed": self.changed,
         }
 
 
@@ -326,6 +330,10 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
         worst = max(latest[host].provenance.get("steal_percent", {}).values(), default=0.0)
         if steal.warns(worst):
             v.steal[host] = worst
+        moves = {f["benchmark"]: f["ratio"] for f in latest[host].findings
+                 if f.get("kind") == "node_changed"}
+        if moves:
+            v.changed[host] = moves
     heat_rows: dict[str, dict[str, tuple[float, float]]] = {}
     all_labels: dict[str, None] = {}
     for fp, hosts in groups.items():

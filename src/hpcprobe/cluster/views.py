@@ -91,14 +91,18 @@ def blocks(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> list[Bloc
             for found in v.unhealthy[node]:
                 t.add_row(node, found)
         out.append(t)
-    if v.steal:
-        t = Table("Host load (the share of CPU time the hypervisor took while a benchmark ran: "
-                  "steal time; the node's figures carry that load, and a slow one may be the "
-                  "host's, not the node's)")
+    if v.steal or v.changed:
+        t = Table("Host load (steal %: the largest share of CPU time the hypervisor took while a "
+                  "benchmark ran; node changed: the benchmarks around which the node sentinel's "
+                  "DRAM triad moved, after/before): the node's figures carry that load or "
+                  "change, and a slow one may be the host's or a neighbour's, not the node's")
         t.add_column("node")
         t.add_column("steal %", "right")
-        for node in sorted(v.steal, key=natural):
-            t.add_row(node, f"{v.steal[node]:.1f}")
+        t.add_column("node changed")
+        for node in sorted(v.steal.keys() | v.changed.keys(), key=natural):
+            t.add_row(node, f"{v.steal[node]:.1f}" if node in v.steal else "-",
+                      ", ".join(f"{b} x{r:.2f}" for b, r in v.changed.get(node, {}).items())
+                      or "-")
         out.append(t)
     if v.link_errors:
         out.append(Lines([f"Links not measured: {e}" for e in v.link_errors]))

@@ -13,7 +13,7 @@ from typing import Any
 
 from hpcprobe import native
 from hpcprobe.common.errors import MeasurementError, UserError
-from hpcprobe.machine import provenance, steal
+from hpcprobe.machine import provenance, sentinel, steal
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.family import Family, Progress, RunContext
 from hpcprobe.measure.profiles import Profile
@@ -92,6 +92,8 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
               provenance=provenance.collect(topo, isa), topology=topo.to_dict(), tag=tag)
     interrupted: dict[str, Any] | None = None
     stolen: dict[str, float] = {}
+    brackets = sentinel.Brackets(topo, isa)
+    brackets.take(None)
     for i, family in enumerate(measured):
         assert family.run is not None
         before = steal.read()
@@ -116,6 +118,9 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
                               "figure(s) it had measured are kept"
                               + (f"; not run: {', '.join(rest)}" if rest else ""))
             break
+        if (found := brackets.take(family.name)) is not None:
+            ctx.findings.append(found)
+            ctx.warnings.append(f"{family.name}: {found['message']}")
     for family in families:
         if family.derive is not None:
             ctx.metrics.extend(family.derive(ctx.metrics))
@@ -129,6 +134,10 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
     run.provenance.update(ctx.provenance)
     if stolen:
         run.provenance["steal_percent"] = stolen
+    if (read := brackets.provenance()) is not None:
+        run.provenance["sentinel"] = read
+    if (why := brackets.warning()) is not None:
+        ctx.warnings.append(why)
     run.metrics = ctx.metrics
     run.findings = ctx.findings
     run.warnings = ctx.warnings

@@ -11,11 +11,7 @@ from hpcprobe.common.units import format_bytes
 from hpcprobe.measure import sampling
 from hpcprobe.measure.family import RunContext
 from hpcprobe.native import Team, kernels
-from hpcprobe.native.kernels import KERNELS, bandwidth_gbs
-
-#: STREAM's validation bound for double precision; our patterns are exact, so anything above
-#: zero already means a broken kernel, but the field's bound is the one we state.
-MAX_REL_ERROR = 1e-13
+from hpcprobe.native.kernels import KERNELS, MAX_REL_ERROR, bandwidth_gbs
 
 
 class Invalid(MeasurementError):

@@ -11,6 +11,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from hpcprobe.analysis.compare import Comparison, notes
+from hpcprobe.machine import sentinel
 from hpcprobe.results.model import Run
 from hpcprobe.views.table import Block, Table, View
 
@@ -25,7 +26,8 @@ def _header(run: Run) -> str:
             + (f", INTERRUPTED during {cut['benchmark']}" if cut else "") + "\n"
             f"{c['packages']} package(s), {c['numa_nodes']} NUMA, {c['l3_domains']} L3 "
             f"domain(s), {c['cores']} cores, {c['pus']} PUs; ISA {p.get('isa')}; "
-            f"THP {p.get('thp')}; governor {p.get('governor') or 'n/a'}")
+            f"THP {p.get('thp')}; governor {p.get('governor') or 'n/a'}"
+            + ("" if (kept := sentinel.line(p.get("sentinel", {}))) is None else f"\n{kept}"))
 
 
 def rich_table(table: Table) -> RichTable:

@@ -1,0 +1,121 @@
+"""The node sentinel: a short DRAM triad read before the first benchmark and after each, kept
+with the run, and a warning for a benchmark around which it moved."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from hpcprobe import cli, native
+from hpcprobe.common.cpulist import format_cpulist
+from hpcprobe.common.errors import MeasurementError
+from hpcprobe.machine import sentinel, topology
+from hpcprobe.results.model import read_json
+
+STEADY = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.1, 99.9]
+
+
+def scaled(by: float) -> list[float]:
+    return [x * by for x in STEADY]
+
+
+def test_readings_that_move_by_a_tenth_with_their_cis_apart_are_a_change():
+    assert sentinel.moved(STEADY, STEADY) is None
+    assert sentinel.moved(STEADY, scaled(0.6)) == pytest.approx(0.6)
+    assert sentinel.moved(STEADY, scaled(1.3)) == pytest.approx(1.3)
+    assert sentinel.moved(STEADY, scaled(0.95)) is None  # apart, but by less than MOVE
+    wide = [40.0, 60.0, 80.0, 100.0, 120.0, 140.0, 160.0, 60.0, 50.0]  # median 80, CI 50-140
+    assert sentinel.moved(STEADY, wide) is None  # 0.8 of it, but the CIs overlap
+    found = sentinel.finding("hpl", STEADY, scaled(0.5))
+    assert found is not None and found["kind"] == "node_changed" and found["benchmark"] == "hpl"
+    assert (found["before"], found["after"], found["ratio"]) == (100.0, 50.0, 0.5)
+    assert "went from 100.0 to 50.0 GB/s (x0.50) while it ran" in found["message"]
+
+
+def test_the_probe_streams_past_the_last_level_cache_on_one_cpu_a_core(nps4):
+    p = sentinel.probe(nps4)
+    assert len(p.cpus) == 128 and len({nps4.pu(c).core for c in p.cpus}) == 128
+    assert p.size_bytes >= sentinel.LLC_FACTOR * 512 * 2 ** 20 * 0.99  # 16 L3s of 32 MiB
+    assert p.describe()["cpus"] == format_cpulist(p.cpus)
+
+
+def test_a_reading_on_this_machine_is_validated_bandwidth():
+    p = sentinel.probe(topology.discover())
+    got = sentinel.read(p, native.best_isa())
+    assert len(got) == sentinel.SAMPLES and all(x > 0 for x in got)
+
+
+def test_arrays_that_do_not_validate_are_no_reading(monkeypatch):
+    monkeypatch.setattr(native.Team, "stream_check", lambda self, kernel_id, elems: 1.0)
+    with pytest.raises(sentinel.HpcprobeError, match="did not validate"):
+        sentinel.read(sentinel.probe(topology.discover()), native.best_isa())
+
+
+def script(*readings: list[float] | Exception) -> Iterator[list[float]]:
+    for r in readings:
+        if isinstance(r, Exception):
+            raise r
+        yield r
+
+
+def run_toys(monkeypatch, tmp_path, *readings: list[float] | Exception) -> dict:
+    seq = script(*readings)
+    monkeypatch.setattr(sentinel, "read", lambda p, isa: next(seq))
+    out = tmp_path / "run.json"
+    assert cli.main(["run", "toy", "toy2", "--no-store", "--json", str(out)]) == 0
+    return json.loads(out.read_text())
+
+
+@pytest.mark.usefixtures("toy_family")
+def test_the_benchmark_during_which_the_node_changed_is_named(monkeypatch, tmp_path):
+    doc = run_toys(monkeypatch, tmp_path, STEADY, STEADY, scaled(0.55))
+    read = doc["provenance"]["sentinel"]
+    assert [r["after"] for r in read["readings"]] == [None, "toy", "toy2"]
+    assert read["readings"][2]["samples"] == scaled(0.55)
+    assert read["kernel"] == "triad" and read["unit"] == "GB/s"
+    found = [f for f in doc["findings"] if f["kind"] == "node_changed"]
+    assert [(f["benchmark"], f["ratio"]) for f in found] == [("toy2", 0.55)]
+    assert [w for w in doc["warnings"] if "sentinel" in w] == [f"toy2: {found[0]['message']}"]
+
+
+@pytest.mark.usefixtures("toy_family")
+def test_a_steady_node_is_no_warning(monkeypatch, tmp_path):
+    doc = run_toys(monkeypatch, tmp_path, STEADY, scaled(1.02), STEADY)
+    assert len(doc["provenance"]["sentinel"]["readings"]) == 3
+    assert not [f for f in doc["findings"] if f["kind"] == "node_changed"]
+    assert not [w for w in doc["warnings"] if "sentinel" in w]
+
+
+@pytest.mark.usefixtures("toy_family")
+def test_a_sentinel_that_fails_leaves_the_benchmarks_and_says_so(monkeypatch, tmp_path):
+    doc = run_toys(monkeypatch, tmp_path, STEADY, MeasurementError("no memory for the arrays"))
+    assert {m["benchmark"] for m in doc["metrics"]} == {"toy", "toy2"}
+    assert [r["after"] for r in doc["provenance"]["sentinel"]["readings"]] == [None]
+    assert ("node sentinel: not read (no memory for the arrays); changes of the node during "
+            "the run go unseen") in doc["warnings"]
+
+
+def test_the_run_header_line_gives_the_first_and_the_last_reading():
+    kept = {"cpus": "0-127", "size_bytes": 2 << 30, "readings": [
+        {"after": None, "samples": STEADY}, {"after": "memory", "samples": scaled(0.9)},
+        {"after": "hpl", "samples": scaled(0.5)}]}
+    assert sentinel.line(kept) == ("Node sentinel (DRAM triad on CPUs 0-127, 2 GiB): 100.0 "
+                                   "GB/s before the first benchmark, 50.0 after the last")
+    kept["readings"] = kept["readings"][:1]
+    assert sentinel.line(kept).endswith("100.0 GB/s before the first benchmark")
+    assert sentinel.line({}) is None
+
+
+@pytest.mark.usefixtures("toy_family")
+def test_a_real_run_is_bracketed(tmp_path, capsys):
+    out = tmp_path / "run.json"
+    assert cli.main(["run", "toy", "--no-store", "--json", str(out)]) == 0
+    assert "Node sentinel (DRAM triad on CPUs" in capsys.readouterr().out
+    run = read_json(out)  # the schema holds
+    read = run.provenance["sentinel"]
+    assert [r["after"] for r in read["readings"]] == [None, "toy"]
+    assert all(len(r["samples"]) == sentinel.SAMPLES and min(r["samples"]) > 0
+               for r in read["readings"])
+    assert read["size_bytes"] >= sentinel.FLOOR
