@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from conftest import DATA, assert_user_error, hpcprobe
 from hpcprobe import cli, native
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import MeasurementError
@@ -119,3 +120,15 @@ def test_a_real_run_is_bracketed(tmp_path, capsys):
     assert all(len(r["samples"]) == sentinel.SAMPLES and min(r["samples"]) > 0
                for r in read["readings"])
     assert read["size_bytes"] >= sentinel.FLOOR
+
+
+def test_a_document_with_a_malformed_sentinel_is_refused(tmp_path):
+    run = read_json(DATA / "compare" / "nps1.json")
+    for bad in ({"readings": [{"after": None, "samples": []}]},
+                {"readings": [{"after": 3, "samples": [50.0]}]},
+                {"readings": [{"after": None, "samples": [-1.0]}]}):
+        run.provenance["sentinel"] = bad
+        path = tmp_path / "bad.json"
+        path.write_text(json.dumps(run.to_dict()))
+        assert_user_error(hpcprobe("import", str(path), "--db", str(tmp_path / "r.db")),
+                          "not an hpcprobe result")

@@ -160,8 +160,7 @@ def compare(runs: list[Run], ignore: NotJoined) -> Comparison:
     stolen = {label(r): hot for r in runs if (hot := {
         b: pct for b, pct in r.provenance.get("steal_percent", {}).items()
         if steal.warns(pct)})}
-    changed = {label(r): moves for r in runs if (moves := {
-        f["benchmark"]: f["ratio"] for f in r.findings if f.get("kind") == "node_changed"})}
+    changed = {label(r): moves for r in runs if (moves := sentinel.changes(r.findings))}
     return Comparison([label(r) for r in runs], fingerprint.differences(runs), rows, only, cut,
                       stolen, changed, _started(runs))
 

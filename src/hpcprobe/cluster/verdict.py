@@ -25,7 +25,7 @@ from hpcprobe.analysis.compare import NotJoined, describe_params, joined_params
 from hpcprobe.common.bulk import bulk
 from hpcprobe.common.names import natural
 from hpcprobe.common.stats import median_ci_ranks
-from hpcprobe.machine import steal
+from hpcprobe.machine import sentinel, steal
 from hpcprobe.results.model import HEALTH, Metric, Run
 
 #: provenance key of the runs a campaign's driver stores (its node list, failures, links)
@@ -330,9 +330,7 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
         worst = max(latest[host].provenance.get("steal_percent", {}).values(), default=0.0)
         if steal.warns(worst):
             v.steal[host] = worst
-        moves = {f["benchmark"]: f["ratio"] for f in latest[host].findings
-                 if f.get("kind") == "node_changed"}
-        if moves:
+        if moves := sentinel.changes(latest[host].findings):
             v.changed[host] = moves
     heat_rows: dict[str, dict[str, tuple[float, float]]] = {}
     all_labels: dict[str, None] = {}

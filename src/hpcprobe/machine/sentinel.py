@@ -75,6 +75,8 @@ def moved(before: list[float], after: list[float]) -> float | None:
     """after/before of the medians where they differ by MOVE or more and their CIs do not
     overlap; None where the node read the same."""
     a, b = summarize(before), summarize(after)
+    if a.median <= 0:
+        return None
     ratio = b.median / a.median
     apart = b.ci95[0] > a.ci95[1] or b.ci95[1] < a.ci95[0]
     return ratio if apart and abs(ratio - 1) >= MOVE else None
@@ -92,6 +94,12 @@ def finding(benchmark: str, before: list[float], after: list[float]) -> dict[str
                        f"from {a:.1f} to {b:.1f} GB/s (x{ratio:.2f}) while it ran: its figures "
                        "may mix two states of the node (another job or tenant on the memory, "
                        "throttling); run it again on a quiet node"}
+
+
+def changes(findings: list[dict[str, Any]]) -> dict[str, float]:
+    """Benchmark -> after/before of a run's `node_changed` findings."""
+    return {f["benchmark"]: f["ratio"] for f in findings
+            if f.get("kind") == "node_changed" and isinstance(f.get("ratio"), (int, float))}
 
 
 class Brackets:
