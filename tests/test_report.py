@@ -71,6 +71,7 @@ def test_report_of_one_run_is_self_contained_and_escaped(measured):
     assert {slug for slug, _ in pngs} >= {"latency-sweep", "clock-curve"}
     assert len(images(html)) == len(pngs) and all(non_blank(p) for p in images(html))
     assert "Configuration" in html and "Topology" in html
+    assert "Node sentinel (DRAM triad on CPUs" in html  # the run's first and last readings
 
 
 def test_two_runs_are_overlaid_and_compared(measured):

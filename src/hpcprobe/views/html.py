@@ -17,7 +17,7 @@ from hpcprobe.analysis import compare
 from hpcprobe.common import files
 from hpcprobe.common.errors import UserError
 from hpcprobe.common.units import format_bytes
-from hpcprobe.machine import fingerprint
+from hpcprobe.machine import fingerprint, sentinel
 from hpcprobe.results.model import Run
 from hpcprobe.views.figure import Figures
 from hpcprobe.views.table import Block, Lines, View
@@ -137,6 +137,8 @@ def build(runs: list[Run], views: Sequence[View], figures: Sequence[Figures],
         parts.append(f"<h2>Run {escape(r.tag or r.run_id)}"
                      + (f" (interrupted during {escape(cut['benchmark'])})" if cut else "")
                      + "</h2>")
+        if (kept := sentinel.line(r.provenance.get("sentinel", {}))) is not None:
+            parts.append(f"<p>{escape(kept)}</p>")
         parts += [_block(block) for view in views for block in view(r)]
     pngs = _figures([item for draw in figures for item in draw(runs)], parts)
     if len(runs) > 1:
