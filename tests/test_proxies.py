@@ -225,6 +225,11 @@ def test_scale_runs_weak_and_strong_and_stores_every_count(tmp_path):
     assert rates == {("weak", 1), ("weak", 2), ("strong", 1), ("strong", 2)}
     runs = doc["provenance"]["scale"]["runs"]
     assert len(runs) == 4
+    # the node sentinel of the series: every count's readings, each after the count it follows
+    after = [r["after"] for r in doc["provenance"]["sentinel"]["readings"]]
+    counts = [f"cg at {k} rank(s), {mode}" for mode in ("weak", "strong") for k in (1, 2)]
+    assert after == [None, counts[0], counts[0], counts[1], counts[1], counts[2], counts[2],
+                     counts[3]]
     with sqlite3.connect(db) as c:
         assert c.execute("select count(*) from runs").fetchone()[0] == 5
     assert "scaled speedup" in r.out and "efficiency %" in r.out

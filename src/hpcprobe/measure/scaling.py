@@ -81,6 +81,8 @@ def execute(topo: Topology, profile: Profile, family: Family, isa: str, opts: An
     out.provenance = {**first.provenance, "scale": {
         "series": series, "family": family.name, "counts": list(counts), "modes": list(modes),
         "runs": [{"mode": mode, "ranks": k, "run_id": r.run_id} for mode, k, r in runs]}}
+    if readings := _sentinel(family.name, runs):
+        out.provenance["sentinel"] = {**first.provenance["sentinel"], "readings": readings}
     for mode, k, run in runs:
         where = f"{k} rank(s), {mode}"
         out.warnings += [f"{where}: {w}" for w in run.warnings]
@@ -102,3 +104,17 @@ def execute(topo: Topology, profile: Profile, family: Family, isa: str, opts: An
         out.provenance["interrupted"] = stopped
         raise runner.Interrupted(out, [r for _, _, r in runs] + ([cut] if cut else []))
     return out, [r for _, _, r in runs]
+
+
+def _sentinel(name: str, runs: list[tuple[str, int, Run]]) -> list[dict[str, Any]]:
+    """The node sentinel's readings of the whole series, in order: each count's, the
+    benchmark they follow named with its count."""
+    out: list[dict[str, Any]] = []
+    after = None
+    for mode, k, run in runs:
+        for r in run.provenance.get("sentinel", {}).get("readings", []):
+            if r["after"] == name:
+                after = f"{name} at {k} rank(s), {mode}"
+            out.append({**r, "after": after})
+    return out
+
