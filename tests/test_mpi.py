@@ -492,6 +492,47 @@ def test_a_fall_no_threshold_explains_says_what_else_does_it():
     assert "vader" not in f["message"]
 
 
+def collective(name: str, figures: dict[int, tuple[float, float]], hosts: str = ""
+               ) -> list[Metric]:
+    """A collective's curve: size -> (median latency in us, relative spread of its samples)."""
+    p = {"ranks": 2, "placement": "one-per-core", "cpus": "0-1", "hosts": hosts}
+    return [Metric("mpi", name, "us", dict(p, size_bytes=s),
+                   [v * (1 + spread * k / 5) for k in range(-5, 6)], "lower")
+            for s, (v, spread) in figures.items()]
+
+
+def test_a_collective_whose_time_per_byte_jumps_is_one_finding_naming_the_algorithm():
+    """Measured here (Open MPI 4.1, 2 ranks): bcast 0.25 us at 2 KiB, 1.81 us at 4 KiB; flat
+    latency at small sizes and doubling time in the bandwidth regime are no finding."""
+    ms = collective("bcast", {256: (0.14, 0.02), 512: (0.22, 0.02), 1024: (0.23, 0.02),
+                              2048: (0.25, 0.02), 4096: (1.81, 0.02), 8192: (2.06, 0.02),
+                              262144: (16.7, 0.02), 524288: (32.8, 0.02)}) + \
+        collective("allreduce", {2048: (0.42, 0.02), 4096: (0.81, 0.02), 8192: (3.23, 0.02)})
+    got = protocol.findings(ms, [TCP, VADER], "Open MPI")
+    assert [(f["kind"], f["sizes"], f["collectives"]) for f in got] == [
+        ("collective_switch", [2048, 4096], ["bcast"]),
+        ("collective_switch", [4096, 8192], ["allreduce"])]
+    bcast, allreduce = (f["message"] for f in got)
+    assert "bcast 0.25 -> 1.81 us (x7.24) on 2 ranks, one-per-core" in bcast
+    assert "OMPI_MCA_coll_tuned_use_dynamic_rules=1 with OMPI_MCA_coll_tuned_bcast_algorithm=N" \
+        in bcast
+    assert "OMPI_MCA_btl_vader_eager_limit is 4096 B" in bcast  # the eager limit lies there
+    assert "vader" not in allreduce and "their eager limit" in allreduce
+    assert "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM" in protocol.findings(
+        ms, [], "MPICH")[1]["message"]
+    # between nodes, the shared-memory BTL's limit is not named
+    far = collective("bcast", {2048: (2.0, 0.02), 4096: (9.0, 0.02)}, hosts="n1,n2")
+    (f,) = protocol.findings(far, [TCP, VADER], "Open MPI")
+    assert "vader" not in f["message"]
+
+
+def test_a_collective_slower_by_less_than_the_bytes_or_in_the_noise_is_no_finding():
+    for ms in (collective("alltoall", {4096: (1.0, 0.02), 8192: (2.4, 0.02)}),  # x1.2/byte
+               collective("alltoall", {4096: (1.0, 0.4), 8192: (3.0, 0.4)}),  # CIs overlap
+               collective("barrier", {4096: (1.0, 0.01), 8192: (9.0, 0.01)})):  # no message
+        assert protocol.findings(ms, [VADER]) == []
+
+
 @needs_mpi
 def test_the_mpi_reports_its_thresholds_under_this_environment(monkeypatch):
     if MPI.implementation != "Open MPI":

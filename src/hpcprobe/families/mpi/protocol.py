@@ -2,11 +2,14 @@
 the next. Within one protocol, bandwidth grows with the message; it falls where the MPI stops
 copying messages through its own buffers (eager) and hands them over by rendezvous, a handshake
 and then one copy. The fall is a finding with the setting that places it, read from the MPI
-where it reports them (`hpcprobe.mpi.params`)."""
+where it reports them (`hpcprobe.mpi.params`). A collective's time per byte, flat or falling
+with the message in one algorithm, rises where the MPI switches algorithm (or the protocol of
+the messages underneath): that is a finding too, with the variables that choose the algorithm."""
 
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
@@ -20,21 +23,41 @@ KIND = "protocol_switch"
 CURVES = ("bandwidth", "bibw")
 #: A fall to less than this share of the previous size's figure, with the two 95 % CIs apart.
 FALL = 0.8
+#: The collectives judged by their time per byte (a barrier carries no message).
+SIZED = ("allreduce", "bcast", "alltoall")
+COLLECTIVE_KIND = "collective_switch"
+
+
+def _steps(metrics: list[Metric], names: tuple[str, ...]) -> list[tuple[Metric, Metric]]:
+    """Each curve of these tests (one per rank layout), as its pairs of consecutive sizes."""
+    curves: dict[tuple[Any, ...], list[Metric]] = defaultdict(list)
+    for m in metrics:
+        if m.benchmark == "mpi" and m.name in names and m.samples:
+            curves[(m.name, *layout_key(m.params))].append(m)
+    return [pair for curve in curves.values()
+            for pair in pairwise(sorted(curve, key=lambda m: m.params["size_bytes"]))]
 
 
 def falls(metrics: list[Metric]) -> dict[tuple[int, int], list[tuple[Metric, Metric]]]:
     """(smaller size, larger size) -> each curve's figures at the two sizes, where it fell."""
-    curves: dict[tuple[Any, ...], list[Metric]] = defaultdict(list)
-    for m in metrics:
-        if m.benchmark == "mpi" and m.name in CURVES and m.samples:
-            curves[(m.name, *layout_key(m.params))].append(m)
     out: dict[tuple[int, int], list[tuple[Metric, Metric]]] = defaultdict(list)
-    for curve in curves.values():
-        curve.sort(key=lambda m: m.params["size_bytes"])
-        for a, b in pairwise(curve):
-            sa, sb = a.summary, b.summary
-            if sb.median < FALL * sa.median and sb.ci95[1] < sa.ci95[0]:
-                out[(a.params["size_bytes"], b.params["size_bytes"])].append((a, b))
+    for a, b in _steps(metrics, CURVES):
+        sa, sb = a.summary, b.summary
+        if sb.median < FALL * sa.median and sb.ci95[1] < sa.ci95[0]:
+            out[(a.params["size_bytes"], b.params["size_bytes"])].append((a, b))
+    return dict(out)
+
+
+def jumps(metrics: list[Metric]) -> dict[tuple[int, int], list[tuple[Metric, Metric]]]:
+    """(smaller size, larger size) -> each collective's figures at the two sizes, where its
+    time per byte rose by more than 1/FALL: a rate (bytes over time) that fell as a
+    point-to-point bandwidth falls."""
+    out: dict[tuple[int, int], list[tuple[Metric, Metric]]] = defaultdict(list)
+    for a, b in _steps(metrics, SIZED):
+        na, nb = a.params["size_bytes"], b.params["size_bytes"]
+        sa, sb = a.summary, b.summary
+        if sb.median / nb > sa.median / na / FALL and sb.ci95[0] / nb > sa.ci95[1] / na:
+            out[(na, nb)].append((a, b))
     return dict(out)
 
 
@@ -51,22 +74,58 @@ def _cause(lo: int, hi: int, known: list[Threshold], scopes: set[str], mpi: str)
     return f"{said}. {knobs} in a sweep configuration's env measures another setting."
 
 
+def _scopes(pairs: list[tuple[Metric, Metric]]) -> set[str]:
+    return {"inter-node" if a.params.get("pair") == "inter-node"
+            or "," in (a.params.get("hosts") or "") else "intra-node" for a, _ in pairs}
+
+
+def _said(pairs: list[tuple[Metric, Metric]], figure: Callable[[Metric, Metric], str]
+          ) -> tuple[str, list[str]]:
+    """The figures that moved, grouped by rank layout; the layouts."""
+    by_layout: dict[str, list[str]] = defaultdict(list)
+    for a, b in pairs:
+        by_layout[layout(a.params, where=False)].append(figure(a, b))
+    return "; ".join(f"{', '.join(figs)} on {where}" for where, figs in by_layout.items()), \
+        sorted(by_layout)
+
+
+def _algorithm(names: list[str], mpi: str) -> str:
+    """How to choose a collective's algorithm in this MPI (both families' where unknown)."""
+    ompi = ("OMPI_MCA_coll_tuned_use_dynamic_rules=1 with "
+            + " or ".join(f"OMPI_MCA_coll_tuned_{c}_algorithm=N" for c in names)
+            + " (Open MPI's coll/tuned)")
+    mpich = " or ".join(f"MPIR_CVAR_{c.upper()}_INTRA_ALGORITHM" for c in names) + " (MPICH)"
+    return ompi if mpi == "Open MPI" else mpich if mpi == "MPICH" else f"{ompi}, {mpich}"
+
+
 def findings(metrics: list[Metric], known: list[Threshold], mpi: str = "the MPI"
              ) -> list[dict[str, Any]]:
-    """One finding per step of sizes where some point-to-point bandwidth fell; `known`: the
-    MPI's thresholds, `mpi` its name."""
+    """One finding per step of sizes where some point-to-point bandwidth fell, and one per
+    step where some collective's time per byte rose; `known`: the MPI's thresholds, `mpi` its
+    name."""
     out = []
     for (lo, hi), pairs in sorted(falls(metrics).items()):
-        by_layout: dict[str, list[str]] = defaultdict(list)
-        for a, b in pairs:
-            ma, mb = a.summary.median, b.summary.median
-            by_layout[layout(a.params, where=False)].append(
-                f"{a.name} {ma:.0f} -> {mb:.0f} {a.unit} (x{mb / ma:.2f})")
-        scopes = {"inter-node" if a.params.get("pair") == "inter-node" else "intra-node"
-                  for a, _ in pairs}
-        said = "; ".join(f"{', '.join(figs)} on {where}" for where, figs in by_layout.items())
+        said, layouts = _said(pairs, lambda a, b: f"{a.name} {a.summary.median:.0f} -> "
+                                                  f"{b.summary.median:.0f} {a.unit} "
+                                                  f"(x{b.summary.median / a.summary.median:.2f})")
         msg = (f"point-to-point bandwidth falls from {format_bytes(lo)} to {format_bytes(hi)} "
-               f"messages: {said}. {_cause(lo, hi, known, scopes, mpi)}")
-        out.append({"benchmark": "mpi", "kind": KIND, "sizes": [lo, hi],
-                    "layouts": sorted(by_layout), "message": msg})
+               f"messages: {said}. {_cause(lo, hi, known, _scopes(pairs), mpi)}")
+        out.append({"benchmark": "mpi", "kind": KIND, "sizes": [lo, hi], "layouts": layouts,
+                    "message": msg})
+    for (lo, hi), pairs in sorted(jumps(metrics).items()):
+        said, layouts = _said(pairs, lambda a, b: f"{a.name} {a.summary.median:.2f} -> "
+                                                  f"{b.summary.median:.2f} {a.unit} "
+                                                  f"(x{b.summary.median / a.summary.median:.2f})")
+        names = sorted({a.name for a, _ in pairs})
+        there = [t for t in known if lo < t.size <= hi and t.scope in _scopes(pairs)]
+        under = (_cause(lo, hi, known, _scopes(pairs), mpi) if there else
+                 "Or the protocol of its messages changes there (their eager limit; `hpcprobe "
+                 "mpi info` lists those the MPI reports).")
+        msg = (f"collective time per byte rises by more than x{1 / FALL:.2f} from "
+               f"{format_bytes(lo)} to {format_bytes(hi)} messages (x{hi / lo:.0f} the bytes): "
+               f"{said}. A collective slows like this where the MPI changes the algorithm it "
+               f"runs for the size; {_algorithm(names, mpi)} in a sweep configuration's env "
+               f"measures another. {under}")
+        out.append({"benchmark": "mpi", "kind": COLLECTIVE_KIND, "sizes": [lo, hi],
+                    "collectives": names, "layouts": layouts, "message": msg})
     return out
