@@ -132,6 +132,17 @@ def test_the_mpi_example_sets_each_configurations_mca_variable():
     assert "OMPI_MCA_btl_vader_single_copy_mechanism=none" in runs[2]
 
 
+def test_the_collective_example_forces_each_allreduce_algorithm():
+    r = hpcprobe("sweep", str(EXAMPLE.with_name("mpi-allreduce.toml")), "--dry-run")
+    assert r.code == 0, r.err
+    runs = [ln.strip() for ln in r.out.splitlines() if ln.strip().startswith("allreduce:")]
+    assert len(runs) == 4 and all("run mpi --tests allreduce" in ln for ln in runs)
+    assert "OMPI_MCA" not in runs[0]
+    for line, algorithm in zip(runs[1:], "346", strict=True):
+        assert "OMPI_MCA_coll_tuned_use_dynamic_rules=1" in line
+        assert f"OMPI_MCA_coll_tuned_allreduce_algorithm={algorithm}" in line
+
+
 REFUSED = APP_SWEEP + """
 [workloads.typo]
 family = "memory"
