@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from hpcprobe.common.units import format_bytes
 from hpcprobe.results.model import Run
 
 
@@ -48,6 +49,8 @@ def fingerprint(run: Run) -> dict[str, str]:
         "compiler": p.get("compiler"),
         "ISA": p.get("isa"),
         "allowed CPUs": p.get("allowed_cpus"),
+        # a job's or container's cgroup limit sizes the DRAM arrays, HPL's N and the proxies'
+        "memory limit": format_bytes(lim["bytes"]) if (lim := p.get("memory_limit")) else None,
         "hpcprobe": p.get("hpcprobe_version"),
         "kernels": p.get("kernels"),  # the sources' digest: a changed kernel, same version
     }

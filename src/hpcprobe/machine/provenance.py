@@ -89,6 +89,8 @@ def collect(topo: Topology, isa: str) -> dict[str, Any]:
         "dmi": dmi(),
         "blas": blas(),
         "mpi_found": mpi_found(),
+        "memory_limit": None if (lim := sysinfo.cgroup_memory_limit()) is None else
+        {"bytes": lim.limit, "where": lim.where},
         "thp": sysinfo.sysfs_choice(f"{sysinfo.THP_SYSFS}/enabled"),
         "thp_defrag": sysinfo.sysfs_choice(f"{sysinfo.THP_SYSFS}/defrag"),
         "governor": read_text("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),

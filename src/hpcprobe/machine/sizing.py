@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from hpcprobe.machine.sysinfo import mem_available_bytes
+from hpcprobe.machine.sysinfo import usable_available_bytes
 from hpcprobe.machine.topology import Topology
 from hpcprobe.native import kernels
 from hpcprobe.native.kernels import KERNELS
@@ -99,10 +99,11 @@ def llc_bytes(topo: Topology, cpus: Iterable[int]) -> int:
 
 
 def free_memory(topo: Topology) -> int | None:
-    """The memory a plan may take where it runs: this machine's free memory now, for a run and
-    its dry run alike; None for a recorded machine (--input), whose free memory is not known
+    """The memory a plan may take where it runs: this machine's free memory now, or what the
+    process's cgroup limit (a Slurm job's `--mem`, a container's) leaves where less, for a run
+    and its dry run alike; None for a recorded machine (--input), whose free memory is not known
     (hwloc's synthetic topologies state 1 GiB a NUMA domain): its own run checks."""
-    return None if topo.recorded else mem_available_bytes()
+    return None if topo.recorded else usable_available_bytes()
 
 
 def dram_working_set(topo: Topology, cpus: tuple[int, ...]) -> int:

@@ -196,10 +196,10 @@ def setup(ctx: RunContext, opts: HplOptions) -> Setup:
     n_ranks = opts.ranks or len(rk.sets) * max(1, len(hosts))
     rk.first(n_ranks, hosts)  # a count the layout cannot give: said now
     p, q = inputs.parse_grid(opts.pq, n_ranks) if opts.pq else inputs.grid(n_ranks)
-    # HPL is sized by a node's total memory: a recorded machine's (a dry run's --input) as it
-    # states it, not this node's
+    # HPL is sized by a node's total memory (or its cgroup's limit where lower: a job's --mem):
+    # a recorded machine's (a dry run's --input) as it states it, not this node's
     stated = ctx.topo.memory_bytes
-    per_node = stated if ctx.topo.recorded and stated else sysinfo.mem_total_bytes() or stated
+    per_node = stated if ctx.topo.recorded and stated else sysinfo.usable_total_bytes() or stated
     return Setup(rk, hosts, p, q, float(per_node) * max(1, len(hosts)), n_ranks)
 
 
