@@ -82,7 +82,8 @@ def execute(topo: Topology, profile: Profile, family: Family, isa: str, opts: An
         "series": series, "family": family.name, "counts": list(counts), "modes": list(modes),
         "runs": [{"mode": mode, "ranks": k, "run_id": r.run_id} for mode, k, r in runs]}}
     if readings := _sentinel(family.name, runs):
-        out.provenance["sentinel"] = {**first.provenance["sentinel"], "readings": readings}
+        what = next(r.provenance["sentinel"] for _, _, r in runs if "sentinel" in r.provenance)
+        out.provenance["sentinel"] = {**what, "readings": readings}
     for mode, k, run in runs:
         where = f"{k} rank(s), {mode}"
         out.warnings += [f"{where}: {w}" for w in run.warnings]
@@ -117,4 +118,3 @@ def _sentinel(name: str, runs: list[tuple[str, int, Run]]) -> list[dict[str, Any
                 after = f"{name} at {k} rank(s), {mode}"
             out.append({**r, "after": after})
     return out
-
