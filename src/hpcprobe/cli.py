@@ -27,7 +27,8 @@ from hpcprobe.common.errors import (
     OptionError,
     UserError,
 )
-from hpcprobe.machine import gpus, placement, topology
+from hpcprobe.common.units import format_bytes
+from hpcprobe.machine import gpus, placement, sysinfo, topology
 from hpcprobe.machine.sizing import thread_ladder
 from hpcprobe.measure import options, profiles, scaling
 from hpcprobe.measure.family import Family, Flag, RunContext, flags
@@ -741,6 +742,10 @@ def cmd_topology(a: argparse.Namespace) -> int:
         _print_json({**topo.to_dict(), **({"gpus": inv.to_dict()} if inv and inv.gpus else {})})
     else:
         print(topology.render(topo))
+        if a.input is None and (lim := sysinfo.cgroup_memory_limit()) is not None:
+            print(f"Memory limit: {format_bytes(lim.limit)} for this process's cgroup "
+                  f"({lim.where}), {format_bytes(lim.headroom)} of it free: plans are sized "
+                  "within it")
         if inv and inv.gpus:
             print(gpus.render(inv))
     return 0
