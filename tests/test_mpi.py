@@ -529,7 +529,8 @@ def test_a_collective_whose_time_per_byte_jumps_is_one_finding_naming_the_algori
 def test_a_collective_slower_by_less_than_the_bytes_or_in_the_noise_is_no_finding():
     for ms in (collective("alltoall", {4096: (1.0, 0.02), 8192: (2.4, 0.02)}),  # x1.2/byte
                collective("alltoall", {4096: (1.0, 0.4), 8192: (3.0, 0.4)}),  # CIs overlap
-               collective("barrier", {4096: (1.0, 0.01), 8192: (9.0, 0.01)})):  # no message
+               collective("barrier", {4096: (1.0, 0.01), 8192: (9.0, 0.01)}),  # no message
+               collective("bcast", {0: (0.1, 0.01), 1: (0.5, 0.01)})):  # no bytes to divide
         assert protocol.findings(ms, [VADER]) == []
 
 

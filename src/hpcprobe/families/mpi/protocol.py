@@ -56,7 +56,7 @@ def jumps(metrics: list[Metric]) -> dict[tuple[int, int], list[tuple[Metric, Met
     for a, b in _steps(metrics, SIZED):
         na, nb = a.params["size_bytes"], b.params["size_bytes"]
         sa, sb = a.summary, b.summary
-        if sb.median / nb > sa.median / na / FALL and sb.ci95[0] / nb > sa.ci95[1] / na:
+        if na > 0 and sb.median / nb > sa.median / na / FALL and sb.ci95[0] / nb > sa.ci95[1] / na:
             out[(na, nb)].append((a, b))
     return dict(out)
 
