@@ -175,6 +175,39 @@ def test_a_refused_workload_stops_the_sweep_at_once_and_restores(tmp_path):
         assert [i.tag for i in st.runs()] == ["envs:slow"]
 
 
+#: A wrapper that runs its child, then writes into the child's run document the finding a
+#: node sentinel that moved would have left (a host cannot be made to change on cue).
+MOVED = """\
+import json, subprocess, sys
+rc = subprocess.call(sys.argv[1:])
+doc = sys.argv[sys.argv.index("--json") + 1]
+with open(doc) as f:
+    d = json.load(f)
+d["findings"].append({"benchmark": "frequency", "kind": "node_changed", "before": 50.0,
+                      "after": 30.0, "ratio": 0.6, "message": "moved"})
+with open(doc, "w") as f:
+    json.dump(d, f)
+sys.exit(rc)
+"""
+
+
+def test_a_workload_run_during_which_the_node_changed_is_a_warning(tmp_path):
+    wrapper = tmp_path / "moved.py"
+    wrapper.write_text(MOVED)
+    text = ("[sweep]\nname = 'moves'\nbaseline = 'a'\nrounds = 2\nmax_rounds = 2\n"
+            "profile = 'quick'\n[workloads.clock]\nfamily = 'frequency'\n"
+            "options = { threads = '1' }\n[configurations.a]\n[configurations.b]\n"
+            f"wrap = ['{sys.executable}', '{wrapper}']\n")
+    out = tmp_path / "sweep.json"
+    r = hpcprobe("sweep", str(write(tmp_path, text)), "--no-store", "--json", str(out))
+    assert r.code == 0, r.err
+    said = [w for w in json.loads(out.read_text())["warnings"] if "sentinel" in w]
+    assert said == [f"round {n}, b, clock: the node's DRAM triad (its sentinel) moved while "
+                    "frequency ran (x0.60): its figures may mix two states of the node; the "
+                    "interleaved rounds spread such a change over the configurations, and more "
+                    "rounds (max_rounds) outweigh it" for n in (1, 2)]
+
+
 def test_a_setting_outside_its_choice_list_is_refused(tmp_path):
     choices = tmp_path / "enabled"  # a sysfs choice list, as the kernel shows THP's
     choices.write_text("always [madvise] never\n")

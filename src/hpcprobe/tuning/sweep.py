@@ -23,7 +23,7 @@ from typing import Any
 from hpcprobe.analysis import recommend
 from hpcprobe.analysis.compare import NotJoined, describe_params, joined_params
 from hpcprobe.common.errors import ERROR_PREFIX, EXIT_USAGE, UserError
-from hpcprobe.machine import fingerprint, provenance
+from hpcprobe.machine import fingerprint, provenance, sentinel
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.family import Family, Progress, flags
 from hpcprobe.results.model import Metric, Run, read_json
@@ -177,6 +177,11 @@ class Runner:
             self.store.save(run)
         self.parts.append(run)
         step["run"] = run.run_id
+        for benchmark, ratio in sentinel.changes(run.findings).items():
+            self._warn(f"{where}: the node's DRAM triad (its sentinel) moved while {benchmark} "
+                       f"ran (x{ratio:.2f}): its figures may mix two states of the node; the "
+                       "interleaved rounds spread such a change over the configurations, and "
+                       "more rounds (max_rounds) outweigh it")
 
     def visit(self, rnd: int, c: Configuration, tmp: Path) -> None:
         """The configuration's state, its check and its workloads; a failed pre or a state
