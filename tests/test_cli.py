@@ -281,6 +281,9 @@ def test_dry_run_plans_for_a_recorded_machine(tmp_path):
     assert r.code == 0, r.err
     assert "numa: 64 measurement(s)" in r.out  # 8 NUMA domains x 8
     assert "128 core(s) of " in r.out and "(ISA and kernel variants: this machine's)" in r.out
+    # one CPU a core, arrays four times the 976.6 MiB of L3
+    assert "the node sentinel: a DRAM triad on CPUs 0-127, 3.8 GiB, before the first" in \
+        " ".join(r.out.split())
     assert_user_error(hpcprobe("run", "numa", "--input", str(DATA / "epyc-2s-nps4-128c.xml")),
                       "add --dry-run")
     # a recorded machine's free memory is not known (a synthetic one states 1 GiB a NUMA

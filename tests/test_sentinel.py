@@ -12,7 +12,7 @@ from conftest import DATA, assert_user_error, hpcprobe
 from hpcprobe import cli, native
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import MeasurementError
-from hpcprobe.machine import sentinel, topology
+from hpcprobe.machine import sentinel, sizing, topology
 from hpcprobe.results.model import read_json
 
 STEADY = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.1, 99.9]
@@ -38,7 +38,9 @@ def test_readings_that_move_by_a_tenth_with_their_cis_apart_are_a_change():
 def test_the_probe_streams_past_the_last_level_cache_on_one_cpu_a_core(nps4):
     p = sentinel.probe(nps4)
     assert len(p.cpus) == 128 and len({nps4.pu(c).core for c in p.cpus}) == 128
-    assert p.size_bytes >= sentinel.LLC_FACTOR * 512 * 2 ** 20 * 0.99  # 16 L3s of 32 MiB
+    llc = sizing.llc_bytes(nps4, p.cpus)
+    assert llc > 900 * 2 ** 20  # every L3 of both packages
+    assert abs(p.size_bytes - sentinel.LLC_FACTOR * llc) < 0.01 * p.size_bytes
     assert p.describe()["cpus"] == format_cpulist(p.cpus)
 
 

@@ -28,7 +28,7 @@ from hpcprobe.common.errors import (
     UserError,
 )
 from hpcprobe.common.units import format_bytes
-from hpcprobe.machine import gpus, placement, sysinfo, topology
+from hpcprobe.machine import gpus, placement, sentinel, sysinfo, topology
 from hpcprobe.machine.sizing import thread_ladder
 from hpcprobe.measure import options, profiles, scaling
 from hpcprobe.measure.family import Family, Flag, RunContext, flags
@@ -581,6 +581,10 @@ def _dry_run(a: argparse.Namespace, prof: profiles.Profile, chosen: Sequence[Fam
         print(f"{name}: {len(lines)} measurement(s)")
         for line in lines:
             print(f"  {line}")
+    with contextlib.suppress(HpcprobeError):  # a machine it cannot read: its run says why
+        p = sentinel.probe(topo).describe()
+        print(f"and around them the node sentinel: a DRAM triad on CPUs {p['cpus']}, "
+              f"{format_bytes(p['size_bytes'])}, before the first benchmark and after each")
     return 0
 
 
