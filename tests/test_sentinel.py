@@ -3,6 +3,7 @@ with the run, and a warning for a benchmark around which it moved."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Iterator
 
@@ -12,6 +13,7 @@ from conftest import DATA, assert_user_error, hpcprobe
 from hpcprobe import cli, native
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import MeasurementError
+from hpcprobe.families import FAMILIES
 from hpcprobe.machine import sentinel, sizing, topology
 from hpcprobe.results.model import read_json
 
@@ -22,11 +24,11 @@ def scaled(by: float) -> list[float]:
     return [x * by for x in STEADY]
 
 
-def test_readings_that_move_by_a_tenth_with_their_cis_apart_are_a_change():
+def test_readings_that_move_by_15_percent_with_their_cis_apart_are_a_change():
     assert sentinel.moved(STEADY, STEADY) is None
     assert sentinel.moved(STEADY, scaled(0.6)) == pytest.approx(0.6)
     assert sentinel.moved(STEADY, scaled(1.3)) == pytest.approx(1.3)
-    assert sentinel.moved(STEADY, scaled(0.95)) is None  # apart, but by less than MOVE
+    assert sentinel.moved(STEADY, scaled(0.88)) is None  # apart, but by less than MOVE
     wide = [40.0, 60.0, 80.0, 100.0, 120.0, 140.0, 160.0, 60.0, 50.0]  # median 80, CI 50-140
     assert sentinel.moved(STEADY, wide) is None  # 0.8 of it, but the CIs overlap
     found = sentinel.finding("hpl", STEADY, scaled(0.5))
@@ -81,6 +83,17 @@ def test_the_benchmark_during_which_the_node_changed_is_named(monkeypatch, tmp_p
     found = [f for f in doc["findings"] if f["kind"] == "node_changed"]
     assert [(f["benchmark"], f["ratio"]) for f in found] == [("toy2", 0.55)]
     assert [w for w in doc["warnings"] if "sentinel" in w] == [f"toy2: {found[0]['message']}"]
+
+
+@pytest.mark.usefixtures("toy_family")
+def test_a_benchmark_that_measured_nothing_is_not_said_to_have_mixed_states(monkeypatch,
+                                                                              tmp_path):
+    """A skipped family (no GPU, a 1x1 NUMA matrix left out) has no figure to mix up."""
+    monkeypatch.setitem(FAMILIES, "toy2", dataclasses.replace(FAMILIES["toy2"],
+                                                              run=lambda ctx, opts: None))
+    doc = run_toys(monkeypatch, tmp_path, STEADY, STEADY, scaled(0.55))
+    assert len(doc["provenance"]["sentinel"]["readings"]) == 3  # still read, and kept
+    assert not [f for f in doc["findings"] if f["kind"] == "node_changed"]
 
 
 @pytest.mark.usefixtures("toy_family")
