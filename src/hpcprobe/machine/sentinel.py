@@ -121,8 +121,9 @@ class Brackets:
     def take(self, after: str | None) -> dict[str, Any] | None:
         """A reading after the benchmark `after` (None: before the first), and the finding of
         `after` where its readings moved."""
-        if self.probe is None or self.failed is not None:
+        if self.failed is not None:  # no probe, or a reading failed: no more readings
             return None
+        assert self.probe is not None
         try:
             samples = read(self.probe, self.isa)
         except HpcprobeError as exc:  # said once, at the end; the benchmarks go on

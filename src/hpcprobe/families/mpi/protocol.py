@@ -9,7 +9,6 @@ the messages underneath): that is a finding too, with the variables that choose 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable
 from itertools import pairwise
 from typing import Any
 
@@ -61,13 +60,19 @@ def jumps(metrics: list[Metric]) -> dict[tuple[int, int], list[tuple[Metric, Met
     return dict(out)
 
 
-def _cause(lo: int, hi: int, known: list[Threshold], scopes: set[str], mpi: str) -> str:
-    """The settings that put a protocol change between these sizes, where the MPI says."""
+#: What a point-to-point fall no reported threshold explains may be.
+UNEXPLAINED = ("An MPI's bandwidth falls like this where it changes protocol, at its eager "
+               "limit (`hpcprobe mpi info` lists those it reports; UCX: UCX_RNDV_THRESH), or "
+               "where its buffers outgrow a cache.")
+
+
+def _cause(lo: int, hi: int, known: list[Threshold], scopes: set[str], mpi: str,
+           otherwise: str = UNEXPLAINED) -> str:
+    """The settings that put a protocol change between these sizes, where the MPI says;
+    `otherwise` where none lies there."""
     there = [t for t in known if lo < t.size <= hi and t.scope in scopes]
     if not there:
-        return ("An MPI's bandwidth falls like this where it changes protocol, at its eager "
-                "limit (`hpcprobe mpi info` lists those it reports; UCX: UCX_RNDV_THRESH), or "
-                "where its buffers outgrow a cache.")
+        return otherwise
     said = "; ".join(f"{mpi}'s {t.variable} is {t.size} B: from there a message goes "
                      f"{t.above}" for t in there)
     knobs = " or ".join(dict.fromkeys(k for t in there for k in t.knobs))
@@ -79,12 +84,14 @@ def _scopes(pairs: list[tuple[Metric, Metric]]) -> set[str]:
             or "," in (a.params.get("hosts") or "") else "intra-node" for a, _ in pairs}
 
 
-def _said(pairs: list[tuple[Metric, Metric]], figure: Callable[[Metric, Metric], str]
-          ) -> tuple[str, list[str]]:
-    """The figures that moved, grouped by rank layout; the layouts."""
+def _said(pairs: list[tuple[Metric, Metric]], digits: int) -> tuple[str, list[str]]:
+    """The figures that moved ("bandwidth 18000 -> 2800 MB/s (x0.16)", medians to `digits`
+    decimals), grouped by rank layout; the layouts."""
     by_layout: dict[str, list[str]] = defaultdict(list)
     for a, b in pairs:
-        by_layout[layout(a.params, where=False)].append(figure(a, b))
+        ma, mb = a.summary.median, b.summary.median
+        by_layout[layout(a.params, where=False)].append(
+            f"{a.name} {ma:.{digits}f} -> {mb:.{digits}f} {a.unit} (x{mb / ma:.2f})")
     return "; ".join(f"{', '.join(figs)} on {where}" for where, figs in by_layout.items()), \
         sorted(by_layout)
 
@@ -105,22 +112,17 @@ def findings(metrics: list[Metric], known: list[Threshold], mpi: str = "the MPI"
     name."""
     out = []
     for (lo, hi), pairs in sorted(falls(metrics).items()):
-        said, layouts = _said(pairs, lambda a, b: f"{a.name} {a.summary.median:.0f} -> "
-                                                  f"{b.summary.median:.0f} {a.unit} "
-                                                  f"(x{b.summary.median / a.summary.median:.2f})")
+        said, layouts = _said(pairs, 0)
         msg = (f"point-to-point bandwidth falls from {format_bytes(lo)} to {format_bytes(hi)} "
                f"messages: {said}. {_cause(lo, hi, known, _scopes(pairs), mpi)}")
         out.append({"benchmark": "mpi", "kind": KIND, "sizes": [lo, hi], "layouts": layouts,
                     "message": msg})
     for (lo, hi), pairs in sorted(jumps(metrics).items()):
-        said, layouts = _said(pairs, lambda a, b: f"{a.name} {a.summary.median:.2f} -> "
-                                                  f"{b.summary.median:.2f} {a.unit} "
-                                                  f"(x{b.summary.median / a.summary.median:.2f})")
+        said, layouts = _said(pairs, 2)
         names = sorted({a.name for a, _ in pairs})
-        there = [t for t in known if lo < t.size <= hi and t.scope in _scopes(pairs)]
-        under = (_cause(lo, hi, known, _scopes(pairs), mpi) if there else
-                 "Or the protocol of its messages changes there (their eager limit; `hpcprobe "
-                 "mpi info` lists those the MPI reports).")
+        under = _cause(lo, hi, known, _scopes(pairs), mpi,
+                       "Or the protocol of its messages changes there (their eager limit; "
+                       "`hpcprobe mpi info` lists those the MPI reports).")
         msg = (f"collective time per byte rises by more than x{1 / FALL:.2f} from "
                f"{format_bytes(lo)} to {format_bytes(hi)} messages (x{hi / lo:.0f} the bytes): "
                f"{said}. A collective slows like this where the MPI changes the algorithm it "
