@@ -18,8 +18,14 @@ setup: system-deps $(STAMP)
 system-deps:
 	@scripts/install-system-deps.sh
 
+# With --system-site-packages, a PYTHON that is itself a venv (a PyTorch image's, say) lends
+# its packages too, through a .pth: venv reuses only the base installation's.
+PURELIB := import sysconfig; print(sysconfig.get_path('purelib'))
 $(PY):
 	$(PYTHON) -m venv $(VENV_FLAGS) $(VENV)
+	$(if $(findstring --system-site-packages,$(VENV_FLAGS)),$(PYTHON) -c \
+	    "import sys; sys.prefix == sys.base_prefix or exec(\"$(PURELIB)\")" \
+	    >"$$($(PY) -c "$(PURELIB)")/node-python.pth")
 	$(if $(WHEELHOUSE),,$(PY) -m pip install -q --upgrade pip)
 
 $(STAMP): $(PY) $(SOURCES)
