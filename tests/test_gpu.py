@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import assert_user_error, hpcprobe, run_json
-from gpunodes import DATA, a100_node, h100_node
+from gpunodes import DATA, _device, a100_node, h100_node
 from hpcprobe.common.errors import UserError
 from hpcprobe.cuda import build, toolkit
 from hpcprobe.families.gpu import bench, peaks, views
@@ -32,6 +32,7 @@ from hpcprobe.results.model import Metric, Run
 from hpcprobe.results.store import Store
 
 H100 = DATA / "h100-1gpu.xml"
+H100_VM = DATA / "h100-vm-580.xml"  # recorded on a real H100 in a VM
 A100 = DATA / "a100-8gpu-2s.xml"
 DMESG = DATA / "a100-8gpu-2s-dmesg.txt"
 
@@ -897,6 +898,30 @@ def test_nvlinks_down_where_the_siblings_have_them_up(a100, tmp_path):
                       f"{topo}: not `nvidia-smi nvlink -s` output")
     assert_user_error(hpcprobe("gpu", "info", "--gpu-nvlink", str(NVLINK)),
                       "--gpu-nvlink: a recorded node's output, to go with that node's --gpu-smi")
+
+
+def test_a_real_h100_in_a_vm(tmp_path):
+    """nvidia-smi's own document of an H100 SXM in a VM (driver 580.159.04), whose sysfs says
+    NUMA node -1 and whose `nvidia-smi nvlink -s` printed nothing: healthy, no finding, its
+    NUMA domain said as unknown (it read 'NUMA None'), the empty NVLink output accepted as
+    no NVLinks (it was refused as another command's output)."""
+    sysfs = tmp_path / "sys"
+    _device(sysfs, ["pci0000:00", "0000:00:06.0"], -1, "0-1023")
+    empty = tmp_path / "nvlink.txt"
+    empty.write_text("")
+    recorded = ["--gpu-smi", str(H100_VM), "--gpu-sysfs", str(sysfs), "--gpu-nvlink", str(empty)]
+    r = hpcprobe("gpu", "info", *recorded)
+    assert r.code == 0, r.err
+    assert re.search(r"GPU0 NVIDIA H100 80GB HBM3 +0000:00:06.0 +- +\? +0-1023", r.out), r.out
+    assert "79.6 GiB, Hopper, max SM 1980 MHz, memory 2619 MHz" in r.out
+    assert "ECC enabled, 0 uncorrectable error(s) since the driver loaded, 0 over its life, " \
+        "0 row(s) remapped; processes: none" in r.out
+    assert "WARNING" not in r.out and "setting:" not in r.out and " up at " not in r.out
+    r = hpcprobe("gpu", "check", *recorded, env={"CUDA_VISIBLE_DEVICES": "0"})
+    assert r.code == 0 and "GPU0 0000:00:06.0 (NUMA ?, local CPUs 0-1023)" in r.out, r.out
+    assert "NOTE" not in r.out and "no GPU needs a reset or replacing" in r.out
+    empty.write_text("\n")
+    assert hpcprobe("gpu", "info", *recorded).code == 0
 
 
 def test_peer_copies_show_their_link():

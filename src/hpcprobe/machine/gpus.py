@@ -219,6 +219,11 @@ class Gpu:
     def nvlinks_up(self) -> int:
         return sum(x is not None for x in self.nvlinks)
 
+    @property
+    def numa(self) -> str:
+        """Its NUMA domain as said to a user: '?' where sysfs does not say (a VM's -1)."""
+        return "?" if self.numa_node is None else str(self.numa_node)
+
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "name": self.name, "uuid": self.uuid,
                 "bus_id": self.bus_id, "minor": self.minor, "memory_bytes": self.memory_bytes,
@@ -569,11 +574,12 @@ def parse_nvlink_status(text: str) -> dict[int, tuple[float | None, ...]]:
 
 def with_nvlinks(inv: Inventory, text: str | None, source: str | None = None) -> Inventory:
     """The inventory with each GPU's NVLinks as `nvidia-smi nvlink -s` gave them (`text`; None:
-    not read); a recorded file's `source` that names no GPU is refused."""
+    not read); a recorded file's `source` that names no GPU is refused, unless it is empty: the
+    command prints nothing where no GPU shows NVLinks (an H100 SXM in a VM, driver 580)."""
     if text is None:
         return inv
     by_index = parse_nvlink_status(text)
-    if source is not None and not by_index:
+    if source is not None and not by_index and text.strip():
         raise UserError(f"{source}: not `nvidia-smi nvlink -s` output (no 'GPU N:' line)")
     return dataclasses.replace(inv, gpus=tuple(
         dataclasses.replace(g, nvlinks=by_index.get(g.index, ())) for g in inv.gpus))
@@ -689,7 +695,7 @@ def locality_rows(inv: Inventory) -> list[list[str]]:
             got = nearest(inv, g, kind)
             near.append(", ".join(f"{d.name} ({r})" for d, r in got) or "-")
         rows.append([f"GPU{g.index} {g.name}", g.bus_id, "-" if g.pcie is None else str(g.pcie),
-                     "-" if g.numa_node is None else str(g.numa_node),
+                     g.numa,
                      format_cpulist(g.local_cpus) or "-", *near])
     return rows
 
@@ -957,7 +963,7 @@ def binding(inv: Inventory, env: Mapping[str, str], cpus: Sequence[int]) -> Bind
         far = sorted(mine - set(g.local_cpus))
         if far:
             warnings.append(
-                f"GPU{g.index} ({g.bus_id}) is local to NUMA {g.numa_node} (CPUs "
+                f"GPU{g.index} ({g.bus_id}) is local to NUMA {g.numa} (CPUs "
                 f"{format_cpulist(g.local_cpus)}) but this process also runs on CPUs "
                 f"{format_cpulist(far)}: bind each rank near its GPU (srun --gpu-bind=closest "
                 f"--cpu-bind=cores, or Open MPI --map-by numa with a rank-to-GPU map)")

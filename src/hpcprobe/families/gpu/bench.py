@@ -210,8 +210,7 @@ def plan(ctx: RunContext, o: GpuOptions | None) -> list[str]:
     reps = o.gpu_reps or s.reps
     lines = []
     for g in devs:
-        head = (f"GPU{g.index} {g.name} ({g.bus_id}, NUMA "
-                f"{'?' if g.numa_node is None else g.numa_node})")
+        head = f"GPU{g.index} {g.name} ({g.bus_id}, NUMA {g.numa})"
         if g.mig:
             lines.append(f"{head}: in MIG mode, not measured (hpcprobe measures whole GPUs)")
             continue
@@ -687,7 +686,7 @@ def check(o: GpuOptions) -> int:
     rank = next((os.environ[v] for v in RANK_VARS if v in os.environ), None)
     who = f"rank {rank}" if rank is not None else f"pid {os.getpid()}"
     print(f"{who}: CPUs {format_cpulist(b.cpus)}; GPUs ({b.source}): " + (", ".join(
-        f"GPU{g.index} {g.bus_id} (NUMA {g.numa_node}, local CPUs "
+        f"GPU{g.index} {g.bus_id} (NUMA {g.numa}, local CPUs "
         f"{format_cpulist(g.local_cpus) or '?'})" for g in b.gpus) or "none"))
     found = [*b.warnings, *gpus.sharing(inv), *(f for g in inv.gpus for f in gpus.findings(g, inv))]
     for w in found:
