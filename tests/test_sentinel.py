@@ -97,6 +97,21 @@ def test_a_benchmark_that_measured_nothing_is_not_said_to_have_mixed_states(monk
 
 
 @pytest.mark.usefixtures("toy_family")
+def test_a_family_of_another_device_is_not_judged_by_the_hosts_dram(monkeypatch, tmp_path):
+    """The GPU family's figures (HBM, tensor cores, PCIe) do not depend on the host's DRAM: a
+    move of the sentinel around it is no finding on them (on a lent H100 node the sentinel
+    read 124.0 then 100.4 GB/s around `hpcprobe gpu`), but the reading after it is still
+    taken, to bracket the next family."""
+    monkeypatch.setitem(FAMILIES, "toy", dataclasses.replace(FAMILIES["toy"], host_bound=False))
+    doc = run_toys(monkeypatch, tmp_path, STEADY, scaled(0.55), scaled(0.55))
+    assert [r["after"] for r in doc["provenance"]["sentinel"]["readings"]] == [None, "toy", "toy2"]
+    assert not [f for f in doc["findings"] if f["kind"] == "node_changed"]
+    doc = run_toys(monkeypatch, tmp_path, STEADY, STEADY, scaled(0.55))
+    assert [f["benchmark"] for f in doc["findings"] if f["kind"] == "node_changed"] == ["toy2"]
+    assert not FAMILIES["gpu"].host_bound
+
+
+@pytest.mark.usefixtures("toy_family")
 def test_a_steady_node_is_no_warning(monkeypatch, tmp_path):
     doc = run_toys(monkeypatch, tmp_path, STEADY, scaled(1.02), STEADY)
     assert len(doc["provenance"]["sentinel"]["readings"]) == 3

@@ -189,6 +189,10 @@ class Family:
     #: metric whose name starts with this is declared
     open_metrics: str | None = None
     default: bool = True  # runs when no benchmark is named (`hpcprobe run`)
+    #: its figures depend on this node's CPUs and DRAM, which the node sentinel reads around
+    #: each benchmark: a move of that reading is a finding on them. False for a family that
+    #: measures another device (a GPU's memory and tensor cores, its PCIe link)
+    host_bound: bool = True
     #: measures between this node and another one, named by this flag (`--iperf-peer`): cluster
     #: mode runs it over the link schedule's pairs (`cluster run --pairs`), figures as links
     peer: str | None = None

@@ -118,8 +118,9 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
                               "figure(s) it had measured are kept"
                               + (f"; not run: {', '.join(rest)}" if rest else ""))
             break
-        found = brackets.take(family.name)
-        if found is not None and any(m.benchmark == family.name for m in ctx.metrics):
+        found = brackets.take(family.name)  # read after every family: it brackets the next
+        if found is not None and family.host_bound and any(
+                m.benchmark == family.name for m in ctx.metrics):
             ctx.findings.append(found)  # a family with no figure has none to mix up
             ctx.warnings.append(f"{family.name}: {found['message']}")
     for family in families:

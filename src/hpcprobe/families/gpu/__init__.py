@@ -20,6 +20,7 @@ FAMILY = Family(
              *specs("%", "higher", "bandwidth_fraction", "gemm_fraction", "copy_fraction")),
     not_joined=bench.NOT_JOINED,
     views=(views.tables,), figures=(views.figures,),
+    host_bound=False,  # host copies bound by PCIe: 55 GB/s on an H100 node whose DRAM read 100+
     command=Command(
         help="GPU measurements, `gpu info` (inventory, locality) or `gpu check` (binding)",
         description="Device memory bandwidth (BabelStream), cuBLAS GEMM per precision, "
