@@ -37,6 +37,7 @@ from hpcprobe.native.kernels import KERNELS, bandwidth_gbs
 from hpcprobe.probes.chase import (
     CHECK_STEPS,
     LOAD_QUANTUM,
+    RESIDENT_SHARE,
     SEED,
     STRIDE,
     chase_samples,
@@ -331,6 +332,7 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
     ctx.progress.start("latency", len(points))
     deadline = time.perf_counter() + settings.budget_s * (1 - C2C_BUDGET_SHARE)
     curve: list[tuple[int, float]] = []
+    capacity = dict(cache_shares(topo, (cpu,)))
     with Team([cpu] + loaders) as team:
         team.select([cpu])
         for i, p in enumerate(points):
@@ -346,7 +348,8 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
             pages = "huge" if p.huge else "default"
             samples = chase_samples(ctx, team, budget, f"{format_bytes(p.size_bytes)} {pages} "
                                     "pages", p.size_bytes if in_cache(p.level) else 0,
-                                    benchmark="latency")
+                                    benchmark="latency", judged=p.size_bytes <= RESIDENT_SHARE
+                                    * capacity.get(p.level, 0))
             if not samples:
                 ctx.errors.append(f"latency {format_bytes(p.size_bytes)} {pages} pages: every "
                                   "sample was rejected (disturbed); no figure")
@@ -370,7 +373,7 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
                         time.perf_counter() + settings.budget_s * C2C_BUDGET_SHARE)
                 team.select([cpu])
     if opts.size_bytes is None:  # levels are read off a sweep; one size (--size) has none
-        for chk in check_levels(curve, cache_shares(topo, (cpu,)), "ns", lower_is_better=True,
+        for chk in check_levels(curve, list(capacity.items()), "ns", lower_is_better=True,
                                 virtual=flopmodel.virtual_cpu()):
             ctx.findings.append({"benchmark": "latency", "kind": "cache_level",
                                  "kernel": "chase", "threads": 1, "unit": "ns",
