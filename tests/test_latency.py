@@ -279,7 +279,7 @@ def test_loaded_latency_needs_a_dram_ring():
 def test_a_size_whose_every_sample_is_disturbed_gets_no_figure(tiny, monkeypatch):
     """Every sample slower than the settled ring (here: any at all) is rejected: the size gets
     an error and no figure, and the run goes on. A ring over half its cache level (tiny's L2
-    is 256000 B) is not judged so: its passes vary by themselves (a ring of a Sapphire-Rapids
+    is 256000 B) is not judged so: its passes vary by themselves (a ring of a Xeon
     guest's whole L2 had every sample rejected), and it keeps its figure."""
     from hpcprobe.probes import chase
 

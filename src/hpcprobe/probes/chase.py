@@ -42,7 +42,7 @@ DISTURBED = 0.3
 #: A ring over this share of its cache level does not stay whole in it: its 4 KiB pages land on
 #: the cache's sets by physical address and some sets overflow, so its passes vary by
 #: themselves (its latency lies between the levels) and no sample is judged against its
-#: settled pass. A Sapphire-Rapids-class guest's ring of its L2's 2 MiB had all 12 rejected.
+#: settled pass. A Xeon guest's (AVX-512, 2 MiB L2) ring of its whole L2 had all 12 rejected.
 RESIDENT_SHARE = 0.5
 
 
