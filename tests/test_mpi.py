@@ -99,9 +99,18 @@ def test_a_wrong_mpi_prefix_is_refused_before_anything_is_measured(tmp_path, arg
 
 
 def test_run_says_why_the_mpi_section_skipped(tmp_path):
-    r = hpcprobe("run", "mpi", "--no-store", env={"HPCPROBE_MPI": str(tmp_path / "none")})
-    assert r.code == 0, r.err
-    assert "mpi: skipped" in r.out and "bin/mpicc" in r.out
+    """`run mpi` without an MPI says why it skipped; having measured nothing, it is a user's
+    mistake (exit 2) and no run is stored (an empty run was, and `list` showed it), while the
+    document asked for is still written (a cluster node's probe reads it)."""
+    db, doc = tmp_path / "store.sqlite", tmp_path / "run.json"
+    r = hpcprobe("run", "mpi", "--db", str(db), "--json", str(doc),
+                 env={"HPCPROBE_MPI": str(tmp_path / "none")})
+    assert r.code == 2 and "mpi: skipped" in r.out and "bin/mpicc" in r.out, r.out + r.err
+    assert r.err.strip() == ("hpcprobe: error: nothing was measured: every benchmark asked for "
+                             "was skipped (the warnings above say why); the run is not stored")
+    assert json.loads(doc.read_text())["metrics"] == [] and "Stored as" not in r.out
+    r = hpcprobe("list", "--db", str(db))
+    assert r.code == 0 and "│ mpi " not in r.out, r.out
 
 
 # ------------------------------------------------------------------ launchers (argv only)
@@ -368,13 +377,14 @@ def test_one_cpu_leaves_mpi_out_of_a_run_and_mpi_refuses(tmp_path):
     assert_user_error(hpcprobe("mpi", "--dry-run", "--input", one), "the MPI tests need 2 ranks")
     r = hpcprobe("run", "mpi", "--dry-run", "--np", "2", "--oversubscribe", "--input", one)
     assert r.code == 0 and "2 ranks, one-per-core (same-cpu pair)" in r.out, r.err
-    # this process's cpuset cut to one CPU, as a one-CPU job or VM has it: a run, not a refusal
+    # this process's cpuset cut to one CPU, as a one-CPU job or VM has it: the family skips
+    # with why, not a refusal of the run; asked for alone, it left nothing measured (exit 2)
     exe = str(Path(sys.executable).parent / "hpcprobe")
     doc = tmp_path / "r.json"
     p = subprocess.run([exe, "run", "mpi", "--quick", "--no-store", "--json", str(doc)],
                        capture_output=True, text=True, timeout=120,
                        preexec_fn=lambda: os.sched_setaffinity(0, {min(os.sched_getaffinity(0))}))
-    assert p.returncode == 0, p.stderr
+    assert p.returncode == 2 and "nothing was measured" in p.stderr, p.stderr
     got = json.loads(doc.read_text())
     assert got["metrics"] == [] and any("mpi: skipped: placement one-per-core yields 1 CPU" in w
                                         for w in got["warnings"])
