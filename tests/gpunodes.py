@@ -56,6 +56,14 @@ def h100_node(root: Path) -> tuple[Path, Path]:
     return sys, root / "proc"
 
 
+def vm_node(root: Path) -> Path:
+    """One GPU passed through to a VM, as on a lent H100 node: on the root bus at
+    0000:00:06.0, its NUMA node -1 (unknown), its local CPUs every CPU (0-1023 here)."""
+    sys = root / "sys"
+    _device(sys, ["pci0000:00", "0000:00:06.0"], -1, "0-1023")
+    return sys
+
+
 #: a100-8gpu-2s: (root complex, root port, switch, GPUs' and NIC's downstream ports and ids)
 _A100_ROOTS = [("00", "02", ["07", "0f"], "0c", 0), ("40", "42", ["47", "4e"], "4b", 0),
                ("80", "82", ["87", "90"], "8c", 1), ("b0", "b2", ["b7", "bd"], "bc", 1)]

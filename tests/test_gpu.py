@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from conftest import assert_user_error, hpcprobe, run_json
-from gpunodes import DATA, _device, a100_node, h100_node
+from gpunodes import DATA, a100_node, h100_node, vm_node
 from hpcprobe.common.errors import UserError
 from hpcprobe.cuda import build, toolkit
 from hpcprobe.families.gpu import bench, peaks, views
@@ -905,8 +905,7 @@ def test_a_real_h100_in_a_vm(tmp_path):
     NUMA node -1 and whose `nvidia-smi nvlink -s` printed nothing: healthy, no finding, its
     NUMA domain said as unknown (it read 'NUMA None'), the empty NVLink output accepted as
     no NVLinks (it was refused as another command's output)."""
-    sysfs = tmp_path / "sys"
-    _device(sysfs, ["pci0000:00", "0000:00:06.0"], -1, "0-1023")
+    sysfs = vm_node(tmp_path)
     empty = tmp_path / "nvlink.txt"
     empty.write_text("")
     recorded = ["--gpu-smi", str(H100_VM), "--gpu-sysfs", str(sysfs), "--gpu-nvlink", str(empty)]
