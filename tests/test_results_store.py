@@ -159,6 +159,27 @@ def test_store_unwritable_path(tmp_path):
         ro.chmod(0o700)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a file system needs root")
+def test_a_store_that_cannot_be_made_on_a_full_disk_leaves_no_file(tmp_path):
+    """A full file system (a 16 KiB tmpfs, filled): one line, and no empty file left where the
+    store would have been (it was left, 0 bytes)."""
+    import subprocess
+
+    full = tmp_path / "full"
+    full.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16k", "tmpfs", str(full)],
+                      capture_output=True).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        with open(full / "fill", "wb") as f, pytest.raises(OSError):
+            f.write(bytes(1 << 20))
+        with pytest.raises(UserError, match="disk is full"):
+            Store.open(full / "r.sqlite")
+        assert not (full / "r.sqlite").exists()
+    finally:
+        subprocess.run(["umount", "--lazy", str(full)], check=True)  # even with a file open
+
+
 def test_store_path_that_is_a_directory(tmp_path):
     with pytest.raises(UserError, match="--db"):
         Store.open(tmp_path)

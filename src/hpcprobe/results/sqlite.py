@@ -29,13 +29,20 @@ class SqliteStore(SqlStore):
         if not create and not p.exists():
             raise UserError(f"--db {p}: no result store there yet; run `hpcprobe run` first or "
                             "point --db at an existing store")
+        fresh = not p.exists()
         try:
             if create:
                 p.parent.mkdir(parents=True, exist_ok=True)
             conn = sqlite3.connect(p, timeout=30)
-            conn.execute("PRAGMA foreign_keys = ON")
-            store = cls(conn, p)
-            store.prepare(create)
+            try:
+                conn.execute("PRAGMA foreign_keys = ON")
+                store = cls(conn, p)
+                store.prepare(create)
+            except BaseException:
+                conn.close()
+                if fresh and p.is_file() and p.stat().st_size == 0:
+                    p.unlink()  # the empty file that failed to become a store (a full disk)
+                raise
         except sqlite3.DatabaseError as exc:
             raise UserError(f"--db {p}: cannot open it as a result store ({exc}); choose a "
                             "writable path") from exc
