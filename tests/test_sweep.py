@@ -175,16 +175,19 @@ def test_a_refused_workload_stops_the_sweep_at_once_and_restores(tmp_path):
         assert [i.tag for i in st.runs()] == ["envs:slow"]
 
 
-#: A wrapper that runs its child, then writes into the child's run document the finding a
-#: node sentinel that moved would have left (a host cannot be made to change on cue).
+#: A wrapper that runs its child, then sets in the child's run document the findings of its
+#: node sentinel: none (the host's own moves dropped: a host cannot be made to hold still, nor
+#: to change on cue), or, with MOVED set, the one a sentinel that moved would have left.
 MOVED = """\
 import json, subprocess, sys
 rc = subprocess.call(sys.argv[1:])
 doc = sys.argv[sys.argv.index("--json") + 1]
 with open(doc) as f:
     d = json.load(f)
-d["findings"].append({"benchmark": "frequency", "kind": "node_changed", "before": 50.0,
-                      "after": 30.0, "ratio": 0.6, "message": "moved"})
+d["findings"] = [f for f in d["findings"] if f["kind"] != "node_changed"]
+if MOVED:
+    d["findings"].append({"benchmark": "frequency", "kind": "node_changed", "before": 50.0,
+                          "after": 30.0, "ratio": 0.6, "message": "moved"})
 with open(doc, "w") as f:
     json.dump(d, f)
 sys.exit(rc)
@@ -192,12 +195,13 @@ sys.exit(rc)
 
 
 def test_a_workload_run_during_which_the_node_changed_is_a_warning(tmp_path):
-    wrapper = tmp_path / "moved.py"
-    wrapper.write_text(MOVED)
+    for name, moved in (("steady", False), ("moved", True)):
+        (tmp_path / f"{name}.py").write_text(f"MOVED = {moved}\n" + MOVED)
     text = ("[sweep]\nname = 'moves'\nbaseline = 'a'\nrounds = 2\nmax_rounds = 2\n"
             "profile = 'quick'\n[workloads.clock]\nfamily = 'frequency'\n"
-            "options = { threads = '1' }\n[configurations.a]\n[configurations.b]\n"
-            f"wrap = ['{sys.executable}', '{wrapper}']\n")
+            "options = { threads = '1' }\n"
+            f"[configurations.a]\nwrap = ['{sys.executable}', '{tmp_path / 'steady.py'}']\n"
+            f"[configurations.b]\nwrap = ['{sys.executable}', '{tmp_path / 'moved.py'}']\n")
     out = tmp_path / "sweep.json"
     r = hpcprobe("sweep", str(write(tmp_path, text)), "--no-store", "--json", str(out))
     assert r.code == 0, r.err
