@@ -499,16 +499,7 @@ def _measured(a: argparse.Namespace, store: Store | None,
                              f"{'kept above' if store is None else 'stored'}, marked as such\n")
             return EXIT_INTERRUPTED
     _keep(a, run, store, parts)
-    if _empty(run):
-        raise UserError("nothing was measured: every benchmark asked for was skipped (the "
-                        "warnings above say why); the run is not stored")
     return EXIT_FAILURE if run.errors else 0
-
-
-def _empty(run: results.Run) -> bool:
-    """A run that measured nothing and failed nothing: every benchmark was skipped (`run gpu`
-    without a GPU, `run mpi` without an MPI). It is no result: the store does not keep it."""
-    return not run.metrics and not run.errors
 
 
 @contextlib.contextmanager
@@ -529,7 +520,9 @@ def _terminate_interrupts() -> Iterator[None]:
 def _keep(a: argparse.Namespace, run: results.Run, store: Store | None,
           parts: Sequence[results.Run] = ()) -> None:
     """Show the run; write its JSON, store it (after the runs it summarises, `parts`) and write
-    its report, as asked; a run that measured nothing is shown and written alone."""
+    its report, as asked. A run that measured nothing and failed nothing (every benchmark
+    skipped: `run gpu` without a GPU, `run mpi` without an MPI) is no result: it is shown and
+    written, then refused as a user's mistake, not stored."""
     piped = files.is_stdout(a.json)
     console = _console(piped or files.is_stdout(getattr(a, "report", None)))
     terminal.render(run, console, registry.views())
@@ -544,12 +537,13 @@ def _keep(a: argparse.Namespace, run: results.Run, store: Store | None,
         else:
             if not piped:
                 console.print(f"Wrote {a.json}.", highlight=False, markup=False)
-    if _empty(run):  # nothing to store or report: the caller says so
+    if not run.metrics and not run.errors:
         if store is not None:
             store.close()
         if unwritten is not None:
             raise unwritten
-        return
+        raise UserError("nothing was measured: every benchmark asked for was skipped (the "
+                        "warnings above say why); the run is not stored")
     if store is not None:
         try:
             for part in parts:

@@ -26,10 +26,10 @@ class SqliteStore(SqlStore):
     @classmethod
     def connect(cls, location: str, create: bool) -> Store:
         p = Path(location)
-        if not create and not p.exists():
+        fresh = not p.exists()
+        if not create and fresh:
             raise UserError(f"--db {p}: no result store there yet; run `hpcprobe run` first or "
                             "point --db at an existing store")
-        fresh = not p.exists()
         try:
             if create:
                 p.parent.mkdir(parents=True, exist_ok=True)
