@@ -18,7 +18,7 @@ import pytest
 from hpcprobe.families import FAMILIES
 from hpcprobe.machine import topology
 from hpcprobe.measure import profiles
-from hpcprobe.measure.family import Family, MetricSpec
+from hpcprobe.measure.family import Family, Metrics, MetricSpec
 from hpcprobe.mpi import find
 from hpcprobe.results.model import Metric
 from hpcprobe.tools import pgserver
@@ -206,4 +206,4 @@ def toy_family(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("toy", "toy2"):
         monkeypatch.setitem(FAMILIES, name, Family(
             name, "a family declared in a test", NoOptions, _toy(name), settings=settings,
-            metrics=(MetricSpec("items", "items"),)))
+            metrics=Metrics((MetricSpec("items", "items"),))))

@@ -12,10 +12,11 @@ from dataclasses import replace
 import pytest
 
 import clusterdata
-from hpcprobe import cluster_cli
+from hpcprobe import registry
 from hpcprobe.cli import build_parser, main
 from hpcprobe.cluster import pairs, verdict, views
 from hpcprobe.cluster.verdict import SLOW_ENDPOINT, SLOW_LINK, SLOW_NODE, Thresholds, analyse
+from hpcprobe.commands import cluster as cluster_cmd
 from hpcprobe.common import jsondoc
 from hpcprobe.results.model import HEALTH, Metric, read_json
 from hpcprobe.results.store import Store
@@ -159,7 +160,7 @@ def test_a_node_short_of_figures_its_peers_have_is_said_and_flags_the_campaign()
                                           [3000.0, 3010.0, 2990.0], "higher")
                                    for d in devices)]
         r.provenance = {**r.provenance, "gpu": {"gpus": [{"name": "NVIDIA H100"}] * 2}}
-    v = analyse(runs, "c1")
+    v = analyse(runs, "c1", labels=registry.hardware_labels)  # the GPU family's inventory
     assert v.missing == {"n6": ["gpu.bandwidth device=1"]}, v.missing
     assert v.flagged and kinds(v) == [] and len(v.groups) == 1
     assert next(iter(v.groups)).endswith(", NVIDIA H100")
@@ -408,7 +409,7 @@ def test_another_pass_under_a_campaigns_tag_keeps_its_thresholds(kept):
         a = build_parser().parse_args(["cluster", "run", "--tag", tag, "--db", str(kept),
                                        *extra])
         with Store.open(kept) as st:
-            return cluster_cli._plan(a, NoNodes(), st, tag, kept.parent, [], []).thresholds
+            return cluster_cmd._plan(a, NoNodes(), st, tag, kept.parent, [], []).thresholds
 
     assert plan() == Thresholds(worse=0.5)
     assert plan("--worse", "4%", "--z", "5") == Thresholds(z=5, worse=0.04)

@@ -12,7 +12,7 @@ import pytest
 from hpcprobe import cli, registry
 from hpcprobe.families import FAMILIES
 from hpcprobe.measure import options, profiles
-from hpcprobe.measure.family import Family, Flag, MetricSpec, RunContext, flags, option
+from hpcprobe.measure.family import Family, Flag, Metrics, MetricSpec, RunContext, flags, option
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.views import html
 from hpcprobe.views.table import Block, Table
@@ -51,7 +51,7 @@ def tables(r: Run) -> list[Block]:
 
 
 TOY = Family("toy", "a family declared in a test", ToyOptions, run, settings=SETTINGS,
-             metrics=(MetricSpec("items", "items"),), not_joined=frozenset({"where"}),
+             metrics=Metrics((MetricSpec("items", "items"),), frozenset({"where"})),
              views=(tables,))
 
 

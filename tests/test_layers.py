@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 from pathlib import Path
 
 import hpcprobe
@@ -24,8 +25,9 @@ LAYERS: list[tuple[str, ...]] = [
     ("hpcprobe.measure", "hpcprobe.schedulers", "hpcprobe.views.terminal", "hpcprobe.views.html"),
     ("hpcprobe.probes", "hpcprobe.cluster", "hpcprobe.tuning"),
     ("hpcprobe.families",),
-    ("hpcprobe.registry",),
-    ("hpcprobe.cli", "hpcprobe.cluster_cli", "hpcprobe.views"),
+    ("hpcprobe.registry", "hpcprobe.views"),
+    ("hpcprobe.commands",),
+    ("hpcprobe.cli",),
     ("hpcprobe.console", "hpcprobe.__main__"),
 ]
 
@@ -93,6 +95,49 @@ def test_nothing_below_the_registry_names_a_family():
               if not m.startswith("hpcprobe.families.") and m not in allowed
               for dep in imports(path) if dep.startswith("hpcprobe.families")]
     assert naming == []
+
+
+#: Central code: everything but the families' own packages and the two registries (the
+#: families' and the commands') that hold them by name.
+def central() -> dict[str, Path]:
+    return {m: p for m, p in ALL.items() if not m.startswith("hpcprobe.families")
+            and m != "hpcprobe.commands"}
+
+
+def naming(path: Path, names: set[str]) -> list[tuple[int, str]]:
+    """Where a module uses a family's name as a key: compared with (`w.family == "app"`), looked
+    up in the families (`families["app"]`) or listed with another (`("memory", "numa")`). The
+    same word as a layout choice, an XML tag or a program's name is not a family's."""
+    out = []
+
+    def lit(n: ast.AST) -> str | None:
+        return n.value if isinstance(n, ast.Constant) and n.value in names else None
+
+    for n in ast.walk(ast.parse(path.read_text())):
+        if isinstance(n, ast.Compare) and re.search(r"famil|bench", ast.unparse(n), re.I):
+            out += [(n.lineno, x) for side in (n.left, *n.comparators) if (x := lit(side))]
+        elif isinstance(n, ast.Subscript) and "famil" in ast.unparse(n.value).lower():
+            out += [(n.lineno, x) for x in [lit(n.slice)] if x]
+        elif isinstance(n, (ast.Tuple, ast.List, ast.Set)):
+            listed = [x for e in n.elts if (x := lit(e))]
+            out += [(n.lineno, x) for x in listed] if len(listed) >= 2 else []
+    return out
+
+
+def test_central_code_names_no_family_in_a_string():
+    """A family named in a string (a default list of benchmarks, a special case for one) is a
+    dependency the import test cannot see: central code asks the registry for a capability."""
+    found = [f"{m}:{line}: {text!r}" for m, path in central().items()
+             for line, text in naming(path, set(FAMILIES))]
+    assert found == []
+
+
+def test_the_check_sees_a_family_named_in_a_string(tmp_path):
+    """The rule above can fail: a default probe kept by name, a special case, a look-up."""
+    bad = tmp_path / "bad.py"
+    bad.write_text('PROBE = ("memory", "numa")\nif w.family == "app":\n    f = families["gpu"]\n'
+                   'LAYOUT = ("core", "numa")\n')
+    assert [text for _, text in naming(bad, set(FAMILIES))] == ["memory", "numa", "app", "gpu"]
 
 
 def test_every_family_has_settings_for_every_profile_and_consistent_flags():

@@ -21,9 +21,9 @@ from hpcprobe.common.errors import UserError
 from hpcprobe.families.dslash import bench as dslash
 from hpcprobe.families.dslash import kernel as K
 from hpcprobe.families.dslash import ranks as R
-from hpcprobe.families.scale import views as scale_views
 from hpcprobe.machine import topology
 from hpcprobe.measure import profiles
+from hpcprobe.measure import scaling_views as scale_views
 from hpcprobe.measure.family import RunContext
 from hpcprobe.mpi import build, layouts
 from hpcprobe.mpi.launchers import Layout

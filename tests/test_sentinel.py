@@ -15,6 +15,7 @@ from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import MeasurementError
 from hpcprobe.families import FAMILIES
 from hpcprobe.machine import sentinel, sizing, topology
+from hpcprobe.measure.family import OtherDevice
 from hpcprobe.results.model import read_json
 
 STEADY = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.1, 99.9]
@@ -102,13 +103,14 @@ def test_a_family_of_another_device_is_not_judged_by_the_hosts_dram(monkeypatch,
     move of the sentinel around it is no finding on them (on a lent H100 node the sentinel
     read 124.0 then 100.4 GB/s around `hpcprobe gpu`), but the reading after it is still
     taken, to bracket the next family."""
-    monkeypatch.setitem(FAMILIES, "toy", dataclasses.replace(FAMILIES["toy"], host_bound=False))
+    monkeypatch.setitem(FAMILIES, "toy", dataclasses.replace(
+        FAMILIES["toy"], capabilities=(OtherDevice("a toy device"),)))
     doc = run_toys(monkeypatch, tmp_path, STEADY, scaled(0.55), scaled(0.55))
     assert [r["after"] for r in doc["provenance"]["sentinel"]["readings"]] == [None, "toy", "toy2"]
     assert not [f for f in doc["findings"] if f["kind"] == "node_changed"]
     doc = run_toys(monkeypatch, tmp_path, STEADY, STEADY, scaled(0.55))
     assert [f["benchmark"] for f in doc["findings"] if f["kind"] == "node_changed"] == ["toy2"]
-    assert not FAMILIES["gpu"].host_bound
+    assert FAMILIES["gpu"].capability(OtherDevice) is not None
 
 
 @pytest.mark.usefixtures("toy_family")

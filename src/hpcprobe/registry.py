@@ -1,21 +1,38 @@
-"""The composition root: what the registries hold, gathered for the commands. The CLI, the
-benchmarks and the tests reach families through here; nothing below names one."""
+"""The composition root: what the registries hold, gathered for the commands. The commands, the
+benchmarks and the tests reach families through here, and ask for a family's mode by its
+capability's type; nothing below names a family."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from hpcprobe.analysis.compare import NotJoined
 from hpcprobe.common.errors import UserError
 from hpcprobe.families import FAMILIES
 from hpcprobe.machine.topology import Topology
-from hpcprobe.measure import runner
-from hpcprobe.measure.family import Family, NoProgress, Progress, Scaling, flags
+from hpcprobe.measure import runner, scaling
+from hpcprobe.measure.family import (
+    Default,
+    Derives,
+    Family,
+    Inventory,
+    NoProgress,
+    Progress,
+    flags,
+)
 from hpcprobe.measure.profiles import Profile
+from hpcprobe.measure.summary import Summary
 from hpcprobe.results.model import Run
+from hpcprobe.tuning import sweep
 from hpcprobe.views.figure import Figures
 from hpcprobe.views.table import View
+
+C = TypeVar("C")
+
+#: The runs that drivers make from families' runs (a scaling series, a sweep), with their
+#: views: a stored summary shows, compares and reports as a family's run does.
+SUMMARIES: tuple[Summary, ...] = (scaling.SUMMARY, sweep.SUMMARY)
 
 
 def measuring() -> list[Family]:
@@ -23,11 +40,26 @@ def measuring() -> list[Family]:
     return [f for f in FAMILIES.values() if f.run is not None]
 
 
+def having(kind: type[C]) -> dict[str, tuple[Family, C]]:
+    """Family name -> (the family, its capability) for the families that declare one of this
+    kind, in registry order."""
+    out = {}
+    for f in FAMILIES.values():
+        if (c := f.capability(kind)) is not None:
+            out[f.name] = (f, c)
+    return out
+
+
+def capable(kind: type[C]) -> dict[str, C]:
+    """Family name -> its capability of this kind, for the families that declare one."""
+    return {name: c for name, (_, c) in having(kind).items()}
+
+
 def resolve(names: Sequence[str] | None) -> list[Family]:
-    """The named families (all that measure by default when none is named: not the external
+    """The named families (all that run by default when none is named: not the external
     tools nor the user's applications), in the order given."""
     if not names:
-        return [f for f in measuring() if f.default]
+        return [f for f in measuring() if f.capability(Default) is not None]
     known = {f.name: f for f in measuring()}
     for n in names:
         if n not in known:
@@ -35,12 +67,17 @@ def resolve(names: Sequence[str] | None) -> list[Family]:
     return [known[n] for n in dict.fromkeys(names)]
 
 
+def node_probe() -> tuple[str, ...]:
+    """The families of a campaign's node probe when `--probe` names none."""
+    return tuple(name for name, d in capable(Default).items() if d.probe)
+
+
 def execute(topo: Topology, profile: Profile, names: Sequence[str] | None, isa: str,
             options: Mapping[str, Any], progress: Progress | None = None,
             oversubscribe: bool = False, tag: str | None = None, isa_asked: bool = False,
             standalone: bool = False) -> Run:
     """Run the named families, then every deriving one."""
-    chosen = resolve(names) + [f for f in FAMILIES.values() if f.derive is not None]
+    chosen = resolve(names) + [f for f, _ in having(Derives).values()]
     return runner.execute(topo, profile, chosen, isa, options, progress or NoProgress(),
                           oversubscribe, tag, isa_asked, standalone)
 
@@ -53,37 +90,31 @@ def plan(topo: Topology, profile: Profile, names: Sequence[str] | None, isa: str
                        standalone)
 
 
-def scaling() -> dict[str, Scaling]:
-    """Family name -> its Scaling, for those that run across nodes."""
-    return {f.name: f.scaling for f in FAMILIES.values() if f.scaling is not None}
-
-
-def pairwise() -> dict[str, str]:
-    """Family name -> the flag naming its peer node, for those that measure between nodes."""
-    return {f.name: f.peer for f in FAMILIES.values() if f.peer is not None}
-
-
-def sized() -> dict[str, Family]:
-    """The families that declare a problem size (`hpcprobe scale`)."""
-    return {f.name: f for f in FAMILIES.values() if f.sized is not None}
-
-
 def families() -> dict[str, Family]:
     """Every registered family by name (a sweep file names them)."""
     return dict(FAMILIES)
 
 
 def views() -> list[View]:
-    return [v for f in FAMILIES.values() for v in f.views]
+    return [v for f in FAMILIES.values() for v in f.views] + \
+        [v for s in SUMMARIES for v in s.views]
 
 
 def figures() -> list[Figures]:
-    return [g for f in FAMILIES.values() for g in f.figures]
+    return [g for f in FAMILIES.values() for g in f.figures] + \
+        [g for s in SUMMARIES for g in s.figures]
 
 
 def not_joined() -> NotJoined:
-    """Per family, the params it does not join its metrics on across runs."""
-    return NotJoined({f.name: f.not_joined for f in FAMILIES.values()})
+    """Per family (and summary), the params it does not join its metrics on across runs."""
+    return NotJoined({**{f.name: f.metrics.not_joined for f in FAMILIES.values()},
+                      **{s.benchmark: s.not_joined for s in SUMMARIES}})
+
+
+def hardware_labels(provenance: Mapping[str, Any]) -> list[str]:
+    """What families found on a node that its peers must share (GPU models), from a run's
+    provenance."""
+    return [x for inv in capable(Inventory).values() for x in inv.hardware(provenance)]
 
 
 def option_names() -> dict[str, str]:

@@ -31,9 +31,11 @@ from hpcprobe.cluster.verdict import (
     SLOW_ENDPOINT,
     SLOW_LINK,
     SLOW_NODE,
+    Labels,
     Thresholds,
     Verdict,
     analyse,
+    no_labels,
     undirected,
 )
 from hpcprobe.common.errors import HpcprobeError, UserError
@@ -74,6 +76,9 @@ class Plan:
     remeasure: bool = True
     thresholds: Thresholds = field(default_factory=Thresholds)
     not_joined: NotJoined = field(default_factory=NotJoined)  # per family (the registry's)
+    #: what peers must share besides the CPU's hardware, from a run's provenance (the
+    #: registry's: its families' inventories, the GPU models)
+    hardware: Labels = no_labels
     poll_s: float = 1.0
     seed: int = 0
     partition: str | None = None  # submit there (None: the scheduler's default)
@@ -177,7 +182,7 @@ class Campaign:
     def verdict(self) -> Verdict:
         p = self.plan
         return analyse(self.store.load_all(Selection(tag=p.tag)), p.tag, p.thresholds,
-                       p.not_joined)
+                       p.not_joined, p.hardware)
 
     def _to_remeasure(self, v: Verdict) -> tuple[list[str], list[tuple[str, str]]]:
         nodes = [f.item for f in v.findings if f.kind == SLOW_NODE and not f.confirmed]

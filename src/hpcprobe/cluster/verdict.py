@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
 from typing import Any
@@ -154,17 +154,26 @@ class Verdict:
         }
 
 
-def hardware(run: Run) -> str:
+#: What a run's provenance says peers must share besides the CPU's hardware (a family's
+#: inventory: the GPU models measured)
+Labels = Callable[[Mapping[str, Any]], list[str]]
+
+
+def no_labels(provenance: Mapping[str, Any]) -> list[str]:
+    return []
+
+
+def hardware(run: Run, labels: Labels = no_labels) -> str:
     """The hardware fingerprint peers share: CPU model, sockets x cores, NUMA domains, memory
-    (GiB), the widest kernel ISA and the GPU models measured (not their count: a node short
-    of a GPU stays among its peers, whose figures it lacks); and the kernels' digest, so that
-    a node whose own install of hpcprobe measures with other kernels is not called slow for
-    it. Nodes that differ in any are grouped apart."""
+    (GiB), the widest kernel ISA and what `labels` finds in the provenance (the GPU models
+    measured); and the kernels' digest, so that a node whose own install of hpcprobe measures
+    with other kernels is not called slow for it. Nodes that differ in any are grouped
+    apart."""
     t, p = run.topology, run.provenance
     c = t.get("counts", {})
     mem = sum(n.get("memory_bytes") or 0 for n in t.get("numa_nodes", []))
     isa = (p.get("isa_supported") or ["?"])[-1]
-    models = sorted({g.get("name", "?") for g in (p.get("gpu") or {}).get("gpus", [])})
+    models = labels(p)
     return (f"{p.get('cpu_model') or t.get('cpu_model') or '?'}, {c.get('packages', '?')} x "
             f"{(c.get('cores') or 0) // max(1, c.get('packages') or 1)} cores, "
             f"{c.get('numa_nodes', '?')} NUMA, {mem / 2**30:.0f} GiB, {isa}"
@@ -319,11 +328,11 @@ def outliers(rows: Sequence[dict[str, Fig]], th: Thresholds | None = None
 
 
 def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
-                  v: Verdict) -> None:
+                  v: Verdict, labels: Labels) -> None:
     latest, before = _latest_and_before((r.host, r) for r in node_runs)
     groups: dict[str, list[str]] = defaultdict(list)
     for host in sorted(latest, key=natural):
-        groups[hardware(latest[host])].append(host)
+        groups[hardware(latest[host], labels)].append(host)
     v.groups = dict(groups)
     v.unhealthy = _unhealthy(node_runs)
     for host in sorted(latest, key=natural):
@@ -594,10 +603,11 @@ def campaign_thresholds(runs: list[Run]) -> Thresholds | None:
 
 
 def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None,
-            ignore: NotJoined | None = None) -> Verdict:
+            ignore: NotJoined | None = None, labels: Labels = no_labels) -> Verdict:
     """The verdict on the runs of one campaign: the node runs (one or more per node) and the
     driver's campaign runs (node list, failures, link figures). Figures are joined across
-    nodes as `compare` joins them, without the params in `ignore` (the families' not_joined)."""
+    nodes as `compare` joins them, without the params in `ignore` (the families' not_joined);
+    nodes are peers where their hardware and what `labels` reads agree."""
     th = th or Thresholds()
     ignore = ignore or NotJoined()
     node_runs = [r for r in runs if not is_campaign_run(r)]
@@ -620,7 +630,7 @@ def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None,
     v = Verdict(campaign, th, sorted(nodes, key=natural), failed, {}, [], [], [], [],
                 np.zeros((0, 0)), np.zeros((0, 0)), {}, {}, {}, {}, link_errors=link_errors)
     with bulk():
-        _node_verdict(node_runs, th, ignore, v)
+        _node_verdict(node_runs, th, ignore, v, labels)
         _link_verdict(campaign_runs, th, ignore, v)
     _scaling(campaign_runs, v)
     _weak(campaign_runs, ignore, v)

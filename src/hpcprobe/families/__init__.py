@@ -19,8 +19,6 @@ from hpcprobe.families import (
     numa,
     pgbench,
     roofline,
-    scale,
-    sweep,
 )
 from hpcprobe.measure.family import Family
 
@@ -36,8 +34,6 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     cg.FAMILY,
     gpu.FAMILY,
     roofline.FAMILY,
-    scale.FAMILY,
-    sweep.FAMILY,
     app.FAMILY,
     fio.FAMILY,
     iperf3.FAMILY,

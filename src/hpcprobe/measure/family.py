@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.machine.topology import Topology
@@ -133,6 +133,25 @@ class Command:
     positionals: tuple[Positional, ...] = ()
 
 
+# -- capabilities: the modes a family may declare; central code asks for one by its type
+
+
+@dataclass(frozen=True)
+class Default:
+    """Runs when no benchmark is named (`hpcprobe run`); `probe`: also in the node probe a
+    cluster campaign runs on every node when `--probe` names none (seconds per node, quick)."""
+
+    probe: bool = False
+
+
+@dataclass(frozen=True)
+class Derives:
+    """Measures nothing: derives metrics from every measured one, after every family ran (the
+    roofline)."""
+
+    derive: Callable[[list[Metric]], list[Metric]]
+
+
 @dataclass(frozen=True)
 class Scaling:
     """What cluster mode reports when it runs the family across 1, 2, 4, ... nodes (its
@@ -162,46 +181,96 @@ class Sized:
 
 
 @dataclass(frozen=True)
+class Peer:
+    """Measures between this node and another one, named by `flag` (`--iperf-peer`): cluster
+    mode runs it over the link schedule's pairs (`cluster run --pairs`), figures as links."""
+
+    flag: str
+
+
+@dataclass(frozen=True)
+class OtherDevice:
+    """Its figures are another device's (a GPU's memory and tensor cores, its PCIe link), which
+    the host's CPUs and DRAM do not bound: the node sentinel read around it judges none of
+    them."""
+
+    what: str
+
+
+@dataclass(frozen=True)
+class Inventory:
+    """What the family finds on this node without measuring (GPUs and what is near them), for
+    `hpcprobe topology`: `discover()` gives an object or None (nothing found), `render(found)`
+    its text, `document(found)` its JSON under the key `key`; `hardware(provenance)` the labels
+    peers must share in a campaign (GPU models), from a run's stored provenance."""
+
+    key: str
+    discover: Callable[[], Any]
+    render: Callable[[Any], str]
+    document: Callable[[Any], dict[str, Any]]
+    hardware: Callable[[Mapping[str, Any]], list[str]]
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """What a family emits: its metrics (name, unit, direction), the params that say where or
+    how a figure was taken rather than what it is (compare ignores them when it joins metrics
+    across runs), and, for a family whose metrics the user names (an application's `app:NAME`),
+    the prefix every such metric starts with."""
+
+    specs: tuple[MetricSpec, ...] = ()
+    not_joined: frozenset[str] = frozenset()
+    open_prefix: str | None = None
+
+    def declares(self, m: Metric) -> bool:
+        """Whether it declared this metric with its unit and direction."""
+        if self.open_prefix is not None and m.name.startswith(self.open_prefix):
+            return True
+        return MetricSpec(m.name, m.unit, m.better) in self.specs
+
+    def names(self) -> list[str]:
+        return list(dict.fromkeys(s.name for s in self.specs))
+
+
+C = TypeVar("C")
+
+
+@dataclass(frozen=True)
 class Family:
-    """A registered benchmark family. Central code (CLI, runner, views, compare) iterates over
-    the registry of these and names no family."""
+    """A registered benchmark family: what every family has, and the modes it declares as
+    capabilities. Central code (commands, runner, views, compare) iterates over the registry
+    of these, asks for a capability by its type, and names no family."""
 
     name: str
     description: str
     options: type  # a frozen dataclass; its fields made with option() are on the command line
-    run: Callable[[RunContext, Any], None] | None  # None: derived from the others' metrics
+    run: Callable[[RunContext, Any], None] | None  # None: it measures nothing (Derives)
     #: what run(ctx, options) will measure, one line each, without measuring (its pure plan)
     plan: Callable[[RunContext, Any], list[str]] | None = None
     #: per profile name, the family's own budget and knobs (checked: one for every profile)
     settings: Mapping[str, Any] = field(default_factory=dict)
-    metrics: tuple[MetricSpec, ...] = ()  # every metric it emits
-    #: metrics derived from all measured ones, after every family ran (the roofline)
-    derive: Callable[[list[Metric]], list[Metric]] | None = None
-    #: params that say where or how a figure was taken, not what it is: compare ignores them
-    #: when it joins metrics across runs
-    not_joined: frozenset[str] = frozenset()
+    metrics: Metrics = Metrics()
     views: tuple[View, ...] = ()  # tables and text of one run (terminal and HTML)
     figures: tuple[Figures, ...] = ()  # plots of one or more runs (HTML report)
-    command: Command | None = None
-    scaling: Scaling | None = None  # runs across nodes (cluster run --scale)
-    sized: Sized | None = None  # runs at a ladder of rank counts, weak and strong (hpcprobe scale)
-    #: metrics the user names (an application's `app:NAME`, its unit and direction): every
-    #: metric whose name starts with this is declared
-    open_metrics: str | None = None
-    default: bool = True  # runs when no benchmark is named (`hpcprobe run`)
-    #: its figures depend on this node's CPUs and DRAM, which the node sentinel reads around
-    #: each benchmark: a move of that reading is a finding on them. False for a family that
-    #: measures another device (a GPU's memory and tensor cores, its PCIe link)
-    host_bound: bool = True
-    #: measures between this node and another one, named by this flag (`--iperf-peer`): cluster
-    #: mode runs it over the link schedule's pairs (`cluster run --pairs`), figures as links
-    peer: str | None = None
+    #: the modes it has: Default, Derives, Command, Scaling, Sized, Peer, OtherDevice, Inventory
+    capabilities: tuple[Any, ...] = ()
+
+    def capability(self, kind: type[C]) -> C | None:
+        """Its capability of this kind, or None."""
+        return next((c for c in self.capabilities if isinstance(c, kind)), None)
 
     def declares(self, m: Metric) -> bool:
-        """Whether it declared this metric with its unit and direction."""
-        if self.open_metrics is not None and m.name.startswith(self.open_metrics):
-            return True
-        return MetricSpec(m.name, m.unit, m.better) in self.metrics
+        return self.metrics.declares(m)
+
+
+def runs_commands(families: Mapping[str, Family]) -> str:
+    """The family that runs a user's command (its own command takes one after `--`): what a
+    sweep's workload with a `command` runs under."""
+    for name, f in families.items():
+        own = f.capability(Command)
+        if own is not None and any(p.many for p in own.positionals):
+            return name
+    raise AssertionError("no family runs a user's command")
 
 
 def bound_cpus(ctx: RunContext, team: Team, benchmark: str) -> str:

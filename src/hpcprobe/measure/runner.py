@@ -15,7 +15,7 @@ from hpcprobe import native
 from hpcprobe.common.errors import MeasurementError, UserError
 from hpcprobe.machine import provenance, sentinel, steal
 from hpcprobe.machine.topology import Topology
-from hpcprobe.measure.family import Family, Progress, RunContext
+from hpcprobe.measure.family import Derives, Family, OtherDevice, Progress, RunContext
 from hpcprobe.measure.profiles import Profile
 from hpcprobe.results.model import Run
 
@@ -119,13 +119,13 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
                               + (f"; not run: {', '.join(rest)}" if rest else ""))
             break
         found = brackets.take(family.name)  # read after every family: it brackets the next
-        if found is not None and family.host_bound and any(
+        if found is not None and family.capability(OtherDevice) is None and any(
                 m.benchmark == family.name for m in ctx.metrics):
             ctx.findings.append(found)  # a family with no figure has none to mix up
             ctx.warnings.append(f"{family.name}: {found['message']}")
     for family in families:
-        if family.derive is not None:
-            ctx.metrics.extend(family.derive(ctx.metrics))
+        if (derives := family.capability(Derives)) is not None:
+            ctx.metrics.extend(derives.derive(ctx.metrics))
     by_name = {f.name: f for f in families}
     undeclared = [m for m in ctx.metrics
                   if m.benchmark in by_name and not by_name[m.benchmark].declares(m)]

@@ -13,34 +13,60 @@ from dataclasses import replace
 from typing import Any
 
 from hpcprobe.common.errors import UserError
+from hpcprobe.machine.sizing import thread_ladder
 from hpcprobe.machine.topology import Topology
-from hpcprobe.measure import runner
-from hpcprobe.measure.family import Family, Progress, RunContext
+from hpcprobe.measure import runner, scaling_views
+from hpcprobe.measure.family import Family, Progress, RunContext, Sized
 from hpcprobe.measure.profiles import Profile
+from hpcprobe.measure.summary import Summary
 from hpcprobe.results.model import Metric, Run
 
 MODES = ("weak", "strong")
 #: The benchmark name of the scaling figures.
 BENCHMARK = "scale"
+#: The series' summary run: the rate at each count, the speedup and the efficiency.
+SUMMARY = Summary(BENCHMARK, (scaling_views.tables,), (scaling_views.figures,),
+                  frozenset({"run", "base_ranks"}))
+
+
+def sized(family: Family) -> Sized:
+    """The family's problem size, which a scaling study needs."""
+    got = family.capability(Sized)
+    if got is None or family.plan is None:
+        raise UserError(f"{family.name} declares no problem size to scale")
+    return got
+
+
+def ladder(topo: Topology, family: Family, asked: Sequence[int] | None) -> list[int]:
+    """The rank counts: those asked for, else 1, 2, 4, ... up to the cores (from the fewest
+    the family runs on)."""
+    least = sized(family).least
+    return list(asked or [k for k in thread_ladder(topo.counts()["cores"]) if k >= least]
+                or [least])
+
+
+def chosen_modes(family: Family, asked: str) -> tuple[str, ...]:
+    """The modes of `--mode` (both: every one the family scales in)."""
+    return sized(family).modes if asked == "both" else (asked,)
 
 
 def steps(ctx: RunContext, family: Family, opts: Any, counts: Sequence[int],
           modes: Sequence[str]) -> list[tuple[str, int, Any]]:
     """(mode, ranks, the family's options) of every run, each planned (a size that does not
     divide over a count, a count the layout cannot give: said before anything runs)."""
-    if family.sized is None or family.plan is None:
-        raise UserError(f"{family.name} declares no problem size to scale")
+    size = sized(family)
+    assert family.plan is not None
     for mode in modes:
-        if mode not in family.sized.modes:
-            raise UserError(f"--mode {mode}: {family.name} scales {' or '.join(family.sized.modes)}"
+        if mode not in size.modes:
+            raise UserError(f"--mode {mode}: {family.name} scales {' or '.join(size.modes)}"
                             " only")
-    if min(counts) < family.sized.least:
+    if min(counts) < size.least:
         raise UserError(f"--ranks {min(counts)}: {family.name} needs at least "
-                        f"{family.sized.least} ranks")
+                        f"{size.least} ranks")
     out = []
     for mode in modes:
         for k in counts:
-            o = family.sized.at(ctx, opts, k, mode, counts[0])
+            o = size.at(ctx, opts, k, mode, counts[0])
             family.plan(ctx, o)
             out.append((mode, k, o))
     return out
@@ -55,7 +81,7 @@ def execute(topo: Topology, profile: Profile, family: Family, isa: str, opts: An
     among its parts, the figures of the count it stood in (no point of the series)."""
     ctx = RunContext(topo, profile, isa, oversubscribe, isa_asked=isa_asked, standalone=True)
     todo = steps(ctx, family, opts, counts, modes)
-    assert family.sized is not None
+    size = sized(family)
     series = uuid.uuid4().hex[:12]
     runs: list[tuple[str, int, Run]] = []
     cut: Run | None = None  # the count a signal stopped, as far as it got
@@ -88,13 +114,13 @@ def execute(topo: Topology, profile: Profile, family: Family, isa: str, opts: An
         where = f"{k} rank(s), {mode}"
         out.warnings += [f"{where}: {w}" for w in run.warnings]
         out.errors += [f"{where}: {e}" for e in run.errors]
-        rate = family.sized.rate(run.metrics)
+        rate = size.rate(run.metrics)
         if rate:
-            out.metrics.append(Metric(BENCHMARK, "rate", family.sized.unit, {
+            out.metrics.append(Metric(BENCHMARK, "rate", size.unit, {
                 "family": family.name, "mode": mode, "ranks": k, "base_ranks": counts[0],
-                "figure": family.sized.what, "run": run.run_id}, rate))
+                "figure": size.what, "run": run.run_id}, rate))
         else:
-            out.errors.append(f"{where}: no {family.sized.what} measured; this count has no "
+            out.errors.append(f"{where}: no {size.what} measured; this count has no "
                               "point")
     if stopped is not None:
         rest = stopped["not_run"]

@@ -14,7 +14,7 @@ from typing import Any
 
 from hpcprobe.analysis import recommend
 from hpcprobe.common.errors import UserError
-from hpcprobe.measure.family import Family, Flag, flags
+from hpcprobe.measure.family import Family, Flag, flags, runs_commands
 
 OPENMP = {"num_threads": "OMP_NUM_THREADS", "proc_bind": "OMP_PROC_BIND",
           "places": "OMP_PLACES", "schedule": "OMP_SCHEDULE", "wait_policy": "OMP_WAIT_POLICY",
@@ -43,9 +43,9 @@ class Configuration:
 @dataclass(frozen=True)
 class Workload:
     name: str
-    family: str  # an hpcprobe family, or "app"
+    family: str  # an hpcprobe family (with a command: the one that runs user commands)
     options: dict[str, Any] = field(default_factory=dict)  # the family's flags (no --)
-    command: tuple[str, ...] = ()  # app only
+    command: tuple[str, ...] = ()  # a user's application
     figures: tuple[str, ...] = ()  # metric names the recommendation is made on (all: empty)
     where: dict[str, Any] = field(default_factory=dict)  # and their params must have these
 
@@ -192,7 +192,7 @@ def load(path: str | Path, families: Mapping[str, Family], labels: Sequence[str]
     workloads = _workloads(p, doc.get("workloads"), families)
     for c in configs.values():  # a configuration's hpcprobe options: some workload takes each
         for key, value in c.options.items():
-            takers = [w for w in workloads.values() if w.family != "app"
+            takers = [w for w in workloads.values() if not w.command
                       and any(f.flag == "--" + key.lstrip("-")
                               for _, f in flags(families[w.family].options))]
             if not takers:
@@ -276,6 +276,7 @@ APP_KEYS = ("command", "fom", "unit", "lower_is_better", "cwd", "env", "timeout"
 
 def _workloads(p: Path, table: Any, families: Mapping[str, Family]) -> dict[str, Workload]:
     out = {}
+    app = runs_commands(families)
     for name, r in _tables(p, table, "workloads", "name the families or applications to run"):
         where = f"{p}: [workloads.{name}]"
         figures = r.strings("figures")
@@ -290,18 +291,18 @@ def _workloads(p: Path, table: Any, families: Mapping[str, Family]) -> dict[str,
             env = r.mapping("env")
             if env:
                 opts["env"] = [f"{k}={_text(v)}" for k, v in env.items()]
-            family_argv(families["app"], opts, where)
-            out[name] = Workload(name, "app", opts, command, figures, match)
+            family_argv(families[app], opts, where)
+            out[name] = Workload(name, app, opts, command, figures, match)
             continue
         r.keys(("family", "options", "figures", "where"))
         fam = r.get("family", str, name)
-        known = {f for f, x in families.items() if x.run is not None and f != "app"}
+        known = {f for f, x in families.items() if x.run is not None and f != app}
         if fam not in known:
             r.fail(f"[workloads.{name}] family {fam!r} is unknown; families: "
                    f"{', '.join(sorted(known))} (or give a command: a user's application)")
         opts = r.mapping("options")
         family_argv(families[fam], opts, where)
-        spec_names = {m.name for m in families[fam].metrics}
+        spec_names = set(families[fam].metrics.names())
         for f in figures:
             if spec_names and f not in spec_names:
                 r.fail(f"[workloads.{name}] figures: {f!r} is not a metric of {fam}; its "

@@ -6,13 +6,15 @@ or a restore that fails is a loud warning naming the state left behind."""
 
 from __future__ import annotations
 
+import os
 import shlex
 import signal
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from hpcprobe.common.errors import UserError
 from hpcprobe.machine.sysinfo import bracketed
 from hpcprobe.tools import command
 from hpcprobe.tuning.config import Configuration
@@ -29,6 +31,16 @@ def read_setting(path: str) -> str:
     """A sysfs file's value: the selected one of a choice list ("always [madvise] never")."""
     text = Path(path).read_text()
     return bracketed(text) or text.strip()
+
+
+def check_settable(settings: Mapping[str, str], where: str) -> None:
+    """Each sysfs file a configuration sets must be writable here, with a value its choice list
+    takes: said before anything runs (`where` names the configuration)."""
+    for path, value in settings.items():
+        if not os.access(path, os.W_OK):
+            raise UserError(f"{where} set {path}: not writable here (no such file, or not root)")
+        if (why := refused_value(path, value)) is not None:
+            raise UserError(f"{where} {why}")
 
 
 def refused_value(path: str, value: str) -> str | None:

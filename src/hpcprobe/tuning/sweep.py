@@ -26,14 +26,17 @@ from hpcprobe.common.errors import ERROR_PREFIX, EXIT_USAGE, UserError
 from hpcprobe.machine import fingerprint, provenance, sentinel
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.family import Family, Progress, flags
+from hpcprobe.measure.summary import Summary
 from hpcprobe.results.model import Metric, Run, read_json
 from hpcprobe.results.store import Selection, Store
 from hpcprobe.tools import command
-from hpcprobe.tuning import state
+from hpcprobe.tuning import state, views
 from hpcprobe.tuning.config import Configuration, Sweep, Workload, family_argv
 
 #: The benchmark name of a sweep's summary figures.
-BENCHMARK = "sweep"
+BENCHMARK = views.BENCHMARK
+#: The sweep's summary run: the comparison with the baseline and the recommendations.
+SUMMARY = Summary(BENCHMARK, (views.tables,), (views.figures,), frozenset({"figure"}))
 #: Exit codes of a child: 2 is a mistake of the file (the same under every configuration).
 CHILD_USAGE = 2
 
@@ -89,14 +92,24 @@ def workload_argv(s: Sweep, families: Mapping[str, Family], c: Configuration, w:
     common = ["--profile", s.profile, "--no-store", "--json", str(doc), "--tag", tag(s, c.name),
               *(["--dry-run"] if dry_run else [])]
     me = [sys.executable, "-m", "hpcprobe"]
-    if w.family == "app":
-        return [*me, "app", w.name, *family_argv(families["app"], w.options, w.name), *common,
-                "--", *c.wrap, *w.command]
+    line = run_line(families, c, w)
+    if line is None:
+        return [*me, w.family, w.name, *family_argv(families[w.family], w.options, w.name),
+                *common, "--", *c.wrap, *w.command]
+    return [*([] if dry_run else c.wrap), *me, "run", *line, *common]
+
+
+def run_line(families: Mapping[str, Family], c: Configuration, w: Workload
+             ) -> list[str] | None:
+    """The family and options of the `hpcprobe run` a workload's child runs under a
+    configuration (the workload's options and the configuration's that the family takes);
+    None for an application, which runs as `hpcprobe app`."""
+    if w.command:
+        return None
     fam = families[w.family]
     takes = {f.flag for _, f in flags(fam.options)}
     mine = {k: v for k, v in c.options.items() if "--" + k.lstrip("-") in takes}
-    return [*([] if dry_run else c.wrap), *me, "run", w.family,
-            *family_argv(fam, w.options, w.name), *family_argv(fam, mine, c.name), *common]
+    return [w.family, *family_argv(fam, w.options, w.name), *family_argv(fam, mine, c.name)]
 
 
 def refusal(ran: command.Ran) -> str | None:

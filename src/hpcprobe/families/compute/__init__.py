@@ -4,13 +4,14 @@ the clock measured under the same load, and core scaling."""
 from __future__ import annotations
 
 from hpcprobe.families.compute import bench, views
-from hpcprobe.measure.family import Family, MetricSpec, specs
+from hpcprobe.measure.family import Default, Family, Metrics, MetricSpec, specs
 
 FAMILY = Family(
     "compute", "peak FLOP/s per ISA and precision against a measured-clock model, core scaling",
     bench.ComputeOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
-    metrics=(*specs("GFLOP/s", "higher", "peak", "peak_model"), MetricSpec("peak_fraction", "%"),
-             *specs("GHz", "higher", "clock", "clock_after", "scaling_cur_freq")),
-    not_joined=frozenset({"cpus", "model_source", "microarch", "flops_per_cycle",
-                          "clock_load", "clock_side"}),
-    views=(views.tables,))
+    metrics=Metrics((*specs("GFLOP/s", "higher", "peak", "peak_model"),
+                     MetricSpec("peak_fraction", "%"),
+                     *specs("GHz", "higher", "clock", "clock_after", "scaling_cur_freq")),
+                    frozenset({"cpus", "model_source", "microarch", "flops_per_cycle",
+                               "clock_load", "clock_side"})),
+    views=(views.tables,), capabilities=(Default(probe=True),))

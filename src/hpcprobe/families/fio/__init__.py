@@ -5,12 +5,11 @@ bandwidth and completion-latency percentiles, each repetition one sample."""
 from __future__ import annotations
 
 from hpcprobe.families.fio import bench, views
-from hpcprobe.measure.family import Family, MetricSpec
+from hpcprobe.measure.family import Family, Metrics, MetricSpec
 
 FAMILY = Family(
     "fio", "storage I/O with fio: IOPS, bandwidth, completion-latency percentiles per job",
-    bench.FioOptions, bench.run, plan=bench.plan, default=False,
-    settings=bench.SETTINGS,
-    metrics=(MetricSpec("iops", "IOPS"), MetricSpec("bandwidth", "MB/s"),
-             MetricSpec("clat", "us", "lower")),
+    bench.FioOptions, bench.run, plan=bench.plan, settings=bench.SETTINGS,
+    metrics=Metrics((MetricSpec("iops", "IOPS"), MetricSpec("bandwidth", "MB/s"),
+                     MetricSpec("clat", "us", "lower"))),
     views=(views.tables,))

@@ -7,28 +7,33 @@ binding, sharing, health)."""
 
 from __future__ import annotations
 
-from hpcprobe.families.gpu import bench, views
-from hpcprobe.measure.family import Command, Family, specs
+from hpcprobe.families.gpu import bench, inventory, views
+from hpcprobe.measure.family import Command, Default, Family, Metrics, OtherDevice, specs
 
 FAMILY = Family(
     "gpu", "NVIDIA GPUs: HBM bandwidth, GEMM per precision, host<->device per NUMA domain, "
     "peer copies, with clocks and throttling",
     bench.GpuOptions, bench.run, plan=bench.plan, settings=bench.SETTINGS,
-    metrics=(*specs("GB/s", "higher", "bandwidth", "bandwidth_peak", "copy", "copy_peak",
-                    "p2p"),
-             *specs("TFLOP/s", "higher", "gemm", "gemm_peak"),
-             *specs("%", "higher", "bandwidth_fraction", "gemm_fraction", "copy_fraction")),
-    not_joined=bench.NOT_JOINED,
+    metrics=Metrics((*specs("GB/s", "higher", "bandwidth", "bandwidth_peak", "copy",
+                            "copy_peak", "p2p"),
+                     *specs("TFLOP/s", "higher", "gemm", "gemm_peak"),
+                     *specs("%", "higher", "bandwidth_fraction", "gemm_fraction",
+                            "copy_fraction")), bench.NOT_JOINED),
     views=(views.tables,), figures=(views.figures,),
-    host_bound=False,  # host copies bound by PCIe: 55 GB/s on an H100 node whose DRAM read 100+
-    command=Command(
-        help="GPU measurements, `gpu info` (inventory, locality) or `gpu check` (binding)",
-        description="Device memory bandwidth (BabelStream), cuBLAS GEMM per precision, "
-                    "pinned host<->device bandwidth from each NUMA domain and peer copies, "
-                    "built with the nvcc found; `gpu info` shows the GPUs and what is near "
-                    "them, `gpu check` this job's GPU binding, GPUs shared while others "
-                    "idle and GPUs due for a reset or replacement (exit 1 on a finding).",
-        actions={"info": ("show the GPUs, their NUMA domains, local CPUs, nearby NICs/NVMe",
-                          bench.info),
-                 "check": ("check this process's GPU binding, GPU sharing and GPU health",
-                           bench.check)}))
+    capabilities=(
+        Default(),
+        # host copies bound by PCIe: 55 GB/s on an H100 node whose DRAM read 100+
+        OtherDevice("NVIDIA GPUs"),
+        inventory.INVENTORY,
+        Command(
+            help="GPU measurements, `gpu info` (inventory, locality) or `gpu check` (binding)",
+            description="Device memory bandwidth (BabelStream), cuBLAS GEMM per precision, "
+                        "pinned host<->device bandwidth from each NUMA domain and peer copies, "
+                        "built with the nvcc found; `gpu info` shows the GPUs and what is near "
+                        "them, `gpu check` this job's GPU binding, GPUs shared while others "
+                        "idle and GPUs due for a reset or replacement (exit 1 on a finding).",
+            actions={"info": ("show the GPUs, their NUMA domains, local CPUs, nearby NICs/NVMe",
+                              bench.info),
+                     "check": ("check this process's GPU binding, GPU sharing and GPU health",
+                               bench.check)}),
+    ))

@@ -4,17 +4,17 @@ measured under load, DGEMM through the same BLAS, and which kernels that BLAS ru
 from __future__ import annotations
 
 from hpcprobe.families.hpl import bench, views
-from hpcprobe.measure.family import Command, Family, Scaling, Sized
+from hpcprobe.measure.family import Command, Default, Family, Metrics, Scaling, Sized
 
 FAMILY = Family(
     "hpl", "HPL (hpcc or your xhpl) against an Rpeak on the measured clock; DGEMM and the "
     "BLAS's kernels", bench.HplOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
-    metrics=bench.METRICS,
-    not_joined=frozenset({"hosts", "launcher", "blas_library", "blas_kernels", "blas_isa", "n",
-                          "microarch", "flops_per_cycle", "model_source", "clock_load", "cpus",
-                          "basis", "clock_ghz", "binding"}),
+    metrics=Metrics(bench.METRICS, frozenset({
+        "hosts", "launcher", "blas_library", "blas_kernels", "blas_isa", "n", "microarch",
+        "flops_per_cycle", "model_source", "clock_load", "cpus", "basis", "clock_ghz",
+        "binding"})),
     views=(views.tables,), figures=(views.figures,),
-    command=Command(
+    capabilities=(Default(), Command(
         help="HPL against the measured peak, DGEMM and the BLAS, or `hpl info`",
         description="HPL (Debian's hpcc, or --xhpl) with an input derived from this node (N "
                     "from 80 % of memory unless --quick or --n), its Rmax against an Rpeak on "
@@ -22,6 +22,6 @@ FAMILY = Family(
                     "BLAS with the kernels it chose (`hpl info` lists the BLAS libraries).",
         actions={"info": ("show the HPL, MPI and BLAS libraries found and the kernels each "
                           "BLAS picks", bench.info)}),
-    scaling=Scaling(("rmax", "efficiency"), grow=("rmax",),
-                    vary=("nodes", "ranks", "p", "q", "hosts", "n", "cores")),
-    sized=Sized(bench.scaled, bench.total_rate, "Rmax (best BLAS)"))
+    Scaling(("rmax", "efficiency"), grow=("rmax",),
+            vary=("nodes", "ranks", "p", "q", "hosts", "n", "cores")),
+    Sized(bench.scaled, bench.total_rate, "Rmax (best BLAS)")))

@@ -7,9 +7,9 @@ retransmits or UDP's jitter and datagrams lost (`--iperf-udp RATE`), each repeti
 from __future__ import annotations
 
 from hpcprobe.families.iperf3 import bench, views
-from hpcprobe.measure.family import Family
+from hpcprobe.measure.family import Family, Metrics, Peer
 
 FAMILY = Family(
     "iperf3", "TCP or UDP throughput, retransmits, jitter, loss with iperf3 (loopback, a peer, "
-    "a server)", bench.IperfOptions, bench.run, plan=bench.plan, default=False,
-    settings=bench.SETTINGS, metrics=bench.FIGURES, views=(views.tables,), peer="--iperf-peer")
+    "a server)", bench.IperfOptions, bench.run, plan=bench.plan, settings=bench.SETTINGS,
+    metrics=Metrics(bench.FIGURES), views=(views.tables,), capabilities=(Peer("--iperf-peer"),))

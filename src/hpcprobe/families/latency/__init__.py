@@ -4,12 +4,12 @@ under streaming load, and core-to-core cache-line handoff."""
 from __future__ import annotations
 
 from hpcprobe.families.latency import bench, views
-from hpcprobe.measure.family import Family, MetricSpec, specs
+from hpcprobe.measure.family import Default, Family, Metrics, MetricSpec, specs
 
 FAMILY = Family(
     "latency", "memory latency: pointer chase from L1 to DRAM, 4 KiB and huge pages",
     bench.LatencyOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
-    metrics=(*specs("ns", "lower", "latency", "loaded_latency", "core_to_core"),
-             MetricSpec("loaded_bandwidth", "GB/s")),
-    not_joined=frozenset({"cpus", "huge_page_fraction", "load_cpus", "page_size"}),
-    views=(views.tables,), figures=(views.figures,))
+    metrics=Metrics((*specs("ns", "lower", "latency", "loaded_latency", "core_to_core"),
+                     MetricSpec("loaded_bandwidth", "GB/s")),
+                    frozenset({"cpus", "huge_page_fraction", "load_cpus", "page_size"})),
+    views=(views.tables,), figures=(views.figures,), capabilities=(Default(probe=True),))

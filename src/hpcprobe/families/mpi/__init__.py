@@ -4,19 +4,18 @@ loop shapes, built with and run by the MPI found, out of process."""
 from __future__ import annotations
 
 from hpcprobe.families.mpi import bench, views
-from hpcprobe.measure.family import Command, Family, Sized
+from hpcprobe.measure.family import Command, Default, Family, Metrics, Sized
 
 FAMILY = Family(
     "mpi", "MPI point-to-point, message rate, collectives and halo exchange (OSU conventions), "
     "out of process", bench.MpiOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
-    metrics=bench.METRICS,
-    not_joined=frozenset({"cpus", "binding", "hosts", "mpi", "launcher"}),
+    metrics=Metrics(bench.METRICS, frozenset({"cpus", "binding", "hosts", "mpi", "launcher"})),
     views=(views.tables,), figures=(views.figures,),
-    command=Command(
+    capabilities=(Default(), Command(
         help="MPI tests with OSU conventions, or `mpi info`",
         description="MPI point-to-point, message rate, collectives and a 4-D halo exchange, "
                     "built with and run by the MPI found (`mpi info` shows it).",
         actions={"info": ("show the MPI found, its fingerprint and launchers", bench.info)}),
-    sized=Sized(bench.scaled, bench.aggregate,
-                "the collective's aggregate bandwidth (ranks x bytes a rank / time)", "GB/s",
-                modes=("weak",), least=2))
+    Sized(bench.scaled, bench.aggregate,
+          "the collective's aggregate bandwidth (ranks x bytes a rank / time)", "GB/s",
+          modes=("weak",), least=2)))

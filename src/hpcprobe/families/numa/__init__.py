@@ -4,11 +4,11 @@ each domain."""
 from __future__ import annotations
 
 from hpcprobe.families.numa import bench, views
-from hpcprobe.measure.family import Family, MetricSpec
+from hpcprobe.measure.family import Default, Family, Metrics, MetricSpec
 
 FAMILY = Family(
     "numa", "NUMA latency and bandwidth matrices (memory bound with mbind)", bench.NumaOptions,
     bench.run, settings=bench.SETTINGS, plan=bench.labels,
-    metrics=(MetricSpec("latency", "ns", "lower"), MetricSpec("bandwidth", "GB/s")),
-    not_joined=frozenset({"cpus", "memory_domain_seen", "huge_page_fraction", "page_size"}),
-    views=(views.tables,), figures=(views.figures,))
+    metrics=Metrics((MetricSpec("latency", "ns", "lower"), MetricSpec("bandwidth", "GB/s")),
+                    frozenset({"cpus", "memory_domain_seen", "huge_page_fraction", "page_size"})),
+    views=(views.tables,), figures=(views.figures,), capabilities=(Default(probe=True),))

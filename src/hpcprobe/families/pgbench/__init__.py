@@ -5,11 +5,10 @@ at a scale, then pgbench run --repeat times: transactions per second and average
 from __future__ import annotations
 
 from hpcprobe.families.pgbench import bench, views
-from hpcprobe.measure.family import Family, MetricSpec
+from hpcprobe.measure.family import Family, Metrics, MetricSpec
 
 FAMILY = Family(
     "pgbench", "OLTP with pgbench against a throwaway PostgreSQL: TPS and latency",
-    bench.PgbenchOptions, bench.run, plan=bench.plan, default=False,
-    settings=bench.SETTINGS,
-    metrics=(MetricSpec("tps", "tx/s"), MetricSpec("latency", "ms", "lower")),
+    bench.PgbenchOptions, bench.run, plan=bench.plan, settings=bench.SETTINGS,
+    metrics=Metrics((MetricSpec("tps", "tx/s"), MetricSpec("latency", "ms", "lower"))),
     views=(views.tables,))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hpcprobe.families.roofline import derive, views
-from hpcprobe.measure.family import Family, MetricSpec
+from hpcprobe.measure.family import Derives, Family, Metrics, MetricSpec
 
 
 @dataclass(frozen=True)
@@ -16,8 +16,8 @@ class NoOptions:
 
 FAMILY = Family(
     "roofline", "ceilings and ridge points derived from the compute and memory figures",
-    NoOptions, None, derive=derive.derive,
-    metrics=(MetricSpec("compute_ceiling", "GFLOP/s"), MetricSpec("bandwidth_ceiling", "GB/s"),
-             MetricSpec("ridge_point", "FLOP/B")),
-    not_joined=frozenset({"cpus"}),
-    views=(views.tables,), figures=(views.figures,))
+    NoOptions, None,
+    metrics=Metrics((MetricSpec("compute_ceiling", "GFLOP/s"),
+                     MetricSpec("bandwidth_ceiling", "GB/s"), MetricSpec("ridge_point", "FLOP/B")),
+                    frozenset({"cpus"})),
+    views=(views.tables,), figures=(views.figures,), capabilities=(Derives(derive.derive),))

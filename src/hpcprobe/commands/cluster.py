@@ -10,21 +10,19 @@ import sys
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from hpcprobe import registry
-from hpcprobe.cli import _add_db, _Bar, _console, _Parser, _terminate_interrupts
 from hpcprobe.cluster import views
 from hpcprobe.cluster.campaign import Campaign, Plan, link_rounds, node_counts
 from hpcprobe.cluster.verdict import Thresholds, Verdict, analyse, campaign_thresholds
+from hpcprobe.commands import runargs
+from hpcprobe.commands.base import Bar, Parser, Spec, add_db, console, terminate_interrupts
 from hpcprobe.common import files, jsondoc
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, UserError
 from hpcprobe.measure import options, profiles
+from hpcprobe.measure.family import Peer, Scaling
 from hpcprobe.results.store import Selection, Store
 from hpcprobe.schedulers import SCHEDULERS, Scheduler
-
-#: The node probe's families by default: seconds per node in the quick profile.
-DEFAULT_PROBE = ("memory", "compute", "latency", "frequency", "numa")
 
 
 def _fraction(text: str) -> float:
@@ -64,14 +62,16 @@ def _add_scheduler(p: argparse.ArgumentParser) -> None:
                    help="the batch scheduler (default: slurm)")
 
 
-def add_parser(sub: Any) -> None:
-    c = sub.add_parser("cluster", help="measure every node and link of a cluster; find the "
-                       "slow ones", description="Cluster mode through the batch scheduler: "
-                       "`cluster run` measures, `cluster report` judges. See docs/cluster.md.")
-    csub = c.add_subparsers(dest="cluster_command", required=True, parser_class=_Parser)
+def setup(c: argparse.ArgumentParser) -> None:
+    csub = c.add_subparsers(dest="cluster_command", required=True, parser_class=Parser)
+    _setup_run(csub.add_parser("run", help="run a campaign: the node probe on every node, the "
+                               "links between them, and again for what is flagged"))
+    _setup_report(csub.add_parser("report", help="the verdict on a campaign: slow nodes, slow "
+                                  "links, slow endpoints, failures; exit status 1 when any"))
 
-    r = csub.add_parser("run", help="run a campaign: the node probe on every node, the links "
-                        "between them, and again for what is flagged")
+
+def _setup_run(r: argparse.ArgumentParser) -> None:
+
     where = r.add_argument_group("which nodes (default: the current allocation)")
     where.add_argument("--partition", "-p", help="every node of this partition")
     where.add_argument("--nodelist", "-w", help="these nodes (a Slurm node list: n[1-4],gpu7)")
@@ -79,9 +79,9 @@ def add_parser(sub: Any) -> None:
                        help="only the nodes of campaign --tag that failed, or were flagged")
     r.add_argument("--tag", help="the campaign's name (default: cluster-DATE-TIME); runs are "
                    "stored under it")
-    r.add_argument("--probe", type=options.names, default=DEFAULT_PROBE, metavar="B1,B2",
-                   help="benchmarks of the node probe (default: " + ",".join(DEFAULT_PROBE)
-                        + ")")
+    probe = registry.node_probe()
+    r.add_argument("--probe", type=options.names, default=probe, metavar="B1,B2",
+                   help="benchmarks of the node probe (default: " + ",".join(probe) + ")")
     r.add_argument("--probe-args", default="", metavar="'ARGS'",
                    help="narrowing options of the node probe's `hpcprobe run`, e.g. "
                         "'--threads 1 --isa avx2' (checked here before any job)")
@@ -117,7 +117,7 @@ def add_parser(sub: Any) -> None:
     scale.add_argument("--scale", type=options.names, default=(), metavar="B1,B2",
                        help="also run these benchmarks across 1, 2, 4, ... of the nodes (weak "
                             "scaling; they keep the work per node): " + ", ".join(
-                                registry.scaling()))
+                                registry.capable(Scaling)))
     scale.add_argument("--scale-args", default="", metavar="'ARGS'",
                        help="their options, e.g. '--n 20000 --blas openblas' (checked here "
                             "before any job)")
@@ -125,7 +125,7 @@ def add_parser(sub: Any) -> None:
     pairs.add_argument("--pairs", type=options.names, default=(), metavar="B1,B2",
                        help="also run these benchmarks on each pair of the link schedule, the "
                             "first node measuring to the second (their figures are judged as "
-                            "links): " + ", ".join(registry.pairwise()))
+                            "links): " + ", ".join(registry.capable(Peer)))
     pairs.add_argument("--pairs-args", default="", metavar="'ARGS'",
                        help="their options, e.g. '--iperf-time 5 --iperf-streams 4'")
     r.add_argument("--no-remeasure", action="store_true",
@@ -133,10 +133,10 @@ def add_parser(sub: Any) -> None:
     r.add_argument("--dry-run", action="store_true", help="say what would run; submit nothing")
     _add_thresholds(r, "under the --tag of an earlier campaign, what it last ran with")
     _add_scheduler(r)
-    _add_db(r)
+    add_db(r)
 
-    rp = csub.add_parser("report", help="the verdict on a campaign: slow nodes, slow links, "
-                         "slow endpoints, failures; exit status 1 when any")
+
+def _setup_report(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("campaign", metavar="CAMPAIGN", help="the campaign's tag")
     rp.add_argument("--json", action="store_true", help="print the verdict as JSON")
     rp.add_argument("-o", "--output", metavar="FILE.html", help="also write the HTML report")
@@ -144,7 +144,7 @@ def add_parser(sub: Any) -> None:
                     help="run the suggested scontrol drain commands (default: print them)")
     _add_thresholds(rp, "what the campaign last ran with")
     _add_scheduler(rp)
-    _add_db(rp)
+    add_db(rp)
 
 
 def _thresholds(a: argparse.Namespace, kept: Thresholds | None = None) -> Thresholds:
@@ -168,7 +168,8 @@ def _load(store: Store, tag: str, a: argparse.Namespace) -> Verdict:
     if not runs:
         raise UserError(f"campaign {tag!r}: no runs with this tag in {store.path}; "
                         "`hpcprobe list` shows the tags")
-    return analyse(runs, tag, _thresholds(a, campaign_thresholds(runs)), registry.not_joined())
+    return analyse(runs, tag, _thresholds(a, campaign_thresholds(runs)), registry.not_joined(),
+                   registry.hardware_labels)
 
 
 def _kept(store: Store, tag: str) -> Thresholds | None:
@@ -196,21 +197,21 @@ def _nodes(a: argparse.Namespace, sched: Scheduler, v: Verdict | None
 
 
 def _args(families: list[str], text: str, option: str) -> list[str]:
-    """Narrowing options of `hpcprobe run FAMILIES`, parsed here as it would parse them."""
-    from hpcprobe.cli import build_parser
-
+    """Narrowing options of `hpcprobe run FAMILIES`, checked here as each node's run will
+    check them (its own words, before any job)."""
     try:
         extra = shlex.split(text)
+        runargs.check(families, extra)
     except ValueError as exc:
         raise UserError(f"{option} {text!r}: {exc}") from None
-    registry.resolve(families)
-    build_parser().parse_args(["run", *families, *extra, "--dry-run"])  # exit 2 on a mistake
+    except UserError as exc:
+        raise UserError(f"{option} {text!r}: {exc}") from None
     return extra
 
 
 def _scale(a: argparse.Namespace) -> list[str]:
     """The families asked to run across nodes (each must declare how), and their options."""
-    known = registry.scaling()
+    known = registry.capable(Scaling)
     for name in a.scale:
         if name not in known:
             raise UserError(f"--scale {name!r}: runs across nodes: {', '.join(known)}")
@@ -219,7 +220,7 @@ def _scale(a: argparse.Namespace) -> list[str]:
 
 def _pairs(a: argparse.Namespace) -> list[str]:
     """The families asked to run between pairs (each must name its peer flag), and options."""
-    known = registry.pairwise()
+    known = registry.capable(Peer)
     for name in a.pairs:
         if name not in known:
             raise UserError(f"--pairs {name!r}: runs between two nodes: "
@@ -245,9 +246,11 @@ def _plan(a: argparse.Namespace, sched: Scheduler, store: Store | None, tag: str
                 link_size=a.link_size, link_parallel=a.link_parallel, ranks_per_node=ranks,
                 mpi_plugin=a.mpi_plugin, remeasure=not a.no_remeasure,
                 thresholds=_thresholds(a, kept), not_joined=registry.not_joined(),
+                hardware=registry.hardware_labels,
                 partition=a.partition, gpus_per_node=a.gpus_per_node, peers=peers,
-                scale={f: registry.scaling()[f] for f in a.scale}, scale_args=scale_args,
-                pairs={f: registry.pairwise()[f] for f in a.pairs}, pairs_args=_pairs(a))
+                scale={f: registry.capable(Scaling)[f] for f in a.scale},
+                scale_args=scale_args, pairs={f: registry.capable(Peer)[f].flag for f in a.pairs},
+                pairs_args=_pairs(a))
 
 
 def cmd_run(a: argparse.Namespace) -> int:
@@ -273,7 +276,7 @@ def cmd_run(a: argparse.Namespace) -> int:
               f"{shlex.join(plan.probe + plan.probe_args)} ({plan.profile}); work directory "
               f"{workdir}.")
         try:
-            with _terminate_interrupts(), _Bar() as bar:  # killed, it cancels its jobs too
+            with terminate_interrupts(), Bar() as bar:  # killed, it cancels its jobs too
                 verdict = Campaign(sched, store, plan, bar, say=print).execute()
         except KeyboardInterrupt:
             sys.stderr.write(f"hpcprobe: interrupted; queued jobs cancelled; what was measured "
@@ -330,7 +333,7 @@ def _report(v: Verdict, sched: Scheduler, a: argparse.Namespace, drain: bool) ->
     if as_json:
         sys.stdout.write(jsondoc.dumps(views.document(v, sched.drain_argv), indent=1) + "\n")
     else:
-        terminal.print_blocks(blocks, _console(piped))
+        terminal.print_blocks(blocks, console(piped))
     if output:
         from hpcprobe.views import html
 
@@ -344,5 +347,10 @@ def _report(v: Verdict, sched: Scheduler, a: argparse.Namespace, drain: bool) ->
     return EXIT_FAILURE if v.flagged else 0
 
 
-def command(a: argparse.Namespace) -> int:
+def handle(a: argparse.Namespace) -> int:
     return {"run": cmd_run, "report": cmd_report}[a.cluster_command](a)
+
+
+COMMAND = Spec("cluster", "measure every node and link of a cluster; find the slow ones", setup,
+               handle, description="Cluster mode through the batch scheduler: `cluster run` "
+                                   "measures, `cluster report` judges. See docs/cluster.md.")

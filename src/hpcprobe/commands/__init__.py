@@ -1,0 +1,42 @@
+"""The registry of commands, in the order `hpcprobe --help` lists them. A command is one module
+under commands/ (its parser and its handler in a Spec) and one line here; a family's own
+command (`hpcprobe mpi`) comes from its Command capability."""
+
+from __future__ import annotations
+
+from hpcprobe.commands import (
+    cluster,
+    compare,
+    export,
+    family,
+    import_,
+    list_,
+    plan,
+    prune,
+    report,
+    run,
+    scale,
+    show,
+    sweep,
+    topology,
+)
+from hpcprobe.commands.base import Spec
+
+
+def commands() -> list[Spec]:
+    return [
+        run.COMMAND,
+        *family.commands(),
+        scale.COMMAND,
+        sweep.COMMAND,
+        compare.COMMAND,
+        report.COMMAND,
+        topology.COMMAND,
+        plan.COMMAND,
+        list_.COMMAND,
+        prune.COMMAND,
+        import_.COMMAND,
+        export.COMMAND,
+        cluster.COMMAND,
+        show.COMMAND,
+    ]

@@ -1,0 +1,269 @@
+"""What every command module shares: its registration record, the parser that ends a usage
+mistake in one line, the options several commands take (the store, run selection, the
+measuring options) and the console the tables and messages go to."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import signal
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar, NoReturn
+
+from hpcprobe.common import jsondoc
+from hpcprobe.common.errors import ERROR_PREFIX, EXIT_USAGE, UserError
+from hpcprobe.measure import profiles
+from hpcprobe.results import model as results
+from hpcprobe.results.store import Selection, Store, default_location
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A command: its name and help, `setup(parser)` adds its arguments to its subparser,
+    `handle(args)` does it and returns the exit status."""
+
+    name: str
+    help: str
+    setup: Callable[[argparse.ArgumentParser], None]
+    handle: Callable[[argparse.Namespace], int]
+    description: str | None = None
+    takes_command: bool = False  # what follows `--` is a command it runs (`app NAME -- CMD`)
+
+
+#: argparse's own messages, which name no value of ours
+_ARGPARSE_OWN = ("invalid choice", "expected", "ignored", "not allowed", "one of the arguments")
+
+
+class Formatter(argparse.HelpFormatter):
+    """Help texts are shown as written: a `%` in one (\"CI target 2 %\") is text, not a format."""
+
+    def _expand_help(self, action: argparse.Action) -> str:
+        return action.help or ""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse that ends a usage mistake with one line and exit code 2."""
+
+    #: the innermost (sub)command of the parse in progress: where the top level's "unrecognized
+    #: arguments" came from, so its message names that command's --help
+    _innermost: ClassVar[Parser | None] = None
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", Formatter)
+        super().__init__(*args, **kwargs)
+        self._given: list[str] = []  # the arguments parsed last (a subcommand's: its own)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
+        self._given = list(sys.argv[1:] if args is None else args)
+        Parser._innermost = self
+        return super().parse_known_args(args, namespace)
+
+    def _unknown_option_before(self, value: str) -> str | None:
+        """The unknown option whose value argparse took for a positional (`hpl --hpl-n 5`
+        reads 5 as the action), so that the message names the option, not its value."""
+        known = [s for a in self._actions for s in a.option_strings]
+        for before, tok in zip(self._given, self._given[1:], strict=False):
+            name = before.split("=")[0]
+            if tok == value and name.startswith("-") and \
+                    not any(k.startswith(name) for k in known):
+                return name
+        return None
+
+    def said(self, message: str) -> str:
+        """argparse's message as this project says it, naming the --help to read."""
+        # "argument --np: 0: give ..." (our value parsers) reads "--np 0: give ..."
+        m = re.match(r"^argument ([^:/]+)(?:/\S+)?: (.*)$", message, re.S)
+        if m and not m.group(2).startswith(_ARGPARSE_OWN):
+            message = f"{m.group(1)} {m.group(2)}"
+        choice = re.match(r"^argument [^:]+: invalid choice: '(.*)' \(choose", message)
+        unknown = choice and self._unknown_option_before(choice.group(1))
+        if unknown:
+            message = f"unrecognized arguments: {unknown}"
+        where = (Parser._innermost or self) if message.startswith("unrecognized") else self
+        return f"{message} (see `{where.prog} --help`)"
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"{ERROR_PREFIX}{self.said(message)}\n")
+        sys.exit(EXIT_USAGE)
+
+
+class CheckingParser(Parser):
+    """A parser that raises the usage mistake (a UserError) instead of exiting: a nested
+    command line checked before it is handed on."""
+
+    def error(self, message: str) -> NoReturn:
+        raise UserError(self.said(message))
+
+
+def add_db(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--db", metavar="PATH|URL",
+                   help="result store: an SQLite file, or postgresql://USER@HOST[:PORT]/DB "
+                        f"(default: $HPCPROBE_DB, else {default_location()})")
+
+
+def add_run_options(r: argparse.ArgumentParser) -> None:
+    """Options of every command that measures: profile, store, JSON, tag, oversubscription."""
+    prof = r.add_mutually_exclusive_group()
+    prof.add_argument("--profile", default="default",
+                      help="time and sample budget: " + "; ".join(
+                          f"{p.name} ({p.help})" for p in profiles.PROFILES.values())
+                      + " (default: default)")
+    prof.add_argument("--quick", action="store_const", dest="profile", const="quick",
+                      help="same as --profile quick")
+    add_db(r)
+    r.add_argument("--no-store", action="store_true", help="do not store the run")
+    r.add_argument("--json", metavar="FILE", help="also write the run as a JSON document (`-`: "
+                   "on standard output, the tables then on standard error)")
+    r.add_argument("--tag", help="label the run, e.g. a BIOS or tuning configuration")
+    r.add_argument("--oversubscribe", action="store_true",
+                   help="allow more threads (or ranks) than the placement's CPUs")
+    r.add_argument("--dry-run", action="store_true",
+                   help="list what would be measured (per benchmark, after the options and the "
+                        "profile), measure nothing, store nothing")
+    r.add_argument("--input", metavar="FILE.xml",
+                   help="with --dry-run: plan for the machine of this hwloc XML file instead")
+
+
+def date(text: str) -> str:
+    """An ISO 8601 date or date and time, as the store's UTC text compares with it."""
+    try:
+        when = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a date such as 2026-11-01 or "
+                                         "2026-11-01T12:00") from None
+    if when.tzinfo is not None:
+        when = when.astimezone(UTC).replace(tzinfo=None)
+    return when.isoformat(timespec="seconds") if "T" in text or " " in text else \
+        when.date().isoformat()
+
+
+def add_selection(p: argparse.ArgumentParser) -> None:
+    """Which stored runs: tag, host, time range."""
+    p.add_argument("--tag", help="only runs with this tag")
+    p.add_argument("--host", help="only runs of this host")
+    p.add_argument("--since", type=date, metavar="DATE",
+                   help="only runs created at or after this UTC date/time (ISO 8601)")
+    p.add_argument("--until", type=date, metavar="DATE",
+                   help="only runs created before this UTC date/time (ISO 8601)")
+
+
+def selection(a: argparse.Namespace) -> Selection:
+    return Selection(a.tag, a.host, a.since, a.until)
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(jsondoc.dumps(obj, indent=1) + "\n")
+
+
+def console(stderr: bool = False) -> Any:
+    """The console for tables and messages: standard error where the command's document goes
+    to standard output (`--json -`, `--report -`), which then holds nothing else."""
+    from rich.console import Console
+
+    # tables are wide; a pipe or a file gets them unwrapped
+    tty = (sys.stderr if stderr else sys.stdout).isatty()
+    return Console(stderr=stderr, width=None if tty else 160)
+
+
+def say(console: Any, text: str) -> None:
+    """A message as written (no markup, no highlighting)."""
+    console.print(text, highlight=False, markup=False)
+
+
+class Bar:
+    """A rich progress bar on stderr while measurements run, redrawn once a second (its clock
+    shows seconds): each redraw takes about 1 ms of a CPU that the kernels use, and rich's 10 a
+    second cost 1 % of one CPU and a stall of a thread every 100 ms."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
+        console = Console(stderr=True)
+        self.progress = Progress(TextColumn("{task.description}", markup=False), BarColumn(),
+                                 MofNCompleteColumn(), TimeElapsedColumn(), console=console,
+                                 transient=True, disable=not console.is_terminal,
+                                 refresh_per_second=1)
+        self.task: Any = None
+
+    def __enter__(self) -> Bar:
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.progress.stop()
+
+    def start(self, label: str, total: int) -> None:
+        self.task = self.progress.add_task(label, total=total)
+
+    def advance(self, label: str) -> None:
+        self.progress.update(self.task, advance=1, description=label)
+
+
+@contextlib.contextmanager
+def terminate_interrupts() -> Iterator[None]:
+    """SIGTERM (kill, scancel, a job's time limit) stops the work as Ctrl-C does, so that what
+    ends it (a run so far kept, a configuration's state restored) happens on both."""
+
+    def term(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    old = signal.signal(signal.SIGTERM, term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def open_store(db: str | None, no_store: bool = False) -> Store | None:
+    """The store a measuring command writes to, checked writable before anything is measured;
+    None with --no-store."""
+    if no_store:
+        return None
+    store = Store.open(db)
+    store.check_writable()
+    return store
+
+
+def load_runs(refs: Sequence[str], db: str | None) -> list[results.Run]:
+    """Runs named by a result JSON file (a name ending in .json or holding a directory), or by
+    id, prefix, tag, host or 'latest' in the store; one run named twice is refused (report and
+    compare set the runs against each other)."""
+    out = []
+    store: Store | None = None
+    try:
+        for ref in refs:
+            a_path = ref.endswith(".json") or os.sep in ref
+            if a_path and Path(ref).exists():
+                out.append(results.read_json(ref))
+                continue
+            try:
+                store = store or Store.open(db, create=False)
+                out.append(store.load(ref))
+            except UserError:
+                if not a_path:
+                    raise
+                raise UserError(f"{ref}: no such file, and no stored run has that name") \
+                    from None
+    finally:
+        if store is not None:
+            store.close()
+    named: dict[str, str] = {}
+    for ref, run in zip(refs, out, strict=True):
+        if run.run_id in named:
+            raise UserError(f"{named[run.run_id]} and {ref} are the same run ({run.run_id}): "
+                            "its samples compared with themselves say nothing; name another")
+        named[run.run_id] = ref
+    return out

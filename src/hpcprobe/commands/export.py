@@ -1,0 +1,95 @@
+"""`hpcprobe export`: stored runs, their metrics or every sample, as JSON lines or CSV."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from hpcprobe import registry
+from hpcprobe.commands.base import Spec, add_db, add_selection, selection
+from hpcprobe.common import files
+from hpcprobe.common.errors import UserError
+from hpcprobe.results import export
+from hpcprobe.results.store import Store
+
+
+def metric_name(text: str) -> tuple[str, str]:
+    """BENCHMARK.NAME, e.g. memory.bandwidth."""
+    benchmark, dot, name = text.partition(".")
+    if not (benchmark and dot and name):
+        raise argparse.ArgumentTypeError(f"{text!r}: give BENCHMARK.NAME, e.g. memory.bandwidth")
+    return benchmark, name
+
+
+def param(text: str) -> tuple[str, str]:
+    """KEY=VALUE, e.g. kernel=triad."""
+    key, eq, value = text.partition("=")
+    if not (key and eq):
+        raise argparse.ArgumentTypeError(f"{text!r}: give KEY=VALUE, e.g. kernel=triad")
+    return key, value
+
+
+def setup(ex: argparse.ArgumentParser) -> None:
+    ex.add_argument("--what", choices=export.WHAT, default="metrics",
+                    help="one row per run, per metric (default) or per sample")
+    ex.add_argument("--format", choices=export.FORMATS, default="jsonl")
+    add_selection(ex)
+    ex.add_argument("--metric", metavar="BENCHMARK.NAME", type=metric_name,
+                    help="only this metric of each run, e.g. memory.bandwidth (the fleet view)")
+    ex.add_argument("--param", type=param, action="append", metavar="KEY=VALUE",
+                    help="with --metric: only figures whose param KEY has this VALUE, e.g. "
+                         "kernel=triad (repeat for more)")
+    ex.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    add_db(ex)
+
+
+def handle(a: argparse.Namespace) -> int:
+    if a.output:
+        files.check_writable(a.output, "-o")
+    if a.metric:
+        check_metric(*a.metric)
+    with Store.open(a.db, create=False) as st:
+        if a.param and not a.metric:
+            raise UserError("--param selects figures of one metric: add --metric")
+        records = list(export.rows(st, a.what, selection(a), a.metric, dict(a.param or [])))
+        if a.param and not records and a.what != "runs":
+            _check_params(st, a)
+        text = export.render(iter(records), a.what, a.format)
+    if a.output:
+        files.atomic_write(a.output, text.encode(), "-o")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def check_metric(benchmark: str, name: str) -> None:
+    """A metric its family does not declare (a typo) is refused with the ones it does; a
+    benchmark that is no family here (a series, another version's) is not judged."""
+    fam = registry.families().get(benchmark)
+    if fam is None or not fam.metrics.specs or fam.metrics.open_prefix is not None:
+        return
+    names = fam.metrics.names()
+    if name not in names:
+        raise UserError(f"--metric {benchmark}.{name}: {benchmark} has no metric {name!r}; its "
+                        f"metrics: {', '.join(names)}")
+
+
+def _check_params(st: Store, a: argparse.Namespace) -> None:
+    """--param that matched no figure of a metric the selected runs have: the params they have
+    (a typo in a key or a value), refused; where none has the metric, an empty export."""
+    benchmark, name = a.metric
+    figs = st.metric_across(benchmark, name, selection(a))
+    if figs:
+        have: dict[str, set[str]] = {}
+        for _, m in figs:
+            for k, v in m.params.items():
+                have.setdefault(k, set()).add(str(v))
+        said = "; ".join(f"{k}: {', '.join(sorted(v)[:6])}" + (" ..." if len(v) > 6 else "")
+                         for k, v in sorted(have.items()))
+        raise UserError(f"--param {' '.join(f'{k}={v}' for k, v in a.param)}: no figure of "
+                        f"{'.'.join(a.metric)} in the runs selected has it; their params: {said}")
+
+
+COMMAND = Spec("export", "write stored runs as JSON lines or CSV", setup, handle,
+               description="Runs, their metrics (with median and 95% CI) or every sample, "
+                           "selected by tag, host and date.")

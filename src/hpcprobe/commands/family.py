@@ -1,0 +1,40 @@
+"""A family's own command (`hpcprobe mpi`, `hpl`, `gpu`, `app`): the family alone with its
+options, one of its actions (`mpi info`), or values by position (`app NAME -- CMD`). Each
+family with the Command capability gets one; nothing here names a family."""
+
+from __future__ import annotations
+
+import argparse
+from functools import partial
+
+from hpcprobe import registry
+from hpcprobe.commands import run, runargs
+from hpcprobe.commands.base import Spec, add_run_options
+from hpcprobe.measure.family import Command, Family
+
+
+def _setup(fam: Family, own: Command, fc: argparse.ArgumentParser) -> None:
+    for pos in own.positionals:
+        fc.add_argument(pos.dest, metavar=pos.metavar, help=pos.help,
+                        **({"nargs": "*"} if pos.many else {"type": pos.parse}))
+    if not own.positionals:
+        # not `action`: a dest of its own, which no family option (dslash's --action) shares
+        fc.add_argument("own_action", nargs="?", choices=("run", *own.actions), default="run",
+                        metavar="ACTION",
+                        help="run the tests (default); " + "; ".join(
+                            f"{name}: {what}" for name, (what, _) in own.actions.items()))
+    runargs.add_family_options(fc, [fam])
+    add_run_options(fc)
+
+
+def _handle(fam: Family, own: Command, a: argparse.Namespace) -> int:
+    if getattr(a, "own_action", None) in own.actions:
+        return own.actions[a.own_action][1](runargs.family_options(a, fam))
+    return run.measure(runargs.checked(a, [fam]), None, standalone=True)
+
+
+def commands() -> list[Spec]:
+    """One command per measuring family that declares its own, in registry order."""
+    return [Spec(fam.name, own.help, partial(_setup, fam, own), partial(_handle, fam, own),
+                 own.description, takes_command=any(p.many for p in own.positionals))
+            for fam, own in registry.having(Command).values() if fam.run is not None]

@@ -1,0 +1,151 @@
+"""The one output step of every command that produces runs (run, a family's own command,
+scale, sweep): show the run, write its documents (`--json`, `--markdown`, `--report`)
+atomically, store it, and say where it went and how to read it back."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hpcprobe import registry
+from hpcprobe.commands.base import Bar, console, say, terminate_interrupts
+from hpcprobe.common import files
+from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, HpcprobeError, UserError
+from hpcprobe.measure.runner import Interrupted
+from hpcprobe.results import model as results
+from hpcprobe.results.store import Store
+from hpcprobe.views import terminal
+
+
+@dataclass
+class Outputs:
+    """Where a run goes besides the terminal: its document (`--json`; `document` writes
+    another than the run's own, as a sweep's), its Markdown and its HTML report, and the
+    store. `stored` says how the runs it summarises were stored (a sweep's, as they ran)."""
+
+    json: str | None = None
+    report: str | None = None
+    markdown: str | None = None
+    document: Callable[[str], None] | None = None
+    stored: str | None = None
+    empty_refused: bool = True  # a run that measured nothing is no result: not stored
+    store_again: bool = True  # False: a run the store has already is not saved twice
+    shown: Any = field(default=None, init=False)
+
+    @classmethod
+    def of(cls, a: Any, **kw: Any) -> Outputs:
+        """The documents a command's arguments ask for, checked writable before anything is
+        measured."""
+        out = cls(getattr(a, "json", None), getattr(a, "report", None),
+                  getattr(a, "markdown", None), **kw)
+        files.check_outputs((out.json, "--json"), (out.report, "--report"),
+                            (out.markdown, "--markdown"))
+        return out
+
+    @property
+    def piped(self) -> bool:
+        """The document goes to standard output, which then holds nothing else."""
+        return any(files.is_stdout(p) for p in (self.json, self.report, self.markdown))
+
+
+def measured(out: Outputs, store: Store | None,
+             work: Callable[[Bar], tuple[results.Run, Sequence[results.Run]]]) -> int:
+    """Measure with a progress bar (`work`: the run and the runs it summarises), then keep it.
+    Ctrl-C or SIGTERM keeps what was measured before it, marked as such."""
+    with terminate_interrupts():
+        try:
+            with Bar() as bar:
+                run, parts = work(bar)
+        except Interrupted as stop:  # what was measured before it is not lost
+            keep(run=stop.run, out=out, store=store, parts=stop.parts)
+            sys.stderr.write("hpcprobe: interrupted; the figures measured before it are "
+                             f"{'kept above' if store is None else 'stored'}, marked as such\n")
+            return EXIT_INTERRUPTED
+    keep(run, out, store, parts)
+    return EXIT_FAILURE if run.errors else 0
+
+
+def keep(run: results.Run, out: Outputs, store: Store | None,
+         parts: Sequence[results.Run] = ()) -> None:
+    """Show the run; write its document first (if the store fails then, the figures are in
+    it), store it after the runs it summarises (`parts`), write its Markdown and report, and
+    print the hints. A run that measured nothing and failed nothing (every benchmark skipped:
+    `run gpu` without a GPU) is shown and written, then refused as a user's mistake."""
+    shown = console(out.piped)
+    terminal.render(run, shown, registry.views())
+    unwritten = _document(run, out, shown, keep_going=store is not None)
+    if out.empty_refused and not run.metrics and not run.errors:
+        if store is not None:
+            store.close()
+        if unwritten is not None:
+            raise unwritten
+        raise UserError("nothing was measured: every benchmark asked for was skipped (the "
+                        "warnings above say why); the run is not stored")
+    if store is not None:
+        _store(run, out, store, parts, shown, documented=bool(out.json) and not unwritten)
+    _pages(run, out, shown, stored=store is not None)
+    if unwritten is not None:
+        raise type(unwritten)(f"{unwritten}; the run is stored as {run.run_id} "
+                              f"(`hpcprobe show {run.run_id} --json` prints its document)")
+
+
+def _document(run: results.Run, out: Outputs, shown: Any,
+              keep_going: bool) -> HpcprobeError | None:
+    """Write the run's document (`--json`); a failure is returned where the store keeps the
+    run (`keep_going`), raised where nothing else would."""
+    if not out.json:
+        return None
+    try:
+        if out.document is not None:
+            out.document(out.json)
+        else:
+            results.write_json(run, out.json)
+    except HpcprobeError as exc:
+        if not keep_going:
+            raise
+        return exc
+    if not files.is_stdout(out.json):
+        say(shown, f"Wrote {out.json}.")
+    return None
+
+
+def _store(run: results.Run, out: Outputs, store: Store, parts: Sequence[results.Run],
+           shown: Any, documented: bool) -> None:
+    try:
+        with store:
+            for part in parts:
+                store.save(part)
+            if out.store_again or not store.has(run.run_id):
+                store.save(run)
+    except HpcprobeError as exc:
+        kept = f"; the run is in {'the document on standard output' if out.piped else out.json}" \
+            " (`hpcprobe import` can store it later)" if documented else ""
+        raise HpcprobeError(f"{exc}{kept}") from None
+    also = f" (and the {len(parts)} run(s) it summarises)" if parts else \
+        f" ({out.stored})" if out.stored else ""
+    say(shown, f"Stored as run {run.run_id} in {store.path} ({len(run.metrics)} metrics){also}; "
+               f"`hpcprobe show {run.run_id}` reads it back.")
+
+
+def _pages(run: results.Run, out: Outputs, shown: Any, stored: bool) -> None:
+    """The Markdown and the HTML report asked for, else the hint how to make one."""
+    if out.markdown:
+        from hpcprobe.views import markdown
+
+        files.atomic_write(out.markdown, markdown.render(run, registry.views()).encode(),
+                           "--markdown")
+        say(shown, f"Wrote {out.markdown}.")
+    if out.report:
+        from hpcprobe.views import html as report
+
+        n = report.write([run], out.report, registry.views(), registry.figures(),
+                         registry.not_joined(), flag="--report")
+        say(shown, f"Wrote the report {out.report} ({n} plots).")
+        return
+    ref = run.run_id if stored else None if files.is_stdout(out.json) else out.json
+    say(shown, f"Its report: `hpcprobe report {ref} -o report.html`; compare it with another "
+               f"run: `hpcprobe compare {ref} OTHER`." if ref else
+               "Not stored: add --report FILE.html or --json FILE to keep this run's figures "
+               "for a report.")

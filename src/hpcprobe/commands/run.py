@@ -1,0 +1,67 @@
+"""`hpcprobe run`: measure this node (the families named, else the default ones), show the run,
+store it."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import Sequence
+
+from hpcprobe import registry
+from hpcprobe.commands import output, runargs
+from hpcprobe.commands.base import Spec, open_store
+from hpcprobe.common.errors import HpcprobeError, UserError
+from hpcprobe.common.units import format_bytes
+from hpcprobe.machine import sentinel, topology
+from hpcprobe.measure.runner import resolve_isa
+
+
+def handle(a: argparse.Namespace) -> int:
+    return measure(runargs.checked(a, registry.resolve(a.benchmarks)), a.isa)
+
+
+def measure(c: runargs.Checked, isa_asked: str | None, standalone: bool = False) -> int:
+    """Run the checked families, show the run, store it and write its documents as asked."""
+    a = c.args
+    isa = resolve_isa(isa_asked)
+    if a.input and not a.dry_run:
+        raise UserError("--input plans for another machine: add --dry-run (measurements run on "
+                        "this one)")
+    out = output.Outputs.of(a)
+    if a.dry_run:
+        return dry_run(c, isa, isa_asked is not None, standalone)
+    store = open_store(a.db, a.no_store)
+    topo = topology.discover()
+    return output.measured(out, store, lambda bar: (registry.execute(
+        topo, c.profile, [f.name for f in c.families], isa, c.options, bar,
+        oversubscribe=a.oversubscribe, tag=a.tag, isa_asked=isa_asked is not None,
+        standalone=standalone), []))
+
+
+def dry_run(c: runargs.Checked, isa: str, isa_asked: bool, standalone: bool) -> int:
+    """What the run would measure (and refuse), and nothing else."""
+    a = c.args
+    topo = topology.load(a.input)
+    todo = registry.plan(topo, c.profile, [f.name for f in c.families], isa, c.options,
+                         a.oversubscribe, isa_asked, standalone)
+    # an hwloc XML states no instruction set: the kernels listed are those this machine runs
+    where = f"{a.input} (ISA and kernel variants: this machine's)" if a.input else "this machine"
+    print(f"Profile {c.profile.name}, ISA {isa}, on {topo.counts()['cores']} core(s) of {where}; "
+          "nothing measured or stored (--dry-run):")
+    _print_plan(todo)
+    with contextlib.suppress(HpcprobeError):  # a machine it cannot read: its run says why
+        p = sentinel.probe(topo).describe()
+        print(f"and around them the node sentinel: a DRAM triad on CPUs {p['cpus']}, "
+              f"{format_bytes(p['size_bytes'])}, before the first benchmark and after each")
+    return 0
+
+
+def _print_plan(todo: Sequence[tuple[str, list[str]]]) -> None:
+    for name, lines in todo:
+        print(f"{name}: {len(lines)} measurement(s)")
+        for line in lines:
+            print(f"  {line}")
+
+
+COMMAND = Spec("run", "measure this node and store the run", runargs.setup, handle,
+               description="Measure this node; with no BENCHMARK, run them all.")

@@ -1,0 +1,140 @@
+"""The command line of `hpcprobe run` and the one check of it: the families' option fields as
+flags, their options dataclasses from the flags given, and `check(families, argv)`, which run,
+scale, sweep and cluster run all call, so that a nested run refused on its node is refused
+where it is set up too, with the same words."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from hpcprobe import registry
+from hpcprobe.commands.base import CheckingParser, add_run_options
+from hpcprobe.common.errors import OptionError, UserError
+from hpcprobe.measure import profiles
+from hpcprobe.measure.family import Command, Family, Flag, flags
+
+
+def setup(r: argparse.ArgumentParser) -> None:
+    """The arguments of `hpcprobe run`."""
+    r.add_argument("benchmarks", nargs="*", metavar="BENCHMARK",
+                   help="benchmarks to run (" + ", ".join(f.name for f in registry.measuring())
+                        + ")")
+    add_run_options(r)
+    r.add_argument("--report", metavar="FILE.html",
+                   help="also write the HTML report of this run")
+    r.add_argument("--isa", help="kernel variant: scalar, avx2, avx512 (default: the best this "
+                                 "CPU supports; compute and frequency: every one it supports)")
+    add_family_options(r, registry.measuring())
+
+
+def dest(flag: Flag) -> str:
+    return flag.flag.lstrip("-").replace("-", "_")
+
+
+def add_family_options(p: argparse.ArgumentParser, families: Sequence[Family],
+                       skip: frozenset[str] = frozenset()) -> None:
+    """Each family's option fields as flags (but those in skip), in one group per family; a
+    flag that several families declare is one option, in the group of the first."""
+    seen: dict[str, Flag] = {}
+    users = _users(families, lambda flag: True)
+    for fam in families:
+        group = p.add_argument_group(f"narrowing the {fam.name} benchmark")
+        for _, flag in flags(fam.options):
+            if flag.flag in skip:
+                continue
+            if flag.flag in seen:
+                if (seen[flag.flag].parse, seen[flag.flag].choices) != (flag.parse, flag.choices):
+                    raise AssertionError(f"{flag.flag} is declared twice with different types")
+                continue
+            seen[flag.flag] = flag
+            shared = users[flag.flag]
+            kw: dict[str, Any] = {"dest": dest(flag), "help": flag.help + (
+                f" [{', '.join(shared)}]" if len(shared) > 1 else "")}
+            if flag.switch:
+                kw["action"] = "store_true"
+            else:
+                kw.update(type=flag.parse, choices=flag.choices, metavar=flag.metavar)
+                if flag.many:
+                    kw["action"] = "append"
+            group.add_argument(flag.flag, **kw)
+
+
+def _users(families: Sequence[Family], keep: Callable[[Flag], bool]) -> dict[str, list[str]]:
+    """Flag -> the families that declare it, for the flags kept."""
+    users: dict[str, list[str]] = {}
+    for fam in families:
+        for _, flag in flags(fam.options):
+            if keep(flag):
+                users.setdefault(flag.flag, []).append(fam.name)
+    return users
+
+
+def _given(a: argparse.Namespace, flag: Flag) -> bool:
+    value = getattr(a, dest(flag), None)
+    return value is not None and value is not False
+
+
+def family_options(a: argparse.Namespace, fam: Family) -> Any:
+    """The family's options dataclass from the flags given (and its command's positionals)."""
+    kw = {}
+    for name, flag in flags(fam.options):
+        if _given(a, flag):
+            value = getattr(a, dest(flag))
+            kw[name] = flag.convert(value) if flag.convert else value
+    own = fam.capability(Command)
+    for pos in own.positionals if own and getattr(a, "command", None) == fam.name else ():
+        value = getattr(a, pos.dest)
+        kw[pos.dest] = tuple(getattr(a, "after_dashes", None) or value) if pos.many else value
+    return fam.options(**kw)
+
+
+def _check_narrowing(a: argparse.Namespace, chosen: Sequence[Family]) -> None:
+    """A flag given for families none of which runs is a mistake, said once per flag group."""
+    users = _users(registry.measuring(), lambda flag: _given(a, flag))
+    names = {f.name for f in chosen}
+    idle: dict[tuple[str, ...], list[str]] = {}  # families -> their idle flags
+    for flag_name, fams in users.items():
+        if not names & set(fams):
+            idle.setdefault(tuple(fams), []).append(flag_name)
+    for group, flag_names in idle.items():
+        which = group[0] if len(group) == 1 else ", ".join(group[:-1]) + " and " + group[-1]
+        raise UserError(f"{'/'.join(flag_names)} narrow{'s' if len(flag_names) == 1 else ''} "
+                        f"the {which} benchmark{'s' if len(group) > 1 else ''}; add "
+                        f"{f'`{group[0]}`' if len(group) == 1 else 'one of them'} to the "
+                        "benchmarks")
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A run's command line, checked: the families in order, each one's options, the profile
+    and the parsed arguments."""
+
+    families: list[Family]
+    options: dict[str, Any]
+    profile: profiles.Profile
+    args: argparse.Namespace
+
+
+def checked(a: argparse.Namespace, chosen: Sequence[Family]) -> Checked:
+    """The families' options from parsed arguments, or the user's mistake (a flag no chosen
+    family takes, a value a family refuses). What it checks holds on any machine: what depends
+    on the node (its cores, its ISA) is its plan's, on the node."""
+    _check_narrowing(a, chosen)
+    return Checked(list(chosen), {f.name: family_options(a, f) for f in chosen},
+                   profiles.get(a.profile), a)
+
+
+def check(families: Sequence[str], argv: Sequence[str]) -> Checked:
+    """`hpcprobe run FAMILIES ARGV` checked as the run itself checks it, without running it: a
+    UserError with the run's own message where it would refuse."""
+    p = CheckingParser(prog="hpcprobe run")
+    setup(p)
+    a = p.parse_args([*families, *argv])
+    a.command = "run"
+    try:
+        return checked(a, registry.resolve(a.benchmarks))
+    except OptionError as exc:  # options named as the command line names them
+        raise UserError(exc.render(registry.option_names())) from None

@@ -1,0 +1,136 @@
+"""`hpcprobe sweep FILE.toml`: every configuration's state in turn, its workloads in interleaved
+rounds, the comparison with the baseline and a recommendation per workload."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+from hpcprobe import registry
+from hpcprobe.commands import output, runargs
+from hpcprobe.commands.base import Bar, Spec, add_db, open_store, terminate_interrupts
+from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, UserError
+from hpcprobe.machine import topology
+from hpcprobe.measure.runner import resolve_isa
+from hpcprobe.tuning import config, state, sweep
+
+
+def setup(sw: argparse.ArgumentParser) -> None:
+    sw.add_argument("file", metavar="FILE.toml", help="the sweep file")
+    sw.add_argument("--boot", metavar="NAME",
+                    help="this boot's state (NPS4, SMT off ...): run the configurations that "
+                         "name it; the others' runs are joined from the store")
+    sw.add_argument("--analyse", action="store_true",
+                    help="measure nothing: compare the stored runs of the sweep's "
+                         "configurations (after the last boot)")
+    sw.add_argument("--dry-run", action="store_true",
+                    help="check the file and show what would run, run nothing")
+    sw.add_argument("--markdown", metavar="FILE.md", help="write the recommendation as Markdown")
+    sw.add_argument("--report", metavar="FILE.html", help="write the HTML report of the sweep")
+    sw.add_argument("--json", metavar="FILE.json",
+                    help="write the comparison and the recommendations as JSON (`-`: on "
+                    "standard output, the tables then on standard error)")
+    add_db(sw)
+    sw.add_argument("--no-store", action="store_true",
+                    help="do not store the runs (runs of other boots cannot be joined then)")
+
+
+def _check_workloads(s: config.Sweep) -> None:
+    """Each workload's `hpcprobe run` under each configuration, checked as the run will check
+    it, before any state is switched."""
+    for c in s.configurations.values():
+        for w in s.workloads.values():
+            line = sweep.run_line(registry.families(), c, w)
+            if line is None:
+                continue
+            try:
+                runargs.check(line[:1], line[1:])
+            except UserError as exc:
+                raise UserError(f"{s.path}: [workloads.{w.name}] under {c.name}: {exc}") \
+                    from None
+
+
+def handle(a: argparse.Namespace) -> int:
+    topo = topology.discover()
+    isa = resolve_isa(None)
+    s = config.load(a.file, registry.families(), sweep.fingerprint_labels(topo, isa))
+    out = output.Outputs.of(a, stored=f"{{}} workload run(s) stored as they ran, tags "
+                                      f"{s.name}:CONFIGURATION", empty_refused=False,
+                            store_again=not a.analyse)
+    if a.dry_run:
+        return _plan(s, a.boot)
+    if not a.analyse:  # a dry run checks each workload by its child's own dry run
+        _check_workloads(s)
+        for c in s.configurations.values():
+            state.check_settable(c.sysfs, f"{a.file}: [configurations.{c.name}]")
+    store = open_store(a.db, a.no_store)
+    try:
+        with terminate_interrupts(), Bar() as bar:
+            runner = sweep.Runner(s, registry.families(), topo, isa, store,
+                                  registry.not_joined(), bar, _say, a.boot, a.analyse)
+            done = runner.analyse() if a.analyse else runner.execute()
+    except KeyboardInterrupt:
+        kept = len(runner.parts) if "runner" in locals() else 0
+        sys.stderr.write(f"hpcprobe: interrupted; every configuration's state was restored; "
+                         f"{kept} run(s) of the sweep stored (tags {s.name}:CONFIGURATION)\n")
+        return EXIT_INTERRUPTED
+    out.stored = (out.stored or "").format(len(done.parts))
+    out.document = lambda path: sweep.write_json(done, path)
+    output.keep(done.summary, out, store)
+    if done.skipped:
+        return EXIT_USAGE
+    return EXIT_FAILURE if done.failures else 0
+
+
+def _say(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
+def _plan(s: Any, boot: str | None) -> int:
+    """What a sweep would run, in order, and nothing else; each workload checked by its own
+    dry run under each configuration (its environment; the machine's state as it is now)."""
+    here = [c for c in s.configurations.values() if c.boot == boot]
+    print(f"Sweep {s.name}: baseline {s.baseline}; at least {s.rounds} round(s), at most "
+          f"{s.max_rounds}, budget {s.budget_s:g} s; profile {s.profile}; nothing runs "
+          "(--dry-run). Each round, in this order:")
+    refused = 0
+    if not here:
+        print(f"  (no configuration for boot {boot or '(none)'}; boots: "
+              f"{', '.join(s.boots())})")
+    for c in here:
+        print(f"  {c.name}" + (f" (boot {c.boot})" if c.boot else "") + ":")
+        for path, value in c.sysfs.items():
+            print(f"    set {path} = {value} (restored after)")
+            if (why := state.refused_value(path, value)) is not None:
+                refused += 1
+                print(f"      refused: {why}")
+        for argv in c.pre:
+            print(f"    pre: {shlex.join(argv)}")
+        for k, v in c.expect.items():
+            print(f"    check: {k} = {v}")
+        for w in s.workloads.values():
+            env = " ".join(f"{k}={shlex.quote(v)}" for k, v in c.env.items())
+            argv = sweep.workload_argv(s, registry.families(), c, w, Path("RUN.json"))
+            print(f"    {w.name}: {env + ' ' if env else ''}{shlex.join(argv)}")
+            if (why := sweep.check(s, registry.families(), c, w)) is not None:
+                refused += 1
+                print(f"      refused (its dry run, in this machine's state now): {why}")
+        for argv in c.post:
+            print(f"    post: {shlex.join(argv)}")
+    if refused:
+        raise UserError(f"{s.path}: {refused} step(s) refused, shown above; fix the sweep file")
+    return 0
+
+
+COMMAND = Spec("sweep", "run workloads under each configuration of a TOML file, interleaved, "
+               "and recommend one per workload", setup, handle,
+               description="Run the sweep file's workloads (hpcprobe families and your "
+                           "applications) under each of its configurations (environment, "
+                           "OpenMP, options, wrapper, sysfs settings and pre/post commands, "
+                           "restored afterwards) in interleaved rounds, adding rounds while a "
+                           "comparison is undecided and the budget allows; compare every "
+                           "configuration with the baseline and write a recommendation per "
+                           "workload. See docs/sweep.md.")
