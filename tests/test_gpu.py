@@ -23,7 +23,7 @@ from conftest import assert_user_error, hpcprobe, run_json
 from gpunodes import DATA, a100_node, h100_node, vm_node
 from hpcprobe.common.errors import UserError
 from hpcprobe.cuda import build, toolkit
-from hpcprobe.families.gpu import bench, peaks, views
+from hpcprobe.families.gpu import bench, health, locality, peaks, views
 from hpcprobe.machine import gpus, provenance
 from hpcprobe.measure import profiles
 from hpcprobe.measure.family import RunContext
@@ -58,30 +58,30 @@ def test_one_gpu_node_inventory(h100):
     assert g.memory_bytes == 81559 << 20 and (g.max_sm_mhz, g.max_mem_mhz) == (1980, 2619)
     assert g.numa_node == 0 and g.local_cpus == tuple(range(16)) and g.processes == ()
     assert (h100.driver, h100.cuda) == ("580.159.04", "13.0")
-    [row] = gpus.locality_rows(h100)
+    [row] = locality.locality_rows(h100)
     # the HCA (and its netdev) behind the GPU's switch; the NVMe on another root port
     assert row == ["GPU0 NVIDIA H100 80GB HBM3", "0000:17:00.0",
                    "x16 2.5 GT/s (max x16 32 GT/s)", "0", "0-15", "mlx5_0 (PIX)", "nvme0 (PHB)"]
     assert not g.pcie.narrow  # an idle GPU's lower speed is no fault
-    assert "trained at" not in gpus.render(h100)
+    assert "trained at" not in locality.render(h100)
     # its settings, at their defaults: nothing to say
     assert g.config == gpus.Config("Enabled", "Default", 700.0, 700.0, 1980, 1980)
-    assert gpus.config_notes(g) == [] and "setting:" not in gpus.render(h100)
+    assert health.config_notes(g) == [] and "setting:" not in locality.render(h100)
 
 
 def test_eight_gpu_two_socket_locality(a100):
     assert [g.numa_node for g in a100.gpus] == [0, 0, 0, 0, 1, 1, 1, 1]
     assert [g.bus_id[5:7] for g in a100.gpus] == ["07", "0f", "47", "4e", "87", "90", "b7", "bd"]
-    rows = gpus.locality_rows(a100)
+    rows = locality.locality_rows(a100)
     assert [r[5] for r in rows] == [f"mlx5_{i // 2} (PIX)" for i in range(8)]
     assert rows[4][6] == "nvme0 (PHB)" and rows[0][6] == "nvme0 (SYS)"
     assert rows[7][4] == "64-127"
     assert [g.pcie.narrow for g in a100.gpus] == [False] * 6 + [True, False]
     assert rows[6][2] == "x8 16 GT/s (max x16 16 GT/s)"
-    m = {r[0]: r[1:] for r in gpus.gpu_matrix(a100)}
+    m = {r[0]: r[1:] for r in locality.gpu_matrix(a100)}
     assert m["GPU0"][:5] == ["X", "PIX", "NODE", "NODE", "SYS"]
     assert m["GPU5"][4] == "PIX" and m["GPU5"][6] == "NODE"
-    text = gpus.render(a100)
+    text = locality.render(a100)
     assert "GPUs: 8 (driver 580.159.04, CUDA 13.0" in text and "SYS across" in text
     assert "GPU6 (0000:b7:00.0): its PCIe link trained at x8 of the x16 it and its slot " \
         "allow" in text
@@ -229,8 +229,8 @@ def test_memory_errors_and_the_resets_they_need(a100, tmp_path):
     h = h100.gpus[0].health
     assert (h.ecc, h.uncorrectable, h.uncorrectable_life, h.rows_remapped, h.pages_retired) == \
         ("Enabled", 0, 0, 0, None)
-    assert gpus.findings(h100.gpus[0]) == []
-    found = {g.index: gpus.findings(g) for g in a100.gpus}
+    assert health.findings(h100.gpus[0]) == []
+    found = {g.index: health.findings(g) for g in a100.gpus}
     assert [i for i, f in found.items() if f] == [3, 5, 6]
     # GPU3: two uncorrectable errors since the driver loaded and a remapping due at reset
     assert found[3][0] == ("GPU3 (0000:4e:00.0): 2 uncorrectable ECC error(s) since the driver "
@@ -241,7 +241,7 @@ def test_memory_errors_and_the_resets_they_need(a100, tmp_path):
     assert len(found[5]) == 2 and "is due for replacement" in found[5][0]
     assert "recovery action 'Drain and Reset'" in found[5][1]
     assert a100.gpus[5].health.rows_remapped == 512 and a100.gpus[5].health.uncorrectable == 0
-    text = gpus.render(a100)
+    text = locality.render(a100)
     assert all(f in text for f in found[3] + found[5] + found[6])
 
 
@@ -260,9 +260,9 @@ def test_xid_events_from_the_kernel_log(a100):
     assert [(x.code, x.when) for x in j["0000:2b:00"]] == [
         (79, "May 18 19:02:39"), (79, "2026-05-18T19:02:40+0000"),
         (79, "Mon May 18 19:02:41 2026"), (79, None)]
-    assert "Xid" not in gpus.render(a100)  # no kernel log looked at, nothing to say of it
+    assert "Xid" not in locality.render(a100)  # no kernel log looked at, nothing to say of it
     inv = gpus.with_xids(a100, DMESG.read_text(), "dmesg")
-    notes = {g.index: gpus.xid_notes(g) for g in inv.gpus}
+    notes = {g.index: health.xid_notes(g) for g in inv.gpus}
     assert [i for i, n in notes.items() if n] == [1, 3, 7]  # 0000:ff:00 is none of its GPUs
     assert notes[1] == [
         "GPU1 (0000:0f:00.0): Xid 13 (graphics engine exception) logged 2 time(s), last 5044 s "
@@ -276,16 +276,16 @@ def test_xid_events_from_the_kernel_log(a100):
                         "boot: see NVIDIA's Xid catalog; the log says: pid='<unknown>', "
                         "name=<unknown>, a code outside the catalog"]
     # events are said, never judged: GPU1's findings are none, GPU3's are its states'
-    assert gpus.findings(inv.gpus[1]) == [] and \
-        gpus.findings(inv.gpus[3]) == gpus.findings(a100.gpus[3])
-    text = gpus.render(inv)
+    assert health.findings(inv.gpus[1]) == [] and \
+        health.findings(inv.gpus[3]) == health.findings(a100.gpus[3])
+    text = locality.render(inv)
     assert "Xid events in the kernel log (dmesg; they stay there after a reset):" in text
     assert all(f"    {n}" in text for n in notes[1] + notes[3] + notes[7])
     assert inv.gpus[3].to_dict()["xids"][0] == {"code": 48, "when": "8120 s after boot",
                                                 "text": inv.gpus[3].xids[0].text}
     clean = gpus.with_xids(a100, "[ 1.0] NVRM: loading NVIDIA UNIX x86_64 Kernel Module\n",
                            "dmesg")
-    assert "Xid events: none in the kernel log (dmesg)" in gpus.render(clean)
+    assert "Xid events: none in the kernel log (dmesg)" in locality.render(clean)
 
 
 def test_xid_events_are_noted_and_set_no_exit_status(tmp_path):
@@ -331,7 +331,7 @@ def test_health_in_each_generation_of_nvidia_smi():
         "<pending_blacklist>Yes</pending_blacklist></retired_pages>")
     assert (old.health.uncorrectable, old.health.uncorrectable_life,
             old.health.pages_retired, old.health.rows_remapped) == (1, 4, 4, None)
-    [dbe, pages] = gpus.findings(old)
+    [dbe, pages] = health.findings(old)
     assert "1 uncorrectable ECC error(s)" in dbe and "pending retirement" in pages
     # R5xx before R555: one SRAM uncorrectable count beside the DRAM's
     mid = _one_gpu("<ecc_errors><volatile><sram_uncorrectable>1</sram_uncorrectable>"
@@ -339,7 +339,7 @@ def test_health_in_each_generation_of_nvidia_smi():
                    "<gpu_reset_status><reset_required>Yes</reset_required></gpu_reset_status>",
                    "535.183.01")
     assert mid.health.uncorrectable == 1
-    assert "the driver says the GPU needs a reset" in gpus.findings(mid)[1]
+    assert "the driver says the GPU needs a reset" in health.findings(mid)[1]
     # R555 and later: the SRAM's split into parity and SECDED, and the threshold flag
     new = _one_gpu("<ecc_errors><volatile><sram_uncorrectable_parity>1"
                    "</sram_uncorrectable_parity><sram_uncorrectable_secded>2"
@@ -347,12 +347,12 @@ def test_health_in_each_generation_of_nvidia_smi():
                    "</volatile><aggregate><sram_threshold_exceeded>Yes"
                    "</sram_threshold_exceeded></aggregate></ecc_errors>", "580.95.05")
     assert new.health.uncorrectable == 3 and new.health.sram_threshold
-    assert "passed NVIDIA's threshold" in gpus.findings(new)[1]
+    assert "passed NVIDIA's threshold" in health.findings(new)[1]
     # ECC off: said with the fix, or that it comes back at the next reset
     off = "<ecc_mode><current_ecc>Disabled</current_ecc><pending_ecc>{}</pending_ecc></ecc_mode>"
-    assert "nvidia-smi -i 0 -e 1" in gpus.findings(_one_gpu(off.format("Disabled")))[0]
+    assert "nvidia-smi -i 0 -e 1" in health.findings(_one_gpu(off.format("Disabled")))[0]
     assert "on again after the GPU's next reset" in \
-        gpus.findings(_one_gpu(off.format("Enabled")))[0]
+        health.findings(_one_gpu(off.format("Enabled")))[0]
     # a GPU without ECC or these features (a GeForce): nothing reported, nothing found
     plain = _one_gpu(
         "<ecc_mode><current_ecc>N/A</current_ecc></ecc_mode><ecc_errors><volatile>"
@@ -360,23 +360,23 @@ def test_health_in_each_generation_of_nvidia_smi():
         "<gpu_reset_status><reset_required>Requested functionality has been deprecated"
         "</reset_required></gpu_reset_status><gpu_recovery_action>Requested functionality has "
         "been deprecated</gpu_recovery_action>", "575.51.02")
-    assert plain.health == gpus.Health() and gpus.findings(plain) == []
+    assert plain.health == gpus.Health() and health.findings(plain) == []
 
 
 def test_settings_that_cap_a_gpu_are_said_not_judged(a100):
     """GPU6's power limit is 300 W of its default 400 W, GPU7's application clocks 1095 MHz of
     1410: each is said with the way back (a slow sibling's likely cause); neither is a
     finding (the exit status: test_a_setting_alone_is_a_note_with_exit_0)."""
-    assert not [f for g in a100.gpus[6:] for f in gpus.findings(g) if "limit" in f or
+    assert not [f for g in a100.gpus[6:] for f in health.findings(g) if "limit" in f or
                 "clocks" in f]
     assert [g.config.capped for g in a100.gpus] == [False] * 6 + [True, True]
-    notes = [n for g in a100.gpus for n in gpus.config_notes(g)]
+    notes = [n for g in a100.gpus for n in health.config_notes(g)]
     assert notes == [
         "GPU6 (0000:b7:00.0): its power limit is 300 W, below its default 400 W: under load "
         "its clock is held lower than its siblings' (nvidia-smi -i 6 -pl 400 restores it)",
         "GPU7 (0000:bd:00.0): its application clocks are set to 1095 MHz, below their default "
         "1410 MHz, which caps its clock (nvidia-smi -i 7 -rac resets them)"]
-    assert f"  setting: {notes[0]}" in gpus.render(a100).splitlines()
+    assert f"  setting: {notes[0]}" in locality.render(a100).splitlines()
     # before R535: <power_readings>, the enforced limit (which a system power brake lowers
     # too); persistence mode off
     old = _one_gpu("<persistence_mode>Disabled</persistence_mode><power_readings>"
@@ -384,13 +384,13 @@ def test_settings_that_cap_a_gpu_are_said_not_judged(a100):
                    "</default_power_limit><enforced_power_limit>250.00 W</enforced_power_limit>"
                    "</power_readings>")
     assert (old.config.power_limit_w, old.config.default_power_limit_w) == (250.0, 300.0)
-    [power, persistence] = gpus.config_notes(old)
+    [power, persistence] = health.config_notes(old)
     assert "250 W, below its default 300 W" in power
     assert "nvidia-persistenced" in persistence
     # a GPU that reports none of it (a GeForce's N/A): nothing said
     plain = _one_gpu("<compute_mode>Default</compute_mode><applications_clocks><graphics_clock>"
                      "N/A</graphics_clock></applications_clocks>")
-    assert not plain.config.capped and gpus.config_notes(plain) == []
+    assert not plain.config.capped and health.config_notes(plain) == []
 
 
 # ------------------------------------------------------------------ peak models
@@ -731,7 +731,8 @@ def test_a_gpu_due_for_a_reset_is_a_health_finding_of_its_run(stand_in, monkeypa
     assert (f["benchmark"], f["kind"], f["item"]) == ("gpu", results.HEALTH, "GPU0")
     assert "row remapping is pending" in f["message"]
     assert f"gpu: {f['message']}" in ctx.warnings
-    assert [w for w in ctx.warnings if "Xid 63" in w] == [f"gpu: {gpus.xid_notes(inv.gpus[0])[0]}"]
+    assert [w for w in ctx.warnings if "Xid 63" in w] == \
+        [f"gpu: {health.xid_notes(inv.gpus[0])[0]}"]
     assert ctx.metrics and ctx.provenance["gpu"]["gpus"][0]["health"]["remap_pending"]
     assert ctx.provenance["gpu"]["gpus"][0]["xids"][0]["code"] == 63
 
@@ -753,17 +754,17 @@ FABRIC_OK = ("<bandwidth>Full</bandwidth><route_recovery_in_progress>False"
 def test_the_fabric_s_health_of_a_registered_gpu():
     """A registered GPU whose route the fabric calls unhealthy, or whose bandwidth degraded, is
     a finding; while the fabric recovers a route the finding says so; N/A says nothing."""
-    assert gpus.findings(_one_gpu(_fabric("Completed", "Success", FABRIC_OK))) == []
+    assert health.findings(_one_gpu(_fabric("Completed", "Success", FABRIC_OK))) == []
     na = re.sub(r">(Full|False)<", ">N/A<", FABRIC_OK)
-    assert gpus.findings(_one_gpu(_fabric("N/A", "N/A", na))) == []
+    assert health.findings(_one_gpu(_fabric("N/A", "N/A", na))) == []
     unhealthy = FABRIC_OK.replace("<route_unhealthy>False", "<route_unhealthy>True")
-    [f] = gpus.findings(_one_gpu(_fabric("Completed", "Success", unhealthy)))
+    [f] = health.findings(_one_gpu(_fabric("Completed", "Success", unhealthy)))
     assert f.startswith("GPU0 (0000:3b:00.0): the NVLink fabric reports a route to it "
                         "unhealthy: its NVLink traffic")
     assert "nvidia-smi nvlink -e -i 0" in f
     both = unhealthy.replace("Full", "Degraded").replace(
         "<route_recovery_in_progress>False", "<route_recovery_in_progress>True")
-    [f] = gpus.findings(_one_gpu(_fabric("Completed", "Success", both)))
+    [f] = health.findings(_one_gpu(_fabric("Completed", "Success", both)))
     assert "a route to it unhealthy and its bandwidth degraded (while recovering: read it " \
         "again in a minute)" in f
 
@@ -773,16 +774,16 @@ def test_a_gpu_the_nvlink_fabric_has_not_registered():
     fabric; elsewhere the element reads N/A and says nothing."""
     waiting = _one_gpu(_fabric("In Progress", "N/A"), "570.124.06")
     assert (waiting.health.fabric_state, waiting.health.fabric_status) == ("In Progress", None)
-    [f] = gpus.findings(waiting)
+    [f] = health.findings(waiting)
     assert f.startswith("GPU0 (0000:3b:00.0): it is not registered with the NVLink fabric "
                         "(fabric state 'In Progress'): CUDA refuses it work")
     assert "nvidia-fabricmanager" in f
-    [failed] = gpus.findings(_one_gpu(_fabric("Completed", "Insufficient Resources")))
+    [failed] = health.findings(_one_gpu(_fabric("Completed", "Insufficient Resources")))
     assert "registration ended in 'Insufficient Resources'" in failed
     for state, status in (("Completed", "Success"), ("N/A", "N/A"),
                           ("Not Supported", "Not Supported")):
         g = _one_gpu(_fabric(state, status))
-        assert gpus.findings(g) == [] and g.health.fabric_state in (None, "Completed")
+        assert health.findings(g) == [] and g.health.fabric_state in (None, "Completed")
 
 
 def test_health_is_recorded_where_cuda_refuses_the_gpu(stand_in, monkeypatch, tmp_path, tiny):
@@ -840,7 +841,7 @@ def recorded(tmp_path) -> list[str]:
 def test_nvlinks_from_nvidia_smi_topo(a100, tmp_path):
     links = gpus.parse_topo((DATA / "a100-8gpu-2s-topo.txt").read_text())
     assert len(links) == 56 and set(links.values()) == {"NV12"}  # every pair, both ways
-    assert gpus.gpu_matrix(a100)[0][:3] == ["GPU0", "X", "PIX"]  # no topo: PCIe alone
+    assert locality.gpu_matrix(a100)[0][:3] == ["GPU0", "X", "PIX"]  # no topo: PCIe alone
     r = hpcprobe("gpu", "info", "--gpu-smi", str(A100), "--gpu-sysfs", str(tmp_path / "sys"),
                  "--gpu-topo", str(DATA / "a100-8gpu-2s-topo.txt"))
     assert r.code == 0 and "GPU0: X NV12 NV12 NV12 NV12 NV12 NV12 NV12;" in r.out, r.out
@@ -868,20 +869,20 @@ def test_nvlinks_down_where_the_siblings_have_them_up(a100, tmp_path):
     inv = gpus.with_nvlinks(a100, NVLINK.read_text())
     assert inv.gpus[4].nvlinks.count(None) == 2
     assert inv.gpus[4].to_dict()["nvlink_gbs"][7] is None
-    assert gpus.nvlink_state(replace(inv.gpus[0], nvlinks=(25.0, 26.562, None))) == \
+    assert health.nvlink_state(replace(inv.gpus[0], nvlinks=(25.0, 26.562, None))) == \
         "NVLinks 2 of 3 up at 25-26.562 GB/s (inactive: 2)"
-    assert gpus.nvlink_state(a100.gpus[0]) is None  # not read
-    [down] = [f for f in gpus.findings(inv.gpus[4], inv) if "NVLinks" in f]
+    assert health.nvlink_state(a100.gpus[0]) is None  # not read
+    [down] = [f for f in health.findings(inv.gpus[4], inv) if "NVLinks" in f]
     assert down.startswith("GPU4 (0000:87:00.0): 2 of its 12 NVLinks are inactive (link(s) "
                            "7, 11) where its siblings have 12 active") and "nvlink -e -i 4" in down
-    assert not [f for g in inv.gpus if g.index != 4 for f in gpus.findings(g, inv)
+    assert not [f for g in inv.gpus if g.index != 4 for f in health.findings(g, inv)
                 if "NVLinks" in f]
-    assert not [f for f in gpus.findings(inv.gpus[4]) if "NVLinks" in f]  # no node: no peers
+    assert not [f for f in health.findings(inv.gpus[4]) if "NVLinks" in f]  # no node: no peers
     bridged = gpus.with_nvlinks(a100, NVLINK.read_text().replace(
         "Link 7: 25 GB/s", "Link 7: <inactive>").replace("Link 11: 25 GB/s", "Link 11: <inactive>"))
-    assert not [f for g in bridged.gpus for f in gpus.findings(g, bridged) if "NVLinks" in f]
+    assert not [f for g in bridged.gpus for f in health.findings(g, bridged) if "NVLinks" in f]
     alone = gpus.with_nvlinks(replace(a100, gpus=a100.gpus[4:5]), NVLINK.read_text())
-    assert gpus.inactive_nvlinks(alone.gpus[0], alone) == ([], 10)  # no sibling to judge by
+    assert health.inactive_nvlinks(alone.gpus[0], alone) == ([], 10)  # no sibling to judge by
     # on the command line: said by gpu info, a health finding of gpu check (exit 1)
     recorded = ["--gpu-smi", str(A100), "--gpu-sysfs", str(tmp_path / "sys")]
     r = hpcprobe("gpu", "info", *recorded, "--gpu-nvlink", str(NVLINK))
@@ -1012,7 +1013,7 @@ def test_a_gpu_in_mig_mode_is_said_and_not_measured(stand_in, monkeypatch, tmp_p
     xml = H100.read_text().replace("<current_mig>Disabled", "<current_mig>Enabled")
     sysfs, proc = h100_node(tmp_path / "mig")
     inv = gpus.from_smi(xml, sysfs, proc)
-    assert inv.gpus[0].mig and "MIG mode on: GPU0" in gpus.render(inv)
+    assert inv.gpus[0].mig and "MIG mode on: GPU0" in locality.render(inv)
     monkeypatch.setattr(bench, "inventory", lambda o: inv)
     ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
     assert "in MIG mode, not measured" in bench.plan(ctx, bench.GpuOptions())[0]

@@ -31,6 +31,11 @@ WHEEL = Path(sys.prefix) / "bin" / "mpicc"
 needs_wheel = pytest.mark.skipif(not WHEEL.is_file(), reason="the mpich wheel is not installed")
 
 
+def found(*args, **kw) -> list[dict]:
+    """The MPI's protocol findings as the run document stores them."""
+    return [f.to_dict() for f in protocol.findings(*args, **kw)]
+
+
 def mpi_json(tmp_path: Path, *args: str, code: int = 0) -> dict:
     out = tmp_path / "mpi.json"
     r = hpcprobe("mpi", *args, "--no-store", "--json", str(out))
@@ -460,7 +465,7 @@ def test_a_bandwidth_fall_at_the_eager_limit_is_one_finding_naming_the_setting()
     ms = curve("bandwidth", {1024: (11000, 0.02), 2048: (18000, 0.02), 4096: (2800, 0.02),
                              8192: (4800, 0.02)}) + \
         curve("bibw", {2048: (21000, 0.02), 4096: (5300, 0.02)})
-    got = protocol.findings(ms, [TCP, VADER], "Open MPI")
+    got = found(ms, [TCP, VADER], "Open MPI")
     assert len(got) == 1
     f = got[0]
     assert f["kind"] == "protocol_switch" and f["sizes"] == [2048, 4096]
@@ -475,7 +480,7 @@ def test_a_bandwidth_fall_at_the_eager_limit_is_one_finding_naming_the_setting()
 
 def test_every_threshold_between_the_sizes_is_named():
     ms = curve("bandwidth", {4096: (7400, 0.01), 8192: (3500, 0.01)})
-    (f,) = protocol.findings(ms, params.parse_mpivars(MPIVARS), "MPICH")
+    (f,) = found(ms, params.parse_mpivars(MPIVARS), "MPICH")
     assert "MPICH's MPIR_CVAR_CH4_IPC_CMA_P2P_THRESHOLD is 8192 B" in f["message"]
     assert "MPIR_CVAR_CH4_SHM_POSIX_IQUEUE_CELL_SIZE is 8192 B" in f["message"]
 
@@ -487,17 +492,17 @@ def test_a_fall_inside_the_noise_or_small_is_no_finding():
     latency = [dataclasses.replace(m, name="latency", unit="us")
                for m in curve("bandwidth", {2048: (2.0, 0.01), 4096: (0.2, 0.01)})]
     for ms in (noisy, small, rising, latency):
-        assert protocol.findings(ms, [VADER]) == []
+        assert found(ms, [VADER]) == []
 
 
 def test_a_fall_no_threshold_explains_says_what_else_does_it():
     ms = curve("bandwidth", {262144: (15000, 0.01), 524288: (10000, 0.01)})
-    (f,) = protocol.findings(ms, [TCP, VADER])
+    (f,) = found(ms, [TCP, VADER])
     assert "vader" not in f["message"] and "UCX_RNDV_THRESH" in f["message"]
     assert "outgrow a cache" in f["message"]
     # between nodes the shared-memory BTL is not the carrier; TCP's limit is
     ms = curve("bandwidth", {32768: (900, 0.01), 65536: (400, 0.01)}, pair="inter-node")
-    (f,) = protocol.findings(ms, [TCP, dataclasses.replace(VADER, size=65536)], "Open MPI")
+    (f,) = found(ms, [TCP, dataclasses.replace(VADER, size=65536)], "Open MPI")
     assert "OMPI_MCA_btl_tcp_eager_limit is 65536 B" in f["message"]
     assert "vader" not in f["message"]
 
@@ -518,7 +523,7 @@ def test_a_collective_whose_time_per_byte_jumps_is_one_finding_naming_the_algori
                               2048: (0.25, 0.02), 4096: (1.81, 0.02), 8192: (2.06, 0.02),
                               262144: (16.7, 0.02), 524288: (32.8, 0.02)}) + \
         collective("allreduce", {2048: (0.42, 0.02), 4096: (0.81, 0.02), 8192: (3.23, 0.02)})
-    got = protocol.findings(ms, [TCP, VADER], "Open MPI")
+    got = found(ms, [TCP, VADER], "Open MPI")
     assert [(f["kind"], f["sizes"], f["collectives"]) for f in got] == [
         ("collective_switch", [2048, 4096], ["bcast"]),
         ("collective_switch", [4096, 8192], ["allreduce"])]
@@ -528,11 +533,11 @@ def test_a_collective_whose_time_per_byte_jumps_is_one_finding_naming_the_algori
         in bcast
     assert "OMPI_MCA_btl_vader_eager_limit is 4096 B" in bcast  # the eager limit lies there
     assert "vader" not in allreduce and "their eager limit" in allreduce
-    assert "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM" in protocol.findings(
+    assert "MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM" in found(
         ms, [], "MPICH")[1]["message"]
     # between nodes, the shared-memory BTL's limit is not named
     far = collective("bcast", {2048: (2.0, 0.02), 4096: (9.0, 0.02)}, hosts="n1,n2")
-    (f,) = protocol.findings(far, [TCP, VADER], "Open MPI")
+    (f,) = found(far, [TCP, VADER], "Open MPI")
     assert "vader" not in f["message"]
 
 
@@ -541,7 +546,7 @@ def test_a_collective_slower_by_less_than_the_bytes_or_in_the_noise_is_no_findin
                collective("alltoall", {4096: (1.0, 0.4), 8192: (3.0, 0.4)}),  # CIs overlap
                collective("barrier", {4096: (1.0, 0.01), 8192: (9.0, 0.01)}),  # no message
                collective("bcast", {0: (0.1, 0.01), 1: (0.5, 0.01)})):  # no bytes to divide
-        assert protocol.findings(ms, [VADER]) == []
+        assert found(ms, [VADER]) == []
 
 
 @needs_mpi

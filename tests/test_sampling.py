@@ -44,7 +44,7 @@ def test_a_warm_up_that_never_settles_stops_at_its_budget_and_says_so():
     ledger.add("4 MiB default pages", got)
     warnings = ledger.warnings()
     assert any("before successive warm-up samples agreed" in w for w in warnings)
-    assert any(f["kind"] == "sampling" for f in ledger.findings())
+    assert any(f.to_dict()["kind"] == "sampling" for f in ledger.findings())
 
 
 def test_noisy_samples_stop_at_the_budget_and_the_ledger_says_so():

@@ -32,8 +32,10 @@ def test_readings_that_move_by_15_percent_with_their_cis_apart_are_a_change():
     assert sentinel.moved(STEADY, scaled(0.88)) is None  # apart, but by less than MOVE
     wide = [40.0, 60.0, 80.0, 100.0, 120.0, 140.0, 160.0, 60.0, 50.0]  # median 80, CI 50-140
     assert sentinel.moved(STEADY, wide) is None  # 0.8 of it, but the CIs overlap
-    found = sentinel.finding("hpl", STEADY, scaled(0.5))
-    assert found is not None and found["kind"] == "node_changed" and found["benchmark"] == "hpl"
+    got = sentinel.finding("hpl", STEADY, scaled(0.5))
+    assert got is not None
+    found = got.to_dict()
+    assert found["kind"] == "node_changed" and found["benchmark"] == "hpl"
     assert (found["before"], found["after"], found["ratio"]) == (100.0, 50.0, 0.5)
     assert "went from 100.0 to 50.0 GB/s (x0.50) while it ran" in found["message"]
 

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hpcprobe.common.units import format_bytes
+from hpcprobe.results.findings import kind, of_kind
 from hpcprobe.results.model import Run
 from hpcprobe.views.table import Table
+
+#: A sweep's cache plateaus against the topology's cache sizes (a warning where they disagree)
+CACHE_LEVEL = kind("cache_level", "a cache level a sweep saw, against the topology's size",
+                   "note", "the cache-levels table")
 
 #: A level ends where the figure is this much worse than at the level's smallest working set:
 #: the step from one level to the next is at least 2x on current machines (L1->L2 latency ~3x,
@@ -119,7 +124,7 @@ def check_levels(points: Sequence[tuple[int, float]], shares: Sequence[tuple[str
     return out
 
 
-def edge_seen(finding: dict[str, Any]) -> str:
+def edge_seen(finding: Mapping[str, Any]) -> str:
     """A cache_level finding's edge as the table shows it: near a size, or between two sweep
     points too far apart to place it."""
     if finding["edge_bytes"] is not None:
@@ -130,8 +135,7 @@ def edge_seen(finding: dict[str, Any]) -> str:
 
 def levels_table(run: Run, benchmark: str) -> Table | None:
     """The cache levels a family's sweeps saw, against the topology (its `cache_level` findings)."""
-    rows = [f for f in run.findings
-            if f.get("kind") == "cache_level" and f["benchmark"] == benchmark]
+    rows = of_kind(run.findings, CACHE_LEVEL, benchmark)
     if not rows:
         return None
     t = Table(title="Cache levels seen by the sweeps, against the topology")

@@ -26,7 +26,8 @@ from hpcprobe.common.bulk import bulk
 from hpcprobe.common.names import natural
 from hpcprobe.common.stats import median_ci_ranks
 from hpcprobe.machine import sentinel, steal
-from hpcprobe.results.model import HEALTH, Metric, Run
+from hpcprobe.results.findings import HEALTH, of_kind
+from hpcprobe.results.model import Metric, Run
 
 #: provenance key of the runs a campaign's driver stores (its node list, failures, links)
 CAMPAIGN = "cluster"
@@ -379,8 +380,7 @@ def _unhealthy(node_runs: list[Run]) -> dict[str, list[str]]:
             latest[(run.host, b)] = run
     out: dict[str, list[str]] = defaultdict(list)
     for (host, b), run in sorted(latest.items(), key=lambda kv: (natural(kv[0][0]), kv[0][1])):
-        out[host] += [f["message"] for f in run.findings
-                      if f.get("kind") == HEALTH and f.get("benchmark") == b]
+        out[host] += [f["message"] for f in of_kind(run.findings, HEALTH, b)]
     return {host: found for host, found in out.items() if found}
 
 

@@ -1,10 +1,11 @@
 """The node's GPUs and what lies near them: each GPU's identity, memory, clocks, MIG mode,
-processes and health (memory errors and the resets they need) from `nvidia-smi -q -x`, the Xid
-events the driver logged for it (the kernel log), its NUMA domain, local CPUs and PCIe path and
-link from sysfs, the NICs and NVMe drives beside them; how two devices connect (nvidia-smi
-topo's PIX/PXB/PHB/NODE/SYS from the PCIe paths, NV# from `nvidia-smi topo -m` where GPUs
-share NVLinks); and the checks of a job's GPU binding (its CPUs local to its GPU), of GPU
-sharing (several jobs on one GPU while another is idle) and of each GPU's health. Recorded
+processes and health state (memory error counts, pending remappings, recovery actions) from
+`nvidia-smi -q -x`, the Xid events the driver logged for it (the kernel log), its NUMA domain,
+local CPUs and PCIe path and link from sysfs, the NICs and NVMe drives beside them; how two
+devices connect (nvidia-smi topo's PIX/PXB/PHB/NODE/SYS from the PCIe paths, NV# from
+`nvidia-smi topo -m` where GPUs share NVLinks); which GPUs a job sees and whether its CPUs are
+local to them, and GPUs shared while others idle. The rules that judge a GPU's health and the
+text that shows all this are the GPU family's (families/gpu/health.py, locality.py). Recorded
 XML, sysfs trees and kernel logs replay other nodes."""
 
 from __future__ import annotations
@@ -27,13 +28,6 @@ from hpcprobe.common.kernelfiles import read_text
 
 #: How two PCIe devices connect, nearest first (nvidia-smi topo -m's words).
 RELATIONS = ("PIX", "PXB", "PHB", "NODE", "SYS")
-RELATION_HELP = {
-    "PIX": "through at most one PCIe switch",
-    "PXB": "through several PCIe switches, not the host bridge",
-    "PHB": "through the host bridge (the CPU's root complex)",
-    "NODE": "between root complexes of one NUMA domain",
-    "SYS": "across the inter-socket link (another NUMA domain)",
-}
 
 
 @dataclass(frozen=True)
@@ -158,37 +152,6 @@ class Xid:
     code: int
     when: str | None
     text: str
-
-
-#: The Xids an administrator acts on, after NVIDIA's Xid catalog: what each means and its
-#: resolution (the catalog's immediate action). An event stays in the kernel log after the
-#: GPU was reset, so these are said, never judged; the states they leave (an uncorrectable
-#: count, a pending remapping, a recovery action) are nvidia-smi's, and judged as findings.
-XID_CATALOG: dict[int, tuple[str, str]] = {
-    13: ("graphics engine exception", "usually the application's (an illegal address or "
-         "instruction): restart it"),
-    31: ("GPU memory page fault", "usually the application's illegal address: restart it"),
-    43: ("GPU stopped processing", "restart the application"),
-    45: ("preemptive cleanup after earlier errors", "none (a process was ended)"),
-    48: ("double-bit ECC error", "reset the GPU"),
-    61: ("internal micro-controller breakpoint", "reset the GPU"),
-    62: ("internal micro-controller halt", "reset the GPU"),
-    63: ("ECC page retirement or row remapping recorded", "reset the GPU to apply it"),
-    64: ("ECC page retirement or row remapping failed", "reset the GPU; replace it if it "
-         "comes back"),
-    74: ("NVLink error", "reset the GPU; check its NVLinks if it comes back"),
-    79: ("GPU has fallen off the bus", "reboot the node; check its PCIe slot, power and "
-         "cooling"),
-    92: ("high single-bit ECC error rate", "watch its ECC counts"),
-    94: ("contained ECC error", "restart the application it stopped; the GPU runs others "
-         "on"),
-    95: ("uncontained ECC error", "reset the GPU"),
-    119: ("GSP RPC timeout", "reset the GPU"),
-    120: ("GSP error", "reset the GPU"),
-    140: ("unrecovered ECC error", "reset the GPU"),
-    154: ("the GPU's recovery action changed", "the action nvidia-smi names as its "
-          "gpu_recovery_action"),
-}
 
 
 @dataclass(frozen=True)
@@ -673,192 +636,6 @@ def relation(a: tuple[str, ...], b: tuple[str, ...], node_a: int | None,
     # below a shared switch: one switch between them is PIX, more is PXB
     rest = max(len(a), len(b)) - 2 - common
     return "PIX" if rest <= 1 else "PXB"
-
-
-def nearest(inv: Inventory, gpu: Gpu, kind: str) -> list[tuple[PciDevice, str]]:
-    """The devices of a kind nearest to the GPU, with their relation (nearest first)."""
-    found = [(d, relation(gpu.path, d.path, gpu.numa_node, d.numa_node))
-             for d in inv.devices if d.kind == kind]
-    if not found:
-        return []
-    best = min(RELATIONS.index(r) for _, r in found)
-    return [(d, r) for d, r in found if RELATIONS.index(r) == best]
-
-
-def locality_rows(inv: Inventory) -> list[list[str]]:
-    """GPU, bus id, PCIe link, NUMA, local CPUs, nearest NIC(s), nearest NVMe: one row per
-    GPU."""
-    rows = []
-    for g in inv.gpus:
-        near = []
-        for kind in ("nic", "nvme"):
-            got = nearest(inv, g, kind)
-            near.append(", ".join(f"{d.name} ({r})" for d, r in got) or "-")
-        rows.append([f"GPU{g.index} {g.name}", g.bus_id, "-" if g.pcie is None else str(g.pcie),
-                     g.numa,
-                     format_cpulist(g.local_cpus) or "-", *near])
-    return rows
-
-
-def nvlink_state(g: Gpu) -> str | None:
-    """How many of a GPU's NVLinks are up, at what rate, and which are not; None where they
-    were not read."""
-    if not g.nvlinks:
-        return None
-    up = sorted({x for x in g.nvlinks if x is not None})
-    down = [str(k) for k, x in enumerate(g.nvlinks) if x is None]
-    rate = f" at {up[0]:g} GB/s" if len(up) == 1 else \
-        f" at {up[0]:g}-{up[-1]:g} GB/s" if up else ""
-    return (f"NVLinks {g.nvlinks_up} of {len(g.nvlinks)} up{rate}"
-            + (f" (inactive: {', '.join(down)})" if down else ""))
-
-
-def inactive_nvlinks(g: Gpu, node: Inventory) -> tuple[list[int], int]:
-    """A GPU's inactive NVLinks, where it has fewer active than the most among the node's
-    GPUs of its model (bridges or a baseboard can leave links unused by design: a link counts
-    as lost only where a sibling has it up); and that most. Nothing where it has no sibling."""
-    siblings = [s for s in node.gpus if s.name == g.name and s.nvlinks]
-    most = max((s.nvlinks_up for s in siblings), default=0)
-    if len(siblings) < 2 or g.nvlinks_up >= most:
-        return [], most
-    return [k for k, x in enumerate(g.nvlinks) if x is None], most
-
-
-def findings(g: Gpu, node: Inventory | None = None) -> list[str]:
-    """What an administrator must act on for one GPU, each with the fix: memory errors and
-    the resets they call for (NVIDIA's memory error management: a pending row remapping or
-    page retirement takes effect at the next reset; a failed remapping is for replacement),
-    ECC turned off, a PCIe link narrower than the GPU and its slot allow, a GPU of an NVSwitch
-    system that the NVLink fabric has not registered (CUDA refuses it work until then) or
-    whose route or bandwidth the fabric reports unhealthy or degraded; and, against its
-    siblings on `node`, NVLinks down."""
-    h, pcie = g.health, g.pcie or PcieLink(None, None, None, None)
-    reset = f"drain the node and reset the GPU (nvidia-smi -r -i {g.index}) or reboot it"
-    down, most = inactive_nvlinks(g, node) if node is not None else ([], 0)
-    replace = "the GPU is due for replacement"
-    said = [
-        (h.uncorrectable, f"{h.uncorrectable} uncorrectable ECC error(s) since the driver "
-                          f"loaded: {reset}; replace the GPU if they come back"),
-        (h.remap_failed, f"a row remapping failed (a memory bank has no spare row left): "
-                         f"{replace}"),
-        (h.remap_pending and not h.remap_failed,
-         f"a memory row remapping is pending, applied at the GPU's next reset: {reset}"),
-        (h.retire_pending,
-         f"memory pages are pending retirement, retired at the GPU's next reset: {reset}"),
-        (h.sram_threshold, f"its SRAM uncorrectable errors passed NVIDIA's threshold: {replace}"),
-        (h.recovery, f"the driver asks for the recovery action '{h.recovery}': stop the GPU's "
-                     f"jobs, then do it (Reset: nvidia-smi -r -i {g.index}; Reboot: the node's)"),
-        ((h.reset_required or h.drain_and_reset) and not h.recovery,
-         f"the driver says the GPU needs a reset: {reset}"),
-        (h.ecc == "Disabled", "ECC is off, so memory errors go unnoticed: " + (
-            "it is on again after the GPU's next reset" if h.ecc_pending == "Enabled" else
-            f"nvidia-smi -i {g.index} -e 1, then reset the GPU")),
-        (pcie.narrow,
-         f"its PCIe link trained at x{pcie.width} of the x{pcie.max_width} it and its slot "
-         "allow: its host<->device bandwidth is cut accordingly (reseat it, "
-         "check the riser or slot)"),
-        (h.fabric_state not in (None, "Completed"),
-         f"it is not registered with the NVLink fabric (fabric state '{h.fabric_state}'): "
-         "CUDA refuses it work ('system not ready') until NVIDIA Fabric Manager has done so "
-         "(systemctl status nvidia-fabricmanager; NVLink 5 systems need its NVLSM too)"),
-        (h.fabric_state == "Completed" and h.fabric_status not in (None, "Success"),
-         f"its NVLink fabric registration ended in '{h.fabric_status}': see the Fabric "
-         "Manager's log (journalctl -u nvidia-fabricmanager)"),
-        (h.route_unhealthy or h.fabric_degraded,
-         "the NVLink fabric reports " + " and ".join(
-             t for t, on in (("a route to it unhealthy", h.route_unhealthy),
-                             ("its bandwidth degraded", h.fabric_degraded)) if on)
-         + (" (while recovering: read it again in a minute)" if h.fabric_recovering else "")
-         + ": its NVLink traffic is slowed or fails; see the fabric manager's log and the "
-         f"GPU's NVLink errors (nvidia-smi nvlink -e -i {g.index})"),
-        (bool(down),
-         f"{len(down)} of its {len(g.nvlinks)} NVLinks are inactive (link(s) "
-         f"{', '.join(map(str, down))}) where its siblings have {most} active: its traffic to "
-         f"its peers is cut accordingly; {reset}, and if they stay down check its NVLink "
-         f"bridge or baseboard (their errors: nvidia-smi nvlink -e -i {g.index})"),
-    ]
-    return [f"GPU{g.index} ({g.bus_id}): {text}" for found, text in said if found]
-
-
-def config_notes(g: Gpu) -> list[str]:
-    """The settings that make a GPU give a job less than it could, each with the way back:
-    a power limit below the GPU's default and application clocks below theirs (both cap
-    its clock under load: a slow sibling's likely cause), persistence mode off. Settings
-    someone may have chosen, so said, never judged."""
-    c, said = g.config, []
-    if c.low_power:
-        said.append(f"its power limit is {c.power_limit_w:g} W, below its default "
-                    f"{c.default_power_limit_w:g} W: under load its clock is held lower than "
-                    f"its siblings' (nvidia-smi -i {g.index} -pl {c.default_power_limit_w:g} "
-                    "restores it)")
-    if c.low_clocks:
-        said.append(f"its application clocks are set to {c.app_sm_mhz} MHz, below their "
-                    f"default {c.default_app_sm_mhz} MHz, which caps its clock (nvidia-smi -i "
-                    f"{g.index} -rac resets them)")
-    if c.persistence == "Disabled":
-        said.append("persistence mode is off: the driver tears the GPU down whenever no "
-                    "process holds it, so each job's first CUDA call waits for it to start "
-                    "again and settings made with nvidia-smi may not last (systemctl enable "
-                    "--now nvidia-persistenced)")
-    return [f"GPU{g.index} ({g.bus_id}): {text}" for text in said]
-
-
-def xid_notes(g: Gpu) -> list[str]:
-    """One line per Xid code a GPU logged: how often, the last time, what NVIDIA's Xid
-    catalog says it means and what to do (events, not states: see XID_CATALOG)."""
-    out = []
-    for code in sorted({x.code for x in g.xids}):
-        got = [x for x in g.xids if x.code == code]
-        meaning, action = XID_CATALOG.get(code, (
-            "", f"see NVIDIA's Xid catalog; the log says: {got[-1].text[:100] or '-'}"))
-        out.append(f"GPU{g.index} ({g.bus_id}): Xid {code}{f' ({meaning})' if meaning else ''}"
-                   f" logged {len(got)} time(s), last {got[-1].when or 'at an unknown time'}: "
-                   f"{action}")
-    return out
-
-
-def link(inv: Inventory, a: Gpu, b: Gpu) -> str:
-    """How two GPUs connect: their NVLinks (NV#) where they share some, else over PCIe."""
-    return inv.nvlinks.get((a.index, b.index)) or relation(a.path, b.path, a.numa_node,
-                                                           b.numa_node)
-
-
-def gpu_matrix(inv: Inventory) -> list[list[str]]:
-    """GPU-to-GPU connections, nvidia-smi topo -m's matrix."""
-    return [[f"GPU{a.index}", *("X" if a is b else link(inv, a, b) for b in inv.gpus)]
-            for a in inv.gpus]
-
-
-def render(inv: Inventory) -> str:
-    """The locality table as text (for `hpcprobe topology` and `hpcprobe gpu info`)."""
-    if not inv.gpus:
-        return f"GPUs: none ({inv.none_why})"
-    head = ["GPU", "bus id", "PCIe link", "NUMA", "local CPUs", "nearest NIC", "nearest NVMe"]
-    rows = locality_rows(inv)
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    out = [f"GPUs: {len(inv.gpus)} (driver {inv.driver or '?'}, CUDA {inv.cuda or '?'}; "
-           f"from {inv.source})"]
-    out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-            for r in [head, *rows]]
-    if len(inv.gpus) > 1:
-        out.append("  GPU to GPU: " + "; ".join(
-            f"{r[0]}: " + " ".join(r[1:]) for r in gpu_matrix(inv)))
-    out += [f"  {f}" for g in inv.gpus for f in findings(g, inv)]
-    out += [f"  setting: {n}" for g in inv.gpus for n in config_notes(g)]
-    notes = [n for g in inv.gpus for n in xid_notes(g)]
-    if inv.xids_why is not None:
-        out.append(f"  Xid events: not read ({inv.xids_why})")
-    elif notes:
-        out += [f"  Xid events in the kernel log ({inv.xid_source}; they stay there after "
-                "a reset):", *(f"    {n}" for n in notes)]
-    elif inv.xid_source is not None:
-        out.append(f"  Xid events: none in the kernel log ({inv.xid_source})")
-    mig = [f"GPU{g.index}" for g in inv.gpus if g.mig]
-    if mig:
-        out.append(f"  MIG mode on: {', '.join(mig)} (CUDA sees their instances)")
-    out.append("  (" + ", ".join(f"{k} {v}" for k, v in RELATION_HELP.items()) +
-               ", NV# a bonded set of # NVLinks; an idle GPU lowers its PCIe link's speed)")
-    return "\n".join(out)
 
 
 # ------------------------------------------------------------------ a job's binding, sharing

@@ -20,6 +20,7 @@ from hpcprobe.machine.sizing import elems_for, llc_bytes
 from hpcprobe.machine.topology import Topology
 from hpcprobe.native import Team
 from hpcprobe.native.kernels import ELEMENT_BYTES, KERNELS, MAX_REL_ERROR, bandwidth_gbs
+from hpcprobe.results.findings import Finding, kind, of_kind
 
 #: Working set: this many times the last-level cache of the CPUs, and at least FLOOR bytes.
 LLC_FACTOR = 4
@@ -85,24 +86,28 @@ def moved(before: list[float], after: list[float]) -> float | None:
     return ratio if apart and abs(ratio - 1) >= MOVE else None
 
 
-def finding(benchmark: str, before: list[float], after: list[float]) -> dict[str, Any] | None:
+NODE_CHANGED = kind("node_changed", "the node's DRAM bandwidth, read before and after a "
+                    "benchmark, moved while it ran: its figures may mix two states of the node")
+
+
+def finding(benchmark: str, before: list[float], after: list[float]) -> Finding | None:
     """A `node_changed` finding for a benchmark whose readings before and after it moved."""
     ratio = moved(before, after)
     if ratio is None:
         return None
     a, b = summarize(before).median, summarize(after).median
-    return {"benchmark": benchmark, "kind": "node_changed", "before": round(a, 2),
-            "after": round(b, 2), "ratio": round(ratio, 3),
-            "message": f"the node's DRAM triad (the sentinel read around each benchmark) went "
-                       f"from {a:.1f} to {b:.1f} GB/s (x{ratio:.2f}) while it ran: its figures "
-                       "may mix two states of the node (another job or tenant on the memory, "
-                       "throttling); run it again on a quiet node"}
+    return Finding(benchmark, NODE_CHANGED,
+                   f"the node's DRAM triad (the sentinel read around each benchmark) went "
+                   f"from {a:.1f} to {b:.1f} GB/s (x{ratio:.2f}) while it ran: its figures "
+                   "may mix two states of the node (another job or tenant on the memory, "
+                   "throttling); run it again on a quiet node",
+                   {"before": round(a, 2), "after": round(b, 2), "ratio": round(ratio, 3)})
 
 
 def changes(findings: list[dict[str, Any]]) -> dict[str, float]:
     """Benchmark -> after/before of a run's `node_changed` findings."""
-    return {f["benchmark"]: f["ratio"] for f in findings
-            if f.get("kind") == "node_changed" and isinstance(f.get("ratio"), (int, float))}
+    return {f["benchmark"]: f["ratio"] for f in of_kind(findings, NODE_CHANGED)
+            if isinstance(f.get("ratio"), (int, float))}
 
 
 class Brackets:
@@ -118,7 +123,7 @@ class Brackets:
         except HpcprobeError as exc:
             self.probe, self.failed = None, str(exc)
 
-    def take(self, after: str | None) -> dict[str, Any] | None:
+    def take(self, after: str | None) -> Finding | None:
         """A reading after the benchmark `after` (None: before the first), and the finding of
         `after` where its readings moved."""
         if self.failed is not None:  # no probe, or a reading failed: no more readings

@@ -13,6 +13,7 @@ from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.profiles import Profile
 from hpcprobe.measure.sampling import Ledger, Sampled
 from hpcprobe.native import Team
+from hpcprobe.results.findings import Finding
 from hpcprobe.results.model import Metric
 from hpcprobe.views.figure import Figures
 from hpcprobe.views.table import View
@@ -55,6 +56,12 @@ class RunContext:
     # the run ends after this family
     interrupted: bool = False
 
+    def find(self, found: Finding) -> None:
+        """Keep a finding with the run, and the warning it gives."""
+        self.findings.append(found.to_dict())
+        if (line := found.warning_line()) is not None:
+            self.warnings.append(line)
+
     def record(self, benchmark: str, label: str, sampled: Sampled) -> list[float]:
         """Note how a figure's samples were got (warm-up settled, CI target met); its samples."""
         self.ledgers.setdefault(benchmark, Ledger(benchmark)).add(label, sampled)
@@ -63,8 +70,9 @@ class RunContext:
     def close_ledgers(self) -> None:
         """Say, once per benchmark, which figures did not settle or missed the CI target."""
         for ledger in self.ledgers.values():
-            self.warnings.extend(ledger.warnings())
-            self.findings.extend(ledger.findings())
+            self.warnings.extend(ledger.warnings())  # one line a benchmark, over its notes
+            for found in ledger.findings():
+                self.find(found)
         self.ledgers.clear()
 
 

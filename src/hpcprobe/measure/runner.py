@@ -17,7 +17,12 @@ from hpcprobe.machine import provenance, sentinel, steal
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.family import Derives, Family, OtherDevice, Progress, RunContext
 from hpcprobe.measure.profiles import Profile
+from hpcprobe.results.findings import Finding, kind
 from hpcprobe.results.model import Run
+
+#: The hypervisor took CPU time from the guest while a benchmark ran (steal)
+STEAL = kind("steal", "the hypervisor took this guest's CPU time while the benchmark ran: its "
+             "figures carry the host's other load")
 
 
 class Interrupted(KeyboardInterrupt):
@@ -66,9 +71,7 @@ def _steal(ctx: RunContext, name: str, before: steal.Times | None,
         msg = (f"the hypervisor took {100 * got:.1f} % of this guest's CPU time while it ran "
                "(steal time): its figures carry the host's other load; a host that is not "
                "oversubscribed, or dedicated CPUs, give steadier ones")
-        ctx.findings.append({"benchmark": name, "kind": "steal", "percent": stolen[name],
-                             "message": msg})
-        ctx.warnings.append(f"{name}: {msg}")
+        ctx.find(Finding(name, STEAL, msg, {"percent": stolen[name]}))
 
 
 def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: str,
@@ -121,8 +124,7 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
         found = brackets.take(family.name)  # read after every family: it brackets the next
         if found is not None and family.capability(OtherDevice) is None and any(
                 m.benchmark == family.name for m in ctx.metrics):
-            ctx.findings.append(found)  # a family with no figure has none to mix up
-            ctx.warnings.append(f"{family.name}: {found['message']}")
+            ctx.find(found)  # a family with no figure has none to mix up
     for family in families:
         if (derives := family.capability(Derives)) is not None:
             ctx.metrics.extend(derives.derive(ctx.metrics))

@@ -8,6 +8,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from hpcprobe.common.stats import Repetition, summarize
+from hpcprobe.results.findings import Finding, kind
+
+#: A figure got without its warm-up settling, or short of its CI target (one warning a
+#: benchmark sums them up)
+SAMPLING = kind("sampling", "a figure measured before its warm-up settled, or stopped at the "
+                "time budget before its CI target", "note", "the run's JSON document")
 
 #: Successive warm-up samples agree when they differ by at most this (relative): a cache level
 #: filling up, a clock leaving idle or a page-table warming moves samples by far more.
@@ -118,11 +124,13 @@ class Ledger:
                        f"±{worst[1]:.1f} %); --profile thorough allows more samples")
         return out
 
-    def findings(self) -> list[dict[str, object]]:
-        return [{"benchmark": self.benchmark, "kind": "sampling", "figure": label,
-                 "ci_percent": round(ci, 3), "target_percent": target,
-                 "message": f"budget spent before the CI target: ±{ci:.1f} % > ±{target:g} %"}
+    def findings(self) -> list[Finding]:
+        return [Finding(self.benchmark, SAMPLING,
+                        f"budget spent before the CI target: ±{ci:.1f} % > ±{target:g} %",
+                        {"figure": label, "ci_percent": round(ci, 3),
+                         "target_percent": target})
                 for label, ci, target in self.short] + \
-               [{"benchmark": self.benchmark, "kind": "sampling", "figure": label,
-                 "message": "warm-up budget spent before successive samples agreed"}
+               [Finding(self.benchmark, SAMPLING,
+                        "warm-up budget spent before successive samples agreed",
+                        {"figure": label})
                 for label in self.unsteady]

@@ -15,12 +15,13 @@ from typing import Any
 from hpcprobe.common import files, jsondoc
 from hpcprobe.common.errors import UserError
 from hpcprobe.common.stats import Summary, summarize
+from hpcprobe.results import findings
 
 SCHEMA_NAME = "hpcprobe-result"
 SCHEMA_VERSION = 1
 #: The kind of a run's finding that needs an administrator before the node serves jobs (a GPU
 #: to reset or replace): `cluster report` lists and drains such nodes.
-HEALTH = "health"
+HEALTH = findings.HEALTH.name
 
 
 @dataclass

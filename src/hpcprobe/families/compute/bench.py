@@ -19,7 +19,16 @@ from hpcprobe.measure.family import Flag, RunContext, bound_cpus, option
 from hpcprobe.native import Team, peak
 from hpcprobe.native.peak import PeakKernel
 from hpcprobe.probes.clock import clock_point
+from hpcprobe.results.findings import Finding, kind
 from hpcprobe.results.model import Metric
+
+#: What the peak kernels say about their model
+MICROARCHITECTURE = kind("microarchitecture", "how the core was identified for its FLOP model "
+                         "(a warning where the table lacks it)", "note", "the compute table")
+ABOVE_MODEL = kind("above_model", "a kernel above its FLOP model: the clock or the model, not "
+                   "an efficiency")
+CLOCK_BRACKET = kind("clock_bracket", "the clock rose while the kernels ran; the model uses the "
+                     "higher reading", "note", "the compute table")
 
 #: A timed sample lasts at least this long: long enough for a settled vector clock.
 SAMPLE_S = 0.01
@@ -126,13 +135,12 @@ class _Models:
         self.ctx = ctx
         self.ident = flopmodel.identify(flopmodel.read_cpuid())
         self.models: dict[PeakKernel, flopmodel.Model] = {}
-        ctx.findings.append({"benchmark": "compute", "kind": "microarchitecture",
-                             "how": self.ident.how,
-                             "microarch": self.ident.arch.name if self.ident.arch else None,
-                             "message": self.ident.note})
-        if self.ident.arch is None:  # said once, not once per kernel
-            ctx.warnings.append(f"compute: {self.ident.note}; each kernel's model is its "
-                                "measured single-core throughput")
+        # a core the table lacks is said once, not once per kernel
+        ctx.find(Finding("compute", MICROARCHITECTURE, self.ident.note, {
+            "how": self.ident.how, "microarch": self.ident.arch.name if self.ident.arch else None},
+            severity="note" if self.ident.arch else "warning",
+            warning=f"{self.ident.note}; each kernel's model is its measured single-core "
+                    "throughput"))
 
     def add(self, pt: PeakPoint, peak_metric: Metric, clk: Metric, side: str) -> None:
         """Store the model of one measured point (GFLOP/s: FLOPs/cycle x cores x each clock
@@ -161,10 +169,8 @@ class _Models:
                    f"the clock the model used ({ghz:.3f} GHz under {k.isa} load) reads below "
                    "the clock the kernel ran at (clock drift between the clock's samples and "
                    "the kernel's, or a busy host); not an efficiency")
-            self.ctx.findings.append({"benchmark": "compute", "kind": "above_model",
-                                      "kernel": pt.label, "percent": round(pct, 2),
-                                      "clock_ghz": round(ghz, 4), "message": msg})
-            self.ctx.warnings.append(f"compute: {msg}")
+            self.ctx.find(Finding("compute", ABOVE_MODEL, msg, {
+                "kernel": pt.label, "percent": round(pct, 2), "clock_ghz": round(ghz, 4)}))
 
 
 def bracket(ctx: RunContext, before: Metric, after: list[float]) -> tuple[Metric, str]:
@@ -180,13 +186,13 @@ def bracket(ctx: RunContext, before: Metric, after: list[float]) -> tuple[Metric
     if end.summary.median <= before.summary.median:
         return before, "before"
     if end.summary.median > (1 + DRIFT_FINDING) * before.summary.median:
-        ctx.findings.append({
-            "benchmark": "compute", "kind": "clock_bracket", **before.params,
-            "before_ghz": round(before.summary.median, 4),
-            "after_ghz": round(end.summary.median, 4),
-            "message": f"clock under {before.params['load']} load on {before.params['cpus']} "
-                       f"rose from {before.summary.median:.3f} to {end.summary.median:.3f} GHz "
-                       "while the kernels ran; the model uses the higher"})
+        ctx.find(Finding(
+            "compute", CLOCK_BRACKET,
+            f"clock under {before.params['load']} load on {before.params['cpus']} rose from "
+            f"{before.summary.median:.3f} to {end.summary.median:.3f} GHz while the kernels "
+            "ran; the model uses the higher",
+            {**before.params, "before_ghz": round(before.summary.median, 4),
+             "after_ghz": round(end.summary.median, 4)}))
     return end, "after"
 
 

@@ -13,6 +13,10 @@ from hpcprobe.measure import options
 from hpcprobe.measure.family import RunContext, option
 from hpcprobe.native import Team
 from hpcprobe.probes.clock import clock_point
+from hpcprobe.results.findings import Finding, kind
+
+CPUFREQ = kind("cpufreq", "the cpufreq driver, governor and range of the CPUs measured",
+               "note", "the frequency table")
 
 
 @dataclass(frozen=True)
@@ -59,10 +63,10 @@ def run(ctx: RunContext, opts: FrequencyOptions | None) -> None:
     name, cores, todo = points(ctx, opts)
     policy = cpufreq.policy(cores[0])
     if policy is not None:
-        ctx.findings.append({"benchmark": "frequency", "kind": "cpufreq", **policy.to_dict(),
-                             "message": f"cpufreq on CPU {cores[0]}: driver {policy.driver}, "
-                                        f"governor {policy.governor}, {policy.min_ghz}-"
-                                        f"{policy.max_ghz} GHz"})
+        ctx.find(Finding("frequency", CPUFREQ,
+                         f"cpufreq on CPU {cores[0]}: driver {policy.driver}, governor "
+                         f"{policy.governor}, {policy.min_ghz}-{policy.max_ghz} GHz",
+                         policy.to_dict()))
     ctx.progress.start("frequency", len(todo))
     with Team(cores) as team:
         team.select(cores[:todo[0][1]])

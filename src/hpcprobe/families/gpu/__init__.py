@@ -7,7 +7,7 @@ binding, sharing, health)."""
 
 from __future__ import annotations
 
-from hpcprobe.families.gpu import bench, inventory, views
+from hpcprobe.families.gpu import bench, locality, views
 from hpcprobe.measure.family import Command, Default, Family, Metrics, OtherDevice, specs
 
 FAMILY = Family(
@@ -24,7 +24,7 @@ FAMILY = Family(
         Default(),
         # host copies bound by PCIe: 55 GB/s on an H100 node whose DRAM read 100+
         OtherDevice("NVIDIA GPUs"),
-        inventory.INVENTORY,
+        locality.INVENTORY,
         Command(
             help="GPU measurements, `gpu info` (inventory, locality) or `gpu check` (binding)",
             description="Device memory bandwidth (BabelStream), cuBLAS GEMM per precision, "

@@ -22,13 +22,14 @@ from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import MeasurementError, UserError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.cuda import build, toolkit
-from hpcprobe.families.gpu import peaks
+from hpcprobe.families.gpu import health, locality, peaks
 from hpcprobe.machine import gpus
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, RunContext, option
 from hpcprobe.mpi.launchers import RANK_VARS
-from hpcprobe.results.model import HEALTH, Metric
+from hpcprobe.results.findings import HEALTH, Finding, kind
+from hpcprobe.results.model import Metric
 from hpcprobe.tools import command
 
 TESTS = ("stream", "gemm", "copy", "p2p")
@@ -336,12 +337,10 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
     # the node's GPUs, measured or not, and also where CUDA cannot run: what needs an
     # administrator (an unregistered fabric is why CUDA refuses them)
     for g in inv.gpus:
-        for f in gpus.findings(g, inv):
-            ctx.warnings.append(f"gpu: {f}")
-            ctx.findings.append({"benchmark": "gpu", "kind": HEALTH, "item": f"GPU{g.index}",
-                                 "message": f})
+        for f in health.findings(g, inv):
+            ctx.find(Finding("gpu", HEALTH, f, {"item": f"GPU{g.index}"}))
         # events and settings: said, not judged
-        ctx.warnings += [f"gpu: {n}" for n in (*gpus.xid_notes(g), *gpus.config_notes(g))]
+        ctx.warnings += [f"gpu: {n}" for n in (*health.xid_notes(g), *health.config_notes(g))]
     try:  # no GPU, driver, nvcc or build: the GPU family alone does not run
         if not inv.gpus:
             raise UserError(f"no GPU: {inv.none_why}")
@@ -391,7 +390,8 @@ NOT_JOINED = frozenset({"gpu", "bus_id", "nvml_readings", "sm_mhz", "sm_mhz_min"
 #: domain (the local ones, whichever domain that is), as the others' remote copies cross
 #: different distances on a node whose GPUs are not spread evenly.
 SIBLING_FIGURES = {"gemm": None, "bandwidth": "array_bytes", "copy": "bytes"}
-SLOWER_THAN_SIBLINGS = "slower than its siblings"
+SIBLINGS = kind("slower than its siblings", "a GPU slower than the node's other GPUs of its model")
+SLOWER_THAN_SIBLINGS = SIBLINGS.name
 
 
 def _siblings(ctx: RunContext, inv: gpus.Inventory) -> None:
@@ -422,10 +422,8 @@ def _siblings(ctx: RunContext, inv: gpus.Inventory) -> None:
                        "and throttle reasons beside its figures say why")
                 msg = (f"GPU{d} is slower than this node's other {len(order) - 1} {model}: "
                        f"{'; '.join(x.text() for x in worse[:3])}; {why}")
-                ctx.warnings.append(f"gpu: {msg}")
-                ctx.findings.append({"benchmark": "gpu", "kind": SLOWER_THAN_SIBLINGS,
-                                     "item": f"GPU{d}", "message": msg,
-                                     "evidence": [x.to_dict() for x in worse]})
+                ctx.find(Finding("gpu", SIBLINGS, msg, {"item": f"GPU{d}",
+                                                        "evidence": [x.to_dict() for x in worse]}))
 
 
 def _program(inv: gpus.Inventory, driver: str | None, timeout: float
@@ -628,7 +626,7 @@ def _p2p(t: _Target) -> None:
         other = next((g for g in t.inv.gpus if g.bus_id == peer_bus), None)
         for (_, moved), samples in _samples(docs, ("peer", "bytes")).items():
             t.add("p2p", "GB/s", {"peer_bus_id": peer_bus, "bytes": moved,
-                                  "link": gpus.link(t.inv, t.gpu, other) if other else "?",
+                                  "link": locality.link(t.inv, t.gpu, other) if other else "?",
                                   "peer_access": check["peer_access"],
                                   **_env_params(check["env"])},
                   [x / 1e9 for x in samples])
@@ -643,7 +641,7 @@ TEST_RUNNERS: dict[str, Callable[[_Target], None]] = {
 def info(o: GpuOptions) -> int:
     """`hpcprobe gpu info`: the GPUs, their locality, the toolkit and the program."""
     inv = inventory(o)
-    print(gpus.render(inv))
+    print(locality.render(inv))
     for g in inv.gpus:
         mem = format_bytes(g.memory_bytes) if g.memory_bytes else "?"
         procs = ", ".join(f"{p.pid} {p.name}" + (f" (job {p.job})" if p.job else "")
@@ -651,7 +649,7 @@ def info(o: GpuOptions) -> int:
         print(f"  GPU{g.index}: {g.name}, {mem}, {g.architecture or '?'}, max SM "
               f"{g.max_sm_mhz or '?'} MHz, memory {g.max_mem_mhz or '?'} MHz, uuid "
               f"{g.uuid}; {g.health}; "
-              + (f"{links}; " if (links := gpus.nvlink_state(g)) else "")
+              + (f"{links}; " if (links := health.nvlink_state(g)) else "")
               + f"processes: {procs}")
     try:
         tk = toolkit.find()
@@ -688,12 +686,13 @@ def check(o: GpuOptions) -> int:
     print(f"{who}: CPUs {format_cpulist(b.cpus)}; GPUs ({b.source}): " + (", ".join(
         f"GPU{g.index} {g.bus_id} (NUMA {g.numa}, local CPUs "
         f"{format_cpulist(g.local_cpus) or '?'})" for g in b.gpus) or "none"))
-    found = [*b.warnings, *gpus.sharing(inv), *(f for g in inv.gpus for f in gpus.findings(g, inv))]
+    found = [*b.warnings, *gpus.sharing(inv),
+             *(f for g in inv.gpus for f in health.findings(g, inv))]
     for w in found:
         print(f"WARNING: {w}")
-    for n in (n for g in inv.gpus for n in gpus.xid_notes(g)):  # events, not states: exit 0
+    for n in (n for g in inv.gpus for n in health.xid_notes(g)):  # events, not states: exit 0
         print(f"NOTE: {n} (an Xid event, logged since boot)")
-    for n in (n for g in inv.gpus for n in gpus.config_notes(g)):  # settings: exit 0
+    for n in (n for g in inv.gpus for n in health.config_notes(g)):  # settings: exit 0
         print(f"NOTE: {n}")
     if not found:
         print("GPU binding: every CPU of this process is local to its GPUs; no GPU shared "

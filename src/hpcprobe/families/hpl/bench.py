@@ -32,7 +32,16 @@ from hpcprobe.mpi.launchers import Launcher, Layout
 from hpcprobe.mpi.layouts import Ranks
 from hpcprobe.native import Team, peak
 from hpcprobe.probes.clock import clock_point
+from hpcprobe.results.findings import Finding, kind
 from hpcprobe.results.model import Metric
+
+#: What HPL's figures say about the BLAS or the peak model
+BLAS_BELOW_ISA = kind("blas_below_isa", "the BLAS runs kernels of a narrower ISA than the CPU "
+                      "has, with the fix")
+ABOVE_PEAK_KIND = kind("above_peak", "HPL above the Rpeak on the measured clock: the clock or "
+                       "the flop model, not an efficiency")
+ABOVE_BASE = kind("above_base", "HPL above the base-clock Rpeak: the cores ran above their "
+                  "base clock", "note", "the HPL table")
 
 METRICS = (*specs("GFLOP/s", "higher", "rmax", "rpeak", "rpeak_base", "dgemm", "nb_search"),
            *specs("%", "higher", "efficiency", "efficiency_base", "dgemm_fraction"),
@@ -383,10 +392,9 @@ def _dgemm(ctx: RunContext, b: Blas, cores: tuple[int, ...], model: _Model,
         fix = blas.advice(b, info, model.isa)
         msg = (f"{b.name}: its DGEMM runs {info.get('kernel')} kernels ({kernel_isa}) on a CPU "
                f"with {model.isa}: {fix}")
-        ctx.findings.append({"benchmark": "hpl", "kind": "blas_below_isa", "blas": b.name,
-                             "kernel": info.get("kernel"), "kernel_isa": kernel_isa,
-                             "cpu_isa": model.isa, "message": msg})
-        ctx.warnings.append(f"hpl: {msg}")
+        ctx.find(Finding("hpl", BLAS_BELOW_ISA, msg, {
+            "blas": b.name, "kernel": info.get("kernel"), "kernel_isa": kernel_isa,
+            "cpu_isa": model.isa}))
     return info
 
 
@@ -567,10 +575,8 @@ def _store(ctx: RunContext, model: _Model, s: Setup, params: dict[str, Any],
                f"measured under {model.isa} load ({ghz:.3f} GHz): above any machine's peak, so "
                "the cores ran faster during HPL than when the clock was measured (a busy host, "
                "a clock that rose), or the flop model undercounts this core's FMA units")
-        ctx.findings.append({"benchmark": "hpl", "kind": "above_peak", "blas": params["blas"],
-                             "percent": round(pct, 2), "clock_ghz": round(ghz, 4),
-                             "message": msg})
-        ctx.warnings.append(f"hpl: {msg}")
+        ctx.find(Finding("hpl", ABOVE_PEAK_KIND, msg, {
+            "blas": params["blas"], "percent": round(pct, 2), "clock_ghz": round(ghz, 4)}))
     if model.base is None:
         return
     base_ghz, source = model.base
@@ -581,12 +587,13 @@ def _store(ctx: RunContext, model: _Model, s: Setup, params: dict[str, Any],
                            [100 * g / rpeak_base for g in rmax])]
     pct_base = 100 * statistics.median(rmax) / rpeak_base
     if pct_base > 100:
-        ctx.findings.append({
-            "benchmark": "hpl", "kind": "above_base", "blas": params["blas"],
-            "percent": round(pct_base, 2), "base_ghz": base_ghz, "clock_ghz": round(ghz, 4),
-            "message": f"HPL through {params['blas']} reached {pct_base:.1f} % of the base-clock "
-                       f"Rpeak: the cores ran at {ghz:.2f} GHz under {model.isa} load, above the "
-                       f"{base_ghz:.2f} GHz base; against the measured clock it is {pct:.1f} %"})
+        ctx.find(Finding(
+            "hpl", ABOVE_BASE,
+            f"HPL through {params['blas']} reached {pct_base:.1f} % of the base-clock Rpeak: "
+            f"the cores ran at {ghz:.2f} GHz under {model.isa} load, above the {base_ghz:.2f} "
+            f"GHz base; against the measured clock it is {pct:.1f} %",
+            {"blas": params["blas"], "percent": round(pct_base, 2), "base_ghz": base_ghz,
+             "clock_ghz": round(ghz, 4)}))
 
 
 

@@ -9,7 +9,7 @@ import time
 from dataclasses import dataclass, replace
 from functools import partial
 
-from hpcprobe.analysis.levels import check_levels
+from hpcprobe.analysis.levels import CACHE_LEVEL, check_levels
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import OptionError
 from hpcprobe.common.units import format_bytes
@@ -44,6 +44,7 @@ from hpcprobe.probes.chase import (
     dram_size,
     granted_pages,
 )
+from hpcprobe.results.findings import Finding
 from hpcprobe.results.model import Metric
 
 #: Pages per group of the walk for cache-resident rings: within the first-level TLB's reach
@@ -375,9 +376,7 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
     if opts.size_bytes is None:  # levels are read off a sweep; one size (--size) has none
         for chk in check_levels(curve, list(capacity.items()), "ns", lower_is_better=True,
                                 virtual=flopmodel.virtual_cpu()):
-            ctx.findings.append({"benchmark": "latency", "kind": "cache_level",
-                                 "kernel": "chase", "threads": 1, "unit": "ns",
-                                 "message": chk.note, **chk.to_dict()})
-            if chk.agrees is False:
-                ctx.warnings.append(f"latency: {chk.note}")
+            ctx.find(Finding("latency", CACHE_LEVEL, chk.note, {
+                "kernel": "chase", "threads": 1, "unit": "ns", **chk.to_dict()},
+                severity="warning" if chk.agrees is False else "note"))
         _c2c(ctx, opts, time.perf_counter() + settings.budget_s * C2C_BUDGET_SHARE)

@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from hpcprobe.analysis.levels import check_levels
+from hpcprobe.analysis.levels import CACHE_LEVEL, check_levels
 from hpcprobe.common.errors import OptionError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.machine import flopmodel
@@ -32,6 +32,7 @@ from hpcprobe.measure.family import Flag, RunContext, bound_cpus, option
 from hpcprobe.native import Team, kernels
 from hpcprobe.native.kernels import KERNELS, STREAM_KERNELS
 from hpcprobe.probes.stream import Invalid, Measurement, measure
+from hpcprobe.results.findings import Finding
 from hpcprobe.results.model import Metric
 
 #: Share of the time budget for cache-resident measurements; DRAM ones (and the sweep's points
@@ -307,8 +308,7 @@ def _check_sweeps(ctx: RunContext, curves: dict[tuple[tuple[int, ...], str],
     virtual = flopmodel.virtual_cpu()
     for (cpus, kernel), points in curves.items():
         for chk in check_levels(points, cache_shares(ctx.topo, cpus), virtual=virtual):
-            ctx.findings.append({"benchmark": "memory", "kind": "cache_level", "kernel": kernel,
-                                 "threads": len(cpus), "unit": "GB/s", "message": chk.note,
-                                 **chk.to_dict()})
-            if chk.agrees is False:
-                ctx.warnings.append(f"memory {kernel} {len(cpus)}T: {chk.note}")
+            ctx.find(Finding("memory", CACHE_LEVEL, chk.note, {
+                "kernel": kernel, "threads": len(cpus), "unit": "GB/s", **chk.to_dict()},
+                severity="warning" if chk.agrees is False else "note",
+                where=f"memory {kernel} {len(cpus)}T"))

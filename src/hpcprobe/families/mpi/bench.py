@@ -302,8 +302,8 @@ def run(ctx: RunContext, opts: MpiOptions | None) -> None:
     # the thresholds were read for the provenance already (one listing per environment)
     found = protocol.findings([m for m in ctx.metrics if m.benchmark == "mpi"],
                               params.thresholds(mpi), mpi.implementation)
-    ctx.findings += found
-    ctx.warnings += [f"mpi: {f['message']}" for f in found]
+    for f in found:
+        ctx.find(f)
 
 
 def info(opts: MpiOptions) -> int:

@@ -15,16 +15,19 @@ from typing import Any
 from hpcprobe.common.units import format_bytes
 from hpcprobe.families.mpi.views import layout, layout_key
 from hpcprobe.mpi.params import Threshold
+from hpcprobe.results.findings import Finding, kind
 from hpcprobe.results.model import Metric
 
-KIND = "protocol_switch"
+KIND = kind("protocol_switch", "point-to-point bandwidth falls from one message size to the "
+            "next, where the MPI changes protocol")
 #: The streaming curves judged (latency grows at every size; the message rate is per message).
 CURVES = ("bandwidth", "bibw")
 #: A fall to less than this share of the previous size's figure, with the two 95 % CIs apart.
 FALL = 0.8
 #: The collectives judged by their time per byte (a barrier carries no message).
 SIZED = ("allreduce", "bcast", "alltoall")
-COLLECTIVE_KIND = "collective_switch"
+COLLECTIVE_KIND = kind("collective_switch", "a collective's time per byte rises from one size "
+                       "to the next, where the MPI changes its algorithm")
 
 
 def _steps(metrics: list[Metric], names: tuple[str, ...]) -> list[tuple[Metric, Metric]]:
@@ -106,7 +109,7 @@ def _algorithm(names: list[str], mpi: str) -> str:
 
 
 def findings(metrics: list[Metric], known: list[Threshold], mpi: str = "the MPI"
-             ) -> list[dict[str, Any]]:
+             ) -> list[Finding]:
     """One finding per step of sizes where some point-to-point bandwidth fell, and one per
     step where some collective's time per byte rose; `known`: the MPI's thresholds, `mpi` its
     name."""
@@ -115,8 +118,7 @@ def findings(metrics: list[Metric], known: list[Threshold], mpi: str = "the MPI"
         said, layouts = _said(pairs, 0)
         msg = (f"point-to-point bandwidth falls from {format_bytes(lo)} to {format_bytes(hi)} "
                f"messages: {said}. {_cause(lo, hi, known, _scopes(pairs), mpi)}")
-        out.append({"benchmark": "mpi", "kind": KIND, "sizes": [lo, hi], "layouts": layouts,
-                    "message": msg})
+        out.append(Finding("mpi", KIND, msg, {"sizes": [lo, hi], "layouts": layouts}))
     for (lo, hi), pairs in sorted(jumps(metrics).items()):
         said, layouts = _said(pairs, 2)
         names = sorted({a.name for a, _ in pairs})
@@ -128,6 +130,6 @@ def findings(metrics: list[Metric], known: list[Threshold], mpi: str = "the MPI"
                f"{said}. A collective slows like this where the MPI changes the algorithm it "
                f"runs for the size; {_algorithm(names, mpi)} in a sweep configuration's env "
                f"measures another. {under}")
-        out.append({"benchmark": "mpi", "kind": COLLECTIVE_KIND, "sizes": [lo, hi],
-                    "collectives": names, "layouts": layouts, "message": msg})
+        out.append(Finding("mpi", COLLECTIVE_KIND, msg, {"sizes": [lo, hi], "collectives": names,
+                                                         "layouts": layouts}))
     return out

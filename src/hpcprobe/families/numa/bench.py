@@ -19,7 +19,11 @@ from hpcprobe.measure.family import Flag, RunContext, option
 from hpcprobe.native import Team
 from hpcprobe.probes.chase import CHECK_STEPS, SEED, STRIDE, chase_samples, dram_size, granted_pages
 from hpcprobe.probes.stream import Invalid, Measurement, measure
+from hpcprobe.results.findings import Finding, kind
 from hpcprobe.results.model import Metric
+
+SKIPPED = kind("skipped", "a benchmark the profile leaves out on this machine", "note",
+               "the run's JSON document")
 
 #: Share of the NUMA budget for the latency matrix; the bandwidth matrix gets the rest.
 LATENCY_SHARE = 0.5
@@ -98,9 +102,8 @@ def labels(ctx: RunContext, opts: NumaOptions | None) -> list[str]:
 def run(ctx: RunContext, opts: NumaOptions | None) -> None:
     opts = opts or NumaOptions()
     if skipped(ctx, opts):
-        ctx.findings.append({"benchmark": "numa", "kind": "skipped", "message":
-                             f"one NUMA domain: profile {ctx.profile.name} leaves the 1x1 matrix "
-                             "to the memory and latency benchmarks"})
+        ctx.find(Finding("numa", SKIPPED, f"one NUMA domain: profile {ctx.profile.name} leaves "
+                         "the 1x1 matrix to the memory and latency benchmarks"))
         return
     try:
         _run(ctx, opts, bind=True)

@@ -1,0 +1,65 @@
+"""Findings as a type: kinds declared once, the stored shape, the one place a finding's warning
+comes from, and no finding left as a hand-made dict anywhere in the package."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+import hpcprobe
+from hpcprobe import registry  # noqa: F401  (imports every family, so every kind is declared)
+from hpcprobe.machine import sentinel
+from hpcprobe.measure.family import RunContext
+from hpcprobe.results.findings import HEALTH, KINDS, Finding, kind, of_kind
+
+SRC = Path(hpcprobe.__file__).parent
+NOTE = kind("test_note", "a finding declared by the test", "note", "nowhere")
+
+
+def test_a_kind_is_declared_once_and_alike():
+    assert kind("test_note", "a finding declared by the test", "note", "nowhere") is not None
+    with pytest.raises(AssertionError, match="declared twice"):
+        kind("test_note", "says something else", "note", "nowhere")
+    with pytest.raises(AssertionError, match="severity"):
+        kind("test_loud", "a finding", "panic")
+
+
+def test_a_finding_is_stored_as_the_documents_dict_and_gives_its_warning(tiny):
+    ctx = RunContext(tiny, None, "scalar")  # type: ignore[arg-type]
+    ctx.find(Finding("memory", HEALTH, "GPU3 is due for a reset", {"item": "GPU3"}))
+    ctx.find(Finding("memory", NOTE, "a note, no warning", {"n": 1}))
+    ctx.find(Finding("memory", NOTE, "seen here", severity="warning", where="memory triad 2T"))
+    ctx.find(Finding("hpl", HEALTH, "short", warning="the longer warning"))
+    assert ctx.findings[0] == {"benchmark": "memory", "kind": "health", "item": "GPU3",
+                               "message": "GPU3 is due for a reset"}
+    assert ctx.warnings == ["memory: GPU3 is due for a reset", "memory triad 2T: seen here",
+                            "hpl: the longer warning"]
+    assert [f["message"] for f in of_kind(ctx.findings, NOTE)] == ["a note, no warning",
+                                                                   "seen here"]
+    assert of_kind([*ctx.findings, "not a finding"], HEALTH, "hpl")[0]["message"] == "short"
+
+
+def test_every_kind_the_package_makes_is_declared():
+    made = {"sampling", "steal", "node_changed", "cache_level", "microarchitecture",
+            "above_model", "clock_bracket", "blas_below_isa", "above_peak", "above_base",
+            "health", "slower than its siblings", "protocol_switch", "collective_switch",
+            "cpufreq", "skipped"}
+    assert made <= set(KINDS)
+    assert all(k.says and k.view for k in KINDS.values())
+    got = sentinel.finding("memory", [100.0] * 9, [50.0] * 9)
+    assert got is not None and got.kind is sentinel.NODE_CHANGED
+
+
+def test_no_module_makes_a_finding_by_hand():
+    """A dict with a `kind` and a `benchmark` is a finding that skipped the type (its warning
+    copied by hand beside it, its kind undeclared)."""
+    by_hand = []
+    for path in set(SRC.rglob("*.py")) - {SRC / "results" / "findings.py"}:  # the one maker
+        for n in ast.walk(ast.parse(path.read_text())):
+            if isinstance(n, ast.Dict):
+                keys = {k.value for k in n.keys if isinstance(k, ast.Constant)}
+                if {"kind", "benchmark"} <= keys:
+                    by_hand.append(f"{path.relative_to(SRC)}:{n.lineno}")
+    assert by_hand == []
