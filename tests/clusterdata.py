@@ -62,9 +62,8 @@ def campaign_run(nodes: list[str], rng: random.Random, noise: float, tag: str, m
                                                              if n not in failed],
                        "failed": failed}}
     return Run(f"{rng.getrandbits(48):012x}", f"2026-01-01T{minute // 60:02d}:"
-               f"{minute % 60:02d}:30+00:00", "login", "quick", ["links"], prov,
-               {"counts": {"packages": 0, "numa_nodes": 0, "l3_domains": 0, "cores": 0,
-                           "pus": 0}}, metrics, tag=tag)
+               f"{minute % 60:02d}:30+00:00", "login", "quick", ["links"], prov, {}, metrics,
+               tag=tag, kind="campaign")
 
 
 def campaign(n: int, slow_nodes: dict[str, float] | None = None,

@@ -1,4 +1,4 @@
-"""Stores written by every older hpcprobe (kept fixtures: tests/data/stores/v1.*) are brought to
+"""Stores written by every older hpcprobe (kept fixtures: tests/data/stores/v*.*) are brought to
 the current version in place, in one transaction, with every run intact; a newer store is
 refused; a store that cannot be upgraded changes nothing."""
 
@@ -18,7 +18,7 @@ from hpcprobe.results.store import Store
 STORES = DATA / "stores"
 RUNS = [results.read_json(DATA / "compare" / f) for f in ("nps1.json", "nps4.json")]
 #: every store version the project has shipped before this one, with its fixture
-SHIPPED = [1]
+SHIPPED = [1, 2]
 
 
 def _load_pg_dump(url: str, version: int) -> None:
@@ -85,3 +85,27 @@ def test_an_upgrade_that_fails_changes_nothing(tmp_path, monkeypatch):
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 1
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='index'")}
     assert "metrics_name" not in names  # the first statements of the step were rolled back too
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_campaign_record_of_version_2_becomes_its_own_kind(backend, tmp_path, request):
+    """Versions 1-2 stored a campaign driver's record with a topology of zero cores; version 3
+    keeps it as a `campaign` run without one, and the node runs stay nodes."""
+    db = _old_store(backend, 2, tmp_path, request)
+    with Store.open(db, create=False) as st:
+        record = st.load("c0ffee000001")
+        nodes = [st.load(run.run_id) for run in RUNS]
+    assert (record.kind, record.topology, record.tag) == ("campaign", {}, "c1")
+    assert record.to_dict()["kind"] == "campaign"
+    assert all(n.kind == "node" and n.topology["counts"]["cores"] > 0 for n in nodes)
+    r = hpcprobe("show", "c0ffee000001", "--db", db)
+    assert r.code == 0 and "A campaign record" in r.out, r.err
+
+
+def test_the_schema_keeps_a_topology_to_node_runs():
+    doc = RUNS[0].to_dict()
+    results.validate({**doc, "kind": "campaign", "topology": {}})
+    with pytest.raises(UserError, match="topology"):
+        results.validate({**doc, "topology": {}})  # a node run measured a machine
+    with pytest.raises(UserError):
+        results.validate({**doc, "kind": "campaign"})  # a record has no topology

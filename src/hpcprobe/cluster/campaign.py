@@ -548,10 +548,8 @@ class Campaign:
                        **(extra or {})},
         }
         run = Run(uuid.uuid4().hex[:12], _now(), socket.gethostname(), p.profile,
-                  sorted({m.benchmark for m in metrics}), prov,
-                  {"counts": {"packages": 0, "numa_nodes": 0, "l3_domains": 0, "cores": 0,
-                              "pus": 0}},
-                  metrics, errors=errors, tag=p.tag, duration_s=duration)
+                  sorted({m.benchmark for m in metrics}), prov, {}, metrics, errors=errors,
+                  tag=p.tag, duration_s=duration, kind="campaign")
         self.store.save(run)
 
 

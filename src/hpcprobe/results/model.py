@@ -50,9 +50,16 @@ class Metric:
                    [float(x) for x in d["samples"]], d.get("better", "higher"))
 
 
+#: What a stored run is: one invocation on one host (its topology measured), or a campaign
+#: driver's record (its node list, failures and link figures; it measured no machine, so it
+#: has no topology)
+RUN_KINDS = ("node", "campaign")
+
+
 @dataclass
 class Run:
-    """One invocation of `hpcprobe run` on one host."""
+    """One invocation of `hpcprobe run` on one host, or (kind "campaign") a campaign driver's
+    record."""
 
     run_id: str
     created: str
@@ -67,6 +74,7 @@ class Run:
     errors: list[str] = field(default_factory=list)
     tag: str | None = None
     duration_s: float = 0.0
+    kind: str = "node"
 
     def select(self, benchmark: str, name: str) -> list[Metric]:
         """The run's metrics of one benchmark and name, in measurement order."""
@@ -80,6 +88,7 @@ class Run:
             "provenance": self.provenance, "topology": self.topology,
             "findings": self.findings, "warnings": self.warnings, "errors": self.errors,
             "metrics": [m.to_dict() for m in self.metrics],
+            **({} if self.kind == "node" else {"kind": self.kind}),
         }
 
     @classmethod
@@ -87,7 +96,8 @@ class Run:
         return cls(d["run_id"], d["created"], d["host"], d["profile"], list(d["benchmarks"]),
                    d["provenance"], d["topology"], [Metric.from_dict(m) for m in d["metrics"]],
                    list(d.get("findings", [])), list(d.get("warnings", [])),
-                   list(d.get("errors", [])), d.get("tag"), float(d.get("duration_s", 0.0)))
+                   list(d.get("errors", [])), d.get("tag"), float(d.get("duration_s", 0.0)),
+                   d.get("kind", "node"))
 
 
 def schema() -> dict[str, Any]:

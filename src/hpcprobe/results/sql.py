@@ -68,6 +68,12 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # v2: the queries a fleet needs, one metric across all runs and runs by time
     2: ("CREATE INDEX IF NOT EXISTS metrics_name ON metrics(benchmark, name)",
         "CREATE INDEX IF NOT EXISTS runs_created ON runs(created)"),
+    # v3: a campaign driver's record is a kind of its own, without the zeroed topology that
+    # versions 1-2 stored for it (exactly this text: what they wrote)
+    3: ("ALTER TABLE runs ADD COLUMN kind TEXT NOT NULL DEFAULT 'node'",
+        "UPDATE runs SET kind = 'campaign', topology = '{}' WHERE topology = "
+        "'{\"counts\": {\"packages\": 0, \"numa_nodes\": 0, \"l3_domains\": 0, \"cores\": 0, "
+        "\"pus\": 0}}'"),
 }
 #: The version this hpcprobe writes and reads.
 STORE_VERSION = max(MIGRATIONS)
@@ -190,11 +196,12 @@ class SqlStore(Store):
                 self._execute(
                     "INSERT INTO runs (run_id, created, host, tag, profile, benchmarks, "
                     "duration_s, schema_version, provenance, topology, findings, warnings, "
-                    "errors) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                    "errors, kind) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
                     (run.run_id, run.created, run.host, run.tag, run.profile,
                      json.dumps(run.benchmarks), run.duration_s, SCHEMA_VERSION,
                      json.dumps(run.provenance), json.dumps(run.topology),
-                     json.dumps(run.findings), json.dumps(run.warnings), json.dumps(run.errors)))
+                     json.dumps(run.findings), json.dumps(run.warnings), json.dumps(run.errors),
+                     run.kind))
                 ids = self._insert_metrics(
                     [(run.run_id, seq, m.benchmark, m.name, m.unit, m.better,
                       json.dumps(m.params, sort_keys=True)) for seq, m in enumerate(run.metrics)])
@@ -306,11 +313,11 @@ class SqlStore(Store):
         runs: dict[str, Run] = {}
         for r in self._execute(
                 "SELECT r.run_id, r.created, r.host, r.tag, r.profile, r.benchmarks, "
-                "r.duration_s, r.provenance, r.topology, r.findings, r.warnings, r.errors "
-                f"FROM runs r{clause} ORDER BY r.created, r.{self.order}", params):
+                "r.duration_s, r.provenance, r.topology, r.findings, r.warnings, r.errors, "
+                f"r.kind FROM runs r{clause} ORDER BY r.created, r.{self.order}", params):
             runs[r[0]] = Run(r[0], r[1], r[2], r[4], json.loads(r[5]), json.loads(r[7]),
                              json.loads(r[8]), [], json.loads(r[9]), json.loads(r[10]),
-                             json.loads(r[11]), r[3], float(r[6]))
+                             json.loads(r[11]), r[3], float(r[6]), r[12])
         joined = f"FROM metrics m JOIN runs r ON r.run_id = m.run_id{clause}"
         metrics: dict[int, Metric] = {}
         parsed: dict[str, dict[str, Any]] = {}  # runs of a fleet repeat the same params

@@ -18,12 +18,15 @@ from hpcprobe.views.table import Block, Table, View
 
 def _header(run: Run) -> str:
     p = run.provenance
-    c = run.topology["counts"]
     cut = p.get("interrupted")
-    return (f"Run {run.run_id} on {run.host} ({p.get('cpu_model') or 'unknown CPU'}), "
+    head = (f"Run {run.run_id} on {run.host} ({p.get('cpu_model') or 'unknown CPU'}), "
             f"{run.created}, profile {run.profile}{', tag ' + run.tag if run.tag else ''}, "
             f"{run.duration_s:.1f} s"
-            + (f", INTERRUPTED during {cut['benchmark']}" if cut else "") + "\n"
+            + (f", INTERRUPTED during {cut['benchmark']}" if cut else ""))
+    if run.kind != "node":  # a campaign driver's record: it measured no machine
+        return f"{head}\nA {run.kind} record: its node list, failures and link figures"
+    c = run.topology["counts"]
+    return (f"{head}\n"
             f"{c['packages']} package(s), {c['numa_nodes']} NUMA, {c['l3_domains']} L3 "
             f"domain(s), {c['cores']} cores, {c['pus']} PUs; ISA {p.get('isa')}; "
             f"THP {p.get('thp')}; governor {p.get('governor') or 'n/a'}"
