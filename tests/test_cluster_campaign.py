@@ -155,7 +155,7 @@ def test_bad_input_is_one_line_and_exit_2(cluster, tmp_path):
     r = hpcprobe(cluster, "cluster", "run", "-p", "test", "--dry-run", "--db", str(fresh))
     assert r.returncode == 0 and "6 pair(s) in 3 round(s)" in r.stdout, r.stdout
     assert not fresh.exists()  # a dry run creates no store
-    assert "`hpcprobe run memory compute latency frequency numa --profile quick`" in r.stdout
+    assert "`hpcprobe run memory latency numa frequency compute --profile quick`" in r.stdout
     r = hpcprobe(cluster, "cluster", "run", "-p", "test", "--dry-run", "--probe", "gpu",
                  "--gpus-per-node", "8", "--db", str(fresh))
     assert r.returncode == 0 and "all at once, 8 GPU(s) a node;" in r.stdout, r.stdout

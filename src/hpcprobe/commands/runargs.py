@@ -14,7 +14,7 @@ from hpcprobe import registry
 from hpcprobe.commands.base import CheckingParser, add_run_options
 from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.measure import profiles
-from hpcprobe.measure.family import Command, Family, Flag, flags
+from hpcprobe.measure.family import Command, Family, Flag, flags, notes
 
 
 def setup(r: argparse.ArgumentParser) -> None:
@@ -40,6 +40,7 @@ def add_family_options(p: argparse.ArgumentParser, families: Sequence[Family],
     flag that several families declare is one option, in the group of the first."""
     seen: dict[str, Flag] = {}
     users = _users(families, lambda flag: True)
+    said = {f.name: notes(f.options) for f in families}
     for fam in families:
         group = p.add_argument_group(f"narrowing the {fam.name} benchmark")
         for _, flag in flags(fam.options):
@@ -51,8 +52,11 @@ def add_family_options(p: argparse.ArgumentParser, families: Sequence[Family],
                 continue
             seen[flag.flag] = flag
             shared = users[flag.flag]
-            kw: dict[str, Any] = {"dest": dest(flag), "help": flag.help + (
-                f" [{', '.join(shared)}]" if len(shared) > 1 else "")}
+            meant = [f"{name}: {said[name][flag.flag]}" for name in shared
+                     if flag.flag in said[name]]
+            kw: dict[str, Any] = {"dest": dest(flag), "help": flag.help
+                                  + (f" ({'; '.join(meant)})" if meant else "")
+                                  + (f" [{', '.join(shared)}]" if len(shared) > 1 else "")}
             if flag.switch:
                 kw["action"] = "store_true"
             else:

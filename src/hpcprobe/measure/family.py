@@ -92,9 +92,17 @@ class Flag:
     convert: Callable[[Any], Any] | None = None
 
 
-def option(flag: Flag, default: Any = None) -> Any:
-    """A field of a family's options dataclass that the command line sets through `flag`."""
-    return field(default=default, metadata={"flag": flag})
+def option(flag: Flag, default: Any = None, note: str | None = None) -> Any:
+    """A field of a family's options dataclass that the command line sets through `flag`;
+    `note`: what a shared flag means for this family (its help says it after the family's
+    name), so that the shared flag's own help names no family."""
+    return field(default=default, metadata={"flag": flag, "note": note})
+
+
+def notes(options: type) -> dict[str, str]:
+    """Flag -> what it means for the family, for the option fields that say so."""
+    return {f.metadata["flag"].flag: f.metadata["note"] for f in dataclasses.fields(options)
+            if f.metadata.get("note")}
 
 
 def flags(options: type) -> list[tuple[str, Flag]]:

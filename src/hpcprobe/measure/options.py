@@ -122,27 +122,23 @@ def both_is_none(value: str | None) -> str | None:
 #: Flags shared by the families that run a team of threads on chosen cores.
 THREADS = Flag("--threads", "thread count(s), e.g. 2 or 1,2,4",
                parse=counts("a thread count", "1,2,4"))
-PLACEMENT = Flag("--placement", PLACEMENT_HELP + " (memory: the team's CPUs; compute and "
-                 "frequency: the order of their cores; mpi: rank i on CPU i)")
-SIZE = Flag("--size", "memory: total working set of all threads, e.g. 2GiB (default: 4x the "
-            "LLC); latency: the ring size (default: a sweep)", parse=size)
+PLACEMENT = Flag("--placement", PLACEMENT_HELP)
+SIZE = Flag("--size", "a size in bytes, e.g. 2GiB", parse=size)
 #: Flags shared by the families that launch MPI ranks.
 LAUNCHER = Flag("--launcher", "mpirun (Open MPI), mpiexec (MPICH, Intel MPI), srun (default: the "
                 "one that goes with the MPI; srun inside a Slurm allocation)", parse=launcher)
 HOSTS = Flag("--hosts", "hosts for multi-node runs, e.g. n1,n2", parse=names)
 MPI_PREFIX = Flag("--mpi", "the MPI installation to use (its prefix; default: $HPCPROBE_MPI, "
                   "then PATH)", parse=mpi_prefix, metavar="PREFIX")
-TIMEOUT = Flag("--timeout", "give up after S seconds: mpi, on a test (one size) that makes no "
-               "progress (default 600; 30 in hpcprobe run); hpl, on one HPL launch (default: "
-               "3x its expected time plus start-up); app and the external tools, on one "
-               "repetition (default 3600)", parse=seconds, metavar="S")
+TIMEOUT = Flag("--timeout", "give up after S seconds", parse=seconds, metavar="S")
+#: What --timeout means for a family that repeats a program
+ONE_REPETITION = "on one repetition (default 3600)"
 #: Flags shared by the families that repeat a program (user applications, external tools).
 REPEAT = Flag("--repeat", "repetitions of the program, each one sample (default: the profile's "
               "fewest samples: quick 3, default 5, thorough 10)",
               parse=at_least(1, "a repetition count"), metavar="N")
 LAYOUT = Flag("--layout", "MPI ranks: one per core (single-threaded), or one per NUMA domain or "
-              "socket with a thread per core inside it, each rank bound to its CPUs "
-              "(default: hpl core; dslash and cg numa, Grid's recommendation)",
+              "socket with a thread per core inside it, each rank bound to its CPUs",
               choices=("core", "numa", "socket"))
 RANKS = Flag("--ranks", "MPI ranks: the first N of the layout's (default: all of them; on "
              "several hosts, N split evenly over them)", parse=at_least(1, "a rank count"),

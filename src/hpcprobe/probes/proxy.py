@@ -27,7 +27,7 @@ class RankOptions:
 
     threads: tuple[int, ...] | None = option(options.THREADS)
     ranks: int | None = option(options.RANKS)
-    layout: str | None = option(options.LAYOUT)
+    layout: str | None = option(options.LAYOUT, note="default numa, Grid's recommendation")
     rank_grid: str | None = option(Flag(
         "--rank-grid", "the ranks over the problem's directions: dslash x.y.z.t (default: the "
         "last directions first, 1.1.1.2 for two ranks), cg x.y.z (1.1.2)", metavar="A.B.C[.D]"))

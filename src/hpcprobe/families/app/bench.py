@@ -73,7 +73,7 @@ class AppOptions:
     env: tuple[tuple[str, str], ...] = option(Flag(
         "--env", "set an environment variable for the command (repeat for more)",
         parse=assignment, metavar="NAME=VALUE", many=True, convert=tuple), ())
-    timeout_s: float | None = option(options.TIMEOUT)
+    timeout_s: float | None = option(options.TIMEOUT, note=options.ONE_REPETITION)
     repeat: int | None = option(options.REPEAT)
     warmup: int = option(Flag("--warmup", "runs before the measured ones, not counted (caches, "
                               "JIT, page cache)", parse=options.at_least(0, "a run count"),

@@ -61,7 +61,7 @@ class ComputeOptions:
         "--precision", "peak kernels in double or single precision (default: both)",
         choices=("dp", "sp", "both"), convert=options.all_or_one))
     threads: tuple[int, ...] | None = option(options.THREADS)
-    placement: str | None = option(options.PLACEMENT)
+    placement: str | None = option(options.PLACEMENT, note="the order of their cores")
 
 
 @dataclass(frozen=True)

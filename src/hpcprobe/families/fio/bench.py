@@ -51,7 +51,7 @@ class FioOptions:
         "--fio-jobfile", "run this fio job file instead (its jobs, as it defines them)",
         metavar="FILE"))
     repeat: int | None = option(options.REPEAT)
-    timeout_s: float | None = option(options.TIMEOUT)
+    timeout_s: float | None = option(options.TIMEOUT, note=options.ONE_REPETITION)
 
 
 def _directory(o: FioOptions) -> str:

@@ -34,7 +34,7 @@ class FrequencyOptions:
     """Options that narrow `hpcprobe run frequency`."""
 
     threads: tuple[int, ...] | None = option(options.THREADS)
-    placement: str | None = option(options.PLACEMENT)
+    placement: str | None = option(options.PLACEMENT, note="the order of their cores")
     loads: tuple[str, ...] | None = None  # ISA names; None: the chain alone and every vector ISA
 
 

@@ -117,7 +117,8 @@ class GpuOptions:
         "--gpu-dmesg", "gpu info/check/plan: a kernel log (dmesg, journalctl -k) to read the "
         "GPUs' Xid events from (default: this node's dmesg; none for --gpu-smi)",
         metavar="FILE"))
-    timeout_s: float | None = option(options.TIMEOUT)
+    timeout_s: float | None = option(options.TIMEOUT, note="on the CUDA program's run "
+                                     "(default 1800)")
 
 
 def inventory(o: GpuOptions) -> gpus.Inventory:

@@ -136,12 +136,13 @@ class HplOptions:
     runs: int | None = option(Flag(
         "--runs", "HPL runs of the same N per BLAS (default: per profile)",
         parse=options.at_least(1, "a run count")))
-    layout: str | None = option(options.LAYOUT)
+    layout: str | None = option(options.LAYOUT, note="default core")
     ranks: int | None = option(options.RANKS)
     launcher: str | None = option(options.LAUNCHER)
     hosts: tuple[str, ...] | None = option(options.HOSTS)
     mpi_prefix: str | None = option(options.MPI_PREFIX)
-    timeout_s: float | None = option(options.TIMEOUT)
+    timeout_s: float | None = option(options.TIMEOUT, note="on one HPL launch (default: 3x its "
+                                     "expected time plus start-up)")
 
 
 @dataclass(frozen=True)

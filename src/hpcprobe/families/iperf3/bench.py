@@ -63,7 +63,7 @@ class IperfOptions:
         "throughput received, the receiver's jitter and the share of datagrams lost "
         "(default: TCP)", parse=_rate, metavar="RATE"))
     repeat: int | None = option(options.REPEAT)
-    timeout_s: float | None = option(options.TIMEOUT)
+    timeout_s: float | None = option(options.TIMEOUT, note=options.ONE_REPETITION)
 
 
 def _where(o: IperfOptions) -> str:

@@ -84,7 +84,7 @@ SETTINGS = {
 class LatencyOptions:
     """Options that narrow `hpcprobe run latency`."""
 
-    size_bytes: int | None = option(options.SIZE)
+    size_bytes: int | None = option(options.SIZE, note="the ring size (default: a sweep)")
     cpu: int | None = option(Flag("--cpu", "the CPU that chases pointers (default: the first "
                                   "core)", parse=options.at_least(0, "an OS CPU number")))
     pages: str | None = option(Flag(  # "default", "huge" or None for both

@@ -68,8 +68,9 @@ class MemoryOptions:
         "--stores", "ordinary or non-temporal stores (default: both)",
         choices=("regular", "nt", "both"), convert=options.all_or_one))
     threads: tuple[int, ...] | None = option(options.THREADS)
-    size_bytes: int | None = option(options.SIZE)
-    placement: str | None = option(options.PLACEMENT)
+    size_bytes: int | None = option(options.SIZE, note="the total working set of all threads "
+                                    "(default: 4x the LLC)")
+    placement: str | None = option(options.PLACEMENT, note="the team's CPUs")
 
     @property
     def narrowed(self) -> bool:

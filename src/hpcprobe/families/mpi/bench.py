@@ -58,7 +58,7 @@ class MpiOptions:
     np: int | None = option(Flag("--np", "ranks (default: one per CPU of the placement)",
                                  parse=options.at_least(1, "a rank count")))
     launcher: str | None = option(options.LAUNCHER)
-    placement: str | None = option(options.PLACEMENT)
+    placement: str | None = option(options.PLACEMENT, note="rank i on CPU i")
     tests: tuple[str, ...] | None = option(Flag(
         "--tests", "latency, bandwidth, bibw, message_rate, allreduce, bcast, alltoall, "
         "barrier, halo (default: all)", parse=options.names))
@@ -67,7 +67,8 @@ class MpiOptions:
         "intra-socket, inter-socket, inter-node", parse=options.names))
     hosts: tuple[str, ...] | None = option(options.HOSTS)
     mpi_prefix: str | None = option(options.MPI_PREFIX)
-    timeout_s: float | None = option(options.TIMEOUT)
+    timeout_s: float | None = option(options.TIMEOUT, note="on a test (one size) that makes no "
+                                     "progress (default 600; 30 in hpcprobe run)")
     max_size: int | None = option(Flag(
         "--max-size", "largest message (default: 4MiB; collectives 1MiB)", parse=options.size))
     full: bool = False  # OSU iteration counts (hpcprobe mpi) instead of a tenth of them

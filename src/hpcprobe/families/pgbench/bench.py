@@ -52,7 +52,7 @@ class PgbenchOptions:
         "--pg-url", "run against this database (it is initialised: pgbench's tables are "
         "replaced) instead of a throwaway server", metavar="URL"))
     repeat: int | None = option(options.REPEAT)
-    timeout_s: float | None = option(options.TIMEOUT)
+    timeout_s: float | None = option(options.TIMEOUT, note=options.ONE_REPETITION)
 
 
 def _clients(ctx: RunContext, o: PgbenchOptions) -> int:
