@@ -68,6 +68,42 @@ def blocks(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> list[Bloc
     for f in v.findings:
         t.add_row(*_finding_row(f))
     out.append(t if t.rows else Lines(["Nothing flagged."]))
+    out += _node_states(v)
+    if v.link_errors:
+        out.append(Lines([f"Links not measured: {e}" for e in v.link_errors]))
+    if v.scaling_errors:
+        out.append(Lines([f"Across nodes: {e}" for e in v.scaling_errors]))
+    if v.transients:
+        t = Table("Transients (flagged once, not when measured again; not counted)")
+        t.add_column("kind")
+        t.add_column("item")
+        t.add_column("flagged once")
+        for f in v.transients:
+            t.add_row(f.kind, f.item, "; ".join(d.metric for d in f.evidence[:3]))
+        out.append(t)
+    if v.groups:
+        t = Table("Hardware groups (nodes are judged against their own group)")
+        t.add_column("hardware")
+        t.add_column("nodes", "right")
+        t.add_column("which")
+        for fp, nodes in v.groups.items():
+            t.add_row(fp, str(len(nodes)), _few(nodes))
+        out.append(t)
+    out += [b for b in (_worst_nodes(v), _links(v), _scaling(v), _weak(v)) if b is not None]
+    if v.unjudged:
+        out.append(Lines(v.unjudged))
+    cmds = [shlex.join(drain_argv(node, why)) for node, why in to_drain(v)]
+    out.append(Lines(["To take the flagged nodes out of service (hpcprobe cluster report "
+                      "--drain runs these):", *cmds], True) if cmds
+               else Lines(["Nothing to drain."]))
+    return out
+
+
+
+def _node_states(v: Verdict) -> list[Block]:
+    """The nodes that failed, lack their peers' figures, found a device to fix, or ran under
+    the host's load."""
+    out: list[Block] = []
     if v.failed:
         t = Table("Failed nodes")
         t.add_column("node")
@@ -104,33 +140,6 @@ def blocks(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> list[Bloc
                       ", ".join(f"{b} x{r:.2f}" for b, r in v.changed.get(node, {}).items())
                       or "-")
         out.append(t)
-    if v.link_errors:
-        out.append(Lines([f"Links not measured: {e}" for e in v.link_errors]))
-    if v.scaling_errors:
-        out.append(Lines([f"Across nodes: {e}" for e in v.scaling_errors]))
-    if v.transients:
-        t = Table("Transients (flagged once, not when measured again; not counted)")
-        t.add_column("kind")
-        t.add_column("item")
-        t.add_column("flagged once")
-        for f in v.transients:
-            t.add_row(f.kind, f.item, "; ".join(d.metric for d in f.evidence[:3]))
-        out.append(t)
-    if v.groups:
-        t = Table("Hardware groups (nodes are judged against their own group)")
-        t.add_column("hardware")
-        t.add_column("nodes", "right")
-        t.add_column("which")
-        for fp, nodes in v.groups.items():
-            t.add_row(fp, str(len(nodes)), _few(nodes))
-        out.append(t)
-    out += [b for b in (_worst_nodes(v), _links(v), _scaling(v), _weak(v)) if b is not None]
-    if v.unjudged:
-        out.append(Lines(v.unjudged))
-    cmds = [shlex.join(drain_argv(node, why)) for node, why in to_drain(v)]
-    out.append(Lines(["To take the flagged nodes out of service (hpcprobe cluster report "
-                      "--drain runs these):", *cmds], True) if cmds
-               else Lines(["Nothing to drain."]))
     return out
 
 
