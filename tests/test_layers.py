@@ -150,3 +150,34 @@ def test_every_family_has_settings_for_every_profile_and_consistent_flags():
             other = seen.setdefault(flag.flag, flag)
             assert (other.parse, other.choices, other.switch) == \
                 (flag.parse, flag.choices, flag.switch), flag.flag  # type: ignore[attr-defined]
+
+
+#: The commands package's shared modules (public helpers), not commands.
+SHARED = {"base", "runargs", "output", "family"}
+
+
+def test_every_command_module_is_registered_once_and_dispatches_itself():
+    from hpcprobe import cli, commands
+
+    specs = commands.commands()
+    names = [s.name for s in specs]
+    assert len(names) == len(set(names))
+    modules = {p.stem for p in (SRC / "commands").glob("*.py")} - SHARED - {"__init__"}
+    registered = {getattr(s.handle, "func", s.handle).__module__.rsplit(".", 1)[1] for s in specs}
+    assert modules <= registered  # a module left out of the registry is a dead command
+    sub = cli.build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    assert list(sub) == names
+
+
+def test_no_command_module_imports_anothers_private_names():
+    taken = []
+    for path in (SRC / "commands").glob("*.py"):
+        for n in ast.walk(ast.parse(path.read_text())):
+            if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("hpcprobe.commands"):
+                taken += [f"{path.name}: {n.module}.{a.name}" for a in n.names
+                          if a.name.startswith("_")]
+            elif isinstance(n, ast.Attribute) and n.attr.startswith("_") and \
+                    isinstance(n.value, ast.Name) and n.value.id in {
+                        p.stem for p in (SRC / "commands").glob("*.py")} - {path.stem}:
+                taken.append(f"{path.name}: {n.value.id}.{n.attr}")
+    assert taken == []
