@@ -270,24 +270,27 @@ def test_a_killed_slurmd_is_a_failed_node_and_the_rest_completes(cluster, tmp_pa
                                                                   r.stdout[-1500:], r.stderr)
 
 
-def weak_points(doc: dict, figure: str) -> list[dict]:
-    """The one weak-scaling curve of a figure, measured on 1, 2 and 4 nodes."""
+def weak_points(doc: dict, figure: str, nodes: tuple[int, ...] = (1, 2, 4)) -> list[dict]:
+    """The one weak-scaling curve of a figure, measured on these node counts."""
     [key] = [k for k in doc["weak_scaling"] if k.startswith(figure)]
     pts = doc["weak_scaling"][key]
-    assert [p["nodes"] for p in pts] == [1, 2, 4]
+    assert [p["nodes"] for p in pts] == list(nodes)
     return pts
 
 
 def test_hpl_across_nodes_gives_weak_scaling(cluster, tmp_path):
-    """HPL (hpcc) on 1, 2 and 4 nodes, N = 1000 x sqrt(nodes): Rmax and the parallel
-    efficiency per node count; every run's residual check passed."""
+    """HPL (hpcc) on 1 and 2 nodes, N = 1000 x sqrt(nodes): Rmax and the parallel efficiency
+    per node count; every run's residual check passed. Two nodes, not four: hpcc runs its
+    other tests (PTRANS, RandomAccess, FFT, b_eff) before HPL, whatever N, and across four
+    namespace nodes on two CPUs that took 55-60 s of the test's 140 (N 500 as long as N 1000);
+    the CG test below keeps the ladder to four nodes."""
     if not shutil.which("hpcc"):
         pytest.skip("no hpcc (make system-deps)")
-    r, doc = campaign(cluster, tmp_path, "hpl", "--no-links", "--scale", "hpl", "--scale-args",
-                      "--n 1000 --layout numa --runs 1")
+    r, doc = campaign(cluster, tmp_path, "hpl", "--nodelist", "n[1-2]", "--no-links", "--scale",
+                      "hpl", "--scale-args", "--n 1000 --layout numa --runs 1")
     assert r.returncode in (0, 1), r.stdout[-3000:] + r.stderr  # 1: a node flagged by noise
     assert doc["scaling_errors"] == [] and doc["failed"] == {}
-    pts = weak_points(doc, "hpl.rmax")
+    pts = weak_points(doc, "hpl.rmax", (1, 2))
     assert pts[0]["parallel_efficiency"] == 1.0
     assert all(p["median"] > 0 and p["parallel_efficiency"] > 0 for p in pts)
     assert "Across nodes (weak scaling" in r.stdout
@@ -295,8 +298,8 @@ def test_hpl_across_nodes_gives_weak_scaling(cluster, tmp_path):
         runs = [x for x in st.load_all(Selection(tag="hpl")) if "hpl" in x.benchmarks]
     got = sorted((m.params["nodes"], m.params["n"], m.params["ranks"]) for x in runs
                  for m in x.metrics if m.name == "rmax")
-    assert [(k, ranks) for k, _, ranks in got] == [(1, 1), (2, 2), (4, 4)]
-    assert got[0][1] == 1000 and got[1][1] >= 1000 * 1.4 and got[2][1] >= 1000 * 1.9
+    assert [(k, ranks) for k, _, ranks in got] == [(1, 1), (2, 2)]
+    assert got[0][1] == 1000 and got[1][1] >= 1000 * 1.3
 
 
 def test_cg_across_nodes_runs_its_ranks_on_every_node(cluster, tmp_path):
