@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from hpcprobe import registry
@@ -32,7 +32,6 @@ class Outputs:
     stored: str | None = None
     empty_refused: bool = True  # a run that measured nothing is no result: not stored
     store_again: bool = True  # False: a run the store has already is not saved twice
-    shown: Any = field(default=None, init=False)
 
     @classmethod
     def of(cls, a: Any, **kw: Any) -> Outputs:

@@ -20,21 +20,23 @@ def handle(a: argparse.Namespace) -> int:
     return measure(runargs.checked(a, registry.resolve(a.benchmarks)), a.isa)
 
 
-def measure(c: runargs.Checked, isa_asked: str | None, standalone: bool = False) -> int:
-    """Run the checked families, show the run, store it and write its documents as asked."""
+def measure(c: runargs.Checked, isa_given: str | None, standalone: bool = False) -> int:
+    """Run the checked families (with the ISA variant `--isa` gave, else the best), show the
+    run, store it and write its documents as asked."""
     a = c.args
-    isa = resolve_isa(isa_asked)
+    isa = resolve_isa(isa_given)
+    isa_asked = isa_given is not None
     if a.input and not a.dry_run:
         raise UserError("--input plans for another machine: add --dry-run (measurements run on "
                         "this one)")
     out = output.Outputs.of(a)
     if a.dry_run:
-        return dry_run(c, isa, isa_asked is not None, standalone)
+        return dry_run(c, isa, isa_asked, standalone)
     store = open_store(a.db, a.no_store)
     topo = topology.discover()
     return output.measured(out, store, lambda bar: (registry.execute(
         topo, c.profile, [f.name for f in c.families], isa, c.options, bar,
-        oversubscribe=a.oversubscribe, tag=a.tag, isa_asked=isa_asked is not None,
+        oversubscribe=a.oversubscribe, tag=a.tag, isa_asked=isa_asked,
         standalone=standalone), []))
 
 

@@ -57,9 +57,7 @@ def handle(a: argparse.Namespace) -> int:
     topo = topology.discover()
     isa = resolve_isa(None)
     s = config.load(a.file, registry.families(), sweep.fingerprint_labels(topo, isa))
-    out = output.Outputs.of(a, stored=f"{{}} workload run(s) stored as they ran, tags "
-                                      f"{s.name}:CONFIGURATION", empty_refused=False,
-                            store_again=not a.analyse)
+    out = output.Outputs.of(a, empty_refused=False, store_again=not a.analyse)
     if a.dry_run:
         return _plan(s, a.boot)
     if not a.analyse:  # a dry run checks each workload by its child's own dry run
@@ -77,7 +75,8 @@ def handle(a: argparse.Namespace) -> int:
         sys.stderr.write(f"hpcprobe: interrupted; every configuration's state was restored; "
                          f"{kept} run(s) of the sweep stored (tags {s.name}:CONFIGURATION)\n")
         return EXIT_INTERRUPTED
-    out.stored = (out.stored or "").format(len(done.parts))
+    out.stored = f"{len(done.parts)} workload run(s) stored as they ran, tags " \
+        f"{s.name}:CONFIGURATION"
     out.document = lambda path: sweep.write_json(done, path)
     output.keep(done.summary, out, store)
     if done.skipped:

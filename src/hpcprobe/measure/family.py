@@ -1,5 +1,8 @@
-"""A benchmark family: what it declares (options with their flags, per-profile settings, the
-metrics' join rules, views, figures) and what it gets to work with (the run context)."""
+"""A benchmark family: what every family declares (options with their flags, per-profile
+settings, its plan, its metrics and their join rules, views, figures), the capabilities a family
+may declare for its modes (its own command, a problem size, scaling across nodes, a peer node,
+another device, an inventory, the default run), and what it gets to work with (the run
+context)."""
 
 from __future__ import annotations
 
@@ -140,8 +143,9 @@ class Positional:
 
 @dataclass(frozen=True)
 class Command:
-    """A family's own command (`hpcprobe mpi`): the family alone with its options, plus named
-    actions that are not measurements (`hpcprobe mpi info`), or values by position instead."""
+    """A capability: the family's own command (`hpcprobe mpi`), the family alone with its
+    options, plus named actions that are not measurements (`hpcprobe mpi info`), or values by
+    position instead."""
 
     help: str
     description: str
