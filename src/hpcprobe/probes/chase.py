@@ -4,6 +4,7 @@ the families that chase: latency, numa)."""
 from __future__ import annotations
 
 import math
+import os
 
 from hpcprobe.machine.sizing import llc_bytes
 from hpcprobe.machine.smaps import mapping_pages, page_label, read_self
@@ -11,6 +12,7 @@ from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import sampling
 from hpcprobe.measure.family import RunContext
 from hpcprobe.native import Team
+from hpcprobe.results.findings import Finding, kind
 
 #: Lines at least this far apart: one per cache line, so every load misses to the next level.
 STRIDE = 64
@@ -33,6 +35,12 @@ REWARM_SAMPLES = 10
 
 
 REWARM_MIN_S = 0.05
+#: More than this share of a figure's timed samples rejected as disturbed is a finding that
+#: names the host's load (a few disturbed samples are said in one warning line).
+MOSTLY = 0.5
+MOSTLY_REJECTED = kind(
+    "mostly_rejected", "most of a figure's timed samples were disturbed by the host's other "
+    "load: the figure stands on what was left (or on the settled passes of the ring)")
 
 
 #: A cache-resident sample this much slower than the settled ring is disturbed (rejected).
@@ -75,6 +83,7 @@ def chase_samples(ctx: RunContext, team: Team, budget_s: float, label: str,
     ring = -(-(rewarm_bytes // STRIDE) // LOAD_QUANTUM) * LOAD_QUANTUM
 
     best = math.inf  # ns per load of the fastest settled pass so far
+    settled: list[float] = []  # ns per load of each settled pass: whole passes that agreed
 
     def disturbed(ns: float) -> bool:
         # a sample far slower than the settled ring lost it to the host's other tenants during
@@ -85,22 +94,50 @@ def chase_samples(ctx: RunContext, team: Team, budget_s: float, label: str,
         nonlocal best
         if not ring:
             return [t[0] / loads * 1e9 for t in team.chase_measure(loads, n)]
-        best = min(best, settle(team, ring, max(REWARM_MIN_S,
-                                                ctx.profile.sample_s * REWARM_SAMPLES)))
+        settled.append(settle(team, ring, max(REWARM_MIN_S,
+                                              ctx.profile.sample_s * REWARM_SAMPLES)))
+        best = min(best, settled[-1])
         return [None if disturbed(ns) else ns
                 for ns in (t[0] / loads * 1e9 for t in team.chase_measure(loads, n))]
 
     got = sampling.sample(take, ctx.profile.repetition, budget_s)
     # a batch kept before a later settle found the ring faster was disturbed all along
     kept = [x for x in got.samples if not disturbed(x)]
-    if kept:
-        got.rejected += len(got.samples) - len(kept)
-        got.samples = kept
-    if got.rejected:
+    got.rejected += len(got.samples) - len(kept)
+    got.samples = kept
+    _said(ctx, benchmark, label, got, settled)
+    return ctx.record(benchmark, label, got)
+
+
+def _said(ctx: RunContext, benchmark: str, label: str, got: sampling.Sampled,
+          settled: list[float]) -> None:
+    """Rejected samples said: a few in a warning line; most of them in a finding that names
+    the host's load. Where every timed sample was disturbed, the settled passes of the ring
+    (each a whole pass that agreed with the one before it) are the figure: the host's noise
+    costs a figure its precision, not the figure."""
+    if not got.rejected:
+        return
+    timed = got.rejected + len(got.samples)
+    if got.rejected <= MOSTLY * timed:
         ctx.warnings.append(f"{benchmark} {label}: {got.rejected} sample(s) rejected, more than "
                             f"{100 * DISTURBED:.0f} % slower than the settled ring (evicted by "
                             "other tenants of the host's cache?)")
-    return ctx.record(benchmark, label, got)
+        return
+    source = "its remaining samples"
+    if not got.samples and settled:
+        got.samples, source = list(settled), f"the {len(settled)} settled pass(es) of the ring"
+    if not got.samples:
+        return  # nothing measured at all: the family says there is no figure
+    load = os.getloadavg()[0]
+    ctx.find(Finding(benchmark, MOSTLY_REJECTED,
+                     f"{label}: {got.rejected} of {timed} timed samples rejected, more than "
+                     f"{100 * DISTURBED:.0f} % slower than the settled ring: the host was busy "
+                     f"(1-minute load average {load:.1f} on {os.cpu_count()} CPU(s), or "
+                     "another guest on its cache); the figure is from "
+                     f"{source}: run it again on a quiet node for a tighter one",
+                     {"figure": label, "rejected": got.rejected, "timed": timed,
+                      "from": "settled passes" if source.startswith("the ") else "samples",
+                      "load_average": round(load, 2)}))
 
 
 def settle(team: Team, ring_loads: int, limit_s: float) -> float:
