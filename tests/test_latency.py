@@ -46,6 +46,37 @@ def test_chase_order_depends_on_seed():
     assert native.chase_order(1000, 0, 1) != native.chase_order(1000, 0, 2)
 
 
+@settings(max_examples=40, deadline=None)
+@given(lines=st.integers(2, 3000), group=st.integers(2, 500), seed=st.integers(0, 2**63))
+def test_the_random_order_walks_each_group_whole_in_one_pass(lines, group, seed):
+    """--order random: one pass over the groups, every line of a group (both parities) before
+    the next group, as a plain random chase walks; still one cycle through every line."""
+    order = native.chase_order(lines, group, seed, "random")
+    assert sorted(order) == list(range(lines))
+    g = min(group, lines)
+    groups = [i // g for i in order]
+    assert sum(1 for a, b in zip(groups, groups[1:], strict=False) if a != b) == \
+        len(set(groups)) - 1
+    if -(-lines // g) > 1 and g >= 4:  # the ring's first pass holds even lines only
+        ring = native.chase_order(lines, group, seed)
+        assert any(i % 2 for i in order[:(lines + 1) // 2]) and ring != order
+    with pytest.raises(ValueError):  # the C core refuses an unknown kind too (core_test.c)
+        native.chase_order(lines, group, seed, "zigzag")
+
+
+def test_a_random_order_run_says_its_order_and_a_ring_run_keeps_its_params(tiny):
+    ctx = RunContext(tiny, profiles.get("quick"), native.best_isa())
+    opts = LatencyOptions(size_bytes=64 << 10, pages="default", order="random")
+    assert latency.labels(ctx, opts)[0].endswith(", random order")
+    latency.run(ctx, opts)
+    [m] = [m for m in ctx.metrics if m.name == "latency"]
+    assert m.params["order"] == "random" and not ctx.errors
+    ctx = RunContext(tiny, profiles.get("quick"), native.best_isa())
+    latency.run(ctx, LatencyOptions(size_bytes=64 << 10, pages="default"))
+    [m] = [m for m in ctx.metrics if m.name == "latency"]
+    assert "order" not in m.params  # a ring run's figures join the stored ones as before
+
+
 SMAPS = """\
 55d0c0000000-55d0c0021000 rw-p 00000000 00:00 0                          [heap]
 Size:                132 kB

@@ -29,7 +29,7 @@ enum hpb_kernel {
 enum hpb_stores { HPB_STORES_REGULAR = 0, HPB_STORES_NT = 1 };
 
 /* Version of this C API; Python refuses a library whose version differs from the one it expects. */
-#define HPB_API_VERSION 4
+#define HPB_API_VERSION 5
 
 /* Returns HPB_API_VERSION of the loaded library. */
 int hpb_api_version(void);
@@ -125,23 +125,29 @@ int hpb_stream_buffer(const hpb_team *team, int thread, uintptr_t *addr, size_t 
  * all threads and elements (0 when exact). Returns 0 or -EINVAL. */
 int hpb_stream_check(hpb_team *team, int kernel, size_t n, double *max_rel_err);
 
+/* The orders of a pointer-chase ring (hpb_chase_order). */
+#define HPB_CHASE_RING 0   /* buddies apart: the even lines of every group, then the odd ones */
+#define HPB_CHASE_RANDOM 1 /* plain random within each group (multichase, lmbench) */
+
 /* Writes into order[0..lines) a random order of the line indices 0..lines-1, each exactly once:
  * groups of group_lines consecutive lines in random order, and the lines of each group in random
- * order, in two passes over the groups: the even lines of each, then the odd lines, so a line's
- * 128-byte buddy (which the adjacent-line prefetcher fetches with it) comes half a ring later
- * (group_lines 0 or >= lines: one group, a fully random order). The pointer-chase ring follows
- * this order and closes on itself, so it is a single cycle through every line. */
-int hpb_chase_order(size_t lines, size_t group_lines, uint64_t seed, size_t *order);
+ * order. HPB_CHASE_RING makes two passes over the groups: the even lines of each, then the odd
+ * lines, so a line's 128-byte buddy (which the adjacent-line prefetcher fetches with it) comes
+ * half a ring later; HPB_CHASE_RANDOM one pass, every line of a group in random order, as the
+ * field's plain random chases walk (group_lines 0 or >= lines: one group, a fully random order,
+ * for either). The pointer-chase ring follows this order and closes on itself, so it is a single
+ * cycle through every line. Returns 0, -EINVAL (no lines, an unknown kind) or -ENOMEM. */
+int hpb_chase_order(size_t lines, size_t group_lines, int kind, uint64_t seed, size_t *order);
 
 /* Builds in each active thread's own memory a pointer-chase ring over bytes/stride lines of
- * `stride` bytes (a multiple of 8; 64, a cache line, in hpcprobe's rings), in the order of
- * hpb_chase_order with groups of group_bytes (so a walk stays within a TLB reach; 0 = no
+ * `stride` bytes (a multiple of 8; 64, a cache line, in hpcprobe's rings), in the order `kind`
+ * of hpb_chase_order with groups of group_bytes (so a walk stays within a TLB reach; 0 = no
  * groups). huge != 0 asks for transparent huge pages (madvise); whether they were granted is for
  * the caller to read (hpb_chase_buffer, /proc/self/smaps). node >= 0 binds the ring's memory to
  * that NUMA node (mbind, before the first touch); -1 leaves it to first touch. Replaces any
  * earlier ring. */
 int hpb_chase_prepare(hpb_team *team, size_t bytes, size_t stride, size_t group_bytes, int huge,
-                      int node, uint64_t seed);
+                      int node, int kind, uint64_t seed);
 
 /* Times `reps` samples of `loads` dependent loads (a multiple of 16) on each active thread's
  * ring, each sample starting on a barrier; times[r*nactive + k] in seconds. A walk continues

@@ -56,9 +56,10 @@ static void visit(size_t *order, size_t *k, size_t lo, size_t hi, size_t parity,
     shuffle(order + first, *k - first, s);
 }
 
-int hpb_chase_order(size_t lines, size_t group_lines, uint64_t seed, size_t *order)
+int hpb_chase_order(size_t lines, size_t group_lines, int kind, uint64_t seed, size_t *order)
 {
-    if (lines == 0 || !order) return -EINVAL;
+    if (lines == 0 || !order || (kind != HPB_CHASE_RING && kind != HPB_CHASE_RANDOM))
+        return -EINVAL;
     if (group_lines == 0 || group_lines > lines) group_lines = lines;
     size_t groups = (lines + group_lines - 1) / group_lines;
     size_t *gorder = malloc(groups * sizeof *gorder);
@@ -68,6 +69,14 @@ int hpb_chase_order(size_t lines, size_t group_lines, uint64_t seed, size_t *ord
     if (groups == 1) { /* one group: every line in random order */
         for (size_t i = 0; i < lines; i++) order[i] = i;
         shuffle(order, lines, &s);
+    } else if (kind == HPB_CHASE_RANDOM) { /* groups in random order, each group's lines too */
+        for (size_t g = 0; g < groups; g++) gorder[g] = g;
+        shuffle(gorder, groups, &s);
+        for (size_t g = 0; g < groups; g++) {
+            size_t lo = gorder[g] * group_lines, first = k;
+            for (size_t i = lo; i < lines && i < lo + group_lines; i++) order[k++] = i;
+            shuffle(order + first, k - first, &s);
+        }
     } else {
         /* Groups in random order, the lines of each in random order; the even lines of every
          * group first, then the odd ones (each pass over the groups in its own order). A walk
@@ -91,7 +100,7 @@ int hpb_chase_order(size_t lines, size_t group_lines, uint64_t seed, size_t *ord
 
 struct chase_arg {
     size_t lines, stride, group_lines;
-    int huge, node;
+    int huge, node, kind;
     uint64_t seed;
 };
 
@@ -123,7 +132,8 @@ static int chase_prepare_job(struct hpb_thread *th, void *p)
     char *base = (char *)(((uintptr_t)ring->map + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE);
     size_t *order = malloc(a->lines * sizeof *order);
     if (!order) return -ENOMEM;
-    int rc = hpb_chase_order(a->lines, a->group_lines, a->seed + (uint64_t)th->rank, order);
+    int rc = hpb_chase_order(a->lines, a->group_lines, a->kind, a->seed + (uint64_t)th->rank,
+                             order);
     if (rc == 0) {
         /* each line holds the address of the next line of the cycle; the owner writes it */
         for (size_t k = 0; k < a->lines; k++) {
@@ -140,11 +150,12 @@ static int chase_prepare_job(struct hpb_thread *th, void *p)
 }
 
 int hpb_chase_prepare(hpb_team *team, size_t bytes, size_t stride, size_t group_bytes, int huge,
-                      int node, uint64_t seed)
+                      int node, int kind, uint64_t seed)
 {
-    if (!team || stride < sizeof(void *) || stride % sizeof(void *) != 0 || bytes < stride)
+    if (!team || stride < sizeof(void *) || stride % sizeof(void *) != 0 || bytes < stride ||
+        (kind != HPB_CHASE_RING && kind != HPB_CHASE_RANDOM))
         return -EINVAL;
-    struct chase_arg a = {bytes / stride, stride, group_bytes / stride, huge, node, seed};
+    struct chase_arg a = {bytes / stride, stride, group_bytes / stride, huge, node, kind, seed};
     return hpb_team_run(team, chase_prepare_job, &a);
 }
 

@@ -38,7 +38,7 @@ int main(void)
     CHECK(seen == cpu && mask == 1);
     CHECK(hpb_stream_prepare(team, 4096, 0, -1) == 0);
     /* a ring bound to node 0 (every Linux machine has one), read back page by page */
-    CHECK(hpb_chase_prepare(team, 1 << 20, 64, 0, 0, 0, 42) == 0);
+    CHECK(hpb_chase_prepare(team, 1 << 20, 64, 0, 0, 0, HPB_CHASE_RING, 42) == 0);
     uintptr_t ring = 0;
     size_t ring_len = 0;
     int node = -1;
@@ -46,7 +46,8 @@ int main(void)
     CHECK(ring_len == 1 << 20);
     CHECK(hpb_memory_node((const void *)ring, &node) == 0 && node == 0);
     CHECK(hpb_memory_node((const void *)(ring + ring_len - 64), &node) == 0 && node == 0);
-    CHECK(hpb_chase_prepare(team, 1 << 20, 64, 0, 0, 4095, 42) == -EINVAL);
+    CHECK(hpb_chase_prepare(team, 1 << 20, 64, 0, 0, 4095, HPB_CHASE_RING, 42) == -EINVAL);
+    CHECK(hpb_chase_prepare(team, 1 << 20, 64, 0, 0, 0, 7, 42) == -EINVAL);
     for (int k = 0; k < HPB_KERNEL_COUNT; k++) {
         for (int isa = 0; isa < HPB_ISA_COUNT; isa++) {
             if (!hpb_isa_supported(isa)) continue;

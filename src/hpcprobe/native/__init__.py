@@ -14,7 +14,7 @@ from typing import Any
 
 from hpcprobe.common.errors import NativeError, UserError
 
-API_VERSION = 4
+API_VERSION = 5
 STORES = ("regular", "nt")
 _LIB_NAME = "libhpcprobe_native.so"
 
@@ -68,11 +68,11 @@ def _declare(lib: ctypes.CDLL) -> None:
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t, _c_double_p]),
         "hpb_stream_scalar": (ctypes.c_double, []),
         "hpb_chase_order": (
-            ctypes.c_int, [ctypes.c_size_t, ctypes.c_size_t, ctypes.c_uint64,
+            ctypes.c_int, [ctypes.c_size_t, ctypes.c_size_t, ctypes.c_int, ctypes.c_uint64,
                            ctypes.POINTER(ctypes.c_size_t)]),
         "hpb_chase_prepare": (
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_size_t, ctypes.c_size_t,
-                           ctypes.c_int, ctypes.c_int, ctypes.c_uint64]),
+                           ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_uint64]),
         "hpb_memory_node": (ctypes.c_int, [ctypes.c_void_p, _c_int_p]),
         "hpb_chase_measure": (
             ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, _c_double_p]),
@@ -267,10 +267,16 @@ def stream_scalar() -> float:
     return float(lib().hpb_stream_scalar())
 
 
-def chase_order(lines: int, group_lines: int, seed: int) -> list[int]:
+#: The orders of a pointer-chase ring, in hpb.h's numbering: "ring" keeps a line's 128-byte
+#: buddy half a ring away (hpcprobe's), "random" is the field's plain random order in each group
+CHASE_ORDERS = ("ring", "random")
+
+
+def chase_order(lines: int, group_lines: int, seed: int, order: str = "ring") -> list[int]:
     """The order in which a pointer-chase ring visits its lines (see hpb_chase_order)."""
     out = (ctypes.c_size_t * lines)()
-    _check(lib().hpb_chase_order(lines, group_lines, seed, out), "building a chase order")
+    _check(lib().hpb_chase_order(lines, group_lines, CHASE_ORDERS.index(order), seed, out),
+           "building a chase order")
     return list(out)
 
 
@@ -410,11 +416,12 @@ class Team:
         return _by_sample(times, n, reps), migrations.value
 
     def chase_prepare(self, size_bytes: int, stride: int, group_bytes: int, huge_pages: bool,
-                      seed: int, node: int | None = None) -> None:
-        """Build each selected thread's ring; `node` binds its memory to a NUMA node (mbind),
-        None leaves it to first touch."""
+                      seed: int, node: int | None = None, order: str = "ring") -> None:
+        """Build each selected thread's ring (in one of CHASE_ORDERS); `node` binds its memory
+        to a NUMA node (mbind), None leaves it to first touch."""
         rc = lib().hpb_chase_prepare(self.handle, size_bytes, stride, group_bytes,
-                                     int(huge_pages), -1 if node is None else node, seed)
+                                     int(huge_pages), -1 if node is None else node,
+                                     CHASE_ORDERS.index(order), seed)
         _refuse_missing_node(rc, node)
         if rc == -errno.ENOMEM:
             raise UserError(f"cannot allocate a {size_bytes} B pointer-chase ring per thread; use "

@@ -32,7 +32,7 @@ from hpcprobe.machine.sysinfo import (
 from hpcprobe.machine.topology import Topology, numa_of, relation
 from hpcprobe.measure import options, sampling
 from hpcprobe.measure.family import Flag, RunContext, option
-from hpcprobe.native import Team
+from hpcprobe.native import CHASE_ORDERS, Team
 from hpcprobe.native.kernels import KERNELS, bandwidth_gbs
 from hpcprobe.probes.chase import (
     CHECK_STEPS,
@@ -98,6 +98,12 @@ class LatencyOptions:
     loaded: bool | None = option(Flag(  # None: as the profile says
         "--loaded", "also measure latency while the other cores stream (the default and "
         "thorough profiles do)", switch=True))
+    order: str = option(Flag(
+        "--order", "the rings' order: ring keeps each line's 128-byte buddy (which the "
+        "adjacent-line prefetcher fetches with it) half a ring away; random is the plain "
+        "random order within TLB-sized groups that multichase and lmbench walk, where some "
+        "loads hit those buddies (default: ring; see docs/methods.md)",
+        choices=CHASE_ORDERS), "ring")
 
 
 @dataclass(frozen=True)
@@ -313,8 +319,9 @@ def sweep(ctx: RunContext, opts: LatencyOptions) -> tuple[Sweep, LatencyOptions]
 
 def labels(ctx: RunContext, opts: LatencyOptions | None) -> list[str]:
     s, _ = sweep(ctx, opts or LatencyOptions())
+    order = "" if opts is None or opts.order == "ring" else f", {opts.order} order"
     out = [f"chase {format_bytes(p.size_bytes)} ({p.level}), {'huge' if p.huge else 'default'} "
-           f"pages, CPU {s.cpu}" for p in s.points]
+           f"pages, CPU {s.cpu}{order}" for p in s.points]
     if s.loaded and s.points and s.points[0].level == "DRAM":
         out.append(f"loaded latency: CPU {s.cpu} while 0..{len(s.loaders)} cores stream")
     return out + [f"core-to-core {a},{b}" for a, b in s.pairs]
@@ -338,7 +345,7 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
         team.select([cpu])
         for i, p in enumerate(points):
             team.chase_prepare(p.size_bytes, STRIDE, group_bytes(p, base_page, huge_page), p.huge,
-                               SEED)
+                               SEED, order=opts.order)
             label, fraction = granted_pages(team, cpu, base_page, huge_page)
             if p.huge and fraction < 1.0:
                 why = huge_page_shortfall(p.size_bytes, huge_page, sysfs_choice(
@@ -363,7 +370,8 @@ def run(ctx: RunContext, opts: LatencyOptions | None) -> None:
                       "huge_page_fraction": fraction, "huge_pages_requested": p.huge,
                       "cpu": cpu, "cpu_domain": node, "memory_domain": node,
                       "memory_policy": "first-touch", "load_threads": 0, "stride_bytes": STRIDE,
-                      "group_bytes": group_bytes(p, base_page, huge_page)}
+                      "group_bytes": group_bytes(p, base_page, huge_page),
+                      **({} if opts.order == "ring" else {"order": opts.order})}
             ctx.metrics.append(Metric("latency", "latency", "ns", params, samples, "lower"))
             ctx.progress.advance(f"latency {format_bytes(p.size_bytes)} {label}")
             if not p.huge:
