@@ -3,20 +3,21 @@
 
 For each level (L1, L2, L3, DRAM working sets), thread count (1, 2) and kernel shape
 (stream_avx512 = triad with ordinary stores, stream_mem_avx512 = triad with non-temporal stores,
-load_avx512 = read-only), both tools measure the same working set on the same CPUs, alternating
+load_avx512 = read-only; on a CPU without AVX-512 their AVX2 forms, stream_avx, stream_mem_avx,
+load_avx), both tools measure the same working set on the same CPUs, alternating
 which goes first, for several rounds. Printed: each tool's median, and the median over rounds of
 the ratio within a round (the two runs of a round are adjacent in time, so a slow phase of the
 host affects both).
 Both count bytes the STREAM way (no write-allocate) and MB as 10^6 B.
 
 In L1 a tool's rate is bounded by the core's load/store ports, not by memory: the script measures
-the core clock under AVX-512 load in every round and prints each tool's bytes per cycle per core
-there, so a ratio above 1 in L1 reads as "likwid-bench's loop leaves cycles unused" (or not)
-against the port limit (a 512-bit triad iteration moves 192 B at STREAM counting: 2 loads and 1
-store of 64 B).
+the core clock under the same ISA's load in every round and prints each tool's bytes per cycle
+per core there, so a ratio above 1 in L1 reads as "likwid-bench's loop leaves cycles unused" (or
+not) against the port limit (a 512-bit triad iteration moves 192 B at STREAM counting: 2 loads
+and 1 store of 64 B; a 256-bit one 96 B).
 
 Usage: benchmarks/memory_vs_likwid.py [--rounds 3] [--threads 1,2] [--levels L1,L2,L3,DRAM]
-Needs Debian's likwid (likwid-bench) and an AVX-512 CPU for the avx512 shapes.
+Needs Debian's likwid (likwid-bench) and an AVX2 or AVX-512 CPU.
 """
 
 from __future__ import annotations
@@ -39,12 +40,14 @@ from hpcprobe.native import Team
 
 KiB, MiB = 1 << 10, 1 << 20
 
-#: likwid-bench test -> (hpcprobe kernel, store type)
+#: likwid-bench test (without its ISA suffix) -> (hpcprobe kernel, store type)
 SHAPES = {
-    "stream_avx512": ("triad", "regular"),
-    "stream_mem_avx512": ("triad", "nt"),
-    "load_avx512": ("load", "regular"),
+    "stream": ("triad", "regular"),
+    "stream_mem": ("triad", "nt"),
+    "load": ("load", "regular"),
 }
+#: hpcprobe's ISA variant -> likwid-bench's suffix for it, widest first
+SUFFIX = {"avx512": "_avx512", "avx2": "_avx"}
 
 
 def level_sizes(topo: topology.Topology, threads: int) -> dict[str, int]:
@@ -72,22 +75,23 @@ def likwid(test: str, size: int, threads: int, seconds: float) -> tuple[float, i
 
 
 def hpcprobe(topo: topology.Topology, kernel: str, stores: str, size: int, threads: int,
-             profile: str) -> float:
+             profile: str, isa: str) -> float:
     """Median MB/s of one hpcprobe measurement, through the same code path as
     `hpcprobe run memory --kernel ... --size ... --profile ...`."""
     opts = MemoryOptions(kernels=(kernel,), stores=(stores,), threads=(threads,), size_bytes=size)
-    run = registry.execute(topo, profiles.get(profile), ["memory"], "avx512", {"memory": opts},
-                         NoProgress())
+    run = registry.execute(topo, profiles.get(profile), ["memory"], isa, {"memory": opts},
+                           NoProgress())
     if run.errors:
         raise SystemExit(f"hpcprobe failed: {run.errors}")
     [m] = [m for m in run.metrics if m.name == "bandwidth"]
     return m.summary.median * 1000.0
 
 
-def core_ghz(cpus: tuple[int, ...]) -> float:
-    """Median clock (GHz) of `cpus` under AVX-512 load, all at once, as the memory kernels run."""
+def core_ghz(cpus: tuple[int, ...], isa: str) -> float:
+    """Median clock (GHz) of `cpus` under that ISA's load, all at once, as the memory kernels
+    run."""
     with Team(list(cpus)) as team:
-        return statistics.median(clock.measure(team, "avx512", n=5))
+        return statistics.median(clock.measure(team, isa, n=5))
 
 
 def main() -> int:
@@ -103,12 +107,14 @@ def main() -> int:
     a = ap.parse_args()
     if missing("likwid-bench"):
         return 2
-    if "avx512" not in native.supported_isas():
-        print("this CPU lacks AVX-512; the avx512 shapes cannot be compared")
+    isa = next((i for i in SUFFIX if i in native.supported_isas()), None)
+    if isa is None:
+        print("this CPU has neither AVX2 nor AVX-512: no likwid-bench shape to compare")
         return 2
     topo = topology.discover()
     threads = [int(t) for t in a.threads.split(",") if int(t) <= len(topo.allowed_cpus)]
-    configs = [(lvl, t, test) for t in threads for lvl in a.levels.split(",") for test in SHAPES]
+    configs = [(lvl, t, test + SUFFIX[isa]) for t in threads for lvl in a.levels.split(",")
+               for test in SHAPES]
     ours: dict[tuple[str, int, str], list[float]] = {c: [] for c in configs}
     theirs: dict[tuple[str, int, str], list[float]] = {c: [] for c in configs}
     ghz: dict[int, list[float]] = {t: [] for t in threads}
@@ -116,10 +122,10 @@ def main() -> int:
     for r in range(a.rounds):
         if "L1" in a.levels.split(","):
             for t in threads:
-                ghz[t].append(core_ghz(cpus[:t]))
+                ghz[t].append(core_ghz(cpus[:t], isa))
         for i, (lvl, t, test) in enumerate(configs):
             size = level_sizes(topo, t)[lvl]
-            kernel, stores = SHAPES[test]
+            kernel, stores = SHAPES[test.removesuffix(SUFFIX[isa])]
             # interleaved, alternating which tool goes first
             used = size
             for step in in_turn("likwid", "hpcprobe", r + i):
@@ -128,7 +134,7 @@ def main() -> int:
                     theirs[(lvl, t, test)].append(mbs)
                 else:
                     ours[(lvl, t, test)].append(hpcprobe(topo, kernel, stores, used, t,
-                                                         a.profile))
+                                                         a.profile, isa))
             print(f"round {r + 1}/{a.rounds}: {lvl:4s} {t}T {test:18s} done", file=sys.stderr)
     print(f"{'level':5s} {'thr':>3s} {'likwid-bench test':18s} {'likwid MB/s':>12s} "
           f"{'hpcprobe MB/s':>14s} {'ratio':>6s} {'ratio range':>13s} {'B/cycle/core':>14s}")
@@ -147,7 +153,7 @@ def main() -> int:
           f"{a.rounds} interleaved rounds' ratios; hpcprobe profile {a.profile}")
     for t in threads:
         if ghz[t]:
-            print(f"core clock under AVX-512 load, {t} core(s): "
+            print(f"core clock under {isa} load, {t} core(s): "
                   f"{statistics.median(ghz[t]):.2f} GHz "
                   f"(median of {len(ghz[t])} rounds); B/cycle/core columns: likwid, hpcprobe")
     return 0
