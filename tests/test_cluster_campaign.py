@@ -39,9 +39,12 @@ PROBE = ["--probe", "compute", "--probe-args", f"--threads 1 --isa {native.best_
 #: 130,000-294,000/s and their latency 5.5-11.6 us; a node's links taken together were up to 36 %
 #: worse than the others'; n1's bandwidth out of the node was 16-18 % below the others' in two
 #: of three campaigns (n1 is the links job's first node, where its batch script and srun run).
-#: At 25 % a campaign with n3's port shaped once flagged n1 too, confirmed, in CI. The faults
-#: injected below are 75 % worse or more (CPU quota: 75-82 %; shaped port: 98 %).
-WORSE = ["--worse", "0.5"]
+#: At 25 % a campaign with n3's port shaped once flagged n1 too, confirmed, in CI. At 50 % two
+#: CI runs on a Zen 3 guest flagged n1 for one peak kernel at half its peers' rate (scalar SP
+#: mul+add -50.6 %, confirmed; AVX2 SP fma+add -51.3 %): the peak kernels there swing up to 2x
+#: from one run to the next. The faults injected below are 75 % worse or more (CPU quota:
+#: 75-82 %; shaped port: 98 %), so 60 % lies between the noise and the faults.
+WORSE = ["--worse", "0.6"]
 
 
 def hpcprobe(c: slurmcluster.Cluster, *argv: str, timeout: float = 300
@@ -173,7 +176,7 @@ def test_a_node_that_never_starts_its_job_fails_and_the_rest_completes(cluster, 
     cluster.client("scontrol", "update", "NodeName=n4", "State=DRAIN", "Reason=test")
     try:
         r, doc = campaign(cluster, tmp_path, "drained", "--start-timeout", "5", "--no-links",
-                          "--no-remeasure", "--worse", "0.5")
+                          "--no-remeasure", *WORSE)
     finally:
         cluster.client("scontrol", "update", "NodeName=n4", "State=RESUME")
     assert r.returncode == 1, r.stderr
@@ -210,7 +213,7 @@ def test_inside_an_allocation_node_jobs_are_srun_steps(cluster, tmp_path):
     r = cluster.client("salloc", "-N4", "-p", "test", sys.executable, "-m", "hpcprobe",
                        "cluster", "run", "--tag", "alloc", "--db", str(tmp_path / "r.sqlite"),
                        "--workdir", str(tmp_path / "w"), "--no-links", "--no-remeasure",
-                       "--worse", "0.5", *PROBE, timeout=300)
+                       *WORSE, *PROBE, timeout=300)
     # 1: a node flagged, which is noise here (four "nodes" on two CPUs; one's scalar peak once
     # read 0.49 of its peers' while other work ran beside the suite), not what this test is about
     assert r.returncode in (0, 1), r.stdout[-2000:] + r.stderr
@@ -245,7 +248,7 @@ def test_a_killed_slurmd_is_a_failed_node_and_the_rest_completes(cluster, tmp_pa
         ["nsenter", f"--net=/run/netns/{c.hub}", sys.executable, "-m", "hpcprobe",
          "cluster", "run", "-p", "test", "--tag", "kill", "--db", str(tmp_path / "r.sqlite"),
          "--workdir", str(tmp_path / "kill"), "--timeout", "30", "--start-timeout", "30",
-         "--no-links", "--no-remeasure", "--worse", "0.5", *PROBE],
+         "--no-links", "--no-remeasure", *WORSE, *PROBE],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "SLURM_CONF": str(c.conf)})
     c.kill_slurmd("n4")  # before its job: the controller still sends it there
@@ -257,7 +260,7 @@ def test_a_killed_slurmd_is_a_failed_node_and_the_rest_completes(cluster, tmp_pa
     assert "cancelled" in doc["failed"]["n4"]
     assert doc["heat"]["nodes"] == ["n1", "n2", "n3"]
     # back in service, the failed node alone is measured again, judged as the campaign was
-    # (its --worse 0.5, not given again)
+    # (its --worse, not given again)
     c.start_slurmd("n4")
     c.wait_idle(90)
     r = hpcprobe(c, "cluster", "run", "--only", "failed", "--tag", "kill", "--db",
@@ -267,7 +270,7 @@ def test_a_killed_slurmd_is_a_failed_node_and_the_rest_completes(cluster, tmp_pa
     rep = hpcprobe(c, "cluster", "report", "kill", "--db", str(tmp_path / "r.sqlite"), "--json")
     doc = json.loads(rep.stdout)
     assert doc["failed"] == {} and doc["heat"]["nodes"] == ["n1", "n2", "n3", "n4"]
-    assert doc["thresholds"]["worse"] == 0.5  # what the --only pass ran with, and stored
+    assert doc["thresholds"]["worse"] == 0.6  # what the --only pass ran with, and stored
     # its links were measured with the nodes measured before
     pairs = {(x["a"], x["b"]) for x in doc["links"]["links.latency size=8"]}
     assert pairs == {("n1", "n4"), ("n2", "n4"), ("n3", "n4")}, (pairs, doc["link_errors"],
