@@ -24,7 +24,7 @@ from hpcprobe.measure.family import (
 from hpcprobe.measure.profiles import Profile
 from hpcprobe.measure.summary import Summary
 from hpcprobe.results.model import Run
-from hpcprobe.tuning import sweep
+from hpcprobe.tuning import views as sweep_views
 from hpcprobe.views.figure import Figures
 from hpcprobe.views.table import View
 
@@ -32,7 +32,7 @@ C = TypeVar("C")
 
 #: The runs that drivers make from families' runs (a scaling series, a sweep), with their
 #: views: a stored summary shows, compares and reports as a family's run does.
-SUMMARIES: tuple[Summary, ...] = (scaling.SUMMARY, sweep.SUMMARY)
+SUMMARIES: tuple[Summary, ...] = (scaling.SUMMARY, sweep_views.SUMMARY)
 
 
 def measuring() -> list[Family]:

@@ -202,9 +202,7 @@ def _args(families: list[str], text: str, option: str) -> list[str]:
     try:
         extra = shlex.split(text)
         runargs.check(families, extra)
-    except ValueError as exc:
-        raise UserError(f"{option} {text!r}: {exc}") from None
-    except UserError as exc:
+    except (ValueError, UserError) as exc:  # shlex's, or the run's own words
         raise UserError(f"{option} {text!r}: {exc}") from None
     return extra
 

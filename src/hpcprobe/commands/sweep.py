@@ -7,7 +7,7 @@ import argparse
 import shlex
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpcprobe import registry
 from hpcprobe.commands import output, runargs
@@ -15,7 +15,9 @@ from hpcprobe.commands.base import Bar, Spec, add_db, open_store, terminate_inte
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, UserError
 from hpcprobe.machine import topology
 from hpcprobe.measure.runner import resolve_isa
-from hpcprobe.tuning import config, state, sweep
+
+if TYPE_CHECKING:  # the driver loads when a sweep runs, not with every command
+    from hpcprobe.tuning import config
 
 
 def setup(sw: argparse.ArgumentParser) -> None:
@@ -41,6 +43,8 @@ def setup(sw: argparse.ArgumentParser) -> None:
 def _check_workloads(s: config.Sweep) -> None:
     """Each workload's `hpcprobe run` under each configuration, checked as the run will check
     it, before any state is switched."""
+    from hpcprobe.tuning import sweep
+
     for c in s.configurations.values():
         for w in s.workloads.values():
             line = sweep.run_line(registry.families(), c, w)
@@ -54,6 +58,8 @@ def _check_workloads(s: config.Sweep) -> None:
 
 
 def handle(a: argparse.Namespace) -> int:
+    from hpcprobe.tuning import config, state, sweep
+
     topo = topology.discover()
     isa = resolve_isa(None)
     s = config.load(a.file, registry.families(), sweep.fingerprint_labels(topo, isa))
@@ -91,6 +97,8 @@ def _say(text: str) -> None:
 def _plan(s: Any, boot: str | None) -> int:
     """What a sweep would run, in order, and nothing else; each workload checked by its own
     dry run under each configuration (its environment; the machine's state as it is now)."""
+    from hpcprobe.tuning import state, sweep
+
     here = [c for c in s.configurations.values() if c.boot == boot]
     print(f"Sweep {s.name}: baseline {s.baseline}; at least {s.rounds} round(s), at most "
           f"{s.max_rounds}, budget {s.budget_s:g} s; profile {s.profile}; nothing runs "

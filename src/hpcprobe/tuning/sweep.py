@@ -26,7 +26,6 @@ from hpcprobe.common.errors import ERROR_PREFIX, EXIT_USAGE, UserError
 from hpcprobe.machine import fingerprint, provenance, sentinel
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.family import Family, Progress, flags
-from hpcprobe.measure.summary import Summary
 from hpcprobe.results.model import Metric, Run, read_json
 from hpcprobe.results.store import Selection, Store
 from hpcprobe.tools import command
@@ -35,8 +34,6 @@ from hpcprobe.tuning.config import Configuration, Sweep, Workload, family_argv
 
 #: The benchmark name of a sweep's summary figures.
 BENCHMARK = views.BENCHMARK
-#: The sweep's summary run: the comparison with the baseline and the recommendations.
-SUMMARY = Summary(BENCHMARK, (views.tables,), (views.figures,), frozenset({"figure"}))
 #: Exit codes of a child: 2 is a mistake of the file (the same under every configuration).
 CHILD_USAGE = 2
 

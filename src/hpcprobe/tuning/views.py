@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hpcprobe.analysis import recommend
+from hpcprobe.measure.summary import Summary
 from hpcprobe.results.model import Run
 from hpcprobe.views import figure
 from hpcprobe.views.table import Block, Lines, Table, shown
@@ -104,3 +105,8 @@ def gain_plot(runs: list[Run]) -> Figure | None:
 
 def figures(runs: list[Run]) -> list[tuple[str, str, Figure]]:
     return figure.named(("sweep-gain", "Gain against the baseline", gain_plot(runs)))
+
+
+#: The sweep's summary run as the registry shows it (declared beside its views, so that showing
+#: a stored sweep loads no part of the driver)
+SUMMARY = Summary(BENCHMARK, (tables,), (figures,), frozenset({"figure"}))
