@@ -148,6 +148,22 @@ def test_select_subsets_keep_buffers_and_order():
             assert team.stream_check(kid, 2048) == 0.0
 
 
+@pytest.mark.skipif(not two_cpus(), reason="needs two CPUs")
+def test_threads_buffers_start_at_different_cache_sets():
+    """Hyperthreads sharing a cache must not find their arrays at the same set indices: each
+    thread's buffer starts at its own line within a 4 KiB page, still 64-byte aligned."""
+    a, b = sorted(os.sched_getaffinity(0))[:2]
+    kid = KERNELS["triad"].kernel_id
+    with native.Team([a, b]) as team:
+        team.stream_prepare(1024)
+        team.stream_begin(kid, 1024)
+        starts = [team.stream_buffer(c)[0] for c in (a, b)]
+        team.stream_measure(kid, "scalar", "regular", 1024, 1, 1)
+        assert team.stream_check(kid, 1024) == 0.0
+    assert all(s % 64 == 0 for s in starts)
+    assert starts[0] % 4096 != starts[1] % 4096
+
+
 def test_stream_rejects_bad_sizes():
     with native.Team([sorted(os.sched_getaffinity(0))[0]]) as team:
         with pytest.raises(NativeError):

@@ -22,6 +22,13 @@
 #define PERIOD 16
 /* Array sizes are multiples of this many elements (whole cache lines and SIMD steps). */
 #define QUANTUM 64
+/* Each thread's buffer starts this many cache lines (times its index in the team, modulo a
+ * 4 KiB page) past a 2 MiB boundary. Starting every thread's arrays at the same offset put
+ * hyperthreads that share an L1 or L2 at identical set indices, so two working sets that fit
+ * the shared cache together evicted each other's lines; likwid-bench's threads, slices of one
+ * array, start apart by their slice. 17 lines is odd, so consecutive indices never coincide. */
+#define COLOUR_LINES 17u
+#define LINES_PER_PAGE 64u
 
 double hpb_stream_scalar(void) { return 3.0; }
 
@@ -131,7 +138,8 @@ static int prepare_job(struct hpb_thread *th, void *p)
     if (!s) return -ENOMEM;
     release_stream(s);
     *s = (struct stream_state){0};
-    size_t len = buffer_elems(arg->n) * sizeof(double) + HUGE_PAGE;
+    const size_t colour = (size_t)th->idx * COLOUR_LINES % LINES_PER_PAGE * (64 / sizeof(double));
+    size_t len = (buffer_elems(arg->n) + colour) * sizeof(double) + HUGE_PAGE;
     void *map = mmap(NULL, len, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (map == MAP_FAILED) return -ENOMEM;
@@ -142,7 +150,7 @@ static int prepare_job(struct hpb_thread *th, void *p)
     /* before the first touch, so every page lands on the node asked for */
     int rc = arg->node >= 0 ? hpb_bind_memory(map, len, arg->node) : 0;
     if (rc != 0) return rc;
-    s->buf = (double *)base;
+    s->buf = (double *)base + colour;
     s->n = arg->n;
     return 0;
 }
