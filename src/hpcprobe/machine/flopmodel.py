@@ -4,9 +4,12 @@ cores, times the clock measured in the same run. Pure: no measurement, no I/O bu
 The table gives, per microarchitecture and vector width, the pipes that execute FMAs (and
 multiplies) and the pipes that execute only FP adds. A kernel of f FMA, m multiply and a add
 chains per iteration needs at least max((f+m)/F, (f+m+a)/(F+A)) cycles per iteration (FMAs and
-multiplies go to FMA pipes, adds to any FP pipe), which gives its FLOPs per cycle. Figures:
-the vendors' optimisation manuals (Intel 248966, AMD 58455 / 57647) and their public
-microarchitecture descriptions; docs/methods.md lists them."""
+multiplies go to FMA pipes, adds to any FP pipe), and where FMAs mix with adds and a source
+gives an issue limit I for the mix, at least (f+m+a)/I; that gives its FLOPs per cycle. Each
+row cites its pipes and each width's mix; a mix without a source has no table figure (the model
+is then the measured single-core rate). Figures: the vendors' optimisation manuals (Intel
+248966; AMD 55723, 56305, 56665, 57647, 58455), vfpbench measurements; docs/methods.md lists
+them."""
 
 from __future__ import annotations
 
@@ -75,6 +78,18 @@ def read_cpuid(path: str = "/proc/cpuinfo") -> CpuId | None:
 
 
 @dataclass(frozen=True)
+class Mix:
+    """What a row's sources say of one kernel mix at one width: FMAs (or, in scalar code,
+    multiplies) beside FP adds."""
+
+    #: FP instructions started per cycle when the two kinds mix; None: the pipes alone bind
+    issue: int | None
+    #: the citation; empty where the project found none, and the model is then the measured
+    #: single-core rate
+    source: str
+
+
+@dataclass(frozen=True)
 class Microarch:
     """One row of the table: which CPUs it covers and its FP pipes per vector width (64 stands
     for scalar code): width -> (FMA pipes, add-only pipes), in instructions of that width."""
@@ -84,24 +99,31 @@ class Microarch:
     family: int
     models: frozenset[int]
     pipes: dict[int, tuple[int, int]]
+    source: str  # where the pipes come from
+    #: per width, what is known of its kernel's mix (scalar mul+add, vector FMA+add): a cited
+    #: issue limit, the pipes alone, or no source
+    mixes: dict[int, Mix]
     name_pattern: str | None = None  # a SKU split within the models (model name regex)
     lacks: frozenset[str] = frozenset()  # flags this core never has: such an ID is not trusted
     signature: frozenset[str] = frozenset()  # flags that identify it when the ID is not trusted
-    #: FP instructions issued per cycle, per width, when FMAs and adds mix (absent: every pipe
-    #: at once). An FMA reads three operands; on Zen 1-4 the FP register file's read ports let
-    #: two FMAs and one add start per cycle, not two of each (multiplies and adds alone do 4).
-    fma_mix_issue: dict[int, int] = field(default_factory=dict)
+
+    def unsourced(self, k: PeakKernel) -> bool:
+        """Whether k mixes FMAs or multiplies with adds at a width whose mix has no source."""
+        mixes = bool(k.add_chains and (k.fma_chains or k.mul_chains))
+        mix = self.mixes.get(k.width_bits)
+        return mixes and k.width_bits in self.pipes and not (mix and mix.source)
 
     def flops_per_cycle(self, k: PeakKernel) -> float | None:
-        """FLOPs per cycle per core of kernel k; None where this core has no such unit."""
-        if k.width_bits not in self.pipes:
+        """FLOPs per cycle per core of kernel k; None where this core has no such unit or the
+        kernel's mix has no source."""
+        if k.width_bits not in self.pipes or self.unsourced(k):
             return None
         fma, add = self.pipes[k.width_bits]
         f = k.fma_chains + k.mul_chains
         cycles = max(f / fma, (f + k.add_chains) / (fma + add))
-        issue = self.fma_mix_issue.get(k.width_bits)
-        if issue and k.fma_chains and k.add_chains:
-            cycles = max(cycles, (f + k.add_chains) / issue)
+        mix = self.mixes.get(k.width_bits)
+        if mix and mix.issue and f and k.add_chains:
+            cycles = max(cycles, (f + k.add_chains) / mix.issue)
         return k.flops_per_iter / cycles
 
 
@@ -110,49 +132,84 @@ def _r(*ranges: tuple[int, int]) -> frozenset[int]:
 
 
 INTEL, AMD = "GenuineIntel", "AuthenticAMD"
-#: Zen 1-4: 2 FMAs + 1 add per cycle at every vector width (vfpbench, Zen 3: 3 FP instructions
-#: per cycle for an FMA + add mix, 4 for multiply + add).
-_MIX3 = {256: 3, 512: 3}
 _NO_512 = {64: (2, 0), 256: (2, 0)}
+#: Intel before Golden Cove: adds run on the FMA ports, so a mix is bound by those ports alone.
+_ON_FMA_PORTS = Mix(None, "Intel 248966: FP adds execute on the FMA ports")
+_INTEL_MIX = {64: _ON_FMA_PORTS, 256: _ON_FMA_PORTS, 512: _ON_FMA_PORTS}
+_INTEL_MIX_NO_512 = {64: _ON_FMA_PORTS, 256: _ON_FMA_PORTS}
+_VFPBENCH_ZEN3 = ("vfpbench on a Ryzen 5 5560U (wlog.flatlib.jp, 2024-01-13): 256-bit "
+                  "FMA+add 3.0 and mul+add 4.0 instructions/cycle")
+#: Scalar multiplies + adds on Zen: 2 FMUL/FMA pipes and 2 FADD pipes, all four at once
+_ZEN_MUL_ADD = Mix(None, "AMD software optimization guides (55723, 56305, 56665, 57647, "
+                         "58455) §2.11: FMUL on pipes 0-1, FADD on 2-3; " + _VFPBENCH_ZEN3)
+#: A 256-bit FMA+add mix where no published figure exists: the model is the measured rate
+_NO_SOURCE = Mix(None, "")
 #: Order matters: the first row that matches wins (SKU splits before their family).
 MICROARCHS: tuple[Microarch, ...] = (
     Microarch("Haswell/Broadwell", INTEL, 6, frozenset({60, 63, 69, 70, 61, 71, 79, 86}),
-              _NO_512, lacks=frozenset({"avx512f"})),
+              _NO_512, "Intel 248966 §2.5-2.6: FMA on ports 0 and 1", _INTEL_MIX_NO_512,
+              lacks=frozenset({"avx512f"})),
     Microarch("Skylake/Kaby/Coffee/Comet Lake (client)", INTEL, 6,
-              frozenset({78, 94, 142, 158, 165, 166}), _NO_512, lacks=frozenset({"avx512f"})),
+              frozenset({78, 94, 142, 158, 165, 166}), _NO_512,
+              "Intel 248966 §2.3: FMA on ports 0 and 1", _INTEL_MIX_NO_512,
+              lacks=frozenset({"avx512f"})),
     Microarch("Skylake-SP/Cascade Lake (one 512-bit FMA unit)", INTEL, 6, frozenset({85}),
               {64: (2, 0), 256: (2, 0), 512: (1, 0)},
+              "Intel 248966 §2.2: one 512-bit FMA unit (ports 0+1) in these SKUs", _INTEL_MIX,
               name_pattern=r"Bronze|Silver|Gold 5\d\d\d|Gold 3\d\d\d"),
     Microarch("Skylake-SP/Cascade Lake/Cooper Lake", INTEL, 6, frozenset({85}),
-              {64: (2, 0), 256: (2, 0), 512: (2, 0)}, lacks=frozenset({"amx_tile"})),
+              {64: (2, 0), 256: (2, 0), 512: (2, 0)},
+              "Intel 248966 §2.2: a second 512-bit FMA unit on port 5", _INTEL_MIX,
+              lacks=frozenset({"amx_tile"})),
     Microarch("Ice Lake/Tiger Lake/Rocket Lake (client)", INTEL, 6,
               frozenset({125, 126, 140, 141, 167}), {64: (2, 0), 256: (2, 0), 512: (1, 0)},
+              "Intel 248966 §2.1: Sunny Cove client, one 512-bit FMA unit", _INTEL_MIX,
               lacks=frozenset({"amx_tile", "avx512_fp16"})),
     Microarch("Ice Lake-SP", INTEL, 6, frozenset({106, 108}),
-              {64: (2, 0), 256: (2, 0), 512: (2, 0)}, lacks=frozenset({"amx_tile"})),
+              {64: (2, 0), 256: (2, 0), 512: (2, 0)},
+              "Intel 248966 §2.1: Sunny Cove server, a 512-bit FMA unit on port 5", _INTEL_MIX,
+              lacks=frozenset({"amx_tile"})),
     # Golden Cove and later server cores: FADD units on ports 1 and 5 beside the FMA units
     Microarch("Sapphire/Emerald/Granite Rapids", INTEL, 6, frozenset({143, 207, 173, 174}),
-              {64: (2, 1), 256: (2, 1), 512: (2, 0)}, signature=frozenset({"amx_tile"})),
+              {64: (2, 1), 256: (2, 1), 512: (2, 0)},
+              "Intel 248966, Golden Cove: FMA on ports 0 and 1 (0+1 and 5 at 512 bits), FADD "
+              "on ports 1 and 5 up to 256 bits",
+              {w: Mix(None, "Intel 248966, Golden Cove: three FP ports (FMA 0, 1; FADD 1, 5) "
+                            "up to 256 bits, the FMA ports at 512") for w in (64, 256, 512)},
+              signature=frozenset({"amx_tile"})),
     Microarch("Zen/Zen+", AMD, 0x17, _r((0x00, 0x2F)), {64: (2, 2), 256: (1, 1)},
-              lacks=frozenset({"avx512f"}), fma_mix_issue=_MIX3),
+              "AMD 55723 §2.11: FP pipes 0-1 FMA/FMUL, 2-3 FADD, 128 bits wide (a 256-bit "
+              "instruction is two operations)", {64: _ZEN_MUL_ADD, 256: _NO_SOURCE},
+              lacks=frozenset({"avx512f"})),
     Microarch("Zen 2", AMD, 0x17, _r((0x30, 0xFF)), {64: (2, 2), 256: (2, 2)},
-              lacks=frozenset({"avx512f"}), fma_mix_issue=_MIX3),
+              "AMD 56305 §2.11: FP pipes 0-1 FMA/FMUL, 2-3 FADD, 256 bits wide",
+              {64: _ZEN_MUL_ADD, 256: _NO_SOURCE}, lacks=frozenset({"avx512f"})),
     Microarch("Zen 3", AMD, 0x19, _r((0x00, 0x0F), (0x20, 0x5F)), {64: (2, 2), 256: (2, 2)},
-              lacks=frozenset({"avx512f"}), fma_mix_issue=_MIX3),
+              "AMD 56665 §2.11: FP pipes 0-1 FMA/FMUL, 2-3 FADD, 256 bits wide",
+              {64: _ZEN_MUL_ADD, 256: Mix(3, _VFPBENCH_ZEN3)}, lacks=frozenset({"avx512f"})),
     # Zen 4 executes a 512-bit instruction on its 256-bit pipes in two passes
     Microarch("Zen 4", AMD, 0x19, _r((0x10, 0x1F), (0x60, 0xAF)),
-              {64: (2, 2), 256: (2, 2), 512: (1, 1)}, signature=frozenset({"avx512f"}),
-              fma_mix_issue=_MIX3),
+              {64: (2, 2), 256: (2, 2), 512: (1, 1)},
+              "AMD 57647 §2.11: FP pipes 0-1 FMA/FMUL, 2-3 FADD, 256 bits wide; a 512-bit "
+              "instruction takes a pipe for two passes",
+              {64: _ZEN_MUL_ADD, 256: _NO_SOURCE,
+               512: Mix(None, "AMD 57647 §2.11: one 512-bit FMA and one 512-bit FADD per cycle "
+                              "(each two passes of a 256-bit pipe)")},
+              signature=frozenset({"avx512f"})),
     # Zen 5 mobile (Strix) keeps Zen 4's two-pass 512-bit execution; server and desktop do not
     Microarch("Zen 5 (mobile)", AMD, 0x1A, _r((0x20, 0x2F), (0x60, 0x7F)),
-              {64: (2, 2), 256: (2, 2), 512: (1, 1)}),
-    # Zen 5 issues a 512-bit FMA + add mix at 4 per cycle (vfpbench, Ryzen 9700X: IPC 4 for
-    # 512-bit multiply + add; measured here: 48 DP FLOP/cycle), but a 256-bit one at 3
-    # (measured on an EPYC family 26 model 2: 17.5 of 23 FLOP/cycle with 8 FMA + 7 add chains)
+              {64: (2, 2), 256: (2, 2), 512: (1, 1)},
+              "AMD 58455 §2.11: the 256-bit datapath of the mobile parts",
+              {64: _ZEN_MUL_ADD, 256: _NO_SOURCE, 512: _NO_SOURCE}),
     Microarch("Zen 5", AMD, 0x1A, _r((0x00, 0x1F), (0x40, 0x5F)),
               {64: (2, 2), 256: (2, 2), 512: (2, 2)},
-              signature=frozenset({"avx512f", "avx512_vp2intersect"}),
-              fma_mix_issue={256: 3}),
+              "AMD 58455 §2.11: FP pipes 0-1 FMA/FMUL, 2-3 FADD, 512 bits wide",
+              {64: _ZEN_MUL_ADD, 256: _NO_SOURCE,
+               512: Mix(None, "vfpbench on a Ryzen 7 9700X (wlog.flatlib.jp): 512-bit mul+add "
+                              "4 instructions/cycle, the four pipes at once; FMA+add: "
+                              "hpcprobe measured 48 DP FLOP/cycle, the pipes' rate, on an "
+                              "EPYC family 26 model 2")},
+              signature=frozenset({"avx512f", "avx512_vp2intersect"})),
 )
 
 
@@ -213,6 +270,12 @@ def model_for(ident: Identification, kernel: PeakKernel,
                 f"{ident.note}: the {kernel.label} model is the measured single-core throughput "
                 f"({measured_per_cycle:.2f} FLOP/cycle)")
     name = ident.arch.name
+    if ident.arch.unsourced(kernel):
+        return (Model(measured_per_cycle, "measured", name),
+                f"{name}: no published rate for {kernel.op} at {kernel.width_bits} bits (the "
+                f"pipes alone need not bind there): the {kernel.label} model is the measured "
+                f"single-core throughput ({measured_per_cycle:.2f} FLOP/cycle), so its % reads "
+                "scaling across cores, not efficiency")
     if table is None:
         return (Model(measured_per_cycle, "measured", name),
                 f"{name} has no {kernel.width_bits}-bit unit in the table, yet {kernel.label} "

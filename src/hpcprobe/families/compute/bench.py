@@ -142,9 +142,20 @@ class _Models:
             warning=f"{self.ident.note}; each kernel's model is its measured single-core "
                     "throughput"))
 
-    def add(self, pt: PeakPoint, peak_metric: Metric, clk: Metric, side: str) -> None:
+    def add_group(self, measured: list[tuple[PeakPoint, Metric]], clk: Metric,
+                  side: str) -> None:
+        """The models of a group's points (one clock), then a finding for each point above its
+        model, which names the likelier cause from its siblings on the same clock samples."""
+        pcts = {pt: self.add(pt, metric, clk, side) for pt, metric in measured}
+        within = [pt for pt, pct in pcts.items() if pct <= flopmodel.ABOVE_MODEL
+                  and self.models[pt.kernel].source == "table"]
+        for pt, pct in pcts.items():
+            if pct > flopmodel.ABOVE_MODEL:
+                self.above(pt, pct, statistics.median(clk.samples), within, pcts)
+
+    def add(self, pt: PeakPoint, peak_metric: Metric, clk: Metric, side: str) -> float:
         """Store the model of one measured point (GFLOP/s: FLOPs/cycle x cores x each clock
-        sample) and the point's samples as % of the model's median."""
+        sample) and the point's samples as % of the model's median; returns the median %."""
         k, cores = pt.kernel, len(pt.cpus)
         if k not in self.models:
             per_cycle = peak_metric.summary.median / (cores * clk.summary.median)
@@ -162,15 +173,32 @@ class _Models:
         self.ctx.metrics.append(Metric("compute", "peak_fraction", "%", dict(params),
                                        [flopmodel.percent_of_model(s, mid)
                                         for s in peak_metric.samples]))
-        pct = flopmodel.percent_of_model(peak_metric.summary.median, mid)
-        if pct > flopmodel.ABOVE_MODEL:
-            ghz = statistics.median(clk.samples)
-            msg = (f"{pt.label} measured {pct:.1f} % of its model: no core beats its pipes, so "
-                   f"the clock the model used ({ghz:.3f} GHz under {k.isa} load) reads below "
-                   "the clock the kernel ran at (clock drift between the clock's samples and "
-                   "the kernel's, or a busy host); not an efficiency")
-            self.ctx.find(Finding("compute", ABOVE_MODEL, msg, {
-                "kernel": pt.label, "percent": round(pct, 2), "clock_ghz": round(ghz, 4)}))
+        return flopmodel.percent_of_model(peak_metric.summary.median, mid)
+
+    def above(self, pt: PeakPoint, pct: float, ghz: float, within: list[PeakPoint],
+              pcts: dict[PeakPoint, float]) -> None:
+        """The finding of a point above its model: no core beats its pipes, so either the
+        model's row understates what the core does (likelier when a kernel timed on the same
+        clock samples reads within its table model) or the clock read low."""
+        model = self.models[pt.kernel]
+        row = (f"the {model.microarch} row's {model.flops_per_cycle:g} FLOP/cycle for "
+               f"{pt.kernel.label}")
+        clock_cause = (f"the clock the model used ({ghz:.3f} GHz under {pt.kernel.isa} load) "
+                       "reading below the clock the kernel ran at (drift between their samples, "
+                       "or a busy host)")
+        if within and model.source == "table":
+            peer = within[0]
+            cause, likelier = "model", (
+                f"{row}, since {peer.label} read {pcts[peer]:.1f} % of its model on the same "
+                f"clock samples; else {clock_cause}")
+        else:
+            cause, likelier = "clock", f"{clock_cause}; else {row}"
+        self.ctx.find(Finding("compute", ABOVE_MODEL, (
+            f"{pt.label} measured {pct:.1f} % of its model, which no core can; likelier cause: "
+            f"{likelier}; not an efficiency"), {
+            "kernel": pt.label, "percent": round(pct, 2), "clock_ghz": round(ghz, 4),
+            "likelier": cause, "microarch": model.microarch,
+            "flops_per_cycle": round(model.flops_per_cycle, 4)}))
 
 
 def bracket(ctx: RunContext, before: Metric, after: list[float]) -> tuple[Metric, str]:
@@ -262,5 +290,4 @@ def run(ctx: RunContext, opts: ComputeOptions | None) -> None:
                 team.select(cpus)
                 after = [g for g in clock.samples(team, isa, AFTER_BLOCKS) if g is not None]
                 used, side = bracket(ctx, clk, after)
-                for pt, metric in measured:
-                    models.add(pt, metric, used, side)
+                models.add_group(measured, used, side)
