@@ -11,7 +11,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from hpcprobe.analysis.compare import Comparison, notes
-from hpcprobe.machine import sentinel
+from hpcprobe.machine import dimms, sentinel
 from hpcprobe.results.model import Run
 from hpcprobe.views.table import Block, Table, View
 
@@ -30,6 +30,7 @@ def _header(run: Run) -> str:
             f"{c['packages']} package(s), {c['numa_nodes']} NUMA, {c['l3_domains']} L3 "
             f"domain(s), {c['cores']} cores, {c['pus']} PUs; ISA {p.get('isa')}; "
             f"THP {p.get('thp')}; governor {p.get('governor') or 'n/a'}"
+            + "".join(f"\n{x}" for x in dimms.line(p.get("dram_ceiling")))
             + ("" if (kept := sentinel.line(p.get("sentinel", {}))) is None else f"\n{kept}"))
 
 

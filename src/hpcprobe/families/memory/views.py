@@ -11,7 +11,7 @@ from hpcprobe.common.units import format_bytes
 from hpcprobe.native.kernels import KERNELS
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.views import figure
-from hpcprobe.views.table import Block, Table, cell, n_range, shown
+from hpcprobe.views.table import Block, Lines, Table, cell, n_range, shown
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -116,9 +116,29 @@ def _stream_table(bw: list[Metric]) -> Table | None:
     return t
 
 
+def _against_ceiling(run: Run, bw: list[Metric]) -> Lines | None:
+    """The DRAM triad on the most threads (the better store type) as a share of the DRAM
+    ceiling the DIMMs give, or why there is no ceiling to judge it by."""
+    dram = [m for m in bw if m.params.get("level") == "DRAM" and m.params["kernel"] == "triad"]
+    ceil = run.provenance.get("dram_ceiling") or {}
+    if not dram or not ceil:
+        return None
+    most = max(m.params["threads"] for m in dram)
+    best = max((m for m in dram if m.params["threads"] == most), key=lambda m: m.summary.median)
+    what = (f"DRAM triad on {most} thread(s), {best.params['stores']} stores: "
+            f"{best.summary.median:.1f} GB/s")
+    gbs = ceil.get("gbs")
+    if not isinstance(gbs, float):
+        return Lines([f"{what}; no DRAM ceiling to judge it by: {ceil.get('source')}"])
+    pct = 100.0 * best.summary.median / gbs
+    return Lines([f"{what} = {pct:.1f} % of the DRAM ceiling {gbs:.1f} GB/s" +
+                  (" (ABOVE it: the ceiling or the figure is wrong)" if pct > 100.0 else "")])
+
+
 def tables(run: Run) -> list[Block]:
     bw = run.select("memory", "bandwidth")
-    return shown(_sweep_table(bw), _stream_table(bw), levels_table(run, "memory"))
+    return shown(_sweep_table(bw), _stream_table(bw), levels_table(run, "memory"),
+                 _against_ceiling(run, bw))
 
 
 def figures(runs: list[Run]) -> list[tuple[str, str, Figure]]:
