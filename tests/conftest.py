@@ -157,10 +157,15 @@ def interrupt_at(sig: int, marker: Path, argv: list[str]) -> Result:
     return Result(p.returncode, out, err)
 
 
-def assert_user_error(r: Result, *needles: str) -> None:
-    """Exit code 2, one line on stderr naming the problem, no traceback."""
+def assert_user_error(r: Result, *needles: str, measured: bool = False) -> None:
+    """Exit code 2, one line on stderr naming the problem, no traceback. `measured`: a mistake
+    found after measuring (a document that cannot be written), whose run's warnings come first
+    on stderr; the problem is then its last line."""
     assert r.code == 2, (r.code, r.out, r.err)
     lines = [ln for ln in r.err.splitlines() if ln.strip()]
+    if measured:
+        assert lines and "error:" not in "".join(lines[:-1]), r.err
+        lines = lines[-1:]
     assert len(lines) == 1, r.err
     assert "Traceback" not in r.err
     for n in needles:

@@ -147,7 +147,7 @@ def test_an_interrupted_run_keeps_what_it_had_measured(tmp_path, benchmarks, sig
         in run["errors"]
     assert run["provenance"]["interrupted"] == {"benchmark": "numa", "not_run": []}
     assert runs == [(run["run_id"],)]
-    assert "INTERRUPTED during numa" in r.out and "numa: interrupted" in r.out  # the summary
+    assert "INTERRUPTED during numa" in r.out and "numa: interrupted" in r.err  # the summary
     listed = json.loads(hpcprobe("list", "--db", str(db), "--json").out)
     assert [(x["run_id"], x["interrupted"]) for x in listed] == [(run["run_id"], True)]
     assert "memory,numa (interrupted)" in hpcprobe("list", "--db", str(db)).out
@@ -302,7 +302,7 @@ def test_a_document_that_cannot_be_written_loses_no_figures(tmp_path):
     r = hpcprobe("run", "latency", "--size", "64KiB", "--quick", "--db", str(db), "--json",
                  str(full))
     assert_user_error(r, f"--json {full}: cannot write it (No space left on device)",
-                      "the run is stored as")
+                      "the run is stored as", measured=True)
     (run_id,) = [row[0] for row in sqlite3.connect(db).execute("select run_id from runs")]
     assert f"stored as {run_id}" in r.err
     shown = hpcprobe("show", run_id, "--db", str(db), "--json")
@@ -310,5 +310,5 @@ def test_a_document_that_cannot_be_written_loses_no_figures(tmp_path):
     # nowhere else to keep it: the error alone, as before
     r = hpcprobe("run", "latency", "--size", "64KiB", "--quick", "--no-store", "--json",
                  str(full))
-    assert_user_error(r, "No space left on device")
+    assert_user_error(r, "No space left on device", measured=True)
     assert "stored" not in r.err

@@ -110,9 +110,10 @@ def test_run_says_why_the_mpi_section_skipped(tmp_path):
     db, doc = tmp_path / "store.sqlite", tmp_path / "run.json"
     r = hpcprobe("run", "mpi", "--db", str(db), "--json", str(doc),
                  env={"HPCPROBE_MPI": str(tmp_path / "none")})
-    assert r.code == 2 and "mpi: skipped" in r.out and "bin/mpicc" in r.out, r.out + r.err
-    assert r.err.strip() == ("hpcprobe: error: nothing was measured: every benchmark asked for "
-                             "was skipped (the warnings above say why); the run is not stored")
+    assert r.code == 2 and "mpi: skipped" in r.err and "bin/mpicc" in r.err, r.out + r.err
+    assert r.err.strip().splitlines()[-1] == (
+        "hpcprobe: error: nothing was measured: every benchmark asked for was skipped (the "
+        "warnings above say why); the run is not stored")
     assert json.loads(doc.read_text())["metrics"] == [] and "Stored as" not in r.out
     r = hpcprobe("list", "--db", str(db))
     assert r.code == 0 and "│ mpi " not in r.out, r.out
@@ -162,9 +163,11 @@ def test_hydra_and_intel_and_srun_binding():
     intel = mpiexec("/x/mpiexec", fake_mpi("Intel MPI"), sets, ["p"], Path("."), {})
     assert intel.env["I_MPI_PIN_DOMAIN"] == "[0x3,0xc]"
     got = srun("/x/srun", fake_mpi("MPICH"), Layout((5, 5)), ["p"], Path("."), {})
-    assert got.argv == ["/x/srun", "-n", "2", "--cpu-bind=map_cpu:5,5", "--overcommit", "p"]
+    assert got.argv == ["/x/srun", "-n", "2", "--kill-on-bad-exit=1", "--cpu-bind=map_cpu:5,5",
+                        "--overcommit", "p"]
     got = srun("/x/srun", fake_mpi("MPICH"), sets, ["p"], Path("."), {"A": "1"})
-    assert got.argv == ["/x/srun", "-n", "2", "--cpu-bind=mask_cpu:0x3,0xc", "p"]
+    assert got.argv == ["/x/srun", "-n", "2", "--kill-on-bad-exit=1",
+                        "--cpu-bind=mask_cpu:0x3,0xc", "p"]
     assert got.env == {"A": "1"}
 
 
@@ -323,7 +326,7 @@ def test_a_killed_rank_ends_the_run_with_what_was_measured(tmp_path):
     os.kill(max(ranks), signal.SIGKILL)
     out, err = p.communicate(timeout=120)
     assert p.returncode == 1, err
-    assert "exited with status" in out and "during latency at" in out
+    assert "exited with status" in err and "during latency at" in err
     n = sqlite3.connect(db).execute("select count(*) from metrics").fetchone()[0]
     assert n > 0  # the sizes measured before the rank died are stored
 

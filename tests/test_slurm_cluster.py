@@ -131,3 +131,20 @@ def test_an_overdue_job_prints_its_stacks_and_carries_on(slurm, tmp_path):
         assert job.state == "RUNNING"  # the signal only asked
     finally:
         slurm.cancel([job])
+
+
+def test_a_rank_that_dies_ends_the_srun_launch_instead_of_hanging_it(slurm, tmp_path):
+    """hpcprobe's srun launch on two nodes, rank 0 killed by SIGSEGV at once while rank 1
+    would wait 300 s (as the ranks of an MPI job wait in their next collective for a dead
+    one): the step ends with the signal named, and rank 1 is stopped with it."""
+    from hpcprobe.mpi import launchers
+
+    ranks = tmp_path / "ranks.sh"
+    ranks.write_text('#!/bin/sh\nif [ "$SLURM_PROCID" = 0 ]; then kill -SEGV $$; fi\n'
+                     "exec sleep 300\n")
+    ranks.chmod(0o755)
+    launch = launchers.LAUNCHERS["srun"].build(
+        "srun", None, launchers.Layout((0, 0), hosts=("n1", "n2")), [str(ranks)], tmp_path, {})
+    r = subprocess.run([*slurm.prefix, *launch.argv], capture_output=True, text=True,
+                       timeout=120, env={**slurm._env, **launch.env})
+    assert r.returncode != 0 and "Segmentation fault" in r.stderr, r.stderr

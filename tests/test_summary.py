@@ -52,7 +52,7 @@ def test_summary_shows_clock_peak_model_scaling_and_roofline(tiny):
     assert f"{ridge.samples[0]:.2f}" in text
 
 
-def test_brackets_in_messages_cells_and_tags_are_text_not_markup(tiny):
+def test_brackets_in_messages_cells_and_tags_are_text_not_markup(tiny, capsys):
     """Rich reads "[madvise]" or "[workloads.pt2pt]" as a style tag and drops it: a warning, a
     cell or a tag that holds one is printed as written."""
     from hpcprobe.analysis.compare import Comparison
@@ -71,7 +71,7 @@ def test_brackets_in_messages_cells_and_tags_are_text_not_markup(tiny):
     t.add_row("always [madvise] never")
     terminal.print_blocks([t], console)
     terminal.render_comparison(Comparison(["[a]", "[b]"], [], [], {}), console, None)
-    text = console.export_text()
+    text = console.export_text() + capsys.readouterr().err  # warnings and errors: stderr
     for said in ("tag thp[madvise]", "warning: [workloads.pt2pt]: no figure",
                  "error: [configurations.b] set THP: always [madvise] never",
                  "[bold]settings[/bold]", "[setting]", "always [madvise] never",

@@ -532,4 +532,4 @@ def test_a_where_that_keeps_no_figure_says_what_the_runs_have(tmp_path):
     said = [w for w in doc["warnings"] if w.startswith("[workloads.calc]")]
     assert len(said) == 1 and "its where (sizes = [1, 2])" in said[0]
     assert "their params: " in said[0] and "another boot" not in " ".join(doc["warnings"])
-    assert "warning: [workloads.calc]: no figure of its runs" in r.out.replace("\n", " ")
+    assert "warning: [workloads.calc]: no figure of its runs" in r.err.replace("\n", " ")

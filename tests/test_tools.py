@@ -201,7 +201,7 @@ def test_iperf3_on_loopback_starts_and_stops_its_server(tmp_path):
         assert_user_error(hpcprobe("run", "iperf3", f"--iperf-udp={rate}"), "a bitrate a stream")
     # no server there: the run fails with iperf3's reason, named once
     r = hpcprobe("run", "iperf3", "--iperf-server", "127.0.0.1:1", "--repeat", "1", "--no-store")
-    assert r.code == 1 and "error: iperf3: unable to connect to server" in r.out, r.out
+    assert r.code == 1 and "error: iperf3: unable to connect to server" in r.err, r.err
 
 
 @needs["iperf3"]

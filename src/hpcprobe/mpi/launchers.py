@@ -106,10 +106,13 @@ def _mpiexec(path: str, mpi: Mpi, layout: Layout, command: list[str], workdir: P
 def _srun(path: str, mpi: Mpi, layout: Layout, command: list[str], workdir: Path,
           env: Mapping[str, str]) -> Launch:
     """Slurm: --cpu-bind=map_cpu (mask_cpu for CPU sets) pins the i-th task of a node; srun
-    exports the whole environment by default."""
+    exports the whole environment by default. --kill-on-bad-exit: a rank that dies (a signal,
+    a non-zero exit) ends the step; srun's default lets the others wait for it in their next
+    collective for ever (a 4-node CG job hung so: rank 0 died of SIGSEGV a second after its
+    start, the other three sat in MPI_Comm_split_type until the campaign cancelled the job)."""
     bind = ("mask_cpu:" + ",".join(layout.masks()) if layout.sets else
             "map_cpu:" + ",".join(map(str, layout.cpus)))
-    argv = [path, "-n", str(layout.ranks), "--cpu-bind=" + bind]
+    argv = [path, "-n", str(layout.ranks), "--kill-on-bad-exit=1", "--cpu-bind=" + bind]
     if layout.hosts:
         hosts = _unique(layout.hosts)
         argv += ["--nodelist", ",".join(hosts), "--nodes", str(len(hosts))]

@@ -3,6 +3,7 @@ warnings, errors) or a comparison, rendered with rich from the view toolkit's bl
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 
 from rich.console import Console
@@ -55,14 +56,16 @@ def print_blocks(blocks: Sequence[Block], console: Console) -> None:
 
 
 def render(run: Run, console: Console, views: Sequence[View]) -> None:
-    """The run: its header, every family's views in registry order, its warnings and errors."""
+    """The run: its header and every family's views in registry order on `console`, then its
+    warnings and errors on standard error, where they stay apart from the figures."""
     console.print(_header(run), markup=False)
     for view in views:
         print_blocks(view(run), console)
+    notes = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
     for w in run.warnings:
-        console.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
+        notes.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
     for e in run.errors:
-        console.print(f"[red]error:[/red] {escape(e)}", highlight=False)
+        notes.print(f"[red]error:[/red] {escape(e)}", highlight=False)
 
 
 def _pct(x: float) -> str:
