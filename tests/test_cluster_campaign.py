@@ -312,24 +312,18 @@ def test_hpl_across_nodes_gives_weak_scaling(cluster, tmp_path):
 def test_cg_across_nodes_runs_its_ranks_on_every_node(cluster, tmp_path):
     """The CG proxy on 1, 2 and 4 nodes (a box a node, one rank a node through srun): the
     check across the ranks passed on every count, the rate and its parallel efficiency."""
-    # The 4-node job once printed nothing for 4 minutes in CI (four namespace nodes on two
-    # CPUs; 1 and 2 nodes had finished), and hung 3 times in 246 such jobs here, cause not
-    # found. Not seen since in 460 4-node jobs on a cluster of their own: 250 bare srun
-    # launches of the proxy, 150 `hpcprobe run cg --hosts` batch jobs as this test sends
-    # them, 60 more each after n4's slurmd was killed and started again. The campaign cancels
-    # a job that runs past --timeout (its failure then names the call hpcprobe stood in), and
-    # that one failure, said as such, gets one more campaign
-    for tag in ("cg", "cg-again"):
-        r, doc = campaign(cluster, tmp_path, tag, "--no-links", "--scale", "cg", "--scale-args",
-                          "--grid 16x16x16", "--timeout", "90")
-        if not any("no result after 90 s running" in e for e in doc["scaling_errors"]):
-            break
+    # The 4-node job hung now and then (3 of 246 here, once in CI): rank 0 died of SIGSEGV
+    # inside MPI_Init (Open MPI handled a peer's first message before its PML was ready) and
+    # srun let the other ranks wait for it. The launches now end a step whose rank dies and
+    # run Open MPI's modex in one background fence (mpi/launchers.py), so no retry here.
+    r, doc = campaign(cluster, tmp_path, "cg", "--no-links", "--scale", "cg", "--scale-args",
+                      "--grid 16x16x16", "--timeout", "90")
     assert r.returncode in (0, 1), r.stdout[-3000:] + r.stderr  # 1: a node flagged by noise
     assert doc["scaling_errors"] == [] and doc["failed"] == {}
     pts = weak_points(doc, "cg.gflops")
     assert all(p["median"] > 0 and p["parallel_efficiency"] > 0 for p in pts)
     with Store.open(tmp_path / "r.sqlite") as st:
-        runs = [x for x in st.load_all(Selection(tag=tag)) if "cg" in x.benchmarks]
+        runs = [x for x in st.load_all(Selection(tag="cg")) if "cg" in x.benchmarks]
     got = sorted((m.params["nodes"], m.params["global"]) for x in runs for m in x.metrics
                  if m.name == "gflops")
     assert got == [(1, "16x16x16"), (2, "16x16x32"), (4, "16x32x32")]

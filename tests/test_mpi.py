@@ -165,10 +165,11 @@ def test_hydra_and_intel_and_srun_binding():
     got = srun("/x/srun", fake_mpi("MPICH"), Layout((5, 5)), ["p"], Path("."), {})
     assert got.argv == ["/x/srun", "-n", "2", "--kill-on-bad-exit=1", "--cpu-bind=map_cpu:5,5",
                         "--overcommit", "p"]
+    assert got.env == {"OMPI_MCA_pmix_base_async_modex": "1"}  # Open MPI: one modex fence
     got = srun("/x/srun", fake_mpi("MPICH"), sets, ["p"], Path("."), {"A": "1"})
     assert got.argv == ["/x/srun", "-n", "2", "--kill-on-bad-exit=1",
                         "--cpu-bind=mask_cpu:0x3,0xc", "p"]
-    assert got.env == {"A": "1"}
+    assert got.env == {"A": "1", "OMPI_MCA_pmix_base_async_modex": "1"}
 
 
 def test_multi_node_layout_puts_ranks_host_by_host():

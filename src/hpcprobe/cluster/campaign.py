@@ -41,7 +41,7 @@ from hpcprobe.cluster.verdict import (
 from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.common.names import natural
 from hpcprobe.measure.family import Progress, Scaling
-from hpcprobe.mpi import build, find
+from hpcprobe.mpi import build, find, launchers
 from hpcprobe.mpi.program import UNITS
 from hpcprobe.results.model import Metric, Run, read_json
 from hpcprobe.results.store import AlreadyStored, Selection, Store
@@ -363,7 +363,7 @@ class Campaign:
         spec = JobSpec(f"hpb-{p.tag}-links"[:64], nodes, argv,
                        p.workdir / "jobs" / f"links.{n}.out", p.timeout_s,
                        tasks_per_node=p.ranks_per_node, mpi=p.mpi_plugin,
-                       partition=p.partition)
+                       partition=p.partition, env=launchers.srun_env({}))
         job = self.sched.submit(spec)
         total = len(rounds) + (len(nodes).bit_length() if scaling else 0)
         self.progress.start(f"links: {len(nodes)} nodes, {len(rounds)} rounds", total)

@@ -27,6 +27,12 @@ CLIENT_TIMEOUT_S = 30
 STACKS_TIMEOUT_S = 5
 
 
+def _mpi_step(spec: JobSpec) -> list[str]:
+    """srun's options for an MPI job's ranks: its MPI plugin, and a rank that dies ends the
+    step (srun's default leaves the others waiting for it in their next collective)."""
+    return ["--kill-on-bad-exit=1", *([f"--mpi={spec.mpi}"] if spec.mpi else [])]
+
+
 def _gpus(spec: JobSpec) -> list[str]:
     """The GPUs a job asks for on each node: without them a GRES-managed node hides its GPUs
     from the job (ConstrainDevices), --exclusive or not."""
@@ -125,8 +131,7 @@ class Slurm(Scheduler):
         if self._in_allocation(spec.nodes):
             return self._step(spec)
         script = spec.output.with_suffix(".sh")
-        run = spec.argv if spec.mpi is None else \
-            ["srun", *([f"--mpi={spec.mpi}"] if spec.mpi else []), *spec.argv]
+        run = spec.argv if spec.mpi is None else ["srun", *_mpi_step(spec), *spec.argv]
         exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in spec.env.items())
         script.write_text(f"#!/bin/sh\n# written by hpcprobe: {spec.name}\n{exports}"
                           f"exec {shlex.join(run)}\n")
@@ -144,7 +149,7 @@ class Slurm(Scheduler):
     def _step(self, spec: JobSpec) -> Job:
         argv = ["srun", "--nodes", str(len(spec.nodes)), "--nodelist", ",".join(spec.nodes),
                 "--ntasks-per-node", str(spec.tasks_per_node), "--exact", *_gpus(spec),
-                *([f"--mpi={spec.mpi}"] if spec.mpi else []), *spec.argv]
+                *(_mpi_step(spec) if spec.mpi is not None else []), *spec.argv]
         with open(spec.output, "w") as out:
             p = subprocess.Popen([*self.prefix, *argv], stdout=out, stderr=subprocess.STDOUT,
                                  stdin=subprocess.DEVNULL, env={**self._env, **spec.env},
