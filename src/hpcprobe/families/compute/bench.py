@@ -182,7 +182,8 @@ class _Models:
         clock samples reads within its table model) or the clock read low."""
         model = self.models[pt.kernel]
         row = (f"the {model.microarch} row's {model.flops_per_cycle:g} FLOP/cycle for "
-               f"{pt.kernel.label}")
+               f"{pt.kernel.label}" if model.source == "table" else
+               f"the one-core rate the model took ({model.flops_per_cycle:g} FLOP/cycle)")
         clock_cause = (f"the clock the model used ({ghz:.3f} GHz under {pt.kernel.isa} load) "
                        "reading below the clock the kernel ran at (drift between their samples, "
                        "or a busy host)")
