@@ -73,7 +73,7 @@ def test_the_family_runs_and_stores(tmp_path):
     assert 0 < shares[0] <= 105
     assert "CG proxy" in r.out
     # 24x20x16 is far smaller than any DRAM working set: a cache's figure, said so
-    assert "cg: the grid 24x20x16 holds" in r.out and "no bound" in r.out
+    assert "cg: the grid 24x20x16 holds" in r.err and "no bound" in r.err
     assert any("cg: the grid 24x20x16" in w for w in doc["warnings"])
 
 
