@@ -7,7 +7,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
+from hpcprobe.analysis import verdict
 from hpcprobe.analysis.compare import NotJoined
+from hpcprobe.analysis.verdict import Picker, Reference, Verdict
 from hpcprobe.common.errors import UserError
 from hpcprobe.families import FAMILIES
 from hpcprobe.machine.topology import Topology
@@ -16,6 +18,7 @@ from hpcprobe.measure.family import (
     Default,
     Derives,
     Family,
+    Headlines,
     Inventory,
     NoProgress,
     Progress,
@@ -115,6 +118,16 @@ def hardware_labels(provenance: Mapping[str, Any]) -> list[str]:
     """What families found on a node that its peers must share (GPU models), from a run's
     provenance."""
     return [x for inv in capable(Inventory).values() for x in inv.hardware(provenance)]
+
+
+def pickers() -> list[Picker]:
+    """Every family's headline picker, in registry order."""
+    return [h.pick for h in capable(Headlines).values()]
+
+
+def judge(run: Run, reference: Reference | None) -> Verdict:
+    """The run's verdict: its headline figures against their ceilings and the reference."""
+    return verdict.verdict(run, pickers(), reference)
 
 
 def option_names() -> dict[str, str]:

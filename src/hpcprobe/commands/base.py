@@ -121,6 +121,7 @@ def add_run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--json", metavar="FILE", help="also write the run as a JSON document (`-`: "
                    "on standard output, the tables then on standard error)")
     r.add_argument("--tag", help="label the run, e.g. a BIOS or tuning configuration")
+    add_judging(r)
     r.add_argument("--oversubscribe", action="store_true",
                    help="allow more threads (or ranks) than the placement's CPUs")
     r.add_argument("--dry-run", action="store_true",
@@ -128,6 +129,15 @@ def add_run_options(r: argparse.ArgumentParser) -> None:
                         "profile), measure nothing, store nothing")
     r.add_argument("--input", metavar="FILE.xml",
                    help="with --dry-run: plan for the machine of this hwloc XML file instead")
+
+
+def add_judging(r: argparse.ArgumentParser) -> None:
+    """How a run is shown and judged: its verdict first, the tables with --details."""
+    r.add_argument("--details", action="store_true",
+                   help="after the verdict, every table and every warning in full")
+    r.add_argument("--against", metavar="REF.toml",
+                   help="judge the headline figures against this reference (`hpcprobe "
+                        "reference make`; default: this host's previous runs in the store)")
 
 
 def date(text: str) -> str:

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from hpcprobe import registry
+from hpcprobe.analysis import reference
+from hpcprobe.analysis.verdict import Reference, Verdict
 from hpcprobe.commands.base import Bar, console, say, terminate_interrupts
 from hpcprobe.common import files
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, HpcprobeError, UserError
@@ -17,6 +19,33 @@ from hpcprobe.measure.runner import Interrupted
 from hpcprobe.results import model as results
 from hpcprobe.results.store import Store
 from hpcprobe.views import terminal
+
+
+@dataclass(frozen=True)
+class Against:
+    """What a run is judged against: the groups of a reference file (`--against`, read and
+    checked before anything is measured), else the host's previous runs in the store."""
+
+    path: str | None = None
+    groups: tuple[reference.Group, ...] = ()
+
+    @classmethod
+    def of(cls, path: str | None) -> Against:
+        return cls(path, tuple(reference.load(path))) if path else cls()
+
+    def verdict(self, run: results.Run, store: Store | None) -> Verdict:
+        """The run's verdict against the file's reference for its hardware, else against
+        the host's previous runs in `store` (none: its ceilings only)."""
+        labels = registry.hardware_labels
+        if run.kind != "node":
+            return Verdict([], None)
+        ref: Reference | None
+        if self.path is not None:
+            ref = reference.for_run(self.groups, run, labels, self.path)
+        else:
+            ref = None if store is None else reference.previous(store, run, registry.pickers(),
+                                                                labels)
+        return registry.judge(run, ref)
 
 
 @dataclass
@@ -32,13 +61,16 @@ class Outputs:
     stored: str | None = None
     empty_refused: bool = True  # a run that measured nothing is no result: not stored
     store_again: bool = True  # False: a run the store has already is not saved twice
+    against: Against = Against()
+    details: bool = False  # every family's tables and every warning, after the verdict
 
     @classmethod
     def of(cls, a: Any, **kw: Any) -> Outputs:
         """The documents a command's arguments ask for, checked writable before anything is
         measured."""
         out = cls(getattr(a, "json", None), getattr(a, "report", None),
-                  getattr(a, "markdown", None), **kw)
+                  getattr(a, "markdown", None), against=Against.of(getattr(a, "against", None)),
+                  details=bool(getattr(a, "details", False)), **kw)
         files.check_outputs((out.json, "--json"), (out.report, "--report"),
                             (out.markdown, "--markdown"))
         return out
@@ -62,18 +94,20 @@ def measured(out: Outputs, store: Store | None,
             sys.stderr.write("hpcprobe: interrupted; the figures measured before it are "
                              f"{'kept above' if store is None else 'stored'}, marked as such\n")
             return EXIT_INTERRUPTED
-    keep(run, out, store, parts)
-    return EXIT_FAILURE if run.errors else 0
+    judged = keep(run, out, store, parts)
+    return EXIT_FAILURE if run.errors or judged.failed else 0
 
 
 def keep(run: results.Run, out: Outputs, store: Store | None,
-         parts: Sequence[results.Run] = ()) -> None:
+         parts: Sequence[results.Run] = ()) -> Verdict:
     """Show the run; write its document first (if the store fails then, the figures are in
     it), store it after the runs it summarises (`parts`), write its Markdown and report, and
-    print the hints. A run that measured nothing and failed nothing (every benchmark skipped:
-    `run gpu` without a GPU) is shown and written, then refused as a user's mistake."""
+    print the hints; its verdict. A run that measured nothing and failed nothing (every
+    benchmark skipped: `run gpu` without a GPU) is shown and written, then refused as a user's
+    mistake."""
     shown = console(out.piped)
-    terminal.render(run, shown, registry.views())
+    judged = out.against.verdict(run, store)
+    terminal.render(run, shown, registry.views(), console(stderr=True), judged, out.details)
     unwritten = _document(run, out, shown, keep_going=store is not None)
     if out.empty_refused and not run.metrics and not run.errors:
         if store is not None:
@@ -88,6 +122,7 @@ def keep(run: results.Run, out: Outputs, store: Store | None,
     if unwritten is not None:
         raise type(unwritten)(f"{unwritten}; the run is stored as {run.run_id} "
                               f"(`hpcprobe show {run.run_id} --json` prints its document)")
+    return judged
 
 
 def _document(run: results.Run, out: Outputs, shown: Any,

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
+from hpcprobe.analysis.verdict import Picker
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.profiles import Profile
@@ -232,6 +233,15 @@ class Inventory:
 
 
 @dataclass(frozen=True)
+class Headlines:
+    """The figures of a run its verdict opens with (`hpcprobe run`, `show`, the cluster
+    report): `pick(run)` gives the family's headline figures, each with its ceiling where the
+    hardware sets one, and none where the run did not measure them."""
+
+    pick: Picker
+
+
+@dataclass(frozen=True)
 class Metrics:
     """What a family emits: its metrics (name, unit, direction), the params that say where or
     how a figure was taken rather than what it is (compare ignores them when it joins metrics
@@ -272,7 +282,8 @@ class Family:
     metrics: Metrics = Metrics()
     views: tuple[View, ...] = ()  # tables and text of one run (terminal and HTML)
     figures: tuple[Figures, ...] = ()  # plots of one or more runs (HTML report)
-    #: the modes it has: Default, Derives, Command, Scaling, Sized, Peer, OtherDevice, Inventory
+    #: the modes it has: Default, Derives, Command, Scaling, Sized, Peer, OtherDevice,
+    #: Inventory, Headlines
     capabilities: tuple[Any, ...] = ()
 
     def capability(self, kind: type[C]) -> C | None:

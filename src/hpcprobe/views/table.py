@@ -18,6 +18,7 @@ class Table:
     justify: list[str] = field(default_factory=list)
     rows: list[list[str]] = field(default_factory=list)
     caption: str | None = None
+    narrow: bool = False  # drawn without column rules, to fit a narrow screen
 
     def add_column(self, name: str, justify: str = "left") -> None:
         self.columns.append(name)

@@ -3,17 +3,19 @@ warnings, errors) or a comparison, rendered with rich from the view toolkit's bl
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Sequence
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table as RichTable
 from rich.text import Text
 
 from hpcprobe.analysis.compare import Comparison, notes
+from hpcprobe.analysis.verdict import Verdict
 from hpcprobe.machine import dimms, sentinel
 from hpcprobe.results.model import Run
+from hpcprobe.views import verdict as verdict_view
 from hpcprobe.views.table import Block, Table, View
 
 
@@ -38,7 +40,8 @@ def _header(run: Run) -> str:
 def rich_table(table: Table) -> RichTable:
     """A toolkit table as a rich table."""
     out = RichTable(title=Text(table.title) if table.title else None, title_justify="left",
-                    caption=Text(table.caption) if table.caption else None)
+                    caption=Text(table.caption) if table.caption else None,
+                    **({"box": box.SIMPLE_HEAD, "pad_edge": False} if table.narrow else {}))
     for name, justify in zip(table.columns, table.justify, strict=True):
         out.add_column(Text(name), justify="right" if justify == "right" else "left")
     for row in table.rows:  # as text: a "[madvise]" or "[workloads.x]" in a cell is no markup
@@ -46,26 +49,37 @@ def rich_table(table: Table) -> RichTable:
     return out
 
 
-def print_blocks(blocks: Sequence[Block], console: Console) -> None:
+def print_blocks(blocks: Sequence[Block], console: Console, width: int | None = None) -> None:
+    """Blocks on the console, folded to `width` columns where given."""
     for block in blocks:
         if isinstance(block, Table):
-            console.print(rich_table(block))
+            console.print(rich_table(block), width=width)
         else:
             text = "\n".join(block.lines)
-            console.print(text, highlight=False, markup=False)
+            console.print(text, highlight=False, markup=False, width=width)
 
 
-def render(run: Run, console: Console, views: Sequence[View]) -> None:
-    """The run: its header and every family's views in registry order on `console`, then its
-    warnings and errors on standard error, where they stay apart from the figures."""
-    console.print(_header(run), markup=False)
-    for view in views:
-        print_blocks(view(run), console)
-    notes = Console(stderr=True, width=None if sys.stderr.isatty() else 160)
-    for w in run.warnings:
-        notes.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
+def render(run: Run, console: Console, views: Sequence[View], stderr: Console,
+           verdict: Verdict | None = None, details: bool = True) -> None:
+    """The run on `console`: its header, its verdict, and with `details` (or where no figure
+    of it is a headline) every family's views in registry order; then on `stderr` (standard
+    error) its warnings, folded one line per kind without `details`, and its errors."""
+    width = min(console.width, verdict_view.WIDTH)
+    console.print(_header(run), markup=False, width=width)
+    if verdict is not None:
+        print_blocks(verdict_view.blocks(verdict), console, width)
+    whole = details or verdict is None or not verdict.rows
+    if whole:
+        for view in views:
+            print_blocks(view(run), console)
+    warnings = run.warnings if whole else verdict_view.fold(run.warnings)
+    for w in warnings:
+        stderr.print(f"[yellow]warning:[/yellow] {escape(w)}", highlight=False)
+    if not whole and run.warnings:
+        stderr.print(f"({len(run.warnings)} warning(s) in all; --details shows them whole, with "
+                    "the tables)", highlight=False, markup=False)
     for e in run.errors:
-        notes.print(f"[red]error:[/red] {escape(e)}", highlight=False)
+        stderr.print(f"[red]error:[/red] {escape(e)}", highlight=False)
 
 
 def _pct(x: float) -> str:

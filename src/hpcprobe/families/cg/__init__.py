@@ -5,13 +5,14 @@ checked against a reference CG, with its bandwidth against the STREAM triad."""
 from __future__ import annotations
 
 from hpcprobe.families.cg import bench, views
-from hpcprobe.measure.family import Default, Family, Metrics, Scaling, Sized
+from hpcprobe.measure.family import Default, Family, Headlines, Metrics, Scaling, Sized
 
 FAMILY = Family(
     "cg", "HPCG-shaped CG proxy: GFLOP/s, phase shares, bandwidth against STREAM triad",
     bench.CgOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
     metrics=Metrics(bench.METRICS, frozenset({"cpus", "mpi"})), views=(views.tables,),
-    capabilities=(Default(), Scaling(("gflops", "bandwidth_fraction"), grow=("gflops",), vary=(
-        "nodes", "ranks", "rank_grid", "global", "cpus", "mpi", "nonzeros",
-        "flops_per_iteration")),
-    Sized(bench.scaled, bench.total_rate, "the CG rate")))
+    capabilities=(Headlines(views.headlines), Default(), Scaling(
+        ("gflops", "bandwidth_fraction"), grow=("gflops",), vary=(
+            "nodes", "ranks", "rank_grid", "global", "cpus", "mpi", "nonzeros",
+            "flops_per_iteration")),
+        Sized(bench.scaled, bench.total_rate, "the CG rate")))

@@ -3,6 +3,7 @@ the same run, and where its time goes."""
 
 from __future__ import annotations
 
+from hpcprobe.analysis.verdict import Headline
 from hpcprobe.families.cg import solver
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.views.table import Block, Table, cell, n_range, shown
@@ -38,6 +39,15 @@ def _table(run: Run) -> Table | None:
                   *(f"{share[(k, p)].summary.median:.0f}" if (k, p) in share else "-"
                     for p in phases))
     return t
+
+
+def headlines(run: Run) -> list[Headline]:
+    """The CG solver's rate on the largest grid measured."""
+    cg = run.select("cg", "gflops")
+    if not cg:
+        return []
+    got = max(cg, key=lambda m: m.params["nonzeros"])
+    return [Headline(f"cg.gflops_{got.params['grid']}", f"CG {got.params['grid']}", got)]
 
 
 def tables(run: Run) -> list[Block]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from hpcprobe.analysis.verdict import Headline, best
 from hpcprobe.machine.flopmodel import ABOVE_MODEL, efficiency_label
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.views.table import Block, Lines, Table, cell, n_range, shown
@@ -109,6 +110,33 @@ def _scaling_table(run: Run) -> Table | None:
         t.add_row(str(n), cell(scaling[n]), f"{med / n:.1f}", f"{med / base:.2f}",
                   cell(triad.get(n)))
     return t
+
+
+def headlines(run: Run) -> list[Headline]:
+    """The best all-core peak per precision, against its FLOP model where the model is a
+    table's (a model that is the measured one-core rate is no ceiling)."""
+    peaks = run.select("compute", "peak")
+    if not peaks:
+        return []
+    models = {(_kernel_key(m.params), m.params["threads"]): m
+              for m in run.select("compute", "peak_model")}
+    top = max(m.params["threads"] for m in peaks)
+    out = []
+    for precision in ("dp", "sp"):
+        got = best([m for m in peaks if m.params["precision"] == precision
+                    and m.params["threads"] == top])
+        if got is None:
+            continue
+        p = got.params
+        model = models.get((_kernel_key(p), top))
+        table = model is not None and model.params["model_source"] != "measured"
+        out.append(Headline(
+            f"compute.peak_{precision}", f"peak {precision.upper()}, {top} cores, {p['isa']} "
+            f"{p['op']}", got, model.summary.median if model is not None and table else None,
+            (f"FLOP model ({model.params['microarch']}, {model.params['flops_per_cycle']:g} "
+             "FLOP/cycle x the measured clock)") if model is not None and table else
+            "no published FLOP rate for this kernel"))
+    return out
 
 
 def tables(run: Run) -> list[Block]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from hpcprobe.analysis.verdict import Headline, best
 from hpcprobe.families.dslash import bench
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.views import figure
@@ -158,6 +159,20 @@ def _axpy(run: Run) -> Table | None:
         t.add_row(str(m.params["l"]), str(ranks), str(m.params["size_bytes"]),
                   f"{m.summary.median / ranks:.2f}", cell(m, 2))
     return t
+
+
+def headlines(run: Run) -> list[Headline]:
+    """The domain-wall Dslash (Ls=16) on the largest volume measured, the best kernel variant:
+    the figure behind the comparison point (which averages such figures over its volumes)."""
+    dwf = [m for m in run.select("dslash", "dslash")
+           if m.params["action"] == "dwf" and m.params["ls"] == 16]
+    if not dwf:
+        return []
+    size = max(m.params["l"] for m in dwf)
+    got = best([m for m in dwf if m.params["l"] == size])
+    assert got is not None
+    return [Headline(f"dslash.dwf16_l{size}", f"Dslash DWF Ls=16, {size}^4, {got.params['isa']}",
+                     got)]
 
 
 def tables(run: Run) -> list[Block]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from hpcprobe.analysis.verdict import Headline
 from hpcprobe.results.model import Run
 from hpcprobe.views import figure
 from hpcprobe.views.table import Block, Table, cell, n_range, shown
@@ -43,6 +44,22 @@ def _clock_table(run: Run) -> Table | None:
                 row.append(cell(cur.get((k, load)), 3))
         t.add_row(*row)
     return t
+
+
+#: The width order of the loads: the widest one the run measured is the clock HPL runs at
+WIDTH = ("scalar", "avx2", "avx512")
+
+
+def headlines(run: Run) -> list[Headline]:
+    """The clock with every core loaded by the widest ISA measured."""
+    clocks = [m for m in run.select("frequency", "clock") if m.params["load"] in WIDTH]
+    if not clocks:
+        return []
+    widest = max((m.params["load"] for m in clocks), key=WIDTH.index)
+    at = [m for m in clocks if m.params["load"] == widest]
+    m = max(at, key=lambda m: m.params["active_cores"])
+    return [Headline("frequency.all_core_clock", f"clock, {m.params['active_cores']} cores "
+                     f"under {widest}", m)]
 
 
 def tables(run: Run) -> list[Block]:

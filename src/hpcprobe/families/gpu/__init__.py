@@ -8,7 +8,7 @@ binding, sharing, health)."""
 from __future__ import annotations
 
 from hpcprobe.families.gpu import bench, locality, views
-from hpcprobe.measure.family import Command, Default, Family, Metrics, OtherDevice, specs
+from hpcprobe.measure.family import Command, Default, Family, Headlines, Metrics, OtherDevice, specs
 
 FAMILY = Family(
     "gpu", "NVIDIA GPUs: HBM bandwidth, GEMM per precision, host<->device per NUMA domain, "
@@ -20,7 +20,7 @@ FAMILY = Family(
                      *specs("%", "higher", "bandwidth_fraction", "gemm_fraction",
                             "copy_fraction")), bench.NOT_JOINED),
     views=(views.tables,), figures=(views.figures,),
-    capabilities=(
+    capabilities=(Headlines(views.headlines),
         Default(),
         # host copies bound by PCIe: 55 GB/s on an H100 node whose DRAM read 100+
         OtherDevice("NVIDIA GPUs"),

@@ -7,7 +7,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hpcprobe.analysis.verdict import Headline
 from hpcprobe.families.gpu.bench import DIRECTIONS
+from hpcprobe.families.gpu.peaks import PRECISIONS
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.views import figure
 from hpcprobe.views.table import Block, Table, cell, n_range, shown
@@ -134,6 +136,37 @@ def _p2p_table(run: Run) -> Table | None:
                   f"{p['bytes'] / 2**20:g} MiB",
                   "yes" if p["peer_access"] else "no (through the host)", cell(m, 1))
     return t
+
+
+def _gpu_headlines(run: Run, d: int) -> list[Headline]:
+    """One GPU's triad at its largest array against the memory's peak, and its GEMM (FP64
+    where measured, else the first precision measured) against the peak at its SM clock."""
+    out = []
+    triad = [m for m in run.select("gpu", "bandwidth")
+             if m.params["device"] == d and m.params["kernel"] == "triad"]
+    if triad:
+        m = max(triad, key=lambda m: m.params["array_bytes"])
+        peak = _by(run, "bandwidth_peak", "device").get((d,))
+        out.append(Headline(f"gpu.{d}.hbm_triad", f"GPU{d} memory triad", m,
+                            None if peak is None else peak.summary.median,
+                            "memory clock x bus width"))
+    gemm = [m for m in run.select("gpu", "gemm") if m.params["device"] == d]
+    if gemm:
+        prec = min({m.params["precision"] for m in gemm}, key=PRECISIONS.index)
+        m = max((m for m in gemm if m.params["precision"] == prec),
+                key=lambda m: m.summary.median)
+        peak = next((p for p in run.select("gpu", "gemm_peak") if p.params["device"] == d
+                     and (p.params["precision"], p.params["n"]) == (prec, m.params["n"])), None)
+        out.append(Headline(f"gpu.{d}.gemm_{prec}", f"GPU{d} GEMM {prec}, N={m.params['n']}",
+                            m, None if peak is None else peak.summary.median,
+                            "FLOP per SM clock x SMs x the SM clock read"))
+    return out
+
+
+def headlines(run: Run) -> list[Headline]:
+    devices = sorted({m.params["device"] for m in run.metrics if m.benchmark == "gpu"
+                      and "device" in m.params})
+    return [h for d in devices for h in _gpu_headlines(run, d)]
 
 
 def tables(run: Run) -> list[Block]:

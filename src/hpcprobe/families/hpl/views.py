@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from hpcprobe.analysis.verdict import Headline, best
 from hpcprobe.machine.flopmodel import efficiency_label
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.views import figure
@@ -121,6 +122,19 @@ def _headline(run: Run) -> Lines | None:
                  + (": above 100 % because the cores ran above base" if eb.summary.median > 100
                     else ""))
     return Lines([line])
+
+
+def headlines(run: Run) -> list[Headline]:
+    """HPL's Rmax (the best BLAS's) against the Rpeak of its run on the measured clock."""
+    got = best(run.select("hpl", "rmax"))
+    if got is None:
+        return []
+    peak = next((m for m in run.select("hpl", "rpeak")
+                 if got.params.items() <= m.params.items()), None)
+    return [Headline("hpl.rmax", f"HPL Rmax, N={got.params['n']}, {got.params['blas']}", got,
+                     None if peak is None else peak.summary.median,
+                     "Rpeak: FLOP/cycle x cores x the clock measured under load" if peak else
+                     "no Rpeak: no FLOP model for this CPU")]
 
 
 def tables(run: Run) -> list[Block]:

@@ -8,6 +8,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING
 
 from hpcprobe.analysis.levels import levels_table
+from hpcprobe.analysis.verdict import Headline
 from hpcprobe.common.units import format_bytes
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.views import figure
@@ -95,6 +96,29 @@ def _c2c_table(run: Run) -> Table | None:
     t.caption = "; ".join(f"{a}-{b}: {r}" for r, a, b in relations[:12]) + \
         (" ..." if len(relations) > 12 else "")
     return t
+
+
+#: Latency moves more than bandwidth from run to run (page placement, a guest's host cache)
+LATENCY_FLOOR = 0.10
+
+
+def headlines(run: Run) -> list[Headline]:
+    """The latency of each cache level and of DRAM on base pages: a third into each level's
+    working sets (clear of the previous level's edge), DRAM at the largest."""
+    lat = run.select("latency", "latency")
+    if not lat:
+        return []
+    base = min({m.params["page_size"] for m in lat}, key=_page_order)
+    out = []
+    for level in ("L1", "L2", "L3", "DRAM"):
+        at = sorted((m for m in lat if m.params["page_size"] == base
+                     and m.params["level"] == level), key=lambda m: m.params["size_bytes"])
+        if at:
+            m = at[-1] if level == "DRAM" else at[len(at) // 3]
+            out.append(Headline(f"latency.{level.lower()}", f"{level} latency "
+                                f"({format_bytes(m.params['size_bytes'])})", m,
+                                floor=LATENCY_FLOOR))
+    return out
 
 
 def tables(run: Run) -> list[Block]:

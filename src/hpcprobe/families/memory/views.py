@@ -7,6 +7,7 @@ from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
 from hpcprobe.analysis.levels import levels_table
+from hpcprobe.analysis.verdict import Headline, best
 from hpcprobe.common.units import format_bytes
 from hpcprobe.native.kernels import KERNELS
 from hpcprobe.results.model import Metric, Run
@@ -133,6 +134,36 @@ def _against_ceiling(run: Run, bw: list[Metric]) -> Lines | None:
     pct = 100.0 * best.summary.median / gbs
     return Lines([f"{what} = {pct:.1f} % of the DRAM ceiling {gbs:.1f} GB/s" +
                   (" (ABOVE it: the ceiling or the figure is wrong)" if pct > 100.0 else "")])
+
+
+def _dram_triad(run: Run, threads: int | None) -> Metric | None:
+    """The DRAM triad on `threads` (None: the most) one per core, at the largest size, the
+    better store type."""
+    dram = [m for m in run.select("memory", "bandwidth") if m.params.get("level") == "DRAM"
+            and m.params["kernel"] == "triad" and m.params["placement"] == "one-per-core"]
+    if threads is None and dram:
+        threads = max(m.params["threads"] for m in dram)
+    dram = [m for m in dram if m.params["threads"] == threads]
+    if not dram:
+        return None
+    size = max(m.params["size_bytes"] for m in dram)
+    return best([m for m in dram if m.params["size_bytes"] == size])
+
+
+def headlines(run: Run) -> list[Headline]:
+    """The DRAM triad on one core and on all cores (one per core), the latter against the
+    DRAM ceiling the DIMMs give."""
+    out = []
+    one, most = _dram_triad(run, 1), _dram_triad(run, None)
+    if one is not None:
+        out.append(Headline("memory.dram_triad_1core", "DRAM triad, 1 core", one))
+    if most is not None and most is not one:
+        ceil = run.provenance.get("dram_ceiling") or {}
+        gbs = ceil.get("gbs")
+        out.append(Headline("memory.dram_triad_all", f"DRAM triad, {most.params['threads']} "
+                            "cores", most, gbs if isinstance(gbs, float) else None,
+                            ceil.get("source")))
+    return out
 
 
 def tables(run: Run) -> list[Block]:

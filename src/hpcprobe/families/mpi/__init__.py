@@ -4,14 +4,14 @@ loop shapes, built with and run by the MPI found, out of process."""
 from __future__ import annotations
 
 from hpcprobe.families.mpi import bench, views
-from hpcprobe.measure.family import Command, Default, Family, Metrics, Sized
+from hpcprobe.measure.family import Command, Default, Family, Headlines, Metrics, Sized
 
 FAMILY = Family(
     "mpi", "MPI point-to-point, message rate, collectives and halo exchange (OSU conventions), "
     "out of process", bench.MpiOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
     metrics=Metrics(bench.METRICS, frozenset({"cpus", "binding", "hosts", "mpi", "launcher"})),
     views=(views.tables,), figures=(views.figures,),
-    capabilities=(Default(), Command(
+    capabilities=(Headlines(views.headlines), Default(), Command(
         help="MPI tests with OSU conventions, or `mpi info`",
         description="MPI point-to-point, message rate, collectives and a 4-D halo exchange, "
                     "built with and run by the MPI found (`mpi info` shows it).",

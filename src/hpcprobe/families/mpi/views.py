@@ -7,6 +7,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from hpcprobe.analysis.verdict import Headline
+from hpcprobe.common.units import format_bytes
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.views import figure
 from hpcprobe.views.table import Block, Lines
@@ -126,6 +128,27 @@ def mpi_collectives(runs: list[Run]) -> Figure | None:
          and m.name in ("allreduce", "bcast", "alltoall")],
         lambda m: f"{m.name} {m.params['ranks']} ranks",
         lambda m: m.params["size_bytes"])) else None
+
+
+#: Small-message latency moves more from run to run than bandwidth does
+LATENCY_FLOOR = 0.10
+
+
+def headlines(run: Run) -> list[Headline]:
+    """Point-to-point latency at 8 B and bandwidth at the largest message, of the first pair
+    measured."""
+    out = []
+    lat = [m for m in run.select("mpi", "latency") if m.params["size_bytes"] == 8]
+    if lat:
+        m = lat[0]
+        out.append(Headline("mpi.latency_8B", f"MPI latency 8 B, {m.params.get('pair', '')}"
+                            .rstrip(", "), m, floor=LATENCY_FLOOR))
+    bw = run.select("mpi", "bandwidth")
+    if bw:
+        size = max(m.params["size_bytes"] for m in bw)
+        m = next(m for m in bw if m.params["size_bytes"] == size)
+        out.append(Headline("mpi.bandwidth_large", f"MPI bandwidth {format_bytes(size)}", m))
+    return out
 
 
 def tables(run: Run) -> list[Block]:

@@ -1,0 +1,198 @@
+"""References: the headline figures a hardware configuration is expected to deliver, with a
+tolerance from the spread of the runs they came from (never tighter than the figure's
+practical floor), kept per hardware fingerprint in a TOML file (`hpcprobe reference make`) or
+taken from a host's previous runs in the store."""
+
+from __future__ import annotations
+
+import math
+import statistics
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from hpcprobe.analysis.verdict import Expected, Headline, Picker, Reference, headlines
+from hpcprobe.common import files
+from hpcprobe.common.errors import UserError
+from hpcprobe.results.model import Run
+from hpcprobe.results.store import Selection, Store
+
+FORMAT = "hpcprobe-reference"
+VERSION = 1
+#: The spread of the runs' medians times this is the tolerance (where above the floor)
+SPREADS = 3.0
+#: A figure's own CI half-width times this is the tolerance (where above both)
+CIS = 2.0
+#: How many of a host's previous runs (newest first) serve as its reference without a file
+PREVIOUS = 5
+#: Labels: the hardware a run measured, as a reference file keys it (GPU models from the
+#: families' inventories, which the caller hands in)
+Labels = Callable[[Mapping[str, Any]], list[str]]
+
+
+def hardware(run: Run, labels: Labels) -> dict[str, Any]:
+    """The hardware fingerprint of a run: CPU model, sockets, cores, and what the families'
+    inventories found (GPU models). DIMMs and links are not in it: a missing DIMM is what a
+    reference must catch, not a reason to pick another one."""
+    c = run.topology.get("counts", {})
+    return {"cpu": str(run.provenance.get("cpu_model") or "unknown CPU"),
+            "sockets": int(c.get("packages", 0)), "cores": int(c.get("cores", 0)),
+            "devices": sorted(labels(run.provenance))}
+
+
+def describe(hw: Mapping[str, Any]) -> str:
+    devices = f", {', '.join(hw['devices'])}" if hw.get("devices") else ""
+    return f"{hw['cpu']}, {hw['sockets']} x {hw['cores'] // max(1, hw['sockets'])} cores" \
+        + devices
+
+
+def _round_up(x: float, step: float = 0.005) -> float:
+    return round(math.ceil(x / step - 1e-9) * step, 4)
+
+
+def expected(heads: Sequence[Headline]) -> Expected:
+    """One figure's reference from its headline in several runs: the median of their medians;
+    the tolerance the largest of its floor, SPREADS x the runs' spread (a robust standard
+    deviation from 3 runs on, half the range of 2) and CIS x the median CI half-width."""
+    first = heads[0]
+    meds = [h.metric.summary.median for h in heads]
+    value = statistics.median(meds)
+    spread: float | None = None
+    if len(meds) >= 3 and value:
+        spread = 1.4826 * statistics.median(abs(m - value) for m in meds) / abs(value)
+    elif len(meds) == 2 and value:
+        spread = abs(meds[0] - meds[1]) / 2 / abs(value)
+    cis = [h.metric.summary.rel_ci_halfwidth for h in heads]
+    ci = statistics.median(x for x in cis if math.isfinite(x)) if any(
+        math.isfinite(x) for x in cis) else 0.0
+    tolerance = max(first.floor, SPREADS * (spread or 0.0), CIS * ci)
+    return Expected(first.key, first.label, first.metric.unit, first.metric.better,
+                    round(value, 6), _round_up(tolerance), len(meds),
+                    None if spread is None else round(spread, 4))
+
+
+@dataclass
+class Group:
+    """The reference of one hardware fingerprint: its runs and hosts, its expected figures."""
+
+    hardware: dict[str, Any]
+    runs: list[str] = field(default_factory=list)
+    hosts: list[str] = field(default_factory=list)
+    figures: dict[str, Expected] = field(default_factory=dict)
+
+
+def make(runs: Sequence[Run], pickers: Sequence[Picker], labels: Labels) -> list[Group]:
+    """The references of these node runs, one per hardware fingerprint, each of the figures
+    its runs measured."""
+    groups: dict[str, tuple[Group, dict[str, list[Headline]]]] = {}
+    for run in runs:
+        if run.kind != "node":
+            continue
+        hw = hardware(run, labels)
+        g, heads = groups.setdefault(describe(hw), (Group(hw), {}))
+        g.runs.append(run.run_id)
+        if run.host not in g.hosts:
+            g.hosts.append(run.host)
+        for h in headlines(run, pickers):
+            heads.setdefault(h.key, []).append(h)
+    out = []
+    for g, heads in groups.values():
+        g.figures = {k: expected(hs) for k, hs in heads.items()}
+        if g.figures:
+            out.append(g)
+    return out
+
+
+def to_toml(groups: Sequence[Group], source: str) -> str:
+    """The reference file: a header saying how to read it, then one [[hardware]] table per
+    fingerprint with its figures."""
+    import tomli_w
+
+    doc = {"format": FORMAT, "version": VERSION,
+           "created": datetime.now(UTC).isoformat(timespec="seconds"), "source": source,
+           "hardware": [{**g.hardware, "runs": g.runs, "hosts": g.hosts, "figures": {
+               k: {"label": e.label, "unit": e.unit, "better": e.better, "expected": e.value,
+                   "tolerance": e.tolerance, "runs": e.runs,
+                   **({} if e.spread is None else {"spread": e.spread})}
+               for k, e in g.figures.items()}} for g in groups]}
+    head = ("# hpcprobe reference: per hardware fingerprint (cpu, sockets, cores, devices), each\n"
+            "# headline figure's expected value (the median of its runs' medians, in `unit`)\n"
+            "# and its tolerance (relative: 0.05 = 5 %; `better` says which side fails).\n"
+            "# Judge a run with `hpcprobe run --against FILE` or `hpcprobe show RUN --against\n"
+            "# FILE`; edit a value or a tolerance by hand if you know better.\n")
+    return head + str(tomli_w.dumps(doc))
+
+
+def write(groups: Sequence[Group], source: str, path: str) -> None:
+    files.atomic_write(path, to_toml(groups, source).encode(), "-o")
+
+
+def _figure(key: str, d: Any, where: str) -> Expected:
+    try:
+        e = Expected(key, str(d["label"]), str(d["unit"]), str(d["better"]),
+                     float(d["expected"]), float(d["tolerance"]), int(d.get("runs", 1)),
+                     None if d.get("spread") is None else float(d["spread"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise UserError(f"{where}: figure {key!r} needs label, unit, better, expected and "
+                        f"tolerance ({exc})") from None
+    if e.better not in ("higher", "lower") or not 0 <= e.tolerance < 1 or e.value <= 0:
+        raise UserError(f"{where}: figure {key!r}: better is higher or lower, tolerance a "
+                        "fraction from 0 to 1 (0.05 = 5 %), expected above 0")
+    return e
+
+
+def load(path: str) -> list[Group]:
+    """A reference file's groups, checked: one clear line for what is wrong."""
+    try:
+        doc = tomllib.loads(files.read_input(Path(path)))
+    except tomllib.TOMLDecodeError as exc:
+        raise UserError(f"--against {path}: not TOML ({exc})") from None
+    if doc.get("format") != FORMAT or doc.get("version") != VERSION:
+        raise UserError(f"--against {path}: not an hpcprobe reference (format = \"{FORMAT}\", "
+                        f"version = {VERSION}); `hpcprobe reference make` writes one")
+    groups = []
+    for i, g in enumerate(doc.get("hardware", [])):
+        where = f"--against {path}: hardware {i + 1}"
+        if not isinstance(g, dict) or not isinstance(g.get("figures"), dict):
+            raise UserError(f"{where}: a table with cpu, sockets, cores and figures")
+        hw = {"cpu": str(g.get("cpu")), "sockets": int(g.get("sockets", 0)),
+              "cores": int(g.get("cores", 0)), "devices": sorted(g.get("devices", []))}
+        groups.append(Group(hw, list(g.get("runs", [])), list(g.get("hosts", [])),
+                            {k: _figure(k, d, where) for k, d in g["figures"].items()}))
+    return groups
+
+
+def for_run(groups: Sequence[Group], run: Run, labels: Labels, path: str) -> Reference:
+    """The reference of the run's hardware in a file (none there: a reference with no
+    figures, which says so)."""
+    hw = hardware(run, labels)
+    for g in groups:
+        if g.hardware == hw:
+            return Reference(f"{path} ({len(g.runs)} run(s) of {len(g.hosts)} host(s))",
+                             g.figures)
+    return Reference(f"{path} has no figures for this hardware ({describe(hw)})")
+
+
+def previous(store: Store, run: Run, pickers: Sequence[Picker], labels: Labels,
+             limit: int = PREVIOUS) -> Reference | None:
+    """The host's previous node runs of the same hardware (up to `limit`, newest first, made
+    before this one) as its reference; None where there are none."""
+    hw = hardware(run, labels)
+    before: list[Run] = []
+    for info in store.runs(limit=4 * limit, where=Selection(host=run.host,
+                                                            until=run.created)):
+        if info.run_id == run.run_id or info.interrupted:
+            continue
+        got = store.load(info.run_id)
+        if got.kind == "node" and hardware(got, labels) == hw:
+            before.append(got)
+        if len(before) == limit:
+            break
+    groups = make(before, pickers, labels)
+    if not groups:
+        return None
+    return Reference(f"this host's {len(before)} previous run(s) in the store (same hardware; "
+                     "--against FILE judges against a reference file)", groups[0].figures)

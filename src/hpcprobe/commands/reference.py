@@ -1,0 +1,106 @@
+"""`hpcprobe reference`: what a hardware configuration is expected to deliver. `make` writes,
+from stored runs (named, or selected by tag, host and dates) or run documents, each headline
+figure's expected value and tolerance per hardware fingerprint into a TOML file that `run`,
+`show` and `cluster report` judge against (`--against`); `show` prints one."""
+
+from __future__ import annotations
+
+import argparse
+
+from hpcprobe import registry
+from hpcprobe.analysis import reference
+from hpcprobe.commands.base import (
+    Parser,
+    Spec,
+    add_db,
+    add_selection,
+    console,
+    load_runs,
+    say,
+    selection,
+)
+from hpcprobe.common import files
+from hpcprobe.common.errors import UserError
+from hpcprobe.results.model import Run
+from hpcprobe.results.store import Selection, Store
+from hpcprobe.views import verdict as verdict_view
+from hpcprobe.views.table import Table
+from hpcprobe.views.terminal import rich_table
+
+
+def setup(p: argparse.ArgumentParser) -> None:
+    sub = p.add_subparsers(dest="reference_command", required=True, parser_class=Parser)
+    mk = sub.add_parser("make", help="write a reference from runs: per hardware, each headline "
+                        "figure's expected value and tolerance")
+    mk.add_argument("runs", nargs="*", metavar="RUN",
+                    help="run ids, prefixes, tags, hosts or result JSON files (or select "
+                         "stored runs with --tag, --host, --since, --until)")
+    add_selection(mk)
+    mk.add_argument("-o", "--output", required=True, metavar="REF.toml",
+                    help="the reference file to write (`-`: standard output)")
+    add_db(mk)
+    sh = sub.add_parser("show", help="print a reference file's figures")
+    sh.add_argument("file", metavar="REF.toml")
+
+
+def _runs(a: argparse.Namespace) -> list[Run]:
+    chosen = selection(a)
+    if a.runs and chosen != Selection():
+        raise UserError("name runs or select them (--tag, --host, --since, --until), not both")
+    if a.runs:
+        return load_runs(a.runs, a.db)
+    if chosen == Selection():
+        raise UserError("which runs? name them (RUN...) or select them with --tag, --host, "
+                        "--since or --until")
+    with Store.open(a.db, create=False) as store:
+        runs = store.load_all(chosen)
+    if not runs:
+        raise UserError("no stored run matches the selection")
+    return runs
+
+
+def _make(a: argparse.Namespace) -> int:
+    files.check_outputs((a.output, "-o"))
+    runs = _runs(a)
+    groups = reference.make(runs, registry.pickers(), registry.hardware_labels)
+    if not groups:
+        raise UserError(f"the {len(runs)} run(s) hold no headline figure (no node run of a "
+                        "family the verdict judges): no reference to write")
+    reference.write(groups, f"{len(runs)} run(s): " + ", ".join(r.run_id for r in runs[:8])
+                    + (" ..." if len(runs) > 8 else ""), a.output)
+    shown = console(files.is_stdout(a.output))
+    for g in groups:
+        say(shown, f"{reference.describe(g.hardware)}: {len(g.figures)} figure(s) from "
+                   f"{len(g.runs)} run(s) of {len(g.hosts)} host(s)")
+    if not files.is_stdout(a.output):
+        say(shown, f"Wrote {a.output}; `hpcprobe run --against {a.output}` judges a run by it.")
+    return 0
+
+
+def _show(a: argparse.Namespace) -> int:
+    groups = reference.load(a.file)
+    out = console()
+    for g in groups:
+        t = Table(title=f"{reference.describe(g.hardware)}: {len(g.runs)} run(s) of "
+                        f"{', '.join(g.hosts) or '?'}")
+        for col, just in (("key", "left"), ("figure", "left"), ("expected", "right"),
+                          ("tolerance", "right"), ("runs", "right")):
+            t.add_column(col, just)
+        for e in g.figures.values():
+            t.add_row(e.key, e.label, f"{verdict_view.number(e.value)} {e.unit}",
+                      f"{'-' if e.better == 'higher' else '+'}{100 * e.tolerance:.1f} %",
+                      str(e.runs))
+        out.print(rich_table(t))
+    return 0
+
+
+def handle(a: argparse.Namespace) -> int:
+    return _make(a) if a.reference_command == "make" else _show(a)
+
+
+COMMAND = Spec("reference", "write or print a reference: the figures a hardware should give",
+               setup, handle,
+               description="A reference holds, per hardware fingerprint (CPU model, sockets, "
+                           "cores, GPUs), each headline figure's expected value and its "
+                           "tolerance from the runs' spread; `run`, `show` and `cluster "
+                           "report` judge against it with --against.")

@@ -1,0 +1,99 @@
+"""The verdict as view blocks (the terminal and the HTML report show the same): one line that
+says it, the headline figures with their CI, share of ceiling, change against the reference
+and mark, and where the reference came from; and a run's warnings folded one line per kind."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from hpcprobe.analysis.verdict import Row, Verdict
+from hpcprobe.views.table import Block, Lines, Table
+
+#: The widest line the verdict and the folded warnings take
+WIDTH = 100
+
+
+def number(x: float) -> str:
+    """A figure in four significant digits, without an exponent below a million."""
+    return f"{x:.0f}" if abs(x) >= 1e4 and abs(x) < 1e6 else f"{x:.4g}"
+
+
+def _mark(r: Row) -> str:
+    """ok, BELOW, ABOVE CEILING, or why it is not judged (the reason alone: noisy, node
+    moved, steal, n=1; nothing without a reference)."""
+    if r.mark == "not judged":
+        return "-" if r.why == "no reference" else r.why
+    return {"below": "BELOW", "above ceiling": "ABOVE CEILING"}.get(r.mark, r.mark)
+
+
+def _summary(v: Verdict) -> str:
+    if not v.rows:
+        return "Verdict: no headline figure in this run (its tables follow)"
+    counts = [f"{len(v.marked(m))} {m}" for m in ("below", "ok", "not judged", "above ceiling")
+              if v.marked(m)]
+    named = "; ".join(f"{r.headline.label} {100 * (r.change or 0):+.1f} %"
+                      for r in v.marked("below"))
+    head = "Verdict: " + (f"BELOW the reference: {named}" if named else
+                          "nothing below the reference" if v.reference and v.reference.figures
+                          else "no reference to judge against")
+    return f"{head} ({', '.join(counts)})"
+
+
+def blocks(v: Verdict) -> list[Block]:
+    """The verdict box: what it says, the table of headline figures, where the reference came
+    from and what to do without one."""
+    if not v.rows:
+        return [Lines([_summary(v)])]
+    ref = v.reference is not None and bool(v.reference.figures)
+    t = Table(title=_summary(v), narrow=True)
+    for col, just in (("figure", "left"), ("value", "right"), ("±CI", "right"),
+                      ("of ceiling", "right"), *((("vs ref", "right"),) if ref else ()),
+                      ("mark", "left")):
+        t.add_column(col, just)
+    for r in v.rows:
+        h, s = r.headline, r.headline.metric.summary
+        ceil = h.of_ceiling
+        cells = [h.label, f"{number(s.median)} {h.metric.unit}",
+                 f"{100 * s.rel_ci_halfwidth:.1f}%" if s.n > 1 else "n=1",
+                 "-" if ceil is None else f"{100 * ceil:.0f}%"]
+        if ref:
+            cells.append("-" if r.change is None else f"{100 * r.change:+.1f}%")
+        t.add_row(*cells, _mark(r))
+    return [t, Lines(_sources(v))]
+
+
+def _sources(v: Verdict) -> list[str]:
+    out = []
+    if v.reference is not None:
+        out.append(f"Against {v.reference.source}; not judged where the CI is wider than the "
+                   "tolerance, the node moved (its sentinel) or the hypervisor stole time.")
+    else:
+        out.append("No reference yet: the next runs here are judged against this one; "
+                   "`hpcprobe reference make RUNS -o ref.toml` writes one to judge others by.")
+    unknown = dict.fromkeys(r.headline.ceiling_source for r in v.rows
+                            if r.headline.ceiling is None and r.headline.ceiling_source)
+    for why in unknown:
+        out.append(f"No ceiling: {why}.")
+    return out
+
+
+def fold(warnings: Sequence[str], width: int = WIDTH) -> list[str]:
+    """A run's warnings one line per kind (the same words but for their figures), with how
+    many and where, cut to `width` with their "warning: " label."""
+    width -= len("warning: ")
+    groups: dict[str, list[tuple[str, str]]] = {}
+    for w in warnings:
+        where, sep, what = w.partition(": ")
+        if not sep:
+            where, what = "", w
+        key = " ".join(re.sub(r"[-+]?\d[\d.,]*", "#", what).split()[:5])
+        groups.setdefault(key, []).append((where, what))
+    out = []
+    for items in groups.values():
+        wheres = list(dict.fromkeys((w if len(items) == 1 else w.split(" ")[0])
+                                    for w, _ in items if w))
+        line = (f"{len(items)}x " if len(items) > 1 else "") + \
+            (f"{', '.join(wheres)}: " if wheres else "") + items[0][1]
+        out.append(line if len(line) <= width else line[:width - 3] + "...")
+    return out
