@@ -61,7 +61,8 @@ def test_a_fixed_iteration_count_and_its_counts(team):
 
 def test_the_family_runs_and_stores(tmp_path):
     out = tmp_path / "run.json"
-    r = hpcprobe("run", "cg", "--grid", "24x20x16", "--quick", "--no-store", "--json", str(out))
+    r = hpcprobe("run", "cg", "--grid", "24x20x16", "--quick", "--no-store", "--details",
+                 "--json", str(out))
     assert r.code == 0, r.err
     doc = json.loads(out.read_text())
     results.validate(doc)

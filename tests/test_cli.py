@@ -103,6 +103,9 @@ def _runs(db) -> int:
     (["--isa", "sve"], ["--isa", "sve"]),
     (["--kernel", "load", "--stores", "nt"], ["stores nothing"]),
     (["--profile", "forever"], ["forever", "profiles:"]),
+    (["--placement", ""], ["--placement ''", "give a placement"]),
+    (["--kernel", "triad,"], ["--kernel 'triad,'", "empty name"]),
+    (["--tag", ""], ["--tag ''"]),
 ])
 def test_run_user_errors(tmp_path, args, needles):
     db = tmp_path / "r.sqlite"
@@ -312,3 +315,34 @@ def test_a_document_that_cannot_be_written_loses_no_figures(tmp_path):
                  str(full))
     assert_user_error(r, "No space left on device", measured=True)
     assert "stored" not in r.err
+
+
+@pytest.mark.parametrize("args,needles", [
+    (["app", "x", "--unit", "", "--", "true"], ["--unit ''"]),
+    (["run", "iperf3", "--iperf-server", "h:99999"], ["--iperf-server 'h:99999'", "65535"]),
+    (["run", "iperf3", "--iperf-server", ":5201"], ["--iperf-server ':5201'"]),
+    (["run", "pgbench", "--pg-url", "notaurl"], ["--pg-url 'notaurl'", "postgresql://"]),
+    (["export", "--metric", "nosuch.metric"], ["no benchmark 'nosuch'", "benchmarks: memory"]),
+])
+def test_values_that_say_nothing_are_refused_before_anything_runs(tmp_path, args, needles):
+    db = tmp_path / "r.sqlite"
+    assert_user_error(hpcprobe(*args, "--db", str(db)), *needles)
+    assert not db.exists()
+
+
+@pytest.mark.parametrize("argv", [["--", "false"], ["--timeout", "1", "--", "sleep", "5"]])
+def test_an_application_that_measured_nothing_is_not_stored(tmp_path, argv):
+    db = tmp_path / "r.sqlite"
+    r = hpcprobe("app", "nothing", "--db", str(db), *argv)
+    assert r.code == 1 and "error: app nothing:" in r.err and "Not stored" in r.err, r.err
+    assert not db.exists()  # the store this run opened holds nothing: not left behind
+    assert "Stored as" not in r.out
+
+
+def test_json_takes_a_file_in_every_command(tmp_path):
+    out = tmp_path / "topo.json"
+    r = hpcprobe("topology", "--json", str(out))
+    assert r.code == 0 and json.loads(out.read_text())["counts"]["cores"] >= 1
+    r = hpcprobe("plan", "--placement", "compact", "--threads", "1", "--json")
+    assert r.code == 0 and json.loads(r.out)
+    assert_user_error(hpcprobe("topology", "--json", "/nonexistent/dir/t.json"), "--json")

@@ -135,7 +135,8 @@ def test_the_family_runs_checks_and_stores(tmp_path):
     from conftest import hpcprobe
 
     out = tmp_path / "run.json"
-    r = hpcprobe("run", "dslash", "--l", "4,6", "--quick", "--no-store", "--json", str(out))
+    r = hpcprobe("run", "dslash", "--l", "4,6", "--quick", "--no-store", "--details",
+                 "--json", str(out))
     assert r.code == 0, r.err
     import json
 

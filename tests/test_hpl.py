@@ -264,7 +264,7 @@ def test_xhpl_that_crashes_prints_nothing_or_fails_its_check(tmp_path, body, nee
 @needs_hpcc
 def test_hpcc_runs_hpl_validated_against_the_measured_peak(tmp_path):
     out = tmp_path / "run.json"
-    r = hpcprobe("hpl", "--n", "1200", "--quick", "--no-store", "--json", str(out),
+    r = hpcprobe("hpl", "--n", "1200", "--quick", "--no-store", "--details", "--json", str(out),
                  "--blas", sorted(INSTALLED)[0], "--layout", "numa")
     assert r.code == 0, r.err
     doc = json.loads(out.read_text())

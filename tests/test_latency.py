@@ -168,6 +168,7 @@ def test_huge_pages_are_labelled_as_granted(tiny):
 
 def test_cli_latency_run_and_errors(tmp_path):
     r, doc = run_json(tmp_path, "latency", "--size", "1MiB", "--pages", "default", "--quick",
+                      "--details",
                       "--no-store")
     assert [m["params"]["size_bytes"] for m in doc["metrics"]] == [1 << 20]
     assert "Memory latency" in r.out

@@ -185,6 +185,7 @@ def test_dslash_across_two_ranks_stores_the_table(tmp_path):
 def test_cg_across_two_ranks_matches_the_reference(tmp_path):
     out = tmp_path / "c.json"
     r = hpcprobe("run", "cg", "--ranks", "2", "--layout", "core", "--global", "24x20x16",
+                 "--details",
                  "--quick", "--no-store", "--json", str(out))
     assert r.code == 0, r.err
     doc = json.loads(out.read_text())

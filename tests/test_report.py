@@ -120,6 +120,7 @@ def test_a_report_on_standard_output_is_the_page_alone():
     assert r.out.startswith("<!DOCTYPE html>") and r.out.rstrip().endswith("</html>")
     assert "Wrote - (" in r.err
     r = hpcprobe("run", "latency", "--size", "64KiB", "--pages", "default", "--quick",
+                 "--details",
                  "--no-store", "--report", "-")
     assert r.code == 0, r.err
     assert r.out.startswith("<!DOCTYPE html>") and r.out.rstrip().endswith("</html>")
@@ -157,10 +158,12 @@ def test_one_run_named_twice_is_refused(tmp_path):
 def test_run_writes_its_report_and_says_how_to_make_one(tmp_path):
     out = tmp_path / "run.html"
     r = hpcprobe("run", "latency", "--size", "64KiB", "--pages", "default", "--quick",
+                 "--details",
                  "--no-store", "--report", str(out))
     assert r.code == 0, r.err
     assert "Wrote the report" in r.out and out.read_text().count('class="plot"') >= 1
     r = hpcprobe("run", "latency", "--size", "64KiB", "--pages", "default", "--quick",
+                 "--details",
                  "--db", str(tmp_path / "r.sqlite"))
     assert "hpcprobe report" in r.out
 

@@ -112,6 +112,21 @@ def test_export_selects_and_counts_every_sample(db, tmp_path):
     assert_user_error(hpcprobe("export", "--db", db, "-o", "/nonexistent/dir/x.csv"), "-o")
 
 
+def test_a_store_this_command_created_and_left_empty_is_removed(tmp_path):
+    path = tmp_path / "r.sqlite"
+    with Store.open(path):
+        assert path.exists()
+    assert not path.exists()  # a command refused after opening it leaves nothing behind
+    with Store.open(path) as st:
+        st.save(copy_of(0))
+    with Store.open(path):
+        pass
+    assert path.exists()  # a store with runs, or one that was there before, stays
+    with Store.open(path) as st:
+        st.delete([copy_of(0).run_id])
+    assert path.exists()
+
+
 def _writer(db: str, i: int) -> None:
     with Store.open(db) as st:
         st.save(copy_of(i, metrics=20))

@@ -15,7 +15,7 @@ def test_summary_shows_the_stream_table_with_ci(tiny):
     run = registry.execute(tiny, profiles.get("quick"), ["memory"], native.best_isa(),
                          {"memory": opts}, NoProgress())
     console = Console(record=True, width=200)
-    terminal.render(run, console, registry.views())
+    terminal.render(run, console, registry.views(), console)
     text = console.export_text()
     assert run.run_id in text and "STREAM" in text
     assert "copy" in text and "triad" in text and "±" in text
@@ -39,7 +39,7 @@ def test_summary_shows_clock_peak_model_scaling_and_roofline(tiny):
          "compute": ComputeOptions(isa=isa, precisions=("dp",), threads=(1,))}, NoProgress())
     assert not run.errors
     console = Console(record=True, width=250)
-    terminal.render(run, console, registry.views())
+    terminal.render(run, console, registry.views(), console)
     text = console.export_text()
     assert "Core clock" in text and "Peak compute" in text and "Roofline" in text
     # the headline is the best DP kernel, whichever it is on this CPU (fma+add beats fma where
@@ -65,7 +65,7 @@ def test_brackets_in_messages_cells_and_tags_are_text_not_markup(tiny, capsys):
     run.warnings.append("[workloads.pt2pt]: no figure of its runs has the params of its where")
     run.errors.append("[configurations.b] set THP: always [madvise] never")
     console = Console(record=True, width=200)
-    terminal.render(run, console, registry.views())
+    terminal.render(run, console, registry.views(), console)
     t = Table("[bold]settings[/bold]")
     t.add_column("[setting]")
     t.add_row("always [madvise] never")

@@ -111,6 +111,25 @@ def test_a_missing_file_and_a_boot_not_named(tmp_path):
                                str(tmp_path / "r.sqlite")), "--boot NPS2")
 
 
+@pytest.mark.parametrize("extra, needle", [
+    ("pre = [['/nonexistent/tool', '--on']]\n", "no executable '/nonexistent/tool'"),
+    ("post = [['no-such-command-here']]\n", "no executable 'no-such-command-here'"),
+    ("set = { '/sys/kernel/mm/no-such-knob' = '1' }\n", "not writable here"),
+])
+def test_the_dry_run_refuses_what_the_sweep_refuses(tmp_path, extra, needle):
+    f = write(tmp_path, "[workloads.a]\ncommand = ['true']\n[configurations.y]\n"
+              "[configurations.x]\n" + extra)
+    db = tmp_path / "r.sqlite"
+    for args in (["--dry-run"], ["--db", str(db)]):
+        assert_user_error(hpcprobe("sweep", str(f), *args), needle)
+    assert not db.exists()
+    boots = write(tmp_path, "[workloads.a]\ncommand = ['true']\n[configurations.n1]\n"
+                  "boot = 'NPS1'\n[configurations.n4]\nboot = 'NPS4'\n", "boots.toml")
+    assert_user_error(hpcprobe("sweep", str(boots), "--boot", "NPS2", "--dry-run"),
+                      "--boot NPS2")
+    assert_user_error(hpcprobe("sweep", str(boots), "--dry-run"), "need boots NPS1, NPS4")
+
+
 def test_the_dry_run_shows_each_configurations_steps_in_order(tmp_path):
     r = hpcprobe("sweep", str(EXAMPLE), "--dry-run")
     assert r.code == 0, r.err

@@ -16,11 +16,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar, NoReturn
 
-from hpcprobe.common import jsondoc
+from hpcprobe.common import files, jsondoc
 from hpcprobe.common.errors import ERROR_PREFIX, EXIT_USAGE, UserError
 from hpcprobe.measure import profiles
 from hpcprobe.results import model as results
 from hpcprobe.results.store import Selection, Store, default_location
+from hpcprobe.views.verdict import WIDTH
 
 
 @dataclass(frozen=True)
@@ -120,7 +121,8 @@ def add_run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--no-store", action="store_true", help="do not store the run")
     r.add_argument("--json", metavar="FILE", help="also write the run as a JSON document (`-`: "
                    "on standard output, the tables then on standard error)")
-    r.add_argument("--tag", help="label the run, e.g. a BIOS or tuning configuration")
+    r.add_argument("--tag", type=_label, help="label the run, e.g. a BIOS or tuning "
+                   "configuration")
     add_judging(r)
     r.add_argument("--oversubscribe", action="store_true",
                    help="allow more threads (or ranks) than the placement's CPUs")
@@ -129,6 +131,13 @@ def add_run_options(r: argparse.ArgumentParser) -> None:
                         "profile), measure nothing, store nothing")
     r.add_argument("--input", metavar="FILE.xml",
                    help="with --dry-run: plan for the machine of this hwloc XML file instead")
+
+
+def _label(text: str) -> str:
+    """A run's tag: something to find it by (`--tag ''` from an unset variable is a mistake)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"{text!r}: give a tag, e.g. bios-2.4")
+    return text
 
 
 def add_judging(r: argparse.ArgumentParser) -> None:
@@ -167,8 +176,21 @@ def selection(a: argparse.Namespace) -> Selection:
     return Selection(a.tag, a.host, a.since, a.until)
 
 
-def print_json(obj: Any) -> None:
-    sys.stdout.write(jsondoc.dumps(obj, indent=1) + "\n")
+def add_json(p: Any, what: str) -> None:
+    """`--json [FILE]`: the command's document in a file, or on standard output (`-`, or
+    `--json` alone)."""
+    p.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                   help=f"write {what} as JSON to FILE (`-` or none: standard output)")
+
+
+def print_json(obj: Any, path: str = "-") -> None:
+    """A document on standard output, or written atomically to `path`."""
+    text = jsondoc.dumps(obj, indent=1) + "\n"
+    if files.is_stdout(path):
+        sys.stdout.write(text)
+    else:
+        files.atomic_write(path, text.encode(), "--json")
+        print(f"Wrote {path}.")
 
 
 def console(stderr: bool = False) -> Any:
@@ -182,8 +204,8 @@ def console(stderr: bool = False) -> Any:
 
 
 def say(console: Any, text: str) -> None:
-    """A message as written (no markup, no highlighting)."""
-    console.print(text, highlight=False, markup=False)
+    """A message as written (no markup, no highlighting), folded at 100 columns."""
+    console.print(text, highlight=False, markup=False, width=min(console.width, WIDTH))
 
 
 class Bar:

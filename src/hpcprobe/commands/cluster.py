@@ -16,8 +16,17 @@ from hpcprobe.cluster import views
 from hpcprobe.cluster.campaign import Campaign, Plan, link_rounds, node_counts
 from hpcprobe.cluster.verdict import Thresholds, Verdict, analyse, campaign_thresholds
 from hpcprobe.commands import runargs
-from hpcprobe.commands.base import Bar, Parser, Spec, add_db, console, terminate_interrupts
-from hpcprobe.common import files, jsondoc
+from hpcprobe.commands.base import (
+    Bar,
+    Parser,
+    Spec,
+    add_db,
+    add_json,
+    console,
+    print_json,
+    terminate_interrupts,
+)
+from hpcprobe.common import files
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, UserError
 from hpcprobe.measure import options, profiles
 from hpcprobe.measure.family import Peer, Scaling
@@ -138,7 +147,7 @@ def _setup_run(r: argparse.ArgumentParser) -> None:
 
 def _setup_report(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("campaign", metavar="CAMPAIGN", help="the campaign's tag")
-    rp.add_argument("--json", action="store_true", help="print the verdict as JSON")
+    add_json(rp, "the verdict")
     rp.add_argument("-o", "--output", metavar="FILE.html", help="also write the HTML report")
     rp.add_argument("--drain", action="store_true",
                     help="run the suggested scontrol drain commands (default: print them)")
@@ -315,7 +324,7 @@ def _dry_run(plan: Plan, sched: Scheduler) -> int:
 
 
 def cmd_report(a: argparse.Namespace) -> int:
-    files.check_outputs(("-" if a.json else None, "--json"), (a.output, "-o"))
+    files.check_outputs((a.json, "--json"), (a.output, "-o"))
     with Store.open(a.db, create=False) as store:
         v = _load(store, a.campaign, a)
     sched = SCHEDULERS[a.scheduler]()
@@ -326,11 +335,12 @@ def _report(v: Verdict, sched: Scheduler, a: argparse.Namespace, drain: bool) ->
     from hpcprobe.views import terminal
 
     blocks = views.blocks(v, sched.drain_argv)
-    output, as_json = getattr(a, "output", None), getattr(a, "json", False)
-    piped = files.is_stdout(output)  # the page on standard output: the tables on stderr
+    output, as_json = getattr(a, "output", None), getattr(a, "json", None)
+    # the page or the document on standard output: the tables on stderr
+    piped = files.is_stdout(output) or files.is_stdout(as_json)
     if as_json:
-        sys.stdout.write(jsondoc.dumps(views.document(v, sched.drain_argv), indent=1) + "\n")
-    else:
+        print_json(views.document(v, sched.drain_argv), as_json)
+    if not files.is_stdout(as_json):
         terminal.print_blocks(blocks, console(piped))
     if output:
         from hpcprobe.views import html

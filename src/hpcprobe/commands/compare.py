@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from hpcprobe import registry
-from hpcprobe.commands.base import Spec, add_db, console, load_runs, print_json
+from hpcprobe.commands.base import Spec, add_db, add_json, console, load_runs, print_json
 from hpcprobe.measure import options
 from hpcprobe.views import terminal
 
@@ -18,7 +18,7 @@ def setup(c: argparse.ArgumentParser) -> None:
                         "result JSON file; the first is the baseline")
     add_db(c)
     out = c.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_true", help="print the comparison as JSON")
+    add_json(out, "the comparison")
     out.add_argument("--csv", action="store_true", help="print the rows as CSV")
     c.add_argument("--limit", type=options.at_least(0, "a row count"), default=40,
                    help="rows in the text view (default 40, 0 for all; JSON and CSV have all)")
@@ -29,7 +29,7 @@ def handle(a: argparse.Namespace) -> int:
 
     c = compare.compare(load_runs(a.runs, a.db), registry.not_joined())
     if a.json:
-        print_json(compare.to_json(c))
+        print_json(compare.to_json(c), a.json)
     elif a.csv:
         import csv
 

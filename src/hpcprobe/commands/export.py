@@ -63,9 +63,13 @@ def handle(a: argparse.Namespace) -> int:
 
 
 def check_metric(benchmark: str, name: str) -> None:
-    """A metric its family does not declare (a typo) is refused with the ones it does; a
-    benchmark that is no family here (a series, another version's) is not judged."""
+    """A benchmark that is neither a family nor a series, or a metric its family does not
+    declare (a typo), is refused with the ones there are; a series' metrics are not judged."""
     fam = registry.families().get(benchmark)
+    series = [s.benchmark for s in registry.SUMMARIES]
+    if fam is None and benchmark not in series:
+        raise UserError(f"--metric {benchmark}.{name}: no benchmark {benchmark!r}; benchmarks: "
+                        f"{', '.join([*registry.families(), *series])}")
     if fam is None or not fam.metrics.specs or fam.metrics.open_prefix is not None:
         return
     names = fam.metrics.names()

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from hpcprobe.commands.base import Spec, add_db, add_selection, console, print_json, selection
+from hpcprobe.commands.base import (
+    Spec,
+    add_db,
+    add_json,
+    add_selection,
+    console,
+    print_json,
+    selection,
+)
 from hpcprobe.measure import options
 from hpcprobe.results.store import Store
 
@@ -13,7 +21,7 @@ def setup(ls: argparse.ArgumentParser) -> None:
     add_db(ls)
     ls.add_argument("--limit", type=options.at_least(1, "a run count"), default=50,
                     help="most recent runs to list (default 50)")
-    ls.add_argument("--json", action="store_true")
+    add_json(ls, "the list")
     add_selection(ls)
 
 
@@ -22,7 +30,7 @@ def handle(a: argparse.Namespace) -> int:
         rows = st.runs(a.limit, selection(a))
         where = st.path
     if a.json:
-        print_json([r.__dict__ for r in rows])
+        print_json([r.__dict__ for r in rows], a.json)
         return 0
     from rich.table import Table
 

@@ -102,18 +102,23 @@ def keep(run: results.Run, out: Outputs, store: Store | None,
          parts: Sequence[results.Run] = ()) -> Verdict:
     """Show the run; write its document first (if the store fails then, the figures are in
     it), store it after the runs it summarises (`parts`), write its Markdown and report, and
-    print the hints; its verdict. A run that measured nothing and failed nothing (every
-    benchmark skipped: `run gpu` without a GPU) is shown and written, then refused as a user's
-    mistake."""
+    print the hints; its verdict. A run that measured nothing is shown and written but not
+    stored: where nothing failed either (every benchmark skipped: `run gpu` without a GPU) it
+    is refused as a user's mistake; where something failed (`app foo -- false`), its errors
+    say why and the command fails."""
     shown = console(out.piped)
     judged = out.against.verdict(run, store)
     terminal.render(run, shown, registry.views(), console(stderr=True), judged, out.details)
     unwritten = _document(run, out, shown, keep_going=store is not None)
-    if out.empty_refused and not run.metrics and not run.errors:
+    if out.empty_refused and not run.metrics:
         if store is not None:
             store.close()
         if unwritten is not None:
             raise unwritten
+        if run.errors:  # the command fails on them (exit 1); nothing to keep
+            say(console(stderr=True), "Not stored: it measured nothing (the errors above say "
+                                      "why).")
+            return judged
         raise UserError("nothing was measured: every benchmark asked for was skipped (the "
                         "warnings above say why); the run is not stored")
     if store is not None:

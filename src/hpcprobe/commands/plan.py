@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hpcprobe.commands.base import Spec, print_json
+from hpcprobe.commands.base import Spec, add_json, print_json
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.machine import placement, topology
 from hpcprobe.measure import options
@@ -16,14 +16,14 @@ def setup(pl: argparse.ArgumentParser) -> None:
                     help="number of threads (default: all it yields)")
     pl.add_argument("--oversubscribe", action="store_true")
     pl.add_argument("--input", metavar="FILE.xml", help="an hwloc XML file instead of this machine")
-    pl.add_argument("--json", action="store_true")
+    add_json(pl, "the plan")
 
 
 def handle(a: argparse.Namespace) -> int:
     topo = topology.load(a.input)
     pl = placement.plan(topo, a.placement, a.threads, a.oversubscribe)
     if a.json:
-        print_json(pl.to_dict())
+        print_json(pl.to_dict(), a.json)
         return 0
     print(f"placement {pl.placement}: {len(pl.cpus)} thread(s) on CPUs "
           f"{','.join(map(str, pl.cpus))} ({format_cpulist(pl.cpus)})"

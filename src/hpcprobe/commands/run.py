@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import socket
+import statistics
 from collections.abc import Sequence
 
 from hpcprobe import registry
@@ -14,6 +16,7 @@ from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.machine import sentinel, topology
 from hpcprobe.measure.runner import resolve_isa
+from hpcprobe.results.store import Selection, Store
 
 
 def handle(a: argparse.Namespace) -> int:
@@ -50,7 +53,8 @@ def dry_run(c: runargs.Checked, isa: str, isa_asked: bool, standalone: bool) -> 
     where = f"{a.input} (ISA and kernel variants: this machine's)" if a.input else "this machine"
     print(f"Profile {c.profile.name}, ISA {isa}, on {topo.counts()['cores']} core(s) of {where}; "
           "nothing measured or stored (--dry-run):")
-    _print_plan(todo)
+    took = {} if a.input else _seconds(a.db, c.profile.name)
+    _print_plan(todo, took)
     with contextlib.suppress(HpcprobeError):  # a machine it cannot read: its run says why
         p = sentinel.probe(topo).describe()
         print(f"and around them the node sentinel: a DRAM triad on CPUs {p['cpus']}, "
@@ -58,11 +62,40 @@ def dry_run(c: runargs.Checked, isa: str, isa_asked: bool, standalone: bool) -> 
     return 0
 
 
-def _print_plan(todo: Sequence[tuple[str, list[str]]]) -> None:
+def _seconds(db: str | None, profile: str, runs: int = 3) -> dict[str, float]:
+    """Family -> the median of its seconds in this host's last runs of this profile in the
+    store (as their provenance recorded them); nothing where there are none."""
+    try:
+        store = Store.open(db, create=False)
+    except UserError:
+        return {}
+    took: dict[str, list[float]] = {}
+    with store:
+        infos = [i for i in store.runs(limit=20, where=Selection(host=socket.gethostname()))
+                 if i.profile == profile and not i.interrupted][:runs]
+        for info in infos:
+            for name, s in (store.load(info.run_id).provenance.get("seconds") or {}).items():
+                took.setdefault(name, []).append(float(s))
+    return {name: statistics.median(s) for name, s in took.items()}
+
+
+def _print_plan(todo: Sequence[tuple[str, list[str]]], took: dict[str, float]) -> None:
     for name, lines in todo:
-        print(f"{name}: {len(lines)} measurement(s)")
+        when = f", about {took[name]:.0f} s" if name in took else ""
+        print(f"{name}: {len(lines)} measurement(s){when}")
         for line in lines:
             print(f"  {line}")
+    known = [took[name] for name, _ in todo if name in took]
+    unknown = [name for name, _ in todo if name not in took]
+    if known and not unknown:
+        print(f"In all about {sum(known):.0f} s (the median of this host's last runs of this "
+              "profile in the store)")
+    elif known:
+        print(f"In all about {sum(known):.0f} s and the time of {', '.join(unknown)}, which "
+              "this host has not run in this profile yet")
+    else:
+        print("Time: not known until this host has run this profile once (each run records "
+              "its time per benchmark)")
 
 
 COMMAND = Spec("run", "measure this node and store the run", runargs.setup, handle,

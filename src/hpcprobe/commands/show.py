@@ -7,7 +7,15 @@ import contextlib
 
 from hpcprobe import registry
 from hpcprobe.commands import output
-from hpcprobe.commands.base import Spec, add_db, add_judging, console, load_runs, print_json
+from hpcprobe.commands.base import (
+    Spec,
+    add_db,
+    add_json,
+    add_judging,
+    console,
+    load_runs,
+    print_json,
+)
 from hpcprobe.common.errors import UserError
 from hpcprobe.results.store import Store
 from hpcprobe.views import terminal
@@ -16,7 +24,7 @@ from hpcprobe.views import terminal
 def setup(sh: argparse.ArgumentParser) -> None:
     sh.add_argument("run", help="run id, unique id prefix, tag, 'latest', or a result JSON file")
     add_db(sh)
-    sh.add_argument("--json", action="store_true", help="print the run document")
+    add_json(sh, "the run document")
     add_judging(sh)
 
 
@@ -24,7 +32,7 @@ def handle(a: argparse.Namespace) -> int:
     against = output.Against.of(a.against)
     [run] = load_runs([a.run], a.db)
     if a.json:
-        print_json(run.to_dict())
+        print_json(run.to_dict(), a.json)
         return 0
     with contextlib.ExitStack() as stack:
         store = None if against.path else _store(a.db)

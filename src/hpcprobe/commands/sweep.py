@@ -4,7 +4,9 @@ rounds, the comparison with the baseline and a recommendation per workload."""
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -57,6 +59,32 @@ def _check_workloads(s: config.Sweep) -> None:
                     from None
 
 
+def _check_states(s: config.Sweep, boot: str | None) -> None:
+    """Before anything runs (or is shown): the boot names configurations, and each of this
+    boot's configurations sets sysfs files that are writable here and runs pre and post
+    commands that exist (the values a file refuses, the dry run lists)."""
+    if boot is None and s.boots():
+        raise UserError(f"{s.path}: its configurations need boots {', '.join(s.boots())}: run "
+                        "it once in each with --boot NAME (or --analyse to join what is "
+                        "stored)")
+    if boot is not None and boot not in s.boots():
+        raise UserError(f"--boot {boot}: no configuration of {s.path} names it; boots: "
+                        f"{', '.join(s.boots()) or 'none'}")
+    for c in s.configurations.values():
+        if c.boot != boot:
+            continue
+        where = f"{s.path}: [configurations.{c.name}]"
+        for path in c.sysfs:
+            if not os.access(path, os.W_OK):
+                raise UserError(f"{where} set {path}: not writable here (no such file, or not "
+                                "root)")
+        for step, commands in (("pre", c.pre), ("post", c.post)):
+            for argv in commands:
+                if shutil.which(argv[0]) is None:
+                    raise UserError(f"{where} {step} {shlex.join(argv)}: no executable "
+                                    f"{argv[0]!r} here (not on PATH, or not executable)")
+
+
 def handle(a: argparse.Namespace) -> int:
     from hpcprobe.tuning import config, state, sweep
 
@@ -64,6 +92,8 @@ def handle(a: argparse.Namespace) -> int:
     isa = resolve_isa(None)
     s = config.load(a.file, registry.families(), sweep.fingerprint_labels(topo, isa))
     out = output.Outputs.of(a, empty_refused=False, store_again=not a.analyse)
+    if not a.analyse:  # what the sweep refuses, its dry run refuses too
+        _check_states(s, a.boot)
     if a.dry_run:
         return _plan(s, a.boot)
     if not a.analyse:  # a dry run checks each workload by its child's own dry run

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from hpcprobe import registry
-from hpcprobe.commands.base import Spec, print_json
+from hpcprobe.commands.base import Spec, add_json, print_json
 from hpcprobe.common.units import format_bytes
 from hpcprobe.machine import sysinfo, topology
 from hpcprobe.measure.family import Inventory
@@ -14,7 +14,7 @@ from hpcprobe.measure.family import Inventory
 
 def setup(t: argparse.ArgumentParser) -> None:
     t.add_argument("--input", metavar="FILE.xml", help="an hwloc XML file instead of this machine")
-    t.add_argument("--json", action="store_true", help="print the model as JSON")
+    add_json(t, "the model")
 
 
 def handle(a: argparse.Namespace) -> int:
@@ -24,7 +24,8 @@ def handle(a: argparse.Namespace) -> int:
         [(inv, got) for inv in registry.capable(Inventory).values()
          if (got := inv.discover()) is not None]
     if a.json:
-        print_json({**topo.to_dict(), **{inv.key: inv.document(got) for inv, got in found}})
+        print_json({**topo.to_dict(), **{inv.key: inv.document(got) for inv, got in found}},
+                   a.json)
         return 0
     print(topology.render(topo))
     if a.input is None and (lim := sysinfo.cgroup_memory_limit()) is not None:

@@ -86,11 +86,33 @@ def cpu_pair(text: str) -> tuple[int, int]:
 
 def names(text: str) -> tuple[str, ...]:
     """A comma-separated list of names; none at all is a mistake (`--hosts $UNSET` must not
-    become a one-node run)."""
-    out = tuple(v.strip() for v in text.split(",") if v.strip())
-    if not out:
+    become a one-node run), and so is an empty one between commas (`triad,`)."""
+    out = tuple(v.strip() for v in text.split(","))
+    if not any(out):
         raise argparse.ArgumentTypeError(f"{text!r}: give one or more names, comma-separated")
+    if not all(out):
+        raise argparse.ArgumentTypeError(f"{text!r}: an empty name between commas; give names "
+                                         "such as a,b")
     return once(text, out)
+
+
+def nonempty(what: str) -> Callable[[str], str]:
+    """A text option that must say something (`--placement ''` from an unset variable is a
+    mistake, not the default)."""
+    def parse(text: str) -> str:
+        if not text.strip():
+            raise argparse.ArgumentTypeError(f"{text!r}: give {what}")
+        return text
+    return parse
+
+
+def host_port(text: str) -> str:
+    """HOST or HOST:PORT, the port from 1 to 65535."""
+    host, colon, port = text.rpartition(":") if ":" in text else (text, "", "")
+    if not host.strip() or (colon and not (port.isdigit() and 1 <= int(port) <= 65535)):
+        raise argparse.ArgumentTypeError(f"{text!r}: give HOST or HOST:PORT, the port from 1 "
+                                         "to 65535")
+    return text
 
 
 def launcher(text: str) -> str:
@@ -122,7 +144,7 @@ def both_is_none(value: str | None) -> str | None:
 #: Flags shared by the families that run a team of threads on chosen cores.
 THREADS = Flag("--threads", "thread count(s), e.g. 2 or 1,2,4",
                parse=counts("a thread count", "1,2,4"))
-PLACEMENT = Flag("--placement", PLACEMENT_HELP)
+PLACEMENT = Flag("--placement", PLACEMENT_HELP, parse=nonempty("a placement, e.g. compact"))
 SIZE = Flag("--size", "a size in bytes, e.g. 2GiB", parse=size)
 #: Flags shared by the families that launch MPI ranks.
 LAUNCHER = Flag("--launcher", "mpirun (Open MPI), mpiexec (MPICH, Intel MPI), srun (default: the "

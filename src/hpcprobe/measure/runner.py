@@ -97,8 +97,10 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
     stolen: dict[str, float] = {}
     brackets = sentinel.Brackets(topo, isa)
     brackets.take(None)
+    spent: dict[str, float] = {}  # seconds per family, its sentinel reading after it included
     for i, family in enumerate(measured):
         assert family.run is not None
+        began = time.perf_counter()
         before = steal.read()
         try:
             family.run(ctx, options.get(family.name))
@@ -122,6 +124,7 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
                               + (f"; not run: {', '.join(rest)}" if rest else ""))
             break
         found = brackets.take(family.name)  # read after every family: it brackets the next
+        spent[family.name] = round(time.perf_counter() - began, 2)
         if found is not None and family.capability(OtherDevice) is None and any(
                 m.benchmark == family.name for m in ctx.metrics):
             ctx.find(found)  # a family with no figure has none to mix up
@@ -136,6 +139,7 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
         ctx.errors.append(f"{benchmark}: metric {what} is not declared by the family; dropped")
     ctx.metrics = [m for m in ctx.metrics if m not in undeclared]
     run.provenance.update(ctx.provenance)
+    run.provenance["seconds"] = spent
     if stolen:
         run.provenance["steal_percent"] = stolen
     if (read := brackets.provenance()) is not None:

@@ -23,6 +23,9 @@ class SqliteStore(SqlStore):
     # the version-1 tables in SQLite's types; PRAGMA user_version holds the version
     base_ddl = schema_v1(serial="INTEGER", real="REAL", bigint="INTEGER")
 
+    fresh = False  # this open created the file
+    closed = False
+
     @classmethod
     def connect(cls, location: str, create: bool) -> Store:
         p = Path(location)
@@ -37,6 +40,7 @@ class SqliteStore(SqlStore):
             try:
                 conn.execute("PRAGMA foreign_keys = ON")
                 store = cls(conn, p)
+                store.fresh = fresh
                 store.prepare(create)
             except BaseException:
                 conn.close()
@@ -50,6 +54,21 @@ class SqliteStore(SqlStore):
             raise UserError(f"--db {p}: cannot create it ({exc.strerror}); choose a writable "
                             "path") from exc
         return store
+
+    def close(self) -> None:
+        """Close it; a file this open created and that holds no run is removed (a command
+        refused after opening it leaves no empty store behind)."""
+        if self.closed:
+            return
+        try:
+            empty = self.fresh and not self.runs(limit=1)
+        except sqlite3.Error:
+            empty = False
+        super().close()
+        self.closed = True
+        if empty and isinstance(self.path, Path):
+            for suffix in ("", "-wal", "-shm", "-journal"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
     @contextmanager
     def transaction(self) -> Iterator[None]:

@@ -24,8 +24,8 @@ def _header(run: Run) -> str:
     cut = p.get("interrupted")
     head = (f"Run {run.run_id} on {run.host} ({p.get('cpu_model') or 'unknown CPU'}), "
             f"{run.created}, profile {run.profile}{', tag ' + run.tag if run.tag else ''}, "
-            f"{run.duration_s:.1f} s"
-            + (f", INTERRUPTED during {cut['benchmark']}" if cut else ""))
+            f"{run.duration_s:.1f} s" + (f"\nINTERRUPTED during {cut['benchmark']}" if cut
+                                         else ""))
     if run.kind != "node":  # a campaign driver's record: it measured no machine
         return f"{head}\nA {run.kind} record: its node list, failures and link figures"
     c = run.topology["counts"]
@@ -41,7 +41,8 @@ def rich_table(table: Table) -> RichTable:
     """A toolkit table as a rich table."""
     out = RichTable(title=Text(table.title) if table.title else None, title_justify="left",
                     caption=Text(table.caption) if table.caption else None,
-                    **({"box": box.SIMPLE_HEAD, "pad_edge": False} if table.narrow else {}))
+                    box=box.SIMPLE_HEAD if table.narrow else box.HEAVY_HEAD,
+                    pad_edge=not table.narrow)
     for name, justify in zip(table.columns, table.justify, strict=True):
         out.add_column(Text(name), justify="right" if justify == "right" else "left")
     for row in table.rows:  # as text: a "[madvise]" or "[workloads.x]" in a cell is no markup

@@ -28,8 +28,6 @@ def _mark(r: Row) -> str:
 
 
 def _summary(v: Verdict) -> str:
-    if not v.rows:
-        return "Verdict: no headline figure in this run (its tables follow)"
     counts = [f"{len(v.marked(m))} {m}" for m in ("below", "ok", "not judged", "above ceiling")
               if v.marked(m)]
     named = "; ".join(f"{r.headline.label} {100 * (r.change or 0):+.1f} %"
@@ -43,8 +41,8 @@ def _summary(v: Verdict) -> str:
 def blocks(v: Verdict) -> list[Block]:
     """The verdict box: what it says, the table of headline figures, where the reference came
     from and what to do without one."""
-    if not v.rows:
-        return [Lines([_summary(v)])]
+    if not v.rows:  # the run's tables follow
+        return []
     ref = v.reference is not None and bool(v.reference.figures)
     t = Table(title=_summary(v), narrow=True)
     for col, just in (("figure", "left"), ("value", "right"), ("±CI", "right"),

@@ -65,7 +65,8 @@ class AppOptions:
         "(the last match in the output counts), e.g. 'TPS = ([0-9.]+)' (default: the wall "
         "time)", parse=pattern, metavar="REGEX"))
     unit: str | None = option(Flag("--unit", "the figure of merit's unit (default: s for wall "
-                                   "time, else 1)", metavar="UNIT"))
+                                   "time, else 1)", parse=options.nonempty("a unit, e.g. TPS"),
+                                   metavar="UNIT"))
     lower: bool = option(Flag("--lower-is-better", "a smaller figure of merit is better (wall "
                               "time: always)", switch=True), False)
     cwd: str | None = option(Flag("--cwd", "the working directory of the command (default: the "

@@ -47,7 +47,8 @@ def _rate(text: str) -> str:
 class IperfOptions:
     server: str | None = option(Flag(
         "--iperf-server", "connect to an iperf3 server already running there (HOST or "
-        "HOST:PORT; default: one started by hpcprobe)", metavar="HOST"))
+        "HOST:PORT; default: one started by hpcprobe)", parse=options.host_port,
+        metavar="HOST"))
     peer: str | None = option(Flag(
         "--iperf-peer", "start the server on this node of the Slurm allocation (srun) and "
         "measure from here to it (default: this host's loopback)", metavar="NODE"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import shutil
@@ -35,6 +36,14 @@ MODES = {"tpcb-like": [], "simple-update": ["-N"], "select-only": ["-S"]}
 BYTES_PER_SCALE = 15_700_000
 
 
+def pg_url(text: str) -> str:
+    """A PostgreSQL connection URL (postgresql://...) or libpq key=value string."""
+    if not (text.startswith(("postgresql://", "postgres://")) or "=" in text):
+        raise argparse.ArgumentTypeError(f"{text!r}: give a PostgreSQL URL such as "
+                                         "postgresql://user@host/db, or host=... dbname=...")
+    return text
+
+
 @dataclass(frozen=True)
 class PgbenchOptions:
     scale: int | None = option(Flag(
@@ -50,7 +59,7 @@ class PgbenchOptions:
                             choices=tuple(MODES)), "tpcb-like")
     url: str | None = option(Flag(
         "--pg-url", "run against this database (it is initialised: pgbench's tables are "
-        "replaced) instead of a throwaway server", metavar="URL"))
+        "replaced) instead of a throwaway server", parse=pg_url, metavar="URL"))
     repeat: int | None = option(options.REPEAT)
     timeout_s: float | None = option(options.TIMEOUT, note=options.ONE_REPETITION)
 

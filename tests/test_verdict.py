@@ -1,0 +1,228 @@
+"""The verdict: headline figures judged against a reference and their ceilings; references
+made from runs, written and read as TOML; run and show open with the verdict."""
+
+import json
+import re
+import tomllib
+
+import pytest
+
+from conftest import assert_user_error, hpcprobe
+from hpcprobe import registry
+from hpcprobe.analysis import reference
+from hpcprobe.analysis.verdict import Expected, Headline, Reference, judge, verdict
+from hpcprobe.common.errors import UserError
+from hpcprobe.results.model import Metric, Run
+from hpcprobe.views import verdict as verdict_view
+
+
+def _metric(samples, better="higher", benchmark="memory"):
+    return Metric(benchmark, "bandwidth", "GB/s", {}, list(samples), better)
+
+
+def _expected(value, tolerance=0.05, better="higher"):
+    return Expected("k", "a figure", "GB/s", better, value, tolerance, 3)
+
+
+TIGHT = [99.0, 99.5, 100.0, 100.5, 101.0, 100.2, 99.8, 100.1, 99.9, 100.0]
+
+
+def test_a_figure_within_its_tolerance_is_ok_and_one_past_it_with_its_ci_apart_is_below():
+    h = Headline("k", "a figure", _metric(TIGHT))
+    assert judge(h, _expected(102.0), None).mark == "ok"  # 2 % under: within 5 %
+    row = judge(h, _expected(110.0), None)  # 9 % under, the whole CI past 104.5
+    assert row.mark == "below" and row.change == pytest.approx(100.0 / 110.0 - 1)
+    # lower is better (a latency): above the reference is worse
+    lat = Headline("k", "latency", _metric(TIGHT, "lower"))
+    assert judge(lat, _expected(90.0, better="lower"), None).mark == "below"
+    assert judge(lat, _expected(110.0, better="lower"), None).mark == "ok"
+
+
+def test_a_figure_too_noisy_or_disturbed_is_not_judged():
+    wide = Headline("k", "a figure", _metric([60, 140, 80, 120, 100, 70, 130]))
+    row = judge(wide, _expected(100.0), None)
+    assert (row.mark, row.why.split()[0]) == ("not judged", "noisy")
+    tight = Headline("k", "a figure", _metric(TIGHT))
+    assert judge(tight, _expected(130.0), "node moved").why == "node moved"
+    assert judge(tight, None, None).why == "no reference"
+    assert judge(Headline("k", "x", _metric([100.0, 99.0])), _expected(130.0), None).why == "n=2"
+    # a median past the threshold whose CI reaches back over it: not judged, not below
+    edge = Headline("k", "a figure", _metric([90, 97, 93, 99, 94, 96, 92, 98, 91, 95]))
+    assert judge(edge, _expected(100.0, 0.05), None).mark == "not judged"
+
+
+def test_above_its_ceiling_is_a_finding_about_the_ceiling():
+    h = Headline("k", "a figure", _metric(TIGHT), ceiling=90.0, ceiling_source="test")
+    assert h.of_ceiling == pytest.approx(100.0 / 90.0)
+    assert judge(h, None, None).mark == "above ceiling"
+    assert judge(Headline("k", "x", _metric(TIGHT), 200.0), None, None).mark == "not judged"
+
+
+def test_steal_and_a_moved_sentinel_leave_only_their_benchmark_unjudged():
+    run = Run("r1", "2026-11-01T00:00:00+00:00", "n1", "quick", ["memory"], {}, {},
+              [_metric(TIGHT), _metric(TIGHT, benchmark="cg")],
+              [{"benchmark": "cg", "kind": "node_changed", "ratio": 0.8, "message": "m"}])
+
+    def pick(r):
+        return [Headline(f"{m.benchmark}.x", m.benchmark, m) for m in r.metrics]
+
+    ref = Reference("test", {"memory.x": _expected(100.0), "cg.x": _expected(100.0)})
+    v = verdict(run, [pick], ref)
+    assert [(r.headline.key, r.mark, r.why) for r in v.rows] == [
+        ("memory.x", "ok", ""), ("cg.x", "not judged", "node moved")]
+    assert not v.failed
+
+
+def test_a_reference_takes_the_median_and_a_tolerance_from_the_spread_never_under_its_floor():
+    def head(median):
+        return Headline("k", "f", _metric([median * x / 100 for x in TIGHT]))
+
+    steady = reference.expected([head(100.0), head(100.5), head(99.5), head(100.2)])
+    assert steady.value == pytest.approx(100.1, abs=0.2) and steady.tolerance == 0.05
+    spread = reference.expected([head(100.0), head(90.0), head(110.0), head(104.0),
+                                 head(96.0)])
+    assert spread.tolerance > 0.05 and spread.spread is not None
+    assert spread.tolerance >= 3 * spread.spread - 0.005
+    assert reference.expected([head(100.0)]).runs == 1
+
+
+def _flat(text):
+    """The text with its lines joined (the verdict folds long lines at 100 columns)."""
+    return " ".join(text.split())
+
+
+def _doc_run(path):
+    from hpcprobe.results import model
+
+    return model.read_json(path)
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    """Two real runs of the latency family (an L2 working set) in one store."""
+    tmp = tmp_path_factory.mktemp("verdict")
+    db = tmp / "r.sqlite"
+    runs = [hpcprobe("run", "latency", "--size", "64KiB", "--quick", "--db", str(db),
+                     "--json", str(tmp / f"run{i}.json")) for i in (1, 2)]
+    return tmp, db, runs
+
+
+def test_a_run_opens_with_its_verdict_and_the_next_is_judged_against_the_previous(measured):
+    tmp, db, (first, second) = measured
+    assert first.code == 0, first.err
+    assert first.out.startswith("Run ") and "Verdict: no reference" in first.out
+    assert "L2 latency" in first.out and "Memory latency, ns per dependent load" not in first.out
+    assert "Against this host's 1 previous run(s) in the store" in _flat(second.out)
+    for line in (first.out + second.out).splitlines()[:40]:
+        assert len(line.rstrip()) <= 100, line
+    shown = hpcprobe("show", "latest", "--db", str(db), "--details")
+    assert "Memory latency, ns per dependent load" in _flat(shown.out)  # tables: --details
+    assert "Against this host's 1 previous run(s)" in _flat(shown.out)
+
+
+def test_reference_make_writes_a_readable_file_that_judges_a_run(measured):
+    tmp, db, _ = measured
+    ref = tmp / "ref.toml"
+    r = hpcprobe("reference", "make", "--host", _doc_run(tmp / "run1.json").host, "--db",
+                 str(db), "-o", str(ref))
+    assert r.code == 0, r.err
+    doc = tomllib.loads(ref.read_text())
+    [hw] = doc["hardware"]
+    assert len(hw["runs"]) == 2 and "latency.l2" in hw["figures"]
+    l2 = hw["figures"]["latency.l2"]
+    assert l2["better"] == "lower" and l2["tolerance"] >= 0.10 and l2["runs"] == 2
+    shown = hpcprobe("show", str(tmp / "run2.json"), "--against", str(ref))
+    assert shown.code in (0, 1) and f"Against {ref}" in _flat(shown.out)
+    # a reference that expects half the latency: the run is below it, named, exit 1
+    for fig in hw["figures"].values():
+        fig["expected"] = fig["expected"] / 2 if fig["better"] == "lower" else fig["expected"]
+        fig["tolerance"] = 0.1
+    import tomli_w
+
+    fast = tmp / "fast.toml"
+    fast.write_text(tomli_w.dumps(doc))
+    # judged on a quiet node: this busy guest's sentinel often moves, which leaves a figure
+    # unjudged; the run's own document without those findings is the quiet run's
+    quiet = json.loads((tmp / "run2.json").read_text())
+    quiet["findings"] = [f for f in quiet["findings"] if f["kind"] not in ("node_changed",
+                                                                          "steal")]
+    (tmp / "quiet.json").write_text(json.dumps(quiet))
+    judged = hpcprobe("show", str(tmp / "quiet.json"), "--against", str(fast))
+    assert judged.code == 1, (judged.out, judged.err)
+    assert "Verdict: BELOW the reference: L2 latency" in judged.out
+    listed = hpcprobe("reference", "show", str(fast))
+    assert listed.code == 0 and "latency.l2" in listed.out
+
+
+def test_a_reference_of_other_hardware_judges_nothing(measured, tmp_path):
+    tmp, _, _ = measured
+    run = _doc_run(tmp / "run1.json")
+    groups = reference.make([run], registry.pickers(), registry.hardware_labels)
+    groups[0].hardware["cores"] += 64
+    path = tmp_path / "other.toml"
+    reference.write(groups, "test", str(path))
+    got = reference.for_run(reference.load(str(path)), run, registry.hardware_labels, "x")
+    assert not got.figures and "no figures for this hardware" in got.source
+    r = hpcprobe("show", str(tmp / "run1.json"), "--against", str(path))
+    assert r.code == 0 and "no figures for this hardware" in _flat(r.out)
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("not toml [", "not TOML"),
+    ('format = "other"\nversion = 1\n', "not an hpcprobe reference"),
+    ('format = "hpcprobe-reference"\nversion = 1\n[[hardware]]\ncpu = "x"\nsockets = 1\n'
+     'cores = 2\n[hardware.figures.k]\nlabel = "f"\nunit = "GB/s"\nbetter = "higher"\n'
+     'expected = 10.0\ntolerance = 5\n', "tolerance a fraction"),
+    ('format = "hpcprobe-reference"\nversion = 1\n[[hardware]]\ncpu = "x"\nsockets = 1\n'
+     'cores = 2\n[hardware.figures.k]\nlabel = "f"\n', "needs label, unit"),
+])
+def test_a_bad_reference_file_is_one_line_before_anything_is_measured(tmp_path, text, needle):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(text)
+    with pytest.raises(UserError, match=needle):
+        reference.load(str(bad))
+    db = tmp_path / "r.sqlite"
+    assert_user_error(hpcprobe("run", "latency", "--size", "64KiB", "--db", str(db),
+                               "--against", str(bad)), needle)
+    assert not db.exists()
+
+
+def test_reference_make_refuses_what_it_cannot_use(tmp_path):
+    out = tmp_path / "ref.toml"
+    assert_user_error(hpcprobe("reference", "make", "-o", str(out)), "which runs?")
+    assert_user_error(hpcprobe("reference", "make", "--tag", "x", "--db",
+                               str(tmp_path / "none.sqlite"), "-o", str(out)), "no result store")
+    assert not out.exists()
+
+
+def test_warnings_fold_one_line_per_kind_with_a_count():
+    warnings = [
+        "memory: 6 figure(s) stopped at the time budget before the CI target of ±2 %",
+        "latency: 17 figure(s) stopped at the time budget before the CI target of ±2 %",
+        "cg: the node's DRAM triad (the sentinel read around each benchmark) went from 1 to 2",
+        "memory triad 1T: L1: 91.9 GB/s plateau ends near 361.7 KiB per thread",
+    ]
+    folded = verdict_view.fold(warnings)
+    assert folded[0].startswith("2x memory, latency: 6 figure(s) stopped")
+    assert folded[2].startswith("memory triad 1T: L1:")
+    assert len(folded) == 3 and all(len(f) + len("warning: ") <= 100 for f in folded)
+    assert len(verdict_view.fold(["x: " + "y" * 300])[0]) == 100 - len("warning: ")
+
+
+def test_a_run_document_judged_in_json_round_trip_keeps_its_figures(measured):
+    tmp, _, _ = measured
+    doc = json.loads((tmp / "run1.json").read_text())
+    run = _doc_run(tmp / "run1.json")
+    v = verdict(run, registry.pickers(), None)
+    assert {r.headline.metric.summary.median for r in v.rows} <= {
+        m["summary"]["median"] for m in doc["metrics"]}
+
+
+def test_the_dry_run_says_how_long_each_family_took_here(measured):
+    _, db, _ = measured
+    r = hpcprobe("run", "latency", "--quick", "--dry-run", "--db", str(db))
+    assert r.code == 0, r.err
+    assert re.search(r"^latency: \d+ measurement\(s\), about \d+ s$", r.out, re.M), r.out
+    assert "In all about" in r.out
+    fresh = hpcprobe("run", "latency", "--dry-run", "--db", str(db))  # no default run here
+    assert "not known until this host has run this profile once" in fresh.out
