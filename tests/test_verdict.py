@@ -112,12 +112,12 @@ def test_a_run_opens_with_its_verdict_and_the_next_is_judged_against_the_previou
     assert first.code == 0, first.err
     assert first.out.startswith("Run ") and "Verdict: no reference" in first.out
     assert "L2 latency" in first.out and "Memory latency, ns per dependent load" not in first.out
-    assert "Against this host's 1 previous run(s) in the store" in _flat(second.out)
+    assert "Against this host's 1 previous quick run(s) in the store" in _flat(second.out)
     for line in (first.out + second.out).splitlines()[:40]:
         assert len(line.rstrip()) <= 100, line
     shown = hpcprobe("show", "latest", "--db", str(db), "--details")
     assert "Memory latency, ns per dependent load" in _flat(shown.out)  # tables: --details
-    assert "Against this host's 1 previous run(s)" in _flat(shown.out)
+    assert "Against this host's 1 previous quick run(s)" in _flat(shown.out)
 
 
 def test_reference_make_writes_a_readable_file_that_judges_a_run(measured):
@@ -163,6 +163,10 @@ def test_a_reference_of_other_hardware_judges_nothing(measured, tmp_path):
     reference.write(groups, "test", str(path))
     got = reference.for_run(reference.load(str(path)), run, registry.hardware_labels, "x")
     assert not got.figures and "no figures for this hardware" in got.source
+    groups[0].hardware["cores"] -= 64
+    groups[0].profile = "thorough"
+    got = reference.for_run(groups, run, registry.hardware_labels, "x")
+    assert not got.figures and "from profile(s) thorough only, not quick" in got.source
     r = hpcprobe("show", str(tmp / "run1.json"), "--against", str(path))
     assert r.code == 0 and "no figures for this hardware" in _flat(r.out)
 
@@ -175,6 +179,7 @@ def test_a_reference_of_other_hardware_judges_nothing(measured, tmp_path):
      'expected = 10.0\ntolerance = 5\n', "tolerance a fraction"),
     ('format = "hpcprobe-reference"\nversion = 1\n[[hardware]]\ncpu = "x"\nsockets = 1\n'
      'cores = 2\n[hardware.figures.k]\nlabel = "f"\n', "needs label, unit"),
+    ('format = "hpcprobe-reference"\nversion = 1\nhardware = [1]\n', "a table with cpu"),
 ])
 def test_a_bad_reference_file_is_one_line_before_anything_is_measured(tmp_path, text, needle):
     bad = tmp_path / "bad.toml"

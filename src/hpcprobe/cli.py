@@ -24,7 +24,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show the version and the kernels' digest, and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     for spec in commands.commands():
-        sp = sub.add_parser(spec.name, help=spec.help, description=spec.description)
+        sp = sub.add_parser(spec.name, help=spec.help, description=spec.description,
+                            add_help=not spec.own_help)
         spec.setup(sp)
         sp.set_defaults(handler=spec.handle, takes_command=spec.takes_command)
     return p

@@ -76,9 +76,11 @@ def expected(heads: Sequence[Headline]) -> Expected:
 
 @dataclass
 class Group:
-    """The reference of one hardware fingerprint: its runs and hosts, its expected figures."""
+    """The reference of one hardware fingerprint and profile (whose sizes and samples its
+    figures share): its runs and hosts, its expected figures."""
 
     hardware: dict[str, Any]
+    profile: str
     runs: list[str] = field(default_factory=list)
     hosts: list[str] = field(default_factory=list)
     figures: dict[str, Expected] = field(default_factory=dict)
@@ -92,7 +94,8 @@ def make(runs: Sequence[Run], pickers: Sequence[Picker], labels: Labels) -> list
         if run.kind != "node":
             continue
         hw = hardware(run, labels)
-        g, heads = groups.setdefault(describe(hw), (Group(hw), {}))
+        g, heads = groups.setdefault(f"{describe(hw)}, {run.profile}",
+                                     (Group(hw, run.profile), {}))
         g.runs.append(run.run_id)
         if run.host not in g.hosts:
             g.hosts.append(run.host)
@@ -106,6 +109,12 @@ def make(runs: Sequence[Run], pickers: Sequence[Picker], labels: Labels) -> list
     return out
 
 
+def _entry(e: Expected) -> dict[str, Any]:
+    return {"label": e.label, "unit": e.unit, "better": e.better, "expected": e.value,
+            "tolerance": e.tolerance, "runs": e.runs,
+            **({} if e.spread is None else {"spread": e.spread})}
+
+
 def to_toml(groups: Sequence[Group], source: str) -> str:
     """The reference file: a header saying how to read it, then one [[hardware]] table per
     fingerprint with its figures."""
@@ -113,12 +122,11 @@ def to_toml(groups: Sequence[Group], source: str) -> str:
 
     doc = {"format": FORMAT, "version": VERSION,
            "created": datetime.now(UTC).isoformat(timespec="seconds"), "source": source,
-           "hardware": [{**g.hardware, "runs": g.runs, "hosts": g.hosts, "figures": {
-               k: {"label": e.label, "unit": e.unit, "better": e.better, "expected": e.value,
-                   "tolerance": e.tolerance, "runs": e.runs,
-                   **({} if e.spread is None else {"spread": e.spread})}
-               for k, e in g.figures.items()}} for g in groups]}
-    head = ("# hpcprobe reference: per hardware fingerprint (cpu, sockets, cores, devices), each\n"
+           "hardware": [{**g.hardware, "profile": g.profile, "runs": g.runs, "hosts": g.hosts,
+                         "figures": {k: _entry(e) for k, e in g.figures.items()}}
+                        for g in groups]}
+    head = ("# hpcprobe reference: per hardware fingerprint (cpu, sockets, cores, devices) and\n"
+            "# profile (quick, default, thorough: their sizes differ), each\n"
             "# headline figure's expected value (the median of its runs' medians, in `unit`)\n"
             "# and its tolerance (relative: 0.05 = 5 %; `better` says which side fails).\n"
             "# Judge a run with `hpcprobe run --against FILE` or `hpcprobe show RUN --against\n"
@@ -157,34 +165,40 @@ def load(path: str) -> list[Group]:
     for i, g in enumerate(doc.get("hardware", [])):
         where = f"--against {path}: hardware {i + 1}"
         if not isinstance(g, dict) or not isinstance(g.get("figures"), dict):
-            raise UserError(f"{where}: a table with cpu, sockets, cores and figures")
+            raise UserError(f"{where}: a table with cpu, sockets, cores, profile and figures")
         hw = {"cpu": str(g.get("cpu")), "sockets": int(g.get("sockets", 0)),
               "cores": int(g.get("cores", 0)), "devices": sorted(g.get("devices", []))}
-        groups.append(Group(hw, list(g.get("runs", [])), list(g.get("hosts", [])),
+        groups.append(Group(hw, str(g.get("profile", "default")), list(g.get("runs", [])),
+                            list(g.get("hosts", [])),
                             {k: _figure(k, d, where) for k, d in g["figures"].items()}))
     return groups
 
 
 def for_run(groups: Sequence[Group], run: Run, labels: Labels, path: str) -> Reference:
-    """The reference of the run's hardware in a file (none there: a reference with no
-    figures, which says so)."""
+    """The reference of the run's hardware and profile in a file (none there: a reference
+    with no figures, which says so)."""
     hw = hardware(run, labels)
-    for g in groups:
-        if g.hardware == hw:
-            return Reference(f"{path} ({len(g.runs)} run(s) of {len(g.hosts)} host(s))",
-                             g.figures)
+    same = [g for g in groups if g.hardware == hw]
+    for g in same:
+        if g.profile == run.profile:
+            return Reference(f"{path} ({len(g.runs)} {g.profile} run(s) of {len(g.hosts)} "
+                             "host(s))", g.figures)
+    if same:
+        return Reference(f"{path} has figures for this hardware from profile(s) "
+                         f"{', '.join(sorted({g.profile for g in same}))} only, not "
+                         f"{run.profile}")
     return Reference(f"{path} has no figures for this hardware ({describe(hw)})")
 
 
 def previous(store: Store, run: Run, pickers: Sequence[Picker], labels: Labels,
              limit: int = PREVIOUS) -> Reference | None:
-    """The host's previous node runs of the same hardware (up to `limit`, newest first, made
-    before this one) as its reference; None where there are none."""
+    """The host's previous node runs of the same hardware and profile (up to `limit`, newest
+    first, made before this one) as its reference; None where there are none."""
     hw = hardware(run, labels)
     before: list[Run] = []
     for info in store.runs(limit=4 * limit, where=Selection(host=run.host,
                                                             until=run.created)):
-        if info.run_id == run.run_id or info.interrupted:
+        if info.run_id == run.run_id or info.interrupted or info.profile != run.profile:
             continue
         got = store.load(info.run_id)
         if got.kind == "node" and hardware(got, labels) == hw:
@@ -194,5 +208,6 @@ def previous(store: Store, run: Run, pickers: Sequence[Picker], labels: Labels,
     groups = make(before, pickers, labels)
     if not groups:
         return None
-    return Reference(f"this host's {len(before)} previous run(s) in the store (same hardware; "
-                     "--against FILE judges against a reference file)", groups[0].figures)
+    return Reference(f"this host's {len(before)} previous {run.profile} run(s) in the store "
+                     "(same hardware; --against FILE judges against a reference file)",
+                     groups[0].figures)

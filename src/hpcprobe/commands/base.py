@@ -35,6 +35,7 @@ class Spec:
     handle: Callable[[argparse.Namespace], int]
     description: str | None = None
     takes_command: bool = False  # what follows `--` is a command it runs (`app NAME -- CMD`)
+    own_help: bool = False  # its setup adds its own -h/--help
 
 
 #: argparse's own messages, which name no value of ours

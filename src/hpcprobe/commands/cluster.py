@@ -15,7 +15,7 @@ from hpcprobe import registry
 from hpcprobe.cluster import views
 from hpcprobe.cluster.campaign import Campaign, Plan, link_rounds, node_counts
 from hpcprobe.cluster.verdict import Thresholds, Verdict, analyse, campaign_thresholds
-from hpcprobe.commands import runargs
+from hpcprobe.commands import output, runargs
 from hpcprobe.commands.base import (
     Bar,
     Parser,
@@ -24,6 +24,7 @@ from hpcprobe.commands.base import (
     add_json,
     console,
     print_json,
+    say,
     terminate_interrupts,
 )
 from hpcprobe.common import files
@@ -151,6 +152,9 @@ def _setup_report(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("-o", "--output", metavar="FILE.html", help="also write the HTML report")
     rp.add_argument("--drain", action="store_true",
                     help="run the suggested scontrol drain commands (default: print them)")
+    rp.add_argument("--against", metavar="REF.toml",
+                    help="also judge each node's headline figures against this reference: the "
+                         "nodes below it are listed (exit status 1)")
     _add_thresholds(rp, "what the campaign last ran with")
     _add_scheduler(rp)
     add_db(rp)
@@ -325,10 +329,30 @@ def _dry_run(plan: Plan, sched: Scheduler) -> int:
 
 def cmd_report(a: argparse.Namespace) -> int:
     files.check_outputs((a.json, "--json"), (a.output, "-o"))
+    against = output.Against.of(a.against)
     with Store.open(a.db, create=False) as store:
         v = _load(store, a.campaign, a)
+        below = _below(store, a.campaign, against) if a.against else []
     sched = SCHEDULERS[a.scheduler]()
-    return _report(v, sched, a, drain=a.drain)
+    status = _report(v, sched, a, drain=a.drain)
+    if a.against:
+        shown = console(files.is_stdout(a.json) or files.is_stdout(a.output))
+        say(shown, f"Against {a.against}: " + (f"{len(below)} node(s) below the reference"
+                                                if below else "no node below the reference"))
+        for line in below:
+            say(shown, f"  {line}")
+    return EXIT_FAILURE if below else status
+
+
+def _below(store: Store, tag: str, against: output.Against) -> list[str]:
+    """Per node of the campaign whose figures are below the reference, one line naming them."""
+    out = []
+    for run in store.load_all(Selection(tag=tag)):
+        rows = against.verdict(run, None).marked("below")
+        if rows:
+            out.append(f"{run.host}: " + "; ".join(
+                f"{r.headline.label} {100 * (r.change or 0):+.1f} %" for r in rows))
+    return sorted(out)
 
 
 def _report(v: Verdict, sched: Scheduler, a: argparse.Namespace, drain: bool) -> int:

@@ -7,9 +7,11 @@ import argparse
 import sys
 
 from hpcprobe import registry
-from hpcprobe.commands.base import Spec, add_db, add_json, console, load_runs, print_json
+from hpcprobe.commands import output
+from hpcprobe.commands.base import Spec, add_db, add_json, console, load_runs, print_json, say
 from hpcprobe.measure import options
 from hpcprobe.views import terminal
+from hpcprobe.views import verdict as verdict_view
 
 
 def setup(c: argparse.ArgumentParser) -> None:
@@ -22,12 +24,22 @@ def setup(c: argparse.ArgumentParser) -> None:
     out.add_argument("--csv", action="store_true", help="print the rows as CSV")
     c.add_argument("--limit", type=options.at_least(0, "a row count"), default=40,
                    help="rows in the text view (default 40, 0 for all; JSON and CSV have all)")
+    c.add_argument("--against", metavar="REF.toml",
+                   help="also judge each run's headline figures against this reference (exit "
+                        "status 1 when one is below it)")
 
 
 def handle(a: argparse.Namespace) -> int:
     from hpcprobe.analysis import compare
 
-    c = compare.compare(load_runs(a.runs, a.db), registry.not_joined())
+    against = output.Against.of(a.against)
+    runs = load_runs(a.runs, a.db)
+    c = compare.compare(runs, registry.not_joined())
+    judged = [against.verdict(r, None) for r in runs] if a.against else []
+    shown = console(stderr=bool(a.json or a.csv))  # a document on stdout holds nothing else
+    for run, v in zip(runs, judged, strict=True):
+        say(shown, f"Run {run.run_id} ({run.host}, {run.tag or 'no tag'}):")
+        terminal.print_blocks(verdict_view.blocks(v), shown, verdict_view.WIDTH)
     if a.json:
         print_json(compare.to_json(c), a.json)
     elif a.csv:
@@ -40,7 +52,7 @@ def handle(a: argparse.Namespace) -> int:
             w.writerow(r.to_dict())
     else:
         terminal.render_comparison(c, console(), a.limit if a.limit > 0 else None)
-    return 0
+    return 1 if any(v.failed for v in judged) else 0
 
 
 COMMAND = Spec("compare", "compare runs with statistics", setup, handle,

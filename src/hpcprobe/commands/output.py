@@ -33,6 +33,18 @@ class Against:
     def of(cls, path: str | None) -> Against:
         return cls(path, tuple(reference.load(path))) if path else cls()
 
+    def judged(self, run: results.Run, db: str | None) -> Verdict:
+        """The run's verdict, the previous runs read from the store at `db` where one is
+        there (a stored run, or a document of this host's)."""
+        if self.path is not None:
+            return self.verdict(run, None)
+        try:
+            store = Store.open(db, create=False)
+        except UserError:
+            return self.verdict(run, None)
+        with store:
+            return self.verdict(run, store)
+
     def verdict(self, run: results.Run, store: Store | None) -> Verdict:
         """The run's verdict against the file's reference for its hardware, else against
         the host's previous runs in `store` (none: its ceilings only)."""
@@ -123,7 +135,7 @@ def keep(run: results.Run, out: Outputs, store: Store | None,
                         "warnings above say why); the run is not stored")
     if store is not None:
         _store(run, out, store, parts, shown, documented=bool(out.json) and not unwritten)
-    _pages(run, out, shown, stored=store is not None)
+    _pages(run, out, shown, stored=store is not None, judged=judged)
     if unwritten is not None:
         raise type(unwritten)(f"{unwritten}; the run is stored as {run.run_id} "
                               f"(`hpcprobe show {run.run_id} --json` prints its document)")
@@ -168,7 +180,7 @@ def _store(run: results.Run, out: Outputs, store: Store, parts: Sequence[results
                f"`hpcprobe show {run.run_id}` reads it back.")
 
 
-def _pages(run: results.Run, out: Outputs, shown: Any, stored: bool) -> None:
+def _pages(run: results.Run, out: Outputs, shown: Any, stored: bool, judged: Verdict) -> None:
     """The Markdown and the HTML report asked for, else the hint how to make one."""
     if out.markdown:
         from hpcprobe.views import markdown
@@ -180,7 +192,7 @@ def _pages(run: results.Run, out: Outputs, shown: Any, stored: bool) -> None:
         from hpcprobe.views import html as report
 
         n = report.write([run], out.report, registry.views(), registry.figures(),
-                         registry.not_joined(), flag="--report")
+                         registry.not_joined(), flag="--report", verdicts=[judged])
         say(shown, f"Wrote the report {out.report} ({n} plots).")
         return
     ref = run.run_id if stored else None if files.is_stdout(out.json) else out.json

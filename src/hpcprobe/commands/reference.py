@@ -70,8 +70,8 @@ def _make(a: argparse.Namespace) -> int:
                     + (" ..." if len(runs) > 8 else ""), a.output)
     shown = console(files.is_stdout(a.output))
     for g in groups:
-        say(shown, f"{reference.describe(g.hardware)}: {len(g.figures)} figure(s) from "
-                   f"{len(g.runs)} run(s) of {len(g.hosts)} host(s)")
+        say(shown, f"{reference.describe(g.hardware)}, {g.profile} profile: {len(g.figures)} "
+                   f"figure(s) from {len(g.runs)} run(s) of {len(g.hosts)} host(s)")
     if not files.is_stdout(a.output):
         say(shown, f"Wrote {a.output}; `hpcprobe run --against {a.output}` judges a run by it.")
     return 0
@@ -81,8 +81,8 @@ def _show(a: argparse.Namespace) -> int:
     groups = reference.load(a.file)
     out = console()
     for g in groups:
-        t = Table(title=f"{reference.describe(g.hardware)}: {len(g.runs)} run(s) of "
-                        f"{', '.join(g.hosts) or '?'}")
+        t = Table(title=f"{reference.describe(g.hardware)}, {g.profile} profile: "
+                        f"{len(g.runs)} run(s) of {', '.join(g.hosts) or '?'}")
         for col, just in (("key", "left"), ("figure", "left"), ("expected", "right"),
                           ("tolerance", "right"), ("runs", "right")):
             t.add_column(col, just)

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from hpcprobe import registry
+from hpcprobe.commands import output
 from hpcprobe.commands.base import Spec, add_db, load_runs
 from hpcprobe.common import files
 
@@ -16,15 +17,20 @@ def setup(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("-o", "--output", required=True, metavar="FILE.html")
     rp.add_argument("--png", metavar="DIR", help="also write each plot as a PNG file there")
     add_db(rp)
+    rp.add_argument("--against", metavar="REF.toml",
+                    help="judge each run's headline figures against this reference (default: "
+                         "the host's previous runs in the store)")
 
 
 def handle(a: argparse.Namespace) -> int:
     from hpcprobe.views import html as report
 
     files.check_writable(a.output, "-o")
+    against = output.Against.of(a.against)
     runs = load_runs(a.runs, a.db)
     n = report.write(runs, a.output, registry.views(), registry.figures(),
-                     registry.not_joined(), a.png)
+                     registry.not_joined(), a.png,
+                     verdicts=[against.judged(r, a.db) for r in runs])
     print(f"Wrote {a.output} ({n} plots" + (f", PNGs in {a.png}" if a.png else "") + ").",
           file=sys.stderr if files.is_stdout(a.output) else sys.stdout)
     return 0

@@ -99,4 +99,5 @@ def _print_plan(todo: Sequence[tuple[str, list[str]]], took: dict[str, float]) -
 
 
 COMMAND = Spec("run", "measure this node and store the run", runargs.setup, handle,
-               description="Measure this node; with no BENCHMARK, run them all.")
+               description="Measure this node; with no BENCHMARK, run them all.",
+               own_help=True)

@@ -17,17 +17,42 @@ from hpcprobe.measure import profiles
 from hpcprobe.measure.family import Command, Family, Flag, flags, notes
 
 
-def setup(r: argparse.ArgumentParser) -> None:
-    """The arguments of `hpcprobe run`."""
+def setup(r: argparse.ArgumentParser, families: Sequence[Family] | None = None) -> None:
+    """The arguments of `hpcprobe run` (`families`: whose options `--help` shows, all by
+    default; every family's options are always taken)."""
+    if not any(isinstance(x, argparse._HelpAction) for x in r._actions):  # noqa: SLF001
+        r.add_argument("-h", "--help", action=_Help, help="show this help (after BENCHMARK: "
+                       "its options only) and exit")
     r.add_argument("benchmarks", nargs="*", metavar="BENCHMARK",
                    help="benchmarks to run (" + ", ".join(f.name for f in registry.measuring())
                         + ")")
     add_run_options(r)
-    r.add_argument("--report", metavar="FILE.html",
+    r.add_argument("-o", "--report", metavar="FILE.html",
                    help="also write the HTML report of this run")
     r.add_argument("--isa", help="kernel variant: scalar, avx2, avx512 (default: the best this "
                                  "CPU supports; compute and frequency: every one it supports)")
-    add_family_options(r, registry.measuring())
+    add_family_options(r, families or registry.measuring())
+
+
+class _Help(argparse.Action):
+    """--help: with benchmarks named before it (`hpcprobe run memory --help`), the run's own
+    options and theirs only."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS,
+                 help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace,
+                 values: Any, option_string: str | None = None) -> None:
+        named = [f for f in registry.measuring() if f.name in (getattr(
+            namespace, "benchmarks", None) or [])]
+        if named:
+            parser = argparse.ArgumentParser(
+                prog=f"{parser.prog} {' '.join(f.name for f in named)}", add_help=False,
+                description=parser.description, formatter_class=parser.formatter_class)
+            setup(parser, named)
+        parser.print_help()
+        parser.exit()
 
 
 def dest(flag: Flag) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 
 from hpcprobe import registry
 from hpcprobe.commands import output
@@ -16,8 +15,6 @@ from hpcprobe.commands.base import (
     load_runs,
     print_json,
 )
-from hpcprobe.common.errors import UserError
-from hpcprobe.results.store import Store
 from hpcprobe.views import terminal
 
 
@@ -34,21 +31,10 @@ def handle(a: argparse.Namespace) -> int:
     if a.json:
         print_json(run.to_dict(), a.json)
         return 0
-    with contextlib.ExitStack() as stack:
-        store = None if against.path else _store(a.db)
-        if store is not None:
-            stack.enter_context(store)
-        judged = against.verdict(run, store)
+    judged = against.judged(run, a.db)
     terminal.render(run, console(), registry.views(), console(stderr=True), judged, a.details)
     return 1 if judged.failed else 0
 
-
-def _store(db: str | None) -> Store | None:
-    """The store whose previous runs judge the run, where there is one."""
-    try:
-        return Store.open(db, create=False)
-    except UserError:
-        return None
 
 
 COMMAND = Spec("show", "show a stored run", setup, handle)

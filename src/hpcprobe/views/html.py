@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING
 
 from hpcprobe import __version__
 from hpcprobe.analysis import compare
+from hpcprobe.analysis.verdict import Verdict
 from hpcprobe.common import files
 from hpcprobe.common.errors import UserError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.machine import fingerprint, sentinel
 from hpcprobe.results.model import Run
+from hpcprobe.views import verdict as verdict_view
 from hpcprobe.views.figure import Figures
 from hpcprobe.views.table import Block, Lines, View
 
@@ -33,6 +35,7 @@ td.num { text-align: right; font-variant-numeric: tabular-nums; }
 tr.differs td { background: #fff3cd; }
 figure { margin: 1em 0 2em; } figure img { max-width: 100%; border: 1px solid #eee; }
 .warn { color: #8a6d3b; } .err { color: #a94442; }
+.verdict { border: 2px solid #444; padding: 0.2em 1em; margin: 1em 0; }
 """
 #: Opened in a browser, the report checks that every figure decoded, and says so on the console
 #: otherwise (the browser test reads the console).
@@ -112,12 +115,19 @@ def page(title: str, blocks: Sequence[Block], figures: Sequence[tuple[str, str, 
 
 
 def build(runs: list[Run], views: Sequence[View], figures: Sequence[Figures],
-          ignore: compare.NotJoined) -> tuple[str, list[tuple[str, bytes]]]:
-    """The report's HTML and each figure as (slug, PNG bytes): every run's views (the same
-    blocks the terminal shows), the families' figures, and with several runs the comparison
-    (metrics joined without the params in `ignore`)."""
+          ignore: compare.NotJoined, verdicts: Sequence[Verdict] = ()
+          ) -> tuple[str, list[tuple[str, bytes]]]:
+    """The report's HTML and each figure as (slug, PNG bytes): each run's verdict first (as
+    the terminal shows it), every run's views (the same blocks the terminal shows), the
+    families' figures, and with several runs the comparison (metrics joined without the
+    params in `ignore`)."""
     title = "hpcprobe report: " + ", ".join(r.tag or r.run_id for r in runs)
     parts = _head(title)
+    for r, v in zip(runs, verdicts, strict=False):
+        if v.rows:
+            parts.append(f'<div class="verdict"><h2>Run {escape(r.tag or r.run_id)} on '
+                         f"{escape(r.host)}</h2>"
+                         + "".join(_block(b) for b in verdict_view.blocks(v)) + "</div>")
     parts.append(_table(["run", "host", "tag", "created", "profile", "benchmarks", "seconds"],
                         [[r.run_id, r.host, r.tag or "", r.created, r.profile,
                           ",".join(r.benchmarks)
@@ -168,7 +178,7 @@ def build(runs: list[Run], views: Sequence[View], figures: Sequence[Figures],
 
 def write(runs: list[Run], out: str | os.PathLike[str], views: Sequence[View],
           figures: Sequence[Figures], ignore: compare.NotJoined, png_dir: str | None = None,
-          flag: str = "-o") -> int:
+          flag: str = "-o", verdicts: Sequence[Verdict] = ()) -> int:
     """Write the report (atomically) and, with png_dir, each figure; returns the figure count.
     `flag` names the option that gave `out` in errors."""
     target = files.check_writable(out, flag)
@@ -178,7 +188,7 @@ def write(runs: list[Run], out: str | os.PathLike[str], views: Sequence[View],
         except OSError as exc:
             raise UserError(f"--png {png_dir}: cannot create it ({exc.strerror})") from None
         files.check_writable(Path(png_dir) / "x.png", "--png")
-    html, pngs = build(runs, views, figures, ignore)
+    html, pngs = build(runs, views, figures, ignore, verdicts)
     files.atomic_write(target, html.encode(), flag)
     for i, (slug, data) in enumerate(pngs):
         if png_dir is not None:

@@ -49,10 +49,16 @@ SIDE_STEP = 8
 class Settings:
     grid: tuple[int, int, int]
     budget_s: float
+    iterations: int = ITERATIONS  # CG iterations a sample (quick: fewer, for a short look)
 
 
-SETTINGS = {"quick": Settings((48, 48, 48), 2.0), "default": Settings((96, 96, 96), 8.0),
+SETTINGS = {"quick": Settings((48, 48, 48), 2.0, 10), "default": Settings((96, 96, 96), 8.0),
             "thorough": Settings((128, 128, 128), 40.0)}
+
+
+def iterations(ctx: RunContext) -> int:
+    """CG iterations a sample in the run's profile."""
+    return SETTINGS[ctx.profile.name].iterations
 
 
 def grid_of(text: str) -> tuple[int, int, int]:
@@ -173,13 +179,13 @@ def labels(ctx: RunContext, opts: CgOptions | None) -> list[str]:
         return [f"check the solver across the ranks against the reference CG on "
                 f"{'x'.join(map(str, CHECK_GRID))} a rank",
                 f"STREAM triad on {len(opts.cores(ctx))} thread(s) of this node",
-                f"CG on {'x'.join(map(str, g))} a rank, {ITERATIONS} iterations a sample, "
+                f"CG on {'x'.join(map(str, g))} a rank, {iterations(ctx)} iterations a sample, "
                 f"{pl.layout.ranks} rank(s) x {pl.ranks.threads} thread(s) ({pl.ranks.layout} "
                 f"layout, rank grid {pl.grid_text}, {pl.nodes} node(s))", *said]
     n = len(opts.cores(ctx))
     return [f"check the solver against the reference CG on {'x'.join(map(str, CHECK_GRID))}",
             f"STREAM triad on {n} thread(s)",
-            f"CG on {'x'.join(map(str, g))}, {ITERATIONS} iterations a sample, {n} thread(s)",
+            f"CG on {'x'.join(map(str, g))}, {iterations(ctx)} iterations a sample, {n} thread(s)",
             *said]
 
 
@@ -236,7 +242,7 @@ def _run_here(ctx: RunContext, opts: CgOptions) -> None:
         def take(n: int) -> list[float | None]:
             out: list[float | None] = []
             for _ in range(n):
-                s = solver.solve(team, g, ITERATIONS, 1e-300)
+                s = solver.solve(team, g, iterations(ctx), 1e-300)
                 solves.append(s)
                 out.append(s.flops() / s.total_s / 1e9)
             return out
@@ -248,7 +254,7 @@ def _run_here(ctx: RunContext, opts: CgOptions) -> None:
         raise MeasurementError("cg: no solve finished within the budget")
     kept = solves[-len(got.samples):]  # the first solve, dropped by the sampler, is not kept
     params = {"grid": "x".join(map(str, g)), "threads": len(cores), "cpus": binding,
-              "iterations_per_sample": ITERATIONS, "nonzeros": solver.nonzeros(g),
+              "iterations_per_sample": iterations(ctx), "nonzeros": solver.nonzeros(g),
               "flops_per_iteration": kept[0].flops() / kept[0].iterations,
               "bytes_per_row": solver.BYTES_PER_ROW}
     ctx.record("cg", f"CG {params['grid']}", got)
@@ -298,7 +304,7 @@ def _run_ranks(ctx: RunContext, opts: CgOptions, pl: Placement) -> None:
     where = opts.where()
     args = ["cg", "--grid", pl.grid_text, "--box", ".".join(map(str, g)),
             "--check", "1", "--check-box", ".".join(map(str, CHECK_GRID)),
-            "--iters", str(ITERATIONS), "--reps", str(rule.max_samples),
+            "--iters", str(iterations(ctx)), "--reps", str(rule.max_samples),
             "--min-reps", str(rule.min_samples), "--seconds", f"{(1 - TRIAD_SHARE) * budget:g}"]
     with tempfile.TemporaryDirectory(prefix="hpcprobe-cg-") as tmp:
         got = proxy.run(ctx, "cg", pl.layout, args, where, Path(tmp))
@@ -321,7 +327,7 @@ def _run_ranks(ctx: RunContext, opts: CgOptions, pl: Placement) -> None:
         "grid": "x".join(map(str, g)), "global": "x".join(map(str, whole)),
         "ranks": pl.layout.ranks, "nodes": pl.nodes, "rank_grid": pl.grid_text,
         "layout": pl.ranks.layout, "threads": pl.ranks.threads, "cpus": got.binding,
-        "mpi": got.mpi, "iterations_per_sample": ITERATIONS,
+        "mpi": got.mpi, "iterations_per_sample": iterations(ctx),
         "nonzeros": solver.nonzeros(whole), "flops_per_iteration": flops,
         "bytes_per_row": solver.BYTES_PER_ROW}
     ss = out.samples

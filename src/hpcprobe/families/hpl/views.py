@@ -124,11 +124,28 @@ def _headline(run: Run) -> Lines | None:
     return Lines([line])
 
 
+def _dgemm_headline(run: Run) -> list[Headline]:
+    dgemm = run.select("hpl", "dgemm")
+    if not dgemm:
+        return []
+    top = max(m.params["threads"] for m in dgemm)
+    got = best([m for m in dgemm if m.params["threads"] == top])
+    assert got is not None
+    frac = next((m for m in run.select("hpl", "dgemm_fraction")
+                 if got.params.items() <= m.params.items()), None)
+    ceiling = None if frac is None or not frac.summary.median else \
+        got.summary.median / (frac.summary.median / 100)
+    return [Headline("hpl.dgemm_all", f"DGEMM, {top} cores, {got.params['blas']}", got,
+                     ceiling, "FLOP model x the measured clock" if ceiling else
+                     "no FLOP model for this CPU")]
+
+
 def headlines(run: Run) -> list[Headline]:
-    """HPL's Rmax (the best BLAS's) against the Rpeak of its run on the measured clock."""
+    """HPL's Rmax (the best BLAS's) against the Rpeak of its run on the measured clock; where
+    HPL was not launched (the quick profile), the all-core DGEMM against the FLOP model."""
     got = best(run.select("hpl", "rmax"))
     if got is None:
-        return []
+        return _dgemm_headline(run)
     peak = next((m for m in run.select("hpl", "rpeak")
                  if got.params.items() <= m.params.items()), None)
     return [Headline("hpl.rmax", f"HPL Rmax, N={got.params['n']}, {got.params['blas']}", got,

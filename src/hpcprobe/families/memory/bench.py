@@ -51,7 +51,7 @@ class Settings:
 
 
 SETTINGS = {
-    "quick": Settings(8.0, 1, ("triad",), ("regular",)),
+    "quick": Settings(4.0, 1, ("triad",), ("regular",)),
     "default": Settings(15.0, 1, ("triad", "load"), ("regular", "nt")),
     "thorough": Settings(220.0, 2, ("triad", "load", "copy", "store"), ("regular", "nt")),
 }
