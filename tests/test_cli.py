@@ -346,3 +346,12 @@ def test_json_takes_a_file_in_every_command(tmp_path):
     r = hpcprobe("plan", "--placement", "compact", "--threads", "1", "--json")
     assert r.code == 0 and json.loads(r.out)
     assert_user_error(hpcprobe("topology", "--json", "/nonexistent/dir/t.json"), "--json")
+
+
+def test_run_family_help_shows_that_familys_options_only():
+    r = hpcprobe("run", "memory", "--help")
+    assert r.code == 0 and "narrowing the memory benchmark" in r.out
+    assert "narrowing the latency benchmark" not in r.out and "--details" in r.out
+    whole = hpcprobe("run", "--help")
+    assert "narrowing the latency benchmark" in whole.out
+    assert len(whole.out.splitlines()) > 2 * len(r.out.splitlines())

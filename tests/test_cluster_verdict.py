@@ -352,6 +352,18 @@ def test_cluster_report_of_a_clean_campaign_exits_0(stored, capsys):
     assert "Nothing flagged." in capsys.readouterr().out
 
 
+def test_cluster_report_against_a_reference_names_the_nodes_below_it(stored, tmp_path,
+                                                                      capsys):
+    ref = tmp_path / "ref.toml"
+    assert main(["reference", "make", "--tag", "c2", "--db", str(stored), "-o", str(ref)]) == 0
+    capsys.readouterr()
+    assert main(["cluster", "report", "c2", "--db", str(stored), "--against", str(ref)]) == 0
+    assert "no node below the reference" in capsys.readouterr().out
+    assert main(["cluster", "report", "c1", "--db", str(stored), "--against", str(ref)]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "1 node(s) below the reference" in out and "n5: DRAM triad" in out
+
+
 def test_cluster_report_json_and_thresholds(stored, capsys):
     assert main(["cluster", "report", "c1", "--db", str(stored), "--json", "--worse", "50%"]) \
         == 0  # 20 % worse is under a 50 % practical threshold

@@ -262,6 +262,19 @@ def test_xhpl_that_crashes_prints_nothing_or_fails_its_check(tmp_path, body, nee
 
 
 @needs_hpcc
+def test_a_whole_quick_run_leaves_hpcc_aside_and_the_dgemm_stands_in(tmp_path):
+    out = tmp_path / "run.json"
+    r = hpcprobe("run", "hpl", "--quick", "--no-store", "--json", str(out), "--blas",
+                 sorted(INSTALLED)[0])
+    assert r.code == 0, r.err
+    doc = json.loads(out.read_text())
+    names = {m["name"] for m in doc["metrics"]}
+    assert "rmax" not in names and "dgemm" in names
+    assert any(w.startswith("hpl: quick profile: HPL not launched") for w in doc["warnings"])
+    assert "DGEMM, " in r.out  # its verdict line
+
+
+@needs_hpcc
 def test_hpcc_runs_hpl_validated_against_the_measured_peak(tmp_path):
     out = tmp_path / "run.json"
     r = hpcprobe("hpl", "--n", "1200", "--quick", "--no-store", "--details", "--json", str(out),

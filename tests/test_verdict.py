@@ -152,6 +152,14 @@ def test_reference_make_writes_a_readable_file_that_judges_a_run(measured):
     assert "Verdict: BELOW the reference: L2 latency" in judged.out
     listed = hpcprobe("reference", "show", str(fast))
     assert listed.code == 0 and "latency.l2" in listed.out
+    compared = hpcprobe("compare", str(tmp / "run1.json"), str(tmp / "quiet.json"),
+                        "--against", str(fast))
+    assert compared.code == 1 and "BELOW the reference: L2 latency" in compared.out
+    page = tmp / "page.html"
+    r = hpcprobe("report", str(tmp / "quiet.json"), "-o", str(page), "--against", str(fast))
+    assert r.code == 0, r.err
+    html = page.read_text()
+    assert '<div class="verdict">' in html and "BELOW the reference: L2 latency" in html
 
 
 def test_a_reference_of_other_hardware_judges_nothing(measured, tmp_path):

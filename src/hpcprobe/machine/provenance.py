@@ -10,7 +10,7 @@ from typing import Any
 from hpcprobe import __version__, native
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.kernelfiles import read_text
-from hpcprobe.machine import cpufreq, dimms, sysinfo
+from hpcprobe.machine import cpufreq, dimms, links, sysinfo
 from hpcprobe.machine.topology import Topology
 
 #: Environment variables that change how kernels, OpenMP, BLAS and MPI behave.
@@ -88,6 +88,7 @@ def collect(topo: Topology, isa: str) -> dict[str, Any]:
         "tuned_profile": read_text("/etc/tuned/active_profile"),
         "dmi": dmi(),
         "dram_ceiling": dimms.dram_ceiling(topo.cpu_model or "").to_dict(),
+        "links": links.read(),
         "blas": blas(),
         "mpi_found": mpi_found(),
         "memory_limit": None if (lim := sysinfo.cgroup_memory_limit()) is None else

@@ -13,7 +13,7 @@ from rich.text import Text
 
 from hpcprobe.analysis.compare import Comparison, notes
 from hpcprobe.analysis.verdict import Verdict
-from hpcprobe.machine import dimms, sentinel
+from hpcprobe.machine import dimms, links, sentinel
 from hpcprobe.results.model import Run
 from hpcprobe.views import verdict as verdict_view
 from hpcprobe.views.table import Block, Table, View
@@ -34,6 +34,7 @@ def _header(run: Run) -> str:
             f"domain(s), {c['cores']} cores, {c['pus']} PUs; ISA {p.get('isa')}; "
             f"THP {p.get('thp')}; governor {p.get('governor') or 'n/a'}"
             + "".join(f"\n{x}" for x in dimms.line(p.get("dram_ceiling")))
+            + "".join(f"\n{x}" for x in links.line(p.get("links")))
             + ("" if (kept := sentinel.line(p.get("sentinel", {}))) is None else f"\n{kept}"))
 
 

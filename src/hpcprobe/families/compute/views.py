@@ -135,7 +135,7 @@ def headlines(run: Run) -> list[Headline]:
             f"{p['op']}", got, model.summary.median if model is not None and table else None,
             (f"FLOP model ({model.params['microarch']}, {model.params['flops_per_cycle']:g} "
              "FLOP/cycle x the measured clock)") if model is not None and table else
-            "no published FLOP rate for this kernel"))
+            "the FLOP model here is the measured one-core rate, no ceiling"))
     return out
 
 
