@@ -52,7 +52,7 @@ class Settings:
     iterations: int = ITERATIONS  # CG iterations a sample (quick: fewer, for a short look)
 
 
-SETTINGS = {"quick": Settings((48, 48, 48), 2.0, 10), "default": Settings((96, 96, 96), 8.0),
+SETTINGS = {"quick": Settings((48, 48, 48), 2.0, 10), "default": Settings((96, 96, 96), 8.0, 20),
             "thorough": Settings((128, 128, 128), 40.0)}
 
 
