@@ -21,7 +21,7 @@ def test_a_fully_populated_two_socket_milan_is_16_channels_of_ddr4_3200():
     assert c.gbs == pytest.approx(409.6)
     assert [(s.name, len(s.channels), s.mts) for s in c.sockets] == [("0", 8, 3200),
                                                                       ("1", 8, 3200)]
-    assert c.findings == () and "SMBIOS" in c.why
+    assert c.findings == () and "SMBIOS" in c.source
 
 
 def test_the_first_slot_is_parsed_field_by_field():
@@ -63,7 +63,7 @@ def test_mixed_speed_dimms_run_at_the_slowest_and_are_findings():
 ])
 def test_an_unknown_ceiling_says_why_and_guesses_nothing(tree, why):
     c = ceiling(tree, MILAN)
-    assert c.gbs is None and why in c.why and c.sockets == ()
+    assert c.gbs is None and why in c.source and c.sockets == ()
 
 
 @pytest.mark.parametrize("name,expected", [

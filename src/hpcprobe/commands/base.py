@@ -199,9 +199,10 @@ def console(stderr: bool = False) -> Any:
     to standard output (`--json -`, `--report -`), which then holds nothing else."""
     from rich.console import Console
 
-    # tables are wide; a pipe or a file gets them unwrapped
+    # a terminal's own width (rich folds a wider table's cells); a pipe or a file gets the
+    # 100 columns of the answer's screen
     tty = (sys.stderr if stderr else sys.stdout).isatty()
-    return Console(stderr=stderr, width=None if tty else 160)
+    return Console(stderr=stderr, width=None if tty else WIDTH)
 
 
 def say(console: Any, text: str) -> None:

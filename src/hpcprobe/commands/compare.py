@@ -37,7 +37,7 @@ def handle(a: argparse.Namespace) -> int:
     c = compare.compare(runs, registry.not_joined())
     judged = [against.verdict(r, None) for r in runs] if a.against else []
     shown = console(stderr=bool(a.json or a.csv))  # a document on stdout holds nothing else
-    for run, v in zip(runs, judged, strict=True):
+    for run, v in zip(runs, judged, strict=False):  # none without --against
         say(shown, f"Run {run.run_id} ({run.host}, {run.tag or 'no tag'}):")
         terminal.print_blocks(verdict_view.blocks(v), shown, verdict_view.WIDTH)
     if a.json:

@@ -144,12 +144,12 @@ class Ceiling:
     """The DRAM bandwidth ceiling of a node, or why there is none, and what the DIMMs say."""
 
     gbs: float | None  # None: unknown (see `why`)
-    why: str  # the source of the figure, or why it is unknown
+    source: str  # the formula the figure came from, or why it is unknown
     sockets: tuple[Socket, ...] = ()
     findings: tuple[str, ...] = field(default_factory=tuple)  # shown before the STREAM figures
 
     def to_dict(self) -> dict[str, object]:
-        return {"gbs": self.gbs, "source": self.why, "findings": list(self.findings),
+        return {"gbs": self.gbs, "source": self.source, "findings": list(self.findings),
                 "sockets": [{"socket": s.name, "channels": list(s.channels), "mts": s.mts,
                              "gbs": s.gbs} for s in self.sockets]}
 

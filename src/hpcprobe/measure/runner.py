@@ -74,6 +74,18 @@ def _steal(ctx: RunContext, name: str, before: steal.Times | None,
         ctx.find(Finding(name, STEAL, msg, {"percent": stolen[name]}))
 
 
+def _drop_undeclared(ctx: RunContext, families: Sequence[Family]) -> None:
+    """A metric whose family did not declare it (its name, unit and direction) is a bug of the
+    family: an error of the run, not stored."""
+    by_name = {f.name: f for f in families}
+    undeclared = [m for m in ctx.metrics
+                  if m.benchmark in by_name and not by_name[m.benchmark].declares(m)]
+    for benchmark, what in sorted({(m.benchmark, f"{m.name} ({m.unit}, {m.better} is better)")
+                                   for m in undeclared}):
+        ctx.errors.append(f"{benchmark}: metric {what} is not declared by the family; dropped")
+    ctx.metrics = [m for m in ctx.metrics if m not in undeclared]
+
+
 def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: str,
             options: Mapping[str, Any], progress: Progress, oversubscribe: bool = False,
             tag: str | None = None, isa_asked: bool = False, standalone: bool = False) -> Run:
@@ -131,13 +143,7 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
     for family in families:
         if (derives := family.capability(Derives)) is not None:
             ctx.metrics.extend(derives.derive(ctx.metrics))
-    by_name = {f.name: f for f in families}
-    undeclared = [m for m in ctx.metrics
-                  if m.benchmark in by_name and not by_name[m.benchmark].declares(m)]
-    for benchmark, what in sorted({(m.benchmark, f"{m.name} ({m.unit}, {m.better} is better)")
-                                   for m in undeclared}):  # a bug of the family: not stored
-        ctx.errors.append(f"{benchmark}: metric {what} is not declared by the family; dropped")
-    ctx.metrics = [m for m in ctx.metrics if m not in undeclared]
+    _drop_undeclared(ctx, families)
     run.provenance.update(ctx.provenance)
     run.provenance["seconds"] = spent
     if stolen:

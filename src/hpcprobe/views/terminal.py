@@ -45,7 +45,9 @@ def rich_table(table: Table) -> RichTable:
                     box=box.SIMPLE_HEAD if table.narrow else box.HEAVY_HEAD,
                     pad_edge=not table.narrow)
     for name, justify in zip(table.columns, table.justify, strict=True):
-        out.add_column(Text(name), justify="right" if justify == "right" else "left")
+        # a cell too wide for its column folds onto the next line, never cut with an ellipsis
+        out.add_column(Text(name), justify="right" if justify == "right" else "left",
+                       overflow="fold")
     for row in table.rows:  # as text: a "[madvise]" or "[workloads.x]" in a cell is no markup
         out.add_row(*(Text(cell) for cell in row))
     return out

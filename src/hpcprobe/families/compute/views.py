@@ -55,8 +55,8 @@ def percent_of(m: Metric, model: Metric) -> float:
     return 100.0 * m.summary.median / model.summary.median
 
 
-def _peak_lines(run: Run) -> list[str]:
-    """The headline: the best all-core peak per precision against its model."""
+def _best_peaks(run: Run) -> list[tuple[str, int, Metric, Metric | None]]:
+    """Per precision measured: the best kernel on the most threads and its model (if any)."""
     peaks = run.select("compute", "peak")
     if not peaks:
         return []
@@ -65,19 +65,24 @@ def _peak_lines(run: Run) -> list[str]:
     top = max(m.params["threads"] for m in peaks)
     out = []
     for precision in ("dp", "sp"):
-        cand = [m for m in peaks if m.params["precision"] == precision
-                and m.params["threads"] == top]
-        if not cand:
-            continue
-        best = max(cand, key=lambda m: m.summary.median)
-        p = best.params
-        line = (f"Peak {precision.upper()}: {best.summary.median:.1f} GFLOP/s on {top} core(s), "
+        got = best([m for m in peaks if m.params["precision"] == precision
+                    and m.params["threads"] == top])
+        if got is not None:
+            out.append((precision, top, got, models.get((_kernel_key(got.params), top))))
+    return out
+
+
+def _peak_lines(run: Run) -> list[str]:
+    """The headline: the best all-core peak per precision against its model."""
+    out = []
+    for precision, top, got, model in _best_peaks(run):
+        p = got.params
+        line = (f"Peak {precision.upper()}: {got.summary.median:.1f} GFLOP/s on {top} core(s), "
                 f"{p['isa']} {p['op']}")
-        model = models.get((_kernel_key(p), top))
         if model is not None:
             mp = model.params
             ghz = model.summary.median / (mp["flops_per_cycle"] * top)
-            pct = percent_of(best, model)
+            pct = percent_of(got, model)
             line += (f" = {pct:.1f} % of the model {model.summary.median:.1f}"
                      if pct <= ABOVE_MODEL else
                      f", ABOVE its model {model.summary.median:.1f} ({pct:.1f} %: the model's "
@@ -115,20 +120,9 @@ def _scaling_table(run: Run) -> Table | None:
 def headlines(run: Run) -> list[Headline]:
     """The best all-core peak per precision, against its FLOP model where the model is a
     table's (a model that is the measured one-core rate is no ceiling)."""
-    peaks = run.select("compute", "peak")
-    if not peaks:
-        return []
-    models = {(_kernel_key(m.params), m.params["threads"]): m
-              for m in run.select("compute", "peak_model")}
-    top = max(m.params["threads"] for m in peaks)
     out = []
-    for precision in ("dp", "sp"):
-        got = best([m for m in peaks if m.params["precision"] == precision
-                    and m.params["threads"] == top])
-        if got is None:
-            continue
+    for precision, top, got, model in _best_peaks(run):
         p = got.params
-        model = models.get((_kernel_key(p), top))
         table = model is not None and model.params["model_source"] != "measured"
         out.append(Headline(
             f"compute.peak_{precision}", f"peak {precision.upper()}, {top} cores, {p['isa']} "
