@@ -163,7 +163,7 @@ def test_an_interrupted_run_is_said_to_lack_its_later_figures(tmp_path):
     r = hpcprobe("compare", BASE, str(cut))
     assert r.code == 0, r.err
     assert f"Run {compare.label(run)} was interrupted during latency: the figures it would " \
-        "have measured from there on are missing from it." in r.out.replace("\n", " ")
+        "have measured from there on are missing from it." in " ".join(r.out.split())
     assert "was interrupted" not in hpcprobe("compare", BASE, NPS4).out
     r = hpcprobe("compare", BASE, str(cut), "--json")
     assert json.loads(r.out)["interrupted"] == {compare.label(run): "latency"}
@@ -179,7 +179,7 @@ def test_a_run_during_which_the_host_took_cpu_time_is_said_to(tmp_path):
     assert r.code == 0, r.err
     assert f"Run {compare.label(run)}: the hypervisor took CPU time while memory ran (4.2 %), " \
         "numa ran (1.0 %) (steal time): those figures carry the host's load too." in \
-        r.out.replace("\n", " ")
+        " ".join(r.out.split())
     assert "steal time" not in hpcprobe("compare", BASE, NPS4).out
     r = hpcprobe("compare", BASE, str(stolen), "--json")
     assert json.loads(r.out)["steal_percent"] == {compare.label(run): {"memory": 4.25,
