@@ -87,7 +87,7 @@ class Settings:
     dgemm_reps: int  # timed DGEMM calls per figure
 
 
-SETTINGS = {"quick": Settings(0.5, 1, 3), "default": Settings(6.0, 1, 5),
+SETTINGS = {"quick": Settings(0.5, 1, 3), "default": Settings(4.0, 1, 5),
             "thorough": Settings(None, 3, 10)}
 #: `hpcprobe hpl` in the default profile: the TOP500-style run, N from 80 % of memory.
 FULL = Settings(None, 1, 5)
