@@ -19,7 +19,6 @@ ABOVE_CEILING = 1.01
 #: Findings of the run that leave a benchmark's figures unjudged: another state of the node
 #: (the sentinel moved), the hypervisor's steal
 DISTURBED = (NODE_CHANGED.name, "steal")
-MARKS = ("ok", "below", "not judged", "above ceiling")
 
 
 @dataclass(frozen=True)
