@@ -358,10 +358,32 @@ def test_cluster_report_against_a_reference_names_the_nodes_below_it(stored, tmp
     assert main(["reference", "make", "--tag", "c2", "--db", str(stored), "-o", str(ref)]) == 0
     capsys.readouterr()
     assert main(["cluster", "report", "c2", "--db", str(stored), "--against", str(ref)]) == 0
-    assert "no node below the reference" in " ".join(capsys.readouterr().out.split())
-    assert main(["cluster", "report", "c1", "--db", str(stored), "--against", str(ref)]) == 1
+    assert f"Nodes against {ref}: 0 of 8 below" in " ".join(capsys.readouterr().out.split())
+    assert main(["cluster", "report", "c1", "--db", str(stored), "--against", str(ref),
+                 "--details"]) == 1
     out = " ".join(capsys.readouterr().out.split())
-    assert "1 node(s) below the reference" in out and "n5: DRAM triad" in out
+    assert f"Nodes against {ref}: 1 of 8 below" in out and "n5 DRAM triad, 1 core -" in out
+    for node in range(1, 9):  # --details: each node's own verdict box
+        assert f"n{node}: Verdict: " in out
+    assert "n5: Verdict: BELOW the reference" in out and "n4: Verdict: nothing below" in out
+
+
+def test_cluster_report_judges_each_node_against_its_own_previous_runs(tmp_path, capsys):
+    """Without a file, a node that fell behind its own earlier campaign is named; a node
+    without earlier runs is said to have no reference."""
+    db = tmp_path / "r.sqlite"
+    with Store.open(db) as st:
+        for tag, n, slow, day in (("c0", 5, {}, "2025-12-01"),
+                                  ("c1", 6, {"n5": 0.8}, "2026-01-01")):
+            _, runs = clusterdata.campaign(n, slow_nodes=slow, tag=tag, seed=n)
+            for r in runs:
+                st.save(replace(r, tag=tag, created=r.created.replace("2026-01-01", day)))
+    assert main(["cluster", "report", "c0", "--db", str(db)]) == 0
+    assert "Nodes: none of the 5 has a reference" in " ".join(capsys.readouterr().out.split())
+    assert main(["cluster", "report", "c1", "--db", str(db)]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Nodes against their own previous runs: 1 of 6 below, 1 without a reference" in out
+    assert "n5 DRAM triad, 1 core -" in out
 
 
 def test_cluster_report_json_and_thresholds(stored, capsys):

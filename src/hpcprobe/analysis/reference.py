@@ -14,6 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from scipy import stats
+
 from hpcprobe.analysis.verdict import Expected, Headline, Picker, Reference, headlines
 from hpcprobe.common import files
 from hpcprobe.common.errors import UserError
@@ -62,12 +64,11 @@ def expected(heads: Sequence[Headline]) -> Expected:
     value = statistics.median(meds)
     spread: float | None = None
     if len(meds) >= 3 and value:
-        spread = 1.4826 * statistics.median(abs(m - value) for m in meds) / abs(value)
+        spread = float(stats.median_abs_deviation(meds, scale="normal")) / abs(value)
     elif len(meds) == 2 and value:
         spread = abs(meds[0] - meds[1]) / 2 / abs(value)
-    cis = [h.metric.summary.rel_ci_halfwidth for h in heads]
-    ci = statistics.median(x for x in cis if math.isfinite(x)) if any(
-        math.isfinite(x) for x in cis) else 0.0
+    cis = [x for h in heads if math.isfinite(x := h.metric.summary.rel_ci_halfwidth)]
+    ci = statistics.median(cis) if cis else 0.0
     tolerance = max(first.floor, SPREADS * (spread or 0.0), CIS * ci)
     return Expected(first.key, first.label, first.metric.unit, first.metric.better,
                     round(value, 6), _round_up(tolerance), len(meds),
@@ -182,12 +183,12 @@ def for_run(groups: Sequence[Group], run: Run, labels: Labels, path: str) -> Ref
     for g in same:
         if g.profile == run.profile:
             return Reference(f"{path} ({len(g.runs)} {g.profile} run(s) of {len(g.hosts)} "
-                             "host(s))", g.figures)
+                             "host(s))", g.figures, path)
     if same:
         return Reference(f"{path} has figures for this hardware from profile(s) "
                          f"{', '.join(sorted({g.profile for g in same}))} only, not "
-                         f"{run.profile}")
-    return Reference(f"{path} has no figures for this hardware ({describe(hw)})")
+                         f"{run.profile}", name=path)
+    return Reference(f"{path} has no figures for this hardware ({describe(hw)})", name=path)
 
 
 def previous(store: Store, run: Run, pickers: Sequence[Picker], labels: Labels,
@@ -210,4 +211,4 @@ def previous(store: Store, run: Run, pickers: Sequence[Picker], labels: Labels,
         return None
     return Reference(f"this host's {len(before)} previous {run.profile} run(s) in the store "
                      "(same hardware; --against FILE judges against a reference file)",
-                     groups[0].figures)
+                     groups[0].figures, "their own previous runs")

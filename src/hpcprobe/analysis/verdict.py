@@ -9,6 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hpcprobe.machine.sentinel import NODE_CHANGED
+from hpcprobe.machine.steal import STEAL
 from hpcprobe.results.model import Metric, Run
 
 #: The tolerance no reference is tighter than where a family states none: run-to-run changes
@@ -18,7 +19,7 @@ FLOOR = 0.05
 ABOVE_CEILING = 1.01
 #: Findings of the run that leave a benchmark's figures unjudged: another state of the node
 #: (the sentinel moved), the hypervisor's steal
-DISTURBED = (NODE_CHANGED.name, "steal")
+DISTURBED = (NODE_CHANGED.name, STEAL.name)
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,7 @@ class Reference:
 
     source: str
     figures: Mapping[str, Expected] = field(default_factory=dict)
+    name: str = ""  # in a few words, for a listing of nodes (the file; previous runs)
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,7 @@ def disturbed(run: Run) -> dict[str, str]:
         if f.get("kind") not in DISTURBED or not isinstance(f.get("benchmark"), str):
             continue
         out.setdefault(f["benchmark"], "node moved" if f["kind"] == NODE_CHANGED.name
-                       else "steal")
+                       else STEAL.name)
     return out
 
 

@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hpcprobe import registry
+from hpcprobe.analysis.verdict import Verdict as Judged
 from hpcprobe.cluster import views
 from hpcprobe.cluster.campaign import Campaign, Plan, link_rounds, node_counts
 from hpcprobe.cluster.verdict import Thresholds, Verdict, analyse, campaign_thresholds
@@ -24,15 +25,16 @@ from hpcprobe.commands.base import (
     add_json,
     console,
     print_json,
-    say,
     terminate_interrupts,
 )
 from hpcprobe.common import files
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, UserError
 from hpcprobe.measure import options, profiles
 from hpcprobe.measure.family import Peer, Scaling
+from hpcprobe.results.model import Run
 from hpcprobe.results.store import Selection, Store
 from hpcprobe.schedulers import SCHEDULERS, Scheduler
+from hpcprobe.views import verdict as verdict_views
 
 
 def _fraction(text: str) -> float:
@@ -153,8 +155,11 @@ def _setup_report(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("--drain", action="store_true",
                     help="run the suggested scontrol drain commands (default: print them)")
     rp.add_argument("--against", metavar="REF.toml",
-                    help="also judge each node's headline figures against this reference: the "
-                         "nodes below it are listed (exit status 1)")
+                    help="judge each node's headline figures against this reference (default: "
+                         "against its own previous runs in the store); the nodes below it are "
+                         "named (exit status 1)")
+    rp.add_argument("--details", action="store_true",
+                    help="each node's verdict box after the campaign's tables")
     _add_thresholds(rp, "what the campaign last ran with")
     _add_scheduler(rp)
     add_db(rp)
@@ -175,14 +180,15 @@ def _scheduler(a: argparse.Namespace) -> Scheduler:
     return sched
 
 
-def _load(store: Store, tag: str, a: argparse.Namespace) -> Verdict:
-    """The campaign's verdict, judged with the thresholds given or those it ran with."""
+def _load(store: Store, tag: str, a: argparse.Namespace) -> tuple[Verdict, list[Run]]:
+    """The campaign's verdict, judged with the thresholds given or those it ran with, and its
+    runs."""
     runs = store.load_all(Selection(tag=tag))
     if not runs:
         raise UserError(f"campaign {tag!r}: no runs with this tag in {store.path}; "
                         "`hpcprobe list` shows the tags")
     return analyse(runs, tag, _thresholds(a, campaign_thresholds(runs)), registry.not_joined(),
-                   registry.hardware_labels)
+                   registry.hardware_labels), runs
 
 
 def _kept(store: Store, tag: str) -> Thresholds | None:
@@ -246,7 +252,7 @@ def _plan(a: argparse.Namespace, sched: Scheduler, store: Store | None, tag: str
         if not a.tag:
             raise UserError(f"--only {a.only}: name the campaign with --tag")
         assert store is not None
-        v = _load(store, a.tag, a)
+        v, _ = _load(store, a.tag, a)
         kept = v.thresholds
     elif a.tag and store is not None:  # another pass of a campaign keeps its thresholds
         kept = _kept(store, a.tag)
@@ -331,34 +337,27 @@ def cmd_report(a: argparse.Namespace) -> int:
     files.check_outputs((a.json, "--json"), (a.output, "-o"))
     against = output.Against.of(a.against)
     with Store.open(a.db, create=False) as store:
-        v = _load(store, a.campaign, a)
-        below = _below(store, a.campaign, against) if a.against else []
+        v, runs = _load(store, a.campaign, a)
+        nodes = {r.host: against.verdict(r, store) for r in _newest(runs)}
     sched = SCHEDULERS[a.scheduler]()
-    status = _report(v, sched, a, drain=a.drain)
-    if a.against:
-        shown = console(files.is_stdout(a.json) or files.is_stdout(a.output))
-        say(shown, f"Against {a.against}: " + (f"{len(below)} node(s) below the reference"
-                                                if below else "no node below the reference"))
-        for line in below:
-            say(shown, f"  {line}")
-    return EXIT_FAILURE if below else status
+    status = _report(v, sched, a, drain=a.drain, nodes=nodes)
+    return EXIT_FAILURE if any(n.failed for n in nodes.values()) else status
 
 
-def _below(store: Store, tag: str, against: output.Against) -> list[str]:
-    """Per node of the campaign whose figures are below the reference, one line naming them."""
-    out = []
-    for run in store.load_all(Selection(tag=tag)):
-        rows = against.verdict(run, None).marked("below")
-        if rows:
-            out.append(f"{run.host}: " + "; ".join(
-                f"{r.headline.label} {100 * (r.change or 0):+.1f} %" for r in rows))
-    return sorted(out)
+def _newest(runs: list[Run]) -> list[Run]:
+    """Each node's newest node run of the campaign (a node measured again: its last pass)."""
+    out: dict[str, Run] = {}
+    for r in sorted((r for r in runs if r.kind == "node"), key=lambda r: r.created):
+        out[r.host] = r
+    return [out[h] for h in sorted(out)]
 
 
-def _report(v: Verdict, sched: Scheduler, a: argparse.Namespace, drain: bool) -> int:
+def _report(v: Verdict, sched: Scheduler, a: argparse.Namespace, drain: bool,
+            nodes: dict[str, Judged] | None = None) -> int:
     from hpcprobe.views import terminal
 
-    blocks = views.blocks(v, sched.drain_argv)
+    fleet = verdict_views.fleet(nodes or {}, getattr(a, "details", False))
+    blocks = fleet + views.blocks(v, sched.drain_argv)
     output, as_json = getattr(a, "output", None), getattr(a, "json", None)
     # the page or the document on standard output: the tables on stderr
     piped = files.is_stdout(output) or files.is_stdout(as_json)

@@ -9,9 +9,16 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from hpcprobe.results.findings import kind
+
 #: The share of the CPUs' time stolen while a benchmark ran from which it is a warning: at 1 %
 #: figures of a few % spread (the CI targets) may be the host's.
 WARN = 0.01
+
+
+#: The finding: the hypervisor took CPU time from the guest while a benchmark ran
+STEAL = kind("steal", "the hypervisor took this guest's CPU time while the benchmark ran: its "
+             "figures carry the host's other load")
 
 
 def warns(percent: float) -> bool:

@@ -17,12 +17,8 @@ from hpcprobe.machine import provenance, sentinel, steal
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.family import Derives, Family, OtherDevice, Progress, RunContext
 from hpcprobe.measure.profiles import Profile
-from hpcprobe.results.findings import Finding, kind
+from hpcprobe.results.findings import Finding
 from hpcprobe.results.model import Run
-
-#: The hypervisor took CPU time from the guest while a benchmark ran (steal)
-STEAL = kind("steal", "the hypervisor took this guest's CPU time while the benchmark ran: its "
-             "figures carry the host's other load")
 
 
 class Interrupted(KeyboardInterrupt):
@@ -71,7 +67,7 @@ def _steal(ctx: RunContext, name: str, before: steal.Times | None,
         msg = (f"the hypervisor took {100 * got:.1f} % of this guest's CPU time while it ran "
                "(steal time): its figures carry the host's other load; a host that is not "
                "oversubscribed, or dedicated CPUs, give steadier ones")
-        ctx.find(Finding(name, STEAL, msg, {"percent": stolen[name]}))
+        ctx.find(Finding(name, steal.STEAL, msg, {"percent": stolen[name]}))
 
 
 def _drop_undeclared(ctx: RunContext, families: Sequence[Family]) -> None:

@@ -5,7 +5,7 @@ and mark, and where the reference came from; and a run's warnings folded one lin
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from hpcprobe.analysis.verdict import Row, Verdict
 from hpcprobe.views.table import Block, Lines, Table
@@ -59,6 +59,38 @@ def blocks(v: Verdict) -> list[Block]:
             cells.append("-" if r.change is None else f"{100 * r.change:+.1f}%")
         t.add_row(*cells, _mark(r))
     return [t, Lines(_sources(v))]
+
+
+def fleet(nodes: Mapping[str, Verdict], details: bool = False) -> list[Block]:
+    """Each node's verdict in one box: how many nodes were judged and how, the nodes below
+    their reference named with their figures; with `details`, every node's own box."""
+    judged = {h: v for h, v in nodes.items() if v.rows}
+    if not judged:
+        return []
+    below = {h: v for h, v in judged.items() if v.failed}
+    unjudged = [h for h, v in judged.items() if not v.failed and v.marked("not judged")
+                and v.reference is not None and v.reference.figures]
+    bare = [h for h, v in judged.items() if v.reference is None or not v.reference.figures]
+    if len(bare) == len(judged):
+        return [Lines([f"Nodes: none of the {len(judged)} has a reference (no earlier run of "
+                       "its own in the store; --against REF.toml judges them by a file)."])]
+    sources = dict.fromkeys(v.reference.name for v in judged.values() if v.reference)
+    t = Table(title=f"Nodes against {' / '.join(sources)}: {len(below)} of {len(judged)} below"
+              + (f", {len(unjudged)} with figures not judged" if unjudged else "")
+              + (f", {len(bare)} without a reference" if bare else ""), narrow=True)
+    t.add_column("node", "left")
+    t.add_column("below its reference", "left")
+    for host, v in sorted(below.items()):
+        t.add_row(host, "; ".join(f"{r.headline.label} {100 * (r.change or 0):+.1f}%"
+                                  for r in v.marked("below")))
+    out: list[Block] = [t if t.rows else Lines([t.title or ""])]
+    if details:
+        for host, v in sorted(judged.items()):
+            box = blocks(v)
+            if box and isinstance(box[0], Table):
+                box[0].title = f"{host}: {box[0].title}"
+            out += box
+    return out
 
 
 def _sources(v: Verdict) -> list[str]:

@@ -497,7 +497,7 @@ class _Launch:
                                      text=True)
             except OSError as exc:
                 return "", f"{self.launcher.name} cannot be started: {exc}"
-            error, stopped = None, False
+            error = None
             try:
                 while p.poll() is None:
                     # quick polls at first: a short run may end within a second
@@ -517,10 +517,6 @@ class _Launch:
                             settled = elapsed
                         self.bound.update(seen)
                     text = _read(work / (self.prog.report or "stdout.txt"))
-                    if output.HPL_DONE in text:  # hpcc's other tests: none of them is used
-                        launch.stop(p)
-                        stopped = True
-                        break
                     phase = output.section(text) or "HPL"
                     frac = output.fraction(text)
                     done = 1 - (1 - frac) ** 3 if frac else 0.0  # xhpl's progress: LU work
@@ -535,7 +531,7 @@ class _Launch:
                 raise
         text = _read(work / self.prog.report) if self.prog.report else ""
         text += _read(log)
-        if error is None and p.returncode != 0 and not stopped:
+        if error is None and p.returncode != 0:
             error = f"{self.prog.kind} exited with status {p.returncode}: {_tail(_read(log))}"
         return text, error
 

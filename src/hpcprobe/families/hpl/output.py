@@ -17,9 +17,6 @@ RESIDUAL = re.compile(r"^\|\|Ax-b\|\|.*=\s*([0-9.eE+-]+|nan|inf)\s*\.+\s*(PASSED
 PROGRESS = re.compile(r"Column=\s*\d+\s+Fraction=\s*([0-9.]+)")
 #: hpcc: which of its tests runs ("Begin of MPIRandomAccess section.")
 SECTION = re.compile(r"^Begin of (\w+) section\.")
-#: hpcc has finished HPL (its report and residual checks are written): the tests after it
-#: (DGEMM, STREAM, RandomAccess, FFT...) measure nothing hpcprobe keeps
-HPL_DONE = "End of HPL section."
 
 
 @dataclass(frozen=True)
