@@ -8,11 +8,15 @@ from conftest import DATA
 from hpcprobe.machine import dimms
 
 SMBIOS = DATA / "smbios"
+EDAC = DATA / "edac"
 MILAN = "AMD EPYC 7763 64-Core Processor"
+ICELAKE = "Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz"
 
 
-def ceiling(tree: str, model: str) -> dimms.Ceiling:
-    return dimms.dram_ceiling(model, str(SMBIOS / tree))
+def ceiling(tree: str, model: str, edac_tree: str = "none") -> dimms.Ceiling:
+    """The ceiling of a recorded SMBIOS tree with a recorded EDAC tree (default: none, as in a
+    VM; never this machine's)."""
+    return dimms.dram_ceiling(model, str(SMBIOS / tree), str(EDAC / edac_tree))
 
 
 def test_a_fully_populated_two_socket_milan_is_16_channels_of_ddr4_3200():
@@ -48,7 +52,7 @@ def test_twelve_ddr5_channels_a_socket_on_genoa():
 
 
 def test_mixed_speed_dimms_run_at_the_slowest_and_are_findings():
-    c = ceiling("xeon-8380-2s-mixed-speed", "Intel(R) Xeon(R) Platinum 8380 CPU @ 2.30GHz")
+    c = ceiling("xeon-8380-2s-mixed-speed", ICELAKE)
     assert c.gbs == pytest.approx(16 * 2933 * 8 / 1000)
     text = "\n".join(c.findings)
     assert "mixed rated speed (2933, 3200 MT/s)" in text
@@ -134,3 +138,39 @@ def test_the_dram_triad_is_shown_as_a_share_of_the_ceiling():
     assert "ABOVE it" in above
     [vm] = tables(_memory_run(ceiling("qemu-guest", MILAN), 30.0))[-1].lines
     assert "no DRAM ceiling to judge it by: the firmware gives no configured speed" in vm
+
+
+def test_the_memory_controllers_that_see_every_dimm_add_nothing_but_their_report():
+    c = ceiling("epyc-7763-2s-full", MILAN, "epyc-7763-2s-full")
+    assert c.gbs == pytest.approx(409.6) and c.findings == ()
+    assert c.edac == {"driver": "F19h", "modules": 32, "ranks": True, "channels": 16, "ce": 0,
+                      "ue": 0, "errors": {}}
+
+
+def test_a_channel_the_firmware_lists_and_the_controllers_do_not_see_is_a_finding():
+    [f] = ceiling("epyc-7763-2s-full", MILAN, "epyc-7763-2s-one-unseen").findings
+    assert f.startswith("the memory controllers see 15 populated channel(s), the firmware "
+                        "lists 16")
+
+
+def test_corrected_errors_name_the_dimm_that_makes_them():
+    [f] = ceiling("epyc-7763-2s-full", MILAN, "epyc-7763-2s-correcting").findings
+    assert f.startswith("1234 corrected memory error(s)") and "mc#1csrow#0channel#3: 1234" in f
+    assert ceiling("epyc-7763-2s-full", MILAN, "epyc-7763-2s-correcting").edac["ce"] == 1234
+
+
+def test_uncorrected_errors_come_first_and_name_their_dimm():
+    c = ceiling("xeon-8380-2s-mixed-speed", ICELAKE, "xeon-8380-2s-uncorrected")
+    text = "\n".join(c.findings)
+    assert "2 uncorrected memory error(s)" in text and "CPU_SrcID#1_MC#2_Chan#1_DIMM#0: 2" in text
+    assert "corrected memory error(s)" not in text.replace("uncorrected", "")
+    assert c.edac is not None and c.edac["channels"] == 16 and c.edac["ranks"] is False
+
+
+def test_the_controllers_report_where_the_firmware_hides_the_dimms():
+    """No SMBIOS (or no root) but EDAC: the DIMMs counted, still no ceiling (no speeds)."""
+    c = ceiling("no-such-tree", ICELAKE, "xeon-8380-2s-uncorrected")
+    assert c.gbs is None and c.source.startswith("no SMBIOS tables")
+    assert any(f.startswith("the memory controllers (Intel_10nm Socket#0 IMC#0, ") and
+               "see 16 DIMM(s) in 16 channel(s), 512 GiB; EDAC gives no speeds" in f
+               for f in c.findings)

@@ -10,13 +10,17 @@ capacity, not bandwidth. The channels come from the locators (the board's silksc
 the firmware gives no configured speed, or there are no tables at all (a VM), the ceiling is
 unknown, with the reason, never a guess. How many channels a socket has comes from its CPU
 family (CHANNELS): fewer populated is a finding, as are mixed DIMMs and a configured speed below
-the DIMMs' rated one. Pure but for `read`: parsing, decoding and judging take bytes and text."""
+the DIMMs' rated one. The memory controllers' own report (EDAC, `machine.edac`) cross-checks
+the firmware and adds the DIMMs' error counts. Pure but for `read` and `dram_ceiling`: parsing,
+decoding and judging take bytes and text."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from hpcprobe.machine import edac
 
 #: SMBIOS memory type byte (type 17, offset 0x12) -> name (SMBIOS 3.7, table 76)
 MEMORY_TYPES = {0x12: "DDR", 0x13: "DDR2", 0x18: "DDR3", 0x1A: "DDR4", 0x1B: "LPDDR",
@@ -147,11 +151,12 @@ class Ceiling:
     source: str  # the formula the figure came from, or why it is unknown
     sockets: tuple[Socket, ...] = ()
     findings: tuple[str, ...] = field(default_factory=tuple)  # shown before the STREAM figures
+    edac: dict[str, object] | None = None  # the memory controllers' report (None: no EDAC)
 
     def to_dict(self) -> dict[str, object]:
         return {"gbs": self.gbs, "source": self.source, "findings": list(self.findings),
                 "sockets": [{"socket": s.name, "channels": list(s.channels), "mts": s.mts,
-                             "gbs": s.gbs} for s in self.sockets]}
+                             "gbs": s.gbs} for s in self.sockets], "edac": self.edac}
 
 
 def _sockets(dimms: list[Dimm]) -> tuple[dict[str, dict[str, list[Dimm]]], str | None]:
@@ -242,7 +247,20 @@ def read(root: str = "/sys/firmware/dmi/entries") -> list[Dimm] | str:
     return [d for d in parsed if d is not None]
 
 
-def dram_ceiling(model_name: str, root: str = "/sys/firmware/dmi/entries") -> Ceiling:
-    """This machine's DRAM ceiling, or why it is unknown."""
+def dram_ceiling(model_name: str, root: str = "/sys/firmware/dmi/entries",
+                 edac_root: str = edac.ROOT) -> Ceiling:
+    """This machine's DRAM ceiling, or why it is unknown, with what the memory controllers
+    (EDAC) add: their errors, the DIMMs they do not see."""
     dimms = read(root)
-    return Ceiling(None, dimms) if isinstance(dimms, str) else ceiling(dimms, model_name)
+    c = Ceiling(None, dimms) if isinstance(dimms, str) else ceiling(dimms, model_name)
+    ctl = edac.read(edac_root)
+    if ctl is None:
+        return c
+    full = None if isinstance(dimms, str) else sum(d.populated for d in dimms)
+    found = edac.findings(ctl, full, sum(len(s.channels) for s in c.sockets) or None)
+    if isinstance(dimms, str) and ctl.modules:
+        gib = sum(m.size_mib for m in ctl.modules) / 1024
+        found.append(f"the memory controllers ({ctl.driver}) see {len(ctl.modules)} "
+                     f"{'rank' if ctl.ranks else 'DIMM'}(s) in {ctl.channels} channel(s), "
+                     f"{gib:g} GiB; EDAC gives no speeds, so no ceiling")
+    return replace(c, findings=c.findings + tuple(found), edac=ctl.to_dict())
