@@ -263,6 +263,15 @@ int hpb_cg_halo(const int dims[3], const int gdims[3], const int offset[3], uint
 int hpb_cg_solve_domain(hpb_team *team, const int dims[3], const struct hpb_cg_comm *comm,
                         int max_iters, double tol, double *x, double *history, double *out);
 
+/* The same in parts, for solves that share one matrix: create builds the box's matrix and
+ * b = A 1 on the team's threads (each first touching its rows; NULL: bad dims or out of
+ * memory), run solves from x = 0 as hpb_cg_solve_domain does (on the same team), free frees. */
+typedef struct cg_job hpb_cg;
+hpb_cg *hpb_cg_create(hpb_team *team, const int dims[3], const struct hpb_cg_comm *comm);
+int hpb_cg_run(hpb_team *team, hpb_cg *cg, int max_iters, double tol, double *x,
+               double *history, double *out);
+void hpb_cg_free(hpb_cg *cg);
+
 #ifdef __cplusplus
 }
 #endif

@@ -636,10 +636,12 @@ static void cg(const struct cg_opts *o)
     cg_setup(&c, &comm, o->grid, o->box);
     double *x = xalloc(c.local * sizeof(double)), *hist = xalloc((o->iters + 1) * sizeof(double));
     double spent = 0; /* the timed solves so far, the slowest rank's */
+    hpb_cg *prob = hpb_cg_create(team, o->box, &comm); /* one matrix for every solve */
+    if (!prob) die("the CG matrix cannot be built (out of memory?)");
     for (int r = -1; r < o->reps; r++) { /* r = -1: a warm-up solve, not reported */
         MPI_Barrier(MPI_COMM_WORLD);
-        if (hpb_cg_solve_domain(team, o->box, &comm, o->iters, 1e-300, x, hist, out))
-            die("the CG solve failed (out of memory?)");
+        if (hpb_cg_run(team, prob, o->iters, 1e-300, x, hist, out))
+            die("the CG solve failed");
         /* the slowest rank's solve: its time and its phases */
         double *all = rank == 0 ? xalloc(6 * sizeof(double) * (size_t)nranks) : NULL;
         MPI_Gather(out, 6, MPI_DOUBLE, all, 6, MPI_DOUBLE, 0, MPI_COMM_WORLD);
@@ -669,6 +671,7 @@ static void cg(const struct cg_opts *o)
         MPI_Bcast(&more, 1, MPI_INT, 0, MPI_COMM_WORLD);
         if (!more) break;
     }
+    hpb_cg_free(prob);
     free(x);
     free(hist);
     cg_free(&c);

@@ -173,25 +173,35 @@ static void exchange(struct hpb_thread *th, struct cg_job *j)
     hpb_team_barrier(th);
 }
 
+/* The matrix and b = A 1 (the exact solution is the vector of ones), each thread's rows first
+ * touched by it; the vectors too. */
+static int build_job(struct hpb_thread *th, void *arg)
+{
+    struct cg_job *j = arg;
+    size_t begin, end;
+    rows_of(th, j->n, &begin, &end);
+    build(j, begin, end);
+    for (size_t i = begin; i < end; i++) {
+        double s = 0.0; /* the ghosts' entries count: A 1 over the whole grid */
+        for (int k = 0; k < NNZ; k++) s += j->val[i * NNZ + (size_t)k];
+        j->b[i] = s;
+        j->r[i] = 0.0;
+        j->p[i] = 0.0;
+        j->ap[i] = 0.0;
+    }
+    return 0;
+}
+
 static int cg_job(struct hpb_thread *th, void *arg)
 {
     struct cg_job *j = arg;
     size_t begin, end;
     rows_of(th, j->n, &begin, &end);
     const int lead = th->rank == 0;
-    build(j, begin, end);
-    for (size_t i = begin; i < end; i++) {
+    for (size_t i = begin; i < end; i++) { /* x = 0: r = b */
         j->x[i] = 0.0;
-        j->ap[i] = 0.0;
-    }
-    hpb_team_barrier(th);
-    /* b = A 1: the exact solution is the vector of ones */
-    for (size_t i = begin; i < end; i++) {
-        double s = 0.0; /* the ghosts' entries count: A 1 over the whole grid */
-        for (int k = 0; k < NNZ; k++) s += j->val[i * NNZ + (size_t)k];
-        j->b[i] = s;
-        j->r[i] = s; /* x = 0: r = b */
-        j->p[i] = s;
+        j->r[i] = j->b[i];
+        j->p[i] = j->b[i];
     }
     hpb_team_barrier(th);
     double rr = dot(th, j, j->r, j->r, begin, end);
@@ -238,62 +248,88 @@ static int cg_job(struct hpb_thread *th, void *arg)
     return 0;
 }
 
-int hpb_cg_solve_domain(hpb_team *team, const int dims[3], const struct hpb_cg_comm *comm,
-                        int max_iters, double tol, double *x, double *history, double *out)
+void hpb_cg_free(hpb_cg *j)
 {
-    if (!team || !dims || dims[0] < 2 || dims[1] < 2 || dims[2] < 2 || max_iters < 1 ||
-        !(tol > 0) || !x || !history || !out || (comm && (!comm->exchange || !comm->sum)))
-        return -EINVAL;
+    if (!j) return;
+    free(j->val);
+    free(j->col);
+    free(j->b);
+    free(j->r);
+    free(j->p);
+    free(j->ap);
+    free(j->partial);
+    free(j);
+}
+
+hpb_cg *hpb_cg_create(hpb_team *team, const int dims[3], const struct hpb_cg_comm *comm)
+{
+    if (!team || !dims || dims[0] < 2 || dims[1] < 2 || dims[2] < 2 ||
+        (comm && (!comm->exchange || !comm->sum)))
+        return NULL;
+    struct cg_job *j = calloc(1, sizeof *j);
+    if (!j) return NULL;
     const size_t n = (size_t)dims[0] * (size_t)dims[1] * (size_t)dims[2];
-    struct cg_job j = {.nx = dims[0], .ny = dims[1], .nz = dims[2], .n = n, .comm = comm,
-                       .x = x, .max_iters = max_iters, .tol = tol, .history = history};
+    *j = (struct cg_job){.nx = dims[0], .ny = dims[1], .nz = dims[2], .n = n, .comm = comm};
     uint64_t counts[27];
     for (int a = 0; a < 3; a++) {
-        j.gdims[a] = comm ? comm->gdims[a] : dims[a];
-        j.offset[a] = comm ? comm->offset[a] : 0;
-        if (j.offset[a] < 0 || j.offset[a] + dims[a] > j.gdims[a]) return -EINVAL;
+        j->gdims[a] = comm ? comm->gdims[a] : dims[a];
+        j->offset[a] = comm ? comm->offset[a] : 0;
+        if (j->offset[a] < 0 || j->offset[a] + dims[a] > j->gdims[a]) {
+            free(j);
+            return NULL;
+        }
     }
-    hpb_cg_halo(dims, j.gdims, j.offset, counts, NULL);
+    hpb_cg_halo(dims, j->gdims, j->offset, counts, NULL);
     size_t ghosts = 0;
     for (int d = 0; d < 27; d++) {
-        j.ghost_base[d] = ghosts;
+        j->ghost_base[d] = ghosts;
         ghosts += counts[d];
     }
-    if (n + ghosts > (size_t)INT32_MAX) return -EINVAL;
-    j.val = malloc(n * NNZ * sizeof(double));
-    j.col = malloc(n * NNZ * sizeof(int32_t));
-    j.b = malloc(n * sizeof(double));
-    j.r = malloc(n * sizeof(double));
-    j.p = calloc(n + ghosts, sizeof(double));
-    j.ap = malloc(n * sizeof(double));
-    j.partial = calloc((size_t)team->n * 8, sizeof(double));
-    int rc = -ENOMEM;
-    if (j.val && j.col && j.b && j.r && j.p && j.ap && j.partial) {
-        rc = hpb_team_run(team, cg_job, &j);
-        out[0] = j.iterations;
-        out[1] = j.t_spmv;
-        out[2] = j.t_dot;
-        out[3] = j.t_axpy;
-        out[4] = j.t_total;
-        out[5] = j.t_halo;
+    if (n + ghosts > (size_t)INT32_MAX) {
+        free(j);
+        return NULL;
     }
-    free(j.val);
-    free(j.col);
-    free(j.b);
-    free(j.r);
-    free(j.p);
-    free(j.ap);
-    free(j.partial);
+    j->val = malloc(n * NNZ * sizeof(double));
+    j->col = malloc(n * NNZ * sizeof(int32_t));
+    j->b = malloc(n * sizeof(double));
+    j->r = malloc(n * sizeof(double));
+    j->p = calloc(n + ghosts, sizeof(double));
+    j->ap = malloc(n * sizeof(double));
+    j->partial = calloc((size_t)team->n * 8, sizeof(double));
+    if (!(j->val && j->col && j->b && j->r && j->p && j->ap && j->partial) ||
+        hpb_team_run(team, build_job, j) != 0) {
+        hpb_cg_free(j);
+        return NULL;
+    }
+    return j;
+}
+
+int hpb_cg_run(hpb_team *team, hpb_cg *j, int max_iters, double tol, double *x,
+               double *history, double *out)
+{
+    if (!team || !j || max_iters < 1 || !(tol > 0) || !x || !history || !out) return -EINVAL;
+    j->x = x;
+    j->max_iters = max_iters;
+    j->tol = tol;
+    j->history = history;
+    j->t_halo = 0.0;
+    const int rc = hpb_team_run(team, cg_job, j);
+    out[0] = j->iterations;
+    out[1] = j->t_spmv;
+    out[2] = j->t_dot;
+    out[3] = j->t_axpy;
+    out[4] = j->t_total;
+    out[5] = j->t_halo;
     return rc;
 }
 
-/* CG on the nx x ny x nz problem of one rank (see hpb_cg_solve_domain; out has 5 entries). */
-int hpb_cg_solve(hpb_team *team, int nx, int ny, int nz, int max_iters, double tol, double *x,
-                 double *history, double *out)
+int hpb_cg_solve_domain(hpb_team *team, const int dims[3], const struct hpb_cg_comm *comm,
+                        int max_iters, double tol, double *x, double *history, double *out)
 {
-    const int dims[3] = {nx, ny, nz};
-    double all[6];
-    const int rc = hpb_cg_solve_domain(team, dims, NULL, max_iters, tol, x, history, all);
-    if (rc == 0) memcpy(out, all, 5 * sizeof(double));
+    if (max_iters < 1 || !(tol > 0) || !x || !history || !out) return -EINVAL;
+    hpb_cg *j = hpb_cg_create(team, dims, comm);
+    if (!j) return -ENOMEM;
+    const int rc = hpb_cg_run(team, j, max_iters, tol, x, history, out);
+    hpb_cg_free(j);
     return rc;
 }

@@ -4,6 +4,7 @@
 #include <sched.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 
 #include "chase.h"
@@ -38,8 +39,49 @@ static uint64_t splitmix(uint64_t *s)
 /* Uniform in [0, n) without modulo bias worth speaking of for n < 2^40. */
 static size_t below(uint64_t *s, size_t n) { return (size_t)((splitmix(s) >> 24) % n); }
 
+/* Arrays longer than this are shuffled by buckets (Rao-Sandelius) of about BUCKET elements. */
+#define SHUFFLE_BIG ((size_t)1 << 20)
+#define BUCKET ((size_t)1 << 16)
+
+static void shuffle(size_t *a, size_t n, uint64_t *s);
+
+/* Rao-Sandelius: each element to a uniformly random bucket (in its order), each bucket
+ * shuffled, the buckets one after the other: a uniform permutation, made of sequential passes
+ * and cache-sized shuffles, where Fisher-Yates over a large array misses the cache at every
+ * swap (0.9 s for 16 Mi lines, a 1 GiB ring, on a Zen 3 guest; 0.3 s so). Returns 0 without
+ * the memory for it (the caller shuffles in place). */
+static int shuffle_buckets(size_t *a, size_t n, uint64_t *s)
+{
+    int bits = 0;
+    while (bits < 12 && n >> bits > BUCKET) bits++;
+    const size_t nb = (size_t)1 << bits;
+    size_t *tmp = malloc(n * sizeof *tmp), *at = calloc(nb + 1, sizeof *at),
+           *next = malloc(nb * sizeof *next);
+    uint16_t *bucket = malloc(n * sizeof *bucket);
+    const int ok = tmp && at && next && bucket;
+    if (ok) {
+        for (size_t i = 0; i < n; i++) {
+            bucket[i] = (uint16_t)(splitmix(s) >> (64 - bits));
+            at[bucket[i] + 1]++;
+        }
+        for (size_t b = 0; b < nb; b++) {
+            at[b + 1] += at[b];
+            next[b] = at[b];
+        }
+        for (size_t i = 0; i < n; i++) tmp[next[bucket[i]]++] = a[i];
+        for (size_t b = 0; b < nb; b++) shuffle(tmp + at[b], at[b + 1] - at[b], s);
+        memcpy(a, tmp, n * sizeof *a);
+    }
+    free(tmp);
+    free(at);
+    free(next);
+    free(bucket);
+    return ok;
+}
+
 static void shuffle(size_t *a, size_t n, uint64_t *s)
 {
+    if (n > SHUFFLE_BIG && shuffle_buckets(a, n, s)) return;
     for (size_t i = n; i > 1; i--) {
         size_t j = below(s, i);
         size_t t = a[i - 1];
@@ -116,7 +158,8 @@ static int chase_prepare_job(struct hpb_thread *th, void *p)
         munmap(ring->map, ring->len);
         *ring = (struct hpb_chase_ring){0};
     }
-    if (!ring->map) {
+    const int fresh = !ring->map;
+    if (fresh) {
         void *map = mmap(NULL, len, PROT_READ | PROT_WRITE,
                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
         if (map == MAP_FAILED) return -ENOMEM;
@@ -130,6 +173,8 @@ static int chase_prepare_job(struct hpb_thread *th, void *p)
         if (rc != 0) return rc;
     }
     char *base = (char *)(((uintptr_t)ring->map + HUGE_PAGE - 1) / HUGE_PAGE * HUGE_PAGE);
+    if (fresh) /* first touch in address order: the ring's random writes would fault at random */
+        for (size_t at = 0; at < bytes; at += 4096) base[at] = 0;
     size_t *order = malloc(a->lines * sizeof *order);
     if (!order) return -ENOMEM;
     int rc = hpb_chase_order(a->lines, a->group_lines, a->kind, a->seed + (uint64_t)th->rank,

@@ -14,8 +14,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from scipy import stats
-
 from hpcprobe.analysis.verdict import Expected, Headline, Picker, Reference, headlines
 from hpcprobe.common import files
 from hpcprobe.common.errors import UserError
@@ -64,6 +62,8 @@ def expected(heads: Sequence[Headline]) -> Expected:
     value = statistics.median(meds)
     spread: float | None = None
     if len(meds) >= 3 and value:
+        from scipy import stats  # imported when used: it takes most of a second
+
         spread = float(stats.median_abs_deviation(meds, scale="normal")) / abs(value)
     elif len(meds) == 2 and value:
         spread = abs(meds[0] - meds[1]) / 2 / abs(value)

@@ -58,9 +58,10 @@ RESIDENT_SHARE = 0.5
 CHECK_STEPS = 1 << 20
 
 
-def dram_size(topo: Topology, cpu: int) -> int:
-    """Twice the last-level cache serving `cpu`, at least 1 GiB, rounded up to a power of two."""
-    need = max(MIN_DRAM, 2 * llc_bytes(topo, [cpu]))
+def dram_size(topo: Topology, cpu: int, floor: int = MIN_DRAM) -> int:
+    """Twice the last-level cache serving `cpu`, at least `floor`, rounded up to a power of
+    two."""
+    need = max(floor, 2 * llc_bytes(topo, [cpu]))
     return 1 << math.ceil(math.log2(need))
 
 

@@ -48,10 +48,12 @@ class Settings:
     sweep_points_per_octave: int
     sweep_kernels: tuple[str, ...]
     stream_stores: tuple[str, ...]
+    #: STREAM's kernels on the thread ladder (quick: the triad alone, the verdict's figure)
+    stream_kernels: tuple[str, ...] = STREAM_KERNELS
 
 
 SETTINGS = {
-    "quick": Settings(4.0, 1, ("triad",), ("regular",)),
+    "quick": Settings(3.0, 1, ("triad",), ("regular",), ("triad",)),
     "default": Settings(15.0, 1, ("triad", "load"), ("regular", "nt")),
     "thorough": Settings(220.0, 2, ("triad", "load", "copy", "store"), ("regular", "nt")),
 }
@@ -110,7 +112,8 @@ def _store_types(kernel: str, stores: Iterable[str]) -> list[str]:
 
 
 def default_plan(topo: Topology, sweep_kernels: Iterable[str], stream_stores: Iterable[str],
-                 per_octave: int, scaling_counts: Iterable[int] = ()) -> list[Measurement]:
+                 per_octave: int, scaling_counts: Iterable[int] = (),
+                 stream_kernels: Iterable[str] = STREAM_KERNELS) -> list[Measurement]:
     """The full characterisation: sweeps from L1 to DRAM on 1 thread and on all cores, and DRAM
     STREAM at a ladder of thread counts on all cores, one thread per L3 and per NUMA domain,
     and the DRAM triad (ordinary stores, one thread per core) at the other `scaling_counts` (the
@@ -128,7 +131,7 @@ def default_plan(topo: Topology, sweep_kernels: Iterable[str], stream_stores: It
     for placement, k in ladder:
         cpus = place(topo, placement, k).cpus
         dram = dram_working_set(topo, cpus)
-        for name in STREAM_KERNELS:
+        for name in stream_kernels:
             for stores in _store_types(name, stream_stores):
                 stream.setdefault((name, stores, cpus), Measurement(
                     "stream", name, stores, placement, cpus, elems_for(name, dram, k), "DRAM"))
@@ -253,7 +256,7 @@ def measurements(ctx: RunContext, opts: MemoryOptions) -> list[Measurement]:
         cores = len(place(ctx.topo, "one-per-core").cpus)
         plan_ = default_plan(ctx.topo, prof.sweep_kernels, prof.stream_stores,
                              prof.sweep_points_per_octave,
-                             active_counts(cores, ctx.profile.curve_points))
+                             active_counts(cores, ctx.profile.curve_points), prof.stream_kernels)
     check_memory(plan_, free_memory(ctx.topo))
     return plan_
 
