@@ -18,6 +18,7 @@ FAMILY = Family(
     "roofline", "ceilings and ridge points derived from the compute and memory figures",
     NoOptions, None,
     metrics=Metrics((MetricSpec("compute_ceiling", "GFLOP/s"),
-                     MetricSpec("bandwidth_ceiling", "GB/s"), MetricSpec("ridge_point", "FLOP/B")),
-                    frozenset({"cpus"})),
+                     MetricSpec("bandwidth_ceiling", "GB/s"), MetricSpec("ridge_point", "FLOP/B"),
+                     MetricSpec("port_ceiling", "GB/s")),
+                    frozenset({"cpus", "bytes_per_cycle", "source", "size_bytes"})),
     views=(views.tables,), figures=(views.figures,), capabilities=(Derives(derive.derive),))

@@ -4,6 +4,8 @@ no measurement; every ceiling carries the samples of the figure it comes from.""
 
 from __future__ import annotations
 
+from hpcprobe.machine import cacheports
+from hpcprobe.native.kernels import KERNELS
 from hpcprobe.results.model import Metric
 
 LEVELS = ("L1", "L2", "L3", "DRAM")
@@ -44,10 +46,66 @@ def derive(metrics: list[Metric]) -> list[Metric]:
                           {"level": level, "threads": threads, "kernel": best.params["kernel"],
                            "stores": best.params["stores"],
                            "size_bytes": best.params["size_bytes"]}, list(best.samples)))
+    out += port_ceilings(metrics)
     for precision, c in compute.items():
         for level, b in memory.items():
             # FLOP/B where the level's bandwidth stops limiting: a ratio of the two medians
             out.append(Metric("roofline", "ridge_point", "FLOP/B",
                               {"precision": precision, "level": level, "threads": threads},
                               [c.summary.median / b.summary.median]))
+    return out
+
+
+def port_ceilings(metrics: list[Metric]) -> list[Metric]:
+    """The L1 and L2 bandwidth ceilings of the load/store ports (`machine.cacheports`) for the
+    best figure the memory sweep measured at each level and thread count: bytes a cycle for
+    its kernel and ISA x the fastest clock the compute family measured on that many cores (a
+    ceiling: the kernel's own clock is no faster) x the cores; a sample per clock sample.
+    Nothing where the compute family found no table row, or the row has no ports."""
+    arch = next((m.params["microarch"] for m in metrics if m.benchmark == "compute"
+                 and m.name == "peak_model" and m.params.get("microarch")), None)
+    ports = cacheports.PORTS.get(str(arch))
+    if ports is None:
+        return []
+    clocks: dict[int, Metric] = {}
+    for m in metrics:
+        if m.benchmark == "compute" and m.name == "clock":
+            n = m.params.get("active_cores")
+            if isinstance(n, int) and (n not in clocks or m.summary.max > clocks[n].summary.max):
+                clocks[n] = m
+    out = []
+    for level in ("L1", "L2"):
+        for threads, best in _level_points(metrics, level, set(clocks)).items():
+            k = KERNELS.get(best.params["kernel"])
+            width = cacheports.ISA_WIDTH.get(best.params.get("isa", ""))
+            per_cycle = None if k is None or width is None else ports.bytes_per_cycle(
+                level, k.loads, k.stores, width, best.params["stores"] == "regular")
+            if k is None or per_cycle is None:
+                continue
+            clock = clocks[threads]
+            out.append(Metric("roofline", "port_ceiling", "GB/s",
+                              {"level": level, "threads": threads, "kernel": k.name,
+                               "stores": best.params["stores"], "isa": best.params["isa"],
+                               "size_bytes": best.params["size_bytes"],
+                               "bytes_per_cycle": per_cycle, "source": ports.source},
+                              [per_cycle * ghz * threads for ghz in clock.samples]))
+    return out
+
+
+def _level_points(metrics: list[Metric], level: str, threads: set[int]) -> dict[int, Metric]:
+    """Per thread count, the best memory figure of the level, leaving out the points within
+    an octave of the level below (per thread: the largest such point's size x 2), which that
+    level still partly serves."""
+    bw = [m for m in metrics if m.benchmark == "memory" and m.name == "bandwidth"
+          and m.params["threads"] in threads]
+    below = {"L2": "L1"}.get(level)
+    out = {}
+    for n in sorted({m.params["threads"] for m in bw if m.params.get("level") == level}):
+        mine = [m for m in bw if m.params["threads"] == n]
+        edge = max((m.params["size_bytes"] for m in mine if m.params.get("level") == below),
+                   default=0)
+        got = [m for m in mine if m.params.get("level") == level and
+               m.params["size_bytes"] >= 2 * edge]
+        if got:
+            out[n] = _best(got)
     return out

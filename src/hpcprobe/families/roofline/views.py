@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from hpcprobe.common.units import format_bytes
 from hpcprobe.results.model import Run
 from hpcprobe.views import figure
-from hpcprobe.views.table import Block, Table, cell, shown
+from hpcprobe.views.table import Block, Lines, Table, cell, shown
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -61,8 +62,36 @@ def _roofline_table(run: Run) -> Table | None:
     return t
 
 
+def _ports(run: Run) -> Lines | None:
+    """L1 and L2 against their load/store ports: each level's best figure per thread count as a
+    share of the ceiling the ports give at the clock measured on that many cores."""
+    ceilings = run.select("roofline", "port_ceiling")
+    if not ceilings:
+        return None
+    measured = run.select("memory", "bandwidth")
+    lines = []
+    for c in ceilings:
+        p = c.params
+        got = [m for m in measured if m.params.get("level") == p["level"] and
+               m.params["threads"] == p["threads"] and m.params["kernel"] == p["kernel"] and
+               m.params["stores"] == p["stores"] and m.params["size_bytes"] == p["size_bytes"]]
+        if not got:
+            continue
+        fig, ceil = got[0].summary.median, c.summary.max  # the fastest clock: a ceiling
+        pct = 100 * fig / ceil
+        lines.append(f"{p['level']} {p['kernel']} ({p['isa']}, {format_bytes(p['size_bytes'])})"
+                     f" on {p['threads']} core(s): {fig:.1f} GB/s = {pct:.0f} % of the ports' "
+                     f"{ceil:.1f} GB/s ({p['bytes_per_cycle']:g} B a cycle x "
+                     f"{ceil / p['bytes_per_cycle'] / p['threads']:.3g} GHz)"
+                     + (" ABOVE it: the ceiling or the figure is wrong" if pct > 101 else ""))
+    source = ceilings[0].params.get("source")
+    return Lines(["Caches against their load/store ports (the fastest clock measured on as "
+                  "many cores):", *(f"  {x}" for x in lines), f"  ports: {source}"]) \
+        if lines else None
+
+
 def tables(run: Run) -> list[Block]:
-    return shown(_roofline_table(run))
+    return shown(_roofline_table(run), _ports(run))
 
 
 def figures(runs: list[Run]) -> list[tuple[str, str, Figure]]:
