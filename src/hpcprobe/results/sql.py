@@ -231,7 +231,17 @@ class SqlStore(Store):
             if value is not None:
                 conds.append(f"r.{column} {op} ?")
                 params.append(value)
+        if sel.tag_prefix is not None:
+            conds.append("r.tag LIKE ? ESCAPE '!'")
+            params.append(_like(sel.tag_prefix) + "%")
         return (" WHERE " + " AND ".join(conds) if conds else ""), params
+
+    def disturbances(self, where: Selection | None = None) -> dict[str, tuple[list[Any], bool]]:
+        clause, params = self._where(where)
+        return {run_id: (json.loads(findings), bool(interrupted)) for run_id, findings,
+                interrupted in self._execute(
+                    "SELECT r.run_id, r.findings, CASE WHEN r.provenance LIKE ? THEN 1 ELSE 0 "
+                    f"END FROM runs r{clause}", ['%"interrupted": {%', *params])}
 
     def runs(self, limit: int | None = None, where: Selection | None = None) -> list[RunInfo]:
         clause, params = self._where(where)

@@ -49,6 +49,7 @@ class Selection:
     host: str | None = None
     since: str | None = None
     until: str | None = None
+    tag_prefix: str | None = None  # runs whose tag starts with it
 
 
 class AlreadyStored(HpcprobeError):
@@ -112,6 +113,11 @@ class Store(ABC):
         """One metric of every selected run (those of its figures whose params have these
         values, given as text: kernel=triad, threads=128), with its run's id, created, host
         and tag, oldest run first: the figure of a campaign across the fleet, in one query."""
+
+    @abstractmethod
+    def disturbances(self, where: Selection | None = None) -> dict[str, tuple[list[Any], bool]]:
+        """Run id -> its findings and whether it was interrupted, for every selected run (the
+        run rows only: what a history needs to leave disturbed runs out)."""
 
     @abstractmethod
     def delete(self, run_ids: list[str]) -> int:

@@ -1,0 +1,153 @@
+"""A figure's history: its value run after run on one host, and the change points in it.
+
+Change points are found by the PELT search of `ruptures` on the logarithm of the runs' medians
+(a step of x% is the same size at any level), with a penalty from the series' own noise (the
+robust spread of successive differences, never below a floor), and kept only where Welch's
+t-test between the segments either side says the step is real (p < ALPHA) and it is larger than
+the practical floor. Each run counts with the weight its stored CI gives it (inverse variance:
+its own CI plus the run-to-run noise), so a noisy run moves the segments' levels less. Runs
+marked as disturbed (the node sentinel moved, the hypervisor stole time, interrupted) are left
+out of the search and said so. Pure: works on the points it is given."""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+#: A step is real when Welch's test between the segments gives p below this
+ALPHA = 0.001
+#: Steps smaller than this (relative) are not reported, however significant
+FLOOR = 0.02
+#: The least runs a segment has on either side of a change point
+MIN_SEGMENT = 3
+#: The least runs a series needs to be searched for change points
+MIN_RUNS = 2 * MIN_SEGMENT
+#: The penalty of a new segment, in units of the series' noise variance x log(n) (BIC's 2)
+PENALTY = 3.0
+
+
+@dataclass(frozen=True)
+class Point:
+    """One run's figure: its run, when and where, the median and relative CI half-width, and
+    why it is left out of the search (None: it is not)."""
+
+    run_id: str
+    created: str
+    host: str
+    tag: str | None
+    median: float
+    rel_ci: float
+    disturbed: str | None = None
+
+
+@dataclass(frozen=True)
+class Change:
+    """A change point: the last run before it and the first after, the levels either side
+    (weighted means of the medians), the ratio after/before with its 95 % CI, Welch's p."""
+
+    before: Point
+    after: Point
+    level_before: float
+    level_after: float
+    ratio: float
+    ratio_ci: tuple[float, float]
+    p: float
+    runs_before: int
+    runs_after: int
+    differences: list[tuple[str, list[str]]] = field(default_factory=list)
+
+    @property
+    def change(self) -> float:
+        return self.ratio - 1.0
+
+
+def noise(values: Sequence[float]) -> float:
+    """The run-to-run spread of log values: the robust standard deviation of successive
+    differences / sqrt(2) (a step moves one difference, not the spread)."""
+    diffs = [b - a for a, b in zip(values, values[1:], strict=False)]
+    if len(diffs) < 2:
+        return 0.0
+    mad = statistics.median(abs(d - statistics.median(diffs)) for d in diffs)
+    return 1.4826 * mad / math.sqrt(2)
+
+
+def _weights(points: Sequence[Point], sigma: float) -> list[float]:
+    """Inverse variance of each run's log median: its own CI (95 % half-width / 1.96) and
+    the run-to-run noise."""
+    out = []
+    for p in points:
+        own = p.rel_ci / 1.96 if math.isfinite(p.rel_ci) else 1.0
+        out.append(1.0 / (own ** 2 + sigma ** 2 + 1e-12))
+    return out
+
+
+def _level(logs: Sequence[float], weights: Sequence[float]) -> tuple[float, float]:
+    """The weighted mean of log values and its standard error (from the weights and the
+    scatter, whichever is larger)."""
+    w = sum(weights)
+    mean = sum(x * k for x, k in zip(logs, weights, strict=True)) / w
+    se_w = math.sqrt(1.0 / w)
+    if len(logs) > 1:
+        se_s = statistics.stdev(logs) / math.sqrt(len(logs))
+        return mean, max(se_w, se_s)
+    return mean, se_w
+
+
+def _welch(a: Sequence[float], b: Sequence[float]) -> float:
+    from scipy import stats
+
+    if statistics.pstdev(a) == 0 and statistics.pstdev(b) == 0:
+        return 0.0 if statistics.fmean(a) != statistics.fmean(b) else 1.0
+    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+
+
+def _breaks(logs: list[float], sigma: float) -> list[int]:
+    """Candidate segment ends (exclusive indices, the last one len(logs) dropped)."""
+    import numpy as np
+    import ruptures
+
+    scale = max(sigma, FLOOR / 4)
+    algo = ruptures.Pelt(model="l2", min_size=MIN_SEGMENT, jump=1)
+    ends = algo.fit(np.array(logs).reshape(-1, 1)).predict(
+        pen=PENALTY * scale ** 2 * math.log(len(logs)))
+    return [int(e) for e in ends[:-1]]
+
+
+def change_points(points: Sequence[Point], alpha: float = ALPHA, floor: float = FLOOR
+                  ) -> list[Change]:
+    """The change points of one series (oldest first), each tested; [] below MIN_RUNS
+    undisturbed runs."""
+    kept = [p for p in points if p.disturbed is None and p.median > 0]
+    if len(kept) < MIN_RUNS:
+        return []
+    logs = [math.log(p.median) for p in kept]
+    sigma = noise(logs)
+    weights = _weights(kept, sigma)
+    ends = _breaks(logs, sigma)
+    bounds = [0, *ends, len(kept)]
+    out = []
+    for i, cut in enumerate(ends):
+        lo, hi = bounds[i], bounds[i + 2]
+        a, b = logs[lo:cut], logs[cut:hi]
+        p = _welch(a, b)
+        (ma, sa), (mb, sb) = _level(a, weights[lo:cut]), _level(b, weights[cut:hi])
+        diff, se = mb - ma, math.hypot(sa, sb)
+        if p >= alpha or abs(math.exp(diff) - 1) < floor:
+            continue
+        out.append(Change(kept[cut - 1], kept[cut], math.exp(ma), math.exp(mb), math.exp(diff),
+                          (math.exp(diff - 1.96 * se), math.exp(diff + 1.96 * se)), p,
+                          cut - lo, hi - cut))
+    return out
+
+
+def sparkline(values: Sequence[float]) -> str:
+    """The values as a line of eighth blocks, lowest to highest."""
+    bars = "▁▂▃▄▅▆▇█"
+    if not values:
+        return ""
+    lo, hi = min(values), max(values)
+    if hi == lo:
+        return bars[3] * len(values)
+    return "".join(bars[min(7, int((v - lo) / (hi - lo) * 8))] for v in values)

@@ -1,0 +1,179 @@
+"""`hpcprobe history`: one figure (or the headline figures) over time for a host, a tag prefix
+or the whole store, each host's series with its change points, what changed in the node's
+configuration across each, and the runs left out as disturbed. Its figures come from one SQL
+query each (`Store.metric_across`), never by loading every run."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from dataclasses import replace
+from typing import Any
+
+from hpcprobe import registry
+from hpcprobe.analysis import history
+from hpcprobe.analysis.verdict import DISTURBED
+from hpcprobe.commands.base import (
+    Spec,
+    add_db,
+    add_json,
+    add_selection,
+    console,
+    print_json,
+    selection,
+)
+from hpcprobe.commands.export import check_metric, metric_name, param
+from hpcprobe.common import files
+from hpcprobe.common.errors import UserError
+from hpcprobe.machine import fingerprint
+from hpcprobe.results.model import Metric
+from hpcprobe.results.store import Selection, Store
+from hpcprobe.views import history as views
+
+#: More series of one figure than this (its params not narrowed): refused, with the params
+MAX_SERIES = 24
+
+
+def setup(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--metric", metavar="BENCHMARK.NAME", type=metric_name,
+                   help="the figure, e.g. memory.bandwidth (default: the headline figures of "
+                        "the newest run selected)")
+    p.add_argument("--param", type=param, action="append", metavar="KEY=VALUE",
+                   help="with --metric: only figures whose param KEY has this VALUE, e.g. "
+                        "kernel=triad (repeat it to narrow further)")
+    add_selection(p)
+    p.add_argument("--tag-prefix", metavar="PREFIX",
+                   help="only runs whose tag starts with PREFIX (a campaign's passes)")
+    add_json(p, "the series and their change points")
+    p.add_argument("--csv", metavar="FILE", help="write every point as CSV (`-`: standard "
+                                                 "output)")
+    add_db(p)
+
+
+def _selection(a: argparse.Namespace) -> Selection:
+    s = selection(a)
+    return Selection(s.tag, s.host, s.since, s.until, a.tag_prefix)
+
+
+def _figures(store: Store, a: argparse.Namespace, where: Selection
+             ) -> list[tuple[str, list[tuple[dict[str, Any], Metric]]]]:
+    """(label, its figures across the runs) for --metric, else for each headline figure of
+    the newest run selected."""
+    if a.metric:
+        benchmark, name = a.metric
+        got = store.metric_across(benchmark, name, where, dict(a.param or []))
+        if not got:
+            raise UserError(f"no figure of {'.'.join(a.metric)}"
+                            + (f" with {' '.join(f'{k}={v}' for k, v in a.param)}"
+                               if a.param else "") + " in the runs selected")
+        return [(".".join(a.metric), got)]
+    newest = store.runs(limit=1, where=where)
+    if not newest:
+        raise UserError("no stored run matches the selection")
+    run = store.load(newest[0].run_id)
+    skip = registry.not_joined()
+    out = []
+    for picker in registry.pickers():
+        for h in picker(run):
+            m = h.metric
+            exact = {k: json.dumps(v) if isinstance(v, bool) or v is None else str(v)
+                     for k, v in m.params.items() if k not in skip.of(m.benchmark)
+                     and not isinstance(v, (dict, list))}
+            out.append((h.label, store.metric_across(m.benchmark, m.name, where, exact)))
+    if not out:
+        raise UserError(f"the newest run selected ({run.run_id}) has no headline figure: name "
+                        "one with --metric")
+    return out
+
+
+def _reasons(store: Store, where: Selection) -> dict[tuple[str, str], str]:
+    """(run id, benchmark) -> why that run's figures of it are left out ('*': all)."""
+    out: dict[tuple[str, str], str] = {}
+    for run_id, (findings, interrupted) in store.disturbances(where).items():
+        if interrupted:
+            out[(run_id, "*")] = "interrupted"
+        for f in findings:
+            if isinstance(f, dict) and f.get("kind") in DISTURBED:
+                out.setdefault((run_id, str(f.get("benchmark"))), str(f["kind"]))
+    return out
+
+
+def _series(label: str, figs: list[tuple[dict[str, Any], Metric]],
+            reasons: dict[tuple[str, str], str]) -> list[views.Series]:
+    """One series per host and distinct params."""
+    groups: dict[tuple[str, str], list[history.Point]] = {}
+    first: dict[tuple[str, str], Metric] = {}
+    for info, m in figs:
+        key = (info["host"], json.dumps(m.params, sort_keys=True))
+        first.setdefault(key, m)
+        why = reasons.get((info["run_id"], "*")) or reasons.get((info["run_id"], m.benchmark))
+        groups.setdefault(key, []).append(history.Point(
+            info["run_id"], info["created"], info["host"], info["tag"], m.summary.median,
+            m.summary.rel_ci_halfwidth, why))
+    hosts = {h for h, _ in groups}
+    if len(groups) > MAX_SERIES or len(groups) > len(hosts) * 4:
+        varying = sorted({k for _, p in groups for k, v in json.loads(p).items()
+                          if len({json.dumps(json.loads(q).get(k)) for _, q in groups}) > 1})
+        raise UserError(f"{label}: {len(groups)} different figures in the runs selected; narrow "
+                        f"with --param (they differ in: {', '.join(varying)})")
+    return [views.Series(label, first[k].unit, first[k].better, k[0], json.loads(k[1]), pts)
+            for k, pts in sorted(groups.items())]
+
+
+def _attribute(store: Store, series: list[views.Series]) -> None:
+    """Each change point's configuration differences between its runs either side."""
+    for s in series:
+        for i, c in enumerate(s.changes):
+            runs = [store.load(c.before.run_id), store.load(c.after.run_id)]
+            s.changes[i] = replace(c, differences=fingerprint.differences(runs))
+
+
+def handle(a: argparse.Namespace) -> int:
+    if a.param and not a.metric:
+        raise UserError("--param selects figures of one metric: add --metric")
+    if a.metric:
+        check_metric(*a.metric)
+    files.check_outputs((a.json, "--json"), (a.csv, "--csv"))
+    where = _selection(a)
+    with Store.open(a.db, create=False) as store:
+        reasons = _reasons(store, where)
+        series = [s for label, figs in _figures(store, a, where)
+                  for s in _series(label, figs, reasons)]
+        for s in series:
+            s.changes = history.change_points(s.points)
+        _attribute(store, series)
+    piped = files.is_stdout(a.json) or files.is_stdout(a.csv)
+    if not files.is_stdout(a.json) and not files.is_stdout(a.csv):
+        views.show(series, console(piped))
+    if a.json:
+        print_json(views.document(series), a.json)
+    if a.csv:
+        _write_csv(series, a.csv)
+    return 0
+
+
+def _write_csv(series: list[views.Series], path: str) -> None:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["figure", "params", "host", "run_id", "created", "tag", "median", "unit",
+                "rel_ci95", "disturbed"])
+    for s in series:
+        for p in s.points:
+            w.writerow([s.label, json.dumps(s.params, sort_keys=True), s.host, p.run_id,
+                        p.created, p.tag or "", p.median, s.unit, p.rel_ci, p.disturbed or ""])
+    if files.is_stdout(path):
+        sys.stdout.write(buf.getvalue())
+    else:
+        files.atomic_write(path, buf.getvalue().encode(), "--csv")
+        print(f"Wrote {path}.", file=sys.stderr)
+
+
+COMMAND = Spec("history", "a figure over time per host, with its change points and what "
+                          "changed", setup, handle,
+               description="One figure (--metric, --param) or the headline figures over time, "
+                           "per host: the series, the change points (ruptures' PELT, Welch's "
+                           "test), the configuration differences across each, the disturbed "
+                           "runs left out. See docs/history.md.")

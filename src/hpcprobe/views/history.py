@@ -1,0 +1,90 @@
+"""A figure's history as the terminal shows it (one table per figure: a row per host with its
+runs, its latest value, a sparkline of the run medians and its change points) and as a JSON
+document."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hpcprobe.analysis import history
+from hpcprobe.views.table import Table
+from hpcprobe.views.verdict import number
+
+#: Configuration differences named per change point, at most
+DIFFERENCES = 3
+
+
+@dataclass
+class Series:
+    """One host's series of one figure (its params fixed), oldest first, and its change
+    points once searched."""
+
+    label: str
+    unit: str
+    better: str
+    host: str
+    params: dict[str, Any]
+    points: list[history.Point]
+    changes: list[history.Change] = field(default_factory=list)
+
+    @property
+    def used(self) -> list[history.Point]:
+        return [p for p in self.points if p.disturbed is None]
+
+
+def _change(c: history.Change) -> str:
+    lo, hi = c.ratio_ci
+    what = "; ".join(f"{label} {' -> '.join(values)}" for label, values in
+                     c.differences[:DIFFERENCES]) or "no configuration difference recorded"
+    return (f"{c.after.created[:10]} {100 * c.change:+.1f}% [{100 * (lo - 1):+.1f}, "
+            f"{100 * (hi - 1):+.1f}] p={c.p:.0e} ({c.runs_before} runs | {c.runs_after}): {what}")
+
+
+def _status(s: Series) -> str:
+    if s.changes:
+        return "\n".join(_change(c) for c in s.changes)
+    if len(s.used) < history.MIN_RUNS:
+        return f"too few runs to search ({len(s.used)} < {history.MIN_RUNS})"
+    return "none"
+
+
+def table(label: str, series: list[Series]) -> Table:
+    s0 = series[0]
+    left = sum(len(s.points) - len(s.used) for s in series)
+    t = Table(title=f"{label} ({s0.unit}, {s0.better} is better): {len(series)} series"
+              + (f"; {left} disturbed run(s) left out of the search" if left else ""),
+              narrow=True)
+    for col, just in (("host", "left"), ("runs", "right"), ("from - to", "left"),
+                      ("latest", "right"), ("history", "left"), ("change points", "left")):
+        t.add_column(col, just)
+    for s in series:
+        used = s.used or s.points
+        t.add_row(s.host, str(len(s.points)), f"{s.points[0].created[:10]} - "
+                  f"{s.points[-1].created[:10]}", number(s.points[-1].median),
+                  history.sparkline([p.median for p in used][-24:]), _status(s))
+    return t
+
+
+def show(series: list[Series], out: Any) -> None:
+    from hpcprobe.views.terminal import rich_table
+
+    by: dict[str, list[Series]] = {}
+    for s in series:
+        by.setdefault(s.label, []).append(s)
+    for label, ss in by.items():
+        out.print(rich_table(table(label, ss)))
+
+
+def document(series: list[Series]) -> dict[str, Any]:
+    return {"series": [{
+        "figure": s.label, "unit": s.unit, "better": s.better, "host": s.host,
+        "params": s.params,
+        "points": [{"run_id": p.run_id, "created": p.created, "tag": p.tag, "median": p.median,
+                    "rel_ci95": p.rel_ci, "disturbed": p.disturbed} for p in s.points],
+        "changes": [{"before": c.before.run_id, "after": c.after.run_id,
+                     "date": c.after.created, "ratio": c.ratio, "ratio_ci95": list(c.ratio_ci),
+                     "p": c.p, "runs_before": c.runs_before, "runs_after": c.runs_after,
+                     "level_before": c.level_before, "level_after": c.level_after,
+                     "differences": [{"what": k, "values": v} for k, v in c.differences]}
+                    for c in s.changes]} for s in series]}
