@@ -158,3 +158,31 @@ def test_postgresql_gives_the_same_history(pg_url, stored):
         assert r.code == 0, r.err
         docs.append([(s["figure"], len(s["changes"])) for s in json.loads(r.out)["series"]])
     assert docs[0] == docs[1] and ("DRAM triad, 2 cores", 1) in docs[0]
+
+
+def test_node_changes_at_about_the_same_time_the_same_way_are_one_fleet_change():
+    def change(host: str, day: int, ratio: float, kernel: str) -> history.Change:
+        before = history.Point("b", f"2026-05-{day - 1:02d}T00:00:00+00:00", host, None, 1.0,
+                               0.01)
+        after = replace(before, run_id="a", created=f"2026-05-{day:02d}T00:00:00+00:00")
+        return history.Change(before, after, 1.0, ratio, ratio, (ratio, ratio), 1e-6, 5, 5,
+                              [("kernel", ["6.1", kernel])])
+    changes = {"n1": [change("n1", 14, 0.91, "6.9")], "n2": [change("n2", 15, 0.90, "6.9")],
+               "n3": [change("n3", 14, 0.92, "6.8")], "n4": [change("n4", 14, 1.1, "6.9")],
+               "n5": [change("n5", 25, 0.9, "6.9")]}
+    first, up, late = history.fleet(changes, hosts=6)
+    assert first.nodes == ["n1", "n2", "n3"] and first.of == 6
+    assert first.change == pytest.approx(-0.09) and first.date.startswith("2026-05-14")
+    assert first.causes[0] == ("kernel", "6.1 -> 6.9", 2)
+    assert up.nodes == ["n4"] and late.nodes == ["n5"]  # the other way; eleven days later
+
+
+def test_the_fleet_change_names_how_many_nodes_and_what_most_of_them_changed(stored, capsys):
+    assert main(["history", "--db", stored, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    [f] = [f for f in doc["fleet"] if f["figure"] == "DRAM triad, 2 cores"]
+    assert f["nodes"] == ["n1", "n2"] and f["of"] == 3 and f["change"] < -0.05
+    assert {"what": "kernel", "values": "Linux 6.1 -> Linux 6.9", "nodes": 2} in f["causes"]
+    assert main(["history", "--db", stored]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "2 of 3 n1, n2 2 of them changed kernel Linux 6.1 -> Linux 6.9" in out

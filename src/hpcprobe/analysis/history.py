@@ -151,3 +151,55 @@ def sparkline(values: Sequence[float]) -> str:
     if hi == lo:
         return bars[3] * len(values)
     return "".join(bars[min(7, int((v - lo) / (hi - lo) * 8))] for v in values)
+
+
+#: Change points of several nodes count as one fleet change when their first runs after are
+#: this many days apart at most (a roll-out over a weekend)
+WINDOW_DAYS = 3
+
+
+@dataclass(frozen=True)
+class FleetChange:
+    """Nodes whose series of one figure changed the same way at about the same time: when (the
+    earliest first run after), their median change, which nodes of how many, and the
+    configuration differences they share with how many of them had each."""
+
+    date: str
+    change: float
+    nodes: list[str]
+    of: int
+    causes: list[tuple[str, str, int]]  # what, "before -> after", how many of the nodes
+
+
+def _days(a: str, b: str) -> float:
+    from datetime import datetime
+
+    return abs((datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()) / 86400
+
+
+def fleet(changes: dict[str, list[Change]], hosts: int, window: float = WINDOW_DAYS
+          ) -> list[FleetChange]:
+    """The node change points of one figure (host -> its changes) grouped into fleet changes:
+    the same direction, first runs after within `window` days of the group's first; each with
+    the differences the nodes share, most common first."""
+    pending = sorted(((h, c) for h, cs in changes.items() for c in cs),
+                     key=lambda hc: hc[1].after.created)
+    out = []
+    while pending:
+        host, first = pending.pop(0)
+        group = [(host, first)]
+        for item in list(pending):
+            h, c = item
+            if h not in {g[0] for g in group} and (c.ratio > 1) == (first.ratio > 1) and \
+                    _days(first.after.created, c.after.created) <= window:
+                group.append(item)
+                pending.remove(item)
+        counts: dict[tuple[str, str], int] = {}
+        for _, c in group:
+            for what, values in c.differences:
+                key = (what, " -> ".join(values))
+                counts[key] = counts.get(key, 0) + 1
+        causes = sorted(((w, v, n) for (w, v), n in counts.items()), key=lambda x: -x[2])
+        out.append(FleetChange(first.after.created, statistics.median(c.change for _, c in group),
+                               sorted(h for h, _ in group), hosts, causes))
+    return out

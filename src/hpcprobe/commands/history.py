@@ -131,6 +131,16 @@ def _attribute(store: Store, series: list[views.Series]) -> None:
             s.changes[i] = replace(c, differences=fingerprint.differences(runs))
 
 
+def _fleets(series: list[views.Series]) -> dict[str, list[history.FleetChange]]:
+    """Per figure shown for more than one host, its nodes' change points grouped into fleet
+    changes (the same way, at about the same time)."""
+    by: dict[str, list[views.Series]] = {}
+    for s in series:
+        by.setdefault(s.label, []).append(s)
+    return {label: history.fleet({s.host: s.changes for s in ss}, len(ss))
+            for label, ss in by.items() if len({s.host for s in ss}) > 1}
+
+
 def handle(a: argparse.Namespace) -> int:
     if a.param and not a.metric:
         raise UserError("--param selects figures of one metric: add --metric")
@@ -145,11 +155,12 @@ def handle(a: argparse.Namespace) -> int:
         for s in series:
             s.changes = history.change_points(s.points)
         _attribute(store, series)
+    fleets = _fleets(series)
     piped = files.is_stdout(a.json) or files.is_stdout(a.csv)
     if not files.is_stdout(a.json) and not files.is_stdout(a.csv):
-        views.show(series, console(piped))
+        views.show(series, fleets, console(piped))
     if a.json:
-        print_json(views.document(series), a.json)
+        print_json(views.document(series, fleets), a.json)
     if a.csv:
         _write_csv(series, a.csv)
     return 0

@@ -66,18 +66,46 @@ def table(label: str, series: list[Series]) -> Table:
     return t
 
 
-def show(series: list[Series], out: Any) -> None:
+def _causes(f: history.FleetChange) -> str:
+    named = [f"{n} of them changed {what} {values}" for what, values, n in f.causes[:2]]
+    return "; ".join(named) or "no configuration difference recorded"
+
+
+def fleet_table(label: str, changes: list[history.FleetChange]) -> Table:
+    """The figure's fleet changes: nodes that changed the same way at about the same time."""
+    t = Table(title=f"{label}: nodes that changed together (within {history.WINDOW_DAYS:g} "
+                    "days, the same way)", narrow=True)
+    for col, just in (("from", "left"), ("change", "right"), ("nodes", "right"),
+                      ("which", "left"), ("what changed", "left")):
+        t.add_column(col, just)
+    for f in changes:
+        which = ", ".join(f.nodes[:6]) + (" ..." if len(f.nodes) > 6 else "")
+        t.add_row(f.date[:10], f"{100 * f.change:+.1f}%", f"{len(f.nodes)} of {f.of}", which,
+                  _causes(f))
+    return t
+
+
+def show(series: list[Series], fleets: dict[str, list[history.FleetChange]], out: Any) -> None:
+    """Per figure: the nodes that changed together (where several hosts are shown and any
+    changed), then each host's series."""
     from hpcprobe.views.terminal import rich_table
 
     by: dict[str, list[Series]] = {}
     for s in series:
         by.setdefault(s.label, []).append(s)
     for label, ss in by.items():
+        if fleets.get(label):
+            out.print(rich_table(fleet_table(label, fleets[label])))
         out.print(rich_table(table(label, ss)))
 
 
-def document(series: list[Series]) -> dict[str, Any]:
-    return {"series": [{
+def document(series: list[Series], fleets: dict[str, list[history.FleetChange]]
+             ) -> dict[str, Any]:
+    return {"fleet": [{"figure": label, "date": f.date, "change": f.change, "nodes": f.nodes,
+                       "of": f.of, "causes": [{"what": w, "values": v, "nodes": n}
+                                              for w, v, n in f.causes]}
+                      for label, fs in fleets.items() for f in fs],
+            "series": [{
         "figure": s.label, "unit": s.unit, "better": s.better, "host": s.host,
         "params": s.params,
         "points": [{"run_id": p.run_id, "created": p.created, "tag": p.tag, "median": p.median,
