@@ -186,3 +186,15 @@ def test_the_fleet_change_names_how_many_nodes_and_what_most_of_them_changed(sto
     assert main(["history", "--db", stored]) == 0
     out = " ".join(capsys.readouterr().out.split())
     assert "2 of 3 n1, n2 2 of them changed kernel Linux 6.1 -> Linux 6.9" in out
+
+
+def test_a_runs_verdict_names_a_recent_change_in_its_hosts_history(stored):
+    r = hpcprobe("show", "n1", "--db", stored)
+    assert r.code == 0, r.err
+    out = " ".join(r.out.split())
+    assert "History: since 2026-03-13 (kernel Linux 6.1 -> Linux 6.9): DRAM triad, 1 core -" in out
+    assert "`hpcprobe history --host n1`" in out
+    quiet = hpcprobe("show", "n3", "--db", stored)
+    assert quiet.code == 0 and "History:" not in quiet.out
+    # a run from before the step: nothing to name
+    assert "History:" not in hpcprobe("show", "nightly-05", "--db", stored).out

@@ -108,6 +108,8 @@ class Row:
 class Verdict:
     rows: list[Row]
     reference: Reference | None
+    #: what the host's history says of its figures (recent change points), one line each
+    history: list[str] = field(default_factory=list)
 
     def marked(self, mark: str) -> list[Row]:
         return [r for r in self.rows if r.mark == mark]

@@ -15,7 +15,8 @@ from typing import Any
 
 from hpcprobe import registry
 from hpcprobe.analysis import history
-from hpcprobe.analysis.verdict import DISTURBED
+from hpcprobe.analysis.compare import joined_params
+from hpcprobe.analysis.verdict import DISTURBED, Headline
 from hpcprobe.commands.base import (
     Spec,
     add_db,
@@ -29,12 +30,14 @@ from hpcprobe.commands.export import check_metric, metric_name, param
 from hpcprobe.common import files
 from hpcprobe.common.errors import UserError
 from hpcprobe.machine import fingerprint
-from hpcprobe.results.model import Metric
+from hpcprobe.results.model import Metric, Run
 from hpcprobe.results.store import Selection, Store
 from hpcprobe.views import history as views
 
 #: More series of one figure than this (its params not narrowed): refused, with the params
 MAX_SERIES = 24
+#: A run's verdict names the change points of its host's history among its last this many runs
+RECENT = 10
 
 
 def setup(p: argparse.ArgumentParser) -> None:
@@ -74,18 +77,52 @@ def _figures(store: Store, a: argparse.Namespace, where: Selection
     if not newest:
         raise UserError("no stored run matches the selection")
     run = store.load(newest[0].run_id)
-    skip = registry.not_joined()
-    out = []
-    for picker in registry.pickers():
-        for h in picker(run):
-            m = h.metric
-            exact = {k: json.dumps(v) if isinstance(v, bool) or v is None else str(v)
-                     for k, v in m.params.items() if k not in skip.of(m.benchmark)
-                     and not isinstance(v, (dict, list))}
-            out.append((h.label, store.metric_across(m.benchmark, m.name, where, exact)))
+    out = [(h.label, _across(store, h.metric, where)) for picker in registry.pickers()
+           for h in picker(run)]
     if not out:
         raise UserError(f"the newest run selected ({run.run_id}) has no headline figure: name "
                         "one with --metric")
+    return out
+
+
+def _across(store: Store, m: Metric, where: Selection) -> list[tuple[dict[str, Any], Metric]]:
+    """The figure `m` is in every selected run: its metric with the same params, but those
+    that say where or how it was taken (the CPUs), in one query."""
+    skip = registry.not_joined().of(m.benchmark)
+    exact = {k: json.dumps(v) if isinstance(v, bool) or v is None else str(v)
+             for k, v in m.params.items() if k not in skip and not isinstance(v, (dict, list))}
+    return [(info, f) for info, f in store.metric_across(m.benchmark, m.name, where, exact)
+            if all(f.params.get(k) == v for k, v in m.params.items() if k not in skip)]
+
+
+def recent(store: Store, run: Run, headlines: list[Headline], last: int = RECENT) -> list[str]:
+    """The change points of the run's headline figures in its host's history (its stored runs
+    before it, then this run) whose first run after is among the last `last`, one line each
+    with what changed in the configuration across it."""
+    before = Selection(host=run.host, until=run.created)
+    if len(store.runs(limit=history.MIN_RUNS, where=before)) < history.MIN_RUNS - 1:
+        return []  # too short a history to search: one cheap query
+    reasons = _reasons(store, before)
+    found: dict[str, list[tuple[str, history.Change]]] = {}  # by the first run after
+    for h in headlines:
+        m = h.metric
+        past = _series(h.label, _across(store, m, before), reasons)
+        points = (past[0].points if past else []) + [history.Point(
+            run.run_id, run.created, run.host, run.tag, m.summary.median,
+            m.summary.rel_ci_halfwidth)]
+        for c in history.change_points(points):
+            if points.index(c.after) >= len(points) - last:
+                found.setdefault(c.after.run_id, []).append((h.label, c))
+    out = []
+    for after, changes in found.items():
+        c = changes[0][1]
+        got = [run if r == run.run_id else store.load(r) for r in (c.before.run_id, after)]
+        what = "; ".join(f"{k} {' -> '.join(v)}" for k, v in
+                         fingerprint.differences(got)[:views.DIFFERENCES]) \
+            or "no configuration difference recorded"
+        out.append(f"since {c.after.created[:10]} ({what}): " + ", ".join(
+            f"{label} {100 * ch.change:+.1f}%" for label, ch in changes)
+            + f"; `hpcprobe history --host {run.host}`")
     return out
 
 
@@ -106,8 +143,9 @@ def _series(label: str, figs: list[tuple[dict[str, Any], Metric]],
     """One series per host and distinct params."""
     groups: dict[tuple[str, str], list[history.Point]] = {}
     first: dict[tuple[str, str], Metric] = {}
+    skip = registry.not_joined()
     for info, m in figs:
-        key = (info["host"], json.dumps(m.params, sort_keys=True))
+        key = (info["host"], joined_params(m.params, skip.of(m.benchmark)))
         first.setdefault(key, m)
         why = reasons.get((info["run_id"], "*")) or reasons.get((info["run_id"], m.benchmark))
         groups.setdefault(key, []).append(history.Point(

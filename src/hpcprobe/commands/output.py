@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hpcprobe import registry
 from hpcprobe.analysis import reference
 from hpcprobe.analysis.verdict import Reference, Verdict
+from hpcprobe.commands import history
 from hpcprobe.commands.base import Bar, console, say, terminate_interrupts
 from hpcprobe.common import files
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, HpcprobeError, UserError
@@ -36,8 +37,6 @@ class Against:
     def judged(self, run: results.Run, db: str | None) -> Verdict:
         """The run's verdict, the previous runs read from the store at `db` where one is
         there (a stored run, or a document of this host's)."""
-        if self.path is not None:
-            return self.verdict(run, None)
         try:
             store = Store.open(db, create=False)
         except UserError:
@@ -47,7 +46,8 @@ class Against:
 
     def verdict(self, run: results.Run, store: Store | None) -> Verdict:
         """The run's verdict against the file's reference for its hardware, else against
-        the host's previous runs in `store` (none: its ceilings only)."""
+        the host's previous runs in `store` (none: its ceilings only); with a store, the
+        recent change points of the host's history too."""
         labels = registry.hardware_labels
         if run.kind != "node":
             return Verdict([], None)
@@ -57,7 +57,11 @@ class Against:
         else:
             ref = None if store is None else reference.previous(store, run, registry.pickers(),
                                                                 labels)
-        return registry.judge(run, ref)
+        judged = registry.judge(run, ref)
+        if store is None:
+            return judged
+        return replace(judged, history=history.recent(store, run,
+                                                      [r.headline for r in judged.rows]))
 
 
 @dataclass

@@ -33,7 +33,9 @@ class Series:
         return [p for p in self.points if p.disturbed is None]
 
 
-def _change(c: history.Change) -> str:
+def change_line(c: history.Change) -> str:
+    """A change point in one line: since when, how much with its CI, p, the runs either side
+    and what changed across it."""
     lo, hi = c.ratio_ci
     what = "; ".join(f"{label} {' -> '.join(values)}" for label, values in
                      c.differences[:DIFFERENCES]) or "no configuration difference recorded"
@@ -43,7 +45,7 @@ def _change(c: history.Change) -> str:
 
 def _status(s: Series) -> str:
     if s.changes:
-        return "\n".join(_change(c) for c in s.changes)
+        return "\n".join(change_line(c) for c in s.changes)
     if len(s.used) < history.MIN_RUNS:
         return f"too few runs to search ({len(s.used)} < {history.MIN_RUNS})"
     return "none"

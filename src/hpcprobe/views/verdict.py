@@ -94,7 +94,7 @@ def fleet(nodes: Mapping[str, Verdict], details: bool = False) -> list[Block]:
 
 
 def _sources(v: Verdict) -> list[str]:
-    out = []
+    out = [f"History: {line}" for line in v.history]
     if v.reference is not None:
         out.append(f"Against {v.reference.source}; not judged where the CI is wider than the "
                    "tolerance, the node moved (its sentinel) or the hypervisor stole time.")
