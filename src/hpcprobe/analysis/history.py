@@ -70,7 +70,9 @@ def noise(values: Sequence[float]) -> float:
     if len(diffs) < 2:
         return 0.0
     mad = statistics.median(abs(d - statistics.median(diffs)) for d in diffs)
-    return 1.4826 * mad / math.sqrt(2)
+    # figures of few samples take few values: most differences 0, a MAD of 0; then the
+    # standard deviation, which one step moves by one difference only
+    return (1.4826 * mad if mad > 0 else statistics.stdev(diffs)) / math.sqrt(2)
 
 
 def _weights(points: Sequence[Point], sigma: float) -> list[float]:
@@ -95,12 +97,14 @@ def _level(logs: Sequence[float], weights: Sequence[float]) -> tuple[float, floa
     return mean, se_w
 
 
-def _welch(a: Sequence[float], b: Sequence[float]) -> float:
+def _welch(a: Sequence[float], b: Sequence[float], floor: float) -> float:
+    """Welch's test between two segments, each one's standard deviation at least `floor` (the
+    series' noise: a segment of a few equal values is no proof of a step)."""
     from scipy import stats
 
-    if statistics.pstdev(a) == 0 and statistics.pstdev(b) == 0:
-        return 0.0 if statistics.fmean(a) != statistics.fmean(b) else 1.0
-    return float(stats.ttest_ind(a, b, equal_var=False).pvalue)
+    sa, sb = (max(statistics.stdev(x) if len(x) > 1 else 0.0, floor) for x in (a, b))
+    return float(stats.ttest_ind_from_stats(statistics.fmean(a), sa, len(a), statistics.fmean(b),
+                                            sb, len(b), equal_var=False).pvalue)
 
 
 def _breaks(logs: list[float], sigma: float) -> list[int]:
@@ -131,7 +135,7 @@ def change_points(points: Sequence[Point], alpha: float = ALPHA, floor: float = 
     for i, cut in enumerate(ends):
         lo, hi = bounds[i], bounds[i + 2]
         a, b = logs[lo:cut], logs[cut:hi]
-        p = _welch(a, b)
+        p = _welch(a, b, max(sigma, FLOOR / 4))
         (ma, sa), (mb, sb) = _level(a, weights[lo:cut]), _level(b, weights[cut:hi])
         diff, se = mb - ma, math.hypot(sa, sb)
         if p >= alpha or abs(math.exp(diff) - 1) < floor:
