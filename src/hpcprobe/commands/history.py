@@ -34,8 +34,9 @@ from hpcprobe.results.model import Metric, Run
 from hpcprobe.results.store import Selection, Store
 from hpcprobe.views import history as views
 
-#: More series of one figure than this (its params not narrowed): refused, with the params
-MAX_SERIES = 24
+#: More series of one figure a host than this (its params not narrowed): refused, with the
+#: params that differ
+MAX_SERIES = 4
 #: A run's verdict names the change points of its host's history among its last this many runs
 RECENT = 10
 
@@ -151,8 +152,10 @@ def _series(label: str, figs: list[tuple[dict[str, Any], Metric]],
         groups.setdefault(key, []).append(history.Point(
             info["run_id"], info["created"], info["host"], info["tag"], m.summary.median,
             m.summary.rel_ci_halfwidth, why))
-    hosts = {h for h, _ in groups}
-    if len(groups) > MAX_SERIES or len(groups) > len(hosts) * 4:
+    per_host: dict[str, int] = {}
+    for h, _ in groups:
+        per_host[h] = per_host.get(h, 0) + 1
+    if max(per_host.values(), default=0) > MAX_SERIES:
         varying = sorted({k for _, p in groups for k, v in json.loads(p).items()
                           if len({json.dumps(json.loads(q).get(k)) for _, q in groups}) > 1})
         raise UserError(f"{label}: {len(groups)} different figures in the runs selected; narrow "
