@@ -198,3 +198,17 @@ def test_a_runs_verdict_names_a_recent_change_in_its_hosts_history(stored):
     assert quiet.code == 0 and "History:" not in quiet.out
     # a run from before the step: nothing to name
     assert "History:" not in hpcprobe("show", "nightly-05", "--db", stored).out
+
+
+def test_the_html_page_has_each_figures_tables_and_plot(stored, tmp_path):
+    out = tmp_path / "h.html"
+    r = hpcprobe("history", "--db", stored, "--host", "n1", "-o", str(out))
+    assert r.code == 0, r.err
+    html = out.read_text()
+    figures = html.count("(GB/s, higher is better)") + html.count("(ns, lower is better)")
+    assert html.count('<img class="plot"') >= 9 and figures >= 6
+    assert "nodes that changed together" not in html  # one host: no fleet
+    both = hpcprobe("history", "--db", stored, "-o", str(out))
+    assert both.code == 0 and "nodes that changed together" in out.read_text()
+    assert_user_error(hpcprobe("history", "--db", stored, "--json", "-", "-o", "-"),
+                      "only one of them may go to standard output")

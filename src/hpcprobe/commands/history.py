@@ -54,6 +54,9 @@ def setup(p: argparse.ArgumentParser) -> None:
     add_json(p, "the series and their change points")
     p.add_argument("--csv", metavar="FILE", help="write every point as CSV (`-`: standard "
                                                  "output)")
+    p.add_argument("-o", "--output", metavar="FILE.html",
+                   help="also write the HTML page: each figure's table and its plot (every "
+                        "host's series, the hosts' median and middle half, the change points)")
     add_db(p)
 
 
@@ -107,7 +110,10 @@ def recent(store: Store, run: Run, headlines: list[Headline], last: int = RECENT
     found: dict[str, list[tuple[str, history.Change]]] = {}  # by the first run after
     for h in headlines:
         m = h.metric
-        past = _series(h.label, _across(store, m, before), reasons)
+        try:
+            past = _series(h.label, _across(store, m, before), reasons)
+        except UserError:  # figures the verdict's params do not tell apart: no history
+            continue
         points = (past[0].points if past else []) + [history.Point(
             run.run_id, run.created, run.host, run.tag, m.summary.median,
             m.summary.rel_ci_halfwidth)]
@@ -165,11 +171,15 @@ def _series(label: str, figs: list[tuple[dict[str, Any], Metric]],
 
 
 def _attribute(store: Store, series: list[views.Series]) -> None:
-    """Each change point's configuration differences between its runs either side."""
+    """Each change point's configuration differences between its runs either side (each
+    pair of runs loaded and compared once, however many figures changed between them)."""
+    diffs: dict[tuple[str, str], list[tuple[str, list[str]]]] = {}
     for s in series:
         for i, c in enumerate(s.changes):
-            runs = [store.load(c.before.run_id), store.load(c.after.run_id)]
-            s.changes[i] = replace(c, differences=fingerprint.differences(runs))
+            pair = (c.before.run_id, c.after.run_id)
+            if pair not in diffs:
+                diffs[pair] = fingerprint.differences([store.load(r) for r in pair])
+            s.changes[i] = replace(c, differences=diffs[pair])
 
 
 def _fleets(series: list[views.Series]) -> dict[str, list[history.FleetChange]]:
@@ -187,7 +197,10 @@ def handle(a: argparse.Namespace) -> int:
         raise UserError("--param selects figures of one metric: add --metric")
     if a.metric:
         check_metric(*a.metric)
-    files.check_outputs((a.json, "--json"), (a.csv, "--csv"))
+    files.check_outputs((a.json, "--json"), (a.csv, "--csv"), (a.output, "-o"))
+    outs = [x for x in (a.json, a.csv, a.output) if files.is_stdout(x)]
+    if len(outs) > 1:
+        raise UserError("--json, --csv and -o: only one of them may go to standard output")
     where = _selection(a)
     with Store.open(a.db, create=False) as store:
         reasons = _reasons(store, where)
@@ -197,13 +210,19 @@ def handle(a: argparse.Namespace) -> int:
             s.changes = history.change_points(s.points)
         _attribute(store, series)
     fleets = _fleets(series)
-    piped = files.is_stdout(a.json) or files.is_stdout(a.csv)
-    if not files.is_stdout(a.json) and not files.is_stdout(a.csv):
-        views.show(series, fleets, console(piped))
+    if not outs:
+        views.show(series, fleets, console())
     if a.json:
         print_json(views.document(series, fleets), a.json)
     if a.csv:
         _write_csv(series, a.csv)
+    if a.output:
+        text = views.page(series, fleets, "hpcprobe history")
+        if files.is_stdout(a.output):
+            sys.stdout.write(text)
+        else:
+            files.atomic_write(a.output, text.encode(), "-o")
+            print(f"Wrote {a.output}.", file=sys.stderr)
     return 0
 
 

@@ -5,11 +5,14 @@ document."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpcprobe.analysis import history
-from hpcprobe.views.table import Table
+from hpcprobe.views.table import Block, Table
 from hpcprobe.views.verdict import number
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: Configuration differences named per change point, at most
 DIFFERENCES = 3
@@ -118,3 +121,63 @@ def document(series: list[Series], fleets: dict[str, list[history.FleetChange]]
                      "level_before": c.level_before, "level_after": c.level_after,
                      "differences": [{"what": k, "values": v} for k, v in c.differences]}
                     for c in s.changes]} for s in series]}
+
+
+#: Nodes drawn one by one in a figure's plot; past this many, the fleet's median and band only
+DRAWN = 40
+
+
+def plot(label: str, series: list[Series], fleet: list[history.FleetChange]) -> Figure:
+    """Each host's run medians over time (thin lines, up to DRAWN of them), the median of the
+    hosts on each day with the band of their middle half, and the change points (a node's:
+    a dot; the fleet's: a dashed line)."""
+    from datetime import datetime
+
+    import numpy as np
+
+    from hpcprobe.views import figure
+
+    s0 = series[0]
+    fig, ax = figure.new(label, "run date", f"{label} ({s0.unit})")
+    by_day: dict[str, list[float]] = {}
+    for s in series:
+        for p in s.used:
+            by_day.setdefault(p.created[:10], []).append(p.median)
+        if len(series) <= DRAWN:
+            xs = [datetime.fromisoformat(p.created) for p in s.used]
+            ax.plot(xs, [p.median for p in s.used], linewidth=0.8, alpha=0.6,
+                    label=s.host if len(series) <= 8 else None)
+            for c in s.changes:
+                ax.plot([datetime.fromisoformat(c.after.created)], [c.after.median], "o",
+                        color="black", markersize=4)
+    days = sorted(by_day)
+    xs = [datetime.fromisoformat(d) for d in days]
+    q = np.array([np.percentile(by_day[d], (25, 50, 75)) for d in days])
+    if len(series) > 1 and len(days):
+        ax.fill_between(xs, q[:, 0], q[:, 2], alpha=0.2, color="grey",
+                        label="hosts' middle half")
+        ax.plot(xs, q[:, 1], color="black", linewidth=1.5, label="hosts' median")
+    for f in fleet:
+        ax.axvline(datetime.fromisoformat(f.date), linestyle="--", color="red", linewidth=1)
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+    fig.autofmt_xdate()
+    return fig
+
+
+def page(series: list[Series], fleets: dict[str, list[history.FleetChange]], title: str
+         ) -> str:
+    """The HTML page: per figure its fleet changes and host table, and its plot."""
+    from hpcprobe.views import html
+
+    by: dict[str, list[Series]] = {}
+    for s in series:
+        by.setdefault(s.label, []).append(s)
+    blocks: list[Block] = []
+    figures = []
+    for i, (label, ss) in enumerate(by.items()):
+        if fleets.get(label):
+            blocks.append(fleet_table(label, fleets[label]))
+        blocks.append(table(label, ss))
+        figures.append((f"history-{i}", label, plot(label, ss, fleets.get(label, []))))
+    return html.page(title, blocks, figures)
