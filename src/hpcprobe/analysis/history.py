@@ -1,13 +1,15 @@
 """A figure's history: its value run after run on one host, and the change points in it.
 
-Change points are found by the PELT search of `ruptures` on the logarithm of the runs' medians
-(a step of x% is the same size at any level), with a penalty from the series' own noise (the
-robust spread of successive differences, never below a floor), and kept only where Welch's
-t-test between the segments either side says the step is real (p < ALPHA) and it is larger than
-the practical floor. Each run counts with the weight its stored CI gives it (inverse variance:
-its own CI plus the run-to-run noise), so a noisy run moves the segments' levels less. Runs
-marked as disturbed (the node sentinel moved, the hypervisor stole time, interrupted) are left
-out of the search and said so. Pure: works on the points it is given."""
+Change points are found by the penalised exact search (PELT) of `ruptures` (its kernel change
+point detection with a linear kernel: the squared error about each segment's mean) on the
+logarithm of the runs' medians (a step of x% is the same size at any level), with a penalty
+from the series' own noise (the robust spread of successive differences, never below a floor),
+and kept only where Welch's t-test between the segments either side says the step is real
+(p < ALPHA) and it is larger than the practical floor. Each run counts with the weight its
+stored CI gives it (inverse variance: its own CI plus the run-to-run noise), so a noisy run
+moves the segments' levels less. Runs marked as disturbed (the node sentinel moved, the
+hypervisor stole time, interrupted) are left out of the search and said so. Pure: works on the
+points it is given."""
 
 from __future__ import annotations
 
@@ -113,7 +115,10 @@ def _breaks(logs: list[float], sigma: float) -> list[int]:
     import ruptures
 
     scale = max(sigma, FLOOR / 4)
-    algo = ruptures.Pelt(model="l2", min_size=MIN_SEGMENT, jump=1)
+    # the linear kernel's cost is the squared error about each segment's mean (ruptures'
+    # "l2"), searched exactly with a penalty (PELT) in ruptures' C code: the same segments
+    # as Pelt(model="l2") in 0.5 ms where that takes 0.9 s for 365 runs
+    algo = ruptures.KernelCPD(kernel="linear", min_size=MIN_SEGMENT, jump=1)
     ends = algo.fit(np.array(logs).reshape(-1, 1)).predict(
         pen=PENALTY * scale ** 2 * math.log(len(logs)))
     return [int(e) for e in ends[:-1]]
