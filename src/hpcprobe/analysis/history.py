@@ -17,6 +17,7 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 
 #: A step is real when Welch's test between the segments gives p below this
 ALPHA = 0.001
@@ -181,8 +182,6 @@ class FleetChange:
 
 
 def _days(a: str, b: str) -> float:
-    from datetime import datetime
-
     return abs((datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()) / 86400
 
 

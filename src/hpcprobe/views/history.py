@@ -5,6 +5,7 @@ document."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from hpcprobe.analysis import history
@@ -131,8 +132,6 @@ def plot(label: str, series: list[Series], fleet: list[history.FleetChange]) -> 
     """Each host's run medians over time (thin lines, up to DRAWN of them), the median of the
     hosts on each day with the band of their middle half, and the change points (a node's:
     a dot; the fleet's: a dashed line)."""
-    from datetime import datetime
-
     import numpy as np
 
     from hpcprobe.views import figure
