@@ -211,4 +211,4 @@ def test_the_html_page_has_each_figures_tables_and_plot(stored, tmp_path):
     both = hpcprobe("history", "--db", stored, "-o", str(out))
     assert both.code == 0 and "nodes that changed together" in out.read_text()
     assert_user_error(hpcprobe("history", "--db", stored, "--json", "-", "-o", "-"),
-                      "only one of them may go to standard output")
+                      "each would write to standard output")
