@@ -44,10 +44,10 @@ class Against:
         with store:
             return self.verdict(run, store)
 
-    def verdict(self, run: results.Run, store: Store | None) -> Verdict:
+    def verdict(self, run: results.Run, store: Store | None, recent: bool = True) -> Verdict:
         """The run's verdict against the file's reference for its hardware, else against
-        the host's previous runs in `store` (none: its ceilings only); with a store, the
-        recent change points of the host's history too."""
+        the host's previous runs in `store` (none: its ceilings only); with a store and
+        `recent`, the recent change points of the host's history too."""
         labels = registry.hardware_labels
         if run.kind != "node":
             return Verdict([], None)
@@ -58,7 +58,7 @@ class Against:
             ref = None if store is None else reference.previous(store, run, registry.pickers(),
                                                                 labels)
         judged = registry.judge(run, ref)
-        if store is None:
+        if store is None or not recent:
             return judged
         return replace(judged, history=history.recent(store, run,
                                                       [r.headline for r in judged.rows]))
