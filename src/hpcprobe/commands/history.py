@@ -121,12 +121,10 @@ def recent(store: Store, run: Run, headlines: list[Headline], last: int = RECENT
             if points.index(c.after) >= len(points) - last:
                 found.setdefault(c.after.run_id, []).append((h.label, c))
     out = []
+    loaded = {run.run_id: run}  # this run is not stored yet
     for after, changes in found.items():
         c = changes[0][1]
-        got = [run if r == run.run_id else store.load(r) for r in (c.before.run_id, after)]
-        what = "; ".join(f"{k} {' -> '.join(v)}" for k, v in
-                         fingerprint.differences(got)[:views.DIFFERENCES]) \
-            or "no configuration difference recorded"
+        what = views.differences_text(_differences(store, (c.before.run_id, after), loaded))
         out.append(f"since {c.after.created[:10]} ({what}): " + ", ".join(
             f"{label} {100 * ch.change:+.1f}%" for label, ch in changes)
             + f"; `hpcprobe history --host {run.host}`")
@@ -170,26 +168,30 @@ def _series(label: str, figs: list[tuple[dict[str, Any], Metric]],
             for k, pts in sorted(groups.items())]
 
 
+def _differences(store: Store, pair: tuple[str, str], loaded: dict[str, Run]
+                 ) -> list[tuple[str, list[str]]]:
+    """The configuration differences between two runs, each loaded once (`loaded` keeps
+    them: many figures change between the same two runs)."""
+    for r in pair:
+        if r not in loaded:
+            loaded[r] = store.load(r)
+    return fingerprint.differences([loaded[r] for r in pair])
+
+
 def _attribute(store: Store, series: list[views.Series]) -> None:
-    """Each change point's configuration differences between its runs either side (each
-    pair of runs loaded and compared once, however many figures changed between them)."""
-    diffs: dict[tuple[str, str], list[tuple[str, list[str]]]] = {}
+    """Each change point's configuration differences between its runs either side."""
+    loaded: dict[str, Run] = {}
     for s in series:
         for i, c in enumerate(s.changes):
-            pair = (c.before.run_id, c.after.run_id)
-            if pair not in diffs:
-                diffs[pair] = fingerprint.differences([store.load(r) for r in pair])
-            s.changes[i] = replace(c, differences=diffs[pair])
+            s.changes[i] = replace(c, differences=_differences(
+                store, (c.before.run_id, c.after.run_id), loaded))
 
 
 def _fleets(series: list[views.Series]) -> dict[str, list[history.FleetChange]]:
     """Per figure shown for more than one host, its nodes' change points grouped into fleet
     changes (the same way, at about the same time)."""
-    by: dict[str, list[views.Series]] = {}
-    for s in series:
-        by.setdefault(s.label, []).append(s)
     return {label: history.fleet({s.host: s.changes for s in ss}, len(ss))
-            for label, ss in by.items() if len({s.host for s in ss}) > 1}
+            for label, ss in views.by_label(series).items() if len({s.host for s in ss}) > 1}
 
 
 def handle(a: argparse.Namespace) -> int:
@@ -215,12 +217,7 @@ def handle(a: argparse.Namespace) -> int:
     if a.csv:
         _write_csv(series, a.csv)
     if a.output:
-        text = views.page(series, fleets, "hpcprobe history")
-        if files.is_stdout(a.output):
-            sys.stdout.write(text)
-        else:
-            files.atomic_write(a.output, text.encode(), "-o")
-            print(f"Wrote {a.output}.", file=sys.stderr)
+        _write(views.page(series, fleets, "hpcprobe history"), a.output, "-o")
     return 0
 
 
@@ -233,10 +230,13 @@ def _write_csv(series: list[views.Series], path: str) -> None:
         for p in s.points:
             w.writerow([s.label, json.dumps(s.params, sort_keys=True), s.host, p.run_id,
                         p.created, p.tag or "", p.median, s.unit, p.rel_ci, p.disturbed or ""])
-    if files.is_stdout(path):
-        sys.stdout.write(buf.getvalue())
-    else:
-        files.atomic_write(path, buf.getvalue().encode(), "--csv")
+    _write(buf.getvalue(), path, "--csv")
+
+
+def _write(text: str, path: str, option: str) -> None:
+    """A document to its file (atomically) or standard output (`-`)."""
+    files.atomic_write(path, text.encode(), option)  # `-`: standard output
+    if not files.is_stdout(path):
         print(f"Wrote {path}.", file=sys.stderr)
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hpcprobe.native.kernels import ELEMENT_BYTES
+
 #: Vector width (bits) of the memory kernels' ISA variants
 ISA_WIDTH = {"scalar": 64, "avx2": 256, "avx512": 512}
-ELEMENT_BYTES = 8
 
 
 @dataclass(frozen=True)

@@ -37,12 +37,25 @@ class Series:
         return [p for p in self.points if p.disturbed is None]
 
 
+def by_label(series: list[Series]) -> dict[str, list[Series]]:
+    """The series of each figure, in the order they come."""
+    out: dict[str, list[Series]] = {}
+    for s in series:
+        out.setdefault(s.label, []).append(s)
+    return out
+
+
+def differences_text(differences: list[tuple[str, list[str]]]) -> str:
+    """The first DIFFERENCES configuration differences in a few words."""
+    return "; ".join(f"{label} {' -> '.join(values)}" for label, values in
+                     differences[:DIFFERENCES]) or "no configuration difference recorded"
+
+
 def change_line(c: history.Change) -> str:
     """A change point in one line: since when, how much with its CI, p, the runs either side
     and what changed across it."""
     lo, hi = c.ratio_ci
-    what = "; ".join(f"{label} {' -> '.join(values)}" for label, values in
-                     c.differences[:DIFFERENCES]) or "no configuration difference recorded"
+    what = differences_text(c.differences)
     return (f"{c.after.created[:10]} {100 * c.change:+.1f}% [{100 * (lo - 1):+.1f}, "
             f"{100 * (hi - 1):+.1f}] p={c.p:.0e} ({c.runs_before} runs | {c.runs_after}): {what}")
 
@@ -96,10 +109,7 @@ def show(series: list[Series], fleets: dict[str, list[history.FleetChange]], out
     changed), then each host's series."""
     from hpcprobe.views.terminal import rich_table
 
-    by: dict[str, list[Series]] = {}
-    for s in series:
-        by.setdefault(s.label, []).append(s)
-    for label, ss in by.items():
+    for label, ss in by_label(series).items():
         if fleets.get(label):
             out.print(rich_table(fleet_table(label, fleets[label])))
         out.print(rich_table(table(label, ss)))
@@ -169,12 +179,9 @@ def page(series: list[Series], fleets: dict[str, list[history.FleetChange]], tit
     """The HTML page: per figure its fleet changes and host table, and its plot."""
     from hpcprobe.views import html
 
-    by: dict[str, list[Series]] = {}
-    for s in series:
-        by.setdefault(s.label, []).append(s)
     blocks: list[Block] = []
     figures = []
-    for i, (label, ss) in enumerate(by.items()):
+    for i, (label, ss) in enumerate(by_label(series).items()):
         if fleets.get(label):
             blocks.append(fleet_table(label, fleets[label]))
         blocks.append(table(label, ss))
