@@ -256,6 +256,28 @@ def test_one_metric_across_the_fleet_in_one_query(db):
     assert r.code == 0 and r.out == ""
 
 
+def test_a_figures_summaries_across_the_fleet_and_runs_without_metrics(db):
+    """figures_across gives each run's stored summary of the figure (as its samples make it),
+    and headers the runs themselves without their metrics."""
+    with Store.open(db) as st:
+        for i, host in enumerate(["n1", "n2"]):
+            st.save(copy_of(i, "campaign", host))
+        st.save(copy_of(9, "other", "n3"))
+        got = st.figures_across("memory", "bandwidth", Selection(tag="campaign"),
+                                {"kernel": "triad"})
+        heads = st.headers([f"{9:012x}", f"{0:012x}", "nosuch"])
+    want = [m for m in BASE.metrics if (m.benchmark, m.name) == ("memory", "bandwidth")
+            and m.params["kernel"] == "triad"]
+    assert want and [f.host for f in got] == [h for h in ("n1", "n2") for _ in want]
+    for f, m in zip(got, want * 2, strict=True):
+        assert (f.median, (f.ci_low, f.ci_high), f.params) == (m.summary.median, m.summary.ci95,
+                                                              {**m.params, "copy": 0})
+        assert f.rel_ci == m.summary.rel_ci_halfwidth and f.tag == "campaign"
+    assert sorted(heads) == [f"{0:012x}", f"{9:012x}"]
+    assert heads[f"{9:012x}"].host == "n3" and heads[f"{9:012x}"].metrics == []
+    assert heads[f"{9:012x}"].provenance == BASE.provenance
+
+
 def test_a_full_store_is_one_clear_error_and_loses_nothing_stored(tmp_path):
     """The disk fills while a run is stored (a file-size limit on the writer): the run is not
     stored, the error says so in one line, earlier runs read back, and its document is kept."""

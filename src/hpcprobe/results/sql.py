@@ -15,7 +15,8 @@ from typing import Any
 from hpcprobe.common.bulk import bulk
 from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.results.model import SCHEMA_VERSION, Metric, Run, validate
-from hpcprobe.results.store import AlreadyStored, RunInfo, Selection, Store
+from hpcprobe.common.stats import summarize
+from hpcprobe.results.store import AlreadyStored, Figure, RunInfo, Selection, Store
 
 #: The version-1 tables, in each backend's types (later versions: MIGRATIONS).
 _SCHEMA_V1 = """
@@ -74,6 +75,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "UPDATE runs SET kind = 'campaign', topology = '{}' WHERE topology = "
         "'{\"counts\": {\"packages\": 0, \"numa_nodes\": 0, \"l3_domains\": 0, \"cores\": 0, "
         "\"pus\": 0}}'"),
+    # v4: each metric's summary beside its samples (the median and its 95 % CI), so a fleet's
+    # history reads one row a figure, not every sample; rows stored before stay NULL there and
+    # are summarised from their samples when read
+    4: tuple(f"ALTER TABLE metrics ADD COLUMN {c} DOUBLE PRECISION"
+             for c in ("median", "ci_low", "ci_high")),
 }
 #: The version this hpcprobe writes and reads.
 STORE_VERSION = max(MIGRATIONS)
@@ -131,8 +137,8 @@ class SqlStore(Store):
         self.conn.cursor().executemany(self._sql(sql), rows)
 
     #: the INSERT of one metrics row (backends may batch it)
-    INSERT_METRIC = ("INSERT INTO metrics (run_id, seq, benchmark, name, unit, better, params) "
-                     "VALUES (?,?,?,?,?,?,?)")
+    INSERT_METRIC = ("INSERT INTO metrics (run_id, seq, benchmark, name, unit, better, params, "
+                     "median, ci_low, ci_high) VALUES (?,?,?,?,?,?,?,?,?,?)")
 
     def _insert_metrics(self, rows: list[tuple[Any, ...]]) -> list[int]:
         """Insert metrics rows; their metric_ids, in order."""
@@ -187,27 +193,12 @@ class SqlStore(Store):
 
     def save(self, run: Run) -> None:
         """Insert the whole run in one transaction: all of it is stored, or none of it."""
-        doc = run.to_dict()
-        validate(doc)
+        validate(run.to_dict())
         try:
             with self.transaction():
                 if self.has(run.run_id):
                     raise AlreadyStored(f"run {run.run_id} is stored already in {self.path}")
-                self._execute(
-                    "INSERT INTO runs (run_id, created, host, tag, profile, benchmarks, "
-                    "duration_s, schema_version, provenance, topology, findings, warnings, "
-                    "errors, kind) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-                    (run.run_id, run.created, run.host, run.tag, run.profile,
-                     json.dumps(run.benchmarks), run.duration_s, SCHEMA_VERSION,
-                     json.dumps(run.provenance), json.dumps(run.topology),
-                     json.dumps(run.findings), json.dumps(run.warnings), json.dumps(run.errors),
-                     run.kind))
-                ids = self._insert_metrics(
-                    [(run.run_id, seq, m.benchmark, m.name, m.unit, m.better,
-                      json.dumps(m.params, sort_keys=True)) for seq, m in enumerate(run.metrics)])
-                self._executemany("INSERT INTO samples (metric_id, seq, value) VALUES (?,?,?)",
-                                  [(mid, i, v) for mid, m in zip(ids, run.metrics, strict=True)
-                                   for i, v in enumerate(m.samples)])
+                self.insert(run)
         except self.driver_errors as exc:
             if self.has(run.run_id):  # a concurrent writer stored the same run first
                 raise AlreadyStored(f"run {run.run_id} is stored already in {self.path}") \
@@ -215,6 +206,28 @@ class SqlStore(Store):
             raise HpcprobeError(f"--db {self.path}: storing run {run.run_id} failed "
                                 f"({first_line(exc)}); nothing of it was stored, earlier runs "
                                 "are intact") from exc
+
+    def insert(self, run: Run) -> None:
+        """The run's rows, inside the caller's transaction, neither validated nor checked for
+        a stored run of its id: `save` does both; a generator of many runs from one validated
+        document (benchmarks/history_scale.py) calls this in one transaction."""
+        self._execute(
+            "INSERT INTO runs (run_id, created, host, tag, profile, benchmarks, duration_s, "
+            "schema_version, provenance, topology, findings, warnings, errors, kind) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (run.run_id, run.created, run.host, run.tag, run.profile, json.dumps(run.benchmarks),
+             run.duration_s, SCHEMA_VERSION, json.dumps(run.provenance),
+             json.dumps(run.topology), json.dumps(run.findings), json.dumps(run.warnings),
+             json.dumps(run.errors), run.kind))
+        rows = []
+        for seq, m in enumerate(run.metrics):
+            s = m.summary
+            rows.append((run.run_id, seq, m.benchmark, m.name, m.unit, m.better,
+                         json.dumps(m.params, sort_keys=True), s.median, *s.ci95))
+        ids = self._insert_metrics(rows)
+        self._executemany("INSERT INTO samples (metric_id, seq, value) VALUES (?,?,?)",
+                          [(mid, i, v) for mid, m in zip(ids, run.metrics, strict=True)
+                           for i, v in enumerate(m.samples)])
 
     def has(self, run_id: str) -> bool:
         return self._execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() \
@@ -255,27 +268,74 @@ class SqlStore(Store):
         return [RunInfo(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], bool(r[8]))
                 for r in self._execute(sql, ['%"interrupted": {%', *params])]
 
-    def metric_across(self, benchmark: str, name: str, where: Selection | None = None,
-                      params: dict[str, str] | None = None
-                      ) -> list[tuple[dict[str, Any], Metric]]:
+    def _figure(self, benchmark: str, name: str, where: Selection | None,
+                params: dict[str, str] | None) -> tuple[str, list[Any]]:
+        """FROM ... WHERE of one metric's rows m (with its runs r) in the selected runs, those
+        whose params have these values (matched on the params' canonical JSON text)."""
         conds, values = ["m.benchmark = ?", "m.name = ?"], [benchmark, name]
-        for key, text in (params or {}).items():  # on the params' canonical JSON text
+        for key, text in (params or {}).items():
             item = f"{json.dumps(key)}: {json_value(text)}"
             conds.append("(m.params LIKE ? ESCAPE '!' OR m.params LIKE ? ESCAPE '!')")
             values += [f"%{_like(item)},%", f"%{_like(item)}}}"]
         clause, params_ = self._where(where, conds, values)
-        joined = f"FROM metrics m JOIN runs r ON r.run_id = m.run_id{clause}"
+        return f"FROM metrics m JOIN runs r ON r.run_id = m.run_id{clause}", params_
+
+    def _samples(self, ids_from: str, params: list[Any]) -> dict[int, list[float]]:
+        """Metric id -> its samples in order, for the metric ids a subquery gives."""
+        samples: dict[int, list[float]] = {}
+        for mid, value in self._execute(
+                f"SELECT s.metric_id, s.value FROM samples s WHERE s.metric_id IN ({ids_from}) "
+                "ORDER BY s.metric_id, s.seq", params):
+            samples.setdefault(mid, []).append(value)
+        return samples
+
+    def metric_across(self, benchmark: str, name: str, where: Selection | None = None,
+                      params: dict[str, str] | None = None
+                      ) -> list[tuple[dict[str, Any], Metric]]:
+        joined, values = self._figure(benchmark, name, where, params)
         rows = self._execute("SELECT m.metric_id, r.run_id, r.created, r.host, r.tag, m.unit, "
                              f"m.better, m.params {joined} ORDER BY r.created, "
-                             f"r.{self.order}, m.seq", params_).fetchall()
-        samples: dict[int, list[float]] = {}
-        for mid, _, value in self._execute(
-                f"SELECT s.metric_id, s.seq, s.value FROM samples s WHERE s.metric_id IN "
-                f"(SELECT m.metric_id {joined}) ORDER BY s.metric_id, s.seq", params_):
-            samples.setdefault(mid, []).append(value)
+                             f"r.{self.order}, m.seq", values).fetchall()
+        samples = self._samples(f"SELECT m.metric_id {joined}", values)
         return [({"run_id": run_id, "created": created, "host": host, "tag": tag},
                  Metric(benchmark, name, unit, json.loads(ps), samples.get(mid, []), better))
                 for mid, run_id, created, host, tag, unit, better, ps in rows]
+
+    @bulk()
+    def figures_across(self, benchmark: str, name: str, where: Selection | None = None,
+                       params: dict[str, str] | None = None) -> list[Figure]:
+        joined, values = self._figure(benchmark, name, where, params)
+        rows = self._execute("SELECT m.metric_id, r.run_id, r.created, r.host, r.tag, m.unit, "
+                             f"m.better, m.params, m.median, m.ci_low, m.ci_high {joined} "
+                             f"ORDER BY r.created, r.{self.order}, m.seq", values).fetchall()
+        # stored before the summaries were (store version 4): summarised from their samples
+        old = self._samples(f"SELECT m.metric_id {joined} AND m.median IS NULL", values) \
+            if any(r[8] is None for r in rows) else {}
+        parsed: dict[str, dict[str, Any]] = {}  # a fleet's runs repeat the same params
+        out = []
+        for mid, run_id, created, host, tag, unit, better, ps, median, lo, hi in rows:
+            if median is None:
+                s = summarize(old[mid])
+                median, (lo, hi) = s.median, s.ci95
+            if ps not in parsed:
+                parsed[ps] = json.loads(ps)
+            out.append(Figure(run_id, created, host, tag, benchmark, name, unit, better,
+                              parsed[ps], median, lo, hi))
+        return out
+
+    #: Run ids in one IN (...) list at most (SQLite's limit on parameters is far above)
+    CHUNK = 500
+
+    @bulk()
+    def headers(self, run_ids: list[str]) -> dict[str, Run]:
+        ids = list(dict.fromkeys(run_ids))
+        out: dict[str, Run] = {}
+        for i in range(0, len(ids), self.CHUNK):
+            part = ids[i:i + self.CHUNK]
+            for row in self._execute(f"SELECT {self.RUN_COLUMNS} FROM runs r WHERE r.run_id IN "
+                                     f"({','.join('?' * len(part))})", part):
+                out[row[0]] = self._run(row)
+        return out
 
     def delete(self, run_ids: list[str]) -> int:
         gone = 0
@@ -317,17 +377,22 @@ class SqlStore(Store):
         clause, params = self._where(where)
         return self._assemble(clause, params)
 
+    #: A run's row without its metrics, as _run reads it
+    RUN_COLUMNS = ("r.run_id, r.created, r.host, r.tag, r.profile, r.benchmarks, r.duration_s, "
+                   "r.provenance, r.topology, r.findings, r.warnings, r.errors, r.kind")
+
+    @staticmethod
+    def _run(r: Sequence[Any]) -> Run:
+        return Run(r[0], r[1], r[2], r[4], json.loads(r[5]), json.loads(r[7]), json.loads(r[8]),
+                   [], json.loads(r[9]), json.loads(r[10]), json.loads(r[11]), r[3], float(r[6]),
+                   r[12])
+
     @bulk()
     def _assemble(self, clause: str, params: list[Any]) -> list[Run]:
         """The runs a WHERE clause on runs r selects, oldest first: three queries."""
-        runs: dict[str, Run] = {}
-        for r in self._execute(
-                "SELECT r.run_id, r.created, r.host, r.tag, r.profile, r.benchmarks, "
-                "r.duration_s, r.provenance, r.topology, r.findings, r.warnings, r.errors, "
-                f"r.kind FROM runs r{clause} ORDER BY r.created, r.{self.order}", params):
-            runs[r[0]] = Run(r[0], r[1], r[2], r[4], json.loads(r[5]), json.loads(r[7]),
-                             json.loads(r[8]), [], json.loads(r[9]), json.loads(r[10]),
-                             json.loads(r[11]), r[3], float(r[6]), r[12])
+        runs = {row[0]: self._run(row) for row in self._execute(
+            f"SELECT {self.RUN_COLUMNS} FROM runs r{clause} ORDER BY r.created, r.{self.order}",
+            params)}
         joined = f"FROM metrics m JOIN runs r ON r.run_id = m.run_id{clause}"
         metrics: dict[int, Metric] = {}
         parsed: dict[str, dict[str, Any]] = {}  # runs of a fleet repeat the same params

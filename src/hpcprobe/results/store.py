@@ -4,6 +4,7 @@ implements the methods below; commands only ever talk to this interface."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from abc import ABC, abstractmethod
@@ -50,6 +51,31 @@ class Selection:
     since: str | None = None
     until: str | None = None
     tag_prefix: str | None = None  # runs whose tag starts with it
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One run's figure without its samples: where it was taken (its run's id, time, host and
+    tag), what it is (benchmark, name, unit, which way is better, params) and its summary as
+    stored (the median and the 95 % CI of the median)."""
+
+    run_id: str
+    created: str
+    host: str
+    tag: str | None
+    benchmark: str
+    name: str
+    unit: str
+    better: str
+    params: dict[str, Any]
+    median: float
+    ci_low: float
+    ci_high: float
+
+    @property
+    def rel_ci(self) -> float:
+        """Half the CI width relative to the median (as Summary.rel_ci_halfwidth)."""
+        return (self.ci_high - self.ci_low) / 2 / abs(self.median) if self.median else math.inf
 
 
 class AlreadyStored(HpcprobeError):
@@ -113,6 +139,18 @@ class Store(ABC):
         """One metric of every selected run (those of its figures whose params have these
         values, given as text: kernel=triad, threads=128), with its run's id, created, host
         and tag, oldest run first: the figure of a campaign across the fleet, in one query."""
+
+    @abstractmethod
+    def figures_across(self, benchmark: str, name: str, where: Selection | None = None,
+                       params: dict[str, str] | None = None) -> list[Figure]:
+        """As metric_across, but each figure's stored summary instead of its samples: a fleet's
+        history of one figure (a thousand nodes x a year of runs) without reading every
+        sample."""
+
+    @abstractmethod
+    def headers(self, run_ids: list[str]) -> dict[str, Run]:
+        """These runs without their metrics (provenance, topology, findings...): what their
+        configurations are, for many runs in a few queries."""
 
     @abstractmethod
     def disturbances(self, where: Selection | None = None) -> dict[str, tuple[list[Any], bool]]:
