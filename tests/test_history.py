@@ -177,15 +177,67 @@ def test_node_changes_at_about_the_same_time_the_same_way_are_one_fleet_change()
     assert up.nodes == ["n4"] and late.nodes == ["n5"]  # the other way; eleven days later
 
 
-def test_the_fleet_change_names_how_many_nodes_and_what_most_of_them_changed(stored, capsys):
+def test_the_groups_change_names_how_many_nodes_moved_and_what_most_of_them_changed(stored,
+                                                                                   capsys):
     assert main(["history", "--db", stored, "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     [f] = [f for f in doc["fleet"] if f["figure"] == "DRAM triad, 2 cores"]
     assert f["nodes"] == ["n1", "n2"] and f["of"] == 3 and f["change"] < -0.05
     assert {"what": "kernel", "values": "Linux 6.1 -> Linux 6.9", "nodes": 2} in f["causes"]
+    # the campaign medians of the three nodes (one hardware group) step down with them
+    [g] = [g for g in doc["groups"] if g["figure"] == "DRAM triad, 2 cores"]
+    assert g["date"].startswith(f"2026-03-{STEP_NIGHT + 1:02d}") and g["ratio"] < 0.95
+    assert (g["hosts"], g["moved"]) == (3, 2)
+    assert {"what": "kernel", "values": "Linux 6.1 -> Linux 6.9", "hosts": 2} in g["causes"]
     assert main(["history", "--db", stored]) == 0
     out = " ".join(capsys.readouterr().out.split())
-    assert "2 of 3 n1, n2 2 of them changed kernel Linux 6.1 -> Linux 6.9" in out
+    assert "change points of each hardware group's campaign medians" in out
+    # the nodes' change together is the group's: not a table of its own
+    assert "nodes that changed together" not in out
+
+
+def _fleet(location: str) -> None:
+    """21 nodes of one CPU, of which a21 alone loses 10 % from night 5 (nothing in its
+    configuration changed), and 3 of another CPU that all lose 9 % then with a BIOS update."""
+    template = read_json(clusterdata.TEMPLATE)
+    rng = random.Random(7)
+    with Store.open(location) as st, st.transaction():
+        for night in range(10):
+            for host in [f"a{i:02d}" for i in range(1, 22)] + ["b1", "b2", "b3"]:
+                late = night >= 5
+                factor = 0.9 if host == "a21" and late else 0.91 if host[0] == "b" and late \
+                    else 1.0
+                r = clusterdata.node_run(template, host, factor, rng, 0.005, 0,
+                                         f"nightly-{night:02d}")
+                dmi = {**r.provenance.get("dmi", {}),
+                       "bios_version": "2.4" if host[0] == "b" and late else "2.3"}
+                prov = {**r.provenance, "dmi": dmi, "cpu_model": f"CPU {host[0].upper()}"}
+                st.insert(replace(r, created=f"2026-04-{night + 1:02d}T02:00:00+00:00",
+                                  provenance=prov))
+
+
+def test_hardware_groups_apart_and_a_large_fleet_shows_who_changed_alone(tmp_path, capsys):
+    db = str(tmp_path / "fleet.sqlite")
+    _fleet(db)
+    triad = ["--metric", "memory.bandwidth", "--param", "kernel=triad", "--param", "level=DRAM",
+             "--param", "threads=2", "--param", "phase=stream", "--param", "stores=regular"]
+    assert main(["history", "--db", db, *triad, "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert {h: g.split(",")[0] for h, g in doc["hardware"].items()} == \
+        {**{f"a{i:02d}": "CPU A" for i in range(1, 22)}, **{f"b{i}": "CPU B" for i in (1, 2, 3)}}
+    [g] = doc["groups"]  # group A's median does not move for one node
+    assert g["group"].startswith("CPU B") and (g["hosts"], g["moved"]) == (3, 3)
+    assert g["causes"][0] == {"what": "BIOS", "values": g["causes"][0]["values"], "hosts": 3}
+    assert g["causes"][0]["values"].endswith("2.3 -> 2.4") or "2.4" in g["causes"][0]["values"]
+    assert main(["history", "--db", db, *triad]) == 0
+    out = capsys.readouterr().out
+    rows = [line.split()[0] for line in out.splitlines() if line.strip().startswith(("a", "b"))]
+    assert rows == ["a21"]  # past 20 hosts: those that changed alone
+    assert "24 hosts: 1 changed alone, 3 with others (above), 20 without a change point" in \
+        " ".join(out.split())
+    assert main(["history", "--db", db, *triad, "--details"]) == 0
+    assert sum(line.strip().startswith(("a", "b")) for line in
+               capsys.readouterr().out.splitlines()) >= 24
 
 
 def test_a_runs_verdict_names_a_recent_change_in_its_hosts_history(stored):
@@ -209,6 +261,6 @@ def test_the_html_page_has_each_figures_tables_and_plot(stored, tmp_path):
     assert html.count('<img class="plot"') >= 9 and figures >= 6
     assert "nodes that changed together" not in html  # one host: no fleet
     both = hpcprobe("history", "--db", stored, "-o", str(out))
-    assert both.code == 0 and "nodes that changed together" in out.read_text()
+    assert both.code == 0 and "change points of each hardware group" in out.read_text()
     assert_user_error(hpcprobe("history", "--db", stored, "--json", "-", "-o", "-"),
                       "each would write to standard output")

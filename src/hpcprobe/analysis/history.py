@@ -179,14 +179,20 @@ class FleetChange:
     nodes: list[str]
     of: int
     causes: list[tuple[str, str, int]]  # what, "before -> after", how many of the nodes
+    group: str = ""  # the hardware group of the nodes
 
 
 def _days(a: str, b: str) -> float:
     return abs((datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()) / 86400
 
 
-def fleet(changes: dict[str, list[Change]], hosts: int, window: float = WINDOW_DAYS
-          ) -> list[FleetChange]:
+def within(a: str, b: str, window: float = WINDOW_DAYS) -> bool:
+    """Whether two times (ISO 8601) are at most `window` days apart."""
+    return _days(a, b) <= window
+
+
+def fleet(changes: dict[str, list[Change]], hosts: int, window: float = WINDOW_DAYS,
+          group: str = "") -> list[FleetChange]:
     """The node change points of one figure (host -> its changes) grouped into fleet changes:
     the same direction, first runs after within `window` days of the group's first; each with
     the differences the nodes share, most common first."""
@@ -194,20 +200,98 @@ def fleet(changes: dict[str, list[Change]], hosts: int, window: float = WINDOW_D
                      key=lambda hc: hc[1].after.created)
     out = []
     while pending:
-        host, first = pending.pop(0)
-        group = [(host, first)]
-        for item in list(pending):
+        host, first = pending[0]
+        together, members, rest = [(host, first)], {host}, []
+        for i, item in enumerate(pending[1:], 1):
             h, c = item
-            if h not in {g[0] for g in group} and (c.ratio > 1) == (first.ratio > 1) and \
-                    _days(first.after.created, c.after.created) <= window:
-                group.append(item)
-                pending.remove(item)
-        counts: dict[tuple[str, str], int] = {}
-        for _, c in group:
-            for what, values in c.differences:
-                key = (what, " -> ".join(values))
-                counts[key] = counts.get(key, 0) + 1
-        causes = sorted(((w, v, n) for (w, v), n in counts.items()), key=lambda x: -x[2])
-        out.append(FleetChange(first.after.created, statistics.median(c.change for _, c in group),
-                               sorted(h for h, _ in group), hosts, causes))
+            if not within(first.after.created, c.after.created, window):
+                rest += pending[i:]  # oldest first: the rest are later still
+                break
+            if h not in members and (c.ratio > 1) == (first.ratio > 1):
+                together.append(item)
+                members.add(h)
+            else:
+                rest.append(item)
+        pending = rest
+        out.append(FleetChange(first.after.created,
+                               statistics.median(c.change for _, c in together), sorted(members),
+                               hosts, count_causes([c.differences for _, c in together]), group))
     return out
+
+
+def _campaign_keys(points: Sequence[Point]) -> list[str]:
+    """Each run's campaign: its tag where every host ran that tag at most once (a campaign
+    visits each node once), else the tag and the run's day (a tag reused night after night),
+    and an untagged run's day."""
+    seen: dict[str, set[str]] = {}
+    repeated: set[str] = set()
+    for p in points:
+        if p.tag is not None:
+            if p.host in seen.setdefault(p.tag, set()):
+                repeated.add(p.tag)
+            seen[p.tag].add(p.host)
+    return [p.tag if p.tag is not None and p.tag not in repeated
+            else f"{p.tag or ''}@{p.created[:10]}" for p in points]
+
+
+def campaign_medians(series: dict[str, Sequence[Point]], group: str) -> list[Point]:
+    """A group's series of campaign medians (oldest first): per campaign, the median of its
+    hosts' undisturbed run medians, dated by the campaign's first run, its rel_ci the 95 % CI of
+    that median (the rank interval over the hosts); campaigns of one host only are left out
+    (a node's own run is its own series)."""
+    from hpcprobe.common.stats import summarize
+
+    points = [p for ps in series.values() for p in ps if p.disturbed is None and p.median > 0]
+    runs: dict[str, list[Point]] = {}
+    for key, p in zip(_campaign_keys(points), points, strict=True):
+        runs.setdefault(key, []).append(p)
+    out = []
+    for key, ps in runs.items():
+        if len({p.host for p in ps}) < 2:
+            continue
+        s = summarize([p.median for p in ps])
+        first = min(p.created for p in ps)
+        out.append(Point(key, first, group, key, s.median, s.rel_ci_halfwidth))
+    return sorted(out, key=lambda p: p.created)
+
+
+@dataclass(frozen=True)
+class GroupChange:
+    """A change point of a group's campaign medians: the change, how many of the group's
+    hosts' own series changed the same way within WINDOW_DAYS of it, and the configuration
+    differences across it per host (each host's last run before and first run after), with
+    how many hosts had each."""
+
+    group: str
+    change: Change
+    hosts: int
+    moved: int
+    causes: list[tuple[str, str, int]]
+
+
+def moved_with(change: Change, changes: dict[str, list[Change]]) -> int:
+    """How many hosts' own change points went the way of `change` within WINDOW_DAYS."""
+    return sum(1 for cs in changes.values() if any(
+        (c.ratio > 1) == (change.ratio > 1) and within(change.after.created, c.after.created)
+        for c in cs))
+
+
+def either_side(series: Sequence[Point], when: str) -> tuple[Point, Point] | None:
+    """A host's last undisturbed run before `when` and its first at or after it (None where
+    it has no run on one side)."""
+    used = [p for p in series if p.disturbed is None]
+    before = [p for p in used if p.created < when]
+    after = [p for p in used if p.created >= when]
+    return (before[-1], after[0]) if before and after else None
+
+
+def count_causes(differences: Sequence[Sequence[tuple[str, Sequence[str]]]]
+                 ) -> list[tuple[str, str, int]]:
+    """(what, "before -> after", how many) over several hosts' differences, most common
+    first."""
+    counts: dict[tuple[str, str], int] = {}
+    for diffs in differences:
+        for what, values in diffs:
+            key = (what, " -> ".join(values))
+            counts[key] = counts.get(key, 0) + 1
+    return sorted(((w, v, n) for (w, v), n in counts.items()), key=lambda x: -x[2])

@@ -1,7 +1,8 @@
 """`hpcprobe history`: one figure (or the headline figures) over time for a host, a tag prefix
-or the whole store, each host's series with its change points, what changed in the node's
-configuration across each, and the runs left out as disturbed. Its figures come from one SQL
-query each (`Store.metric_across`), never by loading every run."""
+or the whole store, each host's series with its change points, each hardware group's campaign
+medians with theirs, what changed in the nodes' configuration across each, and the runs left
+out as disturbed. Its figures come from one SQL query each (`Store.figure_across`: the stored
+summaries, not the samples), the configurations of the runs that matter from one more."""
 
 from __future__ import annotations
 
@@ -11,11 +12,11 @@ import io
 import json
 import sys
 from dataclasses import replace
-from typing import Any
 
 from hpcprobe import registry
 from hpcprobe.analysis import history
 from hpcprobe.analysis.compare import joined_params
+from hpcprobe.analysis.reference import describe, hardware
 from hpcprobe.analysis.verdict import DISTURBED, Headline
 from hpcprobe.commands.base import (
     Spec,
@@ -31,7 +32,7 @@ from hpcprobe.common import files
 from hpcprobe.common.errors import UserError
 from hpcprobe.machine import fingerprint
 from hpcprobe.results.model import Metric, Run
-from hpcprobe.results.store import Selection, Store
+from hpcprobe.results.store import Figure, Selection, Store
 from hpcprobe.views import history as views
 
 #: More series of one figure a host than this (its params not narrowed): refused, with the
@@ -51,6 +52,9 @@ def setup(p: argparse.ArgumentParser) -> None:
     add_selection(p)
     p.add_argument("--tag-prefix", metavar="PREFIX",
                    help="only runs whose tag starts with PREFIX (a campaign's passes)")
+    p.add_argument("--details", action="store_true",
+                   help="every host's row (by default, past 20 hosts, only those that changed "
+                        "alone)")
     add_json(p, "the series and their change points")
     p.add_argument("--csv", metavar="FILE", help="write every point as CSV (`-`: standard "
                                                  "output)")
@@ -66,12 +70,12 @@ def _selection(a: argparse.Namespace) -> Selection:
 
 
 def _figures(store: Store, a: argparse.Namespace, where: Selection
-             ) -> list[tuple[str, list[tuple[dict[str, Any], Metric]]]]:
+             ) -> list[tuple[str, list[Figure]]]:
     """(label, its figures across the runs) for --metric, else for each headline figure of
     the newest run selected."""
     if a.metric:
         benchmark, name = a.metric
-        got = store.metric_across(benchmark, name, where, dict(a.param or []))
+        got = store.figures_across(benchmark, name, where, dict(a.param or []))
         if not got:
             raise UserError(f"no figure of {'.'.join(a.metric)}"
                             + (f" with {' '.join(f'{k}={v}' for k, v in a.param)}"
@@ -89,13 +93,13 @@ def _figures(store: Store, a: argparse.Namespace, where: Selection
     return out
 
 
-def _across(store: Store, m: Metric, where: Selection) -> list[tuple[dict[str, Any], Metric]]:
+def _across(store: Store, m: Metric, where: Selection) -> list[Figure]:
     """The figure `m` is in every selected run: its metric with the same params, but those
     that say where or how it was taken (the CPUs), in one query."""
     skip = registry.not_joined().of(m.benchmark)
     exact = {k: json.dumps(v) if isinstance(v, bool) or v is None else str(v)
              for k, v in m.params.items() if k not in skip and not isinstance(v, (dict, list))}
-    return [(info, f) for info, f in store.metric_across(m.benchmark, m.name, where, exact)
+    return [f for f in store.figures_across(m.benchmark, m.name, where, exact)
             if all(f.params.get(k) == v for k, v in m.params.items() if k not in skip)]
 
 
@@ -121,10 +125,13 @@ def recent(store: Store, run: Run, headlines: list[Headline], last: int = RECENT
             if points.index(c.after) >= len(points) - last:
                 found.setdefault(c.after.run_id, []).append((h.label, c))
     out = []
-    loaded = {run.run_id: run}  # this run is not stored yet
+    runs = {**store.headers([r for after, cs in found.items()
+                             for r in (cs[0][1].before.run_id, after)]),
+            run.run_id: run}  # this run is not stored yet
     for after, changes in found.items():
         c = changes[0][1]
-        what = views.differences_text(_differences(store, (c.before.run_id, after), loaded))
+        what = views.differences_text(fingerprint.differences([runs[c.before.run_id],
+                                                                runs[after]]))
         out.append(f"since {c.after.created[:10]} ({what}): " + ", ".join(
             f"{label} {100 * ch.change:+.1f}%" for label, ch in changes)
             + f"; `hpcprobe history --host {run.host}`")
@@ -143,19 +150,21 @@ def _reasons(store: Store, where: Selection) -> dict[tuple[str, str], str]:
     return out
 
 
-def _series(label: str, figs: list[tuple[dict[str, Any], Metric]],
-            reasons: dict[tuple[str, str], str]) -> list[views.Series]:
+def _series(label: str, figs: list[Figure], reasons: dict[tuple[str, str], str]
+            ) -> list[views.Series]:
     """One series per host and distinct params."""
     groups: dict[tuple[str, str], list[history.Point]] = {}
-    first: dict[tuple[str, str], Metric] = {}
+    first: dict[tuple[str, str], Figure] = {}
     skip = registry.not_joined()
-    for info, m in figs:
-        key = (info["host"], joined_params(m.params, skip.of(m.benchmark)))
-        first.setdefault(key, m)
-        why = reasons.get((info["run_id"], "*")) or reasons.get((info["run_id"], m.benchmark))
+    joined: dict[int, str] = {}  # a store's figures share one params dict per distinct text
+    for f in figs:
+        if id(f.params) not in joined:
+            joined[id(f.params)] = joined_params(f.params, skip.of(f.benchmark))
+        key = (f.host, joined[id(f.params)])
+        first.setdefault(key, f)
+        why = reasons.get((f.run_id, "*")) or reasons.get((f.run_id, f.benchmark))
         groups.setdefault(key, []).append(history.Point(
-            info["run_id"], info["created"], info["host"], info["tag"], m.summary.median,
-            m.summary.rel_ci_halfwidth, why))
+            f.run_id, f.created, f.host, f.tag, f.median, f.rel_ci, why))
     per_host: dict[str, int] = {}
     for h, _ in groups:
         per_host[h] = per_host.get(h, 0) + 1
@@ -168,30 +177,69 @@ def _series(label: str, figs: list[tuple[dict[str, Any], Metric]],
             for k, pts in sorted(groups.items())]
 
 
-def _differences(store: Store, pair: tuple[str, str], loaded: dict[str, Run]
-                 ) -> list[tuple[str, list[str]]]:
-    """The configuration differences between two runs, each loaded once (`loaded` keeps
-    them: many figures change between the same two runs)."""
-    for r in pair:
-        if r not in loaded:
-            loaded[r] = store.load(r)
-    return fingerprint.differences([loaded[r] for r in pair])
-
-
 def _attribute(store: Store, series: list[views.Series]) -> None:
-    """Each change point's configuration differences between its runs either side."""
-    loaded: dict[str, Run] = {}
+    """Each change point's configuration differences between its runs either side (those runs
+    read in one query)."""
+    runs = store.headers([r for s in series for c in s.changes
+                          for r in (c.before.run_id, c.after.run_id)])
     for s in series:
         for i, c in enumerate(s.changes):
-            s.changes[i] = replace(c, differences=_differences(
-                store, (c.before.run_id, c.after.run_id), loaded))
+            s.changes[i] = replace(c, differences=fingerprint.differences(
+                [runs[c.before.run_id], runs[c.after.run_id]]))
 
 
-def _fleets(series: list[views.Series]) -> dict[str, list[history.FleetChange]]:
-    """Per figure shown for more than one host, its nodes' change points grouped into fleet
-    changes (the same way, at about the same time)."""
-    return {label: history.fleet({s.host: s.changes for s in ss}, len(ss))
-            for label, ss in views.by_label(series).items() if len({s.host for s in ss}) > 1}
+def _hardware(store: Store, series: list[views.Series]) -> dict[str, str]:
+    """Host -> its hardware group (CPU, sockets x cores, the families' devices), as its newest
+    run shown says."""
+    newest = {s.host: s.points[-1] for s in series}
+    runs = store.headers([p.run_id for p in newest.values()])
+    return {h: describe(hardware(runs[p.run_id], registry.hardware_labels))
+            for h, p in newest.items()}
+
+
+def _group_changes(store: Store, series: list[views.Series], groups: dict[str, str]
+                   ) -> dict[str, list[history.GroupChange]]:
+    """Per figure, the change points of each hardware group's campaign medians (groups of two
+    hosts or more), each attributed over the group's hosts: their runs either side of it."""
+    found: list[tuple[str, str, dict[str, views.Series], history.Change]] = []
+    for label, ss in views.by_label(series).items():
+        members: dict[str, dict[str, views.Series]] = {}
+        for s in ss:
+            members.setdefault(groups[s.host], {})[s.host] = s
+        for group, hosts in sorted(members.items()):
+            if len(hosts) > 1:
+                medians = history.campaign_medians({h: s.points for h, s in hosts.items()},
+                                                   group)
+                found += [(label, group, hosts, c) for c in history.change_points(medians)]
+    pairs = {(label, group, c.after.created): {h: history.either_side(s.points, c.after.created)
+                                               for h, s in hosts.items()}
+             for label, group, hosts, c in found}
+    runs = store.headers([p.run_id for ps in pairs.values() for pair in ps.values() if pair
+                          for p in pair])
+    out: dict[str, list[history.GroupChange]] = {}
+    for label, group, hosts, c in found:
+        diffs = [fingerprint.differences([runs[a.run_id], runs[b.run_id]])
+                 for pair in pairs[(label, group, c.after.created)].values() if pair
+                 for a, b in [pair]]
+        out.setdefault(label, []).append(history.GroupChange(
+            group, c, len(hosts), history.moved_with(c, {h: s.changes for h, s in
+                                                        hosts.items()}),
+            history.count_causes(diffs)))
+    return out
+
+
+def _fleets(series: list[views.Series], groups: dict[str, str]
+            ) -> dict[str, list[history.FleetChange]]:
+    """Per figure, each hardware group's nodes' change points grouped into changes together
+    (the same way, at about the same time; a change of one node is its own)."""
+    out: dict[str, list[history.FleetChange]] = {}
+    for label, ss in views.by_label(series).items():
+        members: dict[str, dict[str, list[history.Change]]] = {}
+        for s in ss:
+            members.setdefault(groups[s.host], {})[s.host] = s.changes
+        out[label] = [f for group, hosts in sorted(members.items())
+                      for f in history.fleet(hosts, len(hosts), group=group)]
+    return out
 
 
 def handle(a: argparse.Namespace) -> int:
@@ -209,15 +257,17 @@ def handle(a: argparse.Namespace) -> int:
         for s in series:
             s.changes = history.change_points(s.points)
         _attribute(store, series)
-    fleets = _fleets(series)
+        groups = _hardware(store, series)
+        found = views.History(series, _fleets(series, groups), groups,
+                              _group_changes(store, series, groups))
     if not outs:
-        views.show(series, fleets, console())
+        views.show(found, console(), a.details)
     if a.json:
-        print_json(views.document(series, fleets), a.json)
+        print_json(views.document(found), a.json)
     if a.csv:
         _write_csv(series, a.csv)
     if a.output:
-        _write(views.page(series, fleets, "hpcprobe history"), a.output, "-o")
+        _write(views.page(found, "hpcprobe history"), a.output, "-o")
     return 0
 
 

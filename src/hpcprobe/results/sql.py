@@ -14,8 +14,8 @@ from typing import Any
 
 from hpcprobe.common.bulk import bulk
 from hpcprobe.common.errors import HpcprobeError, UserError
-from hpcprobe.results.model import SCHEMA_VERSION, Metric, Run, validate
 from hpcprobe.common.stats import summarize
+from hpcprobe.results.model import SCHEMA_VERSION, Metric, Run, validate
 from hpcprobe.results.store import AlreadyStored, Figure, RunInfo, Selection, Store
 
 #: The version-1 tables, in each backend's types (later versions: MIGRATIONS).
