@@ -55,7 +55,7 @@ def test_too_few_runs_are_not_searched_and_disturbed_runs_are_left_out():
     assert history.change_points(series(history.MIN_RUNS - 1, 3, -0.2)) == []
     pts = series(16, 8, -0.1, seed=1)
     # the runs after the step, all disturbed: left out, so nothing is left to see it
-    marked = [replace(p, disturbed="node_changed") if i >= 8 else p for i, p in enumerate(pts)]
+    marked = [p._replace(disturbed="node_changed") if i >= 8 else p for i, p in enumerate(pts)]
     assert history.change_points(marked) == []
     assert len(history.change_points(pts)) == 1
 
@@ -164,7 +164,7 @@ def test_node_changes_at_about_the_same_time_the_same_way_are_one_fleet_change()
     def change(host: str, day: int, ratio: float, kernel: str) -> history.Change:
         before = history.Point("b", f"2026-05-{day - 1:02d}T00:00:00+00:00", host, None, 1.0,
                                0.01)
-        after = replace(before, run_id="a", created=f"2026-05-{day:02d}T00:00:00+00:00")
+        after = before._replace(run_id="a", created=f"2026-05-{day:02d}T00:00:00+00:00")
         return history.Change(before, after, 1.0, ratio, ratio, (ratio, ratio), 1e-6, 5, 5,
                               [("kernel", ["6.1", kernel])])
     changes = {"n1": [change("n1", 14, 0.91, "6.9")], "n2": [change("n2", 15, 0.90, "6.9")],

@@ -99,8 +99,15 @@ def _across(store: Store, m: Metric, where: Selection) -> list[Figure]:
     skip = registry.not_joined().of(m.benchmark)
     exact = {k: json.dumps(v) if isinstance(v, bool) or v is None else str(v)
              for k, v in m.params.items() if k not in skip and not isinstance(v, (dict, list))}
-    return [f for f in store.figures_across(m.benchmark, m.name, where, exact)
-            if all(f.params.get(k) == v for k, v in m.params.items() if k not in skip)]
+    same: dict[int, bool] = {}  # the store's figures share one params dict per distinct text
+    out = []
+    for f in store.figures_across(m.benchmark, m.name, where, exact):
+        if id(f.params) not in same:
+            same[id(f.params)] = all(f.params.get(k) == v for k, v in m.params.items()
+                                     if k not in skip)
+        if same[id(f.params)]:
+            out.append(f)
+    return out
 
 
 def recent(store: Store, run: Run, headlines: list[Headline], last: int = RECENT) -> list[str]:

@@ -113,10 +113,14 @@ class SqlStore(Store):
     order = "rowid"  # the column that orders runs created in the same second
     driver_errors: tuple[type[Exception], ...] = ()
     base_ddl: tuple[str, ...] = ()  # the version-1 schema, statement by statement
+    #: a backend's own statements after a version's shared ones (its indexes)
+    own_migrations: dict[int, tuple[str, ...]] = {}
 
     def __init__(self, conn: Any, path: Path | str) -> None:
         self.conn = conn
         self.path = path
+        #: the selected runs' index by selection (_run_index), until a run is stored or deleted
+        self._runs: dict[Selection, dict[str, tuple[int, str, str, str | None]]] = {}
 
     def close(self) -> None:
         self.conn.close()
@@ -183,7 +187,7 @@ class SqlStore(Store):
                         self._execute(statement)
                     version = 1
                 for step in range(version + 1, STORE_VERSION + 1):
-                    for statement in MIGRATIONS[step]:
+                    for statement in (*MIGRATIONS[step], *self.own_migrations.get(step, ())):
                         self._execute(statement)
                 self._set_version(STORE_VERSION)
         except self.driver_errors as exc:
@@ -211,6 +215,7 @@ class SqlStore(Store):
         """The run's rows, inside the caller's transaction, neither validated nor checked for
         a stored run of its id: `save` does both; a generator of many runs from one validated
         document (benchmarks/history_scale.py) calls this in one transaction."""
+        self._runs.clear()
         self._execute(
             "INSERT INTO runs (run_id, created, host, tag, profile, benchmarks, duration_s, "
             "schema_version, provenance, topology, findings, warnings, errors, kind) "
@@ -272,13 +277,21 @@ class SqlStore(Store):
                 params: dict[str, str] | None) -> tuple[str, list[Any]]:
         """FROM ... WHERE of one metric's rows m (with its runs r) in the selected runs, those
         whose params have these values (matched on the params' canonical JSON text)."""
-        conds, values = ["m.benchmark = ?", "m.name = ?"], [benchmark, name]
+        conds, values = self._param_conds(params)
+        clause, params_ = self._where(where, ["m.benchmark = ?", "m.name = ?", *conds],
+                                      [benchmark, name, *values])
+        return f"FROM metrics m JOIN runs r ON r.run_id = m.run_id{clause}", params_
+
+    @staticmethod
+    def _param_conds(params: dict[str, str] | None) -> tuple[list[str], list[Any]]:
+        """Conditions on m.params (its canonical JSON text) for params of these values."""
+        conds: list[str] = []
+        values: list[Any] = []
         for key, text in (params or {}).items():
             item = f"{json.dumps(key)}: {json_value(text)}"
             conds.append("(m.params LIKE ? ESCAPE '!' OR m.params LIKE ? ESCAPE '!')")
             values += [f"%{_like(item)},%", f"%{_like(item)}}}"]
-        clause, params_ = self._where(where, conds, values)
-        return f"FROM metrics m JOIN runs r ON r.run_id = m.run_id{clause}", params_
+        return conds, values
 
     def _samples(self, ids_from: str, params: list[Any]) -> dict[int, list[float]]:
         """Metric id -> its samples in order, for the metric ids a subquery gives."""
@@ -304,13 +317,19 @@ class SqlStore(Store):
     @bulk()
     def figures_across(self, benchmark: str, name: str, where: Selection | None = None,
                        params: dict[str, str] | None = None) -> list[Figure]:
-        joined, values = self._figure(benchmark, name, where, params)
-        rows = self._execute("SELECT m.metric_id, r.run_id, r.created, r.host, r.tag, m.unit, "
-                             f"m.better, m.params, m.median, m.ci_low, m.ci_high {joined} "
-                             f"ORDER BY r.created, r.{self.order}, m.seq", values).fetchall()
-        # stored before the summaries were (store version 4): summarised from their samples
-        old = self._samples(f"SELECT m.metric_id {joined} AND m.median IS NULL", values) \
-            if any(r[8] is None for r in rows) else {}
+        if where is not None and where.host is not None:  # one host's runs: joined in SQL
+            joined, values = self._figure(benchmark, name, where, params)
+            rows = self._execute(
+                "SELECT m.metric_id, r.run_id, r.created, r.host, r.tag, m.unit, m.better, "
+                f"m.params, m.median, m.ci_low, m.ci_high {joined} ORDER BY r.created, "
+                f"r.{self.order}, m.seq", values).fetchall()
+        else:  # a fleet's: the figure's rows and the runs' apart, joined here (each table
+            # read once, not a run row looked up per figure; the runs' read once a selection)
+            rows = self._fleet_figure(benchmark, name, where, params)
+        old: dict[int, list[float]] = {}
+        if any(r[8] is None for r in rows):  # stored before store version 4: no summary
+            joined, values = self._figure(benchmark, name, where, params)
+            old = self._samples(f"SELECT m.metric_id {joined} AND m.median IS NULL", values)
         parsed: dict[str, dict[str, Any]] = {}  # a fleet's runs repeat the same params
         out = []
         for mid, run_id, created, host, tag, unit, better, ps, median, lo, hi in rows:
@@ -322,6 +341,36 @@ class SqlStore(Store):
             out.append(Figure(run_id, created, host, tag, benchmark, name, unit, better,
                               parsed[ps], median, lo, hi))
         return out
+
+    def _fleet_figure(self, benchmark: str, name: str, where: Selection | None,
+                      params: dict[str, str] | None) -> list[tuple[Any, ...]]:
+        """figures_across's rows for a wide selection: the metric's rows by its index alone,
+        then the selected runs' (run id -> when, host, tag; kept for the next figure of the
+        same selection), joined and ordered here."""
+        conds, values = self._param_conds(params)
+        figs = self._execute(
+            "SELECT m.metric_id, m.run_id, m.seq, m.unit, m.better, m.params, m.median, "
+            "m.ci_low, m.ci_high FROM metrics m WHERE m.benchmark = ? AND m.name = ?"
+            + "".join(f" AND {c}" for c in conds), [benchmark, name, *values]).fetchall()
+        runs = self._run_index(where or Selection())
+        rows = []
+        for mid, run_id, seq, unit, better, ps, median, lo, hi in figs:
+            r = runs.get(run_id)
+            if r is not None:
+                rows.append(((r[0], seq), (mid, run_id, r[1], r[2], r[3], unit, better, ps,
+                                           median, lo, hi)))
+        rows.sort(key=itemgetter(0))
+        return [row for _, row in rows]
+
+    def _run_index(self, where: Selection) -> dict[str, tuple[int, str, str, str | None]]:
+        """Run id -> (its place in created order, created, host, tag) of the selected runs,
+        read once per selection while no run is stored or deleted."""
+        if where not in self._runs:
+            clause, params = self._where(where)
+            self._runs[where] = {r[0]: (i, r[1], r[2], r[3]) for i, r in enumerate(self._execute(
+                f"SELECT r.run_id, r.created, r.host, r.tag FROM runs r{clause} "
+                f"ORDER BY r.created, r.{self.order}", params))}
+        return self._runs[where]
 
     #: Run ids in one IN (...) list at most (SQLite's limit on parameters is far above)
     CHUNK = 500
@@ -339,6 +388,7 @@ class SqlStore(Store):
 
     def delete(self, run_ids: list[str]) -> int:
         gone = 0
+        self._runs.clear()
         with self.transaction():
             for run_id in run_ids:  # metrics and samples go with their run (ON DELETE CASCADE)
                 gone += self._execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount
