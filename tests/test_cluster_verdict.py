@@ -386,6 +386,29 @@ def test_cluster_report_judges_each_node_against_its_own_previous_runs(tmp_path,
     assert "n5 DRAM triad, 1 core -" in out
 
 
+def test_cluster_report_names_a_node_that_drifted_from_its_own_past_inside_the_fleet(
+        tmp_path, capsys):
+    """Ten nightly campaigns of six nodes whose figures spread by 0.5 %: n3 loses 2.5 % from
+    the sixth on, less than the 4 % its peers would flag, but a step in its own history."""
+    db = tmp_path / "r.sqlite"
+    with Store.open(db) as st:
+        for night in range(10):
+            tag = f"c{night:02d}"
+            _, runs = clusterdata.campaign(6, slow_nodes={"n3": 0.975} if night >= 5 else {},
+                                           noise=0.005, tag=tag, seed=night)
+            for r in runs:
+                st.save(replace(r, tag=tag, created=r.created.replace(
+                    "2026-01-01", f"2026-02-{night + 1:02d}")))
+    assert main(["cluster", "report", "c09", "--db", str(db), "--json"]) in (0, 1)
+    doc = json.loads(capsys.readouterr().out)
+    assert not any("n3" in f["nodes"] for f in doc["findings"])  # inside the fleet's spread
+    assert list(doc["drifted"]) == ["n3"]
+    assert doc["drifted"]["n3"].startswith("since 2026-02-06: DRAM triad, 1 core -2.")
+    main(["cluster", "report", "c09", "--db", str(db)])
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Drifted from their own past while inside the fleet's spread (1): n3: " in out
+
+
 def test_cluster_report_json_and_thresholds(stored, capsys):
     assert main(["cluster", "report", "c1", "--db", str(stored), "--json", "--worse", "50%"]) \
         == 0  # 20 % worse is under a 50 % practical threshold

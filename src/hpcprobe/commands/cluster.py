@@ -16,7 +16,7 @@ from hpcprobe.analysis.verdict import Verdict as Judged
 from hpcprobe.cluster import views
 from hpcprobe.cluster.campaign import Campaign, Plan, link_rounds, node_counts
 from hpcprobe.cluster.verdict import Thresholds, Verdict, analyse, campaign_thresholds
-from hpcprobe.commands import output, runargs
+from hpcprobe.commands import history, output, runargs
 from hpcprobe.commands.base import (
     Bar,
     Parser,
@@ -35,6 +35,7 @@ from hpcprobe.results.model import Run
 from hpcprobe.results.store import Selection, Store
 from hpcprobe.schedulers import SCHEDULERS, Scheduler
 from hpcprobe.views import verdict as verdict_views
+from hpcprobe.views.table import Lines
 
 
 def _fraction(text: str) -> float:
@@ -338,11 +339,14 @@ def cmd_report(a: argparse.Namespace) -> int:
     against = output.Against.of(a.against)
     with Store.open(a.db, create=False) as store:
         v, runs = _load(store, a.campaign, a)
-        # each node against its reference; its history's change points are `history`'s
-        # (a thousand nodes' searches would cost minutes here)
-        nodes = {r.host: against.verdict(r, store, recent=False) for r in _newest(runs)}
+        newest = _newest(runs)
+        # each node against its reference; its history's change points found for all the
+        # nodes at once (one query a figure), those of the nodes its peers did not flag
+        nodes = {r.host: against.verdict(r, store, recent=False) for r in newest}
+        flagged = {n for f in v.findings for n in f.nodes}
+        drift = history.drifted(store, newest, set(v.measured) - flagged)
     sched = SCHEDULERS[a.scheduler]()
-    status = _report(v, sched, a, drain=a.drain, nodes=nodes)
+    status = _report(v, sched, a, drain=a.drain, nodes=nodes, drift=drift)
     return EXIT_FAILURE if any(n.failed for n in nodes.values()) else status
 
 
@@ -355,16 +359,20 @@ def _newest(runs: list[Run]) -> list[Run]:
 
 
 def _report(v: Verdict, sched: Scheduler, a: argparse.Namespace, drain: bool,
-            nodes: dict[str, Judged] | None = None) -> int:
+            nodes: dict[str, Judged] | None = None, drift: dict[str, str] | None = None) -> int:
     from hpcprobe.views import terminal
 
     fleet = verdict_views.fleet(nodes or {}, getattr(a, "details", False))
+    if drift:
+        fleet.append(Lines([f"Drifted from their own past while inside the fleet's spread "
+                            f"({len(drift)}):"] + [f"  {h}: {what}" for h, what in drift.items()]
+                           + ["  (`hpcprobe history --host NODE` shows each one's series)"]))
     blocks = fleet + views.blocks(v, sched.drain_argv)
     output, as_json = getattr(a, "output", None), getattr(a, "json", None)
     # the page or the document on standard output: the tables on stderr
     piped = files.is_stdout(output) or files.is_stdout(as_json)
     if as_json:
-        print_json(views.document(v, sched.drain_argv), as_json)
+        print_json({**views.document(v, sched.drain_argv), "drifted": drift or {}}, as_json)
     if not files.is_stdout(as_json):
         terminal.print_blocks(blocks, console(piped))
     if output:

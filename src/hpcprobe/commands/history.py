@@ -12,6 +12,7 @@ import io
 import json
 import sys
 from dataclasses import replace
+from datetime import datetime, timedelta
 
 from hpcprobe import registry
 from hpcprobe.analysis import history
@@ -143,6 +144,43 @@ def recent(store: Store, run: Run, headlines: list[Headline], last: int = RECENT
             f"{label} {100 * ch.change:+.1f}%" for label, ch in changes)
             + f"; `hpcprobe history --host {run.host}`")
     return out
+
+
+#: How far back `cluster report` looks in its nodes' own histories (days before the campaign)
+DRIFT_DAYS = 120
+
+
+def drifted(store: Store, runs: list[Run], inside: set[str], last: int = RECENT
+            ) -> dict[str, str]:
+    """Host -> what changed, for each node of a campaign (its newest runs) in `inside` (not
+    flagged against its peers) whose own history of a headline figure (its runs of the last
+    DRIFT_DAYS) has a change point among its last `last` runs: it drifted from its own past
+    while inside the fleet's spread. One query a headline figure for all the nodes."""
+    if not runs:
+        return {}
+    newest = max(datetime.fromisoformat(r.created) for r in runs)
+    where = Selection(since=(newest - timedelta(days=DRIFT_DAYS)).isoformat())
+    hosts = {r.host for r in runs} & inside
+    reasons = _reasons(store, where)
+    found: dict[str, list[tuple[str, history.Change]]] = {}
+    for h in (h for picker in registry.pickers() for h in picker(runs[0])):
+        try:
+            series = _series(h.label, [f for f in _across(store, h.metric, where)
+                                       if f.host in hosts], reasons)
+        except UserError:  # figures the verdict's params do not tell apart: no history
+            continue
+        for s in series:
+            for c in history.change_points(s.points):
+                if s.points.index(c.after) >= len(s.points) - last:
+                    found.setdefault(s.host, []).append((h.label, c))
+    configs = store.headers([r for cs in found.values()
+                             for r in (cs[0][1].before.run_id, cs[0][1].after.run_id)])
+    return {host: f"since {cs[0][1].after.created[:10]}: " + ", ".join(
+        f"{label} {100 * c.change:+.1f}%" for label, c in cs[:3])
+        + (f" and {len(cs) - 3} more" if len(cs) > 3 else "") + " (" + views.differences_text(
+            fingerprint.differences([configs[cs[0][1].before.run_id],
+                                     configs[cs[0][1].after.run_id]])) + ")"
+        for host, cs in sorted(found.items())}
 
 
 def _reasons(store: Store, where: Selection) -> dict[tuple[str, str], str]:
