@@ -80,7 +80,8 @@ def noise(values: Sequence[float]) -> float:
     diffs = [b - a for a, b in zip(values, values[1:], strict=False)]
     if len(diffs) < 2:
         return 0.0
-    mad = statistics.median(abs(d - statistics.median(diffs)) for d in diffs)
+    mid = statistics.median(diffs)
+    mad = statistics.median(abs(d - mid) for d in diffs)
     # figures of few samples take few values: most differences 0, a MAD of 0; then the
     # standard deviation, which one step moves by one difference only
     return (1.4826 * mad if mad > 0 else _sd(diffs)) / math.sqrt(2)
