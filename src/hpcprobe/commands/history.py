@@ -175,12 +175,18 @@ def drifted(store: Store, runs: list[Run], inside: set[str], last: int = RECENT
                     found.setdefault(s.host, []).append((h.label, c))
     configs = store.headers([r for cs in found.values()
                              for r in (cs[0][1].before.run_id, cs[0][1].after.run_id)])
-    return {host: f"since {cs[0][1].after.created[:10]}: " + ", ".join(
-        f"{label} {100 * c.change:+.1f}%" for label, c in cs[:3])
-        + (f" and {len(cs) - 3} more" if len(cs) > 3 else "") + " (" + views.differences_text(
-            fingerprint.differences([configs[cs[0][1].before.run_id],
-                                     configs[cs[0][1].after.run_id]])) + ")"
-        for host, cs in sorted(found.items())}
+    return {host: _drift(cs, configs) for host, cs in sorted(found.items())}
+
+
+def _drift(changes: list[tuple[str, history.Change]], configs: dict[str, Run]) -> str:
+    """A node's recent change points in a few words: since when, the first three figures and
+    what changed in its configuration across the first."""
+    first = changes[0][1]
+    moved = ", ".join(f"{label} {100 * c.change:+.1f}%" for label, c in changes[:3])
+    more = f" and {len(changes) - 3} more" if len(changes) > 3 else ""
+    what = views.differences_text(fingerprint.differences(
+        [configs[first.before.run_id], configs[first.after.run_id]]))
+    return f"since {first.after.created[:10]}: {moved}{more} ({what})"
 
 
 def _reasons(store: Store, where: Selection) -> dict[tuple[str, str], str]:
@@ -227,10 +233,13 @@ def _attribute(store: Store, series: list[views.Series]) -> None:
     read in one query)."""
     runs = store.headers([r for s in series for c in s.changes
                           for r in (c.before.run_id, c.after.run_id)])
+    known: dict[tuple[str, str], list[tuple[str, list[str]]]] = {}  # figures share pairs
     for s in series:
         for i, c in enumerate(s.changes):
-            s.changes[i] = replace(c, differences=fingerprint.differences(
-                [runs[c.before.run_id], runs[c.after.run_id]]))
+            pair = (c.before.run_id, c.after.run_id)
+            if pair not in known:
+                known[pair] = fingerprint.differences([runs[r] for r in pair])
+            s.changes[i] = replace(c, differences=known[pair])
 
 
 def _hardware(store: Store, series: list[views.Series]) -> dict[str, str]:
