@@ -238,6 +238,11 @@ def test_hardware_groups_apart_and_a_large_fleet_shows_who_changed_alone(tmp_pat
     assert main(["history", "--db", db, *triad, "--details"]) == 0
     assert sum(line.strip().startswith(("a", "b")) for line in
                capsys.readouterr().out.splitlines()) >= 24
+    assert main(["history", "--db", db, *triad, "--group", "cpu b", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert sorted({s["host"] for s in doc["series"]}) == ["b1", "b2", "b3"]
+    assert_user_error(hpcprobe("history", "--db", db, *triad, "--group", "EPYC"),
+                      "--group EPYC: no host selected is of such hardware; their groups: CPU A")
 
 
 def test_a_runs_verdict_names_a_recent_change_in_its_hosts_history(stored):

@@ -53,6 +53,9 @@ def setup(p: argparse.ArgumentParser) -> None:
     add_selection(p)
     p.add_argument("--tag-prefix", metavar="PREFIX",
                    help="only runs whose tag starts with PREFIX (a campaign's passes)")
+    p.add_argument("--group", metavar="TEXT",
+                   help="only hosts whose hardware group (CPU, sockets x cores, GPU models, as "
+                        "the table titles show it) contains TEXT, e.g. 'EPYC 9654'")
     p.add_argument("--details", action="store_true",
                    help="every host's row (by default, past 20 hosts, only those that changed "
                         "alone)")
@@ -251,6 +254,16 @@ def _hardware(store: Store, series: list[views.Series]) -> dict[str, str]:
             for h, p in newest.items()}
 
 
+def _in_group(series: list[views.Series], groups: dict[str, str], text: str
+              ) -> list[views.Series]:
+    """The series of the hosts whose hardware group contains `text` (any case)."""
+    kept = [s for s in series if text.lower() in groups[s.host].lower()]
+    if not kept:
+        raise UserError(f"--group {text}: no host selected is of such hardware; their groups: "
+                        + "; ".join(sorted(set(groups.values()))))
+    return kept
+
+
 def _group_changes(store: Store, series: list[views.Series], groups: dict[str, str]
                    ) -> dict[str, list[history.GroupChange]]:
     """Per figure, the change points of each hardware group's campaign medians (groups of two
@@ -308,10 +321,13 @@ def handle(a: argparse.Namespace) -> int:
         reasons = _reasons(store, where)
         series = [s for label, figs in _figures(store, a, where)
                   for s in _series(label, figs, reasons)]
+        groups = _hardware(store, series)
+        if a.group:
+            series = _in_group(series, groups, a.group)
+            groups = {s.host: groups[s.host] for s in series}
         for s in series:
             s.changes = history.change_points(s.points)
         _attribute(store, series)
-        groups = _hardware(store, series)
         found = views.History(series, _fleets(series, groups), groups,
                               _group_changes(store, series, groups))
     if not outs:
