@@ -404,9 +404,35 @@ def test_cluster_report_names_a_node_that_drifted_from_its_own_past_inside_the_f
     assert not any("n3" in f["nodes"] for f in doc["findings"])  # inside the fleet's spread
     assert list(doc["drifted"]) == ["n3"]
     assert doc["drifted"]["n3"].startswith("since 2026-02-06: DRAM triad, 1 core -2.")
+    assert doc["group_changes"] == []  # one node of six does not move the group's median
     main(["cluster", "report", "c09", "--db", str(db)])
     out = " ".join(capsys.readouterr().out.split())
     assert "Drifted from their own past while inside the fleet's spread (1): n3: " in out
+
+
+def test_cluster_report_names_a_change_of_the_whole_group_and_what_its_nodes_changed(
+        tmp_path, capsys):
+    """Ten nightly campaigns of six nodes that all lose 3 % from the sixth on, when their
+    kernel changed: no peer is worse than another, the group's medians step."""
+    db = tmp_path / "r.sqlite"
+    with Store.open(db) as st:
+        for night in range(10):
+            tag = f"c{night:02d}"
+            _, runs = clusterdata.campaign(6, slow_nodes={f"n{i}": 0.97 for i in range(1, 7)}
+                                           if night >= 5 else {}, noise=0.005, tag=tag,
+                                           seed=night)
+            for r in runs:
+                prov = {**r.provenance, "kernel": "Linux 6.9" if night >= 5 else "Linux 6.1"}
+                st.save(replace(r, tag=tag, provenance=prov, created=r.created.replace(
+                    "2026-01-01", f"2026-02-{night + 1:02d}")))
+    main(["cluster", "report", "c09", "--db", str(db), "--json"])
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["findings"] == [] and doc["drifted"] == {}  # the group's change, not theirs
+    triad = [x for x in doc["group_changes"] if ": DRAM triad, 1 core -" in x]
+    assert len(triad) == 1 and "since 2026-02-06 (c05), 6 of 6 nodes moved" in triad[0]
+    assert "6 of 6 changed kernel Linux 6.1 -> Linux 6.9" in triad[0]
+    main(["cluster", "report", "c09", "--db", str(db)])
+    assert "History of the groups' campaign medians" in capsys.readouterr().out
 
 
 def test_cluster_report_json_and_thresholds(stored, capsys):

@@ -344,9 +344,9 @@ def cmd_report(a: argparse.Namespace) -> int:
         # nodes at once (one query a figure), those of the nodes its peers did not flag
         nodes = {r.host: against.verdict(r, store, recent=False) for r in newest}
         flagged = {n for f in v.findings for n in f.nodes}
-        drift = history.drifted(store, newest, set(v.measured) - flagged)
+        drift, fleet = history.campaign(store, newest, set(v.measured) - flagged)
     sched = SCHEDULERS[a.scheduler]()
-    status = _report(v, sched, a, drain=a.drain, nodes=nodes, drift=drift)
+    status = _report(v, sched, a, drain=a.drain, nodes=nodes, past=(drift, fleet))
     return EXIT_FAILURE if any(n.failed for n in nodes.values()) else status
 
 
@@ -359,10 +359,17 @@ def _newest(runs: list[Run]) -> list[Run]:
 
 
 def _report(v: Verdict, sched: Scheduler, a: argparse.Namespace, drain: bool,
-            nodes: dict[str, Judged] | None = None, drift: dict[str, str] | None = None) -> int:
+            nodes: dict[str, Judged] | None = None,
+            past: tuple[dict[str, str], list[str]] = ({}, [])) -> int:
+    """The campaign's verdict (`past`: what its nodes' own history says: those that drifted
+    from it, the hardware groups' change points)."""
     from hpcprobe.views import terminal
 
+    drift, changes = past
     fleet = verdict_views.fleet(nodes or {}, getattr(a, "details", False))
+    if changes:
+        fleet.append(Lines([f"History of the groups' campaign medians ({len(changes)} recent "
+                            "change point(s)):"] + [f"  {line}" for line in changes]))
     if drift:
         fleet.append(Lines([f"Drifted from their own past while inside the fleet's spread "
                             f"({len(drift)}):"] + [f"  {h}: {what}" for h, what in drift.items()]
@@ -372,7 +379,8 @@ def _report(v: Verdict, sched: Scheduler, a: argparse.Namespace, drain: bool,
     # the page or the document on standard output: the tables on stderr
     piped = files.is_stdout(output) or files.is_stdout(as_json)
     if as_json:
-        print_json({**views.document(v, sched.drain_argv), "drifted": drift or {}}, as_json)
+        print_json({**views.document(v, sched.drain_argv), "drifted": drift,
+                    "group_changes": changes}, as_json)
     if not files.is_stdout(as_json):
         terminal.print_blocks(blocks, console(piped))
     if output:

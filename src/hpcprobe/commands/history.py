@@ -153,32 +153,43 @@ def recent(store: Store, run: Run, headlines: list[Headline], last: int = RECENT
 DRIFT_DAYS = 120
 
 
-def drifted(store: Store, runs: list[Run], inside: set[str], last: int = RECENT
-            ) -> dict[str, str]:
-    """Host -> what changed, for each node of a campaign (its newest runs) in `inside` (not
-    flagged against its peers) whose own history of a headline figure (its runs of the last
-    DRIFT_DAYS) has a change point among its last `last` runs: it drifted from its own past
-    while inside the fleet's spread. One query a headline figure for all the nodes."""
+def campaign(store: Store, runs: list[Run], inside: set[str], last: int = RECENT
+             ) -> tuple[dict[str, str], list[str]]:
+    """What a campaign's nodes' own history says (their stored runs of the last DRIFT_DAYS,
+    one query a headline figure for all of them): host -> what changed, for each node in
+    `inside` (not flagged against its peers) with a change point among its last `last` runs
+    (it drifted from its own past while inside the fleet's spread); and one line per change
+    point of a hardware group's campaign medians among its last `last` campaigns."""
     if not runs:
-        return {}
+        return {}, []
     newest = max(datetime.fromisoformat(r.created) for r in runs)
     where = Selection(since=(newest - timedelta(days=DRIFT_DAYS)).isoformat())
-    hosts = {r.host for r in runs} & inside
+    hosts = {r.host for r in runs}
     reasons = _reasons(store, where)
-    found: dict[str, list[tuple[str, history.Change]]] = {}
+    series: list[views.Series] = []
     for h in (h for picker in registry.pickers() for h in picker(runs[0])):
         try:
-            series = _series(h.label, [f for f in _across(store, h.metric, where)
-                                       if f.host in hosts], reasons)
+            series += _series(h.label, [f for f in _across(store, h.metric, where)
+                                        if f.host in hosts], reasons)
         except UserError:  # figures the verdict's params do not tell apart: no history
             continue
-        for s in series:
-            for c in history.change_points(s.points):
-                if s.points.index(c.after) >= len(s.points) - last:
-                    found.setdefault(s.host, []).append((h.label, c))
+    for s in series:
+        s.changes = history.change_points(s.points)
+    hardware = _hardware(store, series)
+    groups = _group_changes(store, series, hardware)
+    found: dict[str, list[tuple[str, history.Change]]] = {}
+    for s in series:  # a node's own change, not its group's (the same way, at that time)
+        found.setdefault(s.host, []).extend(
+            (s.label, c) for c in s.changes
+            if s.host in inside and s.points.index(c.after) >= len(s.points) - last
+            and not any(g.group == hardware[s.host] and history.moved_with(g.change, {"": [c]})
+                        for g in groups.get(s.label, [])))
+    found = {h: cs for h, cs in found.items() if cs}
     configs = store.headers([r for cs in found.values()
                              for r in (cs[0][1].before.run_id, cs[0][1].after.run_id)])
-    return {host: _drift(cs, configs) for host, cs in sorted(found.items())}
+    return ({host: _drift(cs, configs) for host, cs in sorted(found.items())},
+            [views.group_line(label, g) for label, gs in groups.items() for g in gs
+             if g.change.runs_after <= last])
 
 
 def _drift(changes: list[tuple[str, history.Change]], configs: dict[str, Run]) -> str:

@@ -143,6 +143,13 @@ def group_table(label: str, changes: list[history.GroupChange]) -> Table:
     return t
 
 
+def group_line(label: str, g: history.GroupChange) -> str:
+    """A group's change point in one line."""
+    return (f"{g.group}: {label} {100 * g.change.change:+.1f}% since "
+            f"{g.change.after.created[:10]} ({g.change.after.tag}), {g.moved} of {g.hosts} "
+            f"nodes moved ({_causes(g.causes, str(g.hosts))})")
+
+
 def _shown(found: History, label: str, series: list[Series], details: bool
            ) -> tuple[list[Series], str]:
     """The hosts a figure's table shows (past FOLD, unless details, those whose change
