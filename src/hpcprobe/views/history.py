@@ -190,7 +190,10 @@ def show(found: History, out: Any, details: bool = False) -> None:
     from hpcprobe.views.terminal import rich_table
 
     for b in blocks(found, details):
-        out.print(b if isinstance(b, str) else rich_table(b))
+        if isinstance(b, str):
+            out.print(b, markup=False, highlight=False)
+        else:
+            out.print(rich_table(b))
 
 
 def document(found: History) -> dict[str, Any]:
