@@ -60,6 +60,22 @@ def test_too_few_runs_are_not_searched_and_disturbed_runs_are_left_out():
     assert len(history.change_points(pts)) == 1
 
 
+def test_a_groups_campaign_medians_take_a_reused_tag_by_day_and_leave_one_host_out():
+    def pt(host: str, day: int, tag: str | None, median: float) -> history.Point:
+        return history.Point(f"{host}{day}", f"2026-06-{day:02d}T02:00:00+00:00", host, tag,
+                             median, 0.01)
+    # "nightly" every night on both hosts: one campaign a day; c1 once on each: one campaign
+    series = {"a": [pt("a", 1, "nightly", 10.0), pt("a", 2, "nightly", 12.0),
+                    pt("a", 3, "c1", 20.0), pt("a", 4, None, 7.0)],
+              "b": [pt("b", 1, "nightly", 14.0), pt("b", 2, "nightly", 16.0),
+                    pt("b", 4, "c1", 30.0)]}
+    got = history.campaign_medians(series, "g")
+    assert [(p.tag, p.median, p.created[:10]) for p in got] == [
+        ("nightly@2026-06-01", 12.0, "2026-06-01"), ("nightly@2026-06-02", 14.0, "2026-06-02"),
+        ("c1", 25.0, "2026-06-03")]  # a's untagged run of day 4 is alone: left out
+    assert all(p.host == "g" and p.rel_ci > 0 for p in got)
+
+
 def test_a_sparkline_spans_its_values():
     assert history.sparkline([1, 2, 3, 4, 5, 6, 7, 8]) == "▁▂▃▄▅▆▇█"
     assert history.sparkline([5, 5]) == "▄▄" and history.sparkline([]) == ""
