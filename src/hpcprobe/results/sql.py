@@ -82,11 +82,10 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "'{\"counts\": {\"packages\": 0, \"numa_nodes\": 0, \"l3_domains\": 0, \"cores\": 0, "
         "\"pus\": 0}}'"),
     # v4: each metric's summary beside its samples (the median and its 95 % CI), so a fleet's
-    # history reads one row a figure, not every sample; rows stored before stay NULL there and
-    # are summarised from their samples when read
-    # and what a fleet's history reads of its runs by index: when, where and which (a scan of
-    # the index, not of the runs' wide rows) and the runs that are marked, interrupted or with
-    # findings (a partial index: a year of clean runs is not read)
+    # history reads one row a figure, not every sample (rows stored before stay NULL there and
+    # are summarised from their samples when read); and what that history reads of the runs,
+    # by index: when, where and which (not the runs' wide rows), and the runs interrupted or
+    # with findings (a partial index: a year of clean runs is not read)
     4: (*(f"ALTER TABLE metrics ADD COLUMN {c} DOUBLE PRECISION"
           for c in ("median", "ci_low", "ci_high")),
         "ALTER TABLE runs ADD COLUMN interrupted INTEGER NOT NULL DEFAULT 0",
