@@ -320,11 +320,11 @@ def test_large_fleets_meet_several_partners_in_linear_pairs():
 def stored(tmp_path):
     """A store holding a campaign with a slow node (c1) and a clean one (c2)."""
     db = tmp_path / "r.sqlite"
-    with Store.open(db) as st:
+    with Store.open(db) as st, st.transaction():  # the recorded run, validated once
         for tag, slow in (("c1", {"n5": 0.8}), ("c2", {})):
             _, runs = clusterdata.campaign(8, slow_nodes=slow, tag=tag, seed=len(tag + str(slow)))
             for r in runs:
-                st.save(replace(r, tag=tag))
+                st.insert(replace(r, tag=tag))
     return db
 
 
@@ -391,22 +391,23 @@ def test_cluster_report_names_a_node_that_drifted_from_its_own_past_inside_the_f
     """Ten nightly campaigns of six nodes whose figures spread by 0.5 %: n3 loses 2.5 % from
     the sixth on, less than the 4 % its peers would flag, but a step in its own history."""
     db = tmp_path / "r.sqlite"
-    with Store.open(db) as st:
+    with Store.open(db) as st, st.transaction():  # the recorded run, validated once
         for night in range(10):
             tag = f"c{night:02d}"
             _, runs = clusterdata.campaign(6, slow_nodes={"n3": 0.975} if night >= 5 else {},
                                            noise=0.005, tag=tag, seed=night)
             for r in runs:
-                st.save(replace(r, tag=tag, created=r.created.replace(
+                st.insert(replace(r, tag=tag, created=r.created.replace(
                     "2026-01-01", f"2026-02-{night + 1:02d}")))
-    assert main(["cluster", "report", "c09", "--db", str(db), "--json"]) in (0, 1)
-    doc = json.loads(capsys.readouterr().out)
+    # the document to a file and the verdict to the terminal, from one report
+    assert main(["cluster", "report", "c09", "--db", str(db), "--json",
+                 str(tmp_path / "r.json")]) in (0, 1)
+    doc = json.loads((tmp_path / "r.json").read_text())
+    out = " ".join(capsys.readouterr().out.split())
     assert not any("n3" in f["nodes"] for f in doc["findings"])  # inside the fleet's spread
     assert list(doc["drifted"]) == ["n3"]
     assert doc["drifted"]["n3"].startswith("since 2026-02-06: DRAM triad, 1 core -2.")
     assert doc["group_changes"] == []  # one node of six does not move the group's median
-    main(["cluster", "report", "c09", "--db", str(db)])
-    out = " ".join(capsys.readouterr().out.split())
     assert "Drifted from their own past while inside the fleet's spread (1): n3: " in out
 
 
@@ -415,7 +416,7 @@ def test_cluster_report_names_a_change_of_the_whole_group_and_what_its_nodes_cha
     """Ten nightly campaigns of six nodes that all lose 3 % from the sixth on, when their
     kernel changed: no peer is worse than another, the group's medians step."""
     db = tmp_path / "r.sqlite"
-    with Store.open(db) as st:
+    with Store.open(db) as st, st.transaction():  # the recorded run, validated once
         for night in range(10):
             tag = f"c{night:02d}"
             _, runs = clusterdata.campaign(6, slow_nodes={f"n{i}": 0.97 for i in range(1, 7)}
@@ -423,15 +424,14 @@ def test_cluster_report_names_a_change_of_the_whole_group_and_what_its_nodes_cha
                                            seed=night)
             for r in runs:
                 prov = {**r.provenance, "kernel": "Linux 6.9" if night >= 5 else "Linux 6.1"}
-                st.save(replace(r, tag=tag, provenance=prov, created=r.created.replace(
+                st.insert(replace(r, tag=tag, provenance=prov, created=r.created.replace(
                     "2026-01-01", f"2026-02-{night + 1:02d}")))
-    main(["cluster", "report", "c09", "--db", str(db), "--json"])
-    doc = json.loads(capsys.readouterr().out)
+    main(["cluster", "report", "c09", "--db", str(db), "--json", str(tmp_path / "r.json")])
+    doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["findings"] == [] and doc["drifted"] == {}  # the group's change, not theirs
     triad = [x for x in doc["group_changes"] if ": DRAM triad, 1 core -" in x]
     assert len(triad) == 1 and "since 2026-02-06 (c05), 6 of 6 nodes moved" in triad[0]
     assert "6 of 6 changed kernel Linux 6.1 -> Linux 6.9" in triad[0]
-    main(["cluster", "report", "c09", "--db", str(db)])
     assert "History of the groups' campaign medians" in capsys.readouterr().out
 
 
@@ -448,7 +448,7 @@ def kept(tmp_path):
     ran with 50 %."""
     db = tmp_path / "r.sqlite"
     _, runs = clusterdata.campaign(8, slow_nodes={"n5": 0.8}, seed=3)
-    with Store.open(db) as st:
+    with Store.open(db) as st, st.transaction():  # the recorded run, validated once
         for r in runs:
             if verdict.is_campaign_run(r):
                 for minute, worse in ((1, 0.02), (2, 0.5)):  # an earlier pass, then the latest
@@ -457,9 +457,9 @@ def kept(tmp_path):
                     r = replace(r, run_id=f"{r.run_id[:-1]}{minute}",
                                 created=r.created.replace(":01:", f":{minute:02d}:"),
                                 provenance={**r.provenance, verdict.CAMPAIGN: info})
-                    st.save(r)
+                    st.insert(r)
             else:
-                st.save(r)
+                st.insert(r)
     return db
 
 

@@ -84,9 +84,9 @@ def test_a_sparkline_spans_its_values():
 def _store(location: str) -> None:
     """n1 and n2 lose 10 % from night 12 on, when their kernel changed; n3 does not. Night 3
     of n3 ran while the node's sentinel moved: disturbed."""
-    template = read_json(clusterdata.TEMPLATE)
+    template = read_json(clusterdata.TEMPLATE)  # validated as it is read: stored unchecked
     rng = random.Random(5)
-    with Store.open(location) as st:
+    with Store.open(location) as st, st.transaction():
         for night in range(NIGHTS):
             for host in ("n1", "n2", "n3"):
                 changed = host != "n3" and night >= STEP_NIGHT
@@ -95,8 +95,8 @@ def _store(location: str) -> None:
                 prov = {**r.provenance, "kernel": "Linux 6.9" if changed else "Linux 6.1"}
                 findings = [{"benchmark": "memory", "kind": "node_changed", "message": "moved"}
                             ] if (host, night) == ("n3", 3) else []
-                st.save(replace(r, created=f"2026-03-{night + 1:02d}T02:00:00+00:00",
-                                provenance=prov, findings=findings))
+                st.insert(replace(r, created=f"2026-03-{night + 1:02d}T02:00:00+00:00",
+                                  provenance=prov, findings=findings))
 
 
 @pytest.fixture(scope="module")
