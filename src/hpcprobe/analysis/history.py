@@ -279,11 +279,14 @@ class GroupChange:
     causes: list[tuple[str, str, int]]
 
 
+def together(a: Change, b: Change) -> bool:
+    """Whether two change points went the same way within WINDOW_DAYS of each other."""
+    return (a.ratio > 1) == (b.ratio > 1) and within(a.after.created, b.after.created)
+
+
 def moved_with(change: Change, changes: dict[str, list[Change]]) -> int:
     """How many hosts' own change points went the way of `change` within WINDOW_DAYS."""
-    return sum(1 for cs in changes.values() if any(
-        (c.ratio > 1) == (change.ratio > 1) and within(change.after.created, c.after.created)
-        for c in cs))
+    return sum(1 for cs in changes.values() if any(together(change, c) for c in cs))
 
 
 def either_side(series: Sequence[Point], when: str) -> tuple[Point, Point] | None:

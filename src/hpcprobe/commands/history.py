@@ -182,7 +182,7 @@ def campaign(store: Store, runs: list[Run], inside: set[str], last: int = RECENT
         found.setdefault(s.host, []).extend(
             (s.label, c) for c in s.changes
             if s.host in inside and s.points.index(c.after) >= len(s.points) - last
-            and not any(g.group == hardware[s.host] and history.moved_with(g.change, {"": [c]})
+            and not any(g.group == hardware[s.host] and history.together(g.change, c)
                         for g in groups.get(s.label, [])))
     found = {h: cs for h, cs in found.items() if cs}
     configs = store.headers([r for cs in found.values()
