@@ -15,16 +15,19 @@ from hpcprobe.families import FAMILIES
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import runner, scaling
 from hpcprobe.measure.family import (
+    Check,
     Default,
     Derives,
     Family,
     Headlines,
+    Health,
     Inventory,
     NoProgress,
     Progress,
+    RunContext,
     flags,
 )
-from hpcprobe.measure.profiles import Profile
+from hpcprobe.measure.profiles import CHECK, Profile
 from hpcprobe.measure.summary import Summary
 from hpcprobe.results.model import Run
 from hpcprobe.tuning import views as sweep_views
@@ -83,6 +86,21 @@ def execute(topo: Topology, profile: Profile, names: Sequence[str] | None, isa: 
     chosen = resolve(names) + [f for f, _ in having(Derives).values()]
     return runner.execute(topo, profile, chosen, isa, options, progress or NoProgress(),
                           oversubscribe, tag, isa_asked, standalone)
+
+
+def check_run(topo: Topology, isa: str, progress: Progress | None = None,
+              names: Sequence[str] | None = None) -> Run:
+    """The health tier's measurements: every family that declares `Check` (or those named of
+    them), each at its headline point, then every deriving one."""
+    ctx = RunContext(topo, CHECK, isa, isa_asked=True)
+    chosen = [(f, c) for f, c in having(Check).values() if names is None or f.name in names]
+    return execute(topo, CHECK, [f.name for f, _ in chosen], isa,
+                   {f.name: c.options(ctx) for f, c in chosen}, progress, isa_asked=True)
+
+
+def device_health() -> list[str]:
+    """The faults of the devices the families own (GPUs), read without measuring."""
+    return [line for h in capable(Health).values() for line in h.findings()]
 
 
 def plan(topo: Topology, profile: Profile, names: Sequence[str] | None, isa: str,

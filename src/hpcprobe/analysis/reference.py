@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from hpcprobe.analysis import health
 from hpcprobe.analysis.verdict import Expected, Headline, Picker, Reference, headlines
 from hpcprobe.common import files
 from hpcprobe.common.errors import UserError
@@ -85,26 +86,30 @@ class Group:
     runs: list[str] = field(default_factory=list)
     hosts: list[str] = field(default_factory=list)
     figures: dict[str, Expected] = field(default_factory=dict)
+    state: dict[str, str] = field(default_factory=dict)  # what all its runs' states share
 
 
 def make(runs: Sequence[Run], pickers: Sequence[Picker], labels: Labels) -> list[Group]:
     """The references of these node runs, one per hardware fingerprint, each of the figures
     its runs measured."""
     groups: dict[str, tuple[Group, dict[str, list[Headline]]]] = {}
+    states: dict[str, list[dict[str, str]]] = {}
     for run in runs:
         if run.kind != "node":
             continue
         hw = hardware(run, labels)
-        g, heads = groups.setdefault(f"{describe(hw)}, {run.profile}",
+        g, heads = groups.setdefault(key := f"{describe(hw)}, {run.profile}",
                                      (Group(hw, run.profile), {}))
+        states.setdefault(key, []).append(health.state_of(run))
         g.runs.append(run.run_id)
         if run.host not in g.hosts:
             g.hosts.append(run.host)
         for h in headlines(run, pickers):
             heads.setdefault(h.key, []).append(h)
     out = []
-    for g, heads in groups.values():
+    for key, (g, heads) in groups.items():
         g.figures = {k: expected(hs) for k, hs in heads.items()}
+        g.state = health.common(states[key])
         if g.figures:
             out.append(g)
     return out
@@ -124,14 +129,17 @@ def to_toml(groups: Sequence[Group], source: str) -> str:
     doc = {"format": FORMAT, "version": VERSION,
            "created": datetime.now(UTC).isoformat(timespec="seconds"), "source": source,
            "hardware": [{**g.hardware, "profile": g.profile, "runs": g.runs, "hosts": g.hosts,
-                         "figures": {k: _entry(e) for k, e in g.figures.items()}}
+                         "figures": {k: _entry(e) for k, e in g.figures.items()},
+                         **({"state": g.state} if g.state else {})}
                         for g in groups]}
     head = ("# hpcprobe reference: per hardware fingerprint (cpu, sockets, cores, devices) and\n"
             "# profile (quick, default, thorough: their sizes differ), each\n"
             "# headline figure's expected value (the median of its runs' medians, in `unit`)\n"
             "# and its tolerance (relative: 0.05 = 5 %; `better` says which side fails).\n"
             "# Judge a run with `hpcprobe run --against FILE` or `hpcprobe show RUN --against\n"
-            "# FILE`; edit a value or a tolerance by hand if you know better.\n")
+            "# FILE`; edit a value or a tolerance by hand if you know better. `state` is\n"
+            "# what the runs' nodes shared (CPUs, memory, DIMMs, governor, THP, ports, PCIe\n"
+            "# links): `hpcprobe check --against FILE` fails a node that differs from it.\n")
     return head + str(tomli_w.dumps(doc))
 
 
@@ -169,9 +177,13 @@ def load(path: str) -> list[Group]:
             raise UserError(f"{where}: a table with cpu, sockets, cores, profile and figures")
         hw = {"cpu": str(g.get("cpu")), "sockets": int(g.get("sockets", 0)),
               "cores": int(g.get("cores", 0)), "devices": sorted(g.get("devices", []))}
+        state = g.get("state", {})
+        if not isinstance(state, dict):
+            raise UserError(f"{where}: state is a table of labelled values")
         groups.append(Group(hw, str(g.get("profile", "default")), list(g.get("runs", [])),
                             list(g.get("hosts", [])),
-                            {k: _figure(k, d, where) for k, d in g["figures"].items()}))
+                            {k: _figure(k, d, where) for k, d in g["figures"].items()},
+                            {str(k): str(v) for k, v in state.items()}))
     return groups
 
 
@@ -183,11 +195,12 @@ def for_run(groups: Sequence[Group], run: Run, labels: Labels, path: str) -> Ref
     for g in same:
         if g.profile == run.profile:
             return Reference(f"{path} ({len(g.runs)} {g.profile} run(s) of {len(g.hosts)} "
-                             "host(s))", g.figures, path)
-    if same:
+                             "host(s))", g.figures, path, g.state)
+    if same:  # the state is the hardware's, whatever profile measured it
         return Reference(f"{path} has figures for this hardware from profile(s) "
                          f"{', '.join(sorted({g.profile for g in same}))} only, not "
-                         f"{run.profile}", name=path)
+                         f"{run.profile}", name=path,
+                         state=next((g.state for g in same if g.state), {}))
     return Reference(f"{path} has no figures for this hardware ({describe(hw)})", name=path)
 
 
@@ -211,4 +224,4 @@ def previous(store: Store, run: Run, pickers: Sequence[Picker], labels: Labels,
         return None
     return Reference(f"this host's {len(before)} previous {run.profile} run(s) in the store "
                      "(same hardware; --against FILE judges against a reference file)",
-                     groups[0].figures, "their own previous runs")
+                     groups[0].figures, "their own previous runs", groups[0].state)

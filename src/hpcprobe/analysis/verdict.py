@@ -85,6 +85,8 @@ class Reference:
     source: str
     figures: Mapping[str, Expected] = field(default_factory=dict)
     name: str = ""  # in a few words, for a listing of nodes (the file; previous runs)
+    #: the node's state its runs shared (analysis.health.state_of), which a check compares
+    state: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

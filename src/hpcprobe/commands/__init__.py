@@ -5,6 +5,7 @@ command (`hpcprobe mpi`) comes from its Command capability."""
 from __future__ import annotations
 
 from hpcprobe.commands import (
+    check,
     cluster,
     compare,
     export,
@@ -29,6 +30,7 @@ def commands() -> list[Spec]:
     return [
         run.COMMAND,
         *family.commands(),
+        check.COMMAND,
         scale.COMMAND,
         sweep.COMMAND,
         compare.COMMAND,

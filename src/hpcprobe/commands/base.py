@@ -124,6 +124,7 @@ def add_run_options(r: argparse.ArgumentParser) -> None:
                    "on standard output, the tables then on standard error)")
     r.add_argument("--tag", type=_label, help="label the run, e.g. a BIOS or tuning "
                    "configuration")
+    add_prometheus(r)
     add_judging(r)
     r.add_argument("--oversubscribe", action="store_true",
                    help="allow more threads (or ranks) than the placement's CPUs")
@@ -132,6 +133,12 @@ def add_run_options(r: argparse.ArgumentParser) -> None:
                         "profile), measure nothing, store nothing")
     r.add_argument("--input", metavar="FILE.xml",
                    help="with --dry-run: plan for the machine of this hwloc XML file instead")
+
+
+def add_prometheus(r: argparse.ArgumentParser) -> None:
+    r.add_argument("--prometheus", metavar="FILE.prom",
+                   help="also write the headline figures, their ceilings, references and "
+                        "verdicts for node_exporter's textfile collector (written atomically)")
 
 
 def _label(text: str) -> str:

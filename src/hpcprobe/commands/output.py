@@ -79,6 +79,7 @@ class Outputs:
     store_again: bool = True  # False: a run the store has already is not saved twice
     against: Against = Against()
     details: bool = False  # every family's tables and every warning, after the verdict
+    prometheus: str | None = None  # node_exporter's textfile (`--prometheus`)
 
     @classmethod
     def of(cls, a: Any, **kw: Any) -> Outputs:
@@ -86,9 +87,10 @@ class Outputs:
         measured."""
         out = cls(getattr(a, "json", None), getattr(a, "report", None),
                   getattr(a, "markdown", None), against=Against.of(getattr(a, "against", None)),
-                  details=bool(getattr(a, "details", False)), **kw)
+                  details=bool(getattr(a, "details", False)),
+                  prometheus=getattr(a, "prometheus", None), **kw)
         files.check_outputs((out.json, "--json"), (out.report, "--report"),
-                            (out.markdown, "--markdown"))
+                            (out.markdown, "--markdown"), (out.prometheus, "--prometheus"))
         return out
 
     @property
@@ -185,7 +187,13 @@ def _store(run: results.Run, out: Outputs, store: Store, parts: Sequence[results
 
 
 def _pages(run: results.Run, out: Outputs, shown: Any, stored: bool, judged: Verdict) -> None:
-    """The Markdown and the HTML report asked for, else the hint how to make one."""
+    """The Markdown, the monitoring file and the HTML report asked for, else the hint how to
+    make one."""
+    if out.prometheus:
+        from hpcprobe.views import prometheus
+
+        prometheus.write(out.prometheus, prometheus.registry([(run, judged)]))
+        say(shown, f"Wrote {out.prometheus}.")
     if out.markdown:
         from hpcprobe.views import markdown
 

@@ -152,9 +152,11 @@ class Ceiling:
     sockets: tuple[Socket, ...] = ()
     findings: tuple[str, ...] = field(default_factory=tuple)  # shown before the STREAM figures
     edac: dict[str, object] | None = None  # the memory controllers' report (None: no EDAC)
+    dimms: int | None = None  # populated memory devices the firmware lists
 
     def to_dict(self) -> dict[str, object]:
-        return {"gbs": self.gbs, "source": self.source, "findings": list(self.findings),
+        return {"gbs": self.gbs, "source": self.source, "dimms": self.dimms,
+                "findings": list(self.findings),
                 "sockets": [{"socket": s.name, "channels": list(s.channels), "mts": s.mts,
                              "gbs": s.gbs} for s in self.sockets], "edac": self.edac}
 
@@ -198,10 +200,11 @@ def ceiling(dimms: list[Dimm], model_name: str) -> Ceiling:
         return Ceiling(None, "the firmware lists no populated memory device")
     if any(d.configured_mts is None for d in full):
         return Ceiling(None, "the firmware gives no configured speed for "
-                             f"\"{next(d for d in full if d.configured_mts is None).label}\"")
+                             f"\"{next(d for d in full if d.configured_mts is None).label}\"",
+                       dimms=len(full))
     placed, why = _sockets(full)
     if why:
-        return Ceiling(None, why)
+        return Ceiling(None, why, dimms=len(full))
     sockets = tuple(Socket(name, tuple(sorted(chans)),
                            min(d.configured_mts or 0 for ds in chans.values() for d in ds))
                     for name, chans in sorted(placed.items()))
@@ -215,7 +218,7 @@ def ceiling(dimms: list[Dimm], model_name: str) -> Ceiling:
     total = sum(s.gbs for s in sockets)
     source = (" + ".join(f"{len(s.channels)} ch x {s.mts} MT/s x 8 B" for s in sockets) +
               " (SMBIOS type 17)")
-    return Ceiling(total, source, sockets, tuple(found))
+    return Ceiling(total, source, sockets, tuple(found), dimms=len(full))
 
 
 def line(stored: dict[str, object] | None) -> list[str]:

@@ -93,6 +93,7 @@ def collect(topo: Topology, isa: str) -> dict[str, Any]:
         "mpi_found": mpi_found(),
         "memory_limit": None if (lim := sysinfo.cgroup_memory_limit()) is None else
         {"bytes": lim.limit, "where": lim.where},
+        "mem_total_bytes": sysinfo.mem_total_bytes(),
         "thp": sysinfo.sysfs_choice(f"{sysinfo.THP_SYSFS}/enabled"),
         "thp_defrag": sysinfo.sysfs_choice(f"{sysinfo.THP_SYSFS}/defrag"),
         "governor": read_text("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),

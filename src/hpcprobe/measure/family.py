@@ -174,6 +174,23 @@ class Derives:
 
 
 @dataclass(frozen=True)
+class Check:
+    """Takes part in the health tier (`hpcprobe check`): `options(ctx)` narrows it to its
+    headline point on every core (seconds, its settings' "check" budget), so the check's
+    figures are its headlines, judged against a reference of check runs."""
+
+    options: Callable[[RunContext], Any]
+
+
+@dataclass(frozen=True)
+class Health:
+    """Reads the health of devices it owns on this node without measuring (a GPU's memory
+    errors and pending resets): `findings()` one line per fault, [] where none or no device."""
+
+    findings: Callable[[], list[str]]
+
+
+@dataclass(frozen=True)
 class Scaling:
     """What cluster mode reports when it runs the family across 1, 2, 4, ... nodes (its
     `--hosts`; the family keeps the work per node: weak scaling): these metrics per node count,
@@ -282,8 +299,8 @@ class Family:
     metrics: Metrics = Metrics()
     views: tuple[View, ...] = ()  # tables and text of one run (terminal and HTML)
     figures: tuple[Figures, ...] = ()  # plots of one or more runs (HTML report)
-    #: the modes it has: Default, Derives, Command, Scaling, Sized, Peer, OtherDevice,
-    #: Inventory, Headlines
+    #: the modes it has: Default, Derives, Check, Health, Command, Scaling, Sized, Peer,
+    #: OtherDevice, Inventory, Headlines
     capabilities: tuple[Any, ...] = ()
 
     def capability(self, kind: type[C]) -> C | None:

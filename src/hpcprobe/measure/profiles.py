@@ -38,6 +38,12 @@ PROFILES: dict[str, Profile] = {
 }
 
 
+#: The health tier (`hpcprobe check`): each taking part family's headline point alone, in
+#: seconds. Not a `--profile` of `run`: only the families that declare `Check` have its settings.
+CHECK = Profile("check", "the health tier: each checking family's headline point, seconds",
+                repetition=Repetition(0.03, 3, 7), sample_s=0.001, curve_points=1)
+
+
 def get(name: str) -> Profile:
     try:
         return PROFILES[name]

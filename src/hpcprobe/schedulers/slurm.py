@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import shlex
 import shutil
 import signal
@@ -229,3 +230,21 @@ class Slurm(Scheduler):
         r = self._client(*self.drain_argv(node, reason))
         if r.returncode != 0:
             raise HpcprobeError(f"scontrol could not drain {node}: {_first_line(r.stderr)}")
+
+    def drained(self, node: str) -> str | None:
+        """The reason of the node's drain (its `Reason=`, without the `[user@time]` Slurm
+        adds), "" for a drain without one, None where the node is not drained or draining."""
+        r = self._client("scontrol", "-o", "show", "node", node)
+        if r.returncode != 0:
+            raise HpcprobeError(f"scontrol could not show node {node}: "
+                                f"{_first_line(r.stderr)}")
+        state = re.search(r"\bState=(\S+)", r.stdout)
+        if state is None or "DRAIN" not in state.group(1).upper():
+            return None
+        why = re.search(r"\bReason=(.*?)(?: \[[^\]]*@[^\]]*\])?(?=\s+\w+=|\s*$)", r.stdout)
+        return why.group(1).strip() if why else ""
+
+    def resume(self, node: str) -> None:
+        r = self._client("scontrol", "update", f"NodeName={node}", "State=RESUME")
+        if r.returncode != 0:
+            raise HpcprobeError(f"scontrol could not resume {node}: {_first_line(r.stderr)}")

@@ -4,7 +4,15 @@ the clock measured under the same load, and core scaling."""
 from __future__ import annotations
 
 from hpcprobe.families.compute import bench, views
-from hpcprobe.measure.family import Default, Family, Headlines, Metrics, MetricSpec, specs
+from hpcprobe.measure.family import (
+    Check,
+    Default,
+    Family,
+    Headlines,
+    Metrics,
+    MetricSpec,
+    specs,
+)
 
 FAMILY = Family(
     "compute", "peak FLOP/s per ISA and precision against a measured-clock model, core scaling",
@@ -14,4 +22,5 @@ FAMILY = Family(
                      *specs("GHz", "higher", "clock", "clock_after", "scaling_cur_freq")),
                     frozenset({"cpus", "model_source", "microarch", "flops_per_cycle",
                                "clock_load", "clock_side"})),
-    views=(views.tables,), capabilities=(Headlines(views.headlines), Default(probe=True),))
+    views=(views.tables,), capabilities=(Headlines(views.headlines), Default(probe=True),
+                                   Check(bench.check_options)))

@@ -13,6 +13,7 @@ from hpcprobe import native
 from hpcprobe.common.errors import MeasurementError
 from hpcprobe.machine import clock, flopmodel
 from hpcprobe.machine.placement import active_counts, curve
+from hpcprobe.machine.placement import plan as place
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import options, sampling
 from hpcprobe.measure.family import Flag, RunContext, bound_cpus, option
@@ -49,7 +50,8 @@ class Settings:
     budget_s: float  # peak FLOPs of every kernel, their clocks and the core-scaling curve
 
 
-SETTINGS = {"quick": Settings(2.5), "default": Settings(5.0), "thorough": Settings(60.0)}
+SETTINGS = {"quick": Settings(2.5), "default": Settings(5.0), "thorough": Settings(60.0),
+            "check": Settings(0.6)}
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,14 @@ class ComputeOptions:
         choices=("dp", "sp", "both"), convert=options.all_or_one))
     threads: tuple[int, ...] | None = option(options.THREADS)
     placement: str | None = option(options.PLACEMENT, note="the order of their cores")
+    headline_only: bool = False  # the headline kernel alone (the health tier)
+
+
+def check_options(ctx: RunContext) -> ComputeOptions:
+    """The health tier's measurement: the headline FMA kernel of the ISA run, double
+    precision, on every core."""
+    cores = len(place(ctx.topo, "one-per-core").cpus)
+    return ComputeOptions(isa=ctx.isa, precisions=("dp",), threads=(cores,), headline_only=True)
 
 
 @dataclass(frozen=True)
@@ -84,9 +94,10 @@ def plan(topo: Topology, opts: ComputeOptions, isas: list[str], max_points: int 
     headline kernel of the best ISA at the other counts of the scaling curve."""
     name, cores, counts = curve(topo, opts.placement, opts.threads, max_points, "peak compute")
     table = counts if opts.threads else sorted({1, len(cores)})
-    built = [k for k in peak.kernels(isas, opts.precisions or peak.PRECISIONS)
-             if native.peak_shape(k.isa, k.precision, k.op) is not None]
     head = peak.headline(isas[-1], (opts.precisions or peak.PRECISIONS)[0])
+    built = [k for k in ([head] if opts.headline_only else
+                         peak.kernels(isas, opts.precisions or peak.PRECISIONS))
+             if native.peak_shape(k.isa, k.precision, k.op) is not None]
     points = [PeakPoint(k, cores[:t], "peak", k == head and not opts.threads)
               for k in built for t in table]
     if not opts.threads:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from hpcprobe.families.frequency import bench, views
-from hpcprobe.measure.family import Default, Family, Headlines, Metrics, specs
+from hpcprobe.measure.family import Check, Default, Family, Headlines, Metrics, specs
 
 FAMILY = Family(
     "frequency", "core clock against active cores, integer and vector loads",
     bench.FrequencyOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
     metrics=Metrics(specs("GHz", "higher", "clock", "scaling_cur_freq"), frozenset({"cpus"})),
     views=(views.tables,), figures=(views.figures,),
-    capabilities=(Default(probe=True), Headlines(views.headlines)))
+    capabilities=(Default(probe=True), Headlines(views.headlines), Check(bench.check_options)))

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from hpcprobe import native
 from hpcprobe.machine import clock, cpufreq
-from hpcprobe.machine.placement import curve
+from hpcprobe.machine.placement import curve, plan
 from hpcprobe.measure import options
 from hpcprobe.measure.family import RunContext, option
 from hpcprobe.native import Team
@@ -26,7 +26,8 @@ class Settings:
     budget_s: float  # the clock curve under each load, after its warm-up
 
 
-SETTINGS = {"quick": Settings(1.0), "default": Settings(2.5), "thorough": Settings(30.0)}
+SETTINGS = {"quick": Settings(1.0), "default": Settings(2.5), "thorough": Settings(30.0),
+            "check": Settings(0.3)}
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,12 @@ class FrequencyOptions:
     threads: tuple[int, ...] | None = option(options.THREADS)
     placement: str | None = option(options.PLACEMENT, note="the order of their cores")
     loads: tuple[str, ...] | None = None  # ISA names; None: the chain alone and every vector ISA
+
+
+def check_options(ctx: RunContext) -> FrequencyOptions:
+    """The health tier's measurement: the clock of every core under the ISA run's FMAs."""
+    cores = len(plan(ctx.topo, "one-per-core").cpus)
+    return FrequencyOptions(threads=(cores,), loads=(ctx.isa,))
 
 
 def default_loads() -> list[str]:

@@ -7,8 +7,17 @@ binding, sharing, health)."""
 
 from __future__ import annotations
 
-from hpcprobe.families.gpu import bench, locality, views
-from hpcprobe.measure.family import Command, Default, Family, Headlines, Metrics, OtherDevice, specs
+from hpcprobe.families.gpu import bench, health, locality, views
+from hpcprobe.measure.family import (
+    Command,
+    Default,
+    Family,
+    Headlines,
+    Health,
+    Metrics,
+    OtherDevice,
+    specs,
+)
 
 FAMILY = Family(
     "gpu", "NVIDIA GPUs: HBM bandwidth, GEMM per precision, host<->device per NUMA domain, "
@@ -25,6 +34,7 @@ FAMILY = Family(
         # host copies bound by PCIe: 55 GB/s on an H100 node whose DRAM read 100+
         OtherDevice("NVIDIA GPUs"),
         locality.INVENTORY,
+        Health(health.node_findings),
         Command(
             help="GPU measurements, `gpu info` (inventory, locality) or `gpu check` (binding)",
             description="Device memory bandwidth (BabelStream), cuBLAS GEMM per precision, "

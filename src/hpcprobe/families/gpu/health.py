@@ -5,6 +5,7 @@ the Xid events the driver logged, with what NVIDIA's Xid catalog says to do."""
 
 from __future__ import annotations
 
+from hpcprobe.machine import gpus
 from hpcprobe.machine.gpus import Gpu, Inventory, PcieLink
 
 #: The Xids an administrator acts on, after NVIDIA's Xid catalog: what each means and its
@@ -153,3 +154,10 @@ def xid_notes(g: Gpu) -> list[str]:
                    f" logged {len(got)} time(s), last {got[-1].when or 'at an unknown time'}: "
                    f"{action}")
     return out
+
+
+def node_findings() -> list[str]:
+    """This node's GPUs' faults now, one line each (the health tier's reading: nvidia-smi
+    once); [] where there is no GPU or no driver."""
+    inv = gpus.discover()
+    return [f"GPU{g.index}: {f}" for g in inv.gpus for f in findings(g, inv)]

@@ -4,7 +4,7 @@ DRAM and the STREAM ladder over thread counts, ordinary and non-temporal stores.
 from __future__ import annotations
 
 from hpcprobe.families.memory import bench, views
-from hpcprobe.measure.family import Default, Family, Headlines, Metrics, specs
+from hpcprobe.measure.family import Check, Default, Family, Headlines, Metrics, specs
 
 FAMILY = Family(
     "memory", "memory bandwidth: cache sweep and DRAM STREAM", bench.MemoryOptions, bench.run,
@@ -12,4 +12,4 @@ FAMILY = Family(
     metrics=Metrics(specs("GB/s", "higher", "bandwidth", "bandwidth_write_allocate"),
                     frozenset({"cpus", "binding"})),
     views=(views.tables,), figures=(views.figures,),
-    capabilities=(Default(probe=True), Headlines(views.headlines)))
+    capabilities=(Default(probe=True), Headlines(views.headlines), Check(bench.check_options)))

@@ -56,6 +56,8 @@ SETTINGS = {
     "quick": Settings(3.0, 1, ("triad",), ("regular",), ("triad",)),
     "default": Settings(15.0, 1, ("triad", "load"), ("regular", "nt")),
     "thorough": Settings(220.0, 2, ("triad", "load", "copy", "store"), ("regular", "nt")),
+    # the health tier: its one measurement, the DRAM triad on every core (check_options)
+    "check": Settings(1.0, 1, ("triad",), ("regular",), ("triad",)),
 }
 
 
@@ -259,6 +261,11 @@ def measurements(ctx: RunContext, opts: MemoryOptions) -> list[Measurement]:
                              active_counts(cores, ctx.profile.curve_points), prof.stream_kernels)
     check_memory(plan_, free_memory(ctx.topo))
     return plan_
+
+
+def check_options(ctx: RunContext) -> MemoryOptions:
+    """The health tier's measurement: the DRAM triad, ordinary stores, one thread per core."""
+    return MemoryOptions(kernels=("triad",), stores=("regular",))
 
 
 def labels(ctx: RunContext, opts: MemoryOptions | None) -> list[str]:

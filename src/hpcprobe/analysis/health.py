@@ -1,0 +1,122 @@
+"""The health tier's judgement: a node's state read without measuring (CPUs, memory, DIMMs,
+governor, THP, ports, PCIe links) against the state its reference recorded, and the outcome of
+a check: pass, fail (each reason one line) or cannot judge (no reference, a figure that could
+not be judged), the last of which must never drain a node. Pure: reads run documents only."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hpcprobe.analysis.verdict import Verdict
+from hpcprobe.results.model import Run
+
+#: The outcomes of a check and their exit statuses (2 is a usage mistake, as for every command)
+PASS, FAIL, UNJUDGED = "pass", "fail", "cannot judge"
+EXIT = {PASS: 0, FAIL: 1, UNJUDGED: 3}
+#: Memory totals within this share of each other are the same memory (the kernel's own
+#: reservations move MemTotal by a few MiB between boots and kernels)
+MEMORY_TOLERANCE = 0.02
+
+
+def _on_off(v: object) -> str | None:
+    return None if v is None else ("on" if v else "off")
+
+
+def _links(links: Mapping[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for p in links.get("ports", []) if isinstance(links.get("ports"), list) else []:
+        rate = "" if p.get("rate_gbps") is None else f" {p['rate_gbps']:g} Gb/s"
+        out[f"port {p['name']}"] = f"{p.get('state') or 'state n/a'}{rate}"
+    for d in links.get("pcie", []) if isinstance(links.get("pcie"), list) else []:
+        out[f"PCIe link {d['name']} ({d['bus_id']})"] = f"x{d['width']:g} {d['speed_gts']:g} GT/s"
+    return out
+
+
+def state_of(run: Run) -> dict[str, str]:
+    """The node's state a run recorded, as labelled values a healthy node of its kind keeps:
+    what the run did not record (an older run, a VM without SMBIOS) is absent."""
+    p, c = run.provenance, run.topology.get("counts", {})
+    dram = p.get("dram_ceiling") or {}
+    sockets = dram.get("sockets") or []
+    mem = p.get("mem_total_bytes")
+    out: dict[str, object] = {
+        "CPUs online": c.get("pus"), "cores": c.get("cores"),
+        "SMT": _on_off(p.get("smt_active")),
+        "memory": None if not mem else f"{mem / 2 ** 30:.1f} GiB",
+        "DIMMs": dram.get("dimms"),
+        "memory channels": ", ".join(f"socket {s['socket']}: {len(s['channels'])}"
+                                     for s in sockets) or None,
+        "governor": p.get("governor"), "THP": p.get("thp"),
+        **_links(p.get("links") or {}),
+    }
+    return {k: str(v) for k, v in out.items() if v is not None and v != ""}
+
+
+def common(states: Sequence[Mapping[str, str]]) -> dict[str, str]:
+    """What every one of these states shares (a reference keeps only what its runs agree on)."""
+    if not states:
+        return {}
+    return {k: v for k, v in states[0].items() if all(s.get(k) == v for s in states[1:])}
+
+
+def _same(label: str, now: str, ref: str) -> bool:
+    if label == "memory":
+        a, b = float(now.split()[0]), float(ref.split()[0])
+        return abs(a - b) <= MEMORY_TOLERANCE * b
+    return now == ref
+
+
+def differences(now: Mapping[str, str], reference: Mapping[str, str]) -> list[str]:
+    """One line per value of the reference's state this node does not have now."""
+    return [f"{label}: {now.get(label, 'absent')}, the reference has {ref}"
+            for label, ref in reference.items()
+            if label not in now or not _same(label, now[label], ref)]
+
+
+@dataclass
+class Outcome:
+    """A check's answer: its status, the reasons of a fail (one line each), why it could not
+    judge, and what it re-measured before it failed."""
+
+    status: str
+    reasons: list[str] = field(default_factory=list)
+    unjudged: list[str] = field(default_factory=list)
+    retested: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT[self.status]
+
+
+def below_lines(v: Verdict) -> list[str]:
+    """A fail's reason for each figure below its reference."""
+    out = []
+    for r in v.marked("below"):
+        e, m = r.expected, r.headline.metric
+        assert e is not None
+        out.append(f"{r.headline.label} {m.summary.median:.4g} {m.unit}, "
+                   f"{100 * (r.change or 0):+.1f}% against {e.value:.4g} (tolerance "
+                   f"{100 * e.tolerance:.0f}%)")
+    return out
+
+
+def outcome(faults: Sequence[str], v: Verdict | None) -> Outcome:
+    """Fail on any fault or figure below its reference; else cannot judge where the verdict
+    had no reference (none, or one without this hardware) or a figure was not judged (too
+    noisy, the node moved, no expected value); else pass."""
+    unjudged = [f"{r.headline.label}: {r.why}" for r in v.rows if r.mark == "not judged"] \
+        if v is not None else []
+    unjudged += [f"{r.headline.label}: above its ceiling ({r.why})"
+                 for r in (v.marked("above ceiling") if v is not None else [])]
+    reasons = [*faults, *(below_lines(v) if v is not None else [])]
+    if reasons:
+        return Outcome(FAIL, reasons, unjudged)
+    ref = v.reference if v is not None else None
+    if ref is None:
+        return Outcome(UNJUDGED, [], ["no reference: neither --against FILE nor this host's "
+                                      "previous check runs in the store"])
+    if not ref.figures and not ref.state:
+        return Outcome(UNJUDGED, [], [ref.source])
+    return Outcome(UNJUDGED if unjudged else PASS, [], unjudged)
