@@ -206,8 +206,9 @@ PartitionName=short Nodes={names} MaxTime=1 State=UP
 
 
 @contextmanager
-def cluster(n: int = 4, cpus: int = 2) -> Iterator[Cluster]:
-    """A running cluster of n nodes (n1..nN), each with `cpus` CPUs, until the block ends."""
+def cluster(n: int = 4, cpus: int = 2, extra: str = "") -> Iterator[Cluster]:
+    """A running cluster of n nodes (n1..nN), each with `cpus` CPUs, until the block ends;
+    `extra`: more slurm.conf lines."""
     tag = uuid.uuid4().hex[:6]
     root = Path(tempfile.mkdtemp(prefix="hpcprobe-slurm-"))
     names = [f"n{i + 1}" for i in range(n)]
@@ -243,7 +244,7 @@ def cluster(n: int = 4, cpus: int = 2) -> Iterator[Cluster]:
         nodes = "\n".join(f"NodeName={nm} NodeAddr={SUBNET}.{11 + i} CPUs={cpus} State=UNKNOWN"
                           for i, nm in enumerate(names))
         c.conf.write_text(SLURM_CONF.format(root=root, hub_addr=HUB_ADDR, nodes=nodes,
-                                            names=",".join(names)))
+                                            names=",".join(names)) + extra)
         key = root / "munge.key"
         key.write_bytes(os.urandom(1024))
         key.chmod(0o400)

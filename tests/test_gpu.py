@@ -1148,3 +1148,12 @@ def test_on_a_gpu_the_programs_own_answers(tmp_path, monkeypatch):
     huge = info[1]["memory_bytes"]  # three arrays of the whole memory: out of memory
     r = subprocess.run([exe, "stream", "0", str(huge), "2"], capture_output=True, text=True)
     assert r.returncode == 3 and "out of memory" in r.stdout.lower(), r.stdout
+
+
+def test_the_health_tier_reads_faults_and_how_many_gpus_of_which_model(a100):
+    found, state = health.node_health(a100)
+    assert state == {"GPUs": f"8 x {a100.gpus[0].name}"}
+    assert found and all(f.startswith("GPU") for f in found)
+    assert {f.split()[0] for f in found} == {"GPU3", "GPU5", "GPU6"}  # as test above: 3, 5, 6
+    none = gpus.Inventory((), none_why="no nvidia-smi")
+    assert health.node_health(none) == ([], {})

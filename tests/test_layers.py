@@ -11,7 +11,7 @@ from pathlib import Path
 import hpcprobe
 from hpcprobe.families import FAMILIES
 from hpcprobe.measure import profiles
-from hpcprobe.measure.family import flags
+from hpcprobe.measure.family import Check, flags
 
 SRC = Path(hpcprobe.__file__).parent
 
@@ -142,10 +142,12 @@ def test_the_check_sees_a_family_named_in_a_string(tmp_path):
 
 
 def test_every_family_has_settings_for_every_profile_and_consistent_flags():
+    """Every profile's settings, and the health tier's exactly where the family checks."""
     seen: dict[str, object] = {}
     for fam in FAMILIES.values():
         if fam.run is not None:
-            assert set(fam.settings) == set(profiles.PROFILES), fam.name
+            checks = {profiles.CHECK.name} if fam.capability(Check) is not None else set()
+            assert set(fam.settings) == set(profiles.PROFILES) | checks, fam.name
         assert dataclasses.is_dataclass(fam.options)
         for _, flag in flags(fam.options):
             other = seen.setdefault(flag.flag, flag)

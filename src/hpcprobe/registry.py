@@ -98,9 +98,16 @@ def check_run(topo: Topology, isa: str, progress: Progress | None = None,
                    {f.name: c.options(ctx) for f, c in chosen}, progress, isa_asked=True)
 
 
-def device_health() -> list[str]:
-    """The faults of the devices the families own (GPUs), read without measuring."""
-    return [line for h in capable(Health).values() for line in h.findings()]
+def device_health() -> tuple[list[str], dict[str, str]]:
+    """The faults of the devices the families own (GPUs) and their state, read without
+    measuring."""
+    faults: list[str] = []
+    state: dict[str, str] = {}
+    for h in capable(Health).values():
+        found, values = h.read()
+        faults += found
+        state.update(values)
+    return faults, state
 
 
 def plan(topo: Topology, profile: Profile, names: Sequence[str] | None, isa: str,

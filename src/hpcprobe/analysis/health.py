@@ -50,6 +50,7 @@ def state_of(run: Run) -> dict[str, str]:
                                      for s in sockets) or None,
         "governor": p.get("governor"), "THP": p.get("thp"),
         **_links(p.get("links") or {}),
+        **(p.get("devices") or {}),  # what the families' Health read (a check's runs)
     }
     return {k: str(v) for k, v in out.items() if v is not None and v != ""}
 

@@ -15,7 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from hpcprobe.analysis import health
-from hpcprobe.analysis.verdict import Expected, Headline, Picker, Reference, headlines
+from hpcprobe.analysis.verdict import (
+    Expected,
+    Headline,
+    Picker,
+    Reference,
+    disturbed,
+    headlines,
+)
 from hpcprobe.common import files
 from hpcprobe.common.errors import UserError
 from hpcprobe.results.model import Run
@@ -104,8 +111,10 @@ def make(runs: Sequence[Run], pickers: Sequence[Picker], labels: Labels) -> list
         g.runs.append(run.run_id)
         if run.host not in g.hosts:
             g.hosts.append(run.host)
+        noisy = disturbed(run)  # a figure the hypervisor or the node disturbed sets nothing
         for h in headlines(run, pickers):
-            heads.setdefault(h.key, []).append(h)
+            if h.metric.benchmark not in noisy:
+                heads.setdefault(h.key, []).append(h)
     out = []
     for key, (g, heads) in groups.items():
         g.figures = {k: expected(hs) for k, hs in heads.items()}

@@ -122,7 +122,7 @@ def add_run_options(r: argparse.ArgumentParser) -> None:
     r.add_argument("--no-store", action="store_true", help="do not store the run")
     r.add_argument("--json", metavar="FILE", help="also write the run as a JSON document (`-`: "
                    "on standard output, the tables then on standard error)")
-    r.add_argument("--tag", type=_label, help="label the run, e.g. a BIOS or tuning "
+    r.add_argument("--tag", type=label, help="label the run, e.g. a BIOS or tuning "
                    "configuration")
     add_prometheus(r)
     add_judging(r)
@@ -141,7 +141,7 @@ def add_prometheus(r: argparse.ArgumentParser) -> None:
                         "verdicts for node_exporter's textfile collector (written atomically)")
 
 
-def _label(text: str) -> str:
+def label(text: str) -> str:
     """A run's tag: something to find it by (`--tag ''` from an unset variable is a mistake)."""
     if not text.strip():
         raise argparse.ArgumentTypeError(f"{text!r}: give a tag, e.g. bios-2.4")

@@ -24,7 +24,16 @@ from typing import Any
 from hpcprobe import registry
 from hpcprobe.analysis import health
 from hpcprobe.analysis.verdict import Reference, Verdict
-from hpcprobe.commands.base import Bar, Spec, add_db, add_prometheus, console, open_store, say
+from hpcprobe.commands.base import (
+    Bar,
+    Spec,
+    add_db,
+    add_prometheus,
+    console,
+    label,
+    open_store,
+    say,
+)
 from hpcprobe.commands.output import Against
 from hpcprobe.common import files
 from hpcprobe.common.errors import HpcprobeError, UserError
@@ -60,6 +69,8 @@ def setup(p: argparse.ArgumentParser) -> None:
     add_db(p)
     p.add_argument("--no-store", action="store_true",
                    help="store nothing (a check stores one run per node, its figures)")
+    p.add_argument("--tag", type=label, help="label the stored run (`reference make --tag` "
+                                             "of healthy check runs makes a reference)")
     p.add_argument("--state-only", action="store_true",
                    help="read the node's state and measure nothing (under a second)")
     p.add_argument("--slurm", action="store_true",
@@ -125,7 +136,7 @@ def _state_run(topo: Topology, isa: str) -> Run:
         provenance=provenance.collect(topo, isa), topology=topo.to_dict())
 
 
-def _recorded_sysfs(run: Run, sysfs: Path) -> None:
+def recorded_sysfs(run: Run, sysfs: Path) -> None:
     """The links and DIMMs of another /sys tree than this node's (`--sysfs`)."""
     run.provenance["links"] = links.read(sysfs)
     run.provenance["dram_ceiling"] = dimms.dram_ceiling(
@@ -176,13 +187,13 @@ def _save_counters(path: str, node: str, now: dict[str, int]) -> None:
 
 
 def _faults(run: Run, ref: Reference | None, c: Checked, a: argparse.Namespace,
-            now: dict[str, int]) -> list[str]:
+            now: dict[str, int], devices: list[str]) -> list[str]:
     """Every fault read without a figure: the state against the reference's, counters that
     rose, the devices' health, the temporary directory's space, the families' errors."""
     out = health.differences(health.state_of(run), ref.state) if ref is not None else []
     before = None if a.accept_counters else _saved_counters(a.counters, c.node)
     out += counters.rising(before or {}, now)
-    out += registry.device_health()
+    out += devices
     free = shutil.disk_usage(a.tmp).free
     if free < c.tmp_free:
         out.append(f"{a.tmp}: {format_bytes(free)} free, less than the "
@@ -190,9 +201,10 @@ def _faults(run: Run, ref: Reference | None, c: Checked, a: argparse.Namespace,
     return out + run.errors
 
 
-def _measure(a: argparse.Namespace, c: Checked) -> tuple[Run, Verdict, list[str]]:
-    """The run (state alone, or the checking families' figures), judged, a suspect figure
-    re-tested once: the run, its verdict and what was re-tested."""
+def _measure(a: argparse.Namespace, c: Checked) -> tuple[Run, Verdict, list[str], list[str]]:
+    """The run (state alone, or the checking families' figures; the devices' state in its
+    provenance), judged, a suspect figure re-tested once: the run, its verdict, what was
+    re-tested and the devices' faults."""
     topo = topology.discover()
     isa = resolve_isa(None)
     if a.state_only:
@@ -201,21 +213,23 @@ def _measure(a: argparse.Namespace, c: Checked) -> tuple[Run, Verdict, list[str]
         with Bar() as bar:
             run = registry.check_run(topo, isa, bar)
     if a.sysfs:
-        _recorded_sysfs(run, c.sysfs)
+        recorded_sysfs(run, c.sysfs)
+    run.tag = a.tag
+    devices, run.provenance["devices"] = registry.device_health()
     v = c.against.verdict(run, c.store, recent=False)
     retested: list[str] = []
     if v.marked("below") or any(r.mark == "not judged" and r.expected for r in v.rows):
         run, retested = _retest(run, v, topo, isa)
         v = c.against.verdict(run, c.store, recent=False)
-    return run, v, retested
+    return run, v, retested, devices
 
 
 def handle(a: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     c = _inputs(a)
-    run, v, retested = _measure(a, c)
+    run, v, retested, devices = _measure(a, c)
     now = counters.read(c.sysfs)
-    out = health.outcome(_faults(run, v.reference, c, a, now), v)
+    out = health.outcome(_faults(run, v.reference, c, a, now, devices), v)
     out.retested = retested
     if out.status != health.FAIL or a.accept_counters or \
             _saved_counters(a.counters, c.node) is None:

@@ -1,4 +1,6 @@
-"""`hpcprobe export`: stored runs, their metrics or every sample, as JSON lines or CSV."""
+"""`hpcprobe export`: stored runs, their metrics or every sample, as JSON lines or CSV; or the
+newest node run of each host and profile as OpenMetrics (headline figures, ceilings,
+references, verdicts) for a monitoring system."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from hpcprobe.commands.base import Spec, add_db, add_selection, selection
 from hpcprobe.common import files
 from hpcprobe.common.errors import UserError
 from hpcprobe.results import export
+from hpcprobe.results.model import Run
 from hpcprobe.results.store import Store
 
 
@@ -32,7 +35,12 @@ def param(text: str) -> tuple[str, str]:
 def setup(ex: argparse.ArgumentParser) -> None:
     ex.add_argument("--what", choices=export.WHAT, default="metrics",
                     help="one row per run, per metric (default) or per sample")
-    ex.add_argument("--format", choices=export.FORMATS, default="jsonl")
+    ex.add_argument("--format", choices=[*export.FORMATS, "openmetrics"], default="jsonl",
+                    help="jsonl, csv, or openmetrics: the newest node run of each host and "
+                         "profile selected, its headline figures judged against the host's "
+                         "previous runs (or --against FILE)")
+    ex.add_argument("--against", metavar="REF.toml",
+                    help="with --format openmetrics: judge against this reference file")
     add_selection(ex)
     ex.add_argument("--metric", metavar="BENCHMARK.NAME", type=metric_name,
                     help="only this metric of each run, e.g. memory.bandwidth (the fleet view)")
@@ -43,18 +51,47 @@ def setup(ex: argparse.ArgumentParser) -> None:
     add_db(ex)
 
 
+def _openmetrics(st: Store, a: argparse.Namespace) -> str:
+    """The newest node run of each host and profile selected, judged, in OpenMetrics."""
+    from hpcprobe.commands.output import Against
+    from hpcprobe.views import prometheus
+
+    against = Against.of(a.against)
+    newest: dict[tuple[str, str], Run] = {}
+    for info in st.runs(where=selection(a)):  # newest first
+        if info.interrupted or (info.host, info.profile) in newest:
+            continue
+        if (run := st.load(info.run_id)).kind == "node":
+            newest[(info.host, info.profile)] = run
+    if not newest:
+        raise UserError("no node run selected: nothing to export")
+    reg = prometheus.registry([(r, against.verdict(r, st, recent=False))
+                               for r in newest.values()])
+    return prometheus.openmetrics(reg).decode()
+
+
 def handle(a: argparse.Namespace) -> int:
     if a.output:
         files.check_writable(a.output, "-o")
+    if a.format == "openmetrics":
+        if a.metric or a.param or a.what != "metrics":
+            raise UserError("--format openmetrics exports the headline figures of each host's "
+                            "newest run: drop --metric, --param and --what")
+        with Store.open(a.db, create=False) as st:
+            text = _openmetrics(st, a)
+    elif a.against:
+        raise UserError("--against judges the runs of --format openmetrics only")
     if a.metric:
         check_metric(*a.metric)
-    with Store.open(a.db, create=False) as st:
-        if a.param and not a.metric:
-            raise UserError("--param selects figures of one metric: add --metric")
-        records = list(export.rows(st, a.what, selection(a), a.metric, dict(a.param or [])))
-        if a.param and not records and a.what != "runs":
-            _check_params(st, a)
-        text = export.render(iter(records), a.what, a.format)
+    if a.format != "openmetrics":
+        with Store.open(a.db, create=False) as st:
+            if a.param and not a.metric:
+                raise UserError("--param selects figures of one metric: add --metric")
+            records = list(export.rows(st, a.what, selection(a), a.metric,
+                                       dict(a.param or [])))
+            if a.param and not records and a.what != "runs":
+                _check_params(st, a)
+            text = export.render(iter(records), a.what, a.format)
     if a.output:
         files.atomic_write(a.output, text.encode(), "-o")
     else:

@@ -184,10 +184,11 @@ class Check:
 
 @dataclass(frozen=True)
 class Health:
-    """Reads the health of devices it owns on this node without measuring (a GPU's memory
-    errors and pending resets): `findings()` one line per fault, [] where none or no device."""
+    """Reads the devices it owns on this node without measuring: `read()` gives one line per
+    fault (a GPU's memory errors, a reset it needs; [] where none or no device) and their
+    state as labelled values a healthy node keeps ({"GPUs": "4 x NVIDIA H100 80GB HBM3"})."""
 
-    findings: Callable[[], list[str]]
+    read: Callable[[], tuple[list[str], dict[str, str]]]
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,11 @@ _BASE = {"B": "bytes", "FLOP": "flops", "Hz": "hertz", "s": "seconds", "ns": "na
          "tps": "transactions_per_second"}
 
 
+_DOC = {"figure": "a headline figure, the median of its samples",
+        "ceiling": "what the hardware can deliver for a headline figure",
+        "expected": "a headline figure's reference value"}
+
+
 def unit_suffix(unit: str) -> str:
     """A figure's unit as a metric name's suffix: GB/s -> gigabytes_per_second, GFLOP/s ->
     gigaflops_per_second, GHz -> gigahertz, ns -> nanoseconds; an unknown one sanitised."""
@@ -62,8 +67,8 @@ def registry(entries: Sequence[tuple[Run, Verdict]]) -> object:
             for kind, value in (("figure", h.metric.summary.median), ("ceiling", h.ceiling),
                                 ("expected", r.expected.value if r.expected else None)):
                 if value is not None:
-                    gauge(f"hpcprobe_{kind}_{unit}", f"a headline figure's {kind} "
-                          f"({h.metric.unit})", labels).labels(**labels).set(value)
+                    gauge(f"hpcprobe_{kind}_{unit}", f"{_DOC[kind]} ({h.metric.unit})",
+                          labels).labels(**labels).set(value)
             mark = gauge("hpcprobe_figure_verdict", "a headline figure's verdict: 1 for its "
                          "mark, 0 for the others", [*labels, "verdict"])
             for m in MARKS:

@@ -34,7 +34,7 @@ FAMILY = Family(
         # host copies bound by PCIe: 55 GB/s on an H100 node whose DRAM read 100+
         OtherDevice("NVIDIA GPUs"),
         locality.INVENTORY,
-        Health(health.node_findings),
+        Health(health.node_health),
         Command(
             help="GPU measurements, `gpu info` (inventory, locality) or `gpu check` (binding)",
             description="Device memory bandwidth (BabelStream), cuBLAS GEMM per precision, "

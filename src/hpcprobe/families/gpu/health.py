@@ -156,8 +156,11 @@ def xid_notes(g: Gpu) -> list[str]:
     return out
 
 
-def node_findings() -> list[str]:
-    """This node's GPUs' faults now, one line each (the health tier's reading: nvidia-smi
-    once); [] where there is no GPU or no driver."""
-    inv = gpus.discover()
-    return [f"GPU{g.index}: {f}" for g in inv.gpus for f in findings(g, inv)]
+def node_health(inv: Inventory | None = None) -> tuple[list[str], dict[str, str]]:
+    """This node's GPUs' faults now (or those of `inv`, a recorded node), one line each, and
+    how many of which model it has (the health tier's reading: nvidia-smi once); nothing
+    where there is no GPU or no driver (a reference that had GPUs then says they are gone)."""
+    inv = inv or gpus.discover()
+    models = sorted({g.name for g in inv.gpus})
+    state = {"GPUs": ", ".join(f"{sum(g.name == m for g in inv.gpus)} x {m}" for m in models)}
+    return [f for g in inv.gpus for f in findings(g, inv)], state if inv.gpus else {}

@@ -1,0 +1,291 @@
+"""`hpcprobe check`, the health tier: the node's state against its reference's (recorded /sys
+trees: an InfiniBand port down, a DIMM missing), error counters that rose since the last check,
+the three outcomes and their exit codes, a suspect figure measured again before it fails, the
+monitoring files parsed with prometheus_client's own parsers, and bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import uuid
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, hpcprobe
+from hpcprobe import native, registry
+from hpcprobe.analysis import health, reference
+from hpcprobe.analysis.verdict import Expected, Reference, Verdict
+from hpcprobe.commands import check
+from hpcprobe.machine import counters, provenance, topology
+from hpcprobe.results import model as results
+from hpcprobe.results.store import Store
+from hpcprobe.views import prometheus
+
+PROBE = DATA / "cluster" / "probe-quick.json"
+SMBIOS = DATA / "smbios"
+
+
+def fake_sys(root: Path, state: str = "4: ACTIVE", symbol: int = 0, ue: int = 0) -> Path:
+    """A /sys tree with one InfiniBand HCA port (its state, rate and error counters) and one
+    memory controller's EDAC counts."""
+    port = root / "class" / "infiniband" / "mlx5_0" / "ports" / "1"
+    (port / "counters").mkdir(parents=True, exist_ok=True)
+    (port / "state").write_text(state + "\n")
+    (port / "rate").write_text("100 Gb/sec (4X EDR)\n")
+    for name in counters.IB_COUNTERS:
+        (port / "counters" / name).write_text(f"{symbol if name == 'symbol_error' else 0}\n")
+    mc = root / "devices" / "system" / "edac" / "mc" / "mc0"
+    mc.mkdir(parents=True, exist_ok=True)
+    (mc / "mc_name").write_text("amd64_edac\n")
+    (mc / "ce_count").write_text("3\n")
+    (mc / "ue_count").write_text(f"{ue}\n")
+    return root
+
+
+def this_node(sysfs: Path) -> results.Run:
+    """A run of this node that measured nothing, its links read from `sysfs` (as `check
+    --state-only --sysfs` reads them)."""
+    topo = topology.discover()
+    run = results.Run(uuid.uuid4().hex[:12], datetime.now(UTC).isoformat(), socket.gethostname(),
+                      "check", [], provenance.collect(topo, native.best_isa()), topo.to_dict())
+    check.recorded_sysfs(run, sysfs)
+    return run
+
+
+def write_reference(path: Path, sysfs: Path, figures: dict[str, Expected] | None = None,
+                    cpu: str | None = None) -> Path:
+    """A reference file for this node's hardware (or another CPU's), profile check, whose state
+    is this node's as `sysfs` shows it."""
+    run = this_node(sysfs)
+    hw = reference.hardware(run, registry.hardware_labels)
+    if cpu is not None:
+        hw["cpu"] = cpu
+    g = reference.Group(hw, "check", ["r1"], ["h1"], figures or {}, health.state_of(run))
+    path.write_text(reference.to_toml([g], "test"))
+    return path
+
+
+# ---------------------------------------------------------------- the state, pure
+
+
+def test_state_of_a_recorded_run_and_what_differs():
+    run = results.read_json(PROBE)
+    state = health.state_of(run)
+    assert state["cores"] == str(run.topology["counts"]["cores"])
+    assert state["CPUs online"] == str(run.topology["counts"]["pus"])
+    ref = {**state, "port mlx5_0/1": "ACTIVE 200 Gb/s", "memory": "512.0 GiB"}
+    now = {**state, "port mlx5_0/1": "DOWN 200 Gb/s", "memory": "505.0 GiB"}
+    found = health.differences(now, ref)
+    assert found == ["port mlx5_0/1: DOWN 200 Gb/s, the reference has ACTIVE 200 Gb/s"]
+    lost = health.differences({**now, "memory": "480.0 GiB"}, ref)  # 6 %: a DIMM gone
+    assert "memory: 480.0 GiB, the reference has 512.0 GiB" in lost
+    gone = health.differences({k: v for k, v in state.items() if k != "cores"}, state)
+    assert gone == [f"cores: absent, the reference has {state['cores']}"]
+
+
+def test_a_reference_keeps_only_the_state_its_runs_share():
+    a = {"THP": "always", "governor": "performance", "DIMMs": "24"}
+    b = {"THP": "madvise", "governor": "performance", "DIMMs": "24"}
+    assert health.common([a, b]) == {"governor": "performance", "DIMMs": "24"}
+    assert health.common([]) == {}
+
+
+def test_a_reference_file_round_trips_its_state(tmp_path):
+    run = results.read_json(PROBE)
+    groups = reference.make([run], registry.pickers(), registry.hardware_labels)
+    assert groups and groups[0].state == health.state_of(run)
+    path = tmp_path / "ref.toml"
+    reference.write(groups, "test", str(path))
+    back = reference.load(str(path))
+    assert back[0].state == groups[0].state
+    # a check run (another profile) of the same hardware gets the state, no figures
+    check = replace(run, profile="check", metrics=[])
+    ref = reference.for_run(back, check, registry.hardware_labels, str(path))
+    assert ref.state == groups[0].state and not ref.figures
+
+
+def test_counters_that_rose_since_the_last_check(tmp_path):
+    before = counters.read(fake_sys(tmp_path / "a"))
+    assert before["mlx5_0/1 symbol_error"] == 0 and before["EDAC uncorrected"] == 0
+    now = counters.read(fake_sys(tmp_path / "b", symbol=12, ue=1))
+    assert counters.rising(before, now) == [
+        "mlx5_0/1 symbol_error rose by 12 since the last check (0 -> 12)",
+        "EDAC uncorrected rose by 1 since the last check (0 -> 1)"]
+    assert counters.rising(now, before) == []  # cleared counters are no rise
+
+
+def _verdict(mark: str, why: str = "") -> Verdict:
+    from hpcprobe.analysis.verdict import Headline, Row
+
+    run = results.read_json(PROBE)
+    m = run.metrics[0]
+    e = Expected("k", "a figure", m.unit, m.better, 2 * m.summary.median, 0.05, 5)
+    return Verdict([Row(Headline("k", "a figure", m), e, mark, why)],
+                   Reference("a file", {"k": e}, state={"cores": "2"}))
+
+
+def test_the_three_outcomes():
+    assert health.outcome([], _verdict("ok")).status == health.PASS
+    failed = health.outcome(["port mlx5_0/1: DOWN"], _verdict("ok"))
+    assert failed.status == health.FAIL and failed.exit_code == 1
+    below = health.outcome([], _verdict("below"))
+    assert below.status == health.FAIL and "-50.0% against" in below.reasons[0]
+    noisy = health.outcome([], _verdict("not judged", "noisy ±9%"))
+    assert noisy.status == health.UNJUDGED and noisy.exit_code == 3
+    assert noisy.unjudged == ["a figure: noisy ±9%"]
+    assert health.outcome([], Verdict([], None)).status == health.UNJUDGED
+
+
+# ---------------------------------------------------------------- monitoring
+
+
+def test_prometheus_textfile_and_openmetrics_parse_back(tmp_path):
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families as om
+    from prometheus_client.parser import text_string_to_metric_families
+
+    run = results.read_json(PROBE)
+    v = registry.judge(run, None)
+    reg = prometheus.registry([(run, v)])
+    prometheus.add_check(reg, "n7", "fail", 2, 1.8e9, 4.2)
+    path = tmp_path / "hpcprobe.prom"
+    prometheus.write(str(path), reg)
+    fams = {f.name: f for f in text_string_to_metric_families(path.read_text())}
+    head = v.rows[0].headline
+    name = f"hpcprobe_figure_{prometheus.unit_suffix(head.metric.unit)}"
+    got = {s.labels["figure"]: s.value for s in fams[name].samples}
+    assert got[head.key] == pytest.approx(head.metric.summary.median)
+    assert {s.labels["host"] for s in fams[name].samples} == {run.host}
+    outcome = {s.labels["outcome"]: s.value for s in fams["hpcprobe_check_outcome"].samples}
+    assert outcome == {"pass": 0.0, "fail": 1.0, "cannot judge": 0.0}
+    marks = [s for s in fams["hpcprobe_figure_verdict"].samples
+             if s.labels["figure"] == head.key]
+    assert sum(s.value for s in marks) == 1.0  # one mark per figure
+    om_fams = {f.name for f in om(prometheus.openmetrics(reg).decode())}
+    assert name in om_fams and "hpcprobe_check_outcome" in om_fams
+
+
+@pytest.mark.parametrize("unit,suffix", [("GB/s", "gigabytes_per_second"),
+                                         ("GFLOP/s", "gigaflops_per_second"),
+                                         ("GHz", "gigahertz"), ("ns", "nanoseconds"),
+                                         ("%", "percent")])
+def test_unit_suffixes(unit, suffix):
+    assert prometheus.unit_suffix(unit) == suffix
+
+
+def test_export_openmetrics_of_stored_runs(tmp_path):
+    db = str(tmp_path / "s.sqlite")
+    assert hpcprobe("import", str(PROBE), "--db", db).code == 0
+    r = hpcprobe("export", "--db", db, "--format", "openmetrics")
+    assert r.code == 0, r.err
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families as om
+
+    names = {f.name for f in om(r.out)}
+    assert "hpcprobe_figure_gigabytes_per_second" in names and "hpcprobe_figure_verdict" in names
+    bad = hpcprobe("export", "--db", db, "--format", "openmetrics", "--metric", "memory.bandwidth")
+    assert bad.code == 2 and bad.err.count("\n") == 1
+
+
+# ---------------------------------------------------------------- the command
+
+
+def _check(tmp_path: Path, *args: str):
+    """`hpcprobe check` (its store none unless --db is given), its output's lines unfolded
+    (the terminal folds them at 100 columns)."""
+    store = () if "--db" in args else ("--no-store",)
+    r = hpcprobe("check", *store, "--counters", str(tmp_path / "counters.json"), *args)
+    r.out = r.out.replace("\n", " ").replace("  ", " ")
+    return r
+
+
+def test_state_only_check_passes_then_fails_on_a_port_down_and_counters(tmp_path):
+    sysfs = fake_sys(tmp_path / "sys")
+    ref = write_reference(tmp_path / "ref.toml", sysfs)
+    ok = _check(tmp_path, "--state-only", "--sysfs", str(sysfs), "--against", str(ref))
+    assert ok.code == 0, ok.out + ok.err
+    assert ok.out.startswith("PASS")
+    fake_sys(sysfs, state="1: DOWN")
+    down = _check(tmp_path, "--state-only", "--sysfs", str(sysfs), "--against", str(ref),
+                  "--json", str(tmp_path / "c.json"))
+    assert down.code == 1 and down.out.startswith("FAIL")
+    assert "port mlx5_0/1: DOWN 100 Gb/s, the reference has ACTIVE 100 Gb/s" in down.out
+    assert json.loads((tmp_path / "c.json").read_text())["status"] == "fail"
+    fake_sys(sysfs, symbol=40)  # the port is back; its symbol errors rose
+    rose = _check(tmp_path, "--state-only", "--sysfs", str(sysfs), "--against", str(ref))
+    assert rose.code == 1 and "symbol_error rose by 40" in rose.out
+    again = _check(tmp_path, "--state-only", "--sysfs", str(sysfs), "--against", str(ref))
+    assert again.code == 1, "a rise stays a fault until it is dealt with"
+    accepted = _check(tmp_path, "--state-only", "--sysfs", str(sysfs), "--against", str(ref),
+                      "--accept-counters")
+    assert accepted.code == 0, accepted.out
+
+
+def test_a_missing_dimm_fails_the_check(tmp_path):
+    """The reference's node had 16 DIMMs in 16 channels (a recorded two-socket Milan); one is
+    gone now."""
+    sysfs = fake_sys(tmp_path / "sys")
+    entries = sysfs / "firmware" / "dmi" / "entries"
+    shutil.copytree(SMBIOS / "epyc-7763-2s-full", entries)
+    ref = write_reference(tmp_path / "ref.toml", sysfs)
+    assert 'DIMMs = "16"' in ref.read_text()
+    shutil.rmtree(entries)
+    shutil.copytree(SMBIOS / "epyc-7763-2s-one-missing", entries)
+    r = _check(tmp_path, "--state-only", "--sysfs", str(sysfs), "--against", str(ref))
+    assert r.code == 1, r.out
+    assert "DIMMs: 15, the reference has 16" in r.out
+    assert "memory channels: socket 0: 8, socket 1: 7, the reference has socket 0: 8, " \
+           "socket 1: 8" in r.out
+
+
+def test_cannot_judge_without_a_reference_or_for_other_hardware(tmp_path):
+    sysfs = fake_sys(tmp_path / "sys")
+    none = _check(tmp_path, "--state-only", "--sysfs", str(sysfs))
+    assert none.code == 3 and none.out.startswith("CANNOT JUDGE")
+    other = write_reference(tmp_path / "other.toml", sysfs, cpu="Some Other CPU 9999")
+    r = _check(tmp_path, "--state-only", "--sysfs", str(sysfs), "--against", str(other))
+    assert r.code == 3 and "has no figures for this hardware" in r.out
+
+
+@pytest.mark.parametrize("args,says", [
+    (("--against", "/nonexistent/ref.toml"), "/nonexistent/ref.toml"),
+    (("--tmp-free", "lots"), "--tmp-free"),
+    (("--tmp", "/nonexistent"), "--tmp"),
+    (("--sysfs", "/nonexistent"), "--sysfs"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, says):
+    r = _check(tmp_path, "--state-only", *args)
+    assert r.code == 2 and r.err.count("\n") == 1 and says in r.err and "Traceback" not in r.err
+
+
+def test_a_reference_file_that_is_not_toml(tmp_path):
+    bad = tmp_path / "ref.toml"
+    bad.write_text("this is = = not toml")
+    r = _check(tmp_path, "--against", str(bad))
+    assert r.code == 2 and r.err.count("\n") == 1 and "not TOML" in r.err
+
+
+def test_a_measured_check_below_its_reference_is_measured_again_then_fails(tmp_path):
+    """The reference expects a thousand times what this node delivers: every figure is below,
+    measured again once, and the check fails on them (or, where the node moved or the
+    hypervisor stole time in both readings, cannot judge and says so)."""
+    sysfs = fake_sys(tmp_path / "sys")
+    run = results.read_json(PROBE)
+    heads = {r.headline.key: r.headline for r in registry.judge(run, None).rows}
+    figures = {k: Expected(k, h.label, h.metric.unit, h.metric.better,
+                           1000 * h.metric.summary.median, 0.05, 5) for k, h in heads.items()}
+    ref = write_reference(tmp_path / "ref.toml", sysfs, figures)
+    db = str(tmp_path / "s.sqlite")
+    r = _check(tmp_path, "--db", db, "--sysfs", str(sysfs), "--against", str(ref),
+               "--prometheus", str(tmp_path / "c.prom"))
+    assert "Measured again once before judging" in r.out, r.out
+    if r.code == 1:
+        assert r.out.startswith("FAIL") and "-99.9% against" in r.out and " below " in r.out
+    else:
+        assert r.code == 3 and ("node moved" in r.out or "steal" in r.out), r.out
+    with Store.open(db) as st:  # one write: the run as judged, figures measured again
+        [info] = st.runs()
+        assert info.profile == "check" and st.load(info.run_id).provenance["retested"]
+    assert "hpcprobe_check_outcome" in (tmp_path / "c.prom").read_text()
