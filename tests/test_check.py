@@ -6,6 +6,7 @@ monitoring files parsed with prometheus_client's own parsers, and bad input."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import uuid
@@ -289,3 +290,55 @@ def test_a_measured_check_below_its_reference_is_measured_again_then_fails(tmp_p
         [info] = st.runs()
         assert info.profile == "check" and st.load(info.run_id).provenance["retested"]
     assert "hpcprobe_check_outcome" in (tmp_path / "c.prom").read_text()
+
+
+FAKE_SCONTROL = """#!/bin/sh
+echo "$@" >> {log}
+case "$1 $2" in
+  "-o show") echo "NodeName=$4 Arch=x86_64 State={state} Reason={reason} Comment=(null)";;
+  "update NodeName=n9") {update};;
+esac
+"""
+
+
+def _fake_scontrol(tmp_path: Path, state: str = "IDLE", reason: str = "(null)",
+                   update: str = "exit 0") -> tuple[dict[str, str], Path]:
+    """A scontrol on PATH that shows node n9 in `state` and does `update` (its calls logged)."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir(exist_ok=True)
+    log = tmp_path / "scontrol.log"
+    (bin_ / "scontrol").write_text(FAKE_SCONTROL.format(log=log, state=state, reason=reason,
+                                                        update=update))
+    (bin_ / "scontrol").chmod(0o755)
+    return {"PATH": f"{bin_}:{os.environ['PATH']}"}, log
+
+
+def test_slurm_refusing_the_drain_is_one_line_and_exit_4(tmp_path):
+    sysfs = fake_sys(tmp_path / "sys")
+    ref = write_reference(tmp_path / "ref.toml", sysfs)
+    fake_sys(sysfs, state="1: DOWN")
+    env, log = _fake_scontrol(tmp_path, update="echo 'slurm_update error: Access/permission "
+                                               "denied' >&2; exit 1")
+    r = hpcprobe("check", "--slurm", "--node", "n9", "--state-only", "--no-store", "--sysfs",
+                 str(sysfs), "--against", str(ref), "--counters", str(tmp_path / "c.json"),
+                 env=env)
+    assert r.code == 4 and r.err.count("\n") == 1 and "Traceback" not in r.err
+    assert "scontrol could not drain n9: slurm_update error: Access/permission denied" in r.err
+    assert "State=DRAIN Reason=hpcprobe: port mlx5_0/1: DOWN" in log.read_text()
+
+
+def test_slurm_cannot_judge_changes_nothing_and_exits_0(tmp_path):
+    sysfs = fake_sys(tmp_path / "sys")
+    env, log = _fake_scontrol(tmp_path, state="IDLE+DRAIN", reason="hpcprobe: old fault "
+                                                                   "[root@2026-11-27T10:00:00]")
+    r = hpcprobe("check", "--slurm", "--node", "n9", "--state-only", "--no-store", "--sysfs",
+                 str(sysfs), "--counters", str(tmp_path / "c.json"), env=env)
+    assert r.code == 0 and r.out.startswith("CANNOT JUDGE"), r.out + r.err
+    assert "update" not in log.read_text()  # neither drained nor released
+
+
+def test_drain_reasons_keep_under_slurms_line():
+    reason = check.drain_reason([f"port mlx5_{i}/1: DOWN 200 Gb/s, the reference has ACTIVE "
+                                 "200 Gb/s" for i in range(8)])
+    assert reason.startswith("hpcprobe: port mlx5_0/1") and len(reason) <= check.REASON_MAX
+    assert reason.endswith("...")

@@ -97,8 +97,8 @@ class Group:
 
 
 def make(runs: Sequence[Run], pickers: Sequence[Picker], labels: Labels) -> list[Group]:
-    """The references of these node runs, one per hardware fingerprint, each of the figures
-    its runs measured."""
+    """The references of these node runs, one per hardware fingerprint and profile: each
+    figure its runs measured undisturbed, and the state they shared."""
     groups: dict[str, tuple[Group, dict[str, list[Headline]]]] = {}
     states: dict[str, list[dict[str, str]]] = {}
     for run in runs:
@@ -119,7 +119,7 @@ def make(runs: Sequence[Run], pickers: Sequence[Picker], labels: Labels) -> list
     for key, (g, heads) in groups.items():
         g.figures = {k: expected(hs) for k, hs in heads.items()}
         g.state = health.common(states[key])
-        if g.figures:
+        if g.figures or g.state:  # every figure disturbed: the state still holds
             out.append(g)
     return out
 
