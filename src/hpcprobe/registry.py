@@ -135,8 +135,10 @@ def figures() -> list[Figures]:
 
 def not_joined() -> NotJoined:
     """Per family (and summary), the params it does not join its metrics on across runs."""
+    derived = {f"{f.name}.{s.name}" for f in FAMILIES.values() for s in f.metrics.specs
+               if s.derived or f.capability(Derives) is not None}
     return NotJoined({**{f.name: f.metrics.not_joined for f in FAMILIES.values()},
-                      **{s.benchmark: s.not_joined for s in SUMMARIES}})
+                      **{s.benchmark: s.not_joined for s in SUMMARIES}}, derived=frozenset(derived))
 
 
 def hardware_labels(provenance: Mapping[str, Any]) -> list[str]:

@@ -95,12 +95,15 @@ class NotJoined:
 
     by_benchmark: Mapping[str, frozenset[str]] = field(default_factory=dict)
     every: frozenset[str] = frozenset()
+    #: "benchmark.name" of the metrics derived from others (a share of a model, a ridge
+    #: point): joined and shown as the others, never a node's verdict alone
+    derived: frozenset[str] = frozenset()
 
     def of(self, benchmark: str) -> frozenset[str]:
         return self.by_benchmark.get(benchmark, frozenset()) | self.every
 
     def __or__(self, more: frozenset[str]) -> NotJoined:
-        return NotJoined(self.by_benchmark, self.every | more)
+        return NotJoined(self.by_benchmark, self.every | more, self.derived)
 
 
 def joined_params(params: dict[str, Any], ignore: frozenset[str]) -> str:

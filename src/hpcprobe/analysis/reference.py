@@ -96,10 +96,17 @@ class Group:
     state: dict[str, str] = field(default_factory=dict)  # what all its runs' states share
 
 
+def _undisturbed(heads: Sequence[tuple[Headline, bool]]) -> list[Headline]:
+    """A figure's headlines of the runs the hypervisor's steal or the node sentinel did not
+    mark as disturbed (their wide CIs would loosen the tolerance), all of them where every run
+    was."""
+    return [h for h, noisy in heads if not noisy] or [h for h, _ in heads]
+
+
 def make(runs: Sequence[Run], pickers: Sequence[Picker], labels: Labels) -> list[Group]:
     """The references of these node runs, one per hardware fingerprint and profile: each
-    figure its runs measured undisturbed, and the state they shared."""
-    groups: dict[str, tuple[Group, dict[str, list[Headline]]]] = {}
+    figure its runs measured (undisturbed where any was), and the state they shared."""
+    groups: dict[str, tuple[Group, dict[str, list[tuple[Headline, bool]]]]] = {}
     states: dict[str, list[dict[str, str]]] = {}
     for run in runs:
         if run.kind != "node":
@@ -111,15 +118,14 @@ def make(runs: Sequence[Run], pickers: Sequence[Picker], labels: Labels) -> list
         g.runs.append(run.run_id)
         if run.host not in g.hosts:
             g.hosts.append(run.host)
-        noisy = disturbed(run)  # a figure the hypervisor or the node disturbed sets nothing
+        noisy = disturbed(run)
         for h in headlines(run, pickers):
-            if h.metric.benchmark not in noisy:
-                heads.setdefault(h.key, []).append(h)
+            heads.setdefault(h.key, []).append((h, h.metric.benchmark in noisy))
     out = []
     for key, (g, heads) in groups.items():
-        g.figures = {k: expected(hs) for k, hs in heads.items()}
+        g.figures = {k: expected(_undisturbed(hs)) for k, hs in heads.items()}
         g.state = health.common(states[key])
-        if g.figures or g.state:  # every figure disturbed: the state still holds
+        if g.figures or g.state:
             out.append(g)
     return out
 

@@ -12,6 +12,7 @@ flagged once is a transient, listed and not counted. Pure: reads run documents o
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -41,6 +42,11 @@ class Thresholds:
     worse: float = 0.04  # and at least this much worse (relative)
     min_peers: int = 3  # fewer nodes with a figure: not judged
     min_links: int = 5  # fewer links (not through a slow node or endpoint): not judged
+    #: this many times worse than the peers' median is flagged however spread the peers are
+    far: float = 3.0
+    #: a node flagged on one measured figure less than this many times `worse` worse is a
+    #: suspect (said, not drained): one marginal figure is no verdict on a node
+    marginal: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -106,6 +112,9 @@ class Verdict:
     link_better: dict[str, str]  # link metric -> "higher" or "lower"
     scaling: dict[str, list[tuple[int, float]]]  # "allreduce 8 B" -> (nodes, median us)
     unjudged: list[str] = field(default_factory=list)  # why some figures were not judged
+    #: nodes flagged on derived figures alone, or on one measured figure barely past the
+    #: thresholds: said, never drained
+    suspects: list[Finding] = field(default_factory=list)
     link_errors: list[str] = field(default_factory=list)  # why links were not measured
     #: families run across nodes: figure -> (nodes, median, parallel efficiency or None)
     weak: dict[str, list[tuple[int, float, float | None]]] = field(default_factory=dict)
@@ -147,6 +156,7 @@ class Verdict:
             "scaling": {k: [{"nodes": n, "median": v} for n, v in pts]
                         for k, pts in self.scaling.items()},
             "unjudged": self.unjudged, "link_errors": self.link_errors,
+            "suspects": [f.to_dict() for f in self.suspects],
             "weak_scaling": {k: [{"nodes": n, "median": v, "parallel_efficiency": e}
                                  for n, v, e in pts] for k, pts in self.weak.items()},
             "weak_units": self.weak_units, "scaling_errors": self.scaling_errors,
@@ -305,12 +315,14 @@ class _Judged:
         return self._flag(values, best, *self.fleet.judge(values))
 
     def _flag(self, values: Any, best: Any, z: Any, worse: Any) -> list[list[Deviation]]:
-        """Beyond the robust z and the practical threshold, and even the best end of its CI
-        worse than the peers' median (a figure whose own samples reach the median is not a
-        verdict)."""
+        """Beyond the robust z (or `far` times worse than the peers' median, which peers too
+        spread for a z-score must not hide) and the practical threshold, and even the best end
+        of its CI worse than the peers' median (a figure whose own samples reach the median is
+        not a verdict)."""
         _, best_worse = self.fleet.judge(best)
         with np.errstate(invalid="ignore"):
-            flags = (z > self.th.z) & (worse > self.th.worse) & (best_worse > 0)
+            far = worse >= np.where(self.lower, self.th.far - 1.0, 1.0 - 1.0 / self.th.far)
+            flags = ((z > self.th.z) | far) & (worse > self.th.worse) & (best_worse > 0)
         return [_worst([Deviation(self.labels[j], float(values[i, j]),
                                   float(self.fleet.median[j]), self.units[j], float(z[i, j]),
                                   float(worse[i, j])) for j in np.flatnonzero(row)])
@@ -359,15 +371,37 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
         for i, h in enumerate(hosts):
             heat_rows[h] = {lb: (float(norm[i, j]), float(z[i, j]))
                             for j, lb in enumerate(judged.labels) if np.isfinite(norm[i, j])}
-            _judge(v, SLOW_NODE, h, judged.flagged[i],
-                   [d for row in judged.of([figures(r.metrics, ignore) for r in before[h]])
-                    for d in row]
-                   if before[h] else None)
+            earlier = [d for row in judged.of([figures(r.metrics, ignore) for r in before[h]])
+                       for d in row] if before[h] else None
+            _node(v, h, judged.flagged[i], earlier, ignore.derived)
     v.heat_nodes = sorted(heat_rows, key=natural)
     v.heat_metrics = list(all_labels)
     both = np.array([[heat_rows[h].get(lb, (np.nan, np.nan)) for lb in v.heat_metrics]
                      for h in v.heat_nodes]).reshape(len(v.heat_nodes), len(v.heat_metrics), 2)
     v.heat, v.heat_z = both[:, :, 0], both[:, :, 1]
+
+
+def _measured(devs: list[Deviation], derived: frozenset[str]) -> list[Deviation]:
+    """The deviations of measured figures (not derived from others)."""
+    return [d for d in devs if d.metric.split(" ", 1)[0] not in derived]
+
+
+def _node(v: Verdict, host: str, now: list[Deviation], earlier: list[Deviation] | None,
+          derived: frozenset[str]) -> None:
+    """A node's verdict rests on its measured figures: flagged on derived ones alone, or on
+    one measured figure that is barely past the thresholds (each time it was measured), it
+    is a suspect, said and never drained."""
+    got, was = _measured(now, derived), None if earlier is None else _measured(earlier, derived)
+
+    def marginal(devs: list[Deviation]) -> bool:
+        return len(devs) <= 1 and all(d.worse < v.thresholds.marginal * v.thresholds.worse
+                                      for d in devs)
+
+    if now and marginal(got) and (was is None or marginal(was)):
+        v.suspects.append(Finding(SLOW_NODE, host, (host,), _worst(now + (earlier or [])),
+                                  earlier is not None))
+        return
+    _judge(v, SLOW_NODE, host, got, was)
 
 
 def _unhealthy(node_runs: list[Run]) -> dict[str, list[str]]:
@@ -505,12 +539,16 @@ def _links_of(label: str, latest: Links, before: dict[tuple[str, str], list[Fig]
     """Slow links of one figure: each link not through a slow node or endpoint against those
     links; a re-measured link must be flagged both times."""
     keys = [k for k in latest if not set(k) & bad]
+    directed = is_directed(latest)
     if len(keys) < th.min_links:
         if keys:
             v.unjudged.append(f"{label}: {len(keys)} link(s) not through a slow node or "
                               f"endpoint, fewer than {th.min_links}: not judged one by one")
+        _far_unjudged(label, latest, list(latest), keys or list(latest), th, v, directed,
+                      f"fewer than {th.min_links} links to judge it against")
         return
-    directed = is_directed(latest)
+    _far_unjudged(label, latest, [k for k in latest if k not in keys], keys, th, v, directed,
+                  "it runs through a node or endpoint flagged slow, so it is not judged alone")
     judged = _Judged([{label: latest[k]} for k in keys], th)
     found = {f.item: f for f in v.findings if f.kind == SLOW_LINK}
     gone = {f.item: f for f in v.transients if f.kind == SLOW_LINK}
@@ -526,6 +564,25 @@ def _links_of(label: str, latest: Links, before: dict[tuple[str, str], list[Fig]
                 continue
         if devs:
             _add(found, v.findings, k, devs, again)
+
+
+def _far_unjudged(label: str, latest: Links, unjudged: list[tuple[str, str]],
+                  peers: list[tuple[str, str]], th: Thresholds, v: Verdict, directed: bool,
+                  why: str) -> None:
+    """Links not judged one by one that are `far` times worse than the median of the judged
+    ones (or of all, where too few were judged) are listed with why: never silent."""
+    if len(peers) < 2:
+        return
+    centre = statistics.median(latest[k][0] for k in peers)
+    for k in unjudged:
+        med, _, unit, better = latest[k]
+        factor = (centre / med if med > 0 else math.inf) if better == "higher" else \
+            (med / centre if centre > 0 else math.inf)
+        if factor >= th.far:
+            a, b = k if directed else undirected(k)
+            v.unjudged.append(f"{label} {a} {'->' if directed else '-'} {b}: {med:.3g} {unit}, "
+                              f"{factor:.1f}x worse than the median {centre:.3g} of "
+                              f"{len(peers)} link(s), not flagged: {why}")
 
 
 def _add(index: dict[str, Finding], into: list[Finding], k: tuple[str, str],

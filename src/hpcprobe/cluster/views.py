@@ -73,6 +73,14 @@ def blocks(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> list[Bloc
         out.append(Lines([f"Links not measured: {e}" for e in v.link_errors]))
     if v.scaling_errors:
         out.append(Lines([f"Across nodes: {e}" for e in v.scaling_errors]))
+    if v.suspects:
+        t = Table("Suspects (one marginal figure, or derived figures alone: not drained)")
+        for name in ("node", "measured again", "evidence"):
+            t.add_column(name)
+        for f in v.suspects:
+            t.add_row(f.item, "yes" if f.confirmed else "no",
+                      "; ".join(d.text() for d in f.evidence[:3]))
+        out.append(t)
     if v.transients:
         t = Table("Transients (flagged once, not when measured again; not counted)")
         t.add_column("kind")

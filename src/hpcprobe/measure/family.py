@@ -123,11 +123,13 @@ class MetricSpec:
     name: str
     unit: str
     better: str = "higher"  # or "lower"
+    derived: bool = False  # computed from the family's measured figures (a share of a model)
 
 
-def specs(unit: str, better: str, *names: str) -> tuple[MetricSpec, ...]:
+def specs(unit: str, better: str, *names: str, derived: bool = False
+          ) -> tuple[MetricSpec, ...]:
     """Several metrics of one unit and direction."""
-    return tuple(MetricSpec(n, unit, better) for n in names)
+    return tuple(MetricSpec(n, unit, better, derived) for n in names)
 
 
 @dataclass(frozen=True)
@@ -274,7 +276,7 @@ class Metrics:
         """Whether it declared this metric with its unit and direction."""
         if self.open_prefix is not None and m.name.startswith(self.open_prefix):
             return True
-        return MetricSpec(m.name, m.unit, m.better) in self.specs
+        return any((s.name, s.unit, s.better) == (m.name, m.unit, m.better) for s in self.specs)
 
     def names(self) -> list[str]:
         return list(dict.fromkeys(s.name for s in self.specs))

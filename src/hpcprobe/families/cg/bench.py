@@ -30,7 +30,8 @@ from hpcprobe.probes import proxy, stream
 from hpcprobe.results.model import Metric
 
 METRICS = (MetricSpec("gflops", "GFLOP/s"), *specs("GB/s", "higher", "bandwidth", "triad"),
-           MetricSpec("bandwidth_fraction", "%"), MetricSpec("phase_share", "%", "lower"))
+           MetricSpec("bandwidth_fraction", "%", derived=True),
+           MetricSpec("phase_share", "%", "lower", derived=True))
 #: The solver is checked on this grid against the reference: the same iterations, residual
 #: norms within CHECK_RTOL, and the solution (all ones) within CHECK_XTOL.
 CHECK_GRID = (16, 12, 10)

@@ -17,8 +17,10 @@ from hpcprobe.measure.family import (
 FAMILY = Family(
     "compute", "peak FLOP/s per ISA and precision against a measured-clock model, core scaling",
     bench.ComputeOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
-    metrics=Metrics((*specs("GFLOP/s", "higher", "peak", "peak_model"),
-                     MetricSpec("peak_fraction", "%"),
+    metrics=Metrics((*specs("GFLOP/s", "higher", "peak"),
+                     # the model (FLOP/cycle x the measured clock) and the peak's share of it
+                     MetricSpec("peak_model", "GFLOP/s", derived=True),
+                     MetricSpec("peak_fraction", "%", derived=True),
                      *specs("GHz", "higher", "clock", "clock_after", "scaling_cur_freq")),
                     frozenset({"cpus", "model_source", "microarch", "flops_per_cycle",
                                "clock_load", "clock_side"})),

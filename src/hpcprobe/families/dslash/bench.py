@@ -31,8 +31,8 @@ from hpcprobe.probes import proxy, stream
 from hpcprobe.results.model import Metric
 
 METRICS = (MetricSpec("dslash", "Mflop/s"), MetricSpec("comparison_point", "Mflop/s"),
-           MetricSpec("robustness", "1"), MetricSpec("axpy", "GB/s"),
-           MetricSpec("comms_share", "%", "lower"), MetricSpec("halo", "MB/s"),
+           MetricSpec("robustness", "1", derived=True), MetricSpec("axpy", "GB/s"),
+           MetricSpec("comms_share", "%", "lower", derived=True), MetricSpec("halo", "MB/s"),
            MetricSpec("halo_bidir", "MB/s"))
 #: Grid's memory benchmark streams z = a x + y over fields of L^4 sites of 12 complex singles
 #: (96 B a site); it is measured with the STREAM triad kernel (a = b + s c: the same traffic,

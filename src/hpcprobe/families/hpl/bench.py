@@ -43,8 +43,9 @@ ABOVE_PEAK_KIND = kind("above_peak", "HPL above the Rpeak on the measured clock:
 ABOVE_BASE = kind("above_base", "HPL above the base-clock Rpeak: the cores ran above their "
                   "base clock", "note", "the HPL table")
 
-METRICS = (*specs("GFLOP/s", "higher", "rmax", "rpeak", "rpeak_base", "dgemm", "nb_search"),
-           *specs("%", "higher", "efficiency", "efficiency_base", "dgemm_fraction"),
+METRICS = (*specs("GFLOP/s", "higher", "rmax", "dgemm", "nb_search"),
+           *specs("GFLOP/s", "higher", "rpeak", "rpeak_base", derived=True),
+           *specs("%", "higher", "efficiency", "efficiency_base", "dgemm_fraction", derived=True),
            MetricSpec("hpl_time", "s", "lower"), MetricSpec("residual", "1", "lower"),
            *specs("GHz", "higher", "clock", "scaling_cur_freq"))
 #: HPL sized by time runs at about this share of the all-core DGEMM rate (for its N and the

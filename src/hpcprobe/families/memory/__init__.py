@@ -9,7 +9,9 @@ from hpcprobe.measure.family import Check, Default, Family, Headlines, Metrics, 
 FAMILY = Family(
     "memory", "memory bandwidth: cache sweep and DRAM STREAM", bench.MemoryOptions, bench.run,
     settings=bench.SETTINGS, plan=bench.labels,
-    metrics=Metrics(specs("GB/s", "higher", "bandwidth", "bandwidth_write_allocate"),
+    metrics=Metrics((*specs("GB/s", "higher", "bandwidth"),
+                     # the same traffic counted with the write-allocate reads
+                     *specs("GB/s", "higher", "bandwidth_write_allocate", derived=True)),
                     frozenset({"cpus", "binding"})),
     views=(views.tables,), figures=(views.figures,),
     capabilities=(Default(probe=True), Headlines(views.headlines), Check(bench.check_options)))
