@@ -600,3 +600,16 @@ def test_a_far_slower_link_that_cannot_be_judged_says_why():
     assert (SLOW_LINK, "n3 - n6") not in kinds(v) and (SLOW_NODE, "n3") in kinds(v)
     said = [u for u in v.unjudged if "n3 -> n6" in u]
     assert said and "worse than the median" in said[0] and "flagged slow" in said[0]
+
+
+def test_a_derived_figure_a_node_lacks_is_not_a_missing_figure():
+    """The roofline's compute ceiling names the peak kernel that was fastest on the node: one
+    node's fastest being another kernel is no figure missing (it once drained an untouched
+    node of the 5-node campaign)."""
+    _, runs = clusterdata.campaign(6)
+    runs = [replace(r, metrics=[replace(m, params={**m.params, "op": "fma"})
+                                if m.name == "compute_ceiling" else m for m in r.metrics])
+            if r.host == "n5" else r for r in runs]
+    v = analyse(runs, "c1", ignore=registry.not_joined())
+    assert "n5" not in v.missing and not v.flagged
+    assert "n5" in analyse(runs, "c1").missing  # without the families' declarations

@@ -363,7 +363,7 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
             v.unjudged.append(f"{', '.join(hosts)} ({fp}): fewer than {th.min_peers} nodes of "
                               "this hardware, not judged")
         else:
-            _missing(v, hosts, rows)
+            _missing(v, hosts, rows, ignore.derived)
         med, values, z = judged.fleet.median, judged.values, judged.z
         with np.errstate(invalid="ignore", divide="ignore"):
             norm = np.where(judged.lower, med / values, values / med)
@@ -418,13 +418,17 @@ def _unhealthy(node_runs: list[Run]) -> dict[str, list[str]]:
     return {host: found for host, found in out.items() if found}
 
 
-def _missing(v: Verdict, hosts: list[str], rows: list[dict[str, Fig]]) -> None:
-    """Each node's figures that most of its group has (more than half of the nodes) and it
-    lacks: a device gone from the bus, a family that could not run there, a failed check."""
+def _missing(v: Verdict, hosts: list[str], rows: list[dict[str, Fig]],
+             derived: frozenset[str]) -> None:
+    """Each node's measured figures that most of its group has (more than half of the nodes)
+    and it lacks: a device gone from the bus, a family that could not run there, a failed
+    check. A derived figure is not one: the roofline's compute ceiling follows whichever peak
+    kernel was fastest on the node, so its params differ from node to node."""
     have: dict[str, int] = defaultdict(int)
     for row in rows:
         for lb in row:
-            have[lb] += 1
+            if lb.split(" ", 1)[0] not in derived:
+                have[lb] += 1
     usual = [lb for lb, k in have.items() if 2 * k > len(hosts)]
     for h, row in zip(hosts, rows, strict=True):
         lacks = [lb for lb in usual if lb not in row]

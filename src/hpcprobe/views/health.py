@@ -40,9 +40,9 @@ def lines(run: Run, v: Verdict, out: health.Outcome, node: str, seconds: float,
     if out.retested:
         said.append(f"Measured again once before judging: {'; '.join(out.retested)}")
     now = health.state_of(run)
-    compared = [k for k in (ref.state if ref is not None else {})]
     counts = (run.provenance.get("check") or {}).get("counters") or {}
-    said.append(f"State: {len(compared)} value(s) compared with the reference's; "
+    said.append(f"State: {len(ref.state) if ref is not None else 0} value(s) compared with the "
+                "reference's; "
                 f"{len(counts)} error counter(s) watched; temporary space and the GPUs' "
                 "health read")
     if details:

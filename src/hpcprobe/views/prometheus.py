@@ -9,6 +9,7 @@ when the run or check was made. node_exporter's textfile collector reads the fil
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
@@ -98,10 +99,13 @@ def add_check(reg: object, host: str, status: str, reasons: int, when: float,
 def write(path: str, reg: object) -> None:
     """The registry in node_exporter's textfile format, written atomically (a temporary file
     renamed over the old one: the collector never reads half a file)."""
-    from prometheus_client import write_to_textfile
+    from prometheus_client import generate_latest, write_to_textfile
 
     from hpcprobe.common.errors import UserError
 
+    if path == "-":
+        sys.stdout.write(generate_latest(reg).decode())  # type: ignore[arg-type]
+        return
     try:
         write_to_textfile(path, reg)  # type: ignore[arg-type]
     except OSError as exc:
