@@ -88,7 +88,7 @@ def setup(p: argparse.ArgumentParser) -> None:
                    help=f"the least free space it needs (default: {TMP_FREE})")
     p.add_argument("--counters", metavar="FILE", default=_counters_default(),
                    help="where the error counters of the last passed check are kept (default: "
-                        "%(default)s)")
+                        f"{_counters_default()})")
     p.add_argument("--accept-counters", action="store_true",
                    help="take the error counters as they are now as the new baseline (after "
                         "the fault behind a rise was dealt with)")
