@@ -85,6 +85,8 @@ def test_state_of_a_recorded_run_and_what_differs():
     assert found == ["port mlx5_0/1: DOWN 200 Gb/s, the reference has ACTIVE 200 Gb/s"]
     lost = health.differences({**now, "memory": "480.0 GiB"}, ref)  # 6 %: a DIMM gone
     assert "memory: 480.0 GiB, the reference has 512.0 GiB" in lost
+    edited = health.differences({"memory": "512.0 GiB"}, {"memory": "half a terabyte"})
+    assert edited == ["memory: 512.0 GiB, the reference has half a terabyte"]
     gone = health.differences({k: v for k, v in state.items() if k != "cores"}, state)
     assert gone == [f"cores: absent, the reference has {state['cores']}"]
 

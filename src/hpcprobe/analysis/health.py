@@ -63,10 +63,15 @@ def common(states: Sequence[Mapping[str, str]]) -> dict[str, str]:
 
 
 def _same(label: str, now: str, ref: str) -> bool:
-    if label == "memory":
+    """Equal; memory totals ("251.3 GiB") within MEMORY_TOLERANCE, or equal as text where one
+    was edited by hand into something else."""
+    if label != "memory":
+        return now == ref
+    try:
         a, b = float(now.split()[0]), float(ref.split()[0])
-        return abs(a - b) <= MEMORY_TOLERANCE * b
-    return now == ref
+    except (ValueError, IndexError):
+        return now == ref
+    return abs(a - b) <= MEMORY_TOLERANCE * b
 
 
 def differences(now: Mapping[str, str], reference: Mapping[str, str]) -> list[str]:
