@@ -187,12 +187,11 @@ def _save_counters(path: str, node: str, now: dict[str, int]) -> None:
 
 
 def _faults(run: Run, ref: Reference | None, c: Checked, a: argparse.Namespace,
-            now: dict[str, int], devices: list[str]) -> list[str]:
+            rose: list[str], devices: list[str]) -> list[str]:
     """Every fault read without a figure: the state against the reference's, counters that
     rose, the devices' health, the temporary directory's space, the families' errors."""
     out = health.differences(health.state_of(run), ref.state) if ref is not None else []
-    before = None if a.accept_counters else _saved_counters(a.counters, c.node)
-    out += counters.rising(before or {}, now)
+    out += rose
     out += devices
     free = shutil.disk_usage(a.tmp).free
     if free < c.tmp_free:
@@ -229,10 +228,11 @@ def handle(a: argparse.Namespace) -> int:
     c = _inputs(a)
     run, v, retested, devices = _measure(a, c)
     now = counters.read(c.sysfs)
-    out = health.outcome(_faults(run, v.reference, c, a, now, devices), v)
+    before = None if a.accept_counters else _saved_counters(a.counters, c.node)
+    rose = counters.rising(before or {}, now)
+    out = health.outcome(_faults(run, v.reference, c, a, rose, devices), v)
     out.retested = retested
-    if out.status != health.FAIL or a.accept_counters or \
-            _saved_counters(a.counters, c.node) is None:
+    if out.status != health.FAIL or before is None:
         _save_counters(a.counters, c.node, now)  # a rise stays a fault until dealt with
     seconds = time.perf_counter() - t0
     run.duration_s = round(seconds, 3)
