@@ -113,13 +113,42 @@ def test_a_reference_file_round_trips_its_state(tmp_path):
 
 
 def test_counters_that_rose_since_the_last_check(tmp_path):
-    before = counters.read(fake_sys(tmp_path / "a"))
+    before = counters.read(fake_sys(tmp_path / "a"), None)
     assert before["mlx5_0/1 symbol_error"] == 0 and before["EDAC uncorrected"] == 0
-    now = counters.read(fake_sys(tmp_path / "b", symbol=12, ue=1))
+    now = counters.read(fake_sys(tmp_path / "b", symbol=12, ue=1), None)
     assert counters.rising(before, now) == [
         "mlx5_0/1 symbol_error rose by 12 since the last check (0 -> 12)",
         "EDAC uncorrected rose by 1 since the last check (0 -> 1)"]
     assert counters.rising(now, before) == []  # cleared counters are no rise
+
+
+#: The machine-check rows of an AMD EPYC host's /proc/interrupts (4 CPUs shown), with the rows
+#: around them that must not count (polls and thermal events rise on a healthy node)
+INTERRUPTS = """\
+            CPU0       CPU1       CPU2       CPU3
+ NMI:         11         10         12          9   Non-maskable interrupts
+ TRM:          0          4          0          0   Thermal event interrupts
+ THR:          0          0          0          0   Threshold APIC interrupts
+ DFR:          0          0          0          0   Deferred Error APIC interrupts
+ MCE:          0          0          0          0   Machine check exceptions
+ MCP:        412        412        412        412   Machine check polls
+ ERR:          0
+"""
+
+
+def test_machine_checks_outside_edac_that_rose(tmp_path):
+    sysfs = fake_sys(tmp_path / "sys")
+    (tmp_path / "before").write_text(INTERRUPTS)
+    before = counters.read(sysfs, tmp_path / "before")
+    assert {k: v for k, v in before.items() if "machine check" in k} == {
+        "machine check threshold interrupts": 0, "deferred machine check errors": 0,
+        "machine check exceptions": 0}
+    (tmp_path / "now").write_text(INTERRUPTS.replace(
+        " MCE:          0          0", " MCE:          0          2").replace(
+        " MCP:        412", " MCP:        980").replace(" TRM:          0          4",
+                                                       " TRM:          7          4"))
+    assert counters.rising(before, counters.read(sysfs, tmp_path / "now")) == [
+        "machine check exceptions rose by 2 since the last check (0 -> 2)"]
 
 
 def _verdict(mark: str, why: str = "") -> Verdict:

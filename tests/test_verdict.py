@@ -130,7 +130,9 @@ def test_reference_make_writes_a_readable_file_that_judges_a_run(measured):
     [hw] = doc["hardware"]
     assert len(hw["runs"]) == 2 and "latency.l2" in hw["figures"]
     l2 = hw["figures"]["latency.l2"]
-    assert l2["better"] == "lower" and l2["tolerance"] >= 0.10 and l2["runs"] == 2
+    # a run this busy guest's sentinel marked disturbed counts only where no quiet run
+    # measured the figure: one run or both
+    assert l2["better"] == "lower" and l2["tolerance"] >= 0.10 and l2["runs"] in (1, 2)
     shown = hpcprobe("show", str(tmp / "run2.json"), "--against", str(ref))
     assert shown.code in (0, 1) and f"Against {ref}" in _flat(shown.out)
     # a reference that expects half the latency: the run is below it, named, exit 1

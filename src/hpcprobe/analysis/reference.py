@@ -224,16 +224,17 @@ def previous(store: Store, run: Run, pickers: Sequence[Picker], labels: Labels,
     """The host's previous node runs of the same hardware and profile (up to `limit`, newest
     first, made before this one) as its reference; None where there are none."""
     hw = hardware(run, labels)
-    before: list[Run] = []
-    for info in store.runs(limit=4 * limit, where=Selection(host=run.host,
-                                                            until=run.created)):
-        if info.run_id == run.run_id or info.interrupted or info.profile != run.profile:
-            continue
-        got = store.load(info.run_id)
-        if got.kind == "node" and hardware(got, labels) == hw:
-            before.append(got)
-        if len(before) == limit:
-            break
+    infos = [i for i in store.runs(limit=4 * limit, where=Selection(host=run.host,
+                                                                   until=run.created))
+             if i.run_id != run.run_id and not i.interrupted and i.profile == run.profile]
+    if not infos:
+        return None
+    # the runs listed read whole at once (a few queries, not a few per run: a check on every
+    # node of a cluster at once reads its reference so)
+    whole = {r.run_id: r for r in store.load_all(Selection(
+        host=run.host, since=min(i.created for i in infos), until=run.created))}
+    before = [r for r in (whole.get(i.run_id) for i in infos)
+              if r is not None and r.kind == "node" and hardware(r, labels) == hw][:limit]
     groups = make(before, pickers, labels)
     if not groups:
         return None

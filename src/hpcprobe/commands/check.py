@@ -94,7 +94,7 @@ def setup(p: argparse.ArgumentParser) -> None:
                         "the fault behind a rise was dealt with)")
     p.add_argument("--sysfs", metavar="DIR",
                    help="read ports, PCIe links, DIMMs and counters from this copy of /sys (a "
-                        "recorded node)")
+                        "recorded node; /proc's machine-check counts are then not read)")
     p.add_argument("--details", action="store_true",
                    help="also the state compared, value by value, and every warning")
 
@@ -227,7 +227,7 @@ def handle(a: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     c = _inputs(a)
     run, v, retested, devices = _measure(a, c)
-    now = counters.read(c.sysfs)
+    now = counters.read(c.sysfs, None if a.sysfs else counters.INTERRUPTS)
     before = None if a.accept_counters else _saved_counters(a.counters, c.node)
     rose = counters.rising(before or {}, now)
     out = health.outcome(_faults(run, v.reference, c, a, rose, devices), v)
