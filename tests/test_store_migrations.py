@@ -18,7 +18,7 @@ from hpcprobe.results.store import Selection, Store
 STORES = DATA / "stores"
 RUNS = [results.read_json(DATA / "compare" / f) for f in ("nps1.json", "nps4.json")]
 #: every store version the project has shipped before this one, with its fixture
-SHIPPED = [1, 2, 3]
+SHIPPED = [1, 2, 3, 4]
 
 
 def _load_pg_dump(url: str, version: int) -> None:
@@ -57,7 +57,7 @@ def test_an_older_store_is_upgraded_in_place_with_every_run_intact(backend, vers
         assert st._version() == STORE_VERSION  # type: ignore[attr-defined]
         for run in RUNS:
             assert st.load(run.run_id).to_dict() == run.to_dict()
-            # stored without summaries (before version 4): summarised from the samples
+            # stored without summaries before version 4: summarised from the samples
             m = run.metrics[0]
             fig = next(f for f in st.figures_across(m.benchmark, m.name,
                                                     Selection(host=run.host))

@@ -18,7 +18,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 #: A step is real when Welch's test between the segments gives p below this
 ALPHA = 0.001
@@ -67,62 +67,67 @@ class Change:
         return self.ratio - 1.0
 
 
-def _sd(xs: Sequence[float]) -> float:
-    """The sample standard deviation (statistics.stdev computes it in exact fractions: 0.3 ms a
-    call, most of a fleet's search)."""
-    m = math.fsum(xs) / len(xs)
-    return math.sqrt(math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1))
+class Step(NamedTuple):
+    """A change point of the runs searched (indices into them): the first segment's start, the
+    first run after the change, the end of the segment after it (exclusive); the levels
+    either side (weighted means of the medians), the ratio after/before with its 95 % CI,
+    Welch's p."""
+
+    lo: int
+    cut: int
+    hi: int
+    level_before: float
+    level_after: float
+    ratio: float
+    ratio_ci: tuple[float, float]
+    p: float
+
+    def change(self, before: Point, after: Point) -> Change:
+        """The change point between these runs (the last before, the first after)."""
+        return Change(before, after, self.level_before, self.level_after, self.ratio,
+                      self.ratio_ci, self.p, self.cut - self.lo, self.hi - self.cut)
 
 
-def noise(values: Sequence[float]) -> float:
+def noise(values: Any) -> float:
     """The run-to-run spread of log values: the robust standard deviation of successive
     differences / sqrt(2) (a step moves one difference, not the spread)."""
-    diffs = [b - a for a, b in zip(values, values[1:], strict=False)]
+    import numpy as np
+
+    diffs = np.diff(np.asarray(values, dtype=float))
     if len(diffs) < 2:
         return 0.0
-    mid = statistics.median(diffs)
-    mad = statistics.median(abs(d - mid) for d in diffs)
+    mad = float(np.median(np.abs(diffs - np.median(diffs))))
     # figures of few samples take few values: most differences 0, a MAD of 0; then the
     # standard deviation, which one step moves by one difference only
-    return (1.4826 * mad if mad > 0 else _sd(diffs)) / math.sqrt(2)
+    return (1.4826 * mad if mad > 0 else float(np.std(diffs, ddof=1))) / math.sqrt(2)
 
 
-def _weights(points: Sequence[Point], sigma: float) -> list[float]:
-    """Inverse variance of each run's log median: its own CI (95 % half-width / 1.96) and
-    the run-to-run noise."""
-    out = []
-    for p in points:
-        own = p.rel_ci / 1.96 if math.isfinite(p.rel_ci) else 1.0
-        out.append(1.0 / (own ** 2 + sigma ** 2 + 1e-12))
-    return out
-
-
-def _level(logs: Sequence[float], weights: Sequence[float]) -> tuple[float, float]:
+def _level(logs: Any, weights: Any) -> tuple[float, float]:
     """The weighted mean of log values and its standard error (from the weights and the
     scatter, whichever is larger)."""
-    w = sum(weights)
-    mean = sum(x * k for x, k in zip(logs, weights, strict=True)) / w
+    import numpy as np
+
+    w = float(weights.sum())
+    mean = float((logs * weights).sum()) / w
     se_w = math.sqrt(1.0 / w)
     if len(logs) > 1:
-        se_s = _sd(logs) / math.sqrt(len(logs))
-        return mean, max(se_w, se_s)
+        return mean, max(se_w, float(np.std(logs, ddof=1)) / math.sqrt(len(logs)))
     return mean, se_w
 
 
-def _welch(a: Sequence[float], b: Sequence[float], floor: float) -> float:
+def _welch(a: Any, b: Any, floor: float) -> float:
     """Welch's test between two segments, each one's standard deviation at least `floor` (the
     series' noise: a segment of a few equal values is no proof of a step)."""
+    import numpy as np
     from scipy import stats
 
-    sa, sb = (max(_sd(x) if len(x) > 1 else 0.0, floor) for x in (a, b))
-    ma, mb = math.fsum(a) / len(a), math.fsum(b) / len(b)
-    return float(stats.ttest_ind_from_stats(ma, sa, len(a), mb, sb, len(b),
-                                            equal_var=False).pvalue)
+    sa, sb = (max(float(np.std(x, ddof=1)) if len(x) > 1 else 0.0, floor) for x in (a, b))
+    return float(stats.ttest_ind_from_stats(float(a.mean()), sa, len(a), float(b.mean()), sb,
+                                            len(b), equal_var=False).pvalue)
 
 
-def _breaks(logs: list[float], sigma: float) -> list[int]:
+def _breaks(logs: Any, sigma: float) -> list[int]:
     """Candidate segment ends (exclusive indices, the last one len(logs) dropped)."""
-    import numpy as np
     import ruptures
 
     scale = max(sigma, FLOOR / 4)
@@ -130,23 +135,25 @@ def _breaks(logs: list[float], sigma: float) -> list[int]:
     # "l2"), searched exactly with a penalty (PELT) in ruptures' C code: the same segments
     # as Pelt(model="l2") in 0.5 ms where that takes 0.9 s for 365 runs
     algo = ruptures.KernelCPD(kernel="linear", min_size=MIN_SEGMENT, jump=1)
-    ends = algo.fit(np.array(logs).reshape(-1, 1)).predict(
-        pen=PENALTY * scale ** 2 * math.log(len(logs)))
+    ends = algo.fit(logs.reshape(-1, 1)).predict(pen=PENALTY * scale ** 2 * math.log(len(logs)))
     return [int(e) for e in ends[:-1]]
 
 
-def change_points(points: Sequence[Point], alpha: float = ALPHA, floor: float = FLOOR
-                  ) -> list[Change]:
-    """The change points of one series (oldest first), each tested; [] below MIN_RUNS
-    undisturbed runs."""
-    kept = [p for p in points if p.disturbed is None and p.median > 0]
-    if len(kept) < MIN_RUNS:
+def steps(medians: Any, rel_ci: Any, alpha: float = ALPHA, floor: float = FLOOR) -> list[Step]:
+    """The change points of a series of run medians (oldest first, each above 0; `rel_ci`
+    each one's relative 95 % CI half-width, inf where it has none), each tested; [] below
+    MIN_RUNS runs. Each run weighs the inverse variance of its log median: its own CI
+    (half-width / 1.96) and the run-to-run noise."""
+    import numpy as np
+
+    if len(medians) < MIN_RUNS:
         return []
-    logs = [math.log(p.median) for p in kept]
+    logs = np.log(np.asarray(medians, dtype=float))
     sigma = noise(logs)
-    weights = _weights(kept, sigma)
+    own = np.asarray(rel_ci, dtype=float) / 1.96
+    weights = 1.0 / (np.where(np.isfinite(own), own, 1.0) ** 2 + sigma ** 2 + 1e-12)
     ends = _breaks(logs, sigma)
-    bounds = [0, *ends, len(kept)]
+    bounds = [0, *ends, len(logs)]
     out = []
     for i, cut in enumerate(ends):
         lo, hi = bounds[i], bounds[i + 2]
@@ -156,10 +163,18 @@ def change_points(points: Sequence[Point], alpha: float = ALPHA, floor: float = 
         diff, se = mb - ma, math.hypot(sa, sb)
         if p >= alpha or abs(math.exp(diff) - 1) < floor:
             continue
-        out.append(Change(kept[cut - 1], kept[cut], math.exp(ma), math.exp(mb), math.exp(diff),
-                          (math.exp(diff - 1.96 * se), math.exp(diff + 1.96 * se)), p,
-                          cut - lo, hi - cut))
+        out.append(Step(lo, cut, hi, math.exp(ma), math.exp(mb), math.exp(diff),
+                        (math.exp(diff - 1.96 * se), math.exp(diff + 1.96 * se)), p))
     return out
+
+
+def change_points(points: Sequence[Point], alpha: float = ALPHA, floor: float = FLOOR
+                  ) -> list[Change]:
+    """The change points of one series (oldest first), each tested; [] below MIN_RUNS
+    undisturbed runs."""
+    kept = [p for p in points if p.disturbed is None and p.median > 0]
+    return [s.change(kept[s.cut - 1], kept[s.cut])
+            for s in steps([p.median for p in kept], [p.rel_ci for p in kept], alpha, floor)]
 
 
 def sparkline(values: Sequence[float]) -> str:
@@ -229,39 +244,51 @@ def fleet(changes: dict[str, list[Change]], hosts: int, window: float = WINDOW_D
     return out
 
 
-def _campaign_keys(points: Sequence[Point]) -> list[str]:
+def _campaign_keys(hosts: Sequence[str], created: Sequence[str], tags: Sequence[str | None]
+                   ) -> list[str]:
     """Each run's campaign: its tag where every host ran that tag at most once (a campaign
     visits each node once), else the tag and the run's day (a tag reused night after night),
     and an untagged run's day."""
     seen: dict[str, set[str]] = {}
     repeated: set[str] = set()
-    for p in points:
-        if p.tag is not None:
-            if p.host in seen.setdefault(p.tag, set()):
-                repeated.add(p.tag)
-            seen[p.tag].add(p.host)
-    return [p.tag if p.tag is not None and p.tag not in repeated
-            else f"{p.tag or ''}@{p.created[:10]}" for p in points]
+    for tag, host in zip(tags, hosts, strict=True):
+        if tag is not None:
+            ran = seen.setdefault(tag, set())
+            if host in ran:
+                repeated.add(tag)
+            ran.add(host)
+    return [tag if tag is not None and tag not in repeated else f"{tag or ''}@{when[:10]}"
+            for tag, when in zip(tags, created, strict=True)]
 
 
 def campaign_medians(series: dict[str, Sequence[Point]], group: str) -> list[Point]:
-    """A group's series of campaign medians (oldest first): per campaign, the median of its
-    hosts' undisturbed run medians, dated by the campaign's first run, its rel_ci the 95 % CI of
-    that median (the rank interval over the hosts); campaigns of one host only are left out
-    (a node's own run is its own series)."""
+    """A group's series of campaign medians (oldest first) from its hosts' series: see
+    campaign_medians_of."""
+    points = [p for ps in series.values() for p in ps if p.disturbed is None and p.median > 0]
+    return campaign_medians_of([p.host for p in points], [p.created for p in points],
+                               [p.tag for p in points], [p.median for p in points], group)
+
+
+def campaign_medians_of(hosts: Sequence[str], created: Sequence[str],
+                        tags: Sequence[str | None], medians: Sequence[float], group: str
+                        ) -> list[Point]:
+    """A group's series of campaign medians (oldest first) from its hosts' undisturbed runs
+    (one item each in the four sequences): per campaign, the median of its hosts' run medians,
+    dated by the campaign's first run, its rel_ci the 95 % CI of that median (the rank interval
+    over the hosts); campaigns of one host only are left out (a node's own run is its own
+    series)."""
     from hpcprobe.common.stats import summarize
 
-    points = [p for ps in series.values() for p in ps if p.disturbed is None and p.median > 0]
-    runs: dict[str, list[Point]] = {}
-    for key, p in zip(_campaign_keys(points), points, strict=True):
-        runs.setdefault(key, []).append(p)
+    runs: dict[str, list[int]] = {}
+    for i, key in enumerate(_campaign_keys(hosts, created, tags)):
+        runs.setdefault(key, []).append(i)
     out = []
-    for key, ps in runs.items():
-        if len({p.host for p in ps}) < 2:
+    for key, idx in runs.items():
+        if len({hosts[i] for i in idx}) < 2:
             continue
-        s = summarize([p.median for p in ps])
-        first = min(p.created for p in ps)
-        out.append(Point(key, first, group, key, s.median, s.rel_ci_halfwidth))
+        s = summarize([medians[i] for i in idx])
+        out.append(Point(key, min(created[i] for i in idx), group, key, s.median,
+                         s.rel_ci_halfwidth))
     return sorted(out, key=lambda p: p.created)
 
 
@@ -287,15 +314,6 @@ def together(a: Change, b: Change) -> bool:
 def moved_with(change: Change, changes: dict[str, list[Change]]) -> int:
     """How many hosts' own change points went the way of `change` within WINDOW_DAYS."""
     return sum(1 for cs in changes.values() if any(together(change, c) for c in cs))
-
-
-def either_side(series: Sequence[Point], when: str) -> tuple[Point, Point] | None:
-    """A host's last undisturbed run before `when` and its first at or after it (None where
-    it has no run on one side)."""
-    used = [p for p in series if p.disturbed is None]
-    before = [p for p in used if p.created < when]
-    after = [p for p in used if p.created >= when]
-    return (before[-1], after[0]) if before and after else None
 
 
 def count_causes(differences: Sequence[Sequence[tuple[str, Sequence[str]]]]

@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import sys
+from collections.abc import Iterable
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -174,14 +175,14 @@ def campaign(store: Store, runs: list[Run], inside: set[str], last: int = RECENT
         except UserError:  # figures the verdict's params do not tell apart: no history
             continue
     for s in series:
-        s.changes = history.change_points(s.points)
+        s.search()
     hardware = _hardware(store, series)
     groups = _group_changes(store, series, hardware)
     found: dict[str, list[tuple[str, history.Change]]] = {}
     for s in series:  # a node's own change, not its group's (the same way, at that time)
         found.setdefault(s.host, []).extend(
             (s.label, c) for c in s.changes
-            if s.host in inside and s.points.index(c.after) >= len(s.points) - last
+            if s.host in inside and s.runs.index(c.after.run_id) >= len(s.runs) - last
             and not any(g.group == hardware[s.host] and history.together(g.change, c)
                         for g in groups.get(s.label, [])))
     found = {h: cs for h, cs in found.items() if cs}
@@ -217,19 +218,36 @@ def _reasons(store: Store, where: Selection) -> dict[tuple[str, str], str]:
 
 def _series(label: str, figs: list[Figure], reasons: dict[tuple[str, str], str]
             ) -> list[views.Series]:
-    """One series per host and distinct params."""
-    groups: dict[tuple[str, str], list[history.Point]] = {}
-    first: dict[tuple[str, str], Figure] = {}
+    """One series per host and distinct params, as columns (transposed from the figures in
+    C: nothing is made per run but what the store made)."""
+    import numpy as np
+
+    groups: dict[tuple[str, str], list[Figure]] = {}
     skip = registry.not_joined()
     joined: dict[int, str] = {}  # a store's figures share one params dict per distinct text
     for f in figs:
         if id(f.params) not in joined:
             joined[id(f.params)] = joined_params(f.params, skip.of(f.benchmark))
-        key = (f.host, joined[id(f.params)])
-        first.setdefault(key, f)
-        why = reasons.get((f.run_id, "*")) or reasons.get((f.run_id, f.benchmark))
-        groups.setdefault(key, []).append(history.Point(
-            f.run_id, f.created, f.host, f.tag, f.median, f.rel_ci, why))
+        groups.setdefault((f.host, joined[id(f.params)]), []).append(f)
+    _one_per_host(label, groups)
+    out = []
+    for (host, params), fs in sorted(groups.items()):
+        runs, created, _, tags, bench, _, unit, better, _, medians, lows, highs = zip(
+            *fs, strict=True)
+        med = np.array(medians, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rel = np.where(med != 0, (np.array(highs) - np.array(lows)) / 2 / np.abs(med),
+                           np.inf)
+        why = [reasons.get((r, "*")) or reasons.get((r, bench[0])) for r in runs] if reasons \
+            else [None] * len(runs)
+        out.append(views.Series(label, unit[0], better[0], host, json.loads(params), runs,
+                                created, tags, med, rel, why))
+    return out
+
+
+def _one_per_host(label: str, groups: dict[tuple[str, str], list[Figure]]) -> None:
+    """Refuse more than MAX_SERIES series a host (params not narrowed), naming the params
+    that differ."""
     per_host: dict[str, int] = {}
     for h, _ in groups:
         per_host[h] = per_host.get(h, 0) + 1
@@ -238,8 +256,6 @@ def _series(label: str, figs: list[Figure], reasons: dict[tuple[str, str], str]
                           if len({json.dumps(json.loads(q).get(k)) for _, q in groups}) > 1})
         raise UserError(f"{label}: {len(groups)} different figures in the runs selected; narrow "
                         f"with --param (they differ in: {', '.join(varying)})")
-    return [views.Series(label, first[k].unit, first[k].better, k[0], json.loads(k[1]), pts)
-            for k, pts in sorted(groups.items())]
 
 
 def _attribute(store: Store, series: list[views.Series]) -> None:
@@ -259,10 +275,9 @@ def _attribute(store: Store, series: list[views.Series]) -> None:
 def _hardware(store: Store, series: list[views.Series]) -> dict[str, str]:
     """Host -> its hardware group (CPU, sockets x cores, the families' devices), as its newest
     run shown says."""
-    newest = {s.host: s.points[-1] for s in series}
-    runs = store.headers([p.run_id for p in newest.values()])
-    return {h: describe(hardware(runs[p.run_id], registry.hardware_labels))
-            for h, p in newest.items()}
+    newest = {s.host: s.runs[-1] for s in series}
+    runs = store.headers(list(newest.values()))
+    return {h: describe(hardware(runs[r], registry.hardware_labels)) for h, r in newest.items()}
 
 
 def _in_group(series: list[views.Series], groups: dict[str, str], text: str
@@ -286,10 +301,9 @@ def _group_changes(store: Store, series: list[views.Series], groups: dict[str, s
             members.setdefault(groups[s.host], {})[s.host] = s
         for group, hosts in sorted(members.items()):
             if len(hosts) > 1:
-                medians = history.campaign_medians({h: s.points for h, s in hosts.items()},
-                                                   group)
-                found += [(label, group, hosts, c) for c in history.change_points(medians)]
-    pairs = {(label, group, c.after.created): {h: history.either_side(s.points, c.after.created)
+                found += [(label, group, hosts, c)
+                          for c in history.change_points(_medians(hosts.values(), group))]
+    pairs = {(label, group, c.after.created): {h: s.either_side(c.after.created)
                                                for h, s in hosts.items()}
              for label, group, hosts, c in found}
     runs = store.headers([p.run_id for ps in pairs.values() for pair in ps.values() if pair
@@ -304,6 +318,21 @@ def _group_changes(store: Store, series: list[views.Series], groups: dict[str, s
                                                         hosts.items()}),
             history.count_causes(diffs)))
     return out
+
+
+def _medians(series: Iterable[views.Series], group: str) -> list[history.Point]:
+    """A group's campaign medians from its hosts' series (their runs kept)."""
+    hosts: list[str] = []
+    created: list[str] = []
+    tags: list[str | None] = []
+    medians: list[float] = []
+    for s in series:
+        kept = s.kept
+        hosts += [s.host] * len(kept)
+        created += [s.created[i] for i in kept]
+        tags += [s.tags[i] for i in kept]
+        medians += s.medians[kept].tolist()
+    return history.campaign_medians_of(hosts, created, tags, medians, group)
 
 
 def _fleets(series: list[views.Series], groups: dict[str, str]
@@ -337,7 +366,7 @@ def handle(a: argparse.Namespace) -> int:
             series = _in_group(series, groups, a.group)
             groups = {s.host: groups[s.host] for s in series}
         for s in series:
-            s.changes = history.change_points(s.points)
+            s.search()
         _attribute(store, series)
         found = views.History(series, _fleets(series, groups), groups,
                               _group_changes(store, series, groups))

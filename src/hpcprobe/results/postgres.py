@@ -35,6 +35,7 @@ class PostgresStore(SqlStore):
     scheme = "postgresql"
     placeholder = "%s"
     order = "inserted"
+    runs_by_id = "runs r"  # PostgreSQL's planner picks the index itself
     # the version-1 tables in PostgreSQL's types, runs numbered as inserted (ordering runs of
     # the same second); the hpcprobe_meta table holds the version
     base_ddl = (*schema_v1(serial="BIGSERIAL", real="DOUBLE PRECISION", bigint="BIGINT",

@@ -5,6 +5,7 @@ those that changed alone), as a JSON document and as an HTML page with plots."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -22,20 +23,71 @@ DIFFERENCES = 3
 
 @dataclass
 class Series:
-    """One host's series of one figure (its params fixed), oldest first, and its change
-    points once searched."""
+    """One host's series of one figure (its params fixed), oldest first, kept as columns (a
+    fleet's history holds hundreds of thousands of runs: their points are made only for what
+    is shown), and its change points once searched."""
 
     label: str
     unit: str
     better: str
     host: str
     params: dict[str, Any]
-    points: list[history.Point]
+    runs: Sequence[str]
+    created: Sequence[str]
+    tags: Sequence[str | None]
+    medians: Any  # NumPy arrays of floats
+    rel_ci: Any
+    disturbed: Sequence[str | None]  # why each run is left out of the search (None: it is not)
     changes: list[history.Change] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, label: str, unit: str, better: str, host: str, params: dict[str, Any],
+           points: Sequence[history.Point]) -> Series:
+        import numpy as np
+
+        return cls(label, unit, better, host, params, [p.run_id for p in points],
+                   [p.created for p in points], [p.tag for p in points],
+                   np.array([p.median for p in points], dtype=float),
+                   np.array([p.rel_ci for p in points], dtype=float),
+                   [p.disturbed for p in points])
+
+    def point(self, i: int) -> history.Point:
+        return history.Point(self.runs[i], self.created[i], self.host, self.tags[i],
+                             float(self.medians[i]), float(self.rel_ci[i]), self.disturbed[i])
+
+    @property
+    def points(self) -> list[history.Point]:
+        return [self.point(i) for i in range(len(self.runs))]
+
+    @property
+    def kept(self) -> list[int]:
+        """The runs searched: undisturbed, a median above 0."""
+        return [i for i, why in enumerate(self.disturbed)
+                if why is None and self.medians[i] > 0]
 
     @property
     def used(self) -> list[history.Point]:
-        return [p for p in self.points if p.disturbed is None]
+        return [self.point(i) for i, why in enumerate(self.disturbed) if why is None]
+
+    def left_out(self) -> int:
+        return sum(1 for why in self.disturbed if why is not None)
+
+    def either_side(self, when: str) -> tuple[history.Point, history.Point] | None:
+        """Its last undisturbed run before `when` and its first at or after it (None where it
+        has no run on one side)."""
+        import bisect
+
+        at = bisect.bisect_left(self.created, when)
+        before = [i for i in range(at - 1, -1, -1) if self.disturbed[i] is None][:1]
+        after = next((i for i in range(at, len(self.runs)) if self.disturbed[i] is None), None)
+        return (self.point(before[0]), self.point(after)) if before and after is not None \
+            else None
+
+    def search(self) -> None:
+        """Its change points (analysis.history.steps on the runs kept)."""
+        kept = self.kept
+        self.changes = [s.change(self.point(kept[s.cut - 1]), self.point(kept[s.cut]))
+                        for s in history.steps(self.medians[kept], self.rel_ci[kept])]
 
 
 @dataclass
@@ -79,14 +131,14 @@ def change_line(c: history.Change) -> str:
 def _status(s: Series) -> str:
     if s.changes:
         return "\n".join(change_line(c) for c in s.changes)
-    if len(s.used) < history.MIN_RUNS:
-        return f"too few runs to search ({len(s.used)} < {history.MIN_RUNS})"
+    if len(s.kept) < history.MIN_RUNS:
+        return f"too few runs to search ({len(s.kept)} < {history.MIN_RUNS})"
     return "none"
 
 
 def table(label: str, series: list[Series]) -> Table:
     s0 = series[0]
-    left = sum(len(s.points) - len(s.used) for s in series)
+    left = sum(s.left_out() for s in series)
     t = Table(title=f"{label} ({s0.unit}, {s0.better} is better): {len(series)} series"
               + (f"; {left} disturbed run(s) left out of the search" if left else ""),
               narrow=True)
@@ -94,10 +146,10 @@ def table(label: str, series: list[Series]) -> Table:
                       ("latest", "right"), ("history", "left"), ("change points", "left")):
         t.add_column(col, just)
     for s in series:
-        used = s.used or s.points
-        t.add_row(s.host, str(len(s.points)), f"{s.points[0].created[:10]} - "
-                  f"{s.points[-1].created[:10]}", number(s.points[-1].median),
-                  history.sparkline([p.median for p in used][-24:]), _status(s))
+        used = [i for i, why in enumerate(s.disturbed) if why is None] or range(len(s.runs))
+        t.add_row(s.host, str(len(s.runs)), f"{s.created[0][:10]} - {s.created[-1][:10]}",
+                  number(float(s.medians[-1])),
+                  history.sparkline([float(s.medians[i]) for i in used][-24:]), _status(s))
     return t
 
 
@@ -239,8 +291,9 @@ def plot(label: str, series: list[Series], found: History) -> Figure:
     for s in series:
         members.setdefault(found.groups.get(s.host, ""), []).append(s)
         if len(series) <= DRAWN:
-            xs = [datetime.fromisoformat(p.created) for p in s.used]
-            ax.plot(xs, [p.median for p in s.used], linewidth=0.8, alpha=0.6,
+            used = s.used
+            xs = [datetime.fromisoformat(p.created) for p in used]
+            ax.plot(xs, [p.median for p in used], linewidth=0.8, alpha=0.6,
                     label=s.host if len(series) <= 8 else None)
             for c in s.changes:
                 ax.plot([datetime.fromisoformat(c.after.created)], [c.after.median], "o",
@@ -263,8 +316,9 @@ def _band(ax: Any, series: list[Series], name: str) -> None:
 
     by_day: dict[str, list[float]] = {}
     for s in series:
-        for p in s.used:
-            by_day.setdefault(p.created[:10], []).append(p.median)
+        for when, median, why in zip(s.created, s.medians, s.disturbed, strict=True):
+            if why is None:
+                by_day.setdefault(when[:10], []).append(float(median))
     days = sorted(by_day)
     if not days:
         return
