@@ -34,7 +34,7 @@ from hpcprobe.common import files
 from hpcprobe.common.errors import UserError
 from hpcprobe.machine import fingerprint
 from hpcprobe.results.model import Metric, Run
-from hpcprobe.results.store import Figure, Selection, Store
+from hpcprobe.results.store import Columns, Selection, Store
 from hpcprobe.views import history as views
 
 #: More series of one figure a host than this (its params not narrowed): refused, with the
@@ -75,44 +75,37 @@ def _selection(a: argparse.Namespace) -> Selection:
 
 
 def _figures(store: Store, a: argparse.Namespace, where: Selection
-             ) -> list[tuple[str, list[Figure]]]:
-    """(label, its figures across the runs) for --metric, else for each headline figure of
-    the newest run selected."""
+             ) -> list[tuple[str, str, list[Columns]]]:
+    """(label, benchmark, its figures across the runs) for --metric, else for each headline
+    figure of the newest run selected."""
     if a.metric:
         benchmark, name = a.metric
-        got = store.figures_across(benchmark, name, where, dict(a.param or []))
+        got = store.series_across(benchmark, name, where, dict(a.param or []))
         if not got:
             raise UserError(f"no figure of {'.'.join(a.metric)}"
                             + (f" with {' '.join(f'{k}={v}' for k, v in a.param)}"
                                if a.param else "") + " in the runs selected")
-        return [(".".join(a.metric), got)]
+        return [(".".join(a.metric), benchmark, got)]
     newest = store.runs(limit=1, where=where)
     if not newest:
         raise UserError("no stored run matches the selection")
     run = store.load(newest[0].run_id)
-    out = [(h.label, _across(store, h.metric, where)) for picker in registry.pickers()
-           for h in picker(run)]
+    out = [(h.label, h.metric.benchmark, _across(store, h.metric, where))
+           for picker in registry.pickers() for h in picker(run)]
     if not out:
         raise UserError(f"the newest run selected ({run.run_id}) has no headline figure: name "
                         "one with --metric")
     return out
 
 
-def _across(store: Store, m: Metric, where: Selection) -> list[Figure]:
+def _across(store: Store, m: Metric, where: Selection) -> list[Columns]:
     """The figure `m` is in every selected run: its metric with the same params, but those
     that say where or how it was taken (the CPUs), in one query."""
     skip = registry.not_joined().of(m.benchmark)
     exact = {k: json.dumps(v) if isinstance(v, bool) or v is None else str(v)
              for k, v in m.params.items() if k not in skip and not isinstance(v, (dict, list))}
-    same: dict[int, bool] = {}  # the store's figures share one params dict per distinct text
-    out = []
-    for f in store.figures_across(m.benchmark, m.name, where, exact):
-        if id(f.params) not in same:
-            same[id(f.params)] = all(f.params.get(k) == v for k, v in m.params.items()
-                                     if k not in skip)
-        if same[id(f.params)]:
-            out.append(f)
-    return out
+    return [c for c in store.series_across(m.benchmark, m.name, where, exact)
+            if all(c.params.get(k) == v for k, v in m.params.items() if k not in skip)]
 
 
 def recent(store: Store, run: Run, headlines: list[Headline], last: int = RECENT) -> list[str]:
@@ -127,7 +120,7 @@ def recent(store: Store, run: Run, headlines: list[Headline], last: int = RECENT
     for h in headlines:
         m = h.metric
         try:
-            past = _series(h.label, _across(store, m, before), reasons)
+            past = _series(h.label, m.benchmark, _across(store, m, before), reasons)
         except UserError:  # figures the verdict's params do not tell apart: no history
             continue
         points = (past[0].points if past else []) + [history.Point(
@@ -170,8 +163,9 @@ def campaign(store: Store, runs: list[Run], inside: set[str], last: int = RECENT
     series: list[views.Series] = []
     for h in (h for picker in registry.pickers() for h in picker(runs[0])):
         try:
-            series += _series(h.label, [f for f in _across(store, h.metric, where)
-                                        if f.host in hosts], reasons)
+            series += _series(h.label, h.metric.benchmark,
+                              [c for c in _across(store, h.metric, where) if c.host in hosts],
+                              reasons)
         except UserError:  # figures the verdict's params do not tell apart: no history
             continue
     for s in series:
@@ -216,36 +210,42 @@ def _reasons(store: Store, where: Selection) -> dict[tuple[str, str], str]:
     return out
 
 
-def _series(label: str, figs: list[Figure], reasons: dict[tuple[str, str], str]
-            ) -> list[views.Series]:
-    """One series per host and distinct params, as columns (transposed from the figures in
-    C: nothing is made per run but what the store made)."""
+def _series(label: str, bench: str, cols: list[Columns],
+            reasons: dict[tuple[str, str], str]) -> list[views.Series]:
+    """One series per host and distinct params (those that differ only in where or how they
+    were taken, the CPUs, joined in time order)."""
     import numpy as np
 
-    groups: dict[tuple[str, str], list[Figure]] = {}
-    skip = registry.not_joined()
-    joined: dict[int, str] = {}  # a store's figures share one params dict per distinct text
-    for f in figs:
-        if id(f.params) not in joined:
-            joined[id(f.params)] = joined_params(f.params, skip.of(f.benchmark))
-        groups.setdefault((f.host, joined[id(f.params)]), []).append(f)
+    groups: dict[tuple[str, str], list[Columns]] = {}
+    skip = registry.not_joined().of(bench)
+    for c in cols:
+        groups.setdefault((c.host, joined_params(c.params, skip)), []).append(c)
     _one_per_host(label, groups)
     out = []
-    for (host, params), fs in sorted(groups.items()):
-        runs, created, _, tags, bench, _, unit, better, _, medians, lows, highs = zip(
-            *fs, strict=True)
-        med = np.array(medians, dtype=float)
+    for (host, params), cs in sorted(groups.items()):
+        c = cs[0] if len(cs) == 1 else _merged(cs)
+        med = np.array(c.medians, dtype=float)
         with np.errstate(divide="ignore", invalid="ignore"):
-            rel = np.where(med != 0, (np.array(highs) - np.array(lows)) / 2 / np.abs(med),
-                           np.inf)
-        why = [reasons.get((r, "*")) or reasons.get((r, bench[0])) for r in runs] if reasons \
-            else [None] * len(runs)
-        out.append(views.Series(label, unit[0], better[0], host, json.loads(params), runs,
-                                created, tags, med, rel, why))
+            rel = np.where(med != 0, (np.array(c.ci_high) - np.array(c.ci_low)) / 2
+                           / np.abs(med), np.inf)
+        why = [reasons.get((r, "*")) or reasons.get((r, bench)) for r in c.runs] if reasons \
+            else [None] * len(c.runs)
+        out.append(views.Series(label, c.unit, c.better, host, json.loads(params), c.runs,
+                                c.created, c.tags, med, rel, why))
     return out
 
 
-def _one_per_host(label: str, groups: dict[tuple[str, str], list[Figure]]) -> None:
+def _merged(cols: list[Columns]) -> Columns:
+    """One host's columns of several params texts as one, in time order."""
+    order = sorted((when, i, j) for i, c in enumerate(cols) for j, when in enumerate(c.created))
+    runs, created, tags, medians, lows, highs = (
+        tuple(getattr(cols[i], f)[j] for _, i, j in order)
+        for f in ("runs", "created", "tags", "medians", "ci_low", "ci_high"))
+    return cols[0]._replace(runs=runs, created=created, tags=tags, medians=medians,
+                            ci_low=lows, ci_high=highs)
+
+
+def _one_per_host(label: str, groups: dict[tuple[str, str], list[Columns]]) -> None:
     """Refuse more than MAX_SERIES series a host (params not narrowed), naming the params
     that differ."""
     per_host: dict[str, int] = {}
@@ -359,8 +359,8 @@ def handle(a: argparse.Namespace) -> int:
     where = _selection(a)
     with Store.open(a.db, create=False) as store:
         reasons = _reasons(store, where)
-        series = [s for label, figs in _figures(store, a, where)
-                  for s in _series(label, figs, reasons)]
+        series = [s for label, bench, cols in _figures(store, a, where)
+                  for s in _series(label, bench, cols, reasons)]
         groups = _hardware(store, series)
         if a.group:
             series = _in_group(series, groups, a.group)

@@ -16,7 +16,14 @@ from hpcprobe.common.bulk import bulk
 from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.common.stats import summarize
 from hpcprobe.results.model import SCHEMA_VERSION, Metric, Run, validate
-from hpcprobe.results.store import AlreadyStored, Figure, RunInfo, Selection, Store
+from hpcprobe.results.store import (
+    AlreadyStored,
+    Columns,
+    Figure,
+    RunInfo,
+    Selection,
+    Store,
+)
 
 #: The version-1 tables, in each backend's types (later versions: MIGRATIONS).
 _SCHEMA_V1 = """
@@ -338,32 +345,12 @@ class SqlStore(Store):
             "SELECT DISTINCT m.params FROM metrics m WHERE m.benchmark = ? AND m.name = ?",
             [benchmark, name]) if all(f"{i}," in ps or ps.endswith(f"{i}}}") for i in items)]
 
-    def _fleet_figure(self, benchmark: str, name: str, where: Selection | None,
-                      params: dict[str, str]) -> tuple[str, list[Any]] | None:
-        """FROM ... WHERE of a metric's rows with these params in a wide selection, by their
-        params' exact texts (None: no figure has them)."""
-        texts = self._params_texts(benchmark, name, params)
-        if not texts:
-            return None
-        if len(texts) > self.CHUNK:
-            return self._figure(benchmark, name, where, params, self.runs_by_id)
-        clause, values = self._where(where, ["m.benchmark = ?", "m.name = ?",
-                                             f"m.params IN ({','.join('?' * len(texts))})"],
-                                     [benchmark, name, *texts])
-        return f"FROM metrics m JOIN {self.runs_by_id} ON r.run_id = m.run_id{clause}", values
-
     @bulk()
     def figures_across(self, benchmark: str, name: str, where: Selection | None = None,
                        params: dict[str, str] | None = None) -> list[Figure]:
-        if where is not None and where.host is not None:  # a host's runs, by its index
-            joined, values = self._figure(benchmark, name, where, params)
-        elif params:
-            found = self._fleet_figure(benchmark, name, where, params)
-            if found is None:
-                return []
-            joined, values = found
-        else:
-            joined, values = self._figure(benchmark, name, where, params, self.runs_by_id)
+        joined, values = self._figure(benchmark, name, where, params,
+                                      "runs r" if where is not None and where.host is not None
+                                      else self.runs_by_id)  # a host's runs: by its index
         rows = self._execute(
             "SELECT m.metric_id, r.run_id, r.created, r.host, r.tag, m.unit, m.better, "
             f"m.params, m.median, m.ci_low, m.ci_high {joined} ORDER BY r.created, r.host, "
@@ -381,6 +368,29 @@ class SqlStore(Store):
                 parsed[ps] = json.loads(ps)
             out.append(Figure(run_id, created, host, tag, benchmark, name, unit, better,
                               parsed[ps], median, lo, hi))
+        return out
+
+    @bulk()
+    def series_across(self, benchmark: str, name: str, where: Selection | None = None,
+                      params: dict[str, str] | None = None) -> list[Columns]:
+        if where is not None and where.host is not None:  # a host's runs: few
+            return super().series_across(benchmark, name, where, params)
+        out = []
+        for text in self._params_texts(benchmark, name, params or {}):
+            clause, values = self._where(where, ["m.benchmark = ?", "m.name = ?",
+                                                 "m.params = ?"], [benchmark, name, text])
+            rows = self._execute(
+                "SELECT r.host, r.run_id, r.created, r.tag, m.median, m.ci_low, m.ci_high, "
+                f"m.unit, m.better FROM metrics m JOIN {self.runs_by_id} ON r.run_id = "
+                f"m.run_id{clause} ORDER BY r.host, r.created, r.{self.order}, m.seq",
+                values).fetchall()
+            if any(r[4] is None for r in rows):  # stored before store version 4: no summary
+                return super().series_across(benchmark, name, where, params)
+            ps = json.loads(text)
+            for host, group in groupby(rows, key=itemgetter(0)):
+                _, runs, created, tags, med, lo, hi, unit, better = zip(*group, strict=True)
+                out.append(Columns(host, unit[0], better[0], ps, runs, created, tags, med, lo,
+                                   hi))
         return out
 
     #: Run ids in one IN (...) list at most (SQLite's limit on parameters is far above)

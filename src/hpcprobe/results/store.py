@@ -78,6 +78,38 @@ class Figure(NamedTuple):
         return (self.ci_high - self.ci_low) / 2 / abs(self.median) if self.median else math.inf
 
 
+class Columns(NamedTuple):
+    """One host's figures of one metric with the same params, oldest run first, as columns
+    (what a fleet's history reads: a year of a thousand nodes' runs without an object a
+    figure)."""
+
+    host: str
+    unit: str
+    better: str
+    params: dict[str, Any]
+    runs: tuple[str, ...]
+    created: tuple[str, ...]
+    tags: tuple[str | None, ...]
+    medians: tuple[float, ...]
+    ci_low: tuple[float, ...]
+    ci_high: tuple[float, ...]
+
+
+def columns(figures: list[Figure]) -> list[Columns]:
+    """Figures (oldest first) as columns per host and params."""
+    import json
+
+    groups: dict[tuple[str, str], list[Figure]] = {}
+    for f in figures:
+        groups.setdefault((f.host, json.dumps(f.params, sort_keys=True)), []).append(f)
+    out = []
+    for (host, _), fs in groups.items():
+        runs, created, _, tags, _, _, unit, better, params, med, lo, hi = zip(*fs, strict=True)
+        out.append(Columns(host, unit[0], better[0], params[0], runs, created, tags, med, lo,
+                           hi))
+    return out
+
+
 class AlreadyStored(HpcprobeError):
     """The store holds a run with this id already (an import of the same run twice)."""
 
@@ -146,6 +178,11 @@ class Store(ABC):
         """As metric_across, but each figure's stored summary instead of its samples: a fleet's
         history of one figure (a thousand nodes x a year of runs) without reading every
         sample."""
+
+    def series_across(self, benchmark: str, name: str, where: Selection | None = None,
+                      params: dict[str, str] | None = None) -> list[Columns]:
+        """As figures_across, as columns per host and params."""
+        return columns(self.figures_across(benchmark, name, where, params))
 
     @abstractmethod
     def headers(self, run_ids: list[str]) -> dict[str, Run]:

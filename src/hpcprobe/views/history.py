@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from hpcprobe.analysis import history
@@ -59,7 +60,7 @@ class Series:
     def points(self) -> list[history.Point]:
         return [self.point(i) for i in range(len(self.runs))]
 
-    @property
+    @cached_property
     def kept(self) -> list[int]:
         """The runs searched: undisturbed, a median above 0."""
         return [i for i, why in enumerate(self.disturbed)
