@@ -53,6 +53,19 @@ needs_mpi = pytest.mark.skipif(MPI is None, reason="no MPI: install openmpi-bin 
                                                    "(make setup as root) or pip install mpich")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """A command that names no --db writes to $XDG_DATA_HOME/hpcprobe/results.sqlite: the
+    suite's go to a directory of its own, never the user's store (nor another checkout's)."""
+    old = os.environ.get("XDG_DATA_HOME")
+    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("data"))
+    yield
+    if old is None:
+        del os.environ["XDG_DATA_HOME"]
+    else:
+        os.environ["XDG_DATA_HOME"] = old
+
+
 @pytest.fixture(scope="module")
 def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Builds of the MPI programs go to a cache of this module, which the CLI subprocesses

@@ -51,6 +51,16 @@ def test_stationary_series_have_no_change_points():
     assert found <= 2  # 1,800 runs: the benchmark measures the rate (docs/history.md)
 
 
+def test_many_series_are_searched_on_the_cpus_with_the_same_change_points():
+    """300 series: shared among the CPUs (two or more), the same steps as one by one."""
+    many = [([p.median for p in pts], [p.rel_ci for p in pts])
+            for pts in (series(40, 20 if i % 3 else None, -0.1, seed=i)
+                        for i in range(3 * history.PARALLEL))]
+    shared = history.steps_of(many)
+    assert shared == history._steps_each(many)
+    assert sum(1 for found in shared if found) >= 2 * history.PARALLEL - 5
+
+
 def test_too_few_runs_are_not_searched_and_disturbed_runs_are_left_out():
     assert history.change_points(series(history.MIN_RUNS - 1, 3, -0.2)) == []
     pts = series(16, 8, -0.1, seed=1)

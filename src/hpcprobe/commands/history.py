@@ -168,8 +168,7 @@ def campaign(store: Store, runs: list[Run], inside: set[str], last: int = RECENT
                               reasons)
         except UserError:  # figures the verdict's params do not tell apart: no history
             continue
-    for s in series:
-        s.search()
+    views.search(series)
     hardware = _hardware(store, series)
     groups = _group_changes(store, series, hardware)
     found: dict[str, list[tuple[str, history.Change]]] = {}
@@ -365,8 +364,7 @@ def handle(a: argparse.Namespace) -> int:
         if a.group:
             series = _in_group(series, groups, a.group)
             groups = {s.host: groups[s.host] for s in series}
-        for s in series:
-            s.search()
+        views.search(series)
         _attribute(store, series)
         found = views.History(series, _fleets(series, groups), groups,
                               _group_changes(store, series, groups))

@@ -84,11 +84,21 @@ class Series:
         return (self.point(before[0]), self.point(after)) if before and after is not None \
             else None
 
-    def search(self) -> None:
-        """Its change points (analysis.history.steps on the runs kept)."""
+    def searched(self) -> tuple[Any, Any]:
+        """What its search reads: the medians and relative CIs of the runs kept."""
+        return self.medians[self.kept], self.rel_ci[self.kept]
+
+    def found(self, steps: list[history.Step]) -> None:
+        """Its change points from the steps its search found."""
         kept = self.kept
         self.changes = [s.change(self.point(kept[s.cut - 1]), self.point(kept[s.cut]))
-                        for s in history.steps(self.medians[kept], self.rel_ci[kept])]
+                        for s in steps]
+
+
+def search(series: list[Series]) -> None:
+    """The change points of every series (on this node's CPUs where they are many)."""
+    for s, steps in zip(series, history.steps_of([s.searched() for s in series]), strict=True):
+        s.found(steps)
 
 
 @dataclass
@@ -315,16 +325,19 @@ def _band(ax: Any, series: list[Series], name: str) -> None:
     """The hosts' median on each day and the band of their middle half."""
     import numpy as np
 
-    by_day: dict[str, list[float]] = {}
-    for s in series:
-        for when, median, why in zip(s.created, s.medians, s.disturbed, strict=True):
-            if why is None:
-                by_day.setdefault(when[:10], []).append(float(median))
-    days = sorted(by_day)
-    if not days:
+    codes: dict[str, int] = {}
+    day = np.array([codes.setdefault(s.created[i][:10], len(codes)) for s in series
+                    for i in s.kept], dtype=np.int64)
+    if not len(day):
         return
-    xs = [datetime.fromisoformat(d) for d in days]
-    q = np.array([np.percentile(by_day[d], (25, 50, 75)) for d in days])
+    values = np.concatenate([s.medians[s.kept] for s in series])
+    order = np.lexsort((values, day))
+    starts = np.flatnonzero(np.r_[True, np.diff(day[order]) != 0])
+    names = list(codes)
+    rows = sorted((names[day[order[lo]]], np.percentile(values[order[lo:hi]], (25, 50, 75)))
+                  for lo, hi in zip(starts, [*starts[1:], len(order)], strict=True))
+    xs = [datetime.fromisoformat(d) for d, _ in rows]
+    q = np.array([r for _, r in rows])
     line = ax.plot(xs, q[:, 1], linewidth=1.5, label=f"{name} median")
     ax.fill_between(xs, q[:, 0], q[:, 2], alpha=0.2, color=line[0].get_color(),
                     label=f"{name} middle half")

@@ -544,9 +544,22 @@ def _read(path: Path) -> str:
         return ""
 
 
-def _tail(text: str, lines: int = 4) -> str:
+#: The launcher's own lines about a rank that failed (Open MPI's, PRRTE's): not the cause
+LAUNCHER = ("mpirun", "prterun", "primary job", "process name", "exit code", "the job",
+            "the first process", "this may")
+
+
+def _tail(text: str, lines: int = 4, most: int = 500) -> str:
+    """The last lines of a failed launch, after the first line of the program's own that
+    says error (mpirun's notice of a failed rank, ten lines, would hide it)."""
     keep = [ln.strip() for ln in text.splitlines() if ln.strip() and set(ln.strip()) != {"-"}]
-    return " | ".join(keep[-lines:])[-500:] or "no output"
+    tail = " | ".join(keep[-lines:])
+    said = next((ln for ln in keep[:-lines] if "error" in ln.lower()
+                 and not ln.lower().startswith(LAUNCHER)), None)
+    if said is None:
+        return tail[-most:] or "no output"
+    said = said[:most // 2]
+    return f"{said} | ... | {tail[-(most - len(said)):]}"
 
 
 def _tune(ctx: RunContext, runner: _Launch, base: dict[str, Any], gflops: float | None,
