@@ -275,52 +275,68 @@ def fleet(changes: dict[str, list[Change]], hosts: int, window: float = WINDOW_D
     return out
 
 
-def _campaign_keys(hosts: Sequence[str], created: Sequence[str], tags: Sequence[str | None]
-                   ) -> list[str]:
-    """Each run's campaign: its tag where every host ran that tag at most once (a campaign
-    visits each node once), else the tag and the run's day (a tag reused night after night),
-    and an untagged run's day."""
+#: One host's runs for a group's campaign medians: the host, and each run's created, tag and
+#: median (undisturbed runs, oldest first)
+HostRuns = tuple[str, Sequence[str], Sequence[str | None], Sequence[float]]
+
+
+def _campaign_keys(runs: Sequence[HostRuns]) -> list[str]:
+    """Each run's campaign, host after host: its tag where every host ran that tag at most
+    once (a campaign visits each node once), else the tag and the run's day (a tag reused
+    night after night), and an untagged run's day. (Sets of each host's tags, in C: a fleet's
+    year of a thousand hosts has 365,000 runs.)"""
     from collections import Counter
 
-    pairs = Counter(zip(tags, hosts, strict=True))  # counted in C: a fleet's year in 0.1 s
-    repeated = {tag for (tag, _), n in pairs.items() if n > 1}
-    return [tag if tag is not None and tag not in repeated else f"{tag or ''}@{when[:10]}"
-            for tag, when in zip(tags, created, strict=True)]
+    repeated: set[str | None] = set()
+    for _, _, tags, _ in runs:
+        if len(set(tags)) < len(tags):  # this host ran a tag twice (or two untagged runs)
+            repeated.update(t for t, n in Counter(tags).items() if n > 1)
+    repeated.discard(None)
+    keys: list[str] = []
+    for _, created, tags, _ in runs:
+        if None in tags or not repeated.isdisjoint(tags):
+            keys += [tag if tag is not None and tag not in repeated else
+                     f"{tag or ''}@{when[:10]}" for tag, when in zip(tags, created, strict=True)]
+        else:
+            keys += tags  # type: ignore[arg-type]
+    return keys
 
 
 def campaign_medians(series: dict[str, Sequence[Point]], group: str) -> list[Point]:
     """A group's series of campaign medians (oldest first) from its hosts' series: see
     campaign_medians_of."""
-    points = [p for ps in series.values() for p in ps if p.disturbed is None and p.median > 0]
-    return campaign_medians_of([p.host for p in points], [p.created for p in points],
-                               [p.tag for p in points], [p.median for p in points], group)
+    runs = []
+    for host, ps in series.items():
+        kept = [p for p in ps if p.disturbed is None and p.median > 0]
+        runs.append((host, [p.created for p in kept], [p.tag for p in kept],
+                     [p.median for p in kept]))
+    return campaign_medians_of(runs, group)
 
 
-def campaign_medians_of(hosts: Sequence[str], created: Sequence[str],
-                        tags: Sequence[str | None], medians: Sequence[float], group: str
-                        ) -> list[Point]:
-    """A group's series of campaign medians (oldest first) from its hosts' undisturbed runs
-    (one item each in the four sequences): per campaign, the median of its hosts' run medians,
-    dated by the campaign's first run, its rel_ci the 95 % CI of that median (the rank interval
-    over the hosts); campaigns of one host only are left out (a node's own run is its own
-    series)."""
+def campaign_medians_of(runs: Sequence[HostRuns], group: str) -> list[Point]:
+    """A group's series of campaign medians (oldest first) from its hosts' undisturbed runs:
+    per campaign, the median of its hosts' run medians, dated by the campaign's first run, its
+    rel_ci the 95 % CI of that median (the rank interval over the hosts); campaigns of one host
+    only are left out (a node's own run is its own series)."""
     import numpy as np
 
     from hpcprobe.common.stats import median_ci_ranks
 
     codes: dict[str, int] = {}
-    inverse = np.array([codes.setdefault(k, len(codes))
-                        for k in _campaign_keys(hosts, created, tags)], dtype=np.int64)
+    inverse = np.array([codes.setdefault(k, len(codes)) for k in _campaign_keys(runs)],
+                       dtype=np.int64)
     names = list(codes)
     # the runs in campaign order, each campaign's by median (one sort, in NumPy)
-    values = np.asarray(medians, dtype=float)
+    values = np.concatenate([np.asarray(r[3], dtype=float) for r in runs]) if runs else \
+        np.zeros(0)
+    host_of = np.repeat(np.arange(len(runs)), [len(r[3]) for r in runs])
+    when = np.array([w for r in runs for w in r[1]], dtype=object)
     order = np.lexsort((values, inverse))
     starts = np.flatnonzero(np.r_[True, np.diff(inverse[order]) != 0])
-    host_of, when = np.asarray(hosts, dtype=object), np.asarray(created, dtype=object)
     out = []
     for lo, hi in zip(starts, [*starts[1:], len(order)], strict=True):
         idx = order[lo:hi]
-        if len(set(host_of[idx])) < 2:
+        if len(idx) < 2 or np.all(host_of[idx] == host_of[idx[0]]):
             continue
         xs = values[idx]  # sorted
         n, mid = len(xs), float(np.median(xs))

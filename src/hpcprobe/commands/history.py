@@ -321,17 +321,12 @@ def _group_changes(store: Store, series: list[views.Series], groups: dict[str, s
 
 def _medians(series: Iterable[views.Series], group: str) -> list[history.Point]:
     """A group's campaign medians from its hosts' series (their runs kept)."""
-    hosts: list[str] = []
-    created: list[str] = []
-    tags: list[str | None] = []
-    medians: list[float] = []
+    runs: list[history.HostRuns] = []
     for s in series:
         kept = s.kept
-        hosts += [s.host] * len(kept)
-        created += [s.created[i] for i in kept]
-        tags += [s.tags[i] for i in kept]
-        medians += s.medians[kept].tolist()
-    return history.campaign_medians_of(hosts, created, tags, medians, group)
+        runs.append((s.host, [s.created[i] for i in kept], [s.tags[i] for i in kept],
+                     s.medians[kept]))
+    return history.campaign_medians_of(runs, group)
 
 
 def _fleets(series: list[views.Series], groups: dict[str, str]

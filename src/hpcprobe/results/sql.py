@@ -341,9 +341,14 @@ class SqlStore(Store):
         of its figures (a fleet's runs share a few): matched here, so the figures are then
         sought by their exact text, not each one's matched as LIKE would."""
         items = [f"{json.dumps(key)}: {json_value(text)}" for key, text in params.items()]
+        return [ps for ps in self._distinct_params(benchmark, name)
+                if all(f"{i}," in ps or ps.endswith(f"{i}}}") for i in items)]
+
+    def _distinct_params(self, benchmark: str, name: str) -> list[str]:
+        """The distinct params texts of a metric."""
         return [ps for (ps,) in self._execute(
             "SELECT DISTINCT m.params FROM metrics m WHERE m.benchmark = ? AND m.name = ?",
-            [benchmark, name]) if all(f"{i}," in ps or ps.endswith(f"{i}}}") for i in items)]
+            [benchmark, name])]
 
     @bulk()
     def figures_across(self, benchmark: str, name: str, where: Selection | None = None,
