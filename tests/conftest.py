@@ -57,26 +57,18 @@ needs_mpi = pytest.mark.skipif(MPI is None, reason="no MPI: install openmpi-bin 
 def private_store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """A command that names no --db writes to $XDG_DATA_HOME/hpcprobe/results.sqlite: the
     suite's go to a directory of its own, never the user's store (nor another checkout's)."""
-    old = os.environ.get("XDG_DATA_HOME")
-    os.environ["XDG_DATA_HOME"] = str(tmp_path_factory.mktemp("data"))
-    yield
-    if old is None:
-        del os.environ["XDG_DATA_HOME"]
-    else:
-        os.environ["XDG_DATA_HOME"] = old
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data")))
+        yield
 
 
 @pytest.fixture(scope="module")
 def private_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Builds of the MPI programs go to a cache of this module, which the CLI subprocesses
     inherit (use it with pytestmark = pytest.mark.usefixtures("private_cache"))."""
-    old = os.environ.get("HPCPROBE_CACHE")
-    os.environ["HPCPROBE_CACHE"] = str(tmp_path_factory.mktemp("cache"))
-    yield
-    if old is None:
-        del os.environ["HPCPROBE_CACHE"]
-    else:
-        os.environ["HPCPROBE_CACHE"] = old
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("HPCPROBE_CACHE", str(tmp_path_factory.mktemp("cache")))
+        yield
 
 
 @pytest.fixture(params=sorted(MACHINES))
