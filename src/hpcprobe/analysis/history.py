@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 #: A step is real when Welch's test between the segments gives p below this
 ALPHA = 0.001
@@ -174,6 +174,31 @@ def steps(medians: Any, rel_ci: Any, alpha: float = ALPHA, floor: float = FLOOR)
 
 #: Series a process searches at least before the searches are shared among this node's CPUs
 PARALLEL = 100
+_T = TypeVar("_T")
+_R = TypeVar("_R")
+_worker = False  # True in a worker of shared(): it shares nothing further
+
+
+def _in_worker() -> None:
+    global _worker
+    _worker = True
+
+
+def shared(fn: Callable[[_T], _R], jobs: Sequence[_T], workers: int) -> list[_R]:
+    """fn of each job, in order, shared among up to `workers` of the CPUs this process may use
+    (forked: the workers have NumPy, SciPy and ruptures imported already, and what this
+    process read); here where fewer than two would work, or in such a worker already."""
+    import os
+
+    workers = min(len(os.sched_getaffinity(0)), workers, len(jobs))
+    if workers < 2 or _worker:
+        return [fn(job) for job in jobs]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                             initializer=_in_worker) as pool:
+        return list(pool.map(fn, jobs))
 
 
 def _steps_each(many: Sequence[tuple[Any, Any]]) -> list[list[Step]]:
@@ -186,17 +211,12 @@ def steps_of(many: Sequence[tuple[Any, Any]]) -> list[list[Step]]:
     the search is ruptures' C, a series 1 ms), else here."""
     import os
 
+    if not many:
+        return []
     workers = min(len(os.sched_getaffinity(0)), len(many) // PARALLEL)
-    if workers < 2:
-        return _steps_each(many)
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    size = -(-len(many) // (4 * workers))
+    size = -(-len(many) // (4 * max(workers, 1)))
     chunks = [many[i:i + size] for i in range(0, len(many), size)]
-    # forked: the workers have NumPy, SciPy and ruptures imported already
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        return [found for chunk in pool.map(_steps_each, chunks) for found in chunk]
+    return [found for chunk in shared(_steps_each, chunks, workers) for found in chunk]
 
 
 def change_points(points: Sequence[Point], alpha: float = ALPHA, floor: float = FLOOR

@@ -74,28 +74,63 @@ def _selection(a: argparse.Namespace) -> Selection:
     return Selection(s.tag, s.host, s.since, s.until, a.tag_prefix)
 
 
-def _figures(store: Store, a: argparse.Namespace, where: Selection
-             ) -> list[tuple[str, str, list[Columns]]]:
-    """(label, benchmark, its figures across the runs) for --metric, else for each headline
-    figure of the newest run selected."""
+#: What one figure's series are read from: the store, the label, the metric (its benchmark,
+#: name and params: those of a headline figure, or --metric's and --param's), the selection
+#: and why runs are left out
+Wanted = tuple[str | None, str, Metric | tuple[str, str, dict[str, str]], Selection,
+               dict[tuple[str, str], str]]
+
+
+def _wanted(store: Store, a: argparse.Namespace, where: Selection
+            ) -> list[tuple[str, Metric | tuple[str, str, dict[str, str]]]]:
+    """(label, what to read) for --metric, else for each headline figure of the newest run
+    selected."""
     if a.metric:
         benchmark, name = a.metric
-        got = store.series_across(benchmark, name, where, dict(a.param or []))
-        if not got:
-            raise UserError(f"no figure of {'.'.join(a.metric)}"
-                            + (f" with {' '.join(f'{k}={v}' for k, v in a.param)}"
-                               if a.param else "") + " in the runs selected")
-        return [(".".join(a.metric), benchmark, got)]
+        return [(".".join(a.metric), (benchmark, name, dict(a.param or [])))]
     newest = store.runs(limit=1, where=where)
     if not newest:
         raise UserError("no stored run matches the selection")
     run = store.load(newest[0].run_id)
-    out = [(h.label, h.metric.benchmark, _across(store, h.metric, where))
-           for picker in registry.pickers() for h in picker(run)]
+    out: list[tuple[str, Metric | tuple[str, str, dict[str, str]]]] = [
+        (h.label, h.metric) for picker in registry.pickers() for h in picker(run)]
     if not out:
         raise UserError(f"the newest run selected ({run.run_id}) has no headline figure: name "
                         "one with --metric")
     return out
+
+
+def _read(job: Wanted) -> list[views.Series]:
+    """One figure's series, searched (in a worker of its own where there are several)."""
+    db, label, what, where, reasons = job
+    with Store.open(db, create=False) as store:
+        if isinstance(what, Metric):
+            bench, cols = what.benchmark, _across(store, what, where)
+        else:
+            bench, name, params = what
+            cols = store.series_across(bench, name, where, params)
+            if not cols:
+                return []
+        series = _series(label, bench, cols, reasons)
+    views.search(series)
+    return series
+
+
+def _all_series(a: argparse.Namespace, where: Selection) -> list[views.Series]:
+    """Every wanted figure's series, searched: each figure read in a process of its own
+    where there are several and CPUs for them (a fleet's figure is a second of the
+    database's and NumPy's work: the headline figures of 1,000 x 365 runs take one each);
+    the store is closed meanwhile (a forked process must not share its connection)."""
+    with Store.open(a.db, create=False) as store:
+        reasons = _reasons(store, where)
+        wanted = _wanted(store, a, where)
+    got = history.shared(_read, [(a.db, label, what, where, reasons) for label, what in wanted],
+                         len(wanted))
+    if a.metric and not got[0]:
+        raise UserError(f"no figure of {'.'.join(a.metric)}"
+                        + (f" with {' '.join(f'{k}={v}' for k, v in a.param)}"
+                           if a.param else "") + " in the runs selected")
+    return [s for series in got for s in series]
 
 
 def _across(store: Store, m: Metric, where: Selection) -> list[Columns]:
@@ -351,15 +386,12 @@ def handle(a: argparse.Namespace) -> int:
     files.check_outputs((a.json, "--json"), (a.csv, "--csv"), (a.output, "-o"))
     outs = [x for x in (a.json, a.csv, a.output) if files.is_stdout(x)]  # one at most
     where = _selection(a)
+    series = _all_series(a, where)
     with Store.open(a.db, create=False) as store:
-        reasons = _reasons(store, where)
-        series = [s for label, bench, cols in _figures(store, a, where)
-                  for s in _series(label, bench, cols, reasons)]
         groups = _hardware(store, series)
         if a.group:
             series = _in_group(series, groups, a.group)
             groups = {s.host: groups[s.host] for s in series}
-        views.search(series)
         _attribute(store, series)
         found = views.History(series, _fleets(series, groups), groups,
                               _group_changes(store, series, groups))

@@ -41,17 +41,6 @@ class Series:
     disturbed: Sequence[str | None]  # why each run is left out of the search (None: it is not)
     changes: list[history.Change] = field(default_factory=list)
 
-    @classmethod
-    def of(cls, label: str, unit: str, better: str, host: str, params: dict[str, Any],
-           points: Sequence[history.Point]) -> Series:
-        import numpy as np
-
-        return cls(label, unit, better, host, params, [p.run_id for p in points],
-                   [p.created for p in points], [p.tag for p in points],
-                   np.array([p.median for p in points], dtype=float),
-                   np.array([p.rel_ci for p in points], dtype=float),
-                   [p.disturbed for p in points])
-
     def point(self, i: int) -> history.Point:
         return history.Point(self.runs[i], self.created[i], self.host, self.tags[i],
                              float(self.medians[i]), float(self.rel_ci[i]), self.disturbed[i])
