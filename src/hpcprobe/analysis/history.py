@@ -9,7 +9,7 @@ and kept only where Welch's t-test between the segments either side says the ste
 stored CI gives it (inverse variance: its own CI plus the run-to-run noise), so a noisy run
 moves the segments' levels less. Runs marked as disturbed (the node sentinel moved, the
 hypervisor stole time, interrupted) are left out of the search and said so. Pure: works on the
-points it is given."""
+points (or columns) it is given; many series are searched on this node's CPUs (`shared`)."""
 
 from __future__ import annotations
 
