@@ -50,28 +50,30 @@ class Series:
         return [self.point(i) for i in range(len(self.runs))]
 
     @cached_property
+    def undisturbed(self) -> list[int]:
+        """The runs not left out as disturbed."""
+        return [i for i, why in enumerate(self.disturbed) if why is None]
+
+    @cached_property
     def kept(self) -> list[int]:
         """The runs searched: undisturbed, a median above 0."""
-        return [i for i, why in enumerate(self.disturbed)
-                if why is None and self.medians[i] > 0]
+        return [i for i in self.undisturbed if self.medians[i] > 0]
 
     @property
     def used(self) -> list[history.Point]:
-        return [self.point(i) for i, why in enumerate(self.disturbed) if why is None]
+        return [self.point(i) for i in self.undisturbed]
 
     def left_out(self) -> int:
-        return sum(1 for why in self.disturbed if why is not None)
+        return len(self.runs) - len(self.undisturbed)
 
     def either_side(self, when: str) -> tuple[history.Point, history.Point] | None:
         """Its last undisturbed run before `when` and its first at or after it (None where it
         has no run on one side)."""
         import bisect
 
-        at = bisect.bisect_left(self.created, when)
-        before = [i for i in range(at - 1, -1, -1) if self.disturbed[i] is None][:1]
-        after = next((i for i in range(at, len(self.runs)) if self.disturbed[i] is None), None)
-        return (self.point(before[0]), self.point(after)) if before and after is not None \
-            else None
+        used = self.undisturbed
+        k = bisect.bisect_left(used, bisect.bisect_left(self.created, when))
+        return (self.point(used[k - 1]), self.point(used[k])) if 0 < k < len(used) else None
 
     def searched(self) -> tuple[Any, Any]:
         """What its search reads: the medians and relative CIs of the runs kept."""
@@ -146,7 +148,7 @@ def table(label: str, series: list[Series]) -> Table:
                       ("latest", "right"), ("history", "left"), ("change points", "left")):
         t.add_column(col, just)
     for s in series:
-        used = [i for i, why in enumerate(s.disturbed) if why is None] or range(len(s.runs))
+        used = s.undisturbed or range(len(s.runs))
         t.add_row(s.host, str(len(s.runs)), f"{s.created[0][:10]} - {s.created[-1][:10]}",
                   number(float(s.medians[-1])),
                   history.sparkline([float(s.medians[i]) for i in used][-24:]), _status(s))
