@@ -44,8 +44,9 @@ class Thresholds:
     min_links: int = 5  # fewer links (not through a slow node or endpoint): not judged
     #: this many times worse than the peers' median is flagged however spread the peers are
     far: float = 3.0
-    #: a node flagged on one measured figure less than this many times `worse` worse is a
-    #: suspect (said, not drained): one marginal figure is no verdict on a node
+    #: a node flagged on one measured figure within this factor of either threshold (less
+    #: than this many times `worse` worse, or a z-score under this many times `z`) and not
+    #: `far` is a suspect (said, not drained): one marginal figure is no verdict on a node
     marginal: float = 2.0
 
 
@@ -59,6 +60,7 @@ class Deviation:
     unit: str
     z: float  # robust z-score in the worse direction
     worse: float  # relative, 0.12 = 12 % worse than the median
+    far: bool = False  # `far` times worse than the median, however spread the peers
 
     def to_dict(self) -> dict[str, Any]:
         return {"metric": self.metric, "value": self.value, "median": self.median,
@@ -325,7 +327,8 @@ class _Judged:
             flags = ((z > self.th.z) | far) & (worse > self.th.worse) & (best_worse > 0)
         return [_worst([Deviation(self.labels[j], float(values[i, j]),
                                   float(self.fleet.median[j]), self.units[j], float(z[i, j]),
-                                  float(worse[i, j])) for j in np.flatnonzero(row)])
+                                  float(worse[i, j]), bool(far[i, j]))
+                           for j in np.flatnonzero(row)])
                 for i, row in enumerate(flags)]
 
     def of(self, rows: Sequence[dict[str, Fig]]) -> list[list[Deviation]]:
@@ -389,13 +392,17 @@ def _measured(devs: list[Deviation], derived: frozenset[str]) -> list[Deviation]
 def _node(v: Verdict, host: str, now: list[Deviation], earlier: list[Deviation] | None,
           derived: frozenset[str]) -> None:
     """A node's verdict rests on its measured figures: flagged on derived ones alone, or on
-    one measured figure that is barely past the thresholds (each time it was measured), it
-    is a suspect, said and never drained."""
+    one measured figure that is barely past either threshold (each time it was measured), it
+    is a suspect, said and never drained. Barely past the z-score is marginal too: a figure
+    17 % low among peers that spread nearly as much (z 4) is what a neighbour's burst on a
+    shared host does to one kernel, while a fault moves it far past both."""
     got, was = _measured(now, derived), None if earlier is None else _measured(earlier, derived)
+    th = v.thresholds
 
     def marginal(devs: list[Deviation]) -> bool:
-        return len(devs) <= 1 and all(d.worse < v.thresholds.marginal * v.thresholds.worse
-                                      for d in devs)
+        return len(devs) <= 1 and all(
+            d.worse < th.marginal * th.worse or (d.z < th.marginal * th.z and not d.far)
+            for d in devs)
 
     if now and marginal(got) and (was is None or marginal(was)):
         v.suspects.append(Finding(SLOW_NODE, host, (host,), _worst(now + (earlier or [])),
