@@ -588,6 +588,22 @@ def test_one_measured_figure_barely_past_the_z_score_is_a_suspect_however_far_it
     assert kinds(v) == [(SLOW_NODE, "n8")] and v.findings[0].evidence[0].far
 
 
+def test_a_node_measured_again_rests_on_the_figures_flagged_both_times():
+    """A campaign's false drain: n3 flagged on two figures, measured again, flagged on one of
+    them, 6.7 % worse: what was confirmed is one marginal figure, a suspect. Both again: slow."""
+    _, runs = clusterdata.campaign(8, noise=0.002)
+    clock, latency = _first("frequency", "clock"), _first("latency", "latency")
+    both = _one_node(runs, "n3", lambda m: clock(m) or latency(m), 0.94)
+    again = clusterdata.node_run(read_json(clusterdata.TEMPLATE), "n3", 1.0, random.Random(4),
+                                 0.002, 5, "c1")
+    v = analyse(both + [_scaled(again, clock, 0.94)], "c1", ignore=registry.not_joined())
+    assert kinds(v) == [] and [f.item for f in v.suspects] == ["n3"]
+    assert {d.metric.split()[0] for d in v.suspects[0].evidence} == {"frequency.clock"}
+    v = analyse(both + [_scaled(again, lambda m: clock(m) or latency(m), 0.94)], "c1",
+                ignore=registry.not_joined())
+    assert kinds(v) == [(SLOW_NODE, "n3")] and v.findings[0].confirmed
+
+
 def _spread_links(runs, slow: tuple[str, str], factor: float):
     """The campaign's link bandwidths spread over a factor of 11 between pairs (log-uniform:
     a z-score on the logs does not see 6x, as 123-468 MB/s on the namespace fabric did not),

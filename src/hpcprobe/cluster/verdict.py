@@ -397,6 +397,11 @@ def _node(v: Verdict, host: str, now: list[Deviation], earlier: list[Deviation] 
     17 % low among peers that spread nearly as much (z 4) is what a neighbour's burst on a
     shared host does to one kernel, while a fault moves it far past both."""
     got, was = _measured(now, derived), None if earlier is None else _measured(earlier, derived)
+    if was is not None and (again := {d.metric for d in got} & {d.metric for d in was}):
+        # measured again, it rests on the figures flagged both times (the others were not
+        # confirmed): one marginal figure confirmed of several flagged once is still a suspect
+        now = got = [d for d in got if d.metric in again]
+        earlier = was = [d for d in was if d.metric in again]
     th = v.thresholds
 
     def marginal(devs: list[Deviation]) -> bool:
