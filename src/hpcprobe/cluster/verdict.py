@@ -301,13 +301,20 @@ def _matrix(rows: Sequence[dict[str, Fig]], labels: list[str]) -> tuple[Any, Any
 class _Judged:
     """Rows of figures (nodes or links) judged against the fleet of those rows."""
 
-    def __init__(self, rows: Sequence[dict[str, Fig]], th: Thresholds) -> None:
+    def __init__(self, rows: Sequence[dict[str, Fig]], th: Thresholds,
+                 floor: Mapping[str, float] | None = None) -> None:
+        """`floor`: per label, the least spread (on the z-score's scale) the fleet's is taken
+        as: what the rows' own scatter alone would give them."""
         self.labels = list(dict.fromkeys(lb for row in rows for lb in row))
         info = {lb: (u, b) for row in rows for lb, (_, _, u, b) in row.items()}
         self.units = [info[lb][0] for lb in self.labels]
         self.lower = np.array([info[lb][1] == "lower" for lb in self.labels], dtype=bool)
         self.values, self.best = _matrix(rows, self.labels)
         self.fleet = _fleet(self.values, self.lower, th.min_peers)
+        if floor:
+            least = np.array([floor.get(lb, 0.0) for lb in self.labels])
+            self.fleet = replace(self.fleet, spread=np.where(
+                self.fleet.log, np.fmax(self.fleet.spread, least), self.fleet.spread))
         self.th = th
         self.z, worse = self.fleet.judge(self.values)
         self.flagged = self._flag(self.values, self.best, self.z, worse)
@@ -507,16 +514,20 @@ def _link_verdict(campaign_runs: list[Run], th: Thresholds, ignore: NotJoined,
         _links_of(name, links, before[name], bad, th, v)
 
 
-def _per_node(latest: dict[str, Links]) -> dict[str, dict[str, Fig]]:
+def _per_node(latest: dict[str, Links], bad: frozenset[str] = frozenset()
+              ) -> dict[str, dict[str, Fig]]:
     """Each node's links taken together, per link figure (directed: into and out of the node
     apart): the median over its links, and as the best end the best of its links (so that all
-    of a node's links must be worse than the fleet for it to be flagged)."""
+    of a node's links must be worse than the fleet for it to be flagged); a node's links whose
+    other end is `bad` (a slow node or endpoint, which slows them) left out."""
     sides: dict[tuple[str, str], list[float]] = defaultdict(list)
     info: dict[str, tuple[str, str]] = {}
     for name, links in latest.items():
         directed = is_directed(links)
         for (a, b), (med, _, unit, better) in links.items():
-            for node, side in ((a, "out of"), (b, "into")):
+            for node, side, other in ((a, "out of", b), (b, "into", a)):
+                if other in bad:
+                    continue
                 each = f"{name} {side} the node" if directed else f"{name} of the node"
                 sides[(node, each)].append(med)
                 info[each] = (unit, better)
@@ -531,18 +542,58 @@ def _per_node(latest: dict[str, Links]) -> dict[str, dict[str, Fig]]:
 def _endpoints(latest: dict[str, Links], before: dict[str, dict[tuple[str, str], list[Fig]]],
                slow: set[str], th: Thresholds, v: Verdict) -> None:
     """Slow endpoints: nodes (not slow themselves) whose links are worse than the other nodes';
-    re-measured links must show it both times."""
-    rows = _per_node(latest)
-    nodes = sorted(rows, key=natural)
-    judged = _Judged([rows[n] for n in nodes], th)
+    re-measured links must show it both times. The links through a slow node are left out of
+    every node's figures; so are, in a second pass, those through the endpoints the first
+    found: a node whose links into the one shaped port (and to the slow node) are half of its
+    links is slow by their median, not by a fault of its own."""
     first = {name: {k: before[name][k][0] if k in before[name] else f for k, f in links.items()}
              for name, links in latest.items()}  # each link as first measured
-    rows_first = _per_node(first)
-    then = judged.of([rows_first[n] for n in nodes])
-    for i, node in enumerate(nodes):
-        if node not in slow:
-            again = any(node in k for b in before.values() for k in b)
-            _judge(v, SLOW_ENDPOINT, node, judged.flagged[i], then[i] if again else None)
+    ends: set[str] = set()
+    for _ in range(2):
+        found = _slow_ends(latest, first, before, frozenset(slow | ends), slow, th)
+        ends = {node for node, now, _ in found if now}
+    for node, now, then in found:
+        _judge(v, SLOW_ENDPOINT, node, now, then)
+
+
+def _slow_ends(latest: dict[str, Links], first: dict[str, Links],
+               before: dict[str, dict[tuple[str, str], list[Fig]]], bad: frozenset[str],
+               slow: set[str], th: Thresholds
+               ) -> list[tuple[str, list[Deviation], list[Deviation] | None]]:
+    """Each node's (not slow) endpoint deviations now and as first measured (None: its links
+    were measured once), every node's links through a `bad` node left out."""
+    rows, rows_first = _per_node(latest, bad), _per_node(first, bad)
+    nodes = sorted(rows, key=natural)
+    judged = _Judged([rows[n] for n in nodes], th, _scatter(latest, bad))
+    then = judged.of([rows_first.get(n, {}) for n in nodes])
+    return [(node, judged.flagged[i],
+             then[i] if any(node in k for b in before.values() for k in b) else None)
+            for i, node in enumerate(nodes) if node not in slow]
+
+
+def _scatter(latest: dict[str, Links], bad: frozenset[str]) -> dict[str, float]:
+    """Per node figure of the links (`_per_node`'s labels), the spread that the scatter of the
+    links alone gives a median of a node's links: the links' robust spread of log values (those
+    not through a `bad` node) over the square root of the links a node has, times 1.25 (a
+    median's standard error). Five nodes' medians can agree by chance far closer than that; a
+    fabric whose links scatter 4x among themselves (123-468 MB/s on shared cores) cannot make a
+    node 20 % below the others a slow endpoint, while a port at 3 % of its peers stays one."""
+    out: dict[str, float] = {}
+    for name, links in latest.items():
+        good = {k: f[0] for k, f in links.items() if not set(k) & bad}
+        logs = np.log([x for x in good.values() if x > 0])
+        if len(logs) < 3 or len(logs) < len(good):
+            continue
+        spread = 1.4826 * float(np.median(np.abs(logs - np.median(logs))))
+        sides = (("out of", (0,)), ("into", (1,))) if is_directed(links) else (("of", (0, 1)),)
+        for side, ends in sides:
+            per: dict[str, int] = defaultdict(int)
+            for k in good:
+                for end in ends:
+                    per[k[end]] += 1
+            each = statistics.median(per.values())
+            out[f"{name} {side} the node"] = 1.2533 * spread / math.sqrt(each)
+    return out
 
 
 def is_directed(pairs: dict[tuple[str, str], Any]) -> bool:
