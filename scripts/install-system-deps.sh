@@ -4,7 +4,7 @@
 # (topology from sysfs, kernels, store) needs none of them.
 set -u
 PACKAGES=(hwloc likwid openmpi-bin libopenmpi-dev hpcc libopenblas0-pthread libblis4-pthread
-          chromium postgresql fio iperf3
+          chromium postgresql fio iperf3 lammps
           slurmctld slurmd slurm-client munge)
 # Debian's python3 has no venv/ensurepip without python3-venv
 python3 -c "import ensurepip, venv" 2>/dev/null || PACKAGES+=(python3-venv)

@@ -106,7 +106,7 @@ def test_app_bad_input_is_one_line(tmp_path):
     assert_user_error(hpcprobe("app", "x", "--cwd", str(tmp_path / "none"), "--", "true"),
                       "no such directory")
     assert_user_error(hpcprobe("app", "x", "--env", "1=2", "--", "true"), "NAME=VALUE")
-    assert_user_error(hpcprobe("list", "--", "true"), "only app take a command after --")
+    assert_user_error(hpcprobe("list", "--", "true"), "only app, scale take a command after --")
 
 
 def test_apps_are_not_in_the_default_run():

@@ -120,6 +120,30 @@ def family_options(a: argparse.Namespace, fam: Family) -> Any:
     return fam.options(**kw)
 
 
+def by_position(fam: Family, values: Sequence[str], rest: Sequence[str]) -> dict[str, Any]:
+    """The family's values by position given to another command (`hpcprobe scale app NAME --
+    COMMAND...`): its options' fields, or the user's mistake."""
+    own = fam.capability(Command)
+    pos = own.positionals if own else ()
+    single = [p for p in pos if not p.many]
+    if len(values) != len(single) or (rest and not any(p.many for p in pos)):
+        wants = " ".join(p.metavar for p in single) + (
+            " -- " + " ".join(p.metavar for p in pos if p.many) if any(p.many for p in pos)
+            else "")
+        raise UserError(f"{fam.name} takes " + (f"`{wants.strip()}`" if wants.strip() else
+                                                 "no values by position or command after --")
+                        + f"; given: {' '.join(values) or 'none'}"
+                        + (f" -- {' '.join(rest)}" if rest else ""))
+    kw: dict[str, Any] = {}
+    for p, text in zip(single, values, strict=True):
+        try:
+            kw[p.dest] = p.parse(text) if p.parse else text
+        except argparse.ArgumentTypeError as exc:
+            raise UserError(f"{p.metavar}: {exc}") from None
+    kw.update({p.dest: tuple(rest) for p in pos if p.many})
+    return kw
+
+
 def _check_narrowing(a: argparse.Namespace, chosen: Sequence[Family]) -> None:
     """A flag given for families none of which runs is a mistake, said once per flag group."""
     users = _users(registry.measuring(), lambda flag: _given(a, flag))

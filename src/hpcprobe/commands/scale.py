@@ -4,6 +4,7 @@ strong: every count's run and the summary with the speedup and the parallel effi
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from hpcprobe import registry
 from hpcprobe.commands import output, runargs
@@ -19,6 +20,9 @@ def setup(sc: argparse.ArgumentParser) -> None:
     sized = [f for f, _ in registry.having(Sized).values()]
     sc.add_argument("family", choices=[f.name for f in sized], metavar="BENCHMARK",
                     help=", ".join(f.name for f in sized))
+    sc.add_argument("values", nargs="*", metavar="VALUE",
+                    help="the benchmark's values by position: app NAME, then -- COMMAND ARGS... "
+                         "(its `{ranks}` and `{nodes}` replaced by the counts in weak mode)")
     sc.add_argument("--ranks", dest="counts", type=options.counts("a rank count", "1,2,4"),
                     metavar="N,N,...",
                     help="the rank counts (default: 1, 2, 4, ... up to the cores)")
@@ -33,7 +37,7 @@ def setup(sc: argparse.ArgumentParser) -> None:
 def handle(a: argparse.Namespace) -> int:
     fam, _ = registry.having(Sized)[a.family]
     c = runargs.checked(a, [fam])
-    opts = c.options[fam.name]
+    opts = replace(c.options[fam.name], **runargs.by_position(fam, a.values, a.after_dashes))
     isa = resolve_isa(a.isa)
     modes = scaling.chosen_modes(fam, a.mode)
     topo = topology.load(a.input)
@@ -57,9 +61,11 @@ def handle(a: argparse.Namespace) -> int:
         a.isa is not None))
 
 
-COMMAND = Spec("scale", "run a benchmark at 1, 2, 4, ... ranks: weak and strong scaling, "
-               "speedup and parallel efficiency", setup, handle,
-               description="Run a benchmark that has a problem size at a ladder of rank counts, "
+COMMAND = Spec("scale", "run a benchmark or an application at 1, 2, 4, ... ranks: weak and "
+               "strong scaling, speedup and parallel efficiency", setup, handle,
+               takes_command=True,
+               description="Run a benchmark that has a problem size, or a user's MPI application "
+                           "(`scale app NAME -- CMD`), at a ladder of rank counts, "
                            "weak (the size a rank held) and strong (the total held), and report "
                            "the speedup against the first count with its CI, the parallel "
                            "efficiency and the ideal.")

@@ -219,6 +219,8 @@ class Sized:
     unit: str = "GFLOP/s"
     modes: tuple[str, ...] = ("weak", "strong")  # the modes that make sense for it
     least: int = 1  # the fewest ranks it runs on
+    #: the rate's unit from one count's metrics, where it depends on them (a user's figure)
+    unit_of: Callable[[list[Metric]], str] | None = None
 
 
 @dataclass(frozen=True)

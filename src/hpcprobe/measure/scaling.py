@@ -116,7 +116,8 @@ def execute(topo: Topology, profile: Profile, family: Family, isa: str, opts: An
         out.errors += [f"{where}: {e}" for e in run.errors]
         rate = size.rate(run.metrics)
         if rate:
-            out.metrics.append(Metric(BENCHMARK, "rate", size.unit, {
+            unit = size.unit_of(run.metrics) if size.unit_of else size.unit
+            out.metrics.append(Metric(BENCHMARK, "rate", unit, {
                 "family": family.name, "mode": mode, "ranks": k, "base_ranks": counts[0],
                 "figure": size.what, "run": run.run_id}, rate))
         else:

@@ -14,9 +14,6 @@ from pathlib import Path
 from hpcprobe.common.errors import UserError
 from hpcprobe.mpi.find import Mpi
 
-#: Where launchers put a process's rank in its environment (Open MPI, Slurm, Hydra, PMIx).
-RANK_VARS = ("OMPI_COMM_WORLD_RANK", "SLURM_PROCID", "PMI_RANK", "PMIX_RANK")
-
 
 @dataclass(frozen=True)
 class Layout:

@@ -5,16 +5,22 @@ time, each repetition a sample of the metric `app:NAME`."""
 from __future__ import annotations
 
 from hpcprobe.families.app import bench, views
-from hpcprobe.measure.family import Command, Family, Metrics
+from hpcprobe.measure.family import Command, Family, Metrics, Sized
 
 FAMILY = Family(
-    "app", "a user's application: its figure of merit (a pattern in its output) or wall time",
+    "app", "a user's application: its figure of merit (a pattern in its output, or known: "
+    "LAMMPS) or wall time, in this process or across MPI ranks",
     bench.AppOptions, bench.run, plan=bench.plan, settings=bench.SETTINGS,
-    metrics=Metrics(open_prefix=bench.PREFIX), views=(views.tables,),
-    capabilities=(Command(
+    metrics=Metrics(not_joined=frozenset({"cpus", "mpi"}), open_prefix=bench.PREFIX),
+    views=(views.tables,),
+    capabilities=(Sized(bench.scaled, bench.rate, "its work rate", modes=("strong", "weak"),
+                        unit_of=bench.rate_unit), Command(
         "run a user's application as a benchmark: its figure of merit or wall time",
         "Run COMMAND (no shell) --repeat times and store each repetition's figure of merit, "
         "taken from its output by --fom (a regular expression whose first group is the "
-        "number), or its wall time, as samples of the metric app:NAME; compare and report it "
-        "like any figure. A failed repetition (non-zero exit, timeout, pattern not found) is "
-        "reported with its last lines and never counted.", positionals=bench.POSITIONALS),))
+        "number), from the output of an application hpcprobe knows (LAMMPS: its Performance "
+        "line), or its wall time, as samples of the metric app:NAME; compare and report it "
+        "like any figure. With --ranks (or --layout, --hosts) the launcher starts it on MPI "
+        "ranks, each bound and read back. A failed repetition (non-zero exit, timeout, pattern "
+        "not found) is reported with its last lines and never counted.",
+        positionals=bench.POSITIONALS),))

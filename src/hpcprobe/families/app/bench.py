@@ -6,12 +6,15 @@ import argparse
 import os
 import re
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from hpcprobe.common.errors import MeasurementError, UserError
+from hpcprobe.families.app import known, ranks
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, Positional, RunContext, option
+from hpcprobe.mpi.layouts import Placement
 from hpcprobe.probes import program
 from hpcprobe.results.model import Metric
 from hpcprobe.tools import command
@@ -79,6 +82,16 @@ class AppOptions:
     warmup: int = option(Flag("--warmup", "runs before the measured ones, not counted (caches, "
                               "JIT, page cache)", parse=options.at_least(0, "a run count"),
                               metavar="N"), 0)
+    ranks: int | None = option(options.RANKS, note="the command is then started by the "
+                               "launcher, each rank bound and read back; `{ranks}` and "
+                               "`{nodes}` in it are replaced by the counts")
+    layout: str | None = option(options.LAYOUT, note="default core")
+    hosts: tuple[str, ...] | None = option(options.HOSTS)
+    launcher: str | None = option(options.LAUNCHER)
+    mpi_prefix: str | None = option(options.MPI_PREFIX)
+    #: the ranks (and nodes) the problem is sized for, `{ranks}` and `{nodes}` in the command
+    #: (hpcprobe scale: the count in weak mode, the first count in strong mode)
+    problem: tuple[int, int] | None = None
 
     @property
     def metric(self) -> str:
@@ -86,7 +99,34 @@ class AppOptions:
 
     @property
     def what(self) -> str:
+        if self.fom is None and (app := self.known) is not None:
+            return app.what
         return "wall time" if self.fom is None else f"figure of merit /{self.fom.pattern}/"
+
+    @property
+    def known(self) -> known.Known | None:
+        """The application hpcprobe knows by its output (none where --fom is given)."""
+        return None if self.fom is not None else known.of(self.name, self.argv)
+
+    @property
+    def across(self) -> bool:
+        """Started by the launcher on ranks (asked for by count, layout or hosts)."""
+        return any(v is not None for v in (self.ranks, self.layout, self.hosts))
+
+    def command(self, nodes: int) -> tuple[str, ...]:
+        """The command with `{ranks}` and `{nodes}` replaced (the counts the problem is sized
+        for)."""
+        ranks, nodes = self.problem or (self.ranks or 1, nodes)
+        return tuple(a.replace("{ranks}", str(ranks)).replace("{nodes}", str(nodes))
+                     for a in self.argv)
+
+
+#: What in the command the counts replace (`hpcprobe scale app`, weak mode: the problem grows)
+SUBSTITUTIONS = ("{ranks}", "{nodes}")
+
+
+def _placement(ctx: RunContext, o: AppOptions) -> Placement | None:
+    return ranks.place(ctx.topo, o.layout, o.ranks, o.hosts) if o.across else None
 
 
 def plan(ctx: RunContext, o: AppOptions) -> list[str]:
@@ -96,43 +136,145 @@ def plan(ctx: RunContext, o: AppOptions) -> list[str]:
     if o.cwd is not None and not os.path.isdir(o.cwd):
         raise UserError(f"--cwd {o.cwd}: no such directory")
     n = program.repetitions(ctx, o.repeat)
-    return [f"{o.metric}: `{shlex.join(o.argv)}` {n} time(s)"
+    pl = _placement(ctx, o)
+    where = "" if pl is None else (
+        f" on {pl.layout.ranks} rank(s), {pl.ranks.layout} layout"
+        + (f", {pl.nodes} node(s)" if pl.nodes > 1 else "") + ", bound and read back")
+    return [f"{o.metric}: `{shlex.join(o.command(pl.nodes if pl else 1))}` {n} time(s){where}"
             + (f" after {o.warmup} warm-up run(s)" if o.warmup else "") + f", its {o.what}"]
 
 
-def figure(o: AppOptions, ran: command.Ran) -> float:
-    """The repetition's figure, or why it does not count."""
+def figures(o: AppOptions, ran: command.Ran, pl: Placement | None) -> list[known.Figure]:
+    """The repetition's figures (the figure of merit first), or why it does not count."""
     if not ran.ok:
         raise MeasurementError(f"app {o.name}: {ran.failure()}")
+    if (app := o.known) is not None:
+        report = app.read(ran.output)
+        launched = pl.layout.ranks if pl is not None else None
+        if launched is not None and report.procs is not None and report.procs != launched:
+            raise MeasurementError(
+                f"app {o.name}: {launched} rank(s) started, the application says it ran on "
+                f"{report.procs} process(es)"
+                + (": each rank ran alone (not built with MPI, or with another MPI than the "
+                   "launcher's)" if report.procs == 1 else "") + "; no figures at this count")
+        return report.figures
     if o.fom is None:
-        return ran.seconds
+        return [known.Figure("wall time", ran.seconds, "s", "lower")]
     found = o.fom.findall(ran.output)
-    if not found:
-        raise UserError(f"app {o.name}: --fom /{o.fom.pattern}/ matched nothing in the output of "
-                        f"`{shlex.join(ran.argv)}`; its last lines: {ran.tail()}")
+    if not found:  # under `scale` a count's failure: the other counts are kept
+        fail = UserError if o.problem is None else MeasurementError
+        raise fail(f"app {o.name}: --fom /{o.fom.pattern}/ matched nothing in the output of "
+                   f"`{shlex.join(ran.argv)}`; its last lines: {ran.tail()}")
     last = found[-1]
     text = last[0] if isinstance(last, tuple) else last
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise UserError(f"app {o.name}: --fom /{o.fom.pattern}/ captured {text!r}, not a "
                         "number") from None
+    return [known.Figure("figure of merit", value, o.unit or "1",
+                         "lower" if o.lower else "higher")]
 
 
 def run(ctx: RunContext, o: AppOptions) -> None:
     plan(ctx, o)
     env = dict(o.env)
     timeout = o.timeout_s or program.DEFAULT_TIMEOUT_S
+    pl = _placement(ctx, o)
+    argv = o.command(pl.nodes if pl else 1)
+    team = None if pl is None else ranks.Ranks(pl, argv, env, o.launcher, o.mpi_prefix)
+    bindings: list[str] = []
 
-    def once(i: int) -> float:
-        return figure(o, command.run(o.argv, o.cwd, env, timeout))
+    def once(i: int) -> list[known.Figure]:
+        if team is None:
+            return figures(o, command.run(argv, o.cwd, env, timeout), pl)
+        got = team.run(o.cwd, env, timeout, o.name or "app")
+        if got.binding and got.binding not in bindings:
+            bindings.append(got.binding)
+            ctx.warnings.extend(got.warnings)
+        return figures(o, got.ran, pl)
 
-    if o.warmup:
-        program.repeat(ctx, f"{o.name} warm-up", o.warmup, once)
-    samples = program.repeat(ctx, o.name or "app", program.repetitions(ctx, o.repeat), once)
-    unit = o.unit or ("s" if o.fom is None else "1")
-    better = "lower" if o.fom is None or o.lower else "higher"
-    ctx.metrics.append(Metric("app", o.metric, unit, {}, samples, better))
+    try:
+        if o.warmup:
+            program.repeat(ctx, f"{o.name} warm-up", o.warmup, once)
+        reps = program.repeat(ctx, o.name or "app", program.repetitions(ctx, o.repeat), once)
+    finally:
+        if team is not None:
+            team.close()
+    if len(bindings) > 1:
+        ctx.warnings.append(f"app {o.name}: the ranks' CPUs differed between repetitions: "
+                            f"{' / '.join(bindings)}")
+    params = {} if pl is None or team is None else _where(o, pl, bindings, team)
+    _metrics(ctx, o, reps, params)
     ctx.provenance.setdefault("app", {})[o.name] = {
-        "command": list(o.argv), "cwd": str(Path(o.cwd).resolve()) if o.cwd else os.getcwd(),
+        "command": list(argv), "cwd": str(Path(o.cwd).resolve()) if o.cwd else os.getcwd(),
         "env": env, "figure": o.what, "warmup": o.warmup}
+    if team is not None:
+        ctx.provenance["mpi"] = team.provenance
+
+
+def _where(o: AppOptions, pl: Placement, bindings: list[str], team: ranks.Ranks
+           ) -> dict[str, Any]:
+    """A launched figure's params: the ranks, nodes, layout and threads; the ranks the
+    problem was sized for; where the ranks ran (read back) and the MPI."""
+    size = o.problem[0] if o.problem else pl.layout.ranks
+    return {"ranks": pl.layout.ranks, "nodes": pl.nodes, "layout": pl.ranks.layout,
+            "threads": pl.ranks.threads, "problem_ranks": size,
+            "cpus": bindings[0] if bindings else "?", "mpi": team.mpi}
+
+
+def _metrics(ctx: RunContext, o: AppOptions, reps: list[list[known.Figure]],
+             params: dict[str, Any]) -> None:
+    """One metric a figure over the repetitions (a known application's each named by its
+    `figure` param; a user's figure of merit or wall time without one)."""
+    named = o.known is not None
+    for i, first in enumerate(reps[0] if reps else []):
+        samples = [r[i].value for r in reps if len(r) > i and r[i].name == first.name]
+        ctx.metrics.append(Metric("app", o.metric, first.unit,
+                                  {**params, "figure": first.name} if named else dict(params),
+                                  samples, first.better))
+
+
+def scaled(ctx: RunContext, o: AppOptions | None, k: int, mode: str, first: int
+           ) -> AppOptions:
+    """The options on k ranks for `hpcprobe scale app`: weak, the command's `{ranks}` and
+    `{nodes}` are k's (the problem grows with the ranks); strong, the first count's."""
+    o = o or AppOptions()
+    if mode == "weak" and not any(s in a for a in o.argv for s in SUBSTITUTIONS):
+        raise UserError("scale app, weak mode: the command has no {ranks} or {nodes} to grow the "
+                        "problem with (e.g. `lmp -in in.lj -var ranks {ranks}`); give --mode "
+                        "strong to run it as it is at every count")
+    size = k if mode == "weak" else first
+    nodes = ranks.place(ctx.topo, o.layout, size, o.hosts).nodes
+    return replace(o, ranks=k, problem=(size, nodes))
+
+
+def rate(metrics: list[Metric]) -> list[float]:
+    """A count's total work rate, which grows with the ranks when the work is done in
+    proportion: a known application's (LAMMPS: atom-steps/s), a figure of merit (upside down
+    where lower is better), or the rank-sized problems solved an hour from the wall time."""
+    for m in metrics:
+        if m.benchmark != "app":
+            continue
+        app = known.of(m.name[len(PREFIX):], ())
+        if app is not None:
+            if m.params.get("figure") == app.rate:
+                return list(m.samples)
+        elif m.unit == "s" and m.better == "lower" and "figure" not in m.params:
+            size = float(m.params.get("problem_ranks", 1))
+            return [size * 3600.0 / x for x in m.samples if x > 0]
+        else:
+            return list(m.samples) if m.better == "higher" else [1 / x for x in m.samples if x]
+    return []
+
+
+def rate_unit(metrics: list[Metric]) -> str:
+    for m in metrics:
+        if m.benchmark == "app":
+            app = known.of(m.name[len(PREFIX):], ())
+            if app is not None:
+                return app.rate
+            if m.unit == "s" and m.better == "lower":
+                return "rank-problems/h"
+            return m.unit if m.better == "higher" else f"1/({m.unit})"
+    return "?"

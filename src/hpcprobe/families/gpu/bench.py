@@ -27,10 +27,10 @@ from hpcprobe.machine import gpus
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, RunContext, option
-from hpcprobe.mpi.launchers import RANK_VARS
 from hpcprobe.results.findings import HEALTH, Finding, kind
 from hpcprobe.results.model import Metric
 from hpcprobe.tools import command
+from hpcprobe.tools.inrank import RANK_VARS
 
 TESTS = ("stream", "gemm", "copy", "p2p")
 DIRECTIONS = ("h2d", "d2h", "bidir")

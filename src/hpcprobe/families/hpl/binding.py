@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from hpcprobe.common.cpulist import parse_cpulist
-from hpcprobe.mpi.launchers import RANK_VARS
+from hpcprobe.tools.inrank import RANK_VARS
 
 
 def _children(proc: Path) -> dict[int, list[int]]:

@@ -1,0 +1,172 @@
+"""A user's application across MPI ranks and `hpcprobe scale app` (issue 49): LAMMPS known by
+its output (recorded logs of Debian 12's LAMMPS, 29 Sep 2021 Update 2, on 1 and 2 ranks),
+launched through the launcher registry, bound and read back, weak and strong; and the mistakes:
+an application that is not MPI-aware, a figure of merit missing at one count, a weak command
+without `{ranks}`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, assert_user_error, hpcprobe, needs_mpi
+from hpcprobe.common.errors import MeasurementError
+from hpcprobe.families.app import bench, known
+from hpcprobe.results import model as results
+from hpcprobe.tools import inrank
+
+APP = DATA / "app"
+EXAMPLE = Path(__file__).resolve().parent.parent / "docs" / "examples" / "lj-melt.lmp"
+needs_two = pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs")
+needs_lammps = pytest.mark.skipif(shutil.which("lmp") is None,
+                                  reason="LAMMPS not installed (make system-deps: lammps)")
+
+
+def _figures(report: known.Report) -> dict[str, float]:
+    return {f.name: f.value for f in report.figures}
+
+
+def test_lammps_output_gives_its_performance_loop_time_and_processes():
+    lammps = known.of("lammps", ["lmp"])
+    assert lammps is not None and known.of("x", ["/usr/bin/lmp_mpi"]) is lammps
+    assert known.of("x", ["lmpx"]) is None
+    one = lammps.read((APP / "lammps-lj-1rank.log").read_text())
+    two = lammps.read((APP / "lammps-lj-2ranks.log").read_text())
+    assert (one.procs, two.procs, one.threads) == (1, 2, 1)
+    assert one.figures[0].name == "tau/day"  # the figure users quote comes first
+    f1, f2 = _figures(one), _figures(two)
+    assert set(f1) == {"tau/day", "timesteps/s", "atom-step/s", "loop_time"}
+    # the work rate from the loop line (this release prints none): atoms x steps / loop time
+    assert f1["atom-step/s"] == pytest.approx(4000 * 100 / f1["loop_time"])
+    assert f2["atom-step/s"] == pytest.approx(8000 * 100 / f2["loop_time"])
+    # a later release's line: the atom-step rate as printed, in its prefix
+    newer = (APP / "lammps-lj-1rank.log").read_text().replace(
+        "timesteps/s\n", "timesteps/s, 1.265 Matom-step/s\n")
+    assert _figures(lammps.read(newer))["atom-step/s"] == pytest.approx(1.265e6)
+
+
+def test_lammps_output_without_a_run_is_no_figure():
+    lammps = known.of("lammps", [])
+    assert lammps is not None
+    with pytest.raises(MeasurementError, match="no `Loop time`"):
+        lammps.read("LAMMPS (7 Jan 2022)\nERROR: Unknown command: rn 100\n")
+
+
+def test_the_ranks_lines_are_read_and_taken_out_of_the_output():
+    out = ('hpcprobe-rank: {"rank": 1, "host": "n1", "cpus": [1]}\nLoop time of 1\n'
+           'hpcprobe-rank: {"rank": 0, "host": "n1", "cpus": [0]}\nhpcprobe-rank: oops\n')
+    said, rest = inrank.read(out)
+    assert [s["rank"] for s in said] == [1, 0]
+    assert rest == "Loop time of 1\nhpcprobe-rank: oops\n"
+
+
+def test_the_work_rate_of_a_count():
+    """What `scale` takes as a count's rate: LAMMPS's atom-steps/s; a figure of merit,
+    upside down where lower is better; from the wall time, the rank-sized problems an hour."""
+    def m(name: str, unit: str, better: str, samples: list[float], **params: object
+          ) -> results.Metric:
+        return results.Metric("app", name, unit, params, samples, better)
+
+    lmp = [m("app:lammps", "tau/day", "higher", [5.0], figure="tau/day"),
+           m("app:lammps", "atom-step/s", "higher", [2e6], figure="atom-step/s")]
+    assert (bench.rate(lmp), bench.rate_unit(lmp)) == ([2e6], "atom-step/s")
+    assert bench.rate([m("app:x", "s", "lower", [10.0, 20.0], problem_ranks=4)]) == \
+        [1440.0, 720.0]
+    assert bench.rate_unit([m("app:x", "s", "lower", [1.0])]) == "rank-problems/h"
+    assert bench.rate([m("app:x", "ms/step", "lower", [4.0])]) == [0.25]
+    assert bench.rate([m("app:x", "TPS", "higher", [7.0])]) == [7.0]
+
+
+@needs_mpi
+@needs_two
+@needs_lammps
+def test_scale_app_lammps_weak_and_strong_on_one_and_two_ranks(tmp_path):
+    """The shipped input, its atoms grown with {ranks} in weak mode: every count launched by
+    the launcher, each rank bound to its core and read back, stored with the series."""
+    db, out = tmp_path / "s.db", tmp_path / "s.json"
+    r = hpcprobe("scale", "app", "lammps", "--ranks", "1,2", "--repeat", "2", "--quick",
+                 "--db", str(db), "--json", str(out), "--", "lmp", "-in",
+                 str(EXAMPLE), "-var", "ranks", "{ranks}", "-var", "steps", "40", "-log", "none")
+    assert r.code == 0, r.err
+    doc = json.loads(out.read_text())
+    results.validate(doc)
+    rates = {(m["params"]["mode"], m["params"]["ranks"]): m for m in doc["metrics"]}
+    assert set(rates) == {("weak", 1), ("weak", 2), ("strong", 1), ("strong", 2)}
+    assert {m["unit"] for m in rates.values()} == {"atom-step/s"}
+    assert "scaled speedup" in r.out and "efficiency %" in r.out
+    runs = {(x["mode"], x["ranks"]): x["run_id"] for x in doc["provenance"]["scale"]["runs"]}
+    for (mode, k), run_id in runs.items():
+        shown = hpcprobe("show", run_id, "--db", str(db), "--json")
+        assert shown.code == 0, shown.err
+        run = json.loads(shown.out)
+        size = k if mode == "weak" else 1
+        assert run["provenance"]["app"]["lammps"]["command"][4:6] == ["ranks", str(size)]
+        assert run["provenance"]["mpi"]["launcher"] in ("mpirun", "mpiexec")
+        figs = {m["params"]["figure"]: m for m in run["metrics"]}
+        assert set(figs) == {"tau/day", "timesteps/s", "atom-step/s", "loop_time"}
+        p = figs["tau/day"]["params"]
+        assert (p["ranks"], p["problem_ranks"], p["layout"], p["threads"]) == (k, size, "core", 1)
+        assert len(p["cpus"].split(";")) == k
+    with sqlite3.connect(db) as c:
+        assert c.execute("select count(*) from runs").fetchone()[0] == 5
+
+
+def _fake_lammps(tmp_path: Path, log: str) -> Path:
+    """A stand-in `lmp` that prints a recorded log (each rank its own copy)."""
+    exe = tmp_path / "lmp"
+    exe.write_text(f"#!{sys.executable}\nimport sys\n"
+                   f"sys.stdout.write(open({str(APP / log)!r}).read())\n")
+    exe.chmod(0o755)
+    return exe
+
+
+@needs_mpi
+@needs_two
+def test_an_application_that_is_not_mpi_aware_gives_no_figure_at_that_count(tmp_path):
+    """Each of the two ranks says it ran alone (LAMMPS built without MPI): no figure at two
+    ranks, the count of one kept; said once, exit 1."""
+    exe = _fake_lammps(tmp_path, "lammps-lj-1rank.log")
+    out = tmp_path / "s.json"
+    r = hpcprobe("scale", "app", "lammps", "--ranks", "1,2", "--mode", "strong", "--repeat", "1",
+                 "--quick", "--no-store", "--json", str(out), "--", str(exe))
+    assert r.code == 1, r.err
+    doc = json.loads(out.read_text())
+    assert [m["params"]["ranks"] for m in doc["metrics"]] == [1]
+    said = [e for e in doc["errors"] if "each rank ran alone" in e]
+    assert len(said) == 1 and "2 rank(s) started" in said[0] and "Traceback" not in r.err
+
+
+@needs_mpi
+@needs_two
+def test_a_figure_of_merit_missing_at_one_count_keeps_the_others(tmp_path):
+    script = tmp_path / "app.sh"
+    script.write_text('#!/bin/sh\n[ "${OMPI_COMM_WORLD_SIZE:-${PMI_SIZE:-1}}" = 1 ] && '
+                      'echo "rate = 42"\nexit 0\n')
+    script.chmod(0o755)
+    out = tmp_path / "s.json"
+    r = hpcprobe("scale", "app", "toy", "--ranks", "1,2", "--mode", "strong", "--repeat", "1",
+                 "--fom", r"rate = ([0-9.]+)", "--quick", "--no-store",
+                 "--json", str(out), "--", str(script))
+    assert r.code == 1, r.err
+    doc = json.loads(out.read_text())
+    assert [(m["params"]["ranks"], m["samples"]) for m in doc["metrics"]] == [(1, [42.0])]
+    assert any("matched nothing" in e and "2 rank(s)" in e for e in doc["errors"]), doc["errors"]
+
+
+def test_scale_app_bad_input_is_one_line(tmp_path):
+    assert_user_error(hpcprobe("scale", "app", "lmp", "--mode", "weak", "--dry-run", "--",
+                               "true"), "no {ranks} or {nodes}", "--mode strong")
+    assert_user_error(hpcprobe("scale", "app", "--dry-run"), "app takes `NAME -- COMMAND`")
+    assert_user_error(hpcprobe("scale", "cg", "x", "--dry-run"), "cg takes no values")
+    assert_user_error(hpcprobe("scale", "app", "a b", "--dry-run", "--", "true"),
+                      "an application's name")
+    assert_user_error(hpcprobe("scale", "app", "x", "--dry-run", "--", "no-such-program-here"),
+                      "not found")
+    r = hpcprobe("scale", "app", "x", "--ranks", "1,2", "--dry-run", "--", "echo", "{ranks}")
+    assert r.code == 0 and "`echo 2` 5 time(s) on 2 rank(s)" in r.out, r.err
