@@ -170,3 +170,104 @@ def test_scale_app_bad_input_is_one_line(tmp_path):
                       "not found")
     r = hpcprobe("scale", "app", "x", "--ranks", "1,2", "--dry-run", "--", "echo", "{ranks}")
     assert r.code == 0 and "`echo 2` 5 time(s) on 2 rank(s)" in r.out, r.err
+
+
+# -- HPCG: the real benchmark when the user has it (a stand-in writes HPCG 3.1's results file)
+
+STANDIN = APP / "xhpcg-standin"
+
+
+def test_hpcg_results_file_gives_the_rating_kernels_and_bandwidth(tmp_path):
+    hpcg = known.of("hpcg", [str(STANDIN)])
+    assert hpcg is not None and hpcg.name == "hpcg" and hpcg.rate == "rating"
+    shutil.copy(APP / "HPCG-Benchmark_3.1_valid.txt", tmp_path)
+    report = hpcg.read("", tmp_path, 0.0)
+    got = _figures(report)
+    assert got == {"rating": 2.944, "DDOT": 5.532, "WAXPBY": 6.014, "SpMV": 4.527, "MG": 2.731,
+                   "bandwidth": 22.917, "optimization_time": 3.1e-08}
+    assert report.figures[0].name == "rating" and (report.procs, report.threads) == (2, 1)
+    assert any("under the 1800 s" in n for n in report.notes)
+    assert any("reference kernels" in n for n in report.notes)
+
+
+def test_an_invalid_hpcg_run_or_no_results_file_is_no_figure(tmp_path):
+    hpcg = known.of("hpcg", [])
+    assert hpcg is not None
+    with pytest.raises(MeasurementError, match="no HPCG-Benchmark"):
+        hpcg.read("", tmp_path, 0.0)
+    shutil.copy(APP / "HPCG-Benchmark_3.1_invalid.txt", tmp_path)
+    with pytest.raises(MeasurementError, match=r"INVALID \(Spectral Convergence Tests, "
+                                               r"Reproducibility Information failed\)"):
+        hpcg.read("", tmp_path, 0.0)
+
+
+def test_hpcgs_local_grid_takes_a_quarter_of_the_memory():
+    grid = known.hpcg_grid(known.Setup(2, 1, 24 << 30, 60.0))
+    side = grid[0]
+    assert grid == (side,) * 3 and side % 8 == 0
+    quarter = (24 << 30) / 4
+    assert 2 * side ** 3 * known.HPCG_BYTES_PER_EQUATION <= quarter
+    assert 2 * (side + 8) ** 3 * known.HPCG_BYTES_PER_EQUATION > quarter
+    assert known.hpcg_grid(known.Setup(1, 1, None, 60.0)) == (16, 16, 16)
+    assert known.hpcg_grid(known.Setup(1, 1, 1 << 40, 60.0, (32, 24, 16))) == (32, 24, 16)
+
+
+def _hpcg(tmp_path: Path, mode: str, *args: str) -> tuple[object, dict]:
+    out = tmp_path / f"{mode}.json"
+    r = hpcprobe("app", "hpcg", "--repeat", "2", "--quick", "--no-store", "--json", str(out),
+                 *args, "--", str(STANDIN), env={"HPCG_STANDIN": mode})
+    return r, json.loads(out.read_text()) if out.exists() else {}
+
+
+def test_app_hpcg_writes_hpcg_dat_for_the_node_and_stores_the_rating(tmp_path):
+    r, doc = _hpcg(tmp_path, "valid", "--hpcg-time", "5")
+    assert r.code == 0, r.err
+    results.validate(doc)
+    figs = {m["params"]["figure"]: m for m in doc["metrics"]}
+    assert figs["rating"]["samples"] == [2.944, 2.944] and figs["rating"]["unit"] == "GFLOP/s"
+    assert set(figs) == {"rating", "DDOT", "WAXPBY", "SpMV", "MG", "bandwidth",
+                         "optimization_time"}
+    given = doc["provenance"]["app"]["hpcg"]["input"]
+    assert given["written"] is True and given["seconds"] == 5.0
+    side = int(given["grid"].split("x")[0])
+    assert side % 8 == 0 and side >= 16
+    assert any("a quick look" in w for w in doc["warnings"])
+    assert "its hpcg.dat written for this node" in hpcprobe(
+        "app", "hpcg", "--dry-run", "--", str(STANDIN)).out
+
+
+def test_the_users_hpcg_dat_is_kept(tmp_path):
+    (tmp_path / "hpcg.dat").write_text("HPCG benchmark input file\nmine\n16 16 16\n3\n")
+    r, doc = _hpcg(tmp_path, "valid", "--cwd", str(tmp_path))
+    assert r.code == 0, r.err
+    assert doc["provenance"]["app"]["hpcg"]["input"] == {"file": str(tmp_path / "hpcg.dat"),
+                                                         "written": False}
+    assert "16x16x16" in (tmp_path / "hpcg.dat").read_text().replace(" ", "x")
+
+
+@pytest.mark.parametrize("mode, said", [("invalid", "HPCG says its result is INVALID"),
+                                        ("crash", "exited with 1")])
+def test_an_invalid_or_crashed_hpcg_run_is_no_figure(tmp_path, mode, said):
+    r, doc = _hpcg(tmp_path, mode)
+    assert r.code == 1 and "Traceback" not in r.err, r.err
+    assert doc["metrics"] == [] and said in doc["errors"][0], doc["errors"]
+
+
+def test_a_hung_hpcg_run_times_out(tmp_path):
+    r, doc = _hpcg(tmp_path, "hang", "--timeout", "1")
+    assert r.code == 1 and doc["metrics"] == [] and "timed out" in doc["errors"][0]
+
+
+@needs_mpi
+@needs_two
+def test_hpcg_on_two_ranks_each_bound(tmp_path):
+    r, doc = _hpcg(tmp_path, "valid", "--ranks", "2")
+    assert r.code == 0, r.err
+    rating = next(m for m in doc["metrics"] if m["params"]["figure"] == "rating")
+    assert (rating["params"]["ranks"], len(rating["params"]["cpus"].split(";"))) == (2, 2)
+
+
+def test_hpcg_bad_input_is_one_line():
+    for bad in ("100x100x100", "8x8x8", "16x16"):
+        assert_user_error(hpcprobe("app", "hpcg", "--hpcg-grid", bad, "--", str(STANDIN)),
+                          "--hpcg-grid", "multiple of 8")

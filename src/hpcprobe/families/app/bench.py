@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import shlex
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from hpcprobe.common.errors import MeasurementError, UserError
 from hpcprobe.families.app import known, ranks
+from hpcprobe.machine import sysinfo
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, Positional, RunContext, option
 from hpcprobe.mpi.layouts import Placement
@@ -59,6 +63,20 @@ POSITIONALS = (Positional("name", "NAME", "the application's name: its metric is
                           None, many=True))
 
 
+def hpcg_grid_of(text: str) -> tuple[int, int, int]:
+    """NXxNYxNZ, each a multiple of 8 and at least 16 (HPCG's three coarse grids halve it)."""
+    parts = text.lower().split("x")
+    if len(parts) != 3 or not all(p.isdigit() and int(p) >= 16 and int(p) % 8 == 0
+                                  for p in parts):
+        raise argparse.ArgumentTypeError(f"{text}: give HPCG's local grid as NXxNYxNZ, each a "
+                                         "multiple of 8 and at least 16, e.g. 104x104x104")
+    return int(parts[0]), int(parts[1]), int(parts[2])
+
+
+#: HPCG's run time (s) per profile where --hpcg-time is not given
+HPCG_SECONDS = {"quick": 60.0, "default": 300.0, "thorough": known.HPCG_OFFICIAL_S}
+
+
 @dataclass(frozen=True)
 class AppOptions:
     name: str | None = None
@@ -89,6 +107,14 @@ class AppOptions:
     hosts: tuple[str, ...] | None = option(options.HOSTS)
     launcher: str | None = option(options.LAUNCHER)
     mpi_prefix: str | None = option(options.MPI_PREFIX)
+    hpcg_grid: tuple[int, int, int] | None = option(Flag(
+        "--hpcg-grid", "HPCG: the local grid a rank in the hpcg.dat written for it (default: a "
+        "cube, a multiple of 8, whose ranks take a quarter of the node's memory, as HPCG's "
+        "rules ask)", parse=hpcg_grid_of, metavar="NXxNYxNZ"))
+    hpcg_time: float | None = option(Flag(
+        "--hpcg-time", "HPCG: the run time in its hpcg.dat (default: quick 60, default 300, "
+        f"thorough {known.HPCG_OFFICIAL_S:g} s, the least an official rating runs)",
+        parse=options.seconds, metavar="S"))
     #: the ranks (and nodes) the problem is sized for, `{ranks}` and `{nodes}` in the command
     #: (hpcprobe scale: the count in weak mode, the first count in strong mode)
     problem: tuple[int, int] | None = None
@@ -140,16 +166,28 @@ def plan(ctx: RunContext, o: AppOptions) -> list[str]:
     where = "" if pl is None else (
         f" on {pl.layout.ranks} rank(s), {pl.ranks.layout} layout"
         + (f", {pl.nodes} node(s)" if pl.nodes > 1 else "") + ", bound and read back")
+    app = o.known
+    if app is not None and app.input and not (o.cwd and os.path.exists(
+            os.path.join(o.cwd, app.input))):
+        where += f", its {app.input} written for this node"
     return [f"{o.metric}: `{shlex.join(o.command(pl.nodes if pl else 1))}` {n} time(s){where}"
             + (f" after {o.warmup} warm-up run(s)" if o.warmup else "") + f", its {o.what}"]
 
 
-def figures(o: AppOptions, ran: command.Ran, pl: Placement | None) -> list[known.Figure]:
-    """The repetition's figures (the figure of merit first), or why it does not count."""
+def figures(o: AppOptions, ran: command.Ran, pl: Placement | None, cwd: str | None = None,
+            since: float = 0.0, ctx: RunContext | None = None) -> list[known.Figure]:
+    """The repetition's figures (the figure of merit first), or why it does not count; a known
+    application's notes become the run's warnings, once each."""
     if not ran.ok:
         raise MeasurementError(f"app {o.name}: {ran.failure()}")
     if (app := o.known) is not None:
-        report = app.read(ran.output)
+        try:
+            report = app.read(ran.output, Path(cwd) if cwd else None, since)
+        except MeasurementError as exc:
+            raise MeasurementError(f"app {o.name}: {exc}") from None
+        if ctx is not None:
+            ctx.warnings += [n for n in (f"app {o.name}: {n}" for n in report.notes)
+                             if n not in ctx.warnings]
         launched = pl.layout.ranks if pl is not None else None
         if launched is not None and report.procs is not None and report.procs != launched:
             raise MeasurementError(
@@ -184,23 +222,27 @@ def run(ctx: RunContext, o: AppOptions) -> None:
     argv = o.command(pl.nodes if pl else 1)
     team = None if pl is None else ranks.Ranks(pl, argv, env, o.launcher, o.mpi_prefix)
     bindings: list[str] = []
+    with _workdir(o) as cwd:
+        given = _input(ctx, o, pl, cwd)
 
-    def once(i: int) -> list[known.Figure]:
-        if team is None:
-            return figures(o, command.run(argv, o.cwd, env, timeout), pl)
-        got = team.run(o.cwd, env, timeout, o.name or "app")
-        if got.binding and got.binding not in bindings:
-            bindings.append(got.binding)
-            ctx.warnings.extend(got.warnings)
-        return figures(o, got.ran, pl)
+        def once(i: int) -> list[known.Figure]:
+            since = known.now()
+            if team is None:
+                return figures(o, command.run(argv, cwd, env, timeout), pl, cwd, since, ctx)
+            got = team.run(cwd, env, timeout, o.name or "app")
+            if got.binding and got.binding not in bindings:
+                bindings.append(got.binding)
+                ctx.warnings.extend(got.warnings)
+            return figures(o, got.ran, pl, cwd, since, ctx)
 
-    try:
-        if o.warmup:
-            program.repeat(ctx, f"{o.name} warm-up", o.warmup, once)
-        reps = program.repeat(ctx, o.name or "app", program.repetitions(ctx, o.repeat), once)
-    finally:
-        if team is not None:
-            team.close()
+        try:
+            if o.warmup:
+                program.repeat(ctx, f"{o.name} warm-up", o.warmup, once)
+            reps = program.repeat(ctx, o.name or "app", program.repetitions(ctx, o.repeat),
+                                  once)
+        finally:
+            if team is not None:
+                team.close()
     if len(bindings) > 1:
         ctx.warnings.append(f"app {o.name}: the ranks' CPUs differed between repetitions: "
                             f"{' / '.join(bindings)}")
@@ -208,9 +250,38 @@ def run(ctx: RunContext, o: AppOptions) -> None:
     _metrics(ctx, o, reps, params)
     ctx.provenance.setdefault("app", {})[o.name] = {
         "command": list(argv), "cwd": str(Path(o.cwd).resolve()) if o.cwd else os.getcwd(),
-        "env": env, "figure": o.what, "warmup": o.warmup}
+        "env": env, "figure": o.what, "warmup": o.warmup, **({"input": given} if given else {})}
     if team is not None:
         ctx.provenance["mpi"] = team.provenance
+
+
+@contextlib.contextmanager
+def _workdir(o: AppOptions) -> Iterator[str | None]:
+    """Where the command runs: --cwd, or for a known application that reads its input from
+    its working directory (HPCG's hpcg.dat), a directory of its own, removed afterwards."""
+    app = o.known
+    if o.cwd is not None or app is None or app.input is None:
+        yield o.cwd
+        return
+    with tempfile.TemporaryDirectory(prefix=f"hpcprobe-{app.name}-") as tmp:
+        yield tmp
+
+
+def _input(ctx: RunContext, o: AppOptions, pl: Placement | None, cwd: str | None
+           ) -> dict[str, object] | None:
+    """A known application's input, written for this node where its working directory has
+    none (the user's is kept and said): what the provenance records of it."""
+    app = o.known
+    if app is None or app.input is None or app.prepare is None or cwd is None:
+        return None
+    path = Path(cwd) / app.input
+    if path.exists():
+        return {"file": str(path), "written": False}
+    per_node = pl.layout.ranks // pl.nodes if pl is not None else 1
+    setup = known.Setup(per_node, pl.ranks.threads if pl is not None else 1,
+                        sysinfo.usable_total_bytes(),
+                        o.hpcg_time or HPCG_SECONDS.get(ctx.profile.name, 300.0), o.hpcg_grid)
+    return {"file": app.input, "written": True, **app.prepare(Path(cwd), setup)}
 
 
 def _where(o: AppOptions, pl: Placement, bindings: list[str], team: ranks.Ranks
