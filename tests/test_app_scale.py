@@ -271,3 +271,12 @@ def test_hpcg_bad_input_is_one_line():
     for bad in ("100x100x100", "8x8x8", "16x16"):
         assert_user_error(hpcprobe("app", "hpcg", "--hpcg-grid", bad, "--", str(STANDIN)),
                           "--hpcg-grid", "multiple of 8")
+
+
+def test_the_ranks_by_threads_sweep_example_runs_lammps_under_each_layout():
+    """docs/examples/lammps-ranks.toml: a configuration's `layout` reaches the application's
+    workload (its own dry run checks each command line)."""
+    r = hpcprobe("sweep", str(EXAMPLE.parent / "lammps-ranks.toml"), "--dry-run")
+    assert r.code == 0, r.err
+    lines = [ln for ln in r.out.splitlines() if "hpcprobe app lammps" in ln]
+    assert len(lines) == 2 and "--layout core" in lines[0] and "--layout socket" in lines[1]

@@ -49,11 +49,10 @@ def _check_workloads(s: config.Sweep) -> None:
 
     for c in s.configurations.values():
         for w in s.workloads.values():
-            line = sweep.run_line(registry.families(), c, w)
-            if line is None:
+            if w.command:  # an application's options were checked with the file
                 continue
             try:
-                runargs.check(line[:1], line[1:])
+                runargs.check([w.family], sweep.run_line(registry.families(), c, w))
             except UserError as exc:
                 raise UserError(f"{s.path}: [workloads.{w.name}] under {c.name}: {exc}") \
                     from None

@@ -192,8 +192,8 @@ def load(path: str | Path, families: Mapping[str, Family], labels: Sequence[str]
     workloads = _workloads(p, doc.get("workloads"), families)
     for c in configs.values():  # a configuration's hpcprobe options: some workload takes each
         for key, value in c.options.items():
-            takers = [w for w in workloads.values() if not w.command
-                      and any(f.flag == "--" + key.lstrip("-")
+            takers = [w for w in workloads.values()
+                      if any(f.flag == "--" + key.lstrip("-")
                               for _, f in flags(families[w.family].options))]
             if not takers:
                 raise UserError(f"{p}: [configurations.{c.name}] options: no workload's family "
@@ -270,8 +270,10 @@ def _configurations(p: Path, table: Any, labels: Sequence[str]) -> dict[str, Con
     return out
 
 
-APP_KEYS = ("command", "fom", "unit", "lower_is_better", "cwd", "env", "timeout", "repeat",
-            "warmup")
+def app_keys(app: Family) -> tuple[str, ...]:
+    """The keys of an application's workload: its command, and the options of `hpcprobe app`
+    (--lower-is-better as lower_is_better)."""
+    return ("command", *(f.flag.lstrip("-").replace("-", "_") for _, f in flags(app.options)))
 
 
 def _workloads(p: Path, table: Any, families: Mapping[str, Family]) -> dict[str, Workload]:
@@ -282,7 +284,7 @@ def _workloads(p: Path, table: Any, families: Mapping[str, Family]) -> dict[str,
         figures = r.strings("figures")
         match = r.mapping("where")
         if "command" in r.table:
-            r.keys((*APP_KEYS, "figures", "where"))
+            r.keys((*app_keys(families[app]), "figures", "where"))
             command = r.strings("command")
             if not command:
                 r.fail(f"[workloads.{name}] command is empty")

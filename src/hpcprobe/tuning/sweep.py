@@ -90,23 +90,19 @@ def workload_argv(s: Sweep, families: Mapping[str, Family], c: Configuration, w:
               *(["--dry-run"] if dry_run else [])]
     me = [sys.executable, "-m", "hpcprobe"]
     line = run_line(families, c, w)
-    if line is None:
-        return [*me, w.family, w.name, *family_argv(families[w.family], w.options, w.name),
-                *common, "--", *c.wrap, *w.command]
-    return [*([] if dry_run else c.wrap), *me, "run", *line, *common]
-
-
-def run_line(families: Mapping[str, Family], c: Configuration, w: Workload
-             ) -> list[str] | None:
-    """The family and options of the `hpcprobe run` a workload's child runs under a
-    configuration (the workload's options and the configuration's that the family takes);
-    None for an application, which runs as `hpcprobe app`."""
     if w.command:
-        return None
+        return [*me, w.family, w.name, *line, *common, "--", *c.wrap, *w.command]
+    return [*([] if dry_run else c.wrap), *me, "run", w.family, *line, *common]
+
+
+def run_line(families: Mapping[str, Family], c: Configuration, w: Workload) -> list[str]:
+    """The options a workload's child runs with under a configuration (`hpcprobe run FAMILY`'s
+    or `hpcprobe app NAME`'s): the workload's own and the configuration's that the family
+    takes (an application's `layout`, say)."""
     fam = families[w.family]
     takes = {f.flag for _, f in flags(fam.options)}
     mine = {k: v for k, v in c.options.items() if "--" + k.lstrip("-") in takes}
-    return [w.family, *family_argv(fam, w.options, w.name), *family_argv(fam, mine, c.name)]
+    return [*family_argv(fam, w.options, w.name), *family_argv(fam, mine, c.name)]
 
 
 def refusal(ran: command.Ran) -> str | None:

@@ -11,7 +11,7 @@ FAMILY = Family(
     "app", "a user's application: its figure of merit (a pattern in its output, or known: "
     "LAMMPS) or wall time, in this process or across MPI ranks",
     bench.AppOptions, bench.run, plan=bench.plan, settings=bench.SETTINGS,
-    metrics=Metrics(not_joined=frozenset({"cpus", "mpi"}), open_prefix=bench.PREFIX),
+    metrics=Metrics(not_joined=bench.LAUNCH, open_prefix=bench.PREFIX),
     views=(views.tables,),
     capabilities=(Sized(bench.scaled, bench.rate, "its work rate", modes=("strong", "weak"),
                         unit_of=bench.rate_unit), Command(

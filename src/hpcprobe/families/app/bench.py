@@ -147,6 +147,9 @@ class AppOptions:
                      for a in self.argv)
 
 
+#: A launched figure's params that say how it was taken, not what it is: compare, sweeps and
+#: history join an application's figure across them (the problem, `problem_ranks`, stays)
+LAUNCH = frozenset({"ranks", "nodes", "layout", "threads", "cpus", "mpi"})
 #: What in the command the counts replace (`hpcprobe scale app`, weak mode: the problem grows)
 SUBSTITUTIONS = ("{ranks}", "{nodes}")
 
@@ -287,11 +290,13 @@ def _input(ctx: RunContext, o: AppOptions, pl: Placement | None, cwd: str | None
 def _where(o: AppOptions, pl: Placement, bindings: list[str], team: ranks.Ranks
            ) -> dict[str, Any]:
     """A launched figure's params: the ranks, nodes, layout and threads; the ranks the
-    problem was sized for; where the ranks ran (read back) and the MPI."""
-    size = o.problem[0] if o.problem else pl.layout.ranks
+    problem was sized for (where the command says: `{ranks}`, or `scale`); where the ranks ran
+    (read back) and the MPI."""
+    sized = o.problem is not None or any(x in a for a in o.argv for x in SUBSTITUTIONS)
+    size = {"problem_ranks": o.problem[0] if o.problem else pl.layout.ranks} if sized else {}
     return {"ranks": pl.layout.ranks, "nodes": pl.nodes, "layout": pl.ranks.layout,
-            "threads": pl.ranks.threads, "problem_ranks": size,
-            "cpus": bindings[0] if bindings else "?", "mpi": team.mpi}
+            "threads": pl.ranks.threads, **size, "cpus": bindings[0] if bindings else "?",
+            "mpi": team.mpi}
 
 
 def _metrics(ctx: RunContext, o: AppOptions, reps: list[list[known.Figure]],

@@ -121,8 +121,9 @@ def _lammps(output: str, workdir: Path | None = None, since: float = 0.0) -> Rep
     first = "tau/day" if "tau/day" in figures else "ns/day" if "ns/day" in figures else \
         "timesteps/s"
     order = [first, *(k for k in figures if k != first)]
-    return Report([figures[k] for k in order], int(procs),
-                  int(layout[-1][1]) if layout else None)
+    # `on P procs` counts the OpenMP threads too (tasks x threads); the MPI tasks are these
+    tasks = int(layout[-1][0]) if layout else int(procs)
+    return Report([figures[k] for k in order], tasks, int(layout[-1][1]) if layout else None)
 
 
 #: HPCG's rules: an official rating runs at least this long
