@@ -79,6 +79,10 @@ class Ranks:
         for r in range(layout.ranks):
             cpus = [int(c) for c in got[r].get("cpus", [])]
             out.append(format_cpulist(cpus))
+            host = layout.hosts[r] if layout.hosts else None
+            if host is not None and got[r].get("host") not in (host, host.split(".")[0]):
+                warnings.append(f"app {name}: rank {r} was to run on {host}, ran on "
+                                f"{got[r].get('host')}")
             if sorted(cpus) != sorted(layout.cpuset(r)):
                 warnings.append(f"app {name}: rank {r} asked for CPUs "
                                 f"{format_cpulist(sorted(layout.cpuset(r)))}, ran on "
