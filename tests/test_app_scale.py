@@ -170,6 +170,9 @@ def test_scale_app_bad_input_is_one_line(tmp_path):
                       "not found")
     r = hpcprobe("scale", "app", "x", "--ranks", "1,2", "--dry-run", "--", "echo", "{ranks}")
     assert r.code == 0 and "`echo 2` 5 time(s) on 2 rank(s)" in r.out, r.err
+    # nothing to grow the problem with: the default (both) is strong scaling alone
+    r = hpcprobe("scale", "app", "x", "--ranks", "1,2", "--dry-run", "--", "echo", "hi")
+    assert r.code == 0 and "app, strong, 2 rank(s)" in r.out and "weak" not in r.out, r.err
 
 
 # -- HPCG: the real benchmark when the user has it (a stand-in writes HPCG 3.1's results file)

@@ -39,7 +39,7 @@ def handle(a: argparse.Namespace) -> int:
     c = runargs.checked(a, [fam])
     opts = replace(c.options[fam.name], **runargs.by_position(fam, a.values, a.after_dashes))
     isa = resolve_isa(a.isa)
-    modes = scaling.chosen_modes(fam, a.mode)
+    modes = scaling.chosen_modes(fam, a.mode, opts)
     topo = topology.load(a.input)
     counts = scaling.ladder(topo, fam, a.counts)
     out = output.Outputs.of(a)

@@ -221,6 +221,9 @@ class Sized:
     least: int = 1  # the fewest ranks it runs on
     #: the rate's unit from one count's metrics, where it depends on them (a user's figure)
     unit_of: Callable[[list[Metric]], str] | None = None
+    #: the modes `--mode both` means with these options, where they decide (an application
+    #: whose command has nothing to grow the problem with scales strong only)
+    modes_for: Callable[[Any], tuple[str, ...]] | None = None
 
 
 @dataclass(frozen=True)

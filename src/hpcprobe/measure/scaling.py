@@ -45,9 +45,12 @@ def ladder(topo: Topology, family: Family, asked: Sequence[int] | None) -> list[
                 or [least])
 
 
-def chosen_modes(family: Family, asked: str) -> tuple[str, ...]:
-    """The modes of `--mode` (both: every one the family scales in)."""
-    return sized(family).modes if asked == "both" else (asked,)
+def chosen_modes(family: Family, asked: str, opts: Any = None) -> tuple[str, ...]:
+    """The modes of `--mode` (both: every one the family scales in with these options)."""
+    size = sized(family)
+    if asked != "both":
+        return (asked,)
+    return size.modes_for(opts) if size.modes_for is not None else size.modes
 
 
 def steps(ctx: RunContext, family: Family, opts: Any, counts: Sequence[int],

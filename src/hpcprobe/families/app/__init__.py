@@ -14,7 +14,7 @@ FAMILY = Family(
     metrics=Metrics(not_joined=bench.LAUNCH, open_prefix=bench.PREFIX),
     views=(views.tables,),
     capabilities=(Sized(bench.scaled, bench.rate, "its work rate", modes=("strong", "weak"),
-                        unit_of=bench.rate_unit), Command(
+                        unit_of=bench.rate_unit, modes_for=bench.modes), Command(
         "run a user's application as a benchmark: its figure of merit or wall time",
         "Run COMMAND (no shell) --repeat times and store each repetition's figure of merit, "
         "taken from its output by --fom (a regular expression whose first group is the "

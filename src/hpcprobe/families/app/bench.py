@@ -317,12 +317,19 @@ def scaled(ctx: RunContext, o: AppOptions | None, k: int, mode: str, first: int
     `{nodes}` are k's (the problem grows with the ranks); strong, the first count's."""
     o = o or AppOptions()
     if mode == "weak" and not any(s in a for a in o.argv for s in SUBSTITUTIONS):
-        raise UserError("scale app, weak mode: the command has no {ranks} or {nodes} to grow the "
-                        "problem with (e.g. `lmp -in in.lj -var ranks {ranks}`); give --mode "
-                        "strong to run it as it is at every count")
+        raise UserError("scale app --mode weak: the command has no {ranks} or {nodes} to grow "
+                        "the problem with (e.g. `lmp -in in.lj -var ranks {ranks}`); --mode "
+                        "strong runs it as it is at every count")
     size = k if mode == "weak" else first
     nodes = ranks.place(ctx.topo, o.layout, size, o.hosts).nodes
     return replace(o, ranks=k, problem=(size, nodes))
+
+
+def modes(o: AppOptions | None) -> tuple[str, ...]:
+    """Both modes where the command has `{ranks}` or `{nodes}` to grow the problem with, else
+    strong only."""
+    grows = o is not None and any(s in a for a in o.argv for s in SUBSTITUTIONS)
+    return ("strong", "weak") if grows else ("strong",)
 
 
 def rate(metrics: list[Metric]) -> list[float]:
