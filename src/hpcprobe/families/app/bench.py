@@ -252,7 +252,7 @@ def run(ctx: RunContext, o: AppOptions) -> None:
     params = {} if pl is None or team is None else _where(o, pl, bindings, team)
     _metrics(ctx, o, reps, params)
     ctx.provenance.setdefault("app", {})[o.name] = {
-        "command": list(argv), "cwd": str(Path(o.cwd).resolve()) if o.cwd else os.getcwd(),
+        "command": list(argv), "cwd": str(Path(cwd).resolve()) if cwd else os.getcwd(),
         "env": env, "figure": o.what, "warmup": o.warmup, **({"input": given} if given else {})}
     if team is not None:
         ctx.provenance["mpi"] = team.provenance
