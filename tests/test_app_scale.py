@@ -205,14 +205,14 @@ def test_an_invalid_hpcg_run_or_no_results_file_is_no_figure(tmp_path):
 
 
 def test_hpcgs_local_grid_takes_a_quarter_of_the_memory():
-    grid = known.hpcg_grid(known.Setup(2, 1, 24 << 30, 60.0))
+    grid = known.hpcg_grid(known.Setup(2, 24 << 30, 60.0))
     side = grid[0]
     assert grid == (side,) * 3 and side % 8 == 0
     quarter = (24 << 30) / 4
     assert 2 * side ** 3 * known.HPCG_BYTES_PER_EQUATION <= quarter
     assert 2 * (side + 8) ** 3 * known.HPCG_BYTES_PER_EQUATION > quarter
-    assert known.hpcg_grid(known.Setup(1, 1, None, 60.0)) == (16, 16, 16)
-    assert known.hpcg_grid(known.Setup(1, 1, 1 << 40, 60.0, (32, 24, 16))) == (32, 24, 16)
+    assert known.hpcg_grid(known.Setup(1, None, 60.0)) == (16, 16, 16)
+    assert known.hpcg_grid(known.Setup(1, 1 << 40, 60.0, (32, 24, 16))) == (32, 24, 16)
 
 
 def _hpcg(tmp_path: Path, mode: str, *args: str) -> tuple[object, dict]:

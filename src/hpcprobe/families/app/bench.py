@@ -8,6 +8,7 @@ import os
 import re
 import shlex
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -135,6 +136,11 @@ class AppOptions:
         return None if self.fom is not None else known.of(self.name, self.argv)
 
     @property
+    def sized_by_command(self) -> bool:
+        """Whether the command says where the counts go (`{ranks}`, `{nodes}`)."""
+        return any(x in a for a in self.argv for x in SUBSTITUTIONS)
+
+    @property
     def across(self) -> bool:
         """Started by the launcher on ranks (asked for by count, layout or hosts)."""
         return any(v is not None for v in (self.ranks, self.layout, self.hosts))
@@ -229,7 +235,7 @@ def run(ctx: RunContext, o: AppOptions) -> None:
         given = _input(ctx, o, pl, cwd)
 
         def once(i: int) -> list[known.Figure]:
-            since = known.now()
+            since = time.time()
             if team is None:
                 return figures(o, command.run(argv, cwd, env, timeout), pl, cwd, since, ctx)
             got = team.run(cwd, env, timeout, o.name or "app")
@@ -281,8 +287,7 @@ def _input(ctx: RunContext, o: AppOptions, pl: Placement | None, cwd: str | None
     if path.exists():
         return {"file": str(path), "written": False}
     per_node = pl.layout.ranks // pl.nodes if pl is not None else 1
-    setup = known.Setup(per_node, pl.ranks.threads if pl is not None else 1,
-                        sysinfo.usable_total_bytes(),
+    setup = known.Setup(per_node, sysinfo.usable_total_bytes(),
                         o.hpcg_time or HPCG_SECONDS.get(ctx.profile.name, 300.0), o.hpcg_grid)
     return {"file": app.input, "written": True, **app.prepare(Path(cwd), setup)}
 
@@ -292,7 +297,7 @@ def _where(o: AppOptions, pl: Placement, bindings: list[str], team: ranks.Ranks
     """A launched figure's params: the ranks, nodes, layout and threads; the ranks the
     problem was sized for (where the command says: `{ranks}`, or `scale`); where the ranks ran
     (read back) and the MPI."""
-    sized = o.problem is not None or any(x in a for a in o.argv for x in SUBSTITUTIONS)
+    sized = o.problem is not None or o.sized_by_command
     size = {"problem_ranks": o.problem[0] if o.problem else pl.layout.ranks} if sized else {}
     return {"ranks": pl.layout.ranks, "nodes": pl.nodes, "layout": pl.ranks.layout,
             "threads": pl.ranks.threads, **size, "cpus": bindings[0] if bindings else "?",
@@ -316,7 +321,7 @@ def scaled(ctx: RunContext, o: AppOptions | None, k: int, mode: str, first: int
     """The options on k ranks for `hpcprobe scale app`: weak, the command's `{ranks}` and
     `{nodes}` are k's (the problem grows with the ranks); strong, the first count's."""
     o = o or AppOptions()
-    if mode == "weak" and not any(s in a for a in o.argv for s in SUBSTITUTIONS):
+    if mode == "weak" and not o.sized_by_command:
         raise UserError("scale app --mode weak: the command has no {ranks} or {nodes} to grow "
                         "the problem with (e.g. `lmp -in in.lj -var ranks {ranks}`); --mode "
                         "strong runs it as it is at every count")
@@ -328,36 +333,37 @@ def scaled(ctx: RunContext, o: AppOptions | None, k: int, mode: str, first: int
 def modes(o: AppOptions | None) -> tuple[str, ...]:
     """Both modes where the command has `{ranks}` or `{nodes}` to grow the problem with, else
     strong only."""
-    grows = o is not None and any(s in a for a in o.argv for s in SUBSTITUTIONS)
+    grows = o is not None and o.sized_by_command
     return ("strong", "weak") if grows else ("strong",)
 
 
-def rate(metrics: list[Metric]) -> list[float]:
-    """A count's total work rate, which grows with the ranks when the work is done in
-    proportion: a known application's (LAMMPS: atom-steps/s), a figure of merit (upside down
-    where lower is better), or the rank-sized problems solved an hour from the wall time."""
+def _rate(metrics: list[Metric]) -> tuple[list[float], str] | None:
+    """A count's total work rate and its unit, which grows with the ranks when the work is done
+    in proportion: a known application's (LAMMPS: atom-steps/s), a figure of merit (upside
+    down where lower is better), or the rank-sized problems solved an hour from the wall
+    time."""
     for m in metrics:
         if m.benchmark != "app":
             continue
         app = known.of(m.name[len(PREFIX):], ())
         if app is not None:
             if m.params.get("figure") == app.rate:
-                return list(m.samples)
+                return list(m.samples), app.rate
         elif m.unit == "s" and m.better == "lower" and "figure" not in m.params:
             size = float(m.params.get("problem_ranks", 1))
-            return [size * 3600.0 / x for x in m.samples if x > 0]
+            return [size * 3600.0 / x for x in m.samples if x > 0], "rank-problems/h"
+        elif m.better == "higher":
+            return list(m.samples), m.unit
         else:
-            return list(m.samples) if m.better == "higher" else [1 / x for x in m.samples if x]
-    return []
+            return [1 / x for x in m.samples if x], f"1/({m.unit})"
+    return None
+
+
+def rate(metrics: list[Metric]) -> list[float]:
+    got = _rate(metrics)
+    return got[0] if got else []
 
 
 def rate_unit(metrics: list[Metric]) -> str:
-    for m in metrics:
-        if m.benchmark == "app":
-            app = known.of(m.name[len(PREFIX):], ())
-            if app is not None:
-                return app.rate
-            if m.unit == "s" and m.better == "lower":
-                return "rank-problems/h"
-            return m.unit if m.better == "higher" else f"1/({m.unit})"
-    return "?"
+    got = _rate(metrics)
+    return got[1] if got else "?"

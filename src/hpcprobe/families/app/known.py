@@ -23,7 +23,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,12 +51,10 @@ class Report:
 
 @dataclass(frozen=True)
 class Setup:
-    """What an application's input is sized from: the ranks on a node and the threads of one,
-    the memory this process may use on the node, the run time asked for (None: the
-    profile's), and a local grid asked for (None: derived)."""
+    """What an application's input is sized from: the ranks on a node, the memory this
+    process may use on the node, the run time, and a local grid asked for (None: derived)."""
 
     ranks_per_node: int
-    threads: int
     memory_bytes: int | None
     seconds: float
     grid: tuple[int, int, int] | None = None
@@ -224,8 +221,3 @@ KNOWN = (Known("lammps", "LAMMPS's Performance line (tau/day or ns/day, timestep
 def of(name: str | None, argv: Sequence[str]) -> Known | None:
     """The known application run by `argv` (or named `name`), if any."""
     return next((k for k in KNOWN if k.runs(argv) or k.name == name), None)
-
-
-def now() -> float:
-    """The time a repetition starts, as files' modification times are stamped."""
-    return time.time()
