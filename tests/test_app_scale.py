@@ -174,6 +174,19 @@ def test_scale_app_bad_input_is_one_line(tmp_path):
     r = hpcprobe("scale", "app", "x", "--ranks", "1,2", "--dry-run", "--", "echo", "hi")
     assert r.code == 0 and "app, strong, 2 rank(s)" in r.out and "weak" not in r.out, r.err
 
+    assert_user_error(hpcprobe("app", "x", "y", "--dry-run", "--", "true"),
+                      "y: more values than app takes before --")
+
+
+def test_the_counts_in_the_command_are_those_it_runs_on_by_layout_and_hosts():
+    """`{ranks}` and `{nodes}` without --ranks: the layout's ranks on the hosts given (as a
+    campaign's `--scale app` runs it), planned for a recorded 2 x 4-NUMA node."""
+    for extra, said in (((), "`echo 8 1` 5 time(s) on 8 rank(s)"),
+                        (("--hosts", "a,b"), "`echo 16 2` 5 time(s) on 16 rank(s)")):
+        r = hpcprobe("app", "x", "--layout", "numa", *extra, "--dry-run", "--input",
+                     str(DATA / "epyc-2s-nps4-128c.xml"), "--", "echo", "{ranks}", "{nodes}")
+        assert r.code == 0 and said in r.out, r.out + r.err
+
 
 # -- HPCG: the real benchmark when the user has it (a stand-in writes HPCG 3.1's results file)
 

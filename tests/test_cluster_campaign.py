@@ -300,7 +300,7 @@ def test_hpl_across_nodes_gives_weak_scaling(cluster, tmp_path):
     pts = weak_points(doc, "hpl.rmax", (1, 2))
     assert pts[0]["parallel_efficiency"] == 1.0
     assert all(p["median"] > 0 and p["parallel_efficiency"] > 0 for p in pts)
-    assert "Across nodes (weak scaling" in r.stdout
+    assert "Across nodes (the work per node kept" in r.stdout
     with Store.open(tmp_path / "r.sqlite") as st:
         runs = [x for x in st.load_all(Selection(tag="hpl")) if "hpl" in x.benchmarks]
     got = sorted((m.params["nodes"], m.params["n"], m.params["ranks"]) for x in runs
@@ -329,9 +329,33 @@ def test_cg_across_nodes_runs_its_ranks_on_every_node(cluster, tmp_path):
     assert got == [(1, "16x16x16"), (2, "16x16x32"), (4, "16x32x32")]
 
 
+@pytest.mark.skipif(shutil.which("lmp") is None, reason="LAMMPS not installed (make system-deps)")
+def test_an_application_across_nodes_gives_its_work_rate_and_efficiency(cluster, tmp_path):
+    """`--scale app`: LAMMPS on 1 and 2 nodes, a rank a node (--layout numa), its atoms grown
+    with the ranks ({ranks}): the application's figures per count, its work rate with the
+    parallel efficiency, each count stored with the problem it was sized for."""
+    example = Path(__file__).resolve().parent.parent / "docs" / "examples" / "lj-melt.lmp"
+    r, doc = campaign(cluster, tmp_path, "lmp", "--nodelist", "n[1-2]", "--no-links", "--scale",
+                      "app", "--scale-args", f"lammps --layout numa --repeat 2 -- lmp -in "
+                      f"{example} -var ranks {{ranks}} -var steps 20 -log none")
+    assert r.returncode in (0, 1), r.stdout[-3000:] + r.stderr  # 1: a node flagged by noise
+    assert doc["scaling_errors"] == [] and doc["failed"] == {}
+    pts = weak_points(doc, "app work rate", (1, 2))
+    assert pts[0]["parallel_efficiency"] == 1.0 and pts[1]["parallel_efficiency"] > 0
+    assert doc["weak_units"]["app work rate"] == "atom-step/s"
+    assert any("app:lammps" in k and "tau/day" in k for k in doc["weak_scaling"]), doc["weak_scaling"]
+    with Store.open(tmp_path / "r.sqlite") as st:
+        runs = [x for x in st.load_all(Selection(tag="lmp")) if "app" in x.benchmarks]
+    got = sorted({(m.params["nodes"], m.params["ranks"], m.params["problem_ranks"])
+                  for x in runs for m in x.metrics})
+    assert got == [(1, 1, 1), (2, 2, 2)]
+
+
 def test_scale_mistakes_are_said_before_any_job(cluster, tmp_path):
     for extra, needle in ((("--scale", "compute"), "runs across nodes: hpl"),
-                          (("--scale", "hpl", "--scale-args", "--n 0"), "--n")):
+                          (("--scale", "hpl", "--scale-args", "--n 0"), "--n"),
+                          (("--scale", "app,cg", "--scale-args", "a -- true"), "runs alone"),
+                          (("--scale", "app", "--scale-args", "a"), "COMMAND missing")):
         r = hpcprobe(cluster, "cluster", "run", "-p", "test", "--db", str(tmp_path / "r.sqlite"),
                      "--workdir", str(tmp_path / "w"), *extra)
         assert r.returncode == 2 and needle in r.stderr, r.stderr

@@ -19,6 +19,7 @@ from hpcprobe.cluster import pairs, verdict, views
 from hpcprobe.cluster.verdict import SLOW_ENDPOINT, SLOW_LINK, SLOW_NODE, Thresholds, analyse
 from hpcprobe.commands import cluster as cluster_cmd
 from hpcprobe.common import jsondoc
+from hpcprobe.measure.family import Scaling
 from hpcprobe.results.model import HEALTH, Metric, read_json
 from hpcprobe.results.store import Store
 
@@ -289,6 +290,40 @@ def test_a_family_across_nodes_gives_its_parallel_efficiency():
     v = analyse(runs, "c1")
     assert v.flagged and v.scaling_errors == ["hpl on 8 node(s): hpl: HPL ... residual check "
                                               "FAILED"]
+
+
+def _app_run(template, count: int, rate: float, minute: int):
+    """LAMMPS across `count` nodes, a rank a node, its atoms grown with the ranks ({ranks})."""
+    where = {"ranks": count, "nodes": count, "layout": "numa", "threads": 1,
+             "problem_ranks": count, "cpus": "0", "mpi": "Open MPI 4.1.4"}
+    return replace(template, run_id=f"a{count}{minute}", host="n1", tag="c1",
+                   created=f"2026-01-01T00:{minute:02d}:00+00:00", errors=[],
+                   provenance={**template.provenance, "cluster": {
+                       "role": "scaling", "family": "app", "count": count,
+                       "nodes": [f"n{i + 1}" for i in range(count)], "metrics": [],
+                       "grow": [], "vary": ["problem_ranks"], "prefix": "app:"}},
+                   metrics=[Metric("app", "app:lammps", "atom-step/s",
+                                   {**where, "figure": "atom-step/s"}, [rate, rate]),
+                            Metric("app", "app:lammps", "tau/day",
+                                   {**where, "figure": "tau/day"}, [rate / count / 100])])
+
+
+def test_an_application_across_nodes_gives_its_work_rate_and_efficiency():
+    """`cluster run --scale app`: the application's figures joined across the counts (the
+    problem it was sized for varies with them), its work rate with the parallel efficiency;
+    without the family's work rate (an older report) the figures alone."""
+    _, runs = clusterdata.campaign(2)
+    template = read_json(clusterdata.TEMPLATE)
+    runs += [_app_run(template, 1, 1.0e6, 10), _app_run(template, 2, 1.8e6, 11),
+             _app_run(template, 4, 3.2e6, 12)]
+    rates = verdict.work_rates(registry.capable(Scaling))
+    v = analyse(runs, "c1", ignore=registry.not_joined(), rates=rates)
+    assert not v.findings
+    assert v.weak["app work rate"] == [(1, 1.0e6, 1.0), (2, 1.8e6, 0.9), (4, 3.2e6, 0.8)]
+    assert v.weak_units["app work rate"] == "atom-step/s"
+    [tau] = [k for k in v.weak if "tau/day" in k]
+    assert [(k, e) for k, _, e in v.weak[tau]] == [(1, None), (2, None), (4, None)]
+    assert "app work rate" not in analyse(runs, "c1", ignore=registry.not_joined()).weak
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 7, 16])

@@ -37,6 +37,7 @@ from hpcprobe.cluster.verdict import (
     analyse,
     no_labels,
     undirected,
+    work_rates,
 )
 from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.common.names import natural
@@ -86,6 +87,8 @@ class Plan:
     peers: list[str] = field(default_factory=list)  # measured before: link partners of `nodes`
     scale: dict[str, Scaling] = field(default_factory=dict)  # families run across nodes
     scale_args: list[str] = field(default_factory=list)  # and their options (--n 2000 ...)
+    #: how a command line runs each of them (`run cg`; `app`, whose values come last)
+    scale_line: dict[str, list[str]] = field(default_factory=dict)
     pairs: dict[str, str] = field(default_factory=dict)  # families run between pairs: peer flag
     pairs_args: list[str] = field(default_factory=list)  # and their options
 
@@ -182,7 +185,7 @@ class Campaign:
     def verdict(self) -> Verdict:
         p = self.plan
         return analyse(self.store.load_all(Selection(tag=p.tag)), p.tag, p.thresholds,
-                       p.not_joined, p.hardware)
+                       p.not_joined, p.hardware, work_rates(p.scale))
 
     def _to_remeasure(self, v: Verdict) -> tuple[list[str], list[tuple[str, str]]]:
         nodes = [f.item for f in v.findings if f.kind == SLOW_NODE and not f.confirmed]
@@ -456,15 +459,15 @@ class Campaign:
         for k in counts:
             hosts = nodes[:k]
             output = p.workdir / "jobs" / f"{family}-{k}nodes.{time.time_ns()}.out"
-            argv = [sys.executable, "-m", "hpcprobe", "run", family, "--hosts", ",".join(hosts),
-                    *p.scale_args, "--profile", p.profile, "--tag", p.tag, "--no-store",
-                    "--json", str(self._doc(output))]
+            argv = [sys.executable, "-m", "hpcprobe", *p.scale_line[family], "--hosts",
+                    ",".join(hosts), "--profile", p.profile, "--tag", p.tag, "--no-store",
+                    "--json", str(self._doc(output)), *p.scale_args]
             spec = JobSpec(f"hpb-{p.tag}-{family}-{k}"[:64], hosts, argv, output, p.timeout_s,
                            tasks_per_node=p.ranks_per_node, partition=p.partition,
                            env={"SLURM_MPI_TYPE": p.mpi_plugin} if p.mpi_plugin else {})
             info = {"role": "scaling", "family": family, "count": k, "nodes": hosts,
                     "metrics": list(scaling.metrics), "grow": list(scaling.grow),
-                    "vary": list(scaling.vary)}
+                    "vary": list(scaling.vary), "prefix": scaling.prefix}
             start = time.monotonic()
             try:
                 [why] = self._wait_all([self.sched.submit(spec)])

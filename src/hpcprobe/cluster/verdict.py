@@ -687,25 +687,41 @@ def _scaling(campaign_runs: list[Run], v: Verdict) -> None:
     v.scaling = {k: sorted(c.items()) for k, c in curves.items()}
 
 
-def _weak(campaign_runs: list[Run], ignore: NotJoined, v: Verdict) -> None:
+#: per family run across nodes that has one, its total work rate from one count's metrics
+WorkRates = Mapping[str, Callable[[list[Metric]], tuple[list[float], str] | None]]
+
+
+def work_rates(scalings: Mapping[str, Any]) -> dict[str, Any]:
+    """The work rates of these families' Scaling capabilities, where they declare one."""
+    return {f: s.rate for f, s in scalings.items() if s.rate is not None}
+
+
+def _weak(campaign_runs: list[Run], ignore: NotJoined, v: Verdict, rates: WorkRates) -> None:
     """The families run across 1, 2, 4, ... nodes: their declared figures per node count (the
-    latest run of each count), the parallel efficiency of those that grow with the nodes, and
-    why a count has none."""
+    latest run of each count), the parallel efficiency of those that grow with the nodes (and
+    of a family's work rate), and why a count has none."""
     points: dict[str, dict[int, float]] = defaultdict(dict)
     grow: set[str] = set()
     for run in sorted(campaign_runs, key=lambda r: r.created):
         info = run.provenance[CAMPAIGN]
         if info.get("role") != "scaling":
             continue
-        count = int(info["count"])
-        v.scaling_errors += [f"{info['family']} on {count} node(s): {e}" for e in run.errors]
+        count, family, prefix = int(info["count"]), info["family"], info.get("prefix")
+        v.scaling_errors += [f"{family} on {count} node(s): {e}" for e in run.errors]
         for m in run.metrics:
-            if m.benchmark == info["family"] and m.name in info["metrics"] and m.samples:
+            named = m.name in info["metrics"] or bool(prefix) and m.name.startswith(prefix)
+            if m.benchmark == family and named and m.samples:
                 name = label(m, ignore | frozenset(info.get("vary", [])))
                 points[name][count] = statistics.median(m.samples)
                 v.weak_units[name] = m.unit
                 if m.name in info.get("grow", []):
                     grow.add(name)
+        rate = rates[family](run.metrics) if family in rates else None
+        if rate is not None and rate[0]:
+            name = f"{family} work rate"
+            points[name][count] = statistics.median(rate[0])
+            v.weak_units[name] = rate[1]
+            grow.add(name)
     for name, by_count in points.items():
         one = by_count.get(1)
         v.weak[name] = [(k, x, x / (k * one) if name in grow and one else None)
@@ -727,11 +743,13 @@ def campaign_thresholds(runs: list[Run]) -> Thresholds | None:
 
 
 def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None,
-            ignore: NotJoined | None = None, labels: Labels = no_labels) -> Verdict:
+            ignore: NotJoined | None = None, labels: Labels = no_labels,
+            rates: WorkRates | None = None) -> Verdict:
     """The verdict on the runs of one campaign: the node runs (one or more per node) and the
     driver's campaign runs (node list, failures, link figures). Figures are joined across
     nodes as `compare` joins them, without the params in `ignore` (the families' not_joined);
-    nodes are peers where their hardware and what `labels` reads agree."""
+    nodes are peers where their hardware and what `labels` reads agree; `rates`: the work rates
+    of the families run across nodes that declare one (their parallel efficiency)."""
     th = th or Thresholds()
     ignore = ignore or NotJoined()
     node_runs = [r for r in runs if not is_campaign_run(r)]
@@ -757,7 +775,7 @@ def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None,
         _node_verdict(node_runs, th, ignore, v, labels)
         _link_verdict(campaign_runs, th, ignore, v)
     _scaling(campaign_runs, v)
-    _weak(campaign_runs, ignore, v)
+    _weak(campaign_runs, ignore, v, rates or {})
     order = {SLOW_NODE: 0, SLOW_ENDPOINT: 1, SLOW_LINK: 2}
     v.findings.sort(key=lambda f: (order[f.kind], natural(f.item)))
     return v

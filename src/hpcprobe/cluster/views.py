@@ -207,7 +207,8 @@ def _scaling(v: Verdict) -> Table | None:
 def _weak(v: Verdict) -> Table | None:
     if not v.weak:
         return None
-    t = Table("Across nodes (weak scaling: the work per node kept)",
+    t = Table("Across nodes (the work per node kept, or an application's as its command "
+              "sizes it)",
               caption="parallel efficiency: the figure on k nodes over k times its figure on "
                       "one node, for figures that grow with the nodes")
     for name, justify in (("figure", "left"), ("nodes", "right"), ("median", "right"),

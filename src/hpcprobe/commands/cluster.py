@@ -15,8 +15,14 @@ from hpcprobe import registry
 from hpcprobe.analysis.verdict import Verdict as Judged
 from hpcprobe.cluster import views
 from hpcprobe.cluster.campaign import Campaign, Plan, link_rounds, node_counts
-from hpcprobe.cluster.verdict import Thresholds, Verdict, analyse, campaign_thresholds
-from hpcprobe.commands import history, output, runargs
+from hpcprobe.cluster.verdict import (
+    Thresholds,
+    Verdict,
+    analyse,
+    campaign_thresholds,
+    work_rates,
+)
+from hpcprobe.commands import family, history, output, runargs
 from hpcprobe.commands.base import (
     Bar,
     Parser,
@@ -189,7 +195,7 @@ def _load(store: Store, tag: str, a: argparse.Namespace) -> tuple[Verdict, list[
         raise UserError(f"campaign {tag!r}: no runs with this tag in {store.path}; "
                         "`hpcprobe list` shows the tags")
     return analyse(runs, tag, _thresholds(a, campaign_thresholds(runs)), registry.not_joined(),
-                   registry.hardware_labels), runs
+                   registry.hardware_labels, work_rates(registry.capable(Scaling))), runs
 
 
 def _kept(store: Store, tag: str) -> Thresholds | None:
@@ -228,12 +234,24 @@ def _args(families: list[str], text: str, option: str) -> list[str]:
 
 
 def _scale(a: argparse.Namespace) -> list[str]:
-    """The families asked to run across nodes (each must declare how), and their options."""
+    """The families asked to run across nodes (each must declare how), and their options; a
+    family that takes values by position (`app NAME ... -- CMD`) runs alone, its own command."""
     known = registry.capable(Scaling)
     for name in a.scale:
         if name not in known:
             raise UserError(f"--scale {name!r}: runs across nodes: {', '.join(known)}")
-    return _args(list(a.scale), a.scale_args, "--scale-args") if a.scale else []
+    own = [f for f in a.scale if registry.families()[f].command_line() == [f]]
+    if not own:
+        return _args(list(a.scale), a.scale_args, "--scale-args") if a.scale else []
+    if len(a.scale) > 1:
+        raise UserError(f"--scale {own[0]}: runs alone (its --scale-args are its own: "
+                        f"`{own[0]} NAME ... -- COMMAND`); run the others in another pass")
+    try:
+        extra = shlex.split(a.scale_args)
+        family.check(registry.families()[own[0]], extra)
+    except (ValueError, UserError) as exc:
+        raise UserError(f"--scale-args {a.scale_args!r}: {exc}") from None
+    return extra
 
 
 def _pairs(a: argparse.Namespace) -> list[str]:
@@ -267,7 +285,9 @@ def _plan(a: argparse.Namespace, sched: Scheduler, store: Store | None, tag: str
                 hardware=registry.hardware_labels,
                 partition=a.partition, gpus_per_node=a.gpus_per_node, peers=peers,
                 scale={f: registry.capable(Scaling)[f] for f in a.scale},
-                scale_args=scale_args, pairs={f: registry.capable(Peer)[f].flag for f in a.pairs},
+                scale_args=scale_args,
+                scale_line={f: registry.families()[f].command_line() for f in a.scale},
+                pairs={f: registry.capable(Peer)[f].flag for f in a.pairs},
                 pairs_args=_pairs(a))
 
 
@@ -322,15 +342,16 @@ def _dry_run(plan: Plan, sched: Scheduler) -> int:
         print(f"  links: one MPI job of {len(nodes)} node(s) x {plan.ranks_per_node} "
               f"rank(s): {sum(len(r) for r in rounds)} pair(s) in {len(rounds)} round(s), "
               "collectives on 2, 4, ... nodes")
-    for family in plan.pairs:
-        print(f"  between pairs: `hpcprobe run {shlex.join([family, *plan.pairs_args])} "
-              f"{plan.pairs[family]} PEER` on each of {sum(len(r) for r in rounds)} pair(s) "
+    for fam in plan.pairs:
+        print(f"  between pairs: `hpcprobe run {shlex.join([fam, *plan.pairs_args])} "
+              f"{plan.pairs[fam]} PEER` on each of {sum(len(r) for r in rounds)} pair(s) "
               f"in {len(rounds)} round(s), a two-node job each, "
               + (f"{plan.link_parallel} at a time" if plan.link_parallel
                  else "a round's pairs at once"))
-    for family in plan.scale:
-        print(f"  across nodes: `hpcprobe run {shlex.join([family, *plan.scale_args])} --hosts "
-              f"...` on {node_counts(len(plan.nodes))} of the nodes that answer, one job each")
+    for fam in plan.scale:
+        line = [*plan.scale_line[fam], "--hosts", "...", *plan.scale_args]
+        print(f"  across nodes: `hpcprobe {shlex.join(line)}` on "
+              f"{node_counts(len(plan.nodes))} of the nodes that answer, one job each")
     return 0
 
 

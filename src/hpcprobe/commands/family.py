@@ -5,11 +5,13 @@ family with the Command capability gets one; nothing here names a family."""
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from functools import partial
 
 from hpcprobe import registry
 from hpcprobe.commands import run, runargs
-from hpcprobe.commands.base import Spec, add_run_options
+from hpcprobe.commands.base import CheckingParser, Spec, add_run_options
+from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.measure.family import Command, Family
 
 
@@ -31,6 +33,28 @@ def _handle(fam: Family, own: Command, a: argparse.Namespace) -> int:
     if getattr(a, "own_action", None) in own.actions:
         return own.actions[a.own_action][1](runargs.family_options(a, fam))
     return run.measure(runargs.checked(a, [fam]), None, standalone=True)
+
+
+def check(fam: Family, argv: Sequence[str]) -> runargs.Checked:
+    """`hpcprobe FAMILY ARGV` (its own command: values by position, a command after `--`)
+    checked as the command checks itself, without running it: a UserError where it refuses."""
+    own = fam.capability(Command)
+    assert own is not None
+    after = list(argv).index("--") if "--" in argv else len(argv)
+    p = CheckingParser(prog=f"hpcprobe {fam.name}")
+    _setup(fam, own, p)
+    a = p.parse_args(argv[:after])
+    a.command, a.after_dashes = fam.name, list(argv[after + 1:])
+    try:
+        c = runargs.checked(a, [fam])
+    except OptionError as exc:
+        raise UserError(exc.render(registry.option_names())) from None
+    missing = [p.metavar for p in own.positionals if not getattr(c.options[fam.name], p.dest)]
+    if missing:
+        raise UserError(f"{fam.name}: {' and '.join(missing)} missing (`{fam.name} "
+                        + " ".join(p.metavar if not p.many else f"-- {p.metavar}"
+                                   for p in own.positionals) + "`)")
+    return c
 
 
 def commands() -> list[Spec]:

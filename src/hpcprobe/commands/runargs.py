@@ -115,8 +115,11 @@ def family_options(a: argparse.Namespace, fam: Family) -> Any:
             kw[name] = flag.convert(value) if flag.convert else value
     own = fam.capability(Command)
     for pos in own.positionals if own and getattr(a, "command", None) == fam.name else ():
-        value = getattr(a, pos.dest)
-        kw[pos.dest] = tuple(getattr(a, "after_dashes", None) or value) if pos.many else value
+        value, after = getattr(a, pos.dest), getattr(a, "after_dashes", None)
+        if pos.many and value and after:
+            raise UserError(f"{' '.join(value)}: more values than {fam.name} takes before -- "
+                            f"(its {pos.metavar} follows --)")
+        kw[pos.dest] = tuple(after or value) if pos.many else value
     return fam.options(**kw)
 
 

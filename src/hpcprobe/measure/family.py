@@ -198,11 +198,18 @@ class Scaling:
     """What cluster mode reports when it runs the family across 1, 2, 4, ... nodes (its
     `--hosts`; the family keeps the work per node: weak scaling): these metrics per node count,
     joined across counts without the params that `vary` with the count; those that `grow` with
-    the nodes also get the parallel efficiency against one node."""
+    the nodes also get the parallel efficiency against one node. A family whose figures are
+    not known by name (a user's application) names their `prefix` instead, and its total work
+    `rate` (samples and unit from one count's metrics), which gets the parallel efficiency."""
 
     metrics: tuple[str, ...]
     grow: tuple[str, ...] = ()
     vary: tuple[str, ...] = ()
+    prefix: str = ""
+    rate: Callable[[list[Metric]], tuple[list[float], str] | None] | None = None
+
+    def takes(self, name: str) -> bool:
+        return name in self.metrics or bool(self.prefix) and name.startswith(self.prefix)
 
 
 @dataclass(frozen=True)
@@ -317,6 +324,12 @@ class Family:
 
     def declares(self, m: Metric) -> bool:
         return self.metrics.declares(m)
+
+    def command_line(self) -> list[str]:
+        """How a command line runs it alone: its own command where it takes values by
+        position (`app NAME ... -- CMD`, what follows put last), else `run NAME`."""
+        own = self.capability(Command)
+        return [self.name] if own is not None and own.positionals else ["run", self.name]
 
 
 def runs_commands(families: Mapping[str, Family]) -> str:

@@ -5,7 +5,7 @@ time, each repetition a sample of the metric `app:NAME`."""
 from __future__ import annotations
 
 from hpcprobe.families.app import bench, views
-from hpcprobe.measure.family import Command, Family, Metrics, Sized
+from hpcprobe.measure.family import Command, Family, Metrics, Scaling, Sized
 
 FAMILY = Family(
     "app", "a user's application: its figure of merit (a pattern in its output, or known: "
@@ -14,7 +14,11 @@ FAMILY = Family(
     metrics=Metrics(not_joined=bench.LAUNCH, open_prefix=bench.PREFIX),
     views=(views.tables,),
     capabilities=(Sized(bench.scaled, bench.rate, "its work rate", modes=("strong", "weak"),
-                        unit_of=bench.rate_unit, modes_for=bench.modes), Command(
+                        unit_of=bench.rate_unit, modes_for=bench.modes),
+                  # across nodes (`cluster run --scale app`): the problem the command sizes
+                  # with `{ranks}` or `{nodes}` grows with the count, or stays (strong)
+                  Scaling((), vary=("problem_ranks",), prefix=bench.PREFIX,
+                          rate=bench.work_rate), Command(
         "run a user's application as a benchmark: its figure of merit or wall time",
         "Run COMMAND (no shell) --repeat times and store each repetition's figure of merit, "
         "taken from its output by --fom (a regular expression whose first group is the "

@@ -145,10 +145,10 @@ class AppOptions:
         """Started by the launcher on ranks (asked for by count, layout or hosts)."""
         return any(v is not None for v in (self.ranks, self.layout, self.hosts))
 
-    def command(self, nodes: int) -> tuple[str, ...]:
-        """The command with `{ranks}` and `{nodes}` replaced (the counts the problem is sized
-        for)."""
-        ranks, nodes = self.problem or (self.ranks or 1, nodes)
+    def command(self, pl: Placement | None) -> tuple[str, ...]:
+        """The command with `{ranks}` and `{nodes}` replaced: the counts the problem is sized
+        for (`scale`), else those it runs on (a layout's or the hosts' own count too)."""
+        ranks, nodes = self.problem or ((pl.layout.ranks, pl.nodes) if pl else (1, 1))
         return tuple(a.replace("{ranks}", str(ranks)).replace("{nodes}", str(nodes))
                      for a in self.argv)
 
@@ -179,7 +179,7 @@ def plan(ctx: RunContext, o: AppOptions) -> list[str]:
     if app is not None and app.input and not (o.cwd and os.path.exists(
             os.path.join(o.cwd, app.input))):
         where += f", its {app.input} written for this node"
-    return [f"{o.metric}: `{shlex.join(o.command(pl.nodes if pl else 1))}` {n} time(s){where}"
+    return [f"{o.metric}: `{shlex.join(o.command(pl))}` {n} time(s){where}"
             + (f" after {o.warmup} warm-up run(s)" if o.warmup else "") + f", its {o.what}"]
 
 
@@ -228,7 +228,7 @@ def run(ctx: RunContext, o: AppOptions) -> None:
     env = dict(o.env)
     timeout = o.timeout_s or program.DEFAULT_TIMEOUT_S
     pl = _placement(ctx, o)
-    argv = o.command(pl.nodes if pl else 1)
+    argv = o.command(pl)
     team = None if pl is None else ranks.Ranks(pl, argv, env, o.launcher, o.mpi_prefix)
     bindings: list[str] = []
     with _workdir(o) as cwd:
@@ -337,7 +337,7 @@ def modes(o: AppOptions | None) -> tuple[str, ...]:
     return ("strong", "weak") if grows else ("strong",)
 
 
-def _rate(metrics: list[Metric]) -> tuple[list[float], str] | None:
+def work_rate(metrics: list[Metric]) -> tuple[list[float], str] | None:
     """A count's total work rate and its unit, which grows with the ranks when the work is done
     in proportion: a known application's (LAMMPS: atom-steps/s), a figure of merit (upside
     down where lower is better), or the rank-sized problems solved an hour from the wall
@@ -360,10 +360,10 @@ def _rate(metrics: list[Metric]) -> tuple[list[float], str] | None:
 
 
 def rate(metrics: list[Metric]) -> list[float]:
-    got = _rate(metrics)
+    got = work_rate(metrics)
     return got[0] if got else []
 
 
 def rate_unit(metrics: list[Metric]) -> str:
-    got = _rate(metrics)
+    got = work_rate(metrics)
     return got[1] if got else "?"
