@@ -343,7 +343,8 @@ def test_an_application_across_nodes_gives_its_work_rate_and_efficiency(cluster,
     pts = weak_points(doc, "app work rate", (1, 2))
     assert pts[0]["parallel_efficiency"] == 1.0 and pts[1]["parallel_efficiency"] > 0
     assert doc["weak_units"]["app work rate"] == "atom-step/s"
-    assert any("app:lammps" in k and "tau/day" in k for k in doc["weak_scaling"]), doc["weak_scaling"]
+    weak = doc["weak_scaling"]
+    assert any("app:lammps" in k and "tau/day" in k for k in weak), weak
     with Store.open(tmp_path / "r.sqlite") as st:
         runs = [x for x in st.load_all(Selection(tag="lmp")) if "app" in x.benchmarks]
     got = sorted({(m.params["nodes"], m.params["ranks"], m.params["problem_ranks"])

@@ -12,6 +12,7 @@ from hpcprobe import registry
 from hpcprobe.commands import run, runargs
 from hpcprobe.commands.base import CheckingParser, Spec, add_run_options
 from hpcprobe.common.errors import OptionError, UserError
+from hpcprobe.measure import options
 from hpcprobe.measure.family import Command, Family
 
 
@@ -25,14 +26,29 @@ def _setup(fam: Family, own: Command, fc: argparse.ArgumentParser) -> None:
                         metavar="ACTION",
                         help="run the tests (default); " + "; ".join(
                             f"{name}: {what}" for name, (what, _) in own.actions.items()))
+    fc.add_argument("--with", dest="also", type=options.names, default=(), metavar="B1,B2",
+                    help="also run these benchmarks in the same run, after it, as `hpcprobe "
+                         "run` runs them for the profile (`app hpcg --with cg`: the CG proxy's "
+                         "rate beside HPCG's rating)")
     runargs.add_family_options(fc, [fam])
     add_run_options(fc)
+
+
+def _families(fam: Family, a: argparse.Namespace) -> list[Family]:
+    """The family, then those named by --with (each once; not one that takes values by
+    position, which has only its own command)."""
+    also = registry.resolve(a.also) if a.also else []
+    for f in also:
+        if f.name == fam.name or f.command_line() == [f.name]:
+            raise UserError(f"--with {f.name}: " + ("it is this command's own benchmark"
+                            if f.name == fam.name else f"it runs as `hpcprobe {f.name}` only"))
+    return [fam, *also]
 
 
 def _handle(fam: Family, own: Command, a: argparse.Namespace) -> int:
     if getattr(a, "own_action", None) in own.actions:
         return own.actions[a.own_action][1](runargs.family_options(a, fam))
-    return run.measure(runargs.checked(a, [fam]), None, standalone=True)
+    return run.measure(runargs.checked(a, _families(fam, a)), None, standalone=True)
 
 
 def check(fam: Family, argv: Sequence[str]) -> runargs.Checked:
@@ -46,7 +62,7 @@ def check(fam: Family, argv: Sequence[str]) -> runargs.Checked:
     a = p.parse_args(argv[:after])
     a.command, a.after_dashes = fam.name, list(argv[after + 1:])
     try:
-        c = runargs.checked(a, [fam])
+        c = runargs.checked(a, _families(fam, a))
     except OptionError as exc:
         raise UserError(exc.render(registry.option_names())) from None
     missing = [p.metavar for p in own.positionals if not getattr(c.options[fam.name], p.dest)]

@@ -5,7 +5,7 @@ time, each repetition a sample of the metric `app:NAME`."""
 from __future__ import annotations
 
 from hpcprobe.families.app import bench, views
-from hpcprobe.measure.family import Command, Family, Metrics, Scaling, Sized
+from hpcprobe.measure.family import Command, Family, Headlines, Metrics, Scaling, Sized
 
 FAMILY = Family(
     "app", "a user's application: its figure of merit (a pattern in its output, or known: "
@@ -13,7 +13,8 @@ FAMILY = Family(
     bench.AppOptions, bench.run, plan=bench.plan, settings=bench.SETTINGS,
     metrics=Metrics(not_joined=bench.LAUNCH, open_prefix=bench.PREFIX),
     views=(views.tables,),
-    capabilities=(Sized(bench.scaled, bench.rate, "its work rate", modes=("strong", "weak"),
+    capabilities=(Headlines(views.headlines),
+                  Sized(bench.scaled, bench.rate, "its work rate", modes=("strong", "weak"),
                         unit_of=bench.rate_unit, modes_for=bench.modes),
                   # across nodes (`cluster run --scale app`): the problem the command sizes
                   # with `{ranks}` or `{nodes}` grows with the count, or stays (strong)
