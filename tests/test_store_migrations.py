@@ -18,7 +18,7 @@ from hpcprobe.results.store import Selection, Store
 STORES = DATA / "stores"
 RUNS = [results.read_json(DATA / "compare" / f) for f in ("nps1.json", "nps4.json")]
 #: every store version the project has shipped before this one, with its fixture
-SHIPPED = [1, 2, 3, 4]
+SHIPPED = [1, 2, 3, 4, 5]
 
 
 def _load_pg_dump(url: str, version: int) -> None:

@@ -5,7 +5,8 @@ URL, PGPASSWORD, PGPASSFILE or ~/.pgpass as libpq reads them, and is never print
 from __future__ import annotations
 
 import re
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from hpcprobe.common.errors import UserError
@@ -36,6 +37,10 @@ class PostgresStore(SqlStore):
     placeholder = "%s"
     order = "inserted"
     runs_by_id = "runs r"  # PostgreSQL's planner picks the index itself
+    # a figure's rows by the digest of its params text (a B-tree entry holds 2.7 kB at most)
+    figure_match = "md5(m.params) = md5(?)"
+    own_migrations = {6: ("CREATE INDEX IF NOT EXISTS metrics_figure_md5 ON metrics(benchmark, "
+                          "name, md5(params), metric_id)",)}
     # the version-1 tables in PostgreSQL's types, runs numbered as inserted (ordering runs of
     # the same second); the hpcprobe_meta table holds the version
     base_ddl = (*schema_v1(serial="BIGSERIAL", real="DOUBLE PRECISION", bigint="BIGINT",
@@ -85,6 +90,13 @@ class PostgresStore(SqlStore):
 
     def transaction(self) -> AbstractContextManager[Any]:
         return self.conn.transaction()  # type: ignore[no-any-return]
+
+    @contextmanager
+    def briefly(self) -> Iterator[None]:
+        """A transaction that waits 0.2 s for another writer's lock."""
+        with self.transaction():
+            self._execute("SET LOCAL lock_timeout = '200ms'")
+            yield
 
     def check_writable(self) -> None:
         row = self._execute("SELECT has_table_privilege('runs', 'INSERT') AND "

@@ -15,6 +15,7 @@ from typing import Any
 from hpcprobe.common.bulk import bulk
 from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.common.stats import summarize
+from hpcprobe.results import series
 from hpcprobe.results.model import SCHEMA_VERSION, Metric, Run, validate
 from hpcprobe.results.store import (
     AlreadyStored,
@@ -103,6 +104,14 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
     # fleet's figure is one join in the database (the runs' wide rows are never read; before
     # it, the selected runs were read apart and joined in Python: 7 us a figure)
     5: ("CREATE INDEX IF NOT EXISTS runs_id_when ON runs(run_id, created, host, tag)",),
+    # v6: each host's series of a figure kept beside the figures (results/series.py), so a
+    # fleet's history of one figure reads a row a host, not a row a run: how far it is kept
+    # (the last metric id and the count of the figure's rows) and the rows
+    6: ("CREATE TABLE series_kept (figure TEXT PRIMARY KEY, upto BIGINT NOT NULL, "
+        "n BIGINT NOT NULL)",
+        "CREATE TABLE series_rows (figure TEXT NOT NULL, host TEXT NOT NULL, part INTEGER NOT "
+        "NULL, unit TEXT NOT NULL, better TEXT NOT NULL, runs TEXT NOT NULL, created TEXT NOT "
+        "NULL, tags TEXT NOT NULL, numbers TEXT NOT NULL, PRIMARY KEY (figure, host, part))"),
 }
 #: The version this hpcprobe writes and reads.
 STORE_VERSION = max(MIGRATIONS)
@@ -378,25 +387,86 @@ class SqlStore(Store):
     @bulk()
     def series_across(self, benchmark: str, name: str, where: Selection | None = None,
                       params: dict[str, str] | None = None) -> list[Columns]:
+        """From the series kept beside the figures (brought up to date first), the selection
+        applied to them; a host's few runs straight from the figures."""
         if where is not None and where.host is not None:  # a host's runs: few
             return super().series_across(benchmark, name, where, params)
         out = []
         for text in self._params_texts(benchmark, name, params or {}):
-            clause, values = self._where(where, ["m.benchmark = ?", "m.name = ?",
-                                                 "m.params = ?"], [benchmark, name, text])
-            rows = self._execute(
-                "SELECT r.host, r.run_id, r.created, r.tag, m.median, m.ci_low, m.ci_high, "
-                f"m.unit, m.better FROM metrics m JOIN {self.runs_by_id} ON r.run_id = "
-                f"m.run_id{clause} ORDER BY r.host, r.created, r.{self.order}, m.seq",
-                values).fetchall()
-            if any(r[4] is None for r in rows):  # stored before store version 4: no summary
+            kept = self._kept(benchmark, name, text)
+            if kept is None:  # stored before store version 4: no summary
                 return super().series_across(benchmark, name, where, params)
-            ps = json.loads(text)
-            for host, group in groupby(rows, key=itemgetter(0)):
-                _, runs, created, tags, med, lo, hi, unit, better = zip(*group, strict=True)
-                out.append(Columns(host, unit[0], better[0], ps, runs, created, tags, med, lo,
-                                   hi))
+            out += [c for c in (series.selected(k, where) for k in kept) if c is not None]
         return out
+
+    #: a figure's rows by its params text, as its index finds them
+    figure_match = "m.params = ?"
+
+    def _kept(self, benchmark: str, name: str, text: str) -> list[Columns] | None:
+        """Every host's series of a figure (these params), as kept and brought up to date
+        with the figures stored since (rebuilt where the count of its figures says some were
+        missed: a writer that committed late); None where some have no summary."""
+        figure, params = series.key(benchmark, name, text), json.loads(text)
+        n, upto = self._execute(f"SELECT count(*), max(m.metric_id) FROM metrics m WHERE "
+                                f"m.benchmark = ? AND m.name = ? AND {self.figure_match}",
+                                [benchmark, name, text]).fetchone()
+        head = self._execute("SELECT upto, n FROM series_kept WHERE figure = ?",
+                             [figure]).fetchone()
+        if not n:
+            return []
+        if head is not None and (head[0], head[1]) == (upto, n):
+            return [k.columns for _, k in sorted(self._kept_parts(figure, params).items())]
+        since = head[0] if head is not None else 0
+        new = self._figures_between(benchmark, name, text, since, upto)
+        if since and head[1] + len(new) != n:
+            since, new = 0, self._figures_between(benchmark, name, text, 0, upto)
+        if any(r[4] is None for r in new):
+            return None
+        whole, writes, again = series.update(self._kept_parts(figure, params) if since else {},
+                                             series.columns_of(params, new))
+        self._keep(figure, (upto, n), writes, again, rebuild=not since)
+        return [c for _, c in sorted(whole.items())]
+
+    def _figures_between(self, benchmark: str, name: str, text: str, since: int, upto: int
+                         ) -> list[series.Row]:
+        """A figure's rows stored after metric id `since` up to `upto`, by host and time."""
+        rows: list[series.Row] = self._execute(
+            "SELECT r.host, r.run_id, r.created, r.tag, m.median, m.ci_low, m.ci_high, m.unit, "
+            f"m.better FROM metrics m JOIN {self.runs_by_id} ON r.run_id = m.run_id WHERE "
+            f"m.benchmark = ? AND m.name = ? AND {self.figure_match} AND m.metric_id > ? AND "
+            f"m.metric_id <= ? ORDER BY r.host, r.created, r.{self.order}, m.seq",
+            [benchmark, name, text, since, upto]).fetchall()
+        return rows
+
+    def _kept_parts(self, figure: str, params: dict[str, Any]) -> dict[str, series.Kept]:
+        return series.kept_of(params, self._execute(
+            "SELECT host, part, unit, better, runs, created, tags, numbers FROM series_rows "
+            "WHERE figure = ? ORDER BY host, part", [figure]))
+
+    def _keep(self, figure: str, head: tuple[int, int], writes: list[tuple[Columns, int]],
+              again: list[str], rebuild: bool) -> None:
+        """Write the parts of the hosts' series that changed and how far the figure is kept
+        (its last metric id, its count), if the store takes it now (a read-only store, or
+        another writer holding it: kept next time)."""
+        try:
+            with self.briefly():
+                if rebuild:
+                    self._execute("DELETE FROM series_rows WHERE figure = ?", [figure])
+                self._executemany("DELETE FROM series_rows WHERE figure = ? AND host = ?",
+                                  [(figure, h) for h in again])
+                self._executemany("INSERT INTO series_rows (figure, host, part, unit, better, "
+                                  "runs, created, tags, numbers) VALUES (?,?,?,?,?,?,?,?,?)",
+                                  [(figure, c.host, part, *series.pack(c)[1:])
+                                   for c, part in writes])
+                self._execute("DELETE FROM series_kept WHERE figure = ?", [figure])
+                self._execute("INSERT INTO series_kept (figure, upto, n) VALUES (?,?,?)",
+                              [figure, *head])
+        except self.driver_errors:
+            pass
+
+    def briefly(self) -> AbstractContextManager[Any]:
+        """A transaction that gives up soon when another writer holds the store."""
+        return self.transaction()
 
     #: Run ids in one IN (...) list at most (SQLite's limit on parameters is far above)
     CHUNK = 500
@@ -417,6 +487,9 @@ class SqlStore(Store):
         with self.transaction():
             for run_id in run_ids:  # metrics and samples go with their run (ON DELETE CASCADE)
                 gone += self._execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount
+            if gone:  # the kept series are built again as they are read
+                self._execute("DELETE FROM series_rows")
+                self._execute("DELETE FROM series_kept")
         return gone
 
     def resolve(self, ref: str) -> str:

@@ -13,6 +13,9 @@ from hpcprobe.common.errors import UserError
 from hpcprobe.results.sql import SqlStore, schema_v1
 from hpcprobe.results.store import Store, backend
 
+#: How long a writer waits for another's lock
+BUSY_MS = 30_000
+
 
 @backend
 class SqliteStore(SqlStore):
@@ -52,7 +55,7 @@ class SqliteStore(SqlStore):
         try:
             if create:
                 p.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(p, timeout=30)
+            conn = sqlite3.connect(p, timeout=BUSY_MS / 1000)
             try:
                 conn.execute("PRAGMA foreign_keys = ON")
                 store = cls(conn, p)
@@ -96,6 +99,16 @@ class SqliteStore(SqlStore):
             self.conn.rollback()
             raise
         self.conn.commit()
+
+    @contextmanager
+    def briefly(self) -> Iterator[None]:
+        """A transaction that waits 0.2 s, not 30, for another writer's lock."""
+        self.conn.execute("PRAGMA busy_timeout = 200")
+        try:
+            with self.transaction():
+                yield
+        finally:
+            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_MS}")
 
     def _version(self) -> int | None:
         return int(self.conn.execute("PRAGMA user_version").fetchone()[0]) or None

@@ -1,0 +1,117 @@
+"""The series a store keeps beside the figures (store version 6, results/series.py) always
+read as the figures themselves give them, on SQLite and PostgreSQL: built on the first read,
+brought up to date with the runs stored since (appended as parts, written again whole past
+PARTS or when an older run is imported), built again when its count does not add up or a run
+is deleted, and read right when the store will not take the write."""
+
+from __future__ import annotations
+
+import json
+import random
+import sqlite3
+from dataclasses import replace
+
+import pytest
+
+import clusterdata
+from hpcprobe.results import series
+from hpcprobe.results.model import read_json
+from hpcprobe.results.store import Columns, Selection, Store
+
+TEMPLATE = read_json(clusterdata.TEMPLATE)
+HOSTS = ("n1", "n2", "n3")
+#: a figure with several params texts (the DRAM triad on 1 and 2 threads...) and one that a
+#: headline picks
+FIGURES = (("memory", "bandwidth", {"kernel": "triad", "level": "DRAM"}),
+           ("latency", "latency", {}))
+
+
+def _night(st: Store, night: int, rng: random.Random, day: int | None = None) -> None:
+    with st.transaction():  # type: ignore[attr-defined]
+        _runs(st, night, rng, day)
+
+
+def _runs(st: Store, night: int, rng: random.Random, day: int | None) -> None:
+    for host in HOSTS:
+        r = clusterdata.node_run(TEMPLATE, host, 1.0, rng, 0.01, 0,
+                                 f"nightly-{night:02d}" if night % 4 else "weekly")
+        st.insert(replace(r, created=f"2026-03-{(day or night) + 1:02d}T02:00:00+00:00"))
+
+
+def _by_figure(cols: list[Columns]) -> dict[tuple[str, str], Columns]:
+    return {(c.host, json.dumps(c.params, sort_keys=True)): c for c in cols}
+
+
+def _same_as_the_figures(st: Store, where: Selection | None = None) -> None:
+    """The kept series (read twice: built, then as kept) hold what the figures give."""
+    for bench, name, params in FIGURES:
+        plain = {k: v for k, v in params.items()}
+        want = _by_figure(Store.series_across(st, bench, name, where, plain))
+        for _ in range(2):
+            got = _by_figure(st.series_across(bench, name, where, plain))
+            assert got == want and got
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def location(request, tmp_path) -> str:
+    if request.param == "sqlite":
+        return str(tmp_path / "r.sqlite")
+    return str(request.getfixturevalue("pg_url"))
+
+
+def _parts(st: Store) -> int:
+    return int(st._execute("SELECT max(part) FROM series_rows").fetchone()[0] or 0)  # type: ignore[attr-defined]
+
+
+def test_the_kept_series_are_the_figures_as_runs_arrive_and_go(location):
+    rng = random.Random(6)
+    with Store.open(location) as st:
+        for night in range(4):
+            _night(st, night, rng)
+        _same_as_the_figures(st)
+        for night in range(4, 7):  # each read after a night appends a part a host
+            _night(st, night, rng)
+            _same_as_the_figures(st)
+        assert _parts(st) == 3
+        _night(st, 40, rng, day=2)  # an older run imported late: the host written again
+        _same_as_the_figures(st)
+        for sel in (Selection(since="2026-03-03", until="2026-03-06"), Selection(tag="weekly"),
+                    Selection(tag_prefix="nightly-0"), Selection(tag_prefix="")):
+            _same_as_the_figures(st, sel)
+        # a count that does not add up (a writer that committed late): built again
+        with st.transaction():  # type: ignore[attr-defined]
+            st._execute("UPDATE series_kept SET n = n - 1")  # type: ignore[attr-defined]
+        _same_as_the_figures(st)
+        assert _parts(st) == 0
+        [gone] = st.runs(limit=1)
+        assert st.delete([gone.run_id]) == 1
+        assert st._execute("SELECT count(*) FROM series_rows").fetchone()[0] == 0  # type: ignore[attr-defined]
+        _same_as_the_figures(st)
+
+
+def test_a_host_with_too_many_parts_is_written_again_whole(tmp_path):
+    rng = random.Random(7)
+    with Store.open(tmp_path / "r.sqlite") as st:
+        for night in range(series.PARTS + 2):
+            _night(st, night, rng)
+            _same_as_the_figures(st)
+        assert 0 < _parts(st) < series.PARTS
+
+
+def test_a_store_that_will_not_take_the_write_still_reads_right(tmp_path):
+    """Another writer holds SQLite's lock: the read waits 0.2 s for it, not 30, keeps nothing
+    and gives the figures."""
+    db = tmp_path / "r.sqlite"
+    rng = random.Random(8)
+    with Store.open(db) as st:
+        for night in range(3):
+            _night(st, night, rng)
+    other = sqlite3.connect(db)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with Store.open(db, create=False) as st:
+            _same_as_the_figures(st)
+            assert st._execute("SELECT count(*) FROM series_kept").fetchone()[0] == 0  # type: ignore[attr-defined]
+    finally:
+        other.rollback()
+        other.close()
