@@ -9,6 +9,7 @@ import csv
 import io
 import json
 import random
+import shutil
 from dataclasses import replace
 
 import pytest
@@ -17,7 +18,7 @@ import clusterdata
 from conftest import assert_user_error, hpcprobe
 from hpcprobe.analysis import history
 from hpcprobe.cli import main
-from hpcprobe.results.model import read_json
+from hpcprobe.results.model import Run, read_json
 from hpcprobe.results.store import Selection, Store
 
 NIGHTS = 20
@@ -98,15 +99,19 @@ def _store(location: str) -> None:
     rng = random.Random(5)
     with Store.open(location) as st, st.transaction():
         for night in range(NIGHTS):
-            for host in ("n1", "n2", "n3"):
-                changed = host != "n3" and night >= STEP_NIGHT
-                r = clusterdata.node_run(template, host, 0.9 if changed else 1.0, rng, 0.01, 0,
-                                         f"nightly-{night:02d}")
-                prov = {**r.provenance, "kernel": "Linux 6.9" if changed else "Linux 6.1"}
-                findings = [{"benchmark": "memory", "kind": "node_changed", "message": "moved"}
-                            ] if (host, night) == ("n3", 3) else []
-                st.insert(replace(r, created=f"2026-03-{night + 1:02d}T02:00:00+00:00",
-                                  provenance=prov, findings=findings))
+            _store_night(st, template, rng, night)
+
+
+def _store_night(st: Store, template: Run, rng: random.Random, night: int) -> None:
+    for host in ("n1", "n2", "n3"):
+        changed = host != "n3" and night >= STEP_NIGHT
+        r = clusterdata.node_run(template, host, 0.9 if changed else 1.0, rng, 0.01, 0,
+                                 f"nightly-{night:02d}")
+        prov = {**r.provenance, "kernel": "Linux 6.9" if changed else "Linux 6.1"}
+        findings = [{"benchmark": "memory", "kind": "node_changed", "message": "moved"}
+                    ] if (host, night) == ("n3", 3) else []
+        st.insert(replace(r, created=f"2026-03-{night + 1:02d}T02:00:00+00:00",
+                          provenance=prov, findings=findings))
 
 
 @pytest.fixture(scope="module")
@@ -170,6 +175,34 @@ def test_too_few_runs_are_said_plainly(stored):
     r = hpcprobe("history", "--db", stored, "--tag-prefix", "nightly-00")
     assert r.code == 0, r.err
     assert "too few runs to search (1 < 6)" in " ".join(r.out.split())
+
+
+def test_each_series_search_is_kept_and_reused_only_for_the_same_values(stored, tmp_path,
+                                                                          capsys):
+    """A second read reuses each series' kept search (a kept result altered while its values
+    stay is what the second read shows); a run stored since changes the values: searched
+    again."""
+    db = tmp_path / "r.sqlite"
+    shutil.copy(stored, db)
+    args = ["history", "--db", str(db), "--metric", "memory.bandwidth", "--param",
+            "kernel=triad", "--param", "level=DRAM", "--param", "threads=2", "--param",
+            "phase=stream", "--param", "stores=regular", "--json"]
+
+    def changes() -> dict[str, int]:
+        assert main(args) == 0
+        return {x["host"]: len(x["changes"]) for x in json.loads(capsys.readouterr().out)[
+            "series"]}
+
+    first = changes()
+    assert first == {"n1": 1, "n2": 1, "n3": 0} and changes() == first
+    with Store.open(db, create=False) as st, st.transaction():  # type: ignore[attr-defined]
+        st._execute("UPDATE kept_results SET value = '[]'")  # type: ignore[attr-defined]
+    assert changes() == {"n1": 0, "n2": 0, "n3": 0}
+    with Store.open(db, create=False) as st, st.transaction():  # type: ignore[attr-defined]
+        _store_night(st, read_json(clusterdata.TEMPLATE), random.Random(9), NIGHTS)
+    assert changes() == first
+    found = history.steps([100.0 * (0.9 if i > 9 else 1) for i in range(20)], [0.01] * 20)
+    assert found and history.steps_from(history.steps_text(found)) == found
 
 
 def test_postgresql_gives_the_same_history(pg_url, stored):

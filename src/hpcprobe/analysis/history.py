@@ -13,6 +13,7 @@ points (or columns) it is given; many series are searched on this node's CPUs (`
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 from collections.abc import Callable, Sequence
@@ -217,6 +218,31 @@ def steps_of(many: Sequence[tuple[Any, Any]]) -> list[list[Step]]:
     size = -(-len(many) // (4 * max(workers, 1)))
     chunks = [many[i:i + size] for i in range(0, len(many), size)]
     return [found for chunk in shared(_steps_each, chunks, workers) for found in chunk]
+
+
+#: What a search depends on besides its series: a kept search of other settings is not reused
+METHOD = f"kernelcpd-linear {MIN_SEGMENT} {MIN_RUNS} {PENALTY} {ALPHA} {FLOOR} welch"
+
+
+def digest(medians: Any, rel_ci: Any) -> str:
+    """What the search of a series is kept by: its values and the method."""
+    import hashlib
+
+    import numpy as np
+
+    h = hashlib.sha256(METHOD.encode())
+    for values in (medians, rel_ci):
+        h.update(np.ascontiguousarray(values, dtype="<f8").tobytes())
+    return h.hexdigest()
+
+
+def steps_text(found: list[Step]) -> str:
+    return json.dumps([list(s) for s in found])
+
+
+def steps_from(text: str) -> list[Step]:
+    return [Step(int(lo), int(cut), int(hi), before, after, ratio, (ci[0], ci[1]), p)
+            for lo, cut, hi, before, after, ratio, ci, p in json.loads(text)]
 
 
 def change_points(points: Sequence[Point], alpha: float = ALPHA, floor: float = FLOOR

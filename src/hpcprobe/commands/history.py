@@ -112,8 +112,26 @@ def _read(job: Wanted) -> list[views.Series]:
             if not cols:
                 return []
         series = _series(label, bench, cols, reasons)
-    views.search(series)
+        search(store, series)
     return series
+
+
+def search(store: Store, series: list[views.Series]) -> None:
+    """The change points of every series: as kept in the store where its values are those it
+    was searched with, else searched (on the node's CPUs where many) and kept."""
+    import hashlib
+
+    keys = [hashlib.sha256(json.dumps([s.label, s.host, s.params], sort_keys=True,
+                                      default=str).encode()).hexdigest() for s in series]
+    digests = [history.digest(*s.searched()) for s in series]
+    kept = store.kept("steps", keys)
+    todo = [i for i, (k, d) in enumerate(zip(keys, digests, strict=True))
+            if kept.get(k, ("",))[0] != d]
+    found = dict(zip(todo, history.steps_of([series[i].searched() for i in todo]),
+                     strict=True))
+    store.keep("steps", {keys[i]: (digests[i], history.steps_text(found[i])) for i in todo})
+    for i, s in enumerate(series):
+        s.found(found[i] if i in found else history.steps_from(kept[keys[i]][1]))
 
 
 def _all_series(a: argparse.Namespace, where: Selection) -> list[views.Series]:
@@ -203,7 +221,7 @@ def campaign(store: Store, runs: list[Run], inside: set[str], last: int = RECENT
                               reasons)
         except UserError:  # figures the verdict's params do not tell apart: no history
             continue
-    views.search(series)
+    search(store, series)
     hardware = _hardware(store, series)
     groups = _group_changes(store, series, hardware)
     found: dict[str, list[tuple[str, history.Change]]] = {}

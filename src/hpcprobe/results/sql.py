@@ -111,7 +111,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "n BIGINT NOT NULL)",
         "CREATE TABLE series_rows (figure TEXT NOT NULL, host TEXT NOT NULL, part INTEGER NOT "
         "NULL, unit TEXT NOT NULL, better TEXT NOT NULL, runs TEXT NOT NULL, created TEXT NOT "
-        "NULL, tags TEXT NOT NULL, numbers TEXT NOT NULL, PRIMARY KEY (figure, host, part))"),
+        "NULL, tags TEXT NOT NULL, numbers TEXT NOT NULL, PRIMARY KEY (figure, host, part))",
+        # and what commands keep to reuse (each series' change-point search), by what it was
+        # made from
+        "CREATE TABLE kept_results (kind TEXT NOT NULL, key TEXT NOT NULL, digest TEXT NOT "
+        "NULL, value TEXT NOT NULL, PRIMARY KEY (kind, key))"),
 }
 #: The version this hpcprobe writes and reads.
 STORE_VERSION = max(MIGRATIONS)
@@ -461,6 +465,27 @@ class SqlStore(Store):
                 self._execute("DELETE FROM series_kept WHERE figure = ?", [figure])
                 self._execute("INSERT INTO series_kept (figure, upto, n) VALUES (?,?,?)",
                               [figure, *head])
+        except self.driver_errors:
+            pass
+
+    def kept(self, kind: str, keys: list[str]) -> dict[str, tuple[str, str]]:
+        out: dict[str, tuple[str, str]] = {}
+        for i in range(0, len(keys), self.CHUNK):
+            part = keys[i:i + self.CHUNK]
+            out.update((key, (digest, value)) for key, digest, value in self._execute(
+                "SELECT key, digest, value FROM kept_results WHERE kind = ? AND key IN "
+                f"({','.join('?' * len(part))})", [kind, *part]))
+        return out
+
+    def keep(self, kind: str, items: dict[str, tuple[str, str]]) -> None:
+        if not items:
+            return
+        try:
+            with self.briefly():
+                self._executemany("DELETE FROM kept_results WHERE kind = ? AND key = ?",
+                                  [(kind, key) for key in items])
+                self._executemany("INSERT INTO kept_results (kind, key, digest, value) VALUES "
+                                  "(?,?,?,?)", [(kind, k, d, v) for k, (d, v) in items.items()])
         except self.driver_errors:
             pass
 

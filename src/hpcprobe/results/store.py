@@ -185,6 +185,15 @@ class Store(ABC):
         return columns(self.figures_across(benchmark, name, where, params))
 
     @abstractmethod
+    def kept(self, kind: str, keys: list[str]) -> dict[str, tuple[str, str]]:
+        """What a command kept here to reuse (a series' change-point search): key -> (the
+        digest of what it was made from, the value), for the keys kept."""
+
+    @abstractmethod
+    def keep(self, kind: str, items: dict[str, tuple[str, str]]) -> None:
+        """Keep these (key -> digest, value) to reuse, if the store takes them now."""
+
+    @abstractmethod
     def headers(self, run_ids: list[str]) -> dict[str, Run]:
         """These runs without their metrics (provenance, topology, findings...): what their
         configurations are, for many runs in a few queries."""

@@ -86,12 +86,6 @@ class Series:
                         for s in steps]
 
 
-def search(series: list[Series]) -> None:
-    """The change points of every series (on this node's CPUs where they are many)."""
-    for s, steps in zip(series, history.steps_of([s.searched() for s in series]), strict=True):
-        s.found(steps)
-
-
 @dataclass
 class History:
     """What `history` found: the series, per figure the nodes' changes grouped into fleet
