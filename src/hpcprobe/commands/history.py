@@ -361,10 +361,15 @@ def _group_changes(store: Store, series: list[views.Series], groups: dict[str, s
     runs = store.headers([p.run_id for ps in pairs.values() for pair in ps.values() if pair
                           for p in pair])
     out: dict[str, list[history.GroupChange]] = {}
+    known: dict[tuple[str, str], list[tuple[str, list[str]]]] = {}  # figures share run pairs
     for label, group, hosts, c in found:
-        diffs = [fingerprint.differences([runs[a.run_id], runs[b.run_id]])
-                 for pair in pairs[(label, group, c.after.created)].values() if pair
-                 for a, b in [pair]]
+        diffs = []
+        for pair in pairs[(label, group, c.after.created)].values():
+            if pair:
+                ids = (pair[0].run_id, pair[1].run_id)
+                if ids not in known:
+                    known[ids] = fingerprint.differences([runs[ids[0]], runs[ids[1]]])
+                diffs.append(known[ids])
         out.setdefault(label, []).append(history.GroupChange(
             group, c, len(hosts), history.moved_with(c, {h: s.changes for h, s in
                                                         hosts.items()}),

@@ -310,17 +310,15 @@ def _band(ax: Any, series: list[Series], name: str) -> None:
     """The hosts' median on each day and the band of their middle half."""
     import numpy as np
 
-    codes: dict[str, int] = {}
-    day = np.array([codes.setdefault(s.created[i][:10], len(codes)) for s in series
-                    for i in s.kept], dtype=np.int64)
-    if not len(day):
+    days = np.concatenate([np.asarray(s.created, dtype="U10")[s.kept] for s in series])
+    if not len(days):
         return
+    names, day = np.unique(days, return_inverse=True)  # each run's day, as a code in order
     values = np.concatenate([s.medians[s.kept] for s in series])
     order = np.lexsort((values, day))
     starts = np.flatnonzero(np.r_[True, np.diff(day[order]) != 0])
-    names = list(codes)
-    rows = sorted((names[day[order[lo]]], np.percentile(values[order[lo:hi]], (25, 50, 75)))
-                  for lo, hi in zip(starts, [*starts[1:], len(order)], strict=True))
+    rows = [(str(names[day[order[lo]]]), np.percentile(values[order[lo:hi]], (25, 50, 75)))
+            for lo, hi in zip(starts, [*starts[1:], len(order)], strict=True)]
     xs = [datetime.fromisoformat(d) for d, _ in rows]
     q = np.array([r for _, r in rows])
     line = ax.plot(xs, q[:, 1], linewidth=1.5, label=f"{name} median")
