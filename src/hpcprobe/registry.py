@@ -5,6 +5,7 @@ capability's type; nothing below names a family."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 from hpcprobe.analysis import verdict
@@ -23,6 +24,7 @@ from hpcprobe.measure.family import (
     Health,
     Inventory,
     NoProgress,
+    Predicts,
     Progress,
     RunContext,
     flags,
@@ -31,6 +33,7 @@ from hpcprobe.measure.profiles import CHECK, Profile
 from hpcprobe.measure.summary import Summary
 from hpcprobe.results.model import Run
 from hpcprobe.tuning import views as sweep_views
+from hpcprobe.views import proxy
 from hpcprobe.views.figure import Figures
 from hpcprobe.views.table import View
 
@@ -124,8 +127,11 @@ def families() -> dict[str, Family]:
 
 
 def views() -> list[View]:
+    """Every family's and summary's views, and the proxies beside what they stand for."""
+    proxies = [(f.name, h.pick, p) for f, p in having(Predicts).values()
+               if (h := f.capability(Headlines)) is not None]
     return [v for f in FAMILIES.values() for v in f.views] + \
-        [v for s in SUMMARIES for v in s.views]
+        [v for s in SUMMARIES for v in s.views] + [partial(proxy.tables, proxies)]
 
 
 def figures() -> list[Figures]:

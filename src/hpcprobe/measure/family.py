@@ -185,6 +185,18 @@ class Check:
 
 
 @dataclass(frozen=True)
+class Predicts:
+    """Its headline figure is a proxy of another benchmark's figure (the CG proxy of HPCG's
+    rating): where a run holds both, they are set side by side with how far apart they are.
+    `benchmark`, `name` and `params` (as text) name that figure; `what` says what it is."""
+
+    benchmark: str
+    name: str
+    params: Mapping[str, str]
+    what: str
+
+
+@dataclass(frozen=True)
 class Health:
     """Reads the devices it owns on this node without measuring: `read()` gives one line per
     fault (a GPU's memory errors, a reset it needs; [] where none or no device) and their
@@ -315,7 +327,7 @@ class Family:
     views: tuple[View, ...] = ()  # tables and text of one run (terminal and HTML)
     figures: tuple[Figures, ...] = ()  # plots of one or more runs (HTML report)
     #: the modes it has: Default, Derives, Check, Health, Command, Scaling, Sized, Peer,
-    #: OtherDevice, Inventory, Headlines
+    #: OtherDevice, Inventory, Headlines, Predicts
     capabilities: tuple[Any, ...] = ()
 
     def capability(self, kind: type[C]) -> C | None:

@@ -5,7 +5,15 @@ checked against a reference CG, with its bandwidth against the STREAM triad."""
 from __future__ import annotations
 
 from hpcprobe.families.cg import bench, views
-from hpcprobe.measure.family import Default, Family, Headlines, Metrics, Scaling, Sized
+from hpcprobe.measure.family import (
+    Default,
+    Family,
+    Headlines,
+    Metrics,
+    Predicts,
+    Scaling,
+    Sized,
+)
 
 FAMILY = Family(
     "cg", "HPCG-shaped CG proxy: GFLOP/s, phase shares, bandwidth against STREAM triad",
@@ -15,4 +23,6 @@ FAMILY = Family(
         ("gflops", "bandwidth_fraction"), grow=("gflops",), vary=(
             "nodes", "ranks", "rank_grid", "global", "cpus", "mpi", "nonzeros",
             "flops_per_iteration")),
-        Sized(bench.scaled, bench.total_rate, "the CG rate")))
+        Sized(bench.scaled, bench.total_rate, "the CG rate"),
+        # `hpcprobe app hpcg --with cg -- xhpcg`: how far the proxy is from the real one
+        Predicts("app", "app:hpcg", {"figure": "rating"}, "HPCG's rating")))
