@@ -74,13 +74,6 @@ def _selection(a: argparse.Namespace) -> Selection:
     return Selection(s.tag, s.host, s.since, s.until, a.tag_prefix)
 
 
-#: What one figure's series are read from: the store, the label, the metric (its benchmark,
-#: name and params: those of a headline figure, or --metric's and --param's), the selection
-#: and why runs are left out
-Wanted = tuple[str | None, str, Metric | tuple[str, str, dict[str, str]], Selection,
-               dict[tuple[str, str], str]]
-
-
 def _wanted(store: Store, a: argparse.Namespace, where: Selection
             ) -> list[tuple[str, Metric | tuple[str, str, dict[str, str]]]]:
     """(label, what to read) for --metric, else for each headline figure of the newest run
@@ -100,19 +93,18 @@ def _wanted(store: Store, a: argparse.Namespace, where: Selection
     return out
 
 
-def _read(job: Wanted) -> list[views.Series]:
-    """One figure's series, searched (in a worker of its own where there are several)."""
-    db, label, what, where, reasons = job
-    with Store.open(db, create=False) as store:
-        if isinstance(what, Metric):
-            bench, cols = what.benchmark, _across(store, what, where)
-        else:
-            bench, name, params = what
-            cols = store.series_across(bench, name, where, params)
-            if not cols:
-                return []
-        series = _series(label, bench, cols, reasons)
-        search(store, series)
+def _read(store: Store, label: str, what: Metric | tuple[str, str, dict[str, str]],
+          where: Selection, reasons: dict[tuple[str, str], str]) -> list[views.Series]:
+    """One figure's series, searched."""
+    if isinstance(what, Metric):
+        bench, cols = what.benchmark, _across(store, what, where)
+    else:
+        bench, name, params = what
+        cols = store.series_across(bench, name, where, params)
+        if not cols:
+            return []
+    series = _series(label, bench, cols, reasons)
+    search(store, series)
     return series
 
 
@@ -135,15 +127,14 @@ def search(store: Store, series: list[views.Series]) -> None:
 
 
 def _all_series(a: argparse.Namespace, where: Selection) -> list[views.Series]:
-    """Every wanted figure's series, searched: each figure read in a process of its own
-    where there are several and CPUs for them (a fleet's figure is a second of the
-    database's and NumPy's work: the headline figures of 1,000 x 365 runs take one each);
-    the store is closed meanwhile (a forked process must not share its connection)."""
+    """Every wanted figure's series, searched, one figure after another: each reads the
+    series its store keeps and their kept searches (a fleet's figure is a few tenths of a
+    second then; handing a thousand series back from a worker process took longer), and
+    searches what changed on this node's CPUs."""
     with Store.open(a.db, create=False) as store:
         reasons = _reasons(store, where)
-        wanted = _wanted(store, a, where)
-    got = history.shared(_read, [(a.db, label, what, where, reasons) for label, what in wanted],
-                         len(wanted))
+        got = [_read(store, label, what, where, reasons)
+               for label, what in _wanted(store, a, where)]
     if a.metric and not got[0]:
         raise UserError(f"no figure of {'.'.join(a.metric)}"
                         + (f" with {' '.join(f'{k}={v}' for k, v in a.param)}"
