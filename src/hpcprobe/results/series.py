@@ -131,10 +131,14 @@ def selected(c: Columns, where: Selection | None) -> Columns | None:
         return c
     start = bisect_left(c.created, where.since) if where.since is not None else 0
     end = bisect_left(c.created, where.until) if where.until is not None else len(c.created)
-    prefix = where.tag_prefix
-    keep = [i for i in range(start, end)
-            if (where.tag is None or c.tags[i] == where.tag)
-            and (prefix is None or (c.tags[i] or "").startswith(prefix) and c.tags[i] is not None)]
+    keep = [i for i in range(start, end) if _tagged(c.tags[i], where)]
     if where.host is not None and c.host != where.host or not keep:
         return None
     return c if len(keep) == len(c.runs) else _taken(c, keep)
+
+
+def _tagged(tag: str | None, where: Selection) -> bool:
+    """Whether a run of this tag is selected (an untagged run matches no tag nor prefix)."""
+    if where.tag is not None and tag != where.tag:
+        return False
+    return where.tag_prefix is None or tag is not None and tag.startswith(where.tag_prefix)
