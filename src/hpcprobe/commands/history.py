@@ -306,13 +306,22 @@ def _attribute(store: Store, series: list[views.Series]) -> None:
     read in one query)."""
     runs = store.headers([r for s in series for c in s.changes
                           for r in (c.before.run_id, c.after.run_id)])
-    known: dict[tuple[str, str], list[tuple[str, list[str]]]] = {}  # figures share pairs
+    known: Differences = {}
     for s in series:
         for i, c in enumerate(s.changes):
-            pair = (c.before.run_id, c.after.run_id)
-            if pair not in known:
-                known[pair] = fingerprint.differences([runs[r] for r in pair])
-            s.changes[i] = replace(c, differences=known[pair])
+            s.changes[i] = replace(c, differences=_differences(
+                runs, (c.before.run_id, c.after.run_id), known))
+
+
+#: The configuration differences of a pair of runs, found once for every figure that shares it
+Differences = dict[tuple[str, str], list[tuple[str, list[str]]]]
+
+
+def _differences(runs: dict[str, Run], pair: tuple[str, str], known: Differences
+                 ) -> list[tuple[str, list[str]]]:
+    if pair not in known:
+        known[pair] = fingerprint.differences([runs[r] for r in pair])
+    return known[pair]
 
 
 def _hardware(store: Store, series: list[views.Series]) -> dict[str, str]:
@@ -352,15 +361,10 @@ def _group_changes(store: Store, series: list[views.Series], groups: dict[str, s
     runs = store.headers([p.run_id for ps in pairs.values() for pair in ps.values() if pair
                           for p in pair])
     out: dict[str, list[history.GroupChange]] = {}
-    known: dict[tuple[str, str], list[tuple[str, list[str]]]] = {}  # figures share run pairs
+    known: Differences = {}
     for label, group, hosts, c in found:
-        diffs = []
-        for pair in pairs[(label, group, c.after.created)].values():
-            if pair:
-                ids = (pair[0].run_id, pair[1].run_id)
-                if ids not in known:
-                    known[ids] = fingerprint.differences([runs[ids[0]], runs[ids[1]]])
-                diffs.append(known[ids])
+        diffs = [_differences(runs, (pair[0].run_id, pair[1].run_id), known)
+                 for pair in pairs[(label, group, c.after.created)].values() if pair]
         out.setdefault(label, []).append(history.GroupChange(
             group, c, len(hosts), history.moved_with(c, {h: s.changes for h, s in
                                                         hosts.items()}),
