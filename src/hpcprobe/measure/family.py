@@ -220,9 +220,6 @@ class Scaling:
     prefix: str = ""
     rate: Callable[[list[Metric]], tuple[list[float], str] | None] | None = None
 
-    def takes(self, name: str) -> bool:
-        return name in self.metrics or bool(self.prefix) and name.startswith(self.prefix)
-
 
 @dataclass(frozen=True)
 class Sized:
