@@ -45,10 +45,9 @@ def _by_figure(cols: list[Columns]) -> dict[tuple[str, str], Columns]:
 def _same_as_the_figures(st: Store, where: Selection | None = None) -> None:
     """The kept series (read twice: built, then as kept) hold what the figures give."""
     for bench, name, params in FIGURES:
-        plain = {k: v for k, v in params.items()}
-        want = _by_figure(Store.series_across(st, bench, name, where, plain))
+        want = _by_figure(Store.series_across(st, bench, name, where, params))
         for _ in range(2):
-            got = _by_figure(st.series_across(bench, name, where, plain))
+            got = _by_figure(st.series_across(bench, name, where, params))
             assert got == want and got
 
 

@@ -11,6 +11,7 @@ import sys
 from collections.abc import Sequence
 
 from hpcprobe import __version__, commands, native, registry
+from hpcprobe.commands import runargs
 from hpcprobe.commands.base import Parser
 from hpcprobe.common.errors import ERROR_PREFIX, EXIT_INTERRUPTED, HpcprobeError, OptionError
 
@@ -44,10 +45,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     _stacks_on_usr1()
     given = list(sys.argv[1:] if argv is None else argv)
     # `hpcprobe app NAME [OPTIONS] -- COMMAND ARGS...`: what follows -- is the command, as is
-    after = given.index("--") if "--" in given else len(given)
+    own, command = runargs.split_command(given)
     parser = build_parser()
-    args = parser.parse_args(given[:after])
-    args.after_dashes = given[after + 1:]
+    args = parser.parse_args(own)
+    args.after_dashes = command
     if "--" in given and not args.takes_command:
         takers = sorted(s.name for s in commands.commands() if s.takes_command)
         parser.error(f"`--` and what follows it: only {', '.join(takers)} take a command "

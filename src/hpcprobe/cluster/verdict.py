@@ -27,6 +27,7 @@ from hpcprobe.common.bulk import bulk
 from hpcprobe.common.names import natural
 from hpcprobe.common.stats import median_ci_ranks
 from hpcprobe.machine import sentinel, steal
+from hpcprobe.measure.family import Scaling
 from hpcprobe.results.findings import HEALTH, of_kind
 from hpcprobe.results.model import Metric, Run
 
@@ -691,7 +692,7 @@ def _scaling(campaign_runs: list[Run], v: Verdict) -> None:
 WorkRates = Mapping[str, Callable[[list[Metric]], tuple[list[float], str] | None]]
 
 
-def work_rates(scalings: Mapping[str, Any]) -> dict[str, Any]:
+def work_rates(scalings: Mapping[str, Scaling]) -> WorkRates:
     """The work rates of these families' Scaling capabilities, where they declare one."""
     return {f: s.rate for f, s in scalings.items() if s.rate is not None}
 

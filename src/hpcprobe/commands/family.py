@@ -56,11 +56,11 @@ def check(fam: Family, argv: Sequence[str]) -> runargs.Checked:
     checked as the command checks itself, without running it: a UserError where it refuses."""
     own = fam.capability(Command)
     assert own is not None
-    after = list(argv).index("--") if "--" in argv else len(argv)
+    given, command = runargs.split_command(argv)
     p = CheckingParser(prog=f"hpcprobe {fam.name}")
     _setup(fam, own, p)
-    a = p.parse_args(argv[:after])
-    a.command, a.after_dashes = fam.name, list(argv[after + 1:])
+    a = p.parse_args(given)
+    a.command, a.after_dashes = fam.name, command
     try:
         c = runargs.checked(a, _families(fam, a))
     except OptionError as exc:

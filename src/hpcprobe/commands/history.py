@@ -104,11 +104,11 @@ def _read(store: Store, label: str, what: Metric | tuple[str, str, dict[str, str
         if not cols:
             return []
     series = _series(label, bench, cols, reasons)
-    search(store, series)
+    _search(store, series)
     return series
 
 
-def search(store: Store, series: list[views.Series]) -> None:
+def _search(store: Store, series: list[views.Series]) -> None:
     """The change points of every series: as kept in the store where its values are those it
     was searched with, else searched (on the node's CPUs where many) and kept."""
     import hashlib
@@ -212,7 +212,7 @@ def campaign(store: Store, runs: list[Run], inside: set[str], last: int = RECENT
                               reasons)
         except UserError:  # figures the verdict's params do not tell apart: no history
             continue
-    search(store, series)
+    _search(store, series)
     hardware = _hardware(store, series)
     groups = _group_changes(store, series, hardware)
     found: dict[str, list[tuple[str, history.Change]]] = {}

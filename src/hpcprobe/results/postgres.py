@@ -42,6 +42,7 @@ class PostgresStore(SqlStore):
     # planner wants params itself from the table), and counting a year of a fleet's figures
     # read the table a row each: 1 s a figure
     figure_match = "m.params_md5 = md5(?)"
+    params_key = "params_md5"
     own_migrations = {6: ("ALTER TABLE metrics ADD COLUMN params_md5 TEXT GENERATED ALWAYS AS "
                           "(md5(params)) STORED",
                           "CREATE INDEX IF NOT EXISTS metrics_figure_md5 ON metrics(benchmark, "
@@ -95,19 +96,6 @@ class PostgresStore(SqlStore):
 
     def transaction(self) -> AbstractContextManager[Any]:
         return self.conn.transaction()  # type: ignore[no-any-return]
-
-    def _distinct_params(self, benchmark: str, name: str) -> list[str]:
-        """The distinct params texts of a metric, one seek each in the index by their digest
-        (DISTINCT reads every row of the metric: a year of a thousand nodes' runs)."""
-        out: list[str] = []
-        sql = ("SELECT params_md5, params FROM metrics WHERE benchmark = ? AND name = ?{} "
-               "ORDER BY params_md5 LIMIT 1")
-        row = self._execute(sql.format(""), [benchmark, name]).fetchone()
-        while row is not None:
-            out.append(row[1])
-            row = self._execute(sql.format(" AND params_md5 > ?"),
-                                [benchmark, name, row[0]]).fetchone()
-        return out
 
     @contextmanager
     def briefly(self) -> Iterator[None]:

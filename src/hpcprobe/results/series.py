@@ -12,6 +12,8 @@ import json
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import groupby
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -95,11 +97,8 @@ def update(kept: dict[str, Kept], fresh: dict[str, Columns]
 
 def columns_of(params: dict[str, Any], rows: Iterable[Row]) -> dict[str, Columns]:
     """Host -> its columns, from rows ordered by host and time."""
-    hosts: dict[str, list[Row]] = {}
-    for r in rows:
-        hosts.setdefault(r[0], []).append(r)
     out = {}
-    for host, got in hosts.items():
+    for host, got in groupby(rows, key=itemgetter(0)):
         _, runs, created, tags, med, lo, hi, unit, better = zip(*got, strict=True)
         out[host] = Columns(host, unit[0], better[0], params, runs, created, tags, med, lo, hi)
     return out

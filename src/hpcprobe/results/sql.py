@@ -357,11 +357,22 @@ class SqlStore(Store):
         return [ps for ps in self._distinct_params(benchmark, name)
                 if all(f"{i}," in ps or ps.endswith(f"{i}}}") for i in items)]
 
+    #: the column a metric's params texts are ordered by in its index (see _distinct_params)
+    params_key = "params"
+
     def _distinct_params(self, benchmark: str, name: str) -> list[str]:
-        """The distinct params texts of a metric."""
-        return [ps for (ps,) in self._execute(
-            "SELECT DISTINCT m.params FROM metrics m WHERE m.benchmark = ? AND m.name = ?",
-            [benchmark, name])]
+        """The distinct params texts of a metric, one seek each in the index that orders them
+        by `params_key` (DISTINCT reads every row of the metric: 0.5 s a year of a thousand
+        nodes)."""
+        out: list[str] = []
+        sql = (f"SELECT {self.params_key}, params FROM metrics WHERE benchmark = ? AND name = ?"
+               f"{{}} ORDER BY {self.params_key} LIMIT 1")
+        row = self._execute(sql.format(""), [benchmark, name]).fetchone()
+        while row is not None:
+            out.append(row[1])
+            row = self._execute(sql.format(f" AND {self.params_key} > ?"),
+                                [benchmark, name, row[0]]).fetchone()
+        return out
 
     @bulk()
     def figures_across(self, benchmark: str, name: str, where: Selection | None = None,

@@ -31,17 +31,6 @@ class SqliteStore(SqlStore):
     own_migrations = {4: ("CREATE INDEX IF NOT EXISTS metrics_figure ON metrics(benchmark, name, "
                           "params, run_id, seq, unit, better, median, ci_low, ci_high)",)}
 
-    def _distinct_params(self, benchmark: str, name: str) -> list[str]:
-        """The distinct params texts of a metric, one seek each in metrics_figure (DISTINCT
-        reads every entry of the metric: 0.5 s a year of a thousand nodes)."""
-        out: list[str] = []
-        sql = "SELECT min(params) FROM metrics WHERE benchmark = ? AND name = ?"
-        row = self._execute(sql, [benchmark, name]).fetchone()
-        while row is not None and row[0] is not None:
-            out.append(row[0])
-            row = self._execute(sql + " AND params > ?", [benchmark, name, row[0]]).fetchone()
-        return out
-
     fresh = False  # this open created the file
     closed = False
 
