@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import partial
+from pathlib import Path
 from typing import Any, TypeVar
 
 from hpcprobe.analysis import verdict
@@ -14,7 +15,7 @@ from hpcprobe.analysis.verdict import Picker, Reference, Verdict
 from hpcprobe.common.errors import UserError
 from hpcprobe.families import FAMILIES
 from hpcprobe.machine.topology import Topology
-from hpcprobe.measure import runner, scaling
+from hpcprobe.measure import runner, scaling, schema
 from hpcprobe.measure.family import (
     Check,
     Default,
@@ -145,6 +146,14 @@ def not_joined() -> NotJoined:
                if s.derived or f.capability(Derives) is not None}
     return NotJoined({**{f.name: f.metrics.not_joined for f in FAMILIES.values()},
                       **{s.benchmark: s.not_joined for s in SUMMARIES}}, derived=frozenset(derived))
+
+
+def generated(root: Path) -> dict[Path, str]:
+    """What is generated from the declarations (the result schema the package ships, the docs'
+    table of figures), by the path it is kept at under a checkout's `root`."""
+    every = list(FAMILIES.values())
+    return {root / "src" / "hpcprobe" / "results" / schema.SCHEMA_FILE: schema.schema_text(every),
+            root / schema.FIGURES_FILE: schema.figures_text(every)}
 
 
 def hardware_labels(provenance: Mapping[str, Any]) -> list[str]:

@@ -106,6 +106,11 @@ class Row:
         return self.headline.metric.summary.median / self.expected.value - 1.0
 
 
+#: The marks a figure's judgement may have, worst first as the verdict counts them (every
+#: view and export reads them here)
+MARKS = ("below", "ok", "not judged", "above ceiling")
+
+
 @dataclass(frozen=True)
 class Verdict:
     rows: list[Row]

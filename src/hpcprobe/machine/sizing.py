@@ -20,6 +20,12 @@ ELEM_QUANTUM = 64
 SWEEP_QUANTUM = ELEM_QUANTUM * kernels.ELEMENT_BYTES * 6
 
 
+#: What level_of says, as a JSON Schema (the result schema's, for every figure with a level)
+LEVEL_VALUES = {"type": "string", "pattern": "^(L[1-5]|past-(L[1-5]|LLC)|DRAM)$"}
+#: A working set's size in bytes, as a JSON Schema
+SIZE_VALUES = {"type": "integer", "minimum": 1}
+
+
 #: DRAM working set as a multiple of the last-level cache serving the team (STREAM's rule).
 DRAM_FACTOR = 4
 

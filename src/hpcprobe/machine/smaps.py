@@ -30,6 +30,10 @@ def mapping_pages(smaps: str, addr: int) -> tuple[int, int] | None:
     return (rss, huge) if inside else None
 
 
+#: What page_label says, as a JSON Schema (the result schema's for a figure's page size)
+PAGE_SIZE_VALUES = {"type": "string", "pattern": "^([0-9]+(KiB|MiB|GiB)|mixed)$"}
+
+
 def page_label(rss: int, huge: int, base_page: int, huge_page: int) -> tuple[str, float]:
     """The page size to state for a mapping, and the fraction of it in huge pages: the huge page
     size only when every resident byte is in huge pages, the base size when none is, else

@@ -283,15 +283,32 @@ class Headlines:
 
 
 @dataclass(frozen=True)
+class Params:
+    """Params a family's figures carry: each figure named in `names` (every figure of the
+    family when empty) has the `required` ones; `values` says what a param's value may be (a
+    JSON Schema). The result schema's part for the family is generated from these."""
+
+    required: tuple[str, ...]
+    names: tuple[str, ...] = ()
+    values: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
+#: Values of params, as JSON Schemas, that several families share
+COUNT = {"type": "integer", "minimum": 1}
+TEXT = {"type": "string"}
+
+
+@dataclass(frozen=True)
 class Metrics:
     """What a family emits: its metrics (name, unit, direction), the params that say where or
     how a figure was taken rather than what it is (compare ignores them when it joins metrics
-    across runs), and, for a family whose metrics the user names (an application's `app:NAME`),
-    the prefix every such metric starts with."""
+    across runs), for a family whose metrics the user names (an application's `app:NAME`),
+    the prefix every such metric starts with, and the params its figures carry."""
 
     specs: tuple[MetricSpec, ...] = ()
     not_joined: frozenset[str] = frozenset()
     open_prefix: str | None = None
+    params: tuple[Params, ...] = ()
 
     def declares(self, m: Metric) -> bool:
         """Whether it declared this metric with its unit and direction."""

@@ -13,13 +13,12 @@ import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
-from hpcprobe.analysis.verdict import Verdict
+from hpcprobe.analysis.health import EXIT
+from hpcprobe.analysis.verdict import MARKS, Verdict
 from hpcprobe.results.model import Run
 
-#: The marks of a figure's verdict (views.verdict shows the same)
-MARKS = ("ok", "below", "not judged", "above ceiling")
-#: A check's outcomes (analysis.health)
-OUTCOMES = ("pass", "fail", "cannot judge")
+#: A check's outcomes
+OUTCOMES = tuple(EXIT)
 #: Unit parts as Prometheus's naming spells them (base units, spelled out, snake_case)
 _PREFIX = {"k": "kilo", "M": "mega", "G": "giga", "T": "tera", "P": "peta"}
 _BASE = {"B": "bytes", "FLOP": "flops", "Hz": "hertz", "s": "seconds", "ns": "nanoseconds",

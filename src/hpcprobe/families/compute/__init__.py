@@ -5,14 +5,17 @@ from __future__ import annotations
 
 from hpcprobe.families.compute import bench, views
 from hpcprobe.measure.family import (
+    COUNT,
     Check,
     Default,
     Family,
     Headlines,
     Metrics,
     MetricSpec,
+    Params,
     specs,
 )
+from hpcprobe.native.peak import OPS, PRECISIONS
 
 FAMILY = Family(
     "compute", "peak FLOP/s per ISA and precision against a measured-clock model, core scaling",
@@ -23,6 +26,11 @@ FAMILY = Family(
                      MetricSpec("peak_fraction", "%", derived=True),
                      *specs("GHz", "higher", "clock", "clock_after", "scaling_cur_freq")),
                     frozenset({"cpus", "model_source", "microarch", "flops_per_cycle",
-                               "clock_load", "clock_side"})),
+                               "clock_load", "clock_side"}),
+                    params=(Params(("placement", "cpus")),
+                            Params(("isa", "precision", "op", "threads", "width_bits"),
+                                   ("peak", "peak_model", "peak_fraction"),
+                                   {"precision": {"enum": list(PRECISIONS)},
+                                    "op": {"enum": list(OPS)}, "threads": COUNT}))),
     views=(views.tables,), capabilities=(Headlines(views.headlines), Default(probe=True),
                                    Check(bench.check_options)))

@@ -4,7 +4,19 @@ DRAM and the STREAM ladder over thread counts, ordinary and non-temporal stores.
 from __future__ import annotations
 
 from hpcprobe.families.memory import bench, views
-from hpcprobe.measure.family import Check, Default, Family, Headlines, Metrics, specs
+from hpcprobe.machine.sizing import LEVEL_VALUES, SIZE_VALUES
+from hpcprobe.measure.family import (
+    COUNT,
+    TEXT,
+    Check,
+    Default,
+    Family,
+    Headlines,
+    Metrics,
+    Params,
+    specs,
+)
+from hpcprobe.native.kernels import KERNELS
 
 FAMILY = Family(
     "memory", "memory bandwidth: cache sweep and DRAM STREAM", bench.MemoryOptions, bench.run,
@@ -12,6 +24,13 @@ FAMILY = Family(
     metrics=Metrics((*specs("GB/s", "higher", "bandwidth"),
                      # the same traffic counted with the write-allocate reads
                      *specs("GB/s", "higher", "bandwidth_write_allocate", derived=True)),
-                    frozenset({"cpus", "binding"})),
+                    frozenset({"cpus", "binding"}),
+                    params=(Params(("kernel", "threads", "placement", "size_bytes", "level",
+                                    "stores", "isa", "cpus"),
+                                   values={"kernel": {"enum": list(KERNELS)}, "threads": COUNT,
+                                           "placement": TEXT, "size_bytes": SIZE_VALUES,
+                                           "level": LEVEL_VALUES,
+                                           "stores": {"enum": ["regular", "nt"]},
+                                           "isa": TEXT, "cpus": TEXT}),)),
     views=(views.tables,), figures=(views.figures,),
     capabilities=(Default(probe=True), Headlines(views.headlines), Check(bench.check_options)))

@@ -4,12 +4,19 @@ loop shapes, built with and run by the MPI found, out of process."""
 from __future__ import annotations
 
 from hpcprobe.families.mpi import bench, views
-from hpcprobe.measure.family import Command, Default, Family, Headlines, Metrics, Sized
+from hpcprobe.measure.family import Command, Default, Family, Headlines, Metrics, Params, Sized
+from hpcprobe.mpi.launchers import LAUNCHERS
 
 FAMILY = Family(
     "mpi", "MPI point-to-point, message rate, collectives and halo exchange (OSU conventions), "
     "out of process", bench.MpiOptions, bench.run, settings=bench.SETTINGS, plan=bench.labels,
-    metrics=Metrics(bench.METRICS, frozenset({"cpus", "binding", "hosts", "mpi", "launcher"})),
+    metrics=Metrics(bench.METRICS, frozenset({"cpus", "binding", "hosts", "mpi", "launcher"}),
+                    params=(Params(("size_bytes", "ranks", "pairs", "launcher", "placement",
+                                    "cpus", "binding", "mpi"),
+                                   values={"size_bytes": {"type": "integer", "minimum": 0},
+                                           "ranks": {"type": "integer", "minimum": 2},
+                                           "pairs": {"type": "integer", "minimum": 0},
+                                           "launcher": {"enum": list(LAUNCHERS)}}),)),
     views=(views.tables,), figures=(views.figures,),
     capabilities=(Headlines(views.headlines), Default(), Command(
         help="MPI tests with OSU conventions, or `mpi info`",

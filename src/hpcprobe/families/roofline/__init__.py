@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hpcprobe.families.roofline import derive, views
-from hpcprobe.measure.family import Derives, Family, Metrics, MetricSpec
+from hpcprobe.measure.family import Derives, Family, Metrics, MetricSpec, Params
 
 
 @dataclass(frozen=True)
@@ -20,5 +20,6 @@ FAMILY = Family(
     metrics=Metrics((MetricSpec("compute_ceiling", "GFLOP/s"),
                      MetricSpec("bandwidth_ceiling", "GB/s"), MetricSpec("ridge_point", "FLOP/B"),
                      MetricSpec("port_ceiling", "GB/s")),
-                    frozenset({"cpus", "bytes_per_cycle", "source", "size_bytes"})),
+                    frozenset({"cpus", "bytes_per_cycle", "source", "size_bytes"}),
+                    params=(Params(("threads",)),)),
     views=(views.tables,), figures=(views.figures,), capabilities=(Derives(derive.derive),))

@@ -1,0 +1,87 @@
+"""The result schema and the table of figures are generated from the families' declarations:
+the files kept are what the declarations make, every declared figure passes the schema, and a
+figure nobody declared is refused."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from hpcprobe import registry
+from hpcprobe.families import FAMILIES
+from hpcprobe.measure.family import Family, MetricSpec
+from hpcprobe.results import model
+
+ROOT = Path(__file__).resolve().parent.parent
+SPECS = [(f, s) for f in FAMILIES.values() for s in f.metrics.specs]
+
+
+def test_the_kept_files_are_what_the_declarations_make() -> None:
+    for path, text in registry.generated(ROOT).items():
+        assert path.read_text() == text, f"{path} is stale: run scripts/generate.py"
+    # the package validates against the file it ships, which is that one
+    assert model.schema() == registry.schema.generate(FAMILIES.values())
+
+
+def test_the_generator_says_what_is_stale(tmp_path: Path) -> None:
+    r = subprocess.run([sys.executable, str(ROOT / "scripts" / "generate.py"), "--check"],
+                       capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+
+
+def _errors(metric: dict) -> list[jsonschema.ValidationError]:
+    schema = model.schema()
+    doc_schema = {**schema, "$ref": "#/$defs/metric"}
+    for key in ("required", "properties", "if", "then", "else", "type"):
+        doc_schema.pop(key, None)
+    return list(jsonschema.Draft202012Validator(doc_schema).iter_errors(metric))
+
+
+def _metric(benchmark: str, s: MetricSpec, params: dict | None = None) -> dict:
+    return {"benchmark": benchmark, "name": s.name, "unit": s.unit, "better": s.better,
+            "params": params or {}, "samples": [1.0],
+            "summary": {"n": 1, "min": 1.0, "median": 1.0, "mean": 1.0, "max": 1.0,
+                        "ci95": [1.0, 1.0]}}
+
+
+@pytest.mark.parametrize("family,spec", SPECS, ids=[f"{f.name}.{s.name}.{s.unit}"
+                                                     for f, s in SPECS])
+def test_every_declared_figure_passes_but_for_its_params(family: Family,
+                                                        spec: MetricSpec) -> None:
+    """A figure as declared (name, unit, direction) is refused for nothing but the params it
+    lacks: the schema never refuses what a family may emit (roofline.port_ceiling was)."""
+    bad = [e for e in _errors(_metric(family.name, spec))
+           if list(e.absolute_path)[:1] != ["params"]]
+    assert not bad, [e.message for e in bad]
+    required = {k for p in family.metrics.params if not p.names or spec.name in p.names
+                for k in p.required}
+    missing = {e.message.split("'")[1] for e in _errors(_metric(family.name, spec))
+               if e.validator == "required"}
+    assert missing == required
+
+
+@pytest.mark.parametrize("change", [{"name": "port_ceiling_x"}, {"unit": "MB/s"},
+                                    {"better": "lower"}])
+def test_a_figure_not_declared_is_refused(change: dict) -> None:
+    roofline = FAMILIES["roofline"]
+    spec = next(s for s in roofline.metrics.specs if s.name == "port_ceiling")
+    assert not _errors(_metric("roofline", spec, {"threads": 2}))
+    assert _errors({**_metric("roofline", spec, {"threads": 2}), **change})
+
+
+def test_an_open_family_takes_its_prefix_only() -> None:
+    app = next(f for f in FAMILIES.values() if f.metrics.open_prefix)
+    prefix = app.metrics.open_prefix
+    spec = MetricSpec(f"{prefix}rating", "GFLOP/s")
+    assert not _errors(_metric(app.name, spec))
+    assert _errors(_metric(app.name, MetricSpec("rating", "GFLOP/s")))
+
+
+def test_the_table_of_figures_lists_every_declared_figure() -> None:
+    table = (ROOT / "docs" / "figures.md").read_text()
+    for f, s in SPECS:
+        assert f"| {f.name} | `{s.name}` | {s.unit} |" in table
