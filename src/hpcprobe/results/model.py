@@ -141,13 +141,12 @@ def _check_values(doc: dict[str, Any], source: str) -> None:
 
 @cache
 def _validator() -> Any:
-    """The schema's validator, checked and built once (not once per document)."""
+    """The schema's validator, built once (not once per document). The schema itself is
+    checked by the suite (checking it here cost a second a command)."""
     import jsonschema
 
     s = schema()
-    cls = jsonschema.validators.validator_for(s)
-    cls.check_schema(s)
-    return cls(s)
+    return jsonschema.validators.validator_for(s)(s)
 
 
 def write_json(run: Run, path: str | os.PathLike[str]) -> None:
