@@ -390,3 +390,27 @@ def test_drain_reasons_keep_under_slurms_line():
                                  "200 Gb/s" for i in range(8)])
     assert reason.startswith("hpcprobe: port mlx5_0/1") and len(reason) <= check.REASON_MAX
     assert reason.endswith("...")
+
+
+@pytest.mark.parametrize("euid", [0, 1000])
+def test_the_counters_default_directory_is_made(tmp_path, monkeypatch, capsys, euid):
+    """The documented hook calls `check` with no --counters: its default directory (root's
+    /var/lib/hpcprobe, a user's state directory) is made, not a usage error on a fresh node
+    (which, as a prolog, would drain every node); --help names the default used."""
+    from hpcprobe import cli
+
+    monkeypatch.setattr(check, "ROOT_STATE", tmp_path / "var-lib" / "hpcprobe")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.setattr(os, "geteuid", lambda: euid)
+    expected = (tmp_path / "var-lib" / "hpcprobe" if euid == 0 else
+                tmp_path / "state" / "hpcprobe") / "check-counters.json"
+    assert cli.main(["check", "--state-only", "--no-store"]) in (0, 3)
+    assert expected.is_file()
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        cli.main(["check", "--help"])
+    assert str(expected) in "".join(capsys.readouterr().out.split())  # wrapped by argparse
+    # a default that cannot be made is one line, before anything is read
+    monkeypatch.setenv("XDG_STATE_HOME", "/proc/hpcprobe-test")
+    monkeypatch.setattr(check, "ROOT_STATE", Path("/proc/hpcprobe-test"))
+    assert cli.main(["check", "--state-only", "--no-store"]) == 2

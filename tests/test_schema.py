@@ -13,8 +13,9 @@ import pytest
 
 from hpcprobe import registry
 from hpcprobe.families import FAMILIES
-from hpcprobe.measure.family import Family, MetricSpec
+from hpcprobe.measure.family import CAPABILITIES, Family, MetricSpec
 from hpcprobe.results import model
+from hpcprobe.views import prometheus
 
 ROOT = Path(__file__).resolve().parent.parent
 SPECS = [(f, s) for f in FAMILIES.values() for s in f.metrics.specs]
@@ -85,3 +86,26 @@ def test_the_table_of_figures_lists_every_declared_figure() -> None:
     table = (ROOT / "docs" / "figures.md").read_text()
     for f, s in SPECS:
         assert f"| {f.name} | `{s.name}` | {s.unit} |" in table
+
+
+def test_every_capability_is_declared_and_documented() -> None:
+    """A family's modes are the capabilities measure/family.py lists, and docs/design.md's
+    table says what each is (a capability added without a row, or a family declaring an object
+    that is none, fails here)."""
+    design = (ROOT / "docs" / "design.md").read_text()
+    for kind in CAPABILITIES:
+        assert f"| `{kind.__name__}(" in design, f"docs/design.md has no row for {kind.__name__}"
+    for f in FAMILIES.values():
+        for c in f.capabilities:
+            assert isinstance(c, CAPABILITIES), (f.name, c)
+
+
+def test_every_declared_unit_has_a_prometheus_name() -> None:
+    """Each unit a family declares is spelled out by the Prometheus export's own table, never
+    by its fallback (a sanitised guess)."""
+    for _, s in SPECS:
+        parts = s.unit.split("/")
+        for part in parts:
+            assert part in prometheus._BASE or (
+                len(part) > 1 and part[0] in prometheus._PREFIX and part[1:] in prometheus._BASE
+            ), f"{s.unit}: {part!r} has no Prometheus name"

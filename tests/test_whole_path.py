@@ -300,3 +300,27 @@ def test_the_checking_families_are_modelled() -> None:
     or the node probe must join MODELLED (or bring its own stand-in) in the same change."""
     assert set(registry.capable(Check)) <= set(MODELLED)
     assert {n for n, d in registry.capable(Default).items() if d.probe} <= set(MODELLED)
+
+
+def test_a_run_the_store_refuses_says_so_and_claims_nothing(tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    """What lost every run on AMD EPYC (a figure the schema refused): the verdict is shown, the
+    refusal said in one line, and nothing claims that later runs are judged against it."""
+    node = NODES[-1]
+    refusal = "result: not an hpcprobe result at metrics/611/name: 'port_ceiling' is not one of"
+    real = model.validate
+
+    def stale(doc: dict, source: str = "result") -> None:
+        if any(m["name"] == "port_ceiling" or m["benchmark"] == "memory" for m in doc["metrics"]):
+            raise UserError(refusal)
+        real(doc, source)
+
+    monkeypatch.setattr(model, "validate", stale)
+    db = tmp_path / "s.sqlite"
+    with as_node(node, tmp_path / "trees"):
+        said = hp("run", "memory", "--quick", "--db", db)
+    assert said.code == 1
+    assert "Verdict:" in said.out and "judged against this one" not in said.out
+    assert "not stored" in said.out and refusal in said.err
+    assert not db.exists()

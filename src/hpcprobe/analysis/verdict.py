@@ -117,6 +117,8 @@ class Verdict:
     reference: Reference | None
     #: what the host's history says of its figures (recent change points), one line each
     history: list[str] = field(default_factory=list)
+    #: whether the run is kept, so that later runs are judged against it
+    kept: bool = True
 
     def marked(self, mark: str) -> list[Row]:
         return [r for r in self.rows if r.mark == mark]

@@ -55,8 +55,13 @@ EXIT_SLURM = 4
 TMP_FREE = "1GiB"
 
 
+#: Where root keeps the check's state (the counters file); a user keeps it in
+#: $XDG_STATE_HOME/hpcprobe
+ROOT_STATE = Path("/var/lib/hpcprobe")
+
+
 def _counters_default() -> str:
-    base = Path("/var/lib/hpcprobe") if os.geteuid() == 0 else \
+    base = ROOT_STATE if os.geteuid() == 0 else \
         Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local" / "state")) / "hpcprobe"
     return str(base / "check-counters.json")
 
@@ -121,6 +126,8 @@ def _inputs(a: argparse.Namespace) -> Checked:
     if not sysfs.is_dir():
         raise UserError(f"--sysfs {a.sysfs}: no such directory")
     files.check_outputs((a.json, "--json"), (a.prometheus, "--prometheus"))
+    if a.counters == _counters_default():
+        files.default_directory(a.counters, "--counters")
     files.check_writable(a.counters, "--counters")
     if a.slurm and shutil.which("scontrol") is None:
         raise UserError("--slurm: scontrol is not on PATH (Slurm's client commands)")

@@ -125,7 +125,9 @@ def keep(run: results.Run, out: Outputs, store: Store | None,
     is refused as a user's mistake; where something failed (`app foo -- false`), its errors
     say why and the command fails."""
     shown = console(out.piped)
-    judged = out.against.verdict(run, store)
+    # a document the store would refuse is said before the verdict claims it is kept
+    invalid = _refused(run) if store is not None else None
+    judged = replace(out.against.verdict(run, store), kept=store is not None and not invalid)
     terminal.render(run, shown, registry.views(), console(stderr=True), judged, out.details)
     unwritten = _document(run, out, shown, keep_going=store is not None)
     if out.empty_refused and not run.metrics:
@@ -139,6 +141,11 @@ def keep(run: results.Run, out: Outputs, store: Store | None,
             return judged
         raise UserError("nothing was measured: every benchmark asked for was skipped (the "
                         "warnings above say why); the run is not stored")
+    if invalid is not None:
+        assert store is not None
+        store.close()
+        raise HpcprobeError(f"{invalid}; the run is not stored (a bug of hpcprobe's: please "
+                            "report it with the line above)")
     if store is not None:
         _store(run, out, store, parts, shown, documented=bool(out.json) and not unwritten)
     _pages(run, out, shown, stored=store is not None, judged=judged)
@@ -146,6 +153,15 @@ def keep(run: results.Run, out: Outputs, store: Store | None,
         raise type(unwritten)(f"{unwritten}; the run is stored as {run.run_id} "
                               f"(`hpcprobe show {run.run_id} --json` prints its document)")
     return judged
+
+
+def _refused(run: results.Run) -> HpcprobeError | None:
+    """Why the store would refuse the run's document, or None."""
+    try:
+        results.validate(run.to_dict())
+    except HpcprobeError as exc:
+        return exc
+    return None
 
 
 def _document(run: results.Run, out: Outputs, shown: Any,

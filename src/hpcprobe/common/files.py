@@ -62,6 +62,18 @@ def check_writable(path: str | os.PathLike[str], option: str) -> Path:
     return target
 
 
+def default_directory(path: str | os.PathLike[str], option: str) -> None:
+    """Create the directory of an output's default path (as root /var/lib/hpcprobe, else the
+    user's state directory), or refuse in one line, before any work is done: a default that
+    does not exist yet is no mistake of the user's."""
+    parent = Path(path).parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UserError(f"{option} {path}: cannot create its directory {parent} "
+                        f"({exc.strerror}); give {option} a writable path") from exc
+
+
 def check_outputs(*outputs: tuple[str | os.PathLike[str] | None, str]) -> None:
     """check_writable for each output asked for ((path or None, its option)), and refuse more
     than one on standard output, where their documents would run together."""

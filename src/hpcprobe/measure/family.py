@@ -282,6 +282,11 @@ class Headlines:
     pick: Picker
 
 
+#: Every capability a family may declare (its modes); docs/design.md's table lists each
+CAPABILITIES: tuple[type, ...] = (Default, Derives, Command, Scaling, Sized, Peer, OtherDevice,
+                                  Inventory, Check, Health, Headlines, Predicts)
+
+
 @dataclass(frozen=True)
 class Params:
     """Params a family's figures carry: each figure named in `names` (every figure of the
@@ -340,8 +345,7 @@ class Family:
     metrics: Metrics = Metrics()
     views: tuple[View, ...] = ()  # tables and text of one run (terminal and HTML)
     figures: tuple[Figures, ...] = ()  # plots of one or more runs (HTML report)
-    #: the modes it has: Default, Derives, Check, Health, Command, Scaling, Sized, Peer,
-    #: OtherDevice, Inventory, Headlines, Predicts
+    #: the modes it has: instances of CAPABILITIES
     capabilities: tuple[Any, ...] = ()
 
     def capability(self, kind: type[C]) -> C | None:

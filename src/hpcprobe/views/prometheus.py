@@ -24,7 +24,8 @@ _PREFIX = {"k": "kilo", "M": "mega", "G": "giga", "T": "tera", "P": "peta"}
 _BASE = {"B": "bytes", "FLOP": "flops", "Hz": "hertz", "s": "seconds", "ns": "nanoseconds",
          "us": "microseconds", "µs": "microseconds", "ms": "milliseconds", "%": "percent",
          "bit": "bits", "b": "bits", "op": "operations", "ops": "operations", "IOPS": "iops",
-         "tps": "transactions_per_second"}
+         "tps": "transactions_per_second", "flop": "flops", "tx": "transactions",
+         "messages": "messages", "count": "count", "1": "ratio"}
 
 
 _DOC = {"figure": "a headline figure, the median of its samples",

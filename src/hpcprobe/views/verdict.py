@@ -98,9 +98,12 @@ def _sources(v: Verdict) -> list[str]:
     if v.reference is not None:
         out.append(f"Against {v.reference.source}; not judged where the CI is wider than the "
                    "tolerance, the node moved (its sentinel) or the hypervisor stole time.")
-    else:
+    elif v.kept:
         out.append("No reference yet: the next runs here are judged against this one; "
                    "`hpcprobe reference make RUNS -o ref.toml` writes one to judge others by.")
+    else:
+        out.append("No reference yet, and this run is not stored: no later run is judged "
+                   "against it.")
     unknown = dict.fromkeys(r.headline.ceiling_source for r in v.rows
                             if r.headline.ceiling is None and r.headline.ceiling_source)
     for why in unknown:
