@@ -10,6 +10,13 @@ latency and 1 MiB bandwidth (the first layout).
 Usage: benchmarks/run_to_run.py [--runs 2] [--profile default] [-- extra run options]
 The target of issue 10 is <= 2 % on a quiet machine; a shared VM is not one, so the script also
 prints how far each run's own CI reaches, to tell host noise from sampling noise.
+
+`--levels`: the cache levels' triad instead, run after run in fresh processes as a user types it
+(`hpcprobe run memory --kernel triad --stores regular --threads T --size S --quick`), interleaved
+with likwid-bench's `stream` test of the same size and threads (its own process each time): each
+level's median per run for both tools and their spreads (issue 60's goal: within 3 % at L1 and
+L2 over ten runs, as likwid-bench's). What is chosen once per process (where the arrays land)
+shows here and not in one run's CI.
 """
 
 from __future__ import annotations
@@ -50,12 +57,59 @@ def headlines(run: Run) -> dict[str, Metric | None]:
     }
 
 
+def _spread(xs: list[float]) -> float:
+    return 100 * (max(xs) - min(xs)) / statistics.mean(xs)
+
+
+def levels(runs: int, threads: int) -> int:
+    """The L1 and L2 triad, hpcprobe and likwid-bench interleaved, one fresh process each."""
+    from memory_vs_likwid import SUFFIX, level_sizes, likwid
+    from sidebyside import hpcprobe_json, in_turn, missing
+
+    from hpcprobe import native
+    from hpcprobe.machine import topology
+
+    if missing("likwid-bench"):
+        return 1
+    isa = native.best_isa()
+    test = "stream" + SUFFIX.get(isa, "")
+    sizes = {k: v for k, v in level_sizes(topology.discover(), threads).items()
+             if k in ("L1", "L2")}
+    got: dict[tuple[str, str], list[float]] = {}
+    for r in range(runs):
+        for level, size in sizes.items():
+            for tool in in_turn("likwid-bench", "hpcprobe", r):
+                if tool == "likwid-bench":
+                    gbs = likwid(test, size, threads, 1.0)[0] / 1000
+                else:
+                    doc = hpcprobe_json(["run", "memory", "--kernel", "triad", "--stores",
+                                         "regular", "--threads", str(threads), "--size",
+                                         str(size), "--quick"])
+                    [m] = [Run.from_dict(doc).select("memory", "bandwidth")[0]]
+                    gbs = m.summary.median
+                got.setdefault((level, tool), []).append(gbs)
+        print(f"round {r + 1}/{runs} done", file=sys.stderr)
+    print(f"triad, regular stores, {threads} thread(s), {isa} (likwid-bench {test}); GB/s, "
+          "each run's median")
+    for (level, tool), xs in got.items():
+        print(f"{level:3s} {tool:13s} {sizes[level] // 1024:6d} KiB  median "
+              f"{statistics.median(xs):8.1f}  min {min(xs):8.1f}  max {max(xs):8.1f}  spread "
+              f"{_spread(xs):5.1f}%  " + " ".join(f"{x:.0f}" for x in xs))
+    print("spread = (max - min) / mean over the runs; the goal: <= 3 % at L1 and L2")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--profile", default="default")
+    ap.add_argument("--levels", action="store_true", help="the L1 and L2 triad against "
+                    "likwid-bench, run after run (see the module's help)")
+    ap.add_argument("--threads", type=int, default=2, help="with --levels: the threads")
     ap.add_argument("extra", nargs="*", help="more `hpcprobe run` options (after --)")
     a = ap.parse_args()
+    if a.levels:
+        return levels(a.runs, a.threads)
     exe = str(Path(sys.executable).with_name("hpcprobe"))
     docs = []
     with tempfile.TemporaryDirectory() as tmp:

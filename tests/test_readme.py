@@ -70,6 +70,8 @@ def test_the_first_five_minutes_and_the_fleet(tmp_path: Path,
     against = _ok(hpcprobe("run", "memory", "compute", "--quick", "--against", "ref.toml"),
                   JUDGED)
     assert "ref.toml" in against
+    # a figure too noisy to judge here (steal, a moved node) is CANNOT JUDGE, never a FAIL
     check = hpcprobe("check", "--against", "ref.toml", "--counters", str(counters))
-    _ok(check, JUDGED)
-    assert check.out.startswith(("PASS", "FAIL")) and "ref.toml" in check.out.splitlines()[0]
+    _ok(check, (*JUDGED, 3))
+    assert check.out.startswith(("PASS", "FAIL", "CANNOT JUDGE"))
+    assert "ref.toml" in check.out.splitlines()[0]

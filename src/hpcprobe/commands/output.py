@@ -145,7 +145,7 @@ def keep(run: results.Run, out: Outputs, store: Store | None,
         assert store is not None
         store.close()
         raise HpcprobeError(f"{invalid}; the run is not stored (a bug of hpcprobe's: please "
-                            "report it with the line above)")
+                            "report this line)")
     if store is not None:
         _store(run, out, store, parts, shown, documented=bool(out.json) and not unwritten)
     _pages(run, out, shown, stored=store is not None, judged=judged)

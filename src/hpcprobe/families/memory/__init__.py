@@ -16,6 +16,7 @@ from hpcprobe.measure.family import (
     Params,
     specs,
 )
+from hpcprobe.native import STORES
 from hpcprobe.native.kernels import KERNELS
 
 FAMILY = Family(
@@ -30,7 +31,7 @@ FAMILY = Family(
                                    values={"kernel": {"enum": list(KERNELS)}, "threads": COUNT,
                                            "placement": TEXT, "size_bytes": SIZE_VALUES,
                                            "level": LEVEL_VALUES,
-                                           "stores": {"enum": ["regular", "nt"]},
+                                           "stores": {"enum": list(STORES)},
                                            "isa": TEXT, "cpus": TEXT}),)),
     views=(views.tables,), figures=(views.figures,),
     capabilities=(Default(probe=True), Headlines(views.headlines), Check(bench.check_options)))
