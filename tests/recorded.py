@@ -33,6 +33,7 @@ from hpcprobe.machine import (
     flopmodel,
     links,
     provenance,
+    steal,
     sysinfo,
     topology,
 )
@@ -344,6 +345,8 @@ def recorded(node: Node, mp: pytest.MonkeyPatch) -> Iterator[Topology]:
     mp.setattr(links, "read", partial(links.read, DATA / "links" / node.links
                                       if node.links else NOWHERE))
     mp.setattr(sysinfo, "mem_total_bytes", lambda: topo.memory_bytes)
+    # the hypervisor's steal from this host's CPUs is none of the recorded node's
+    mp.setattr(steal, "read", lambda cpus=None, path="/proc/stat": None)
     # the model has no idle clock for a warm-up to leave: one chain, not half a second of them
     mp.setattr(clock, "warm_up", lambda team, load, seconds=0.0: team.clock_chain(load, 1, 1))
     mp.setattr("socket.gethostname", lambda: node.name)

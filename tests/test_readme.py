@@ -49,6 +49,8 @@ def _ok(r, codes=(0,)) -> str:  # type: ignore[no-untyped-def]
 def test_the_first_five_minutes_and_the_fleet(tmp_path: Path,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    # a store of its own: the suite's other commands leave runs in the shared default one
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     _ok(hpcprobe("topology"))
     first = _ok(hpcprobe("run", "--quick"))
     assert "Verdict:" in first
