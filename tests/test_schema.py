@@ -4,6 +4,7 @@ figure nobody declared is refused."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,9 @@ import jsonschema
 import pytest
 
 from hpcprobe import registry
+from hpcprobe.common.errors import UserError
 from hpcprobe.families import FAMILIES
+from hpcprobe.measure import schema
 from hpcprobe.measure.family import CAPABILITIES, Family, MetricSpec
 from hpcprobe.results import model
 from hpcprobe.views import prometheus
@@ -25,7 +28,7 @@ def test_the_kept_files_are_what_the_declarations_make() -> None:
     for path, text in registry.generated(ROOT).items():
         assert path.read_text() == text, f"{path} is stale: run scripts/generate.py"
     # the package validates against the file it ships, which is that one
-    assert model.schema() == registry.schema.generate(FAMILIES.values())
+    assert model.schema() == schema.generate(FAMILIES.values())
 
 
 def test_the_generator_says_what_is_stale(tmp_path: Path) -> None:
@@ -109,3 +112,16 @@ def test_every_declared_unit_has_a_prometheus_name() -> None:
             assert part in prometheus._BASE or (
                 len(part) > 1 and part[0] in prometheus._PREFIX and part[1:] in prometheus._BASE
             ), f"{s.unit}: {part!r} has no Prometheus name"
+
+
+def test_a_document_found_valid_is_not_checked_again_but_a_changed_one_is() -> None:
+    doc = json.loads((ROOT / "tests" / "data" / "cluster" / "probe-quick.json").read_text())
+    model.validate(doc)
+    model.validate(doc)  # from the memo
+    doc["metrics"][0]["name"] = "no_such_figure"
+    with pytest.raises(UserError, match="no_such_figure"):
+        model.validate(doc)
+    doc["metrics"][0]["name"] = "bandwidth"
+    doc["metrics"][0]["samples"][0] = float("nan")
+    with pytest.raises(UserError, match="finite"):
+        model.validate(doc)

@@ -15,7 +15,7 @@ from hpcprobe.analysis.verdict import Picker, Reference, Verdict
 from hpcprobe.common.errors import UserError
 from hpcprobe.families import FAMILIES
 from hpcprobe.machine.topology import Topology
-from hpcprobe.measure import runner, scaling, schema
+from hpcprobe.measure import runner, scaling
 from hpcprobe.measure.family import (
     Check,
     Default,
@@ -151,6 +151,8 @@ def not_joined() -> NotJoined:
 def generated(root: Path) -> dict[Path, str]:
     """What is generated from the declarations (the result schema the package ships, the docs'
     table of figures), by the path it is kept at under a checkout's `root`."""
+    from hpcprobe.measure import schema  # the generator: for scripts/generate.py and the tests
+
     every = list(FAMILIES.values())
     return {root / "src" / "hpcprobe" / "results" / schema.SCHEMA_FILE: schema.schema_text(every),
             root / schema.FIGURES_FILE: schema.figures_text(every)}

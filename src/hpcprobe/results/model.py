@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -107,8 +108,34 @@ def schema() -> dict[str, Any]:
     return loaded
 
 
+#: Digests of the documents found valid lately: a command checks its run's document before its
+#: verdict, then writes and stores it, and a large node's document takes a second to validate
+_VALID: dict[str, None] = {}
+_VALID_KEPT = 16
+
+
+def _digest(doc: Any) -> str | None:
+    try:
+        text = json.dumps(doc, sort_keys=True, allow_nan=False)
+    except (TypeError, ValueError):  # not JSON (NaN among the samples): validate it
+        return None
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 def validate(doc: dict[str, Any], source: str = "result") -> None:
-    """Raise UserError naming the first place where `doc` breaks the schema."""
+    """Raise UserError naming the first place where `doc` breaks the schema (a document found
+    valid lately is not checked again)."""
+    digest = _digest(doc)
+    if digest is not None and digest in _VALID:
+        return
+    _validate(doc, source)
+    if digest is not None:
+        _VALID[digest] = None
+        while len(_VALID) > _VALID_KEPT:
+            del _VALID[next(iter(_VALID))]
+
+
+def _validate(doc: dict[str, Any], source: str) -> None:
     import jsonschema
 
     version = doc.get("schema_version") if isinstance(doc, dict) else None
