@@ -64,8 +64,11 @@ def family_rules(f: Family) -> dict[str, Any]:
     inner += [{"if": _when(p.names), "then": {"properties": {"params": _params(p)}}}
               if p.names else {"properties": {"params": _params(p)}}
               for p in f.metrics.params]
+    then: dict[str, Any] = {"properties": {"name": _names(f)}}
+    if inner:  # an empty allOf is no valid schema
+        then["allOf"] = inner
     return {"if": {"properties": {"benchmark": {"const": f.name}}, "required": ["benchmark"]},
-            "then": {"properties": {"name": _names(f)}, "allOf": inner}}
+            "then": then}
 
 
 def envelope() -> dict[str, Any]:
