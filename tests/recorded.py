@@ -332,7 +332,6 @@ def recorded(node: Node, mp: pytest.MonkeyPatch) -> Iterator[Topology]:
         if getattr(mod, "__name__", "").startswith("hpcprobe") and \
                 getattr(mod, "Team", None) is real:
             mp.setattr(mod, "Team", team)
-    cpuinfo = (DATA / node.cpuinfo).read_text()
     cpuid = node.cpuid()
     mp.setattr(flopmodel, "read_cpuid", lambda path="/proc/cpuinfo": cpuid)
     mp.setattr(provenance, "cpu_flags", lambda: sorted(cpuid.flags))
@@ -350,7 +349,6 @@ def recorded(node: Node, mp: pytest.MonkeyPatch) -> Iterator[Topology]:
     # the model has no idle clock for a warm-up to leave: one chain, not half a second of them
     mp.setattr(clock, "warm_up", lambda team, load, seconds=0.0: team.clock_chain(load, 1, 1))
     mp.setattr("socket.gethostname", lambda: node.name)
-    assert "model name" in cpuinfo
     yield topo
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import hpcprobe
+from conftest import Result, hpcprobe
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -39,10 +39,10 @@ def test_the_readme_says_what_this_test_runs() -> None:
     assert "make run" in README.read_text() and "make test" in README.read_text()
 
 
-def _ok(r, codes=(0,)) -> str:  # type: ignore[no-untyped-def]
+def _ok(r: Result, codes: tuple[int, ...] = (0,)) -> str:
     assert r.code in codes, f"exit {r.code}\n{r.out}\n{r.err}"
     assert "Traceback" not in r.err, r.err
-    return str(r.out)
+    return r.out
 
 
 @pytest.mark.usefixtures("private_cache")
