@@ -10,6 +10,8 @@ import os
 import re
 import shutil
 import socket
+import subprocess
+import sys
 import uuid
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -382,7 +384,90 @@ def test_slurm_cannot_judge_changes_nothing_and_exits_0(tmp_path):
     r = hpcprobe("check", "--slurm", "--node", "n9", "--state-only", "--no-store", "--sysfs",
                  str(sysfs), "--counters", str(tmp_path / "c.json"), env=env)
     assert r.code == 0 and r.out.startswith("CANNOT JUDGE"), r.out + r.err
-    assert "update" not in log.read_text()  # neither drained nor released
+    assert not log.exists()  # Slurm not even asked: neither drained nor released
+
+
+@pytest.mark.parametrize("status", ["pass", "fail"])
+def test_slurm_that_cannot_show_the_node_never_turns_a_pass_into_a_drain(tmp_path, status):
+    """A pass whose node Slurm cannot show (slurmctld restarting, a timeout) exits 0 and
+    changes nothing; a fail drains all the same (exit 1)."""
+    sysfs = fake_sys(tmp_path / "sys")
+    ref = write_reference(tmp_path / "ref.toml", sysfs)
+    if status == "fail":
+        fake_sys(sysfs, state="1: DOWN")
+    env, log = _fake_scontrol(tmp_path)
+    scontrol = tmp_path / "bin" / "scontrol"
+    scontrol.write_text(scontrol.read_text().replace(
+        '"-o show") echo', '"-o show") echo "slurm_load_node error: Socket timed out" >&2; '
+        'exit 1; echo'))
+    r = hpcprobe("check", "--slurm", "--node", "n9", "--state-only", "--no-store", "--sysfs",
+                 str(sysfs), "--against", str(ref), "--counters", str(tmp_path / "c.json"),
+                 env=env)
+    assert "Traceback" not in r.err and "Socket timed out" in r.err, r.err
+    if status == "pass":
+        assert r.code == 0 and r.out.startswith("PASS"), r.out + r.err
+        assert "update" not in log.read_text()
+    else:
+        assert r.code == 1 and "State=DRAIN Reason=hpcprobe: port" in log.read_text()
+
+
+@pytest.mark.parametrize("content", ['[[reference]]\ncpu = "x"\n', '{"n9": {"counters": {"a"',
+                                     '{"n9": {"counters": {"a": "many"}}}', '[1, 2]'])
+def test_a_counters_file_that_is_not_one_is_refused_and_kept(tmp_path, content):
+    """`--counters` naming the reference (or a damaged counters file) is one line and exit 2
+    before anything is read; the file is left as it was: a baseline reset would forget a rise."""
+    sysfs = fake_sys(tmp_path / "sys")
+    other = tmp_path / "ref.toml"
+    other.write_text(content)
+    r = hpcprobe("check", "--state-only", "--no-store", "--sysfs", str(sysfs), "--counters",
+                 str(other))
+    assert r.code == 2 and r.err.count("\n") == 1 and "not a check's counters file" in r.err
+    assert other.read_text() == content
+
+
+def test_an_empty_sysfs_copy_is_a_usage_error(tmp_path):
+    (tmp_path / "sys").mkdir()
+    r = _check(tmp_path, "--state-only", "--sysfs", str(tmp_path / "sys"))
+    assert r.code == 2 and "--sysfs" in r.err and "empty" in r.err, r.out + r.err
+
+
+@pytest.mark.parametrize("option", ["--json", "--prometheus"])
+def test_an_output_that_cannot_be_written_is_refused_before_the_check(tmp_path, option):
+    """A directory, /proc (root may "access" it, nothing can be made there), an empty path:
+    refused before the node is read, so a passing prolog never ends in exit 2."""
+    sysfs = fake_sys(tmp_path / "sys")
+    for bad in (str(tmp_path), "/proc/hpcprobe-check.out", ""):
+        r = _check(tmp_path, "--state-only", "--sysfs", str(sysfs), option, bad)
+        assert r.code == 2 and r.out == "" and r.err.count("\n") == 1, (bad, r.out, r.err)
+        assert option in r.err and "Traceback" not in r.err
+
+
+def _burn(cpus: set[int]) -> list[subprocess.Popen[bytes]]:
+    """One process spinning on each of these CPUs (stopped by the caller, by their PIDs)."""
+    return [subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, "
+                              f"{{{cpu}}})\nwhile True: pass"]) for cpu in sorted(cpus)]
+
+
+def test_a_busy_node_cannot_be_judged_never_fails(tmp_path):
+    """Other processes on every CPU while the check measures: the figures (half of what an
+    idle node gives, far below the reference) are not judged (node busy), measured again once,
+    and the check cannot judge (exit 3, exit 0 under --slurm): it never fails a node for the
+    load of others."""
+    sysfs = fake_sys(tmp_path / "sys")
+    run = results.read_json(PROBE)
+    heads = {r.headline.key: r.headline for r in registry.judge(run, None).rows}
+    figures = {k: Expected(k, h.label, h.metric.unit, h.metric.better,
+                           1000 * h.metric.summary.median, 0.05, 5) for k, h in heads.items()}
+    ref = write_reference(tmp_path / "ref.toml", sysfs, figures)
+    burners = _burn(os.sched_getaffinity(0))
+    try:
+        r = _check(tmp_path, "--sysfs", str(sysfs), "--against", str(ref))
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    assert r.code == 3 and r.out.startswith("CANNOT JUDGE"), r.out + r.err
+    assert "node busy" in r.out and "Measured again once before judging" in r.out, r.out
 
 
 def test_drain_reasons_keep_under_slurms_line():

@@ -65,8 +65,56 @@ def test_a_full_device_is_one_clear_error_and_stays_a_device(tmp_path):
 def test_a_directory_or_an_unwritable_place_is_refused(tmp_path):
     with pytest.raises(UserError, match="cannot write it"):
         files.atomic_write(tmp_path, b"x", "-o")
-    with pytest.raises(UserError, match="is not writable"):
+    with pytest.raises(UserError, match="cannot write in"):
         files.check_writable(tmp_path / "no" / "such" / "dir.json", "--json")
+    with pytest.raises(UserError, match="a directory; name a file"):
+        files.check_writable(tmp_path, "--json")
+    with pytest.raises(UserError, match="cannot write in /proc"):  # root "may access" /proc
+        files.check_writable("/proc/hpcprobe.json", "--json")
+    with pytest.raises(UserError, match="--json: an empty path"):
+        files.check_writable("", "--json")
+    assert list(tmp_path.iterdir()) == []  # the files made to prove a place are gone
+
+
+def test_a_document_that_may_hold_the_environment_is_private(tmp_path):
+    umask = os.umask(0o022)
+    try:
+        files.atomic_write(tmp_path / "run.json", b"{}", "--json", private=True)
+        files.atomic_write(tmp_path / "report.html", b"<p>", "-o")
+    finally:
+        os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "run.json").stat().st_mode) == 0o640
+    assert stat.S_IMODE((tmp_path / "report.html").stat().st_mode) == 0o644
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="planting another user's link needs root")
+def test_a_link_another_user_planted_in_a_shared_directory_is_never_followed(tmp_path):
+    """As root in a world-writable sticky directory (/tmp), a link that user 4242 made to a
+    file of root's is refused, and the file stays as it was; root's own link is followed (the
+    file it names is replaced), as is a link in a directory that is not shared."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    secret = tmp_path / "shadow"
+    secret.write_text("root's\n")
+    secret.chmod(0o600)
+    link = shared / "run.json"
+    link.symlink_to(secret)
+    os.lchown(link, 4242, 4242)
+    for write in (lambda: files.check_writable(link, "--json"),
+                  lambda: files.atomic_write(link, b"{}", "--json")):
+        with pytest.raises(UserError, match="a symbolic link that user 4242 made in a shared "
+                                            "directory"):
+            write()
+    assert secret.read_text() == "root's\n" and stat.S_IMODE(secret.stat().st_mode) == 0o600
+    os.lchown(link, 0, 0)
+    files.atomic_write(link, b"{}", "--json")
+    assert secret.read_text() == "{}" and link.is_symlink()
+    mine = tmp_path / "mine.json"
+    mine.symlink_to(secret)
+    os.lchown(mine, 4242, 4242)
+    files.atomic_write(mine, b"[]", "--json")  # not a shared directory: followed
+    assert secret.read_text() == "[]"
 
 
 def test_a_pipe_whose_reader_left_is_no_error(tmp_path):

@@ -4,13 +4,19 @@ kept with the run, and a warning where it is large enough to move figures."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 
 from hpcprobe import cli
 from hpcprobe.machine import steal
 from hpcprobe.measure import runner
+from hpcprobe.results import model as results
 
 #: /proc/stat of a 2-CPU guest, then 10 s later: each CPU 1000 jiffies on, 30 of them stolen
 BEFORE = """\
@@ -29,7 +35,7 @@ intr 23456 0 0
 
 def test_the_share_stolen_is_read_per_cpu_from_proc_stat():
     a, b = steal.parse(BEFORE, [0, 1]), steal.parse(AFTER, [0, 1])
-    assert a == steal.Times(60, 2 * 4760) and b == steal.Times(120, 2 * 5760)
+    assert a == steal.Times(60, 2 * 4760, 2 * 720) and b == steal.Times(120, 2 * 5760, 2 * 1670)
     assert steal.share(a, b) == pytest.approx(60 / 2000)
     assert steal.share(steal.parse(BEFORE, [1]), steal.parse(AFTER, [1])) == \
         pytest.approx(0.03)
@@ -40,6 +46,45 @@ def test_a_cpu_without_its_line_or_steal_field_reads_nothing():
     assert steal.parse(BEFORE, [0, 2]) is None  # no cpu2 line (offline)
     assert steal.parse("cpu0 1 2 3 4 5 6 7\n", [0]) is None  # a kernel before steal time
     assert steal.read(path="/nonexistent/stat") is None
+
+
+def test_others_share_is_the_busy_time_this_process_did_not_spend(monkeypatch):
+    """Between the readings each CPU was busy 950 jiffies of 1000 (user, system, softirq);
+    this process spent 1.5 s of the 19 s busy: others used 17.5 of the 20 s."""
+    monkeypatch.setattr(steal.os, "sysconf", lambda name: 100)
+    a, b = steal.parse(BEFORE, [0, 1]), steal.parse(AFTER, [0, 1])
+    assert (a.busy, b.busy) == (2 * 720, 2 * 1670)
+    a, b = replace(a, own=10.0), replace(b, own=11.5)
+    assert steal.others(a, b) == pytest.approx((19.0 - 1.5) / 20.0)
+    assert steal.others(b, replace(b, total=b.total + 20)) is None  # 0.2 s: too short to say
+    assert steal.others(a, replace(b, own=40.0)) == 0.0  # never below nothing
+
+
+def test_a_benchmark_that_shared_its_cpus_with_others_is_not_judged(monkeypatch):
+    """The runner's finding and the verdict's mark, from readings where others used 80 %."""
+    from hpcprobe.analysis import verdict as judged
+    from hpcprobe.results.findings import Finding
+
+    run = results.Run("r1", "2026-11-28T00:00:00+00:00", "h", "quick", ["toy"], {}, {},
+                      findings=[Finding("toy", steal.BUSY, "x", {"percent": 80.0}).to_dict()])
+    assert judged.disturbed(run) == {"toy": "node busy"}
+
+
+def test_other_processes_on_the_cpus_are_read_while_a_benchmark_runs(tmp_path):
+    """Real processes spinning on every CPU of this one for a second and a half: others' share
+    is most of the CPUs' time."""
+    cpus = os.sched_getaffinity(0)
+    before = steal.read()
+    burners = [subprocess.Popen([sys.executable, "-c", f"import os; os.sched_setaffinity(0, "
+                                 f"{{{cpu}}})\nwhile True: pass"]) for cpu in sorted(cpus)]
+    try:
+        time.sleep(1.5)
+        during = steal.read()
+    finally:
+        for b in burners:
+            b.kill()
+            b.wait()
+    assert steal.others(before, during) > steal.OTHERS
 
 
 def test_this_machine_reads_its_own_cpus():

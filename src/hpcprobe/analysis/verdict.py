@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hpcprobe.machine.sentinel import NODE_CHANGED
-from hpcprobe.machine.steal import STEAL
+from hpcprobe.machine.steal import BUSY, STEAL
 from hpcprobe.results.model import Metric, Run
 
 #: The tolerance no reference is tighter than where a family states none: run-to-run changes
@@ -18,8 +18,10 @@ FLOOR = 0.05
 #: A figure above its ceiling by more than this is a finding about the ceiling (or the figure)
 ABOVE_CEILING = 1.01
 #: Findings of the run that leave a benchmark's figures unjudged: another state of the node
-#: (the sentinel moved), the hypervisor's steal
-DISTURBED = (NODE_CHANGED.name, STEAL.name)
+#: (the sentinel moved), the hypervisor's steal, other processes on its CPUs -> the reason in a
+#: few words
+DISTURBED = {NODE_CHANGED.name: "node moved", STEAL.name: STEAL.name,
+             BUSY.name: "node busy"}
 
 
 @dataclass(frozen=True)
@@ -131,13 +133,11 @@ class Verdict:
 
 def disturbed(run: Run) -> dict[str, str]:
     """Benchmark -> why its figures cannot be judged (the node changed state while it ran,
-    the hypervisor's steal), from the run's findings."""
+    the hypervisor's steal, other processes on its CPUs), from the run's findings."""
     out: dict[str, str] = {}
     for f in run.findings:
-        if f.get("kind") not in DISTURBED or not isinstance(f.get("benchmark"), str):
-            continue
-        out.setdefault(f["benchmark"], "node moved" if f["kind"] == NODE_CHANGED.name
-                       else STEAL.name)
+        if f.get("kind") in DISTURBED and isinstance(f.get("benchmark"), str):
+            out.setdefault(f["benchmark"], DISTURBED[f["kind"]])
     return out
 
 

@@ -64,7 +64,14 @@ class Parser(argparse.ArgumentParser):
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
         self._given = list(sys.argv[1:] if args is None else args)
         Parser._innermost = self
-        return super().parse_known_args(args, namespace)
+        got, rest = super().parse_known_args(args, namespace)
+        for action in self._actions:  # `--json ''` is no file, `--tmp ''` no directory
+            value = getattr(got, action.dest, None)
+            empty = value == "" or (isinstance(value, list) and "" in value)
+            if action.option_strings and empty and value != action.default:
+                self.error(f"{action.option_strings[-1]}: an empty value; give one, or leave "
+                           "the option out")
+        return got, rest
 
     def _unknown_option_before(self, value: str) -> str | None:
         """The unknown option whose value argparse took for a positional (`hpl --hpl-n 5`

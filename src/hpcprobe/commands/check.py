@@ -113,6 +113,7 @@ class Checked:
     tmp_free: int
     sysfs: Path
     node: str
+    counters: dict[str, Any]  # the counters file's document, read before measuring
 
 
 def _inputs(a: argparse.Namespace) -> Checked:
@@ -125,15 +126,18 @@ def _inputs(a: argparse.Namespace) -> Checked:
     sysfs = Path(a.sysfs or links.SYSFS)
     if not sysfs.is_dir():
         raise UserError(f"--sysfs {a.sysfs}: no such directory")
+    if a.sysfs is not None and not any(sysfs.iterdir()):
+        raise UserError(f"--sysfs {a.sysfs}: an empty directory; give a copy of a node's /sys")
     files.check_outputs((a.json, "--json"), (a.prometheus, "--prometheus"))
     if a.counters == _counters_default():
         files.default_directory(a.counters, "--counters")
     files.check_writable(a.counters, "--counters")
+    saved = _counters_doc(a.counters)
     if a.slurm and shutil.which("scontrol") is None:
         raise UserError("--slurm: scontrol is not on PATH (Slurm's client commands)")
     node = a.node or os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
     against = Against.of(a.against)
-    return Checked(against, open_store(a.db, a.no_store), need, sysfs, node)
+    return Checked(against, open_store(a.db, a.no_store), need, sysfs, node, saved)
 
 
 def _state_run(topo: Topology, isa: str) -> Run:
@@ -173,22 +177,41 @@ def _retest(run: Run, v: Verdict, topo: Topology, isa: str) -> tuple[Run, list[s
                     for r in suspect]
 
 
-def _saved_counters(path: str, node: str) -> dict[str, int] | None:
-    try:
-        doc = json.loads(Path(path).read_text())
-        return {str(k): int(v) for k, v in doc[node]["counters"].items()}
-    except (OSError, ValueError, KeyError, TypeError, AttributeError):
-        return None
+#: What a counters file holds: node -> {"counters": {name: count}, "when": ISO time}
+COUNTERS_DOC = "node -> {counters, when}"
 
 
-def _save_counters(path: str, node: str, now: dict[str, int]) -> None:
+def _counters_doc(path: str) -> dict[str, Any]:
+    """The counters file's document ({} where there is none yet); anything else there (another
+    file named by mistake, a damaged one) is refused, never overwritten: resetting a damaged
+    baseline would forget a rise it kept."""
+    p = Path(path)
+    if not p.exists():
+        return {}
+    text = files.read_input(p, f"--counters {path}")
     try:
-        doc = json.loads(Path(path).read_text())
-        doc = doc if isinstance(doc, dict) else {}
-    except (OSError, ValueError):
-        doc = {}
-    doc[node] = {"counters": now, "when": datetime.now(UTC).isoformat(timespec="seconds")}
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+        doc = json.loads(text)
+        ok = isinstance(doc, dict) and all(
+            isinstance(v, dict) and isinstance(v.get("counters"), dict)
+            and all(isinstance(n, int) and not isinstance(n, bool)
+                    for n in v["counters"].values()) for v in doc.values())
+    except ValueError:
+        ok = False
+    if not ok:
+        raise UserError(f"--counters {path}: not a check's counters file ({COUNTERS_DOC}), or "
+                        "a damaged one: left as it is; name another file, or move it away once "
+                        "you know what it is (its baseline is then taken anew)")
+    return doc
+
+
+def _saved_counters(doc: dict[str, Any], node: str) -> dict[str, int] | None:
+    kept = doc.get(node)
+    return None if kept is None else {str(k): int(v) for k, v in kept["counters"].items()}
+
+
+def _save_counters(path: str, doc: dict[str, Any], node: str, now: dict[str, int]) -> None:
+    doc = {**doc, node: {"counters": now,
+                         "when": datetime.now(UTC).isoformat(timespec="seconds")}}
     files.atomic_write(path, (json.dumps(doc, indent=1, sort_keys=True) + "\n").encode(),
                        "--counters")
 
@@ -235,12 +258,13 @@ def handle(a: argparse.Namespace) -> int:
     c = _inputs(a)
     run, v, retested, devices = _measure(a, c)
     now = counters.read(c.sysfs, None if a.sysfs else counters.INTERRUPTS)
-    before = None if a.accept_counters else _saved_counters(a.counters, c.node)
+    before = None if a.accept_counters else _saved_counters(c.counters, c.node)
     rose = counters.rising(before or {}, now)
     out = health.outcome(_faults(run, v.reference, c, a, rose, devices), v)
     out.retested = retested
     if out.status != health.FAIL or before is None:
-        _save_counters(a.counters, c.node, now)  # a rise stays a fault until dealt with
+        # a rise stays a fault until dealt with
+        _save_counters(a.counters, c.counters, c.node, now)
     seconds = time.perf_counter() - t0
     run.duration_s = round(seconds, 3)
     run.provenance["check"] = {"status": out.status, "reasons": out.reasons,
@@ -274,7 +298,8 @@ def _keep(a: argparse.Namespace, c: Checked, run: Run, v: Verdict, out: health.O
         doc = {"node": c.node, "status": out.status, "exit_code": out.exit_code,
                "reasons": out.reasons, "unjudged": out.unjudged, "retested": out.retested,
                "seconds": round(seconds, 2), "run": run.to_dict()}
-        files.atomic_write(a.json, (json.dumps(doc, indent=1) + "\n").encode(), "--json")
+        files.atomic_write(a.json, (json.dumps(doc, indent=1) + "\n").encode(), "--json",
+                           private=True)
     if a.prometheus:
         from hpcprobe.views import prometheus
 
@@ -291,14 +316,27 @@ def drain_reason(reasons: list[str]) -> str:
 
 def _slurm(a: argparse.Namespace, c: Checked, out: health.Outcome, shown: Any) -> int:
     """Drain a failed node (unless someone else drained it: their reason stays), release a
-    drain of this check's once the node passes; cannot judge changes nothing. The status:
-    0 where the node's Slurm state now says the outcome (a prolog that fails makes Slurm drain
-    the node itself, so only a fail exits 1), EXIT_SLURM where Slurm refused."""
+    drain of this check's once the node passes; cannot judge changes nothing and asks Slurm
+    nothing. Slurm is asked only what the outcome needs: where it cannot say whether a passing
+    node carries this check's drain, the node is left as it is (exit 0; the next check that
+    passes releases it). The status: 0 where the node's Slurm state now says the outcome (a
+    prolog that fails makes Slurm drain the node itself, so only a fail exits 1), EXIT_SLURM
+    where Slurm refused the drain or release."""
     from hpcprobe.schedulers.slurm import Slurm
 
+    if out.status == health.UNJUDGED:
+        return 0
     sched = Slurm()
     try:
         was = sched.drained(c.node)
+    except HpcprobeError as exc:  # a fail drains anyway; a pass leaves the node as it is
+        say(console(stderr=True), f"Slurm: {exc}; "
+            + ("draining it all the same" if out.status == health.FAIL else
+               "a drain of this check's, if any, stays until a check passes and Slurm answers"))
+        if out.status == health.PASS:
+            return 0
+        was = None
+    try:
         if out.status == health.FAIL:
             if was is not None and not was.startswith(DRAIN_PREFIX):
                 say(shown, f"Slurm: {c.node} is drained already by someone else (\"{was}\"): "
@@ -307,7 +345,7 @@ def _slurm(a: argparse.Namespace, c: Checked, out: health.Outcome, shown: Any) -
                 sched.drain(c.node, drain_reason(out.reasons))
                 say(shown, f"Slurm: drained {c.node}.")
             return health.EXIT[health.FAIL]
-        if out.status == health.PASS and was is not None and was.startswith(DRAIN_PREFIX):
+        if was is not None and was.startswith(DRAIN_PREFIX):
             sched.resume(c.node)
             say(shown, f"Slurm: released {c.node} (the drain this check set: \"{was}\").")
     except (HpcprobeError, UserError) as exc:

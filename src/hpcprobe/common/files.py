@@ -1,13 +1,19 @@
 """Files the user names: outputs written atomically (a temporary file renamed into place, so a
-full disk or a crash never leaves half a file), with the permissions the umask gives a new file,
-through symbolic links (the file a link names is replaced, never the link); a device, FIFO or
-socket (`-o /dev/stdout`, a named pipe) is written in place: there is no file to replace, and a
-rename would put a regular file where the device node was; `-` is standard output. Inputs read
-whole, one that cannot be read said in one line."""
+full disk or a crash never leaves half a file), with the permissions the umask gives a new file
+(`private` ones, which may hold the environment, readable by their owner and group at most),
+through symbolic links (the file a link names is replaced, never the link) but never through a
+link another user planted in a shared directory (the kernel's `protected_symlinks` rule: a link
+in a sticky, world-writable directory is followed only where its owner is the caller or the
+directory's); a device, FIFO or socket (`-o /dev/stdout`, a named pipe) is written in place:
+there is no file to replace, and a rename would put a regular file where the device node was;
+`-` is standard output. Every output is proven writable (a file made and removed beside it)
+before any work is done. Inputs read whole, one that cannot be read (or is not text) said in
+one line."""
 
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import tempfile
 from pathlib import Path
@@ -23,6 +29,31 @@ def read_input(path: str | os.PathLike[str], label: str | None = None, hint: str
     except OSError as exc:
         raise UserError(f"{label or path}: cannot read it ({exc.strerror})"
                         + (f"; {hint}" if hint else "")) from None
+    except UnicodeDecodeError:
+        raise UserError(f"{label or path}: not text (not UTF-8)"
+                        + (f"; {hint}" if hint else "")) from None
+
+
+def planted(path: Path) -> int | None:
+    """The owner of a symbolic link at `path` that the kernel's `protected_symlinks` rule
+    would not let this process follow (in a sticky, world-writable directory, owned by neither
+    this process's user nor the directory's); None where there is no such link."""
+    try:
+        link = os.lstat(path)
+        where = os.stat(path.parent)
+    except OSError:
+        return None
+    shared = where.st_mode & stat.S_ISVTX and where.st_mode & stat.S_IWOTH
+    if not stat.S_ISLNK(link.st_mode) or not shared:
+        return None
+    return None if link.st_uid in (os.geteuid(), where.st_uid) else link.st_uid
+
+
+def _refuse_planted(path: Path, option: str) -> None:
+    if (uid := planted(path)) is not None:
+        raise UserError(f"{option} {path}: a symbolic link that user {uid} made in a shared "
+                        "directory (it could name any file); refused: remove it or choose "
+                        "another path")
 
 
 def _in_place(path: Path) -> bool:
@@ -48,17 +79,26 @@ def is_stdout(path: str | os.PathLike[str] | None) -> bool:
 def check_writable(path: str | os.PathLike[str], option: str) -> Path:
     """Refuse an output path whose directory (or device) cannot be written, before any work is
     done."""
+    if not str(path):
+        raise UserError(f"{option}: an empty path; name a file (`-`: standard output)")
     target = Path(path)
     if is_stdout(path):
         return target
+    _refuse_planted(target, option)
+    if target.is_dir():
+        raise UserError(f"{option} {path}: a directory; name a file (in it, say)")
     if _in_place(target):
         if not os.access(target, os.W_OK):
             raise UserError(f"{option} {path}: not writable; choose another path")
         return target
     parent = target.resolve().parent
-    if not parent.is_dir() or not os.access(parent, os.W_OK):
-        raise UserError(f"{option} {path}: directory {parent} is not writable; choose another "
-                        "path")
+    try:  # os.access says yes to root anywhere, /proc included: a file made says more
+        fd, probe = tempfile.mkstemp(dir=parent, prefix=".hpcprobe-")
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise UserError(f"{option} {path}: cannot write in {parent} ({exc.strerror}); choose "
+                        "another path") from None
     return target
 
 
@@ -77,7 +117,7 @@ def default_directory(path: str | os.PathLike[str], option: str) -> None:
 def check_outputs(*outputs: tuple[str | os.PathLike[str] | None, str]) -> None:
     """check_writable for each output asked for ((path or None, its option)), and refuse more
     than one on standard output, where their documents would run together."""
-    asked = [(path, option) for path, option in outputs if path]
+    asked = [(path, option) for path, option in outputs if path is not None]
     for path, option in asked:
         check_writable(path, option)
     piped = [option for path, option in asked if is_stdout(path)]
@@ -86,13 +126,17 @@ def check_outputs(*outputs: tuple[str | os.PathLike[str] | None, str]) -> None:
                         "but one of them a file")
 
 
-def atomic_write(path: str | os.PathLike[str], data: bytes, option: str) -> None:
+def atomic_write(path: str | os.PathLike[str], data: bytes, option: str,
+                 private: bool = False) -> None:
+    """Write `data` to the output `path` as a whole (see the module); `private`: readable by its
+    owner and group at most, whatever the umask (a document that may hold the environment)."""
     given = Path(path)
     tmp: str | None = None
     try:
         if is_stdout(path):
             _to_stdout(data)
             return
+        _refuse_planted(given, option)  # a link planted since the output was checked
         if _in_place(given):
             try:
                 with open(given, "wb") as out:
@@ -106,7 +150,8 @@ def atomic_write(path: str | os.PathLike[str], data: bytes, option: str) -> None
             fh.write(data)
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; an output file is the user's
+        # mkstemp makes 0600; an output file is the user's
+        os.chmod(tmp, (0o640 if private else 0o666) & ~umask)
         os.replace(tmp, target)
     except OSError as exc:
         if tmp is not None:

@@ -8,6 +8,7 @@ import socket
 from typing import Any
 
 from hpcprobe import __version__, native
+from hpcprobe.common import secrets
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.kernelfiles import read_text
 from hpcprobe.machine import cpufreq, dimms, links, sysinfo
@@ -26,8 +27,11 @@ def cpu_flags() -> list[str]:
 
 
 def environment(env: dict[str, str] | None = None) -> dict[str, str]:
+    """The variables that change how the run behaves, their secrets masked (`HPCPROBE_DB`'s
+    password)."""
     src = os.environ if env is None else env
-    return {k: v for k, v in sorted(src.items()) if k.startswith(ENV_PREFIXES)}
+    return {k: secrets.variable(k, v) for k, v in sorted(src.items())
+            if k.startswith(ENV_PREFIXES)}
 
 
 #: DMI strings that any user may read (serial numbers and UUIDs are root-only and not wanted).

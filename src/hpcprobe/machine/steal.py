@@ -1,6 +1,10 @@
 """Steal time: the CPU time the hypervisor gave to others while this guest's CPUs wanted to run
 (the eighth field of a `cpuN` line of /proc/stat). A guest whose host is oversubscribed measures
-its neighbours' load as well as its own; the share of its CPUs' time taken so says by how much."""
+its neighbours' load as well as its own; the share of its CPUs' time taken so says by how much.
+
+Other work: the CPUs' busy time (user to softirq) that this process and its children did not
+spend, read the same way. A node whose CPUs run another job, a daemon or a second benchmark
+while one is measured gives figures of a shared machine; a check must not fail it for them."""
 
 from __future__ import annotations
 
@@ -16,9 +20,20 @@ from hpcprobe.results.findings import kind
 WARN = 0.01
 
 
+#: The share of the CPUs' time other processes used while a benchmark ran from which its
+#: figures are not judged: a daemon waking up takes well under 1 %; a second STREAM on one of
+#: two CPUs takes 50 %.
+OTHERS = 0.10
+#: Less CPU time than this between two readings is not read for others' share: /proc/stat and
+#: the process's times count in ticks (10 ms), a few of which would then be a large share
+MIN_WINDOW_S = 0.5
+
 #: The finding: the hypervisor took CPU time from the guest while a benchmark ran
 STEAL = kind("steal", "the hypervisor took this guest's CPU time while the benchmark ran: its "
              "figures carry the host's other load")
+#: The finding: other processes ran on the benchmark's CPUs while it ran
+BUSY = kind("busy", "other processes used this node's CPUs while the benchmark ran: its "
+            "figures are those of a shared node")
 
 
 def warns(percent: float) -> bool:
@@ -28,10 +43,20 @@ def warns(percent: float) -> bool:
 
 @dataclass(frozen=True)
 class Times:
-    """Jiffies of some CPUs, summed: stolen and all (user to steal; guest time is within user)."""
+    """Jiffies of some CPUs, summed: stolen and all (user to steal; guest time is within
+    user), busy (user, nice, system, irq, softirq); and the CPU seconds this process and its
+    waited-for children had spent (`own`, read with them by `read`)."""
 
     steal: int
     total: int
+    busy: int = 0
+    own: float = 0.0
+
+
+def own_seconds() -> float:
+    """The CPU seconds of this process (every thread) and of its children it waited for."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
 
 
 def parse(text: str, cpus: Iterable[int]) -> Times | None:
@@ -42,23 +67,26 @@ def parse(text: str, cpus: Iterable[int]) -> Times | None:
         name, _, rest = line.partition(" ")
         if name.startswith("cpu") and name[3:].isdigit():
             lines[int(name[3:])] = rest.split()
-    steal = total = 0
+    steal = total = busy = 0
     for cpu in cpus:
         fields = lines.get(cpu)
         if fields is None or len(fields) < 8 or not all(f.isdigit() for f in fields[:8]):
             return None
         steal += int(fields[7])
         total += sum(int(f) for f in fields[:8])
-    return Times(steal, total)
+        busy += sum(int(fields[i]) for i in (0, 1, 2, 5, 6))
+    return Times(steal, total, busy)
 
 
 def read(cpus: Iterable[int] | None = None, path: str = "/proc/stat") -> Times | None:
     """These CPUs' times now (default: the CPUs this process may run on); None where unreadable."""
+    own = own_seconds()
     try:
         text = Path(path).read_text()
     except OSError:
         return None
-    return parse(text, sorted(os.sched_getaffinity(0) if cpus is None else cpus))
+    got = parse(text, sorted(os.sched_getaffinity(0) if cpus is None else cpus))
+    return None if got is None else Times(got.steal, got.total, got.busy, own)
 
 
 def share(before: Times | None, after: Times | None) -> float | None:
@@ -67,3 +95,13 @@ def share(before: Times | None, after: Times | None) -> float | None:
     if before is None or after is None or after.total <= before.total:
         return None
     return max(0, after.steal - before.steal) / (after.total - before.total)
+
+
+def others(before: Times | None, after: Times | None) -> float | None:
+    """The share of the CPUs' time between the two readings that other processes used (their
+    busy time less this process's own); None without both or where no time passed."""
+    tick = os.sysconf("SC_CLK_TCK")
+    if before is None or after is None or after.total - before.total < MIN_WINDOW_S * tick:
+        return None
+    busy = (after.busy - before.busy) / tick - (after.own - before.own)
+    return max(0.0, busy) / ((after.total - before.total) / tick)

@@ -56,18 +56,26 @@ def plan(topo: Topology, profile: Profile, families: Sequence[Family], isa: str,
 
 
 def _steal(ctx: RunContext, name: str, before: steal.Times | None,
-           stolen: dict[str, float]) -> None:
-    """The share of the CPUs' time the hypervisor took while a family ran: kept per family,
-    a warning and a finding from `steal.WARN` on."""
-    got = steal.share(before, steal.read())
-    if got is None:
-        return
-    stolen[name] = round(100 * got, 2)
-    if got >= steal.WARN:
+           taken: dict[str, dict[str, float]]) -> None:
+    """The shares of the CPUs' time the hypervisor took and other processes used while a
+    family ran: kept per family, a warning and a finding from `steal.WARN` and
+    `steal.OTHERS` on."""
+    after = steal.read()
+    got, others = steal.share(before, after), steal.others(before, after)
+    if got is not None:
+        taken["steal_percent"][name] = round(100 * got, 2)
+    if got is not None and got >= steal.WARN:
         msg = (f"the hypervisor took {100 * got:.1f} % of this guest's CPU time while it ran "
                "(steal time): its figures carry the host's other load; a host that is not "
                "oversubscribed, or dedicated CPUs, give steadier ones")
-        ctx.find(Finding(name, steal.STEAL, msg, {"percent": stolen[name]}))
+        ctx.find(Finding(name, steal.STEAL, msg, {"percent": taken["steal_percent"][name]}))
+    if others is not None:
+        taken["others_percent"][name] = round(100 * others, 2)
+    if others is not None and others >= steal.OTHERS:
+        msg = (f"other processes used {100 * others:.0f} % of its CPUs' time while it ran "
+               "(another job, a daemon, a second benchmark): its figures are those of a "
+               "shared node and are not judged; run it again on an idle node")
+        ctx.find(Finding(name, steal.BUSY, msg, {"percent": taken["others_percent"][name]}))
 
 
 def _drop_undeclared(ctx: RunContext, families: Sequence[Family]) -> None:
@@ -102,7 +110,7 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
               benchmarks=[f.name for f in measured],
               provenance=provenance.collect(topo, isa), topology=topo.to_dict(), tag=tag)
     interrupted: dict[str, Any] | None = None
-    stolen: dict[str, float] = {}
+    taken: dict[str, dict[str, float]] = {"steal_percent": {}, "others_percent": {}}
     brackets = sentinel.Brackets(topo, isa)
     brackets.take(None)
     spent: dict[str, float] = {}  # seconds per family, its sentinel reading after it included
@@ -119,7 +127,7 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
         except KeyboardInterrupt:  # what was measured and validated before it is kept
             ctx.interrupted = True
         ctx.close_ledgers()
-        _steal(ctx, family.name, before, stolen)
+        _steal(ctx, family.name, before, taken)
         for m in [m for m in ctx.metrics if not m.samples]:  # a family's bug: no figure
             ctx.errors.append(f"{m.benchmark}: {m.name} {m.params} has no sample; dropped")
         ctx.metrics = [m for m in ctx.metrics if m.samples]
@@ -142,8 +150,7 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
     _drop_undeclared(ctx, families)
     run.provenance.update(ctx.provenance)
     run.provenance["seconds"] = spent
-    if stolen:
-        run.provenance["steal_percent"] = stolen
+    run.provenance.update({k: v for k, v in taken.items() if v})
     if (read := brackets.provenance()) is not None:
         run.provenance["sentinel"] = read
     if (why := brackets.warning()) is not None:

@@ -177,10 +177,12 @@ def _validator() -> Any:
 
 
 def write_json(run: Run, path: str | os.PathLike[str]) -> None:
-    """Write the run's document atomically (validated first)."""
+    """Write the run's document atomically (validated first), readable by its owner and group
+    (it holds the environment the run ran in)."""
     doc = run.to_dict()
     validate(doc)
-    files.atomic_write(path, (jsondoc.dumps(doc, indent=1) + "\n").encode(), "--json")
+    files.atomic_write(path, (jsondoc.dumps(doc, indent=1) + "\n").encode(), "--json",
+                       private=True)
 
 
 def read_json(path: str | os.PathLike[str]) -> Run:

@@ -4,12 +4,12 @@ URL, PGPASSWORD, PGPASSFILE or ~/.pgpass as libpq reads them, and is never print
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 from hpcprobe.common.errors import UserError
+from hpcprobe.common.secrets import redact
 from hpcprobe.results.sql import SqlStore, first_line, schema_v1
 from hpcprobe.results.store import BACKENDS, Store, backend
 
@@ -17,11 +17,6 @@ from hpcprobe.results.store import BACKENDS, Store, backend
 CONNECT_TIMEOUT_S = 10
 #: Serialises the creation of the schema when many writers meet an empty database at once.
 SCHEMA_LOCK = 0x68706370  # "hpcp"
-
-
-def redact(url: str) -> str:
-    """The URL without its password."""
-    return re.sub(r"(://[^:/@]*):[^@/]*@", r"\1:***@", url)
 
 
 def _reason(exc: Exception) -> str:

@@ -3,6 +3,7 @@ sample in one file, one transaction per run."""
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -44,6 +45,8 @@ class SqliteStore(SqlStore):
         try:
             if create:
                 p.parent.mkdir(parents=True, exist_ok=True)
+            if create and fresh:  # its runs hold their environment: owner and group only
+                os.close(os.open(p, os.O_WRONLY | os.O_CREAT, 0o640))
             conn = sqlite3.connect(p, timeout=BUSY_MS / 1000)
             try:
                 conn.execute("PRAGMA foreign_keys = ON")
