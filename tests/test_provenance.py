@@ -28,6 +28,35 @@ def test_environment_keeps_only_relevant_variables():
                                            "OMP_NUM_THREADS": "4", "OPENBLAS_NUM_THREADS": "1"}
 
 
+def test_no_secret_is_recorded_in_the_environment():
+    env = provenance.environment({
+        "HPCPROBE_DB": "postgresql://fleet:s3cr3t@db.example:5432/hpcprobe",
+        "HPCPROBE_API_TOKEN": "abc", "UCX_TLS": "rc", "PGPASSWORD": "x",
+        "OMPI_MCA_x": "see https://u:pw@host/ and http://host/"})
+    assert env == {"HPCPROBE_DB": "postgresql://fleet:***@db.example:5432/hpcprobe",
+                   "HPCPROBE_API_TOKEN": "***", "UCX_TLS": "rc",
+                   "OMPI_MCA_x": "see https://u:***@host/ and http://host/"}
+    assert "s3cr3t" not in repr(env)
+
+
+@pytest.mark.usefixtures("toy_family")
+def test_a_runs_document_and_store_hold_no_password_and_are_private(tmp_path, monkeypatch):
+    """A password in HPCPROBE_DB (the store a fleet writes to) reaches neither the document
+    nor the store; both are readable by their owner and group only."""
+    import os
+    import stat
+
+    from hpcprobe import cli
+
+    monkeypatch.setenv("HPCPROBE_DB", str(tmp_path / "s.sqlite"))
+    monkeypatch.setenv("HPCPROBE_X_URL", "postgresql://fleet:s3cr3t@127.0.0.1:1/x")
+    assert cli.main(["run", "toy", "--json", str(tmp_path / "run.json")]) == 0
+    for f in (tmp_path / "run.json", tmp_path / "s.sqlite"):
+        assert b"s3cr3t" not in f.read_bytes() and b"fleet:***@" in f.read_bytes(), f
+        assert stat.S_IMODE(f.stat().st_mode) & 0o007 == 0, oct(f.stat().st_mode)
+    assert os.environ["HPCPROBE_X_URL"].endswith("@127.0.0.1:1/x")
+
+
 def test_collect_records_build_and_system():
     topo = topology.load_xml(DATA / "xeon-2s-26c-smt.xml")
     p = provenance.collect(topo, "scalar")

@@ -79,6 +79,8 @@ BAD = [
      "[configurations.b]\n", "baseline = 'z' is not a configuration"),
     ("[workloads.m]\nfamily = 'memory'\n[configurations.a]\nset = { '/etc/passwd' = 'x' }\n"
      "[configurations.b]\n", "only files under /sys and /proc/sys"),
+    ("[workloads.m]\nfamily = 'memory'\n[configurations.a]\nset = { '/proc/sys/../../etc/"
+     "passwd' = 'x' }\n[configurations.b]\n", "named without . or .."),
     ("[workloads.m]\nfamily = 'memory'\n[configurations.a]\npre = 'tuned-adm'\n"
      "[configurations.b]\n", "give a list of commands"),
     ("[workloads.m]\nfamily = 'memory'\n[configurations.a]\nboot = 'NPS4'\n"

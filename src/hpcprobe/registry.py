@@ -164,6 +164,15 @@ def hardware_labels(provenance: Mapping[str, Any]) -> list[str]:
     return [x for inv in capable(Inventory).values() for x in inv.hardware(provenance)]
 
 
+def figure_units(key: str) -> set[str] | None:
+    """The units a headline's key may have (its family's declared units; `memory.…` ->
+    {GB/s, …}), None where no family declares it (an application's own figures)."""
+    family = FAMILIES.get(key.split(".", 1)[0])
+    if family is None or family.metrics.open_prefix is not None:
+        return None
+    return {s.unit for s in family.metrics.specs} or None
+
+
 def pickers() -> list[Picker]:
     """Every family's headline picker, in registry order."""
     return [h.pick for h in capable(Headlines).values()]

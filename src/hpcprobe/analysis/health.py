@@ -10,11 +10,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hpcprobe.analysis.verdict import Verdict
+from hpcprobe.common.errors import EXIT_FAILURE, EXIT_OK, EXIT_UNJUDGED
 from hpcprobe.results.model import Run
 
 #: The outcomes of a check and their exit statuses (2 is a usage mistake, as for every command)
 PASS, FAIL, UNJUDGED = "pass", "fail", "cannot judge"
-EXIT = {PASS: 0, FAIL: 1, UNJUDGED: 3}
+EXIT = {PASS: EXIT_OK, FAIL: EXIT_FAILURE, UNJUDGED: EXIT_UNJUDGED}
 #: Memory totals within this share of each other are the same memory (the kernel's own
 #: reservations move MemTotal by a few MiB between boots and kernels)
 MEMORY_TOLERANCE = 0.02

@@ -36,6 +36,13 @@ SPREADS = 3.0
 CIS = 2.0
 #: How many of a host's previous runs (newest first) serve as its reference without a file
 PREVIOUS = 5
+#: Fewer runs than this behind a figure make no reference of its own: a host's previous runs
+#: judge from this many on, and `reference make` says which figures rest on fewer
+MIN_RUNS = 3
+#: A tolerance from this on says that the runs spread too far to be a reference (a figure may
+#: lose half and still pass): `reference make` leaves such a figure out and says so, and a
+#: file that holds one is refused when read. One rule for both.
+MAX_TOLERANCE = 0.5
 #: Labels: the hardware a run measured, as a reference file keys it (GPU models from the
 #: families' inventories, which the caller hands in)
 Labels = Callable[[Mapping[str, Any]], list[str]]
@@ -94,6 +101,14 @@ class Group:
     hosts: list[str] = field(default_factory=list)
     figures: dict[str, Expected] = field(default_factory=dict)
     state: dict[str, str] = field(default_factory=dict)  # what all its runs' states share
+    #: figures left out by `make`: their tolerance reached MAX_TOLERANCE (key -> it)
+    too_noisy: dict[str, float] = field(default_factory=dict)
+    #: runs among them that were interrupted (their figures are those measured before it)
+    interrupted: list[str] = field(default_factory=list)
+
+    def few_runs(self) -> list[str]:
+        """The figures that rest on fewer than MIN_RUNS runs."""
+        return [k for k, e in self.figures.items() if e.runs < MIN_RUNS]
 
 
 def _undisturbed(heads: Sequence[tuple[Headline, bool]]) -> list[Headline]:
@@ -116,6 +131,8 @@ def make(runs: Sequence[Run], pickers: Sequence[Picker], labels: Labels) -> list
                                      (Group(hw, run.profile), {}))
         states.setdefault(key, []).append(health.state_of(run))
         g.runs.append(run.run_id)
+        if run.provenance.get("interrupted"):
+            g.interrupted.append(run.run_id)
         if run.host not in g.hosts:
             g.hosts.append(run.host)
         noisy = disturbed(run)
@@ -123,7 +140,9 @@ def make(runs: Sequence[Run], pickers: Sequence[Picker], labels: Labels) -> list
             heads.setdefault(h.key, []).append((h, h.metric.benchmark in noisy))
     out = []
     for key, (g, heads) in groups.items():
-        g.figures = {k: expected(_undisturbed(hs)) for k, hs in heads.items()}
+        made = {k: expected(_undisturbed(hs)) for k, hs in heads.items()}
+        g.figures = {k: e for k, e in made.items() if e.tolerance < MAX_TOLERANCE}
+        g.too_noisy = {k: e.tolerance for k, e in made.items() if k not in g.figures}
         g.state = health.common(states[key])
         if g.figures or g.state:
             out.append(g)
@@ -162,22 +181,56 @@ def write(groups: Sequence[Group], source: str, path: str) -> None:
     files.atomic_write(path, to_toml(groups, source).encode(), "-o")
 
 
-def _figure(key: str, d: Any, where: str) -> Expected:
+def _number(d: Mapping[str, Any], name: str, kind: type = float) -> Any:
+    """A number of a reference's table: a TOML number (not text, not a boolean), finite."""
+    v = d[name]
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or \
+            (kind is int and not isinstance(v, int)) or not math.isfinite(v):
+        raise ValueError(f"{name} = {v!r} is not a finite {kind.__name__}")
+    return kind(v)
+
+
+def _figure(key: str, d: Any, where: str, units: Callable[[str], set[str] | None]) -> Expected:
     try:
         e = Expected(key, str(d["label"]), str(d["unit"]), str(d["better"]),
-                     float(d["expected"]), float(d["tolerance"]), int(d.get("runs", 1)),
-                     None if d.get("spread") is None else float(d["spread"]))
+                     _number(d, "expected"), _number(d, "tolerance"),
+                     _number(d, "runs", int) if "runs" in d else 1,
+                     None if d.get("spread") is None else _number(d, "spread"))
     except (KeyError, TypeError, ValueError) as exc:
         raise UserError(f"{where}: figure {key!r} needs label, unit, better, expected and "
-                        f"tolerance ({exc})") from None
-    if e.better not in ("higher", "lower") or not 0 <= e.tolerance < 1 or e.value <= 0:
+                        f"tolerance, numbers where they are ({exc})") from None
+    if e.better not in ("higher", "lower") or not 0 <= e.tolerance < MAX_TOLERANCE or \
+            e.value <= 0 or e.runs < 1:
         raise UserError(f"{where}: figure {key!r}: better is higher or lower, tolerance a "
-                        "fraction from 0 to 1 (0.05 = 5 %), expected above 0")
+                        f"fraction from 0 to {MAX_TOLERANCE} (0.05 = 5 %; from "
+                        f"{MAX_TOLERANCE} on, its runs spread too far to be a reference), "
+                        "expected above 0, runs 1 or more")
+    declared = units(key)
+    if declared is not None and e.unit not in declared:
+        raise UserError(f"{where}: figure {key!r}: unit {e.unit!r} is not its figure's "
+                        f"({', '.join(sorted(declared))})")
     return e
 
 
-def load(path: str) -> list[Group]:
-    """A reference file's groups, checked: one clear line for what is wrong."""
+def _hardware(g: Mapping[str, Any], where: str) -> dict[str, Any]:
+    devices = g.get("devices", [])
+    try:
+        hw = {"cpu": str(g["cpu"]), "sockets": _number(g, "sockets", int),
+              "cores": _number(g, "cores", int)}
+    except (KeyError, ValueError) as exc:
+        raise UserError(f"{where}: cpu (text), sockets and cores (numbers) ({exc})") from None
+    if not isinstance(devices, list) or not all(isinstance(d, str) for d in devices):
+        raise UserError(f"{where}: devices = {devices!r} is not a list of device names")
+    return {**hw, "devices": sorted(devices)}
+
+
+def _no_units(key: str) -> set[str] | None:
+    return None
+
+
+def load(path: str, units: Callable[[str], set[str] | None] = _no_units) -> list[Group]:
+    """A reference file's groups, checked: one clear line for what is wrong (`units`: the
+    units a figure's key may have, None where it is not known)."""
     try:
         doc = tomllib.loads(files.read_input(Path(path)))
     except tomllib.TOMLDecodeError as exc:
@@ -185,20 +238,26 @@ def load(path: str) -> list[Group]:
     if doc.get("format") != FORMAT or doc.get("version") != VERSION:
         raise UserError(f"--against {path}: not an hpcprobe reference (format = \"{FORMAT}\", "
                         f"version = {VERSION}); `hpcprobe reference make` writes one")
-    groups = []
-    for i, g in enumerate(doc.get("hardware", [])):
+    groups: list[Group] = []
+    tables = doc.get("hardware", [])
+    for i, g in enumerate(tables if isinstance(tables, list) else [tables]):
         where = f"--against {path}: hardware {i + 1}"
         if not isinstance(g, dict) or not isinstance(g.get("figures"), dict):
             raise UserError(f"{where}: a table with cpu, sockets, cores, profile and figures")
-        hw = {"cpu": str(g.get("cpu")), "sockets": int(g.get("sockets", 0)),
-              "cores": int(g.get("cores", 0)), "devices": sorted(g.get("devices", []))}
+        hw = _hardware(g, where)
         state = g.get("state", {})
         if not isinstance(state, dict):
             raise UserError(f"{where}: state is a table of labelled values")
-        groups.append(Group(hw, str(g.get("profile", "default")), list(g.get("runs", [])),
-                            list(g.get("hosts", [])),
-                            {k: _figure(k, d, where) for k, d in g["figures"].items()},
-                            {str(k): str(v) for k, v in state.items()}))
+        group = Group(hw, str(g.get("profile", "default")), list(g.get("runs", [])),
+                      list(g.get("hosts", [])),
+                      {k: _figure(k, d, where, units) for k, d in g["figures"].items()},
+                      {str(k): str(v) for k, v in state.items()})
+        twin = next((j for j, o in enumerate(groups)
+                     if (o.hardware, o.profile) == (hw, group.profile)), None)
+        if twin is not None:
+            raise UserError(f"{where}: the same hardware and profile as hardware {twin + 1} "
+                            f"({describe(hw)}, {group.profile}); keep one of them")
+        groups.append(group)
     return groups
 
 
@@ -240,4 +299,5 @@ def previous(store: Store, run: Run, pickers: Sequence[Picker], labels: Labels,
         return None
     return Reference(f"this host's {len(before)} previous {run.profile} run(s) in the store "
                      "(same hardware; --against FILE judges against a reference file)",
-                     groups[0].figures, "their own previous runs", groups[0].state)
+                     groups[0].figures, "their own previous runs", groups[0].state,
+                     min_runs=MIN_RUNS)

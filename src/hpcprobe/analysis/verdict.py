@@ -89,6 +89,9 @@ class Reference:
     name: str = ""  # in a few words, for a listing of nodes (the file; previous runs)
     #: the node's state its runs shared (analysis.health.state_of), which a check compares
     state: Mapping[str, str] = field(default_factory=dict)
+    #: a figure of fewer runs than this is not judged (a host's previous runs: one or two
+    #: runs say nothing of how far a figure moves from run to run)
+    min_runs: int = 1
 
 
 @dataclass(frozen=True)
@@ -172,6 +175,10 @@ def headlines(run: Run, pickers: Sequence[Picker]) -> list[Headline]:
 def verdict(run: Run, pickers: Sequence[Picker], reference: Reference | None) -> Verdict:
     """The run's headline figures judged against the reference (none: only their ceilings)."""
     noisy = disturbed(run)
-    rows = [judge(h, reference.figures.get(h.key) if reference else None,
-                  noisy.get(h.metric.benchmark)) for h in headlines(run, pickers)]
+    rows = []
+    for h in headlines(run, pickers):
+        e = reference.figures.get(h.key) if reference else None
+        few = f"{e.runs} run(s) behind it, {reference.min_runs} needed" \
+            if reference and e and e.runs < reference.min_runs else None
+        rows.append(judge(h, e, noisy.get(h.metric.benchmark) or few))
     return Verdict(rows, reference)

@@ -149,9 +149,13 @@ def add_prometheus(r: argparse.ArgumentParser) -> None:
 
 
 def label(text: str) -> str:
-    """A run's tag: something to find it by (`--tag ''` from an unset variable is a mistake)."""
+    """A run's tag: something to find it by (`--tag ''` from an unset variable is a mistake),
+    printable on one line (it is shown, stored, and handed to the node jobs of a campaign)."""
     if not text.strip():
         raise argparse.ArgumentTypeError(f"{text!r}: give a tag, e.g. bios-2.4")
+    if not text.isprintable():
+        raise argparse.ArgumentTypeError(f"{text!r}: a tag is printable, on one line (no "
+                                         "newline, tab or control character)")
     return text
 
 
@@ -211,12 +215,30 @@ def print_json(obj: Any, path: str = "-") -> None:
 def console(stderr: bool = False) -> Any:
     """The console for tables and messages: standard error where the command's document goes
     to standard output (`--json -`, `--report -`), which then holds nothing else."""
-    from rich.console import Console
-
     # a terminal's own width (rich folds a wider table's cells); a pipe or a file gets the
     # 100 columns of the answer's screen
     tty = (sys.stderr if stderr else sys.stdout).isatty()
-    return Console(stderr=stderr, width=None if tty else WIDTH)
+    return _plain_console()(stderr=stderr, width=None if tty else WIDTH)
+
+
+#: Control characters a shown text may not carry (all but tab and newline; DEL; C1): a stored
+#: string from a document received from elsewhere could clear the screen or hide a line
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _plain_console() -> Any:
+    """rich's Console whose rendered text carries no control character of its own (rich's
+    own styles and cursor moves are kept)."""
+    from rich.console import Console
+    from rich.segment import Segment
+
+    class Plain(Console):
+        def render(self, renderable: Any, options: Any = None) -> Any:
+            for seg in super().render(renderable, options):
+                yield seg if seg.control or not CONTROL.search(seg.text) else \
+                    Segment(CONTROL.sub("", seg.text), seg.style)
+
+    return Plain
 
 
 def say(console: Any, text: str) -> None:

@@ -30,6 +30,7 @@ from hpcprobe.commands.base import (
     add_db,
     add_json,
     console,
+    label,
     print_json,
     terminate_interrupts,
 )
@@ -96,8 +97,8 @@ def _setup_run(r: argparse.ArgumentParser) -> None:
     where.add_argument("--nodelist", "-w", help="these nodes (a Slurm node list: n[1-4],gpu7)")
     where.add_argument("--only", choices=("failed", "flagged"),
                        help="only the nodes of campaign --tag that failed, or were flagged")
-    r.add_argument("--tag", help="the campaign's name (default: cluster-DATE-TIME); runs are "
-                   "stored under it")
+    r.add_argument("--tag", type=label, help="the campaign's name (default: "
+                                             "cluster-DATE-TIME); runs are stored under it")
     probe = registry.node_probe()
     r.add_argument("--probe", type=options.names, default=probe, metavar="B1,B2",
                    help="benchmarks of the node probe (default: " + ",".join(probe) + ")")

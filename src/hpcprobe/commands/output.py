@@ -15,7 +15,13 @@ from hpcprobe.analysis.verdict import Reference, Verdict
 from hpcprobe.commands import history
 from hpcprobe.commands.base import Bar, console, say, terminate_interrupts
 from hpcprobe.common import files
-from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, HpcprobeError, UserError
+from hpcprobe.common.errors import (
+    EXIT_FAILURE,
+    EXIT_INTERRUPTED,
+    EXIT_UNJUDGED,
+    HpcprobeError,
+    UserError,
+)
 from hpcprobe.measure.runner import Interrupted
 from hpcprobe.results import model as results
 from hpcprobe.results.store import Store
@@ -32,7 +38,7 @@ class Against:
 
     @classmethod
     def of(cls, path: str | None) -> Against:
-        return cls(path, tuple(reference.load(path))) if path else cls()
+        return cls(path, tuple(reference.load(path, registry.figure_units))) if path else cls()
 
     def judged(self, run: results.Run, db: str | None) -> Verdict:
         """The run's verdict, the previous runs read from the store at `db` where one is
@@ -113,7 +119,20 @@ def measured(out: Outputs, store: Store | None,
                              f"{'kept above' if store is None else 'stored'}, marked as such\n")
             return EXIT_INTERRUPTED
     judged = keep(run, out, store, parts)
-    return EXIT_FAILURE if run.errors or judged.failed else 0
+    if run.errors or judged.failed:
+        return EXIT_FAILURE
+    return unjudged(out.against, judged)
+
+
+def unjudged(against: Against, judged: Verdict) -> int:
+    """EXIT_UNJUDGED, said in one line, where a reference file was named and none of the
+    run's figures had a value in it (another CPU, profile or core count): `run --against
+    ref.toml || alert` must not pass without judging. Else 0."""
+    if against.path is None or any(r.expected is not None for r in judged.rows):
+        return 0
+    why = judged.reference.source if judged.reference is not None else "no node run"
+    say(console(stderr=True), f"hpcprobe: --against {against.path} judged nothing: {why}")
+    return EXIT_UNJUDGED
 
 
 def keep(run: results.Run, out: Outputs, store: Store | None,
@@ -127,9 +146,14 @@ def keep(run: results.Run, out: Outputs, store: Store | None,
     shown = console(out.piped)
     # a document the store would refuse is said before the verdict claims it is kept
     invalid = _refused(run) if store is not None else None
-    judged = replace(out.against.verdict(run, store), kept=store is not None and not invalid)
+    # the document first: nothing that reads the store (the verdict) can cost it
+    unwritten = _document(run, out)
+    judged = replace(_verdict(run, out, store), kept=store is not None and not invalid)
     terminal.render(run, shown, registry.views(), console(stderr=True), judged, out.details)
-    unwritten = _document(run, out, shown, keep_going=store is not None)
+    if unwritten is not None and store is None:  # nothing else keeps it: said after the figures
+        raise unwritten
+    if out.json and unwritten is None and not files.is_stdout(out.json):
+        say(shown, f"Wrote {out.json}.")
     if out.empty_refused and not run.metrics:
         if store is not None:
             store.close()
@@ -155,6 +179,18 @@ def keep(run: results.Run, out: Outputs, store: Store | None,
     return judged
 
 
+def _verdict(run: results.Run, out: Outputs, store: Store | None) -> Verdict:
+    """The run's verdict; where the store cannot be read for it (another writer's run half
+    seen, a damaged file), its ceilings alone, said in one line: the measurement is kept."""
+    errors = (HpcprobeError, *getattr(store, "driver_errors", ()))
+    try:
+        return out.against.verdict(run, store)
+    except errors as exc:
+        say(console(stderr=True), f"hpcprobe: the verdict could not read the store ({exc}); "
+                                  "judged against its ceilings only")
+        return registry.judge(run, None)
+
+
 def _refused(run: results.Run) -> HpcprobeError | None:
     """Why the store would refuse the run's document, or None."""
     try:
@@ -164,10 +200,9 @@ def _refused(run: results.Run) -> HpcprobeError | None:
     return None
 
 
-def _document(run: results.Run, out: Outputs, shown: Any,
-              keep_going: bool) -> HpcprobeError | None:
-    """Write the run's document (`--json`); a failure is returned where the store keeps the
-    run (`keep_going`), raised where nothing else would."""
+def _document(run: results.Run, out: Outputs) -> HpcprobeError | None:
+    """Write the run's document (`--json`); a failure is returned (the caller says it after the
+    figures, and whether the store kept the run)."""
     if not out.json:
         return None
     try:
@@ -176,11 +211,7 @@ def _document(run: results.Run, out: Outputs, shown: Any,
         else:
             results.write_json(run, out.json)
     except HpcprobeError as exc:
-        if not keep_going:
-            raise
         return exc
-    if not files.is_stdout(out.json):
-        say(shown, f"Wrote {out.json}.")
     return None
 
 

@@ -72,13 +72,31 @@ def _make(a: argparse.Namespace) -> int:
     for g in groups:
         say(shown, f"{reference.describe(g.hardware)}, {g.profile} profile: {len(g.figures)} "
                    f"figure(s) from {len(g.runs)} run(s) of {len(g.hosts)} host(s)")
+        for line in _caveats(g):
+            say(shown, f"  {line}")
     if not files.is_stdout(a.output):
         say(shown, f"Wrote {a.output}; `hpcprobe run --against {a.output}` judges a run by it.")
     return 0
 
 
+def _caveats(g: reference.Group) -> list[str]:
+    """What a reader of the file must know of a group: figures left out as too noisy, figures
+    on fewer than MIN_RUNS runs, runs that were interrupted."""
+    out = [f"left out, too noisy to be a reference: {k} (its tolerance would be "
+           f"{100 * t:.0f} %, from {100 * reference.MAX_TOLERANCE:.0f} % on a figure may "
+           "lose half and pass): measure it on a quiet node" for k, t in g.too_noisy.items()]
+    if few := g.few_runs():
+        out.append(f"{len(few)} figure(s) rest on fewer than {reference.MIN_RUNS} runs "
+                   f"({', '.join(few[:4])}{' ...' if len(few) > 4 else ''}): their tolerance "
+                   "is a guess; make it from more runs")
+    if g.interrupted:
+        out.append(f"interrupted run(s) among them: {', '.join(g.interrupted)} (their figures "
+                   "are those measured before the interruption)")
+    return out
+
+
 def _show(a: argparse.Namespace) -> int:
-    groups = reference.load(a.file)
+    groups = reference.load(a.file, registry.figure_units)
     out = console()
     for g in groups:
         t = Table(title=f"{reference.describe(g.hardware)}, {g.profile} profile: "

@@ -8,6 +8,7 @@ import re
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+EXIT_UNJUDGED = 3  # nothing could be judged: no reference for it, or none of its figures
 EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM, as a shell reports SIGINT
 #: How the one line of an error starts (a sweep reads its children's)
 ERROR_PREFIX = "hpcprobe: error: "

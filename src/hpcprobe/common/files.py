@@ -97,8 +97,8 @@ def check_writable(path: str | os.PathLike[str], option: str) -> Path:
         os.close(fd)
         os.unlink(probe)
     except OSError as exc:
-        raise UserError(f"{option} {path}: cannot write in {parent} ({exc.strerror}); choose "
-                        "another path") from None
+        raise UserError(f"{option} {path}: directory {parent} is not writable "
+                        f"({exc.strerror}); choose another path") from None
     return target
 
 

@@ -134,7 +134,9 @@ class Slurm(Scheduler):
         script = spec.output.with_suffix(".sh")
         run = spec.argv if spec.mpi is None else ["srun", *_mpi_step(spec), *spec.argv]
         exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in spec.env.items())
-        script.write_text(f"#!/bin/sh\n# written by hpcprobe: {spec.name}\n{exports}"
+        # nothing free-form in it unquoted: a name with a newline would be a command (repr
+        # writes a newline as \n)
+        script.write_text(f"#!/bin/sh\n# written by hpcprobe for job {spec.name!r}\n{exports}"
                           f"exec {shlex.join(run)}\n")
         r = self._client("sbatch", "--parsable", "--job-name", spec.name,
                          "--nodes", str(len(spec.nodes)), "--nodelist", ",".join(spec.nodes),

@@ -5,6 +5,7 @@ mistake is one line that names the file, the table and the key."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import tomllib
 from collections.abc import Iterator, Mapping, Sequence
@@ -254,9 +255,13 @@ def _configurations(p: Path, table: Any, labels: Sequence[str]) -> dict[str, Con
             env[OPENMP[k]] = _text(v)
         sysfs = {k: _text(v) for k, v in r.mapping("set").items()}
         for path in sysfs:
-            if not path.startswith(("/sys/", "/proc/sys/")):
+            # `..` resolved first (as the kernel would: /proc/sys/../../etc/x is /etc/x); a
+            # link under /sys is the kernel's own
+            plain = os.path.normpath(path)
+            if not plain.startswith(("/sys/", "/proc/sys/")) or plain != path.rstrip("/"):
                 r.fail(f"[configurations.{name}] set: {path!r}: only files under /sys and "
-                       "/proc/sys are set (other state: pre and post commands)")
+                       "/proc/sys are set, named without . or .. (other state: pre and post "
+                       "commands)")
         expect = {k: _text(v) for k, v in r.mapping("expect").items()}
         for k in expect:
             if k not in labels and not k.startswith("env "):

@@ -1,0 +1,181 @@
+"""What a careless user's input and a busy or odd node can do to a verdict (issue 61): references
+that `reference make` writes are the ones `--against` reads (one tolerance rule, bad values
+refused with their key named), `--against` that judges nothing exits 3, fewer than three
+previous runs are not judged, tags cannot reach a script's lines, and stored strings cannot
+drive the terminal."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import DATA, hpcprobe
+from hpcprobe import cli, registry
+from hpcprobe.analysis import reference
+from hpcprobe.analysis.verdict import Headline
+from hpcprobe.results import model as results
+
+PROBE = DATA / "cluster" / "probe-quick.json"
+
+
+def _scaled(run: results.Run, benchmark: str, factor: float, run_id: str) -> results.Run:
+    """The run with another id, one family's figures times `factor`."""
+    out = copy.deepcopy(run)
+    out.run_id = run_id
+    out.metrics = [dataclasses.replace(m, samples=[x * factor for x in m.samples])
+                   if m.benchmark == benchmark else m for m in out.metrics]
+    return out
+
+
+def test_a_figure_too_noisy_to_be_a_reference_is_left_out_and_said(tmp_path):
+    """Two runs whose DRAM triads differ tenfold would make a tolerance of 2.5 (every reader
+    refused such a file): the figure is left out, named, and the file written is read back."""
+    run = results.read_json(PROBE)
+    docs = []
+    for i, factor in enumerate((1.0, 10.0)):
+        docs.append(tmp_path / f"r{i}.json")
+        results.write_json(_scaled(run, "memory", factor, f"{i:012x}"), docs[-1])
+    r = hpcprobe("reference", "make", *map(str, docs), "-o", str(tmp_path / "ref.toml"))
+    assert r.code == 0, r.err
+    flat = " ".join(r.out.split())
+    assert "left out, too noisy to be a reference: memory.dram_triad_all" in flat, r.out
+    assert "rest on fewer than 3 runs" in flat, r.out
+    groups = reference.load(str(tmp_path / "ref.toml"), registry.figure_units)
+    assert groups and not any(k.startswith("memory.") for g in groups for k in g.figures)
+    assert any(k.startswith("compute.") for g in groups for k in g.figures)
+    shown = hpcprobe("reference", "show", str(tmp_path / "ref.toml"))
+    assert shown.code == 0, shown.err
+
+
+def _ref_text(figure: str = "", hardware: str = "") -> str:
+    return ('format = "hpcprobe-reference"\nversion = 1\n'
+            '[[hardware]]\ncpu = "X"\nsockets = 1\ncores = 2\nprofile = "quick"\n'
+            f'{hardware}[hardware.figures."memory.dram_triad_all"]\nlabel = "DRAM triad"\n'
+            'unit = "GB/s"\nbetter = "higher"\nexpected = 80.0\ntolerance = 0.05\nruns = 3\n'
+            f'{figure}')
+
+
+BAD_REFERENCES = [
+    (_ref_text().replace("expected = 80.0", "expected = nan"), "'memory.dram_triad_all'"),
+    (_ref_text().replace("tolerance = 0.05", "tolerance = inf"), "'memory.dram_triad_all'"),
+    (_ref_text().replace("tolerance = 0.05", "tolerance = 2.535"), "tolerance a fraction"),
+    (_ref_text().replace('unit = "GB/s"', 'unit = "MB/s"'), "unit 'MB/s' is not its figure"),
+    (_ref_text().replace("cores = 2", 'cores = "two"'), "hardware 1: cpu (text)"),
+    (_ref_text(hardware='devices = [1, "a"]\n'), "is not a list of device names"),
+    (_ref_text().replace("runs = 3", 'runs = "3"'), "'memory.dram_triad_all'"),
+    (_ref_text() + _ref_text().split("version = 1\n")[1], "the same hardware and profile"),
+]
+
+
+@pytest.mark.parametrize(("text", "needle"), BAD_REFERENCES,
+                         ids=[n for _, n in BAD_REFERENCES])
+def test_a_bad_reference_is_refused_with_its_key_named(tmp_path, text, needle):
+    ref = tmp_path / "ref.toml"
+    ref.write_text(text)
+    for args in (("reference", "show", str(ref)), ("show", str(PROBE), "--against", str(ref))):
+        r = hpcprobe(*args)
+        assert r.code == 2 and r.err.count("\n") == 1 and "Traceback" not in r.err, r.err
+        assert needle in r.err, r.err
+
+
+@pytest.fixture
+def toy_headlines(monkeypatch: pytest.MonkeyPatch, toy_family: None) -> None:
+    """The toy family's figure is a headline (`toy.items`), judged like any."""
+    monkeypatch.setattr(registry, "pickers", lambda: [lambda run: [
+        Headline("toy.items", "toy items", m) for m in run.metrics if m.benchmark == "toy"]])
+
+
+def _toy_reference(path: Path, cpu: str | None = None) -> Path:
+    from hpcprobe.machine import provenance, topology
+    from hpcprobe.native import best_isa
+
+    topo = topology.discover()
+    run = results.Run("x", "2026-11-28T00:00:00+00:00", "h", "default", [],
+                      provenance.collect(topo, best_isa()), topo.to_dict())
+    hw = reference.hardware(run, registry.hardware_labels)
+    if cpu:
+        hw["cpu"] = cpu
+    from hpcprobe.analysis.verdict import Expected
+
+    e = Expected("toy.items", "toy items", "items", "higher", 1.0, 0.05, 5)
+    path.write_text(reference.to_toml([reference.Group(hw, "default", ["r"], ["h"],
+                                                       {"toy.items": e})], "test"))
+    return path
+
+
+@pytest.mark.usefixtures("toy_headlines")
+def test_against_a_reference_that_judges_nothing_exits_3(tmp_path, capsys):
+    """`run --against ref.toml || alert` must not pass without judging: a reference of
+    another CPU judges nothing (exit 3, why on stderr); of this one, the figure is judged."""
+    same = _toy_reference(tmp_path / "same.toml")
+    other = _toy_reference(tmp_path / "other.toml", cpu="Some Other CPU 9999")
+    assert cli.main(["run", "toy", "--no-store", "--against", str(same)]) == 0
+    capsys.readouterr()
+    assert cli.main(["run", "toy", "--no-store", "--against", str(other)]) == 3
+    err = " ".join(capsys.readouterr().err.split())
+    assert "judged nothing" in err and "has no figures for this hardware" in err, err
+
+
+@pytest.mark.usefixtures("toy_headlines")
+def test_fewer_than_three_previous_runs_are_not_judged(tmp_path, capsys, monkeypatch):
+    """One or two previous runs say nothing of how far a figure moves: not judged, with why;
+    from the third on, judged (this guest's own noise, the sentinel and steal, kept out)."""
+    from hpcprobe.machine import sentinel
+    from hpcprobe.measure import runner
+
+    monkeypatch.setattr(sentinel, "finding", lambda *a: None)
+    monkeypatch.setattr(runner.steal, "read", lambda: None)
+    db = str(tmp_path / "s.sqlite")
+    for i in range(4):
+        time.sleep(1.1)  # each run of its own second: a reference is made of runs before it
+        assert cli.main(["run", "toy", "--db", db]) == 0
+        out = " ".join(capsys.readouterr().out.split())
+        if i in (1, 2):
+            assert f"{i} run(s) behind it, 3 needed" in out, out
+        if i == 3:
+            assert "run(s) behind it" not in out and " ok" in out, out
+
+
+@pytest.mark.parametrize("tag", ["x\ntouch /tmp/owned\n#", "a\tb", "esc\x1b[2J"])
+def test_a_tag_is_printable_on_one_line(tag):
+    for args in (("run", "--dry-run", "--tag", tag), ("check", "--state-only", "--tag", tag),
+                 ("cluster", "run", "--dry-run", "--tag", tag)):
+        r = hpcprobe(*args)
+        assert r.code == 2 and "printable, on one line" in r.err and "Traceback" not in r.err, \
+            (args, r.err)
+
+
+def test_stored_strings_cannot_drive_the_terminal(tmp_path):
+    """A received document whose host, tag and warnings carry escape sequences (clear the
+    screen, erase a line) is shown without them."""
+    doc = json.loads(PROBE.read_text())
+    doc["host"], doc["run_id"] = "n1\x1b[2J", "0123456789ab"
+    doc["warnings"] = ["fine\x1b[1A\x1b[2Kall ok\x07"]
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps(doc))
+    for args in (("show", str(path), "--details"), ("compare", str(PROBE), str(path))):
+        r = hpcprobe(*args)
+        assert r.code in (0, 1), r.err
+        assert "\x1b" not in r.out + r.err and "\x07" not in r.out + r.err, args
+        assert "n1" in r.out
+
+
+def test_non_utf8_inputs_are_one_line(tmp_path):
+    binary = tmp_path / "bin.dat"
+    binary.write_bytes(b"\xff\xfe\x00garbage\x80")
+    for args in (("show", str(binary)), ("reference", "make", str(binary), "-o",
+                                          str(tmp_path / "r.toml")),
+                 ("reference", "show", str(binary)), ("import", str(binary)),
+                 ("show", str(PROBE), "--against", str(binary)),
+                 ("run", "--dry-run", "--input", str(binary))):
+        r = hpcprobe(*args, env={"XDG_DATA_HOME": str(tmp_path / "data")})
+        assert r.code == 2 and r.err.count("\n") == 1 and "Traceback" not in r.err, \
+            (args, r.err)
+    assert not (tmp_path / "r.toml").exists() and not os.path.exists(tmp_path / "data" /
+                                                                         "hpcprobe")
