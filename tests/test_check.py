@@ -315,16 +315,22 @@ def test_a_reference_file_that_is_not_toml(tmp_path):
     assert r.code == 2 and r.err.count("\n") == 1 and "not TOML" in r.err
 
 
+def _thousandfold(tmp_path: Path, sysfs: Path) -> Path:
+    """A reference of this node's state that expects a thousand times each headline figure a
+    recorded node delivered."""
+    run = results.read_json(PROBE)
+    heads = {r.headline.key: r.headline for r in registry.judge(run, None).rows}
+    figures = {k: Expected(k, h.label, h.metric.unit, h.metric.better,
+                           1000 * h.metric.summary.median, 0.05, 5) for k, h in heads.items()}
+    return write_reference(tmp_path / "ref.toml", sysfs, figures)
+
+
 def test_a_measured_check_below_its_reference_is_measured_again_then_fails(tmp_path):
     """The reference expects a thousand times what a recorded node delivered: every figure is below,
     measured again once, and the check fails on them (or, where both readings were disturbed
     or too short on this busy guest, cannot judge and says why: never a pass)."""
     sysfs = fake_sys(tmp_path / "sys")
-    run = results.read_json(PROBE)
-    heads = {r.headline.key: r.headline for r in registry.judge(run, None).rows}
-    figures = {k: Expected(k, h.label, h.metric.unit, h.metric.better,
-                           1000 * h.metric.summary.median, 0.05, 5) for k, h in heads.items()}
-    ref = write_reference(tmp_path / "ref.toml", sysfs, figures)
+    ref = _thousandfold(tmp_path, sysfs)
     db = str(tmp_path / "s.sqlite")
     r = _check(tmp_path, "--db", db, "--sysfs", str(sysfs), "--against", str(ref),
                "--prometheus", str(tmp_path / "c.prom"))
@@ -454,11 +460,7 @@ def test_a_busy_node_cannot_be_judged_never_fails(tmp_path):
     and the check cannot judge (exit 3, exit 0 under --slurm): it never fails a node for the
     load of others."""
     sysfs = fake_sys(tmp_path / "sys")
-    run = results.read_json(PROBE)
-    heads = {r.headline.key: r.headline for r in registry.judge(run, None).rows}
-    figures = {k: Expected(k, h.label, h.metric.unit, h.metric.better,
-                           1000 * h.metric.summary.median, 0.05, 5) for k, h in heads.items()}
-    ref = write_reference(tmp_path / "ref.toml", sysfs, figures)
+    ref = _thousandfold(tmp_path, sysfs)
     burners = _burn(os.sched_getaffinity(0))
     try:
         r = _check(tmp_path, "--sysfs", str(sysfs), "--against", str(ref))

@@ -201,7 +201,7 @@ def _counters_doc(path: str) -> dict[str, Any]:
         raise UserError(f"--counters {path}: not a check's counters file ({COUNTERS_DOC}), or "
                         "a damaged one: left as it is; name another file, or move it away once "
                         "you know what it is (its baseline is then taken anew)")
-    return doc
+    return dict(doc)
 
 
 def _saved_counters(doc: dict[str, Any], node: str) -> dict[str, int] | None:

@@ -55,27 +55,33 @@ def plan(topo: Topology, profile: Profile, families: Sequence[Family], isa: str,
             for f in families if f.run is not None]
 
 
+#: What the CPUs' time taken by others says of a family's figures: the provenance key its share
+#: is kept under, the share from which it is a finding, the finding's kind and its message
+_TAKEN = (
+    ("steal_percent", steal.WARN, steal.STEAL,
+     "the hypervisor took {pct:.1f} % of this guest's CPU time while it ran (steal time): its "
+     "figures carry the host's other load; a host that is not oversubscribed, or dedicated "
+     "CPUs, give steadier ones"),
+    ("others_percent", steal.OTHERS, steal.BUSY,
+     "other processes used {pct:.0f} % of its CPUs' time while it ran (another job, a daemon, "
+     "a second benchmark): its figures are those of a shared node and are not judged; run it "
+     "again on an idle node"),
+)
+
+
 def _steal(ctx: RunContext, name: str, before: steal.Times | None,
            taken: dict[str, dict[str, float]]) -> None:
     """The shares of the CPUs' time the hypervisor took and other processes used while a
     family ran: kept per family, a warning and a finding from `steal.WARN` and
     `steal.OTHERS` on."""
     after = steal.read()
-    got, others = steal.share(before, after), steal.others(before, after)
-    if got is not None:
-        taken["steal_percent"][name] = round(100 * got, 2)
-    if got is not None and got >= steal.WARN:
-        msg = (f"the hypervisor took {100 * got:.1f} % of this guest's CPU time while it ran "
-               "(steal time): its figures carry the host's other load; a host that is not "
-               "oversubscribed, or dedicated CPUs, give steadier ones")
-        ctx.find(Finding(name, steal.STEAL, msg, {"percent": taken["steal_percent"][name]}))
-    if others is not None:
-        taken["others_percent"][name] = round(100 * others, 2)
-    if others is not None and others >= steal.OTHERS:
-        msg = (f"other processes used {100 * others:.0f} % of its CPUs' time while it ran "
-               "(another job, a daemon, a second benchmark): its figures are those of a "
-               "shared node and are not judged; run it again on an idle node")
-        ctx.find(Finding(name, steal.BUSY, msg, {"percent": taken["others_percent"][name]}))
+    shares = (steal.share(before, after), steal.others(before, after))
+    for (key, at, kind, says), share in zip(_TAKEN, shares, strict=True):
+        if share is None:
+            continue
+        taken.setdefault(key, {})[name] = pct = round(100 * share, 2)
+        if share >= at:
+            ctx.find(Finding(name, kind, says.format(pct=100 * share), {"percent": pct}))
 
 
 def _drop_undeclared(ctx: RunContext, families: Sequence[Family]) -> None:
@@ -110,7 +116,7 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
               benchmarks=[f.name for f in measured],
               provenance=provenance.collect(topo, isa), topology=topo.to_dict(), tag=tag)
     interrupted: dict[str, Any] | None = None
-    taken: dict[str, dict[str, float]] = {"steal_percent": {}, "others_percent": {}}
+    taken: dict[str, dict[str, float]] = {}
     brackets = sentinel.Brackets(topo, isa)
     brackets.take(None)
     spent: dict[str, float] = {}  # seconds per family, its sentinel reading after it included
@@ -150,7 +156,7 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
     _drop_undeclared(ctx, families)
     run.provenance.update(ctx.provenance)
     run.provenance["seconds"] = spent
-    run.provenance.update({k: v for k, v in taken.items() if v})
+    run.provenance.update(taken)
     if (read := brackets.provenance()) is not None:
         run.provenance["sentinel"] = read
     if (why := brackets.warning()) is not None:
