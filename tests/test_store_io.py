@@ -10,6 +10,7 @@ import json
 import multiprocessing
 import os
 import signal
+import sys
 import time
 from dataclasses import replace
 
@@ -150,6 +151,47 @@ def test_concurrent_writers_lose_nothing(backend, writers, tmp_path, request):
         for i in range(writers):
             back = st.load(f"{i:012x}")
             assert [m.samples for m in back.metrics] == [m.samples for m in want.metrics]
+
+
+def _judged_writer(db: str, i: int, said: str) -> None:
+    """What `hpcprobe run` does once it has measured, on a fleet store: open it (creating the
+    schema where the database is empty), judge the run against the host's previous runs while
+    others commit theirs, store it. A failure's traceback goes to `said`/i."""
+    import traceback
+
+    from hpcprobe.commands import output
+
+    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the verdict's screen, not wanted
+    created = f"2026-11-28T00:{i // 60:02d}:{i % 60:02d}+00:00"
+    try:
+        store = Store.open(db)
+        output.keep(replace(copy_of(i, host="n1"), created=created), output.Outputs(), store)
+    except BaseException:  # noqa: BLE001 - every failure is the test's finding
+        with open(os.path.join(said, str(i)), "w") as f:
+            f.write(traceback.format_exc())
+        os._exit(1)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_forty_judged_writers_on_an_empty_store_lose_no_run(backend, tmp_path, request):
+    """Forty runs stored at once (a check in every node's prolog writing one fleet store), each
+    judged against the previous runs others are committing, the first ones creating the
+    schema: three times, every run stored, none refused."""
+    ctx = multiprocessing.get_context("fork")
+    for attempt in range(3):
+        db = str(tmp_path / f"r{attempt}.sqlite") if backend == "sqlite" else \
+            request.getfixturevalue("pg_server").new_database()
+        said = tmp_path / f"said{attempt}"
+        said.mkdir()
+        procs = [ctx.Process(target=_judged_writer, args=(db, i, str(said))) for i in range(40)]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(180)
+        failures = {f.name: f.read_text() for f in said.iterdir()}
+        assert failures == {} and [p.exitcode for p in procs] == [0] * 40, failures
+        with Store.open(db, create=False) as st:
+            assert len(st.runs()) == 40
 
 
 def _slow_writer(db: str) -> None:

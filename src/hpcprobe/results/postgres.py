@@ -72,8 +72,17 @@ class PostgresStore(SqlStore):
             raise
         return store
 
+    def _has_table(self, name: str) -> bool:
+        # pg_tables read with the statement's own snapshot: to_regclass looks the name up in
+        # the backend's catalog cache, which may not yet have taken in a table another writer
+        # committed while this one waited for the schema lock (it then saw `runs` but not
+        # `hpcprobe_meta`, and refused the store as someone else's)
+        return bool(self._execute("SELECT count(*) FROM pg_catalog.pg_tables WHERE schemaname "
+                                  "= current_schema() AND tablename = ?", (name,)
+                                  ).fetchone()[0])
+
     def _version(self) -> int | None:
-        if self._execute("SELECT to_regclass('hpcprobe_meta')").fetchone()[0] is None:
+        if not self._has_table("hpcprobe_meta"):
             return None
         row = self._execute("SELECT value FROM hpcprobe_meta WHERE key = 'store_version'"
                             ).fetchone()
@@ -84,13 +93,27 @@ class PostgresStore(SqlStore):
                       "DO UPDATE SET value = excluded.value", (str(version),))
 
     def _foreign(self) -> bool:
-        return self._execute("SELECT to_regclass('runs')").fetchone()[0] is not None
+        return self._has_table("runs")
 
     def _lock(self) -> None:
         self._execute("SELECT pg_advisory_xact_lock(?)", (SCHEMA_LOCK,))
 
     def transaction(self) -> AbstractContextManager[Any]:
         return self.conn.transaction()  # type: ignore[no-any-return]
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A REPEATABLE READ transaction: every statement in it sees the snapshot of its first
+        (READ COMMITTED, the default, takes a new one per statement); inside a transaction,
+        that one."""
+        import psycopg
+
+        if self.conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
+            yield
+            return
+        with self.transaction():
+            self._execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+            yield
 
     @contextmanager
     def briefly(self) -> Iterator[None]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
@@ -165,6 +165,11 @@ class SqlStore(Store):
     def transaction(self) -> AbstractContextManager[Any]:
         """Commits the block, or rolls it back on an exception (each backend's own way)."""
         raise NotImplementedError
+
+    def snapshot(self) -> AbstractContextManager[Any]:
+        """A block whose reads see one state of the store: no run another writer commits
+        meanwhile is half seen (its row, not its metrics). Each backend's own way."""
+        return nullcontext()
 
     def _sql(self, sql: str) -> str:
         if self.placeholder == "?":
@@ -573,7 +578,12 @@ class SqlStore(Store):
 
     @bulk()
     def _assemble(self, clause: str, params: list[Any]) -> list[Run]:
-        """The runs a WHERE clause on runs r selects, oldest first: three queries."""
+        """The runs a WHERE clause on runs r selects, oldest first: three queries on one
+        snapshot of the store."""
+        with self.snapshot():
+            return self._assembled(clause, params)
+
+    def _assembled(self, clause: str, params: list[Any]) -> list[Run]:
         runs = {row[0]: self._run(row) for row in self._execute(
             f"SELECT {self.RUN_COLUMNS} FROM runs r{clause} ORDER BY r.created, r.{self.order}",
             params)}

@@ -93,6 +93,20 @@ class SqliteStore(SqlStore):
         self.conn.commit()
 
     @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """A deferred transaction: its first read takes a shared lock (a WAL store: a read
+        mark), which holds one state of the file until it ends; inside a write transaction,
+        that one."""
+        if self.conn.in_transaction:
+            yield
+            return
+        self.conn.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self.conn.rollback()  # it wrote nothing
+
+    @contextmanager
     def briefly(self) -> Iterator[None]:
         """A transaction that waits 0.2 s, not 30, for another writer's lock."""
         self.conn.execute("PRAGMA busy_timeout = 200")
