@@ -179,3 +179,78 @@ def test_non_utf8_inputs_are_one_line(tmp_path):
             (args, r.err)
     assert not (tmp_path / "r.toml").exists() and not os.path.exists(tmp_path / "data" /
                                                                          "hpcprobe")
+
+
+#: `hpcprobe ARGS` whose toy-like run stalls after measuring (marker 1) and whose store write
+#: stalls too (marker 2): the test interrupts it at each
+_TWICE = """
+import dataclasses, pathlib, sys, time
+from hpcprobe import cli, registry
+from hpcprobe.commands import output
+first, second = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+real_store = output._store
+def slow_store(*a, **k):
+    second.touch()
+    time.sleep(3)
+    return real_store(*a, **k)
+output._store = slow_store
+real = registry.FAMILIES["frequency"].run
+def stall(ctx, options):
+    real(ctx, options)
+    first.touch()
+    time.sleep(600)
+registry.FAMILIES["frequency"] = dataclasses.replace(registry.FAMILIES["frequency"], run=stall)
+sys.exit(cli.main(sys.argv[3:]))
+"""
+
+
+def test_a_second_sigterm_keeps_what_the_first_kept(tmp_path):
+    """SIGTERM once the first family measured (a job's time limit), then again while the run
+    is being stored (scancel): the run is stored whole, and said so; never "nothing stored"."""
+    import signal
+    import subprocess
+    import sys
+
+    from hpcprobe.results.store import Store
+
+    first, second, db = tmp_path / "m1", tmp_path / "m2", tmp_path / "s.sqlite"
+    p = subprocess.Popen([sys.executable, "-c", _TWICE, str(first), str(second), "run",
+                          "frequency", "numa", "--quick", "--db", str(db)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for marker in (first, second):
+        deadline = time.monotonic() + 300
+        while not marker.exists() and p.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marker.exists(), p.communicate()
+        p.send_signal(signal.SIGTERM)
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 130, (out, err)
+    assert "nothing of this run was stored" not in err and "Traceback" not in err, err
+    with Store.open(str(db), create=False) as st:
+        [info] = st.runs()
+        assert st.load(info.run_id).provenance["interrupted"]["benchmark"] == "frequency"
+
+
+def test_a_damaged_store_is_said_before_measuring_and_by_every_reader(tmp_path):
+    """A store whose pages were overwritten (a disk, a copy cut short): `run` refuses it in
+    one line with the recovery command before measuring; the readers say the same line."""
+    from hpcprobe.results.store import Store
+
+    db = tmp_path / "s.sqlite"
+    with Store.open(str(db)) as st:
+        for i in range(3):
+            st.save(dataclasses.replace(results.read_json(PROBE), run_id=f"{i:012x}"))
+    data = bytearray(db.read_bytes())
+    page = 4096
+    data[3 * page:6 * page] = b"\xa5" * (3 * page)  # past the header: it still opens
+    db.write_bytes(bytes(data))
+    for args in (("run", "frequency", "--quick", "--json", str(tmp_path / "run.json")),
+                 ("check", "--state-only", "--counters", str(tmp_path / "c.json")),
+                 ("show", "latest"),
+                 ("history",), ("compare", "000000000000", "000000000001"),
+                 ("export",), ("list",)):
+        r = hpcprobe(*args, "--db", str(db))
+        assert r.code == 2 and r.err.count("\n") == 1 and "Traceback" not in r.err, \
+            (args, r.err)
+        assert "the store is damaged" in r.err and ".recover" in r.err, r.err
+    assert not (tmp_path / "run.json").exists()  # refused before anything was measured

@@ -297,6 +297,19 @@ def terminate_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
+@contextlib.contextmanager
+def ignoring_interrupts() -> Iterator[None]:
+    """Ctrl-C and SIGTERM ignored for the block: what the first interruption keeps (a run
+    stored, a state restored) is kept whole when a second one follows it (a user pressing
+    Ctrl-C twice, scancel's SIGTERM after a time limit's)."""
+    old = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
 def open_store(db: str | None, no_store: bool = False) -> Store | None:
     """The store a measuring command writes to, checked writable before anything is measured;
     None with --no-store."""

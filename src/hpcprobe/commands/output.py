@@ -13,7 +13,13 @@ from hpcprobe import registry
 from hpcprobe.analysis import reference
 from hpcprobe.analysis.verdict import Reference, Verdict
 from hpcprobe.commands import history
-from hpcprobe.commands.base import Bar, console, say, terminate_interrupts
+from hpcprobe.commands.base import (
+    Bar,
+    console,
+    ignoring_interrupts,
+    say,
+    terminate_interrupts,
+)
 from hpcprobe.common import files
 from hpcprobe.common.errors import (
     EXIT_FAILURE,
@@ -114,7 +120,8 @@ def measured(out: Outputs, store: Store | None,
             with Bar() as bar:
                 run, parts = work(bar)
         except Interrupted as stop:  # what was measured before it is not lost
-            keep(run=stop.run, out=out, store=store, parts=stop.parts)
+            with ignoring_interrupts():  # nor to a second interruption
+                keep(run=stop.run, out=out, store=store, parts=stop.parts)
             sys.stderr.write("hpcprobe: interrupted; the figures measured before it are "
                              f"{'kept above' if store is None else 'stored'}, marked as such\n")
             return EXIT_INTERRUPTED

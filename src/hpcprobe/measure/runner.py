@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from hpcprobe import native
+from hpcprobe.common import signals
 from hpcprobe.common.errors import MeasurementError, UserError
 from hpcprobe.machine import provenance, sentinel, steal
 from hpcprobe.machine.topology import Topology
@@ -132,12 +133,20 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
                               else f"{family.name}: {said}")
         except KeyboardInterrupt:  # what was measured and validated before it is kept
             ctx.interrupted = True
-        ctx.close_ledgers()
-        _steal(ctx, family.name, before, taken)
-        for m in [m for m in ctx.metrics if not m.samples]:  # a family's bug: no figure
-            ctx.errors.append(f"{m.benchmark}: {m.name} {m.params} has no sample; dropped")
-        ctx.metrics = [m for m in ctx.metrics if m.samples]
-        if ctx.interrupted:
+        found = None
+        with signals.deferred() as arrived:  # the bookkeeping of what it measured, whole
+            ctx.close_ledgers()
+            _steal(ctx, family.name, before, taken)
+            for m in [m for m in ctx.metrics if not m.samples]:  # a family's bug: no figure
+                ctx.errors.append(f"{m.benchmark}: {m.name} {m.params} has no sample; dropped")
+            ctx.metrics = [m for m in ctx.metrics if m.samples]
+            if not ctx.interrupted:  # read after every family: it brackets the next
+                found = brackets.take(family.name)
+        spent[family.name] = round(time.perf_counter() - began, 2)
+        if found is not None and family.capability(OtherDevice) is None and any(
+                m.benchmark == family.name for m in ctx.metrics):
+            ctx.find(found)  # a family with no figure has none to mix up
+        if ctx.interrupted or arrived:
             n = sum(m.benchmark == family.name for m in ctx.metrics)
             rest = [f.name for f in measured[i + 1:]]
             interrupted = {"benchmark": family.name, "not_run": rest}
@@ -145,11 +154,6 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
                               "figure(s) it had measured are kept"
                               + (f"; not run: {', '.join(rest)}" if rest else ""))
             break
-        found = brackets.take(family.name)  # read after every family: it brackets the next
-        spent[family.name] = round(time.perf_counter() - began, 2)
-        if found is not None and family.capability(OtherDevice) is None and any(
-                m.benchmark == family.name for m in ctx.metrics):
-            ctx.find(found)  # a family with no figure has none to mix up
     for family in families:
         if (derives := family.capability(Derives)) is not None:
             ctx.metrics.extend(derives.derive(ctx.metrics))
