@@ -254,3 +254,29 @@ def test_a_damaged_store_is_said_before_measuring_and_by_every_reader(tmp_path):
             (args, r.err)
         assert "the store is damaged" in r.err and ".recover" in r.err, r.err
     assert not (tmp_path / "run.json").exists()  # refused before anything was measured
+
+
+def test_read_commands_share_one_exit_policy(tmp_path):
+    """The same run, below its reference: every command that shows its verdict exits 1,
+    whatever it writes; against a file of another CPU, every one of them exits 3."""
+    from hpcprobe.analysis.verdict import Expected
+
+    run = results.read_json(PROBE)
+    other = tmp_path / "other.json"
+    results.write_json(dataclasses.replace(run, run_id="0123456789ab"), other)
+    [g] = reference.make([run], registry.pickers(), registry.hardware_labels)
+    g.figures = {k: dataclasses.replace(e, value=1000 * e.value, runs=5)
+                 for k, e in g.figures.items() if isinstance(e, Expected)}
+    below = tmp_path / "below.toml"
+    below.write_text(reference.to_toml([g], "test"))
+    g.hardware = {**g.hardware, "cpu": "Some Other CPU 9999"}
+    elsewhere = tmp_path / "elsewhere.toml"
+    elsewhere.write_text(reference.to_toml([g], "test"))
+    for ref, code in ((below, 1), (elsewhere, 3)):
+        for args in (("show", str(PROBE)), ("show", str(PROBE), "--json", str(tmp_path / "d")),
+                     ("report", str(PROBE), "-o", str(tmp_path / "r.html")),
+                     ("compare", str(PROBE), str(other))):
+            r = hpcprobe(*args, "--against", str(ref))
+            assert r.code == code and "Traceback" not in r.err, (args, ref.name, r.err)
+            if code == 3:
+                assert "judged nothing" in " ".join(r.err.split()), r.err

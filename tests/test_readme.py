@@ -63,9 +63,9 @@ def test_the_first_five_minutes_and_the_fleet(tmp_path: Path,
     unjudged = hpcprobe("check", "--tag", "acceptance", "--counters", str(counters))
     _ok(unjudged, (3,))
     assert unjudged.out.startswith("CANNOT JUDGE")
-    details = _ok(hpcprobe("show", "latest", "--details"))
+    details = _ok(hpcprobe("show", "latest", "--details"), JUDGED)
     assert "Verdict:" in details
-    _ok(hpcprobe("report", "latest", "-o", "report.html"))
+    _ok(hpcprobe("report", "latest", "-o", "report.html"), JUDGED)
     assert "<html" in (tmp_path / "report.html").read_text()[:500].lower()
     _ok(hpcprobe("reference", "make", "--tag", "acceptance", "-o", "ref.toml"))
     _ok(hpcprobe("reference", "show", "ref.toml"))

@@ -52,7 +52,7 @@ def handle(a: argparse.Namespace) -> int:
             w.writerow(r.to_dict())
     else:
         terminal.render_comparison(c, console(), a.limit if a.limit > 0 else None)
-    return 1 if any(v.failed for v in judged) else 0
+    return output.verdict_exit(against, judged) if a.against else 0
 
 
 COMMAND = Spec("compare", "compare runs with statistics", setup, handle,

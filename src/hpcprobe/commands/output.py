@@ -126,18 +126,20 @@ def measured(out: Outputs, store: Store | None,
                              f"{'kept above' if store is None else 'stored'}, marked as such\n")
             return EXIT_INTERRUPTED
     judged = keep(run, out, store, parts)
-    if run.errors or judged.failed:
+    return EXIT_FAILURE if run.errors else verdict_exit(out.against, [judged])
+
+
+def verdict_exit(against: Against, judged: Sequence[Verdict]) -> int:
+    """The exit status of every command that shows verdicts (a run just measured, or read back
+    by show, report, compare --against; as a table or a document alike): EXIT_FAILURE where a
+    figure is below its reference; EXIT_UNJUDGED, said in one line, where a reference file was
+    named and none of the runs' figures had a value in it (another CPU, profile or core count:
+    `run --against ref.toml || alert` must not pass without judging); else 0."""
+    if any(v.failed for v in judged):
         return EXIT_FAILURE
-    return unjudged(out.against, judged)
-
-
-def unjudged(against: Against, judged: Verdict) -> int:
-    """EXIT_UNJUDGED, said in one line, where a reference file was named and none of the
-    run's figures had a value in it (another CPU, profile or core count): `run --against
-    ref.toml || alert` must not pass without judging. Else 0."""
-    if against.path is None or any(r.expected is not None for r in judged.rows):
+    if against.path is None or any(r.expected is not None for v in judged for r in v.rows):
         return 0
-    why = judged.reference.source if judged.reference is not None else "no node run"
+    why = next((v.reference.source for v in judged if v.reference is not None), "no node run")
     say(console(stderr=True), f"hpcprobe: --against {against.path} judged nothing: {why}")
     return EXIT_UNJUDGED
 

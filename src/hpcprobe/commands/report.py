@@ -28,12 +28,12 @@ def handle(a: argparse.Namespace) -> int:
     files.check_writable(a.output, "-o")
     against = output.Against.of(a.against)
     runs = load_runs(a.runs, a.db)
+    judged = [against.judged(r, a.db) for r in runs]
     n = report.write(runs, a.output, registry.views(), registry.figures(),
-                     registry.not_joined(), a.png,
-                     verdicts=[against.judged(r, a.db) for r in runs])
+                     registry.not_joined(), a.png, verdicts=judged)
     print(f"Wrote {a.output} ({n} plots" + (f", PNGs in {a.png}" if a.png else "") + ").",
           file=sys.stderr if files.is_stdout(a.output) else sys.stdout)
-    return 0
+    return output.verdict_exit(against, judged)
 
 
 COMMAND = Spec("report", "write an HTML report of runs, with plots", setup, handle,

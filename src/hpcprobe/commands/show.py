@@ -28,12 +28,13 @@ def setup(sh: argparse.ArgumentParser) -> None:
 def handle(a: argparse.Namespace) -> int:
     against = output.Against.of(a.against)
     [run] = load_runs([a.run], a.db)
+    judged = against.judged(run, a.db)
     if a.json:
         print_json(run.to_dict(), a.json)
-        return 0
-    judged = against.judged(run, a.db)
-    terminal.render(run, console(), registry.views(), console(stderr=True), judged, a.details)
-    return 1 if judged.failed else 0
+    else:
+        terminal.render(run, console(), registry.views(), console(stderr=True), judged,
+                        a.details)
+    return output.verdict_exit(against, [judged])
 
 
 
