@@ -280,3 +280,24 @@ def test_read_commands_share_one_exit_policy(tmp_path):
             assert r.code == code and "Traceback" not in r.err, (args, ref.name, r.err)
             if code == 3:
                 assert "judged nothing" in " ".join(r.err.split()), r.err
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="another user's file needs root to make")
+def test_a_cached_program_another_user_could_write_is_never_run(tmp_path):
+    """Root runs the cached MPI and CUDA programs (a check in a prolog): one that another user
+    owns, or that others may write (the program or its directory), is refused in one line."""
+    from hpcprobe.common import compiled
+    from hpcprobe.common.errors import UserError
+
+    exe = tmp_path / "cache" / "mpi" / "fp" / "hpb_mpi"
+    built = compiled.compile_to(exe, lambda out: ["sh", "-c", f"echo '#!/bin/sh' > {out}"],
+                                "sh")
+    assert compiled.cached(built) == exe
+    for spoil, undo in ((lambda: exe.chmod(0o777), lambda: exe.chmod(0o755)),
+                        (lambda: exe.parent.chmod(0o777), lambda: exe.parent.chmod(0o755)),
+                        (lambda: os.chown(exe, 4242, 4242), lambda: os.chown(exe, 0, 0))):
+        spoil()
+        with pytest.raises(UserError, match="a cached program there is not run"):
+            compiled.compile_to(exe, lambda out: ["false"], "sh")
+        undo()
+    assert compiled.cached(exe) == exe

@@ -10,7 +10,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from hpcprobe.common.compiled import cache_root, compile_to
+from hpcprobe.common.compiled import cache_root, cached, compile_to
 from hpcprobe.common.errors import UserError
 from hpcprobe.cuda.toolkit import Toolkit
 
@@ -62,7 +62,7 @@ def build(tk: Toolkit, wanted: Sequence[str] = (), driver: str | None = None) ->
     """The program for these architectures, compiled on first use."""
     archs = targets(tk, wanted)
     exe = cache_root() / "cuda" / fingerprint(tk, archs, driver) / "hpb_gpu"
-    if exe.is_file():
+    if cached(exe) is not None:
         return exe
     exe.parent.mkdir(parents=True, exist_ok=True)
     src = exe.parent / SOURCE

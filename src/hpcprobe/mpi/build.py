@@ -11,7 +11,7 @@ from importlib import resources
 from pathlib import Path
 
 from hpcprobe import native
-from hpcprobe.common.compiled import cache_root, compile_to
+from hpcprobe.common.compiled import cache_root, cached, compile_to
 from hpcprobe.mpi.find import CFLAGS, Mpi
 
 
@@ -69,7 +69,7 @@ def build(mpi: Mpi, prog: Program = TESTS) -> Path:
     another fingerprint and gets its own build. A failing compile is a user error carrying the
     compiler's message."""
     exe = program(mpi, prog)
-    if exe.is_file():
+    if cached(exe) is not None:
         return exe
     exe.parent.mkdir(parents=True, exist_ok=True)
     src = exe.parent / prog.source
