@@ -301,3 +301,23 @@ def test_a_cached_program_another_user_could_write_is_never_run(tmp_path):
             compiled.compile_to(exe, lambda out: ["false"], "sh")
         undo()
     assert compiled.cached(exe) == exe
+
+
+def test_prometheus_on_standard_output_carries_the_exposition_alone(tmp_path):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    r = hpcprobe("check", "--state-only", "--no-store", "--counters",
+                 str(tmp_path / "c.json"), "--prometheus", "-")
+    assert r.code == 3, r.err
+    names = {f.name for f in text_string_to_metric_families(r.out)}  # every line parses
+    assert "hpcprobe_check_outcome" in names and "CANNOT JUDGE" in r.err
+
+
+def test_a_usage_error_leaves_no_store_behind(tmp_path):
+    for i, args in enumerate((("run", "memory", "--kernel", "nosuch"),
+                              ("run", "--json", "/proc/x.json", "memory", "--quick"),
+                              ("run", "--isa", "nosuch"), ("check", "--json", str(tmp_path)))):
+        db = tmp_path / f"s{i}.sqlite"
+        r = hpcprobe(*args, "--db", str(db))
+        assert r.code == 2 and "Traceback" not in r.err, (args, r.err)
+        assert not db.exists(), args

@@ -232,7 +232,7 @@ def load(path: str, units: Callable[[str], set[str] | None] = _no_units) -> list
     """A reference file's groups, checked: one clear line for what is wrong (`units`: the
     units a figure's key may have, None where it is not known)."""
     try:
-        doc = tomllib.loads(files.read_input(Path(path)))
+        doc = tomllib.loads(files.read_input(Path(path), f"--against {path}"))
     except tomllib.TOMLDecodeError as exc:
         raise UserError(f"--against {path}: not TOML ({exc})") from None
     if doc.get("format") != FORMAT or doc.get("version") != VERSION:

@@ -269,7 +269,7 @@ def handle(a: argparse.Namespace) -> int:
     run.duration_s = round(seconds, 3)
     run.provenance["check"] = {"status": out.status, "reasons": out.reasons,
                                "counters": now}
-    shown = console(files.is_stdout(a.json) if a.json else False)
+    shown = console(any(files.is_stdout(p) for p in (a.json, a.prometheus) if p))
     _show(shown, run, v, out, c, seconds, a.details)
     _keep(a, c, run, v, out, shown, seconds)
     return _slurm(a, c, out, shown) if a.slurm else out.exit_code

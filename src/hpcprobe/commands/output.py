@@ -108,7 +108,8 @@ class Outputs:
     @property
     def piped(self) -> bool:
         """The document goes to standard output, which then holds nothing else."""
-        return any(files.is_stdout(p) for p in (self.json, self.report, self.markdown))
+        return any(files.is_stdout(p) for p in (self.json, self.report, self.markdown,
+                                                 self.prometheus))
 
 
 def measured(out: Outputs, store: Store | None,
@@ -125,6 +126,10 @@ def measured(out: Outputs, store: Store | None,
             sys.stderr.write("hpcprobe: interrupted; the figures measured before it are "
                              f"{'kept above' if store is None else 'stored'}, marked as such\n")
             return EXIT_INTERRUPTED
+        except BaseException:  # a mistake found as it plans, Ctrl-C before any figure
+            if store is not None:
+                store.close()  # a store this command made, still empty, is removed
+            raise
     judged = keep(run, out, store, parts)
     return EXIT_FAILURE if run.errors else verdict_exit(out.against, [judged])
 
@@ -249,7 +254,8 @@ def _pages(run: results.Run, out: Outputs, shown: Any, stored: bool, judged: Ver
         from hpcprobe.views import prometheus
 
         prometheus.write(out.prometheus, prometheus.registry([(run, judged)]))
-        say(shown, f"Wrote {out.prometheus}.")
+        if not files.is_stdout(out.prometheus):
+            say(shown, f"Wrote {out.prometheus}.")
     if out.markdown:
         from hpcprobe.views import markdown
 
