@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 
 _UNITS = {
@@ -26,6 +27,8 @@ def parse_size(text: str) -> int:
         raise ValueError(f"{text!r}: unknown unit {m.group(2)!r}; use B, KiB, MiB, GiB, kB, MB, GB")
     if value <= 0:
         raise ValueError(f"{text!r}: a size must be positive")
+    if not math.isfinite(value * _UNITS[unit]) or value * _UNITS[unit] >= 2 ** 63:
+        raise ValueError(f"{text!r}: larger than any machine's memory or disk")
     return int(value * _UNITS[unit])
 
 
