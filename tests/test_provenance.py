@@ -111,3 +111,16 @@ def test_a_changed_source_changes_the_digest_in_a_kept_build_folder(tmp_path):
     # has changed
     again = said("make", "-C", str(build), "cmake_check_build_system")
     assert again == _digest(src, _measured(src)) != first
+
+
+def test_an_applications_command_and_environment_hold_no_secret(tmp_path):
+    from conftest import hpcprobe
+
+    out = tmp_path / "app.json"
+    r = hpcprobe("app", "calc", "--fom", r"value = ([0-9.]+)", "--repeat", "1", "--no-store",
+                 "--json", str(out), "--env", "API_TOKEN=t0k3n", "--env", "U=https://u:pw@h/",
+                 "--", "sh", "-c", "echo value = 1 # https://me:s3cr3t@host/x")
+    assert r.code == 0, r.err
+    kept = out.read_text()
+    assert "s3cr3t" not in kept and "t0k3n" not in kept and "u:pw@" not in kept
+    assert "https://me:***@host/x" in kept and "https://u:***@h/" in kept

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, NoReturn
 
 from hpcprobe.common import files, jsondoc
 from hpcprobe.common.errors import ERROR_PREFIX, EXIT_USAGE, UserError
+from hpcprobe.common.secrets import redact
 from hpcprobe.measure import profiles
 from hpcprobe.results import model as results
 from hpcprobe.results.store import Selection, Store, default_location
@@ -113,7 +114,7 @@ class CheckingParser(Parser):
 def add_db(p: argparse.ArgumentParser) -> None:
     p.add_argument("--db", metavar="PATH|URL",
                    help="result store: an SQLite file, or postgresql://USER@HOST[:PORT]/DB "
-                        f"(default: $HPCPROBE_DB, else {default_location()})")
+                        f"(default: $HPCPROBE_DB, else {redact(default_location())})")
 
 
 def add_run_options(r: argparse.ArgumentParser) -> None:

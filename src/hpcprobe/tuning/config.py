@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcprobe.analysis import recommend
+from hpcprobe.common import secrets
 from hpcprobe.common.errors import UserError
 from hpcprobe.measure.family import Family, Flag, flags, runs_commands
 
@@ -36,7 +37,8 @@ class Configuration:
     boot: str | None = None  # a state only a reboot changes: runs taken in that boot
 
     def to_dict(self) -> dict[str, Any]:
-        return {"env": self.env, "options": self.options, "wrap": list(self.wrap),
+        return {"env": {k: secrets.variable(k, v) for k, v in self.env.items()},
+                "options": self.options, "wrap": list(self.wrap),
                 "set": self.sysfs, "pre": [list(a) for a in self.pre],
                 "post": [list(a) for a in self.post], "expect": self.expect, "boot": self.boot}
 

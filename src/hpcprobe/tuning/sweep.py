@@ -22,6 +22,7 @@ from typing import Any
 
 from hpcprobe.analysis import recommend
 from hpcprobe.analysis.compare import NotJoined, describe_params, joined_params
+from hpcprobe.common import secrets
 from hpcprobe.common.errors import ERROR_PREFIX, EXIT_USAGE, UserError
 from hpcprobe.machine import fingerprint, provenance, sentinel
 from hpcprobe.machine.topology import Topology
@@ -328,7 +329,8 @@ class Runner:
             "max_rounds": s.max_rounds,
             "configurations": {n: c.to_dict() for n, c in s.configurations.items()},
             "workloads": {n: {"family": w.family, "options": w.options,
-                              "command": list(w.command), "figures": list(w.figures),
+                              "command": [secrets.redact(x) for x in w.command],
+                              "figures": list(w.figures),
                               "where": w.where} for n, w in s.workloads.items()},
             "order": self.log, "hooks": self.hooks, "skipped": self.skipped,
             "runs": [r.run_id for r in runs],

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from hpcprobe.common import secrets
 from hpcprobe.common.errors import MeasurementError, UserError
 from hpcprobe.families.app import known, ranks
 from hpcprobe.machine import sysinfo
@@ -258,8 +259,10 @@ def run(ctx: RunContext, o: AppOptions) -> None:
     params = {} if pl is None or team is None else _where(o, pl, bindings, team)
     _metrics(ctx, o, reps, params)
     ctx.provenance.setdefault("app", {})[o.name] = {
-        "command": list(argv), "cwd": str(Path(cwd).resolve()) if cwd else os.getcwd(),
-        "env": env, "figure": o.what, "warmup": o.warmup, **({"input": given} if given else {})}
+        "command": [secrets.redact(x) for x in argv],
+        "cwd": str(Path(cwd).resolve()) if cwd else os.getcwd(),
+        "env": {k: secrets.variable(k, v) for k, v in env.items()}, "figure": o.what,
+        "warmup": o.warmup, **({"input": given} if given else {})}
     if team is not None:
         ctx.provenance["mpi"] = team.provenance
 
