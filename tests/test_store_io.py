@@ -177,6 +177,11 @@ def test_forty_judged_writers_on_an_empty_store_lose_no_run(backend, tmp_path, r
     """Forty runs stored at once (a check in every node's prolog writing one fleet store), each
     judged against the previous runs others are committing, the first ones creating the
     schema: three times, every run stored, none refused."""
+    from scipy import stats  # noqa: F401 - a reference's spread: imported once, not per writer
+
+    from hpcprobe import registry
+    from hpcprobe.commands import output  # noqa: F401 - the same
+    registry.pickers()
     ctx = multiprocessing.get_context("fork")
     for attempt in range(3):
         db = str(tmp_path / f"r{attempt}.sqlite") if backend == "sqlite" else \
