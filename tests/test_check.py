@@ -417,6 +417,27 @@ def test_slurm_that_cannot_show_the_node_never_turns_a_pass_into_a_drain(tmp_pat
         assert r.code == 1 and "State=DRAIN Reason=hpcprobe: port" in log.read_text()
 
 
+@pytest.mark.parametrize("state", ["ALLOCATED", "MIXED+DRAIN"])
+def test_slurm_a_node_running_jobs_is_not_measured_and_cannot_be_judged(tmp_path, state):
+    """The measuring tier where Slurm has the node in use: its state is read and judged (a
+    fault there still fails it), its figures are not measured; cannot judge, exit 0."""
+    sysfs = fake_sys(tmp_path / "sys")
+    ref = write_reference(tmp_path / "ref.toml", sysfs)
+    env, log = _fake_scontrol(tmp_path, state=state)
+    r = hpcprobe("check", "--slurm", "--node", "n9", "--no-store", "--sysfs", str(sysfs),
+                 "--against", str(ref), "--counters", str(tmp_path / "c.json"), env=env)
+    flat = " ".join(r.out.split())
+    assert r.code == 0 and r.out.startswith("CANNOT JUDGE"), r.out + r.err
+    assert f"Slurm has n9 in use ({state})" in flat and "peak" not in flat, flat
+    assert "update" not in log.read_text()
+    if "DRAIN" in state:
+        return  # someone else's drain: left as it is (tested above)
+    fake_sys(sysfs, state="1: DOWN")
+    down = hpcprobe("check", "--slurm", "--node", "n9", "--no-store", "--sysfs", str(sysfs),
+                    "--against", str(ref), "--counters", str(tmp_path / "c.json"), env=env)
+    assert down.code == 1 and "State=DRAIN Reason=hpcprobe: port" in log.read_text()
+
+
 @pytest.mark.parametrize("content", ['[[reference]]\ncpu = "x"\n', '{"n9": {"counters": {"a"',
                                      '{"n9": {"counters": {"a": "many"}}}', '[1, 2]'])
 def test_a_counters_file_that_is_not_one_is_refused_and_kept(tmp_path, content):

@@ -230,13 +230,37 @@ def _faults(run: Run, ref: Reference | None, c: Checked, a: argparse.Namespace,
     return out + run.errors
 
 
-def _measure(a: argparse.Namespace, c: Checked) -> tuple[Run, Verdict, list[str], list[str]]:
+#: Slurm's states of a node that runs jobs: a measuring check there cannot judge
+IN_USE = ("ALLOC", "MIXED", "COMPLETING")
+
+
+def _in_use(a: argparse.Namespace, c: Checked) -> str | None:
+    """Why the measuring tier cannot judge this node under --slurm (Slurm has it running a
+    job), None where it can or Slurm cannot say (other processes on its CPUs are then seen as
+    each benchmark runs)."""
+    if not a.slurm or a.state_only:
+        return None
+    from hpcprobe.schedulers.slurm import Slurm
+
+    try:
+        state = Slurm().state(c.node)
+    except HpcprobeError:
+        return None
+    if not any(s in state for s in IN_USE):
+        return None
+    return (f"Slurm has {c.node} in use ({state}): its figures would be a shared node's, "
+            "so only its state was read (HealthCheckNodeState=IDLE runs the measuring tier on "
+            "idle nodes)")
+
+
+def _measure(a: argparse.Namespace, c: Checked, state_only: bool
+             ) -> tuple[Run, Verdict, list[str], list[str]]:
     """The run (state alone, or the checking families' figures; the devices' state in its
     provenance), judged, a suspect figure re-tested once: the run, its verdict, what was
     re-tested and the devices' faults."""
     topo = topology.discover()
     isa = resolve_isa(None)
-    if a.state_only:
+    if state_only:
         run = _state_run(topo, isa)
     else:
         with Bar() as bar:
@@ -256,11 +280,14 @@ def _measure(a: argparse.Namespace, c: Checked) -> tuple[Run, Verdict, list[str]
 def handle(a: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     c = _inputs(a)
-    run, v, retested, devices = _measure(a, c)
+    in_use = _in_use(a, c)
+    run, v, retested, devices = _measure(a, c, a.state_only or in_use is not None)
     now = counters.read(c.sysfs, None if a.sysfs else counters.INTERRUPTS)
     before = None if a.accept_counters else _saved_counters(c.counters, c.node)
     rose = counters.rising(before or {}, now)
     out = health.outcome(_faults(run, v.reference, c, a, rose, devices), v)
+    if in_use is not None and out.status == health.PASS:  # its state passed; not its figures
+        out = health.Outcome(health.UNJUDGED, [], [in_use])
     out.retested = retested
     if out.status != health.FAIL or before is None:
         # a rise stays a fault until dealt with

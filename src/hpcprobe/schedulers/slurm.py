@@ -233,17 +233,26 @@ class Slurm(Scheduler):
         if r.returncode != 0:
             raise HpcprobeError(f"scontrol could not drain {node}: {_first_line(r.stderr)}")
 
-    def drained(self, node: str) -> str | None:
-        """The reason of the node's drain (its `Reason=`, without the `[user@time]` Slurm
-        adds), "" for a drain without one, None where the node is not drained or draining."""
+    def _show_node(self, node: str) -> str:
         r = self._client("scontrol", "-o", "show", "node", node)
         if r.returncode != 0:
             raise HpcprobeError(f"scontrol could not show node {node}: "
                                 f"{_first_line(r.stderr)}")
-        state = re.search(r"\bState=(\S+)", r.stdout)
+        return str(r.stdout)
+
+    def state(self, node: str) -> str:
+        """The node's state as Slurm shows it (IDLE, ALLOCATED, MIXED+DRAIN, ...)."""
+        state = re.search(r"\bState=(\S+)", self._show_node(node))
+        return state.group(1).upper() if state else ""
+
+    def drained(self, node: str) -> str | None:
+        """The reason of the node's drain (its `Reason=`, without the `[user@time]` Slurm
+        adds), "" for a drain without one, None where the node is not drained or draining."""
+        shown = self._show_node(node)
+        state = re.search(r"\bState=(\S+)", shown)
         if state is None or "DRAIN" not in state.group(1).upper():
             return None
-        why = re.search(r"\bReason=(.*?)(?: \[[^\]]*@[^\]]*\])?(?=\s+\w+=|\s*$)", r.stdout)
+        why = re.search(r"\bReason=(.*?)(?: \[[^\]]*@[^\]]*\])?(?=\s+\w+=|\s*$)", shown)
         return why.group(1).strip() if why else ""
 
     def resume(self, node: str) -> None:
