@@ -405,13 +405,14 @@ def test_cluster_report_against_a_reference_names_the_nodes_below_it(stored, tmp
 
 
 def test_cluster_report_judges_each_node_against_its_own_previous_runs(tmp_path, capsys):
-    """Without a file, a node that fell behind its own earlier campaign is named; a node
-    without earlier runs is said to have no reference."""
+    """Without a file, a node that fell behind its own earlier campaigns (three: fewer judge
+    nothing) is named; a node without earlier runs is said to have no reference."""
     db = tmp_path / "r.sqlite"
     with Store.open(db) as st:
-        for tag, n, slow, day in (("c0", 5, {}, "2025-12-01"),
-                                  ("c1", 6, {"n5": 0.8}, "2026-01-01")):
-            _, runs = clusterdata.campaign(n, slow_nodes=slow, tag=tag, seed=n)
+        for seed, (tag, n, slow, day) in enumerate((
+                ("c0", 5, {}, "2025-12-01"), ("cb", 5, {}, "2025-12-08"),
+                ("cc", 5, {}, "2025-12-15"), ("c1", 6, {"n5": 0.8}, "2026-01-01"))):
+            _, runs = clusterdata.campaign(n, slow_nodes=slow, tag=tag, seed=n + seed)
             for r in runs:
                 st.save(replace(r, tag=tag, created=r.created.replace("2026-01-01", day)))
     assert main(["cluster", "report", "c0", "--db", str(db)]) == 0
