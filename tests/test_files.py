@@ -107,6 +107,13 @@ def test_a_link_another_user_planted_in_a_shared_directory_is_never_followed(tmp
                                             "directory"):
             write()
     assert secret.read_text() == "root's\n" and stat.S_IMODE(secret.stat().st_mode) == 0o600
+    private = tmp_path / "private"  # a directory on the way planted as well
+    private.mkdir()
+    (shared / "dir").symlink_to(private)
+    os.lchown(shared / "dir", 4242, 4242)
+    with pytest.raises(UserError, match="a symbolic link that user 4242 made"):
+        files.atomic_write(shared / "dir" / "run.json", b"{}", "--json")
+    assert list(private.iterdir()) == []
     os.lchown(link, 0, 0)
     files.atomic_write(link, b"{}", "--json")
     assert secret.read_text() == "{}" and link.is_symlink()

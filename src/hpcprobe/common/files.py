@@ -35,18 +35,22 @@ def read_input(path: str | os.PathLike[str], label: str | None = None, hint: str
 
 
 def planted(path: Path) -> int | None:
-    """The owner of a symbolic link at `path` that the kernel's `protected_symlinks` rule
-    would not let this process follow (in a sticky, world-writable directory, owned by neither
-    this process's user nor the directory's); None where there is no such link."""
-    try:
-        link = os.lstat(path)
-        where = os.stat(path.parent)
-    except OSError:
-        return None
-    shared = where.st_mode & stat.S_ISVTX and where.st_mode & stat.S_IWOTH
-    if not stat.S_ISLNK(link.st_mode) or not shared:
-        return None
-    return None if link.st_uid in (os.geteuid(), where.st_uid) else link.st_uid
+    """The owner of a symbolic link on `path` (the file, or a directory on the way to it) that
+    the kernel's `protected_symlinks` rule would not let this process follow: in a sticky,
+    world-writable directory, owned by neither this process's user nor the directory's; None
+    where there is no such link."""
+    full = Path(os.path.abspath(path))
+    for step in (*reversed(full.parents[:-1]), full):
+        try:
+            link = os.lstat(step)
+            where = os.stat(step.parent)
+        except OSError:
+            return None
+        shared = where.st_mode & stat.S_ISVTX and where.st_mode & stat.S_IWOTH
+        if stat.S_ISLNK(link.st_mode) and shared and \
+                link.st_uid not in (os.geteuid(), where.st_uid):
+            return link.st_uid
+    return None
 
 
 def _refuse_planted(path: Path, option: str) -> None:
