@@ -97,9 +97,12 @@ def _sources(v: Verdict) -> list[str]:
     out = [f"History: {line}" for line in v.history]
     if v.reference is not None:
         out.append(f"Against {v.reference.source}; not judged where the CI is wider than the "
-                   "tolerance, the node moved (its sentinel) or the hypervisor stole time.")
+                   "tolerance, the node moved (its sentinel), other processes or the "
+                   "hypervisor took its CPUs, or fewer runs stand behind a figure than judge "
+                   "it.")
     elif v.kept:
-        out.append("No reference yet: the next runs here are judged against this one; "
+        out.append("No reference yet: the next runs here are judged against this one and the "
+                   "runs before it, from three on; "
                    "`hpcprobe reference make RUNS -o ref.toml` writes one to judge others by.")
     else:
         out.append("No reference yet, and this run is not stored: no later run is judged "
