@@ -47,6 +47,22 @@ def test_a_slow_node_is_a_slow_node_and_nothing_else():
     assert len(f.evidence) > 100  # its figures, each against the fleet's median
 
 
+def test_a_slow_node_whose_cpus_others_used_is_a_suspect_never_drained():
+    """n5 slow while other processes used a fifth of its CPUs in every benchmark (a job
+    outside Slurm, a stray process): said, with its load, and not drained; where only some of
+    its slow benchmarks were shared, it is still a slow node."""
+    _, runs = clusterdata.campaign(16, slow_nodes={"n5": 0.85})
+    every = sorted({m.benchmark for r in runs if r.host == "n5" for m in r.metrics})
+    for shared, drained in ((every, False), (every[:1], True)):
+        busy = [replace(r, provenance={**r.provenance, "others_percent": dict.fromkeys(
+            shared, 20.0)}) if r.host == "n5" else r for r in runs]
+        v = analyse(busy, "c1")
+        assert v.busy == {"n5": 20.0}
+        assert kinds(v) == ([(SLOW_NODE, "n5")] if drained else [])
+        assert [f.item for f in v.suspects] == ([] if drained else ["n5"])
+        assert [n for n, _ in views.to_drain(v)] == (["n5"] if drained else [])
+
+
 def test_a_slow_node_explains_its_slow_links():
     _, runs = clusterdata.campaign(12, slow_nodes={"n3": 0.7}, slow_endpoints={"n3": 0.7})
     assert kinds(analyse(runs, "c1")) == [(SLOW_NODE, "n3")]
@@ -213,8 +229,8 @@ def test_nodes_whose_host_took_cpu_time_or_changed_are_named_beside_the_verdict(
     assert kinds(v) == [(SLOW_NODE, "n5")]  # context for the verdict, not a verdict
     [table] = [b for b in views.blocks(v, lambda n, r: ["drain", n])
                if getattr(b, "title", "").startswith("Host load")]
-    assert table.rows == [["n5", "6.2", "memory x0.61"], ["n7", "1.5", "-"],
-                          ["n9", "-", "memory x0.61"]]
+    assert table.rows == [["n5", "6.2", "-", "memory x0.61"], ["n7", "1.5", "-", "-"],
+                          ["n9", "-", "-", "memory x0.61"]]
     doc = json.loads(json.dumps(v.to_dict()))
     assert doc["steal_percent"] == {"n5": 6.2, "n7": 1.5}
     assert doc["node_changed"] == {"n5": {"memory": 0.61}, "n9": {"memory": 0.61}}

@@ -131,6 +131,10 @@ class Verdict:
     #: node -> the largest share (%) of its CPU time the hypervisor took while a benchmark of
     #: its latest run ran, where it reached a warning: its figures carry the host's load
     steal: dict[str, float] = field(default_factory=dict)
+    #: node -> the largest share (%) of its CPUs' time other processes used while a benchmark
+    #: of its latest run ran, from `steal.OTHERS` on: a node flagged on such figures alone is a
+    #: suspect, never drained (its slowness may be another job's)
+    busy: dict[str, float] = field(default_factory=dict)
     #: node -> benchmark -> after/before of the node sentinel around it, where it moved during
     #: the node's latest run: figures that may mix two states of the node
     changed: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -164,7 +168,7 @@ class Verdict:
                                  for n, v, e in pts] for k, pts in self.weak.items()},
             "weak_units": self.weak_units, "scaling_errors": self.scaling_errors,
             "missing": self.missing, "unhealthy": self.unhealthy, "steal_percent": self.steal,
-            "node_changed": self.changed,
+            "others_percent": self.busy, "node_changed": self.changed,
         }
 
 
@@ -365,6 +369,8 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
             v.steal[host] = worst
         if moves := sentinel.changes(latest[host].findings):
             v.changed[host] = moves
+        if busy := _busy(latest[host]):
+            v.busy[host] = max(busy.values())
     heat_rows: dict[str, dict[str, tuple[float, float]]] = {}
     all_labels: dict[str, None] = {}
     for fp, hosts in groups.items():
@@ -384,7 +390,7 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
                             for j, lb in enumerate(judged.labels) if np.isfinite(norm[i, j])}
             earlier = [d for row in judged.of([figures(r.metrics, ignore) for r in before[h]])
                        for d in row] if before[h] else None
-            _node(v, h, judged.flagged[i], earlier, ignore.derived)
+            _node(v, h, judged.flagged[i], earlier, ignore.derived, set(_busy(latest[h])))
     v.heat_nodes = sorted(heat_rows, key=natural)
     v.heat_metrics = list(all_labels)
     both = np.array([[heat_rows[h].get(lb, (np.nan, np.nan)) for lb in v.heat_metrics]
@@ -397,9 +403,17 @@ def _measured(devs: list[Deviation], derived: frozenset[str]) -> list[Deviation]
     return [d for d in devs if d.metric.split(" ", 1)[0] not in derived]
 
 
+def _busy(run: Run) -> dict[str, float]:
+    """Benchmark -> the share (%) of the CPUs' time other processes used while it ran, where
+    that left its figures unjudged (`steal.OTHERS`)."""
+    return {b: pct for b, pct in run.provenance.get("others_percent", {}).items()
+            if isinstance(pct, (int, float)) and pct >= 100 * steal.OTHERS}
+
+
 def _node(v: Verdict, host: str, now: list[Deviation], earlier: list[Deviation] | None,
-          derived: frozenset[str]) -> None:
+          derived: frozenset[str], busy: set[str]) -> None:
     """A node's verdict rests on its measured figures: flagged on derived ones alone, or on
+    figures measured while other processes used its CPUs (`busy`: their benchmarks), or on
     one measured figure that is barely past either threshold (each time it was measured), it
     is a suspect, said and never drained. Barely past the z-score is marginal too: a figure
     17 % low among peers that spread nearly as much (z 4) is what a neighbour's burst on a
@@ -417,7 +431,8 @@ def _node(v: Verdict, host: str, now: list[Deviation], earlier: list[Deviation] 
             d.worse < th.marginal * th.worse or (d.z < th.marginal * th.z and not d.far)
             for d in devs)
 
-    if now and marginal(got) and (was is None or marginal(was)):
+    shared = bool(busy) and all(d.metric.split(".", 1)[0] in busy for d in got)
+    if now and (shared or marginal(got) and (was is None or marginal(was))):
         v.suspects.append(Finding(SLOW_NODE, host, (host,), _worst(now + (earlier or [])),
                                   earlier is not None))
         return

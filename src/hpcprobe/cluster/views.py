@@ -135,16 +135,20 @@ def _node_states(v: Verdict) -> list[Block]:
             for found in v.unhealthy[node]:
                 t.add_row(node, found)
         out.append(t)
-    if v.steal or v.changed:
+    if v.steal or v.changed or v.busy:
         t = Table("Host load (steal %: the largest share of CPU time the hypervisor took while a "
-                  "benchmark ran; node changed: the benchmarks around which the node sentinel's "
-                  "DRAM triad moved, after/before): the node's figures carry that load or "
-                  "change, and a slow one may be the host's or a neighbour's, not the node's")
+                  "benchmark ran; others %: the largest share other processes used, from which "
+                  "a slow node is a suspect, never drained; node changed: the benchmarks around "
+                  "which the node sentinel's DRAM triad moved, after/before): the node's "
+                  "figures carry that load or change, and a slow one may be the host's or a "
+                  "neighbour's, not the node's")
         t.add_column("node")
         t.add_column("steal %", "right")
+        t.add_column("others %", "right")
         t.add_column("node changed")
-        for node in sorted(v.steal.keys() | v.changed.keys(), key=natural):
+        for node in sorted(v.steal.keys() | v.changed.keys() | v.busy.keys(), key=natural):
             t.add_row(node, f"{v.steal[node]:.1f}" if node in v.steal else "-",
+                      f"{v.busy[node]:.0f}" if node in v.busy else "-",
                       ", ".join(f"{b} x{r:.2f}" for b, r in v.changed.get(node, {}).items())
                       or "-")
         out.append(t)
