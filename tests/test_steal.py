@@ -60,6 +60,24 @@ def test_others_share_is_the_busy_time_this_process_did_not_spend(monkeypatch):
     assert steal.others(a, replace(b, own=40.0)) == 0.0  # never below nothing
 
 
+@pytest.mark.parametrize("cgroup, stat_path, text, seconds", [
+    ("0::/system.slice/slurmstepd.scope/job_12/step_0/user/task_0\n",
+     "system.slice/slurmstepd.scope/job_12/cpu.stat", "usage_usec 2500000\nuser_usec 1\n", 2.5),
+    ("4:cpu,cpuacct:/slurm/uid_0/job_7/step_batch/task_0\n3:memory:/slurm/uid_0/job_7\n",
+     "cpu,cpuacct/slurm/uid_0/job_7/cpuacct.usage", "4000000000\n", 4.0),
+    ("0::/user.slice/user-0.slice/session-3.scope\n", None, "", None),
+])
+def test_the_cpu_time_of_this_slurm_job_is_its_own(tmp_path, cgroup, stat_path, text, seconds):
+    """Ranks an srun inside the job started are the job's own work, not others' (they are not
+    this process's children): their time is read from the job's cgroup, v2 or v1; outside a
+    job, none."""
+    (tmp_path / "cgroup").write_text(cgroup)
+    if stat_path:
+        (tmp_path / "fs" / stat_path).parent.mkdir(parents=True)
+        (tmp_path / "fs" / stat_path).write_text(text)
+    assert steal.job_seconds(str(tmp_path / "cgroup"), str(tmp_path / "fs")) == seconds
+
+
 def test_a_benchmark_that_shared_its_cpus_with_others_is_not_judged(monkeypatch):
     """The runner's finding and the verdict's mark, from readings where others used 80 %."""
     from hpcprobe.analysis import verdict as judged

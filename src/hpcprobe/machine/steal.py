@@ -9,6 +9,7 @@ while one is measured gives figures of a shared machine; a check must not fail i
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,10 +54,44 @@ class Times:
     own: float = 0.0
 
 
+#: A Slurm job's cgroup on a path of this process's cgroup (v2: .../job_12/step_0/...; v1:
+#: /slurm/uid_0/job_12/...)
+_JOB = re.compile(r"^(.*/job_\d+)(?:/|$)")
+
+
+def job_seconds(proc: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -> float | None:
+    """The CPU seconds of every process of the Slurm job this process runs in (its job cgroup:
+    the ranks an `srun` inside the job started, which are not this process's children, are
+    the job's own work, not others'); None outside a Slurm job's cgroup."""
+    try:
+        lines = Path(proc).read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2) if line.count(":") >= 2 else ("", "", "")
+        m = _JOB.match(path)
+        if m is None or controllers not in ("", "cpu,cpuacct", "cpuacct,cpu", "cpuacct"):
+            continue
+        v2 = controllers == ""
+        where = Path(root) / ("" if v2 else controllers) / m.group(1).lstrip("/")
+        try:
+            text = (where / ("cpu.stat" if v2 else "cpuacct.usage")).read_text()
+        except OSError:
+            continue
+        if not v2:
+            return int(text.split()[0]) / 1e9
+        usage = re.search(r"^usage_usec (\d+)$", text, re.M)
+        if usage:
+            return int(usage.group(1)) / 1e6
+    return None
+
+
 def own_seconds() -> float:
-    """The CPU seconds of this process (every thread) and of its children it waited for."""
+    """The CPU seconds of this process (every thread) and of its children it waited for; in a
+    Slurm job, of every process of the job."""
     t = os.times()
-    return t.user + t.system + t.children_user + t.children_system
+    mine = t.user + t.system + t.children_user + t.children_system
+    return max(mine, job_seconds() or 0.0)
 
 
 def parse(text: str, cpus: Iterable[int]) -> Times | None:
