@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import re
 import signal
@@ -227,6 +228,7 @@ def console(stderr: bool = False) -> Any:
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
+@functools.cache
 def _plain_console() -> Any:
     """rich's Console whose rendered text carries no control character of its own (rich's
     own styles and cursor moves are kept)."""
