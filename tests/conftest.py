@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+import forkcli
 from hpcprobe.families import FAMILIES
 from hpcprobe.machine import topology
 from hpcprobe.measure import profiles
@@ -99,11 +100,28 @@ class Result:
     err: str
 
 
-def hpcprobe(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> Result:
-    """Run the installed CLI as a user would."""
+_FORK: list[forkcli.Server] = []  # the server of pre-imported CLIs, this session's
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fork_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """The server `hpcprobe()` forks its commands from (tests/forkcli.py), started on first
+    use and stopped by its recorded PID when the suite ends."""
+    _FORK.append(forkcli.Server(tmp_path_factory.mktemp("forkcli")))
+    yield
+    _FORK.pop().close()
+
+
+def hpcprobe(*args: str, env: dict[str, str] | None = None, timeout: float = 300,
+             script: bool = False) -> Result:
+    """Run the installed CLI as a user would: forked from the server that imported it once
+    (tests/forkcli.py), or the `hpcprobe` script itself (`script`, or an environment that
+    changes what the import loads)."""
+    full = {**os.environ, **(env or {})}
+    if not script and _FORK and _FORK[0].serves(full):
+        return Result(*_FORK[0].run(list(args), full, timeout))
     exe = shutil.which("hpcprobe", path=str(Path(sys.executable).parent)) or "hpcprobe"
-    p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout,
-                       env={**os.environ, **(env or {})})
+    p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout, env=full)
     return Result(p.returncode, p.stdout, p.stderr)
 
 

@@ -3,7 +3,8 @@ quick run stored, the second judged against the first, the details, the report) 
 (a reference made from tagged runs, a run and a check judged against it). The store is the
 user's default one (conftest points $XDG_DATA_HOME at the suite's own directory). Shortened
 only where a profile allows: `run --against` runs the memory and compute families' quick
-points, not the default profile's three minutes."""
+points, not the default profile's three minutes. Each command is the installed script, started
+as the user starts it (the suite's other commands are forked from one import of it)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Result, hpcprobe
+import conftest
+from conftest import Result
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 
@@ -37,6 +39,11 @@ def test_the_readme_says_what_this_test_runs() -> None:
                      "hpcprobe run --against ref.toml"):
         assert expected in said, f"the README no longer says {expected!r}: update this test"
     assert "make run" in README.read_text() and "make test" in README.read_text()
+
+
+def hpcprobe(*args: str) -> Result:
+    """The installed `hpcprobe` script itself, as the README has the user type it."""
+    return conftest.hpcprobe(*args, script=True)
 
 
 def _ok(r: Result, codes: tuple[int, ...] = (0,)) -> str:

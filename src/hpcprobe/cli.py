@@ -10,7 +10,7 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from hpcprobe import __version__, commands, native, registry
+from hpcprobe import commands, console, registry
 from hpcprobe.commands import runargs
 from hpcprobe.commands.base import Parser
 from hpcprobe.common.errors import ERROR_PREFIX, EXIT_INTERRUPTED, HpcprobeError, OptionError
@@ -18,10 +18,7 @@ from hpcprobe.common.errors import ERROR_PREFIX, EXIT_INTERRUPTED, HpcprobeError
 
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="hpcprobe", description="Characterise what an HPC node really delivers.")
-    # the release, and the digest of the kernels it was built from (two installs of one
-    # release can measure with other kernels)
-    p.add_argument("--version", action="version",
-                   version=f"hpcprobe {__version__} (kernels {native.source_id()})",
+    p.add_argument("--version", action="version", version=console.version(),
                    help="show the version and the kernels' digest, and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     for spec in commands.commands():

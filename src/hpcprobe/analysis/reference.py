@@ -283,15 +283,16 @@ def previous(store: Store, run: Run, pickers: Sequence[Picker], labels: Labels,
     """The host's previous node runs of the same hardware and profile (up to `limit`, newest
     first, made before this one) as its reference; None where there are none."""
     hw = hardware(run, labels)
-    infos = [i for i in store.runs(limit=4 * limit, where=Selection(host=run.host,
-                                                                   until=run.created))
-             if i.run_id != run.run_id and not i.interrupted and i.profile == run.profile]
-    if not infos:
-        return None
-    # the runs listed read whole at once (a few queries, not a few per run: a check on every
-    # node of a cluster at once reads its reference so)
-    whole = {r.run_id: r for r in store.load_all(Selection(
-        host=run.host, since=min(i.created for i in infos), until=run.created))}
+    with store.snapshot():  # the runs listed are the runs read, whatever a writer commits
+        infos = [i for i in store.runs(limit=4 * limit, where=Selection(host=run.host,
+                                                                       until=run.created))
+                 if i.run_id != run.run_id and not i.interrupted and i.profile == run.profile]
+        if not infos:
+            return None
+        # the runs listed read whole at once (a few queries, not a few per run: a check on
+        # every node of a cluster at once reads its reference so)
+        whole = {r.run_id: r for r in store.load_all(Selection(
+            host=run.host, since=min(i.created for i in infos), until=run.created))}
     before = [r for r in (whole.get(i.run_id) for i in infos)
               if r is not None and r.kind == "node" and hardware(r, labels) == hw][:limit]
     groups = make(before, pickers, labels)

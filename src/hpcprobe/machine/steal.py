@@ -134,7 +134,8 @@ def share(before: Times | None, after: Times | None) -> float | None:
 
 def others(before: Times | None, after: Times | None) -> float | None:
     """The share of the CPUs' time between the two readings that other processes used (their
-    busy time less this process's own); None without both or where no time passed."""
+    busy time less this process's own); None without both, or where the window is shorter
+    than MIN_WINDOW_S of CPU time (the counters tick every 10 ms: a shorter one is noise)."""
     tick = os.sysconf("SC_CLK_TCK")
     if before is None or after is None or after.total - before.total < MIN_WINDOW_S * tick:
         return None
