@@ -119,7 +119,10 @@ def hpcprobe(*args: str, env: dict[str, str] | None = None, timeout: float = 300
     changes what the import loads)."""
     full = {**os.environ, **(env or {})}
     if not script and _FORK and _FORK[0].serves(full):
-        return Result(*_FORK[0].run(list(args), full, timeout))
+        try:
+            return Result(*_FORK[0].run(list(args), full, timeout))
+        except forkcli.Lost:
+            _FORK[0].lost()
     exe = shutil.which("hpcprobe", path=str(Path(sys.executable).parent)) or "hpcprobe"
     p = subprocess.run([exe, *args], capture_output=True, text=True, timeout=timeout, env=full)
     return Result(p.returncode, p.stdout, p.stderr)

@@ -104,10 +104,17 @@ def serve(path: str) -> None:
     while True:
         conn, _ = srv.accept()
         with conn:
-            _serve_one(conn)
+            try:
+                _serve_one(conn)
+            except (OSError, ValueError, KeyError):  # a client gone, a request cut short
+                pass
 
 
 # ---------------------------------------------------------------- the client
+
+
+class Lost(Exception):
+    """The server cannot be reached."""
 
 
 class Server:
@@ -131,6 +138,11 @@ class Server:
             time.sleep(0.05)
         self.ready = os.path.exists(self.path) and self.proc.poll() is None
 
+    def lost(self) -> None:
+        """The server cannot be reached: the rest of the suite runs the script."""
+        self.ready = False
+        self.close()
+
     def serves(self, env: dict[str, str]) -> bool:
         """Whether a command with this environment can be forked from the server."""
         if self.proc is None:
@@ -144,7 +156,10 @@ class Server:
             req = {"argv": argv, "env": env, "cwd": os.getcwd(), "timeout": timeout,
                    "out": str(out), "err": str(err)}
             with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-                s.connect(self.path)
+                try:
+                    s.connect(self.path)
+                except OSError as exc:  # before the command ran: it may run as the script
+                    raise Lost(str(exc)) from exc
                 s.sendall(json.dumps(req).encode() + b"\n")
                 said = json.loads(s.makefile().readline())
             if said["timeout"]:
