@@ -80,6 +80,9 @@ def test_version_names_the_kernels_and_a_broken_install_is_one_line(tmp_path):
               ({"PYTHONPATH": str(tmp_path)}, "No module named rich; reinstall hpcprobe")]
     for (env, said), args in itertools.product(broken, (["--version"], ["list"])):
         r = hpcprobe(*args, env=env)  # both before any command parses
+        if args == ["--version"] and "PYTHONPATH" in env:  # it loads the native core alone
+            assert r.code == 0 and r.out.startswith("hpcprobe "), r.err
+            continue
         assert r.code == 1 and "Traceback" not in r.err, r.err
         assert r.err.startswith(f"hpcprobe: error: {said}") and r.err.count("\n") == 1, r.err
 

@@ -10,15 +10,23 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from hpcprobe import commands, console, registry
+from hpcprobe import commands, native, registry
 from hpcprobe.commands import runargs
 from hpcprobe.commands.base import Parser
 from hpcprobe.common.errors import ERROR_PREFIX, EXIT_INTERRUPTED, HpcprobeError, OptionError
 
 
+class _Version(argparse.Action):
+    """argparse's version action, the line read only when asked (the release's metadata)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: object) -> None:
+        print(native.version_line())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="hpcprobe", description="Characterise what an HPC node really delivers.")
-    p.add_argument("--version", action="version", version=console.version(),
+    p.add_argument("--version", action=_Version, nargs=0,
                    help="show the version and the kernels' digest, and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
     for spec in commands.commands():

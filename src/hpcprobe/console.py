@@ -9,18 +9,12 @@ import sys
 from hpcprobe.common.errors import ERROR_PREFIX, EXIT_FAILURE, HpcprobeError
 
 
-def version() -> str:
-    """The release, and the digest of the kernels it was built from (two installs of one
-    release can measure with other kernels)."""
-    from hpcprobe import __version__, native
-
-    return f"hpcprobe {__version__} (kernels {native.source_id()})"
-
-
 def main() -> int:
     if sys.argv[1:] == ["--version"]:  # asked on every node of a fleet: nothing else loaded
+        from hpcprobe import native
+
         try:
-            print(version())
+            print(native.version_line())
         except HpcprobeError as exc:
             sys.stderr.write(f"{ERROR_PREFIX}{exc}\n")
             return exc.exit_code

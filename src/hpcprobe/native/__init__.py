@@ -163,6 +163,14 @@ def source_id() -> str:
     return raw.decode()
 
 
+def version_line() -> str:
+    """`hpcprobe --version`: the release, and the digest of the kernels it was built from (two
+    installs of one release can measure with other kernels)."""
+    from hpcprobe import __version__
+
+    return f"hpcprobe {__version__} (kernels {source_id()})"
+
+
 def _names(fn: Callable[[int], bytes | None]) -> list[str]:
     """Names of a C table by index, until the function returns NULL."""
     out: list[str] = []

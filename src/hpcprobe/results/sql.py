@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from itertools import groupby
 from operator import itemgetter
 from pathlib import Path
@@ -165,11 +165,6 @@ class SqlStore(Store):
     def transaction(self) -> AbstractContextManager[Any]:
         """Commits the block, or rolls it back on an exception (each backend's own way)."""
         raise NotImplementedError
-
-    def snapshot(self) -> AbstractContextManager[Any]:
-        """A block whose reads see one state of the store: no run another writer commits
-        meanwhile is half seen (its row, not its metrics). Each backend's own way."""
-        return nullcontext()
 
     def _sql(self, sql: str) -> str:
         if self.placeholder == "?":

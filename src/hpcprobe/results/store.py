@@ -8,6 +8,7 @@ import math
 import os
 import re
 from abc import ABC, abstractmethod
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -146,6 +147,11 @@ class Store(ABC):
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def snapshot(self) -> AbstractContextManager[Any]:
+        """A block whose reads see one state of the store (no run another writer commits
+        meanwhile is half seen); a backend without transactions reads as it goes."""
+        return nullcontext()
 
     @abstractmethod
     def check_writable(self) -> None:
