@@ -62,7 +62,8 @@ HPCC_OTHERS_S_PER_GIB = 70.0
 TIMEOUT_FACTOR, TIMEOUT_SLACK_S = 3.0, 120.0
 #: Seconds of clock samples for the Rpeak model, per clock measured.
 CLOCK_BUDGET_S = 0.5
-#: `--tune`: each block size gets a problem of about this many seconds.
+#: `--tune`: each block size gets a problem of about this many seconds, or of the profile's
+#: HPL run where that is shorter (the quick profile's half second: the block size best there)
 TUNE_S = 3.0
 #: Timed calls of the FMA kernel where the flop model has no row for this CPU (the fastest
 #: counts: a throughput cannot be beaten, only disturbed).
@@ -568,7 +569,8 @@ def _tune(ctx: RunContext, runner: _Launch, base: dict[str, Any], gflops: float 
     gave a valid result."""
     nbs = tuple(sorted({*inputs.NB_CANDIDATES, nb}))
     s = runner.s
-    n = inputs.n_for_time(TUNE_S, (gflops or 1.0) * HPL_OF_DGEMM, max(nbs), s.q)
+    seconds = min(TUNE_S, settings_of(ctx).seconds or TUNE_S)
+    n = inputs.n_for_time(seconds, (gflops or 1.0) * HPL_OF_DGEMM, max(nbs), s.q)
     n = min(n, inputs.n_for_memory(s.mem_bytes, MEMORY_SHARE, max(nbs), s.q))
     results = runner.go(Problem((n,), nbs, s.p, s.q), gflops, None)
     for r in results:
