@@ -127,3 +127,40 @@ def test_a_document_found_valid_is_not_checked_again_but_a_changed_one_is() -> N
     doc["metrics"][0]["samples"][0] = float("nan")
     with pytest.raises(UserError, match="finite"):
         model.validate(doc)
+
+
+def _documents() -> list[Path]:
+    """Every recorded result document under tests/data."""
+    out = []
+    for p in sorted((ROOT / "tests" / "data").rglob("*.json")):
+        try:
+            doc = json.loads(p.read_text())
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(doc, dict) and doc.get("schema") == model.SCHEMA_NAME:
+            out.append(p)
+    return out
+
+
+def test_the_compiled_schema_accepts_what_jsonschema_accepts_and_nothing_else() -> None:
+    """fastjsonschema's compiled validator is the fast path; jsonschema's word stands. On every
+    recorded document, every declared figure (with its params and without), and figures and
+    documents bent out of shape, the two agree."""
+    docs = [json.loads(p.read_text()) for p in _documents()]
+    assert len(docs) >= 3
+    base = docs[0]
+    bent = [{**base, "run_id": "XYZ"}, {**base, "created": 5}, {**base, "kind": "other"},
+            {k: v for k, v in base.items() if k != "metrics"}, {**base, "extra": 1},
+            {**base, "topology": {}}, {**base, "metrics": [{**base["metrics"][0], "x": 1}]}]
+    for f, s in SPECS:
+        fine = _metric(f.name, s)
+        bent.append({**base, "metrics": [fine]})
+        for change in ({"unit": "furlongs"}, {"better": "sideways"}, {"samples": []},
+                       {"name": s.name + "_x"}, {"summary": {}}):
+            bent.append({**base, "metrics": [{**fine, **change}]})
+    accepted = 0
+    for doc in docs + bent:
+        said = not list(model._validator().iter_errors(doc))
+        assert model._compiled_accepts(doc) == said, json.dumps(doc)[:300]
+        accepted += said
+    assert 0 < accepted < len(docs) + len(bent)
