@@ -187,7 +187,8 @@ def _compiled_accepts(doc: Any) -> bool:
 def _compiled() -> Any:
     import fastjsonschema
 
-    return fastjsonschema.compile(schema(), use_formats=False)
+    # never a default written into the document it checks
+    return fastjsonschema.compile(schema(), use_default=False, use_formats=False)
 
 
 @cache
