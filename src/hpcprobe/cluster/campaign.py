@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hpcprobe import __version__
+import hpcprobe
 from hpcprobe.analysis.compare import NotJoined
 from hpcprobe.cluster import pairs as pairing
 from hpcprobe.cluster.verdict import (
@@ -540,7 +540,7 @@ class Campaign:
         prov: dict[str, Any] = {
             "host": socket.gethostname(), "cpu_model": None,
             "kernel": f"{platform.system()} {platform.release()}",
-            "hpcprobe_version": __version__, "compiler": mpi.mpicc if mpi else "",
+            "hpcprobe_version": hpcprobe.__version__, "compiler": mpi.mpicc if mpi else "",
             "isa_supported": [], "environment": {}, "python": platform.python_version(),
             "mpi": mpi.to_dict() if mpi else None,
             CAMPAIGN: {"role": role, "nodes": p.nodes if role == "campaign" else nodes,

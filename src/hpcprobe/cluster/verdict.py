@@ -407,7 +407,7 @@ def _busy(run: Run) -> dict[str, float]:
     """Benchmark -> the share (%) of the CPUs' time other processes used while it ran, where
     that left its figures unjudged (`steal.OTHERS`)."""
     return {b: pct for b, pct in run.provenance.get("others_percent", {}).items()
-            if isinstance(pct, (int, float)) and pct >= 100 * steal.OTHERS}
+            if isinstance(pct, (int, float)) and steal.busy(pct)}
 
 
 def _node(v: Verdict, host: str, now: list[Deviation], earlier: list[Deviation] | None,

@@ -7,7 +7,8 @@ import platform
 import socket
 from typing import Any
 
-from hpcprobe import __version__, native
+import hpcprobe
+from hpcprobe import native
 from hpcprobe.common import secrets
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.kernelfiles import read_text
@@ -106,7 +107,7 @@ def collect(topo: Topology, isa: str) -> dict[str, Any]:
         "compiler": native.build_info(),
         "isa_supported": native.supported_isas(),
         "isa": isa,
-        "hpcprobe_version": __version__,
+        "hpcprobe_version": hpcprobe.__version__,
         "kernels": native.source_id(),
         "python": platform.python_version(),
         "topology_source": topo.source,

@@ -38,8 +38,13 @@ BUSY = kind("busy", "other processes used this node's CPUs while the benchmark r
 
 
 def warns(percent: float) -> bool:
-    """Whether a stored share (%) is one a run warned of."""
+    """Whether a stored steal share (%) is one a run warned of."""
     return percent >= 100 * WARN
+
+
+def busy(percent: float) -> bool:
+    """Whether a stored share (%) of others' CPU time left a benchmark's figures unjudged."""
+    return percent >= 100 * OTHERS
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,7 @@ def job_seconds(proc: str = "/proc/self/cgroup", root: str = "/sys/fs/cgroup") -
     except OSError:
         return None
     for line in lines:
-        _, controllers, path = line.split(":", 2) if line.count(":") >= 2 else ("", "", "")
+        controllers, _, path = line.partition(":")[2].partition(":")
         m = _JOB.match(path)
         if m is None or controllers not in ("", "cpu,cpuacct", "cpuacct,cpu", "cpuacct"):
             continue

@@ -12,7 +12,7 @@ from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hpcprobe import __version__
+import hpcprobe
 from hpcprobe.analysis import compare
 from hpcprobe.analysis.verdict import Verdict
 from hpcprobe.common import files
@@ -110,7 +110,7 @@ def page(title: str, blocks: Sequence[Block], figures: Sequence[tuple[str, str, 
     """A page of blocks and figures (a campaign's report)."""
     parts = _head(title) + [_block(b) for b in blocks]
     _figures(figures, parts)
-    parts.append(f"<p>Made by hpcprobe {escape(__version__)}.</p></body></html>\n")
+    parts.append(f"<p>Made by hpcprobe {escape(hpcprobe.__version__)}.</p></body></html>\n")
     return "\n".join(parts)
 
 
@@ -172,7 +172,7 @@ def build(runs: list[Run], views: Sequence[View], figures: Sequence[Figures],
             parts.append(f'<p class="warn">{escape(r.run_id)}: warning: {escape(w)}</p>')
         for e in r.errors:
             parts.append(f'<p class="err">{escape(r.run_id)}: error: {escape(e)}</p>')
-    parts.append(f"<p>Made by hpcprobe {escape(__version__)}.</p></body></html>\n")
+    parts.append(f"<p>Made by hpcprobe {escape(hpcprobe.__version__)}.</p></body></html>\n")
     return "\n".join(parts), pngs
 
 
