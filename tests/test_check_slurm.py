@@ -18,8 +18,9 @@ import pytest
 import slurmcluster
 from test_check import fake_sys, write_reference
 
-pytestmark = pytest.mark.skipif(slurmcluster.missing() is not None,
-                                reason=str(slurmcluster.missing()))
+# alone: the cluster's namespaces and subnet are the machine's one; its nodes' figures are judged
+pytestmark = [pytest.mark.skipif(slurmcluster.missing() is not None,
+                                 reason=str(slurmcluster.missing())), pytest.mark.alone]
 
 #: Slurm runs the check on every node this often (seconds)
 INTERVAL = 2

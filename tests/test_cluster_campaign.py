@@ -23,8 +23,9 @@ import slurmcluster
 from hpcprobe import native
 from hpcprobe.results.store import Selection, Store
 
-pytestmark = pytest.mark.skipif(slurmcluster.missing() is not None,
-                                reason=str(slurmcluster.missing()))
+# alone: the cluster's namespaces and subnet are the machine's one; its nodes' figures are judged
+pytestmark = [pytest.mark.skipif(slurmcluster.missing() is not None,
+                                 reason=str(slurmcluster.missing())), pytest.mark.alone]
 
 #: The node probe: the compute benchmark on one core, its widest ISA's kernels. The four nodes,
 #: the controller and the driver share this machine's two CPUs (on a cluster the driver runs on
@@ -244,10 +245,12 @@ def test_iperf3_between_pairs_starts_its_server_on_the_peer_and_judges_links(clu
 
 def test_a_killed_slurmd_is_a_failed_node_and_the_rest_completes(cluster, tmp_path):
     c = cluster  # n4's slurmd is started again at the end, for the tests after this one
+    # a node job here ends in about 3 s; n4's, sent to a node whose slurmd is gone, waits out
+    # its 12 s and is cancelled
     p = subprocess.Popen(
         ["nsenter", f"--net=/run/netns/{c.hub}", sys.executable, "-m", "hpcprobe",
          "cluster", "run", "-p", "test", "--tag", "kill", "--db", str(tmp_path / "r.sqlite"),
-         "--workdir", str(tmp_path / "kill"), "--timeout", "30", "--start-timeout", "30",
+         "--workdir", str(tmp_path / "kill"), "--timeout", "12", "--start-timeout", "12",
          "--no-links", "--no-remeasure", *WORSE, *PROBE],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         env={**os.environ, "SLURM_CONF": str(c.conf)})

@@ -15,8 +15,9 @@ import pytest
 
 import slurmcluster
 
-pytestmark = pytest.mark.skipif(slurmcluster.missing() is not None,
-                                reason=str(slurmcluster.missing()))
+# alone: the cluster's namespaces and subnet are the machine's one; its nodes' figures are judged
+pytestmark = [pytest.mark.skipif(slurmcluster.missing() is not None,
+                                 reason=str(slurmcluster.missing())), pytest.mark.alone]
 
 
 def _netns() -> set[str]:

@@ -483,6 +483,7 @@ def test_boots_are_run_apart_and_joined_by_tag(tmp_path):
 # -- the worked example, as root
 
 
+@pytest.mark.alone  # it switches the machine's THP setting under every test beside it
 @pytest.mark.skipif(os.geteuid() != 0 or not os.access(THP, os.W_OK),
                     reason="the worked example writes the THP setting: root only")
 def test_the_worked_example_sweeps_thp_and_binding_and_restores_thp(tmp_path):
