@@ -100,7 +100,27 @@ class Result:
     err: str
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """make test's first pass deals tests to its workers by xdist group: a test file's tests
+    go to one worker, as its module fixtures are then built once, unless the file names its
+    group (the namespace Slurm clusters' tests share one, since this machine holds one such
+    cluster at a time)."""
+    for item in items:
+        if not any(item.iter_markers("xdist_group")):
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
+
+
 _FORK: list[forkcli.Server] = []  # the server of pre-imported CLIs, this session's
+
+
+@pytest.fixture(scope="session", autouse=True)
+def schema_checker() -> None:
+    """The result schema's compiled checker, made once in this process: the tests that fork
+    writers (tests/test_store_io.py) would otherwise have each fork make it again."""
+    from hpcprobe.results import model
+
+    model.compiled_schema()
 
 
 @pytest.fixture(scope="session", autouse=True)

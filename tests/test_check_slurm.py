@@ -18,9 +18,8 @@ import pytest
 import slurmcluster
 from test_check import fake_sys, write_reference
 
-# alone: the cluster's namespaces and subnet are the machine's one; its nodes' figures are judged
 pytestmark = [pytest.mark.skipif(slurmcluster.missing() is not None,
-                                 reason=str(slurmcluster.missing())), pytest.mark.alone]
+                                 reason=str(slurmcluster.missing())), slurmcluster.ONE_AT_A_TIME]
 
 #: Slurm runs the check on every node this often (seconds)
 INTERVAL = 2

@@ -23,9 +23,8 @@ import slurmcluster
 from hpcprobe import native
 from hpcprobe.results.store import Selection, Store
 
-# alone: the cluster's namespaces and subnet are the machine's one; its nodes' figures are judged
 pytestmark = [pytest.mark.skipif(slurmcluster.missing() is not None,
-                                 reason=str(slurmcluster.missing())), pytest.mark.alone]
+                                 reason=str(slurmcluster.missing())), slurmcluster.ONE_AT_A_TIME]
 
 #: The node probe: the compute benchmark on one core, its widest ISA's kernels. The four nodes,
 #: the controller and the driver share this machine's two CPUs (on a cluster the driver runs on
@@ -76,6 +75,7 @@ def cluster():
         yield c
 
 
+@pytest.mark.alone  # judged: a test beside it makes the nodes busy
 def test_a_clean_cluster_flags_nothing(cluster, tmp_path):
     r, doc = campaign(cluster, tmp_path, "clean")
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr
@@ -91,6 +91,7 @@ def test_a_clean_cluster_flags_nothing(cluster, tmp_path):
     assert all(x["median"] > 0 for x in doc["links"]["links.latency size=8"])
 
 
+@pytest.mark.alone  # judged: a test beside it makes the nodes busy
 def test_a_node_under_a_cpu_quota_is_a_slow_node_and_nothing_else(cluster, tmp_path):
     with cluster.slow("n2", share=0.2):
         r, doc = campaign(cluster, tmp_path, "slow")
@@ -116,6 +117,7 @@ def test_a_node_under_a_cpu_quota_is_a_slow_node_and_nothing_else(cluster, tmp_p
     cluster.client("scontrol", "update", "NodeName=n2", "State=RESUME")
 
 
+@pytest.mark.alone  # judged: a test beside it makes the nodes busy
 def test_a_shaped_port_is_a_slow_endpoint_not_a_slow_node(cluster, tmp_path):
     with cluster.shaped("n3", "200mbit"):
         r, doc = campaign(cluster, tmp_path, "shaped")

@@ -15,9 +15,8 @@ import pytest
 
 import slurmcluster
 
-# alone: the cluster's namespaces and subnet are the machine's one; its nodes' figures are judged
 pytestmark = [pytest.mark.skipif(slurmcluster.missing() is not None,
-                                 reason=str(slurmcluster.missing())), pytest.mark.alone]
+                                 reason=str(slurmcluster.missing())), slurmcluster.ONE_AT_A_TIME]
 
 
 def _netns() -> set[str]:
