@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test suite in two passes (`make test`): first every test but those marked `alone`, on all
-# CPUs at once (pytest-xdist, each xdist group on one worker: a test file, or all the tests that
-# start a namespace Slurm cluster, tests/conftest.py); then the `alone` ones, with nothing beside
+# CPUs at once (pytest-xdist, a test file on one worker, and the files that start a namespace
+# Slurm cluster together on one, tests/conftest.py); then the `alone` ones, with nothing beside
 # them: they measure figures and judge them, and a test running beside them makes the node busy
 # (its figures then go unjudged, and a campaign's injected slow node is not found).
 # Usage: scripts/test-suite.sh PYTHON [PYTEST ARGUMENTS...]; exit status: pytest's.
@@ -12,7 +12,7 @@ workers=$(nproc)
 ((workers > 1)) || workers=0  # one CPU: no worker processes
 rest=0
 alone=0
-"$py" -m pytest -n "$workers" --dist loadgroup -m "not alone" "$@" || rest=$?
+"$py" -m pytest -n "$workers" --dist loadfile -m "not alone" "$@" || rest=$?
 "$py" -m pytest -m alone "$@" || alone=$?
 # 5: a pass that collected nothing (arguments naming tests of one kind only)
 for code in "$rest" "$alone"; do

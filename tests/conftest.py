@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import forkcli
+import slurmcluster
 from hpcprobe.families import FAMILIES
 from hpcprobe.machine import topology
 from hpcprobe.measure import profiles
@@ -100,15 +101,22 @@ class Result:
     err: str
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """make test's first pass deals tests to its workers by xdist group: a test file's tests
-    go to one worker, as its module fixtures are then built once, unless the file names its
-    group (the namespace Slurm clusters' tests share one, since this machine holds one such
-    cluster at a time)."""
-    for item in items:
-        if not any(item.iter_markers("xdist_group")):
-            item.add_marker(pytest.mark.xdist_group(item.path.name))
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
+    """make test's first pass (`--dist loadfile`): a test file's tests go to one worker, its
+    module fixtures then built once, and the files that start a namespace Slurm cluster all go
+    to one worker, one test after another, as this machine holds one such cluster at a time.
+    (xdist's own groups, `--dist loadgroup`, are lost under pytest 9: it names tests anew.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByFile(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "namespace Slurm cluster" if Path(path).name in slurmcluster.MODULES else path
+
+    return ByFile(config, log)
 
 
 _FORK: list[forkcli.Server] = []  # the server of pre-imported CLIs, this session's

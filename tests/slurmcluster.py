@@ -20,11 +20,10 @@ from contextlib import AbstractContextManager, ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import pytest
-
-#: The tests of every module that starts a cluster run one after another, on one worker of make
-#: test's first pass: a cluster's namespaces and subnet are the machine's one.
-ONE_AT_A_TIME = pytest.mark.xdist_group("namespace-slurm-cluster")
+#: The test modules that start a cluster: make test's first pass runs them on one worker, one
+#: test after another (tests/conftest.py), as a cluster's namespaces and subnet are the
+#: machine's one.
+MODULES = ("test_check_slurm.py", "test_cluster_campaign.py", "test_slurm_cluster.py")
 #: The test subnet (RFC 1918), blackholed in the root namespace while a cluster lives.
 SUBNET = "10.199.77"
 HUB_ADDR = f"{SUBNET}.1"

@@ -18,8 +18,8 @@ import pytest
 import slurmcluster
 from test_check import fake_sys, write_reference
 
-pytestmark = [pytest.mark.skipif(slurmcluster.missing() is not None,
-                                 reason=str(slurmcluster.missing())), slurmcluster.ONE_AT_A_TIME]
+pytestmark = pytest.mark.skipif(slurmcluster.missing() is not None,
+                                reason=str(slurmcluster.missing()))
 
 #: Slurm runs the check on every node this often (seconds)
 INTERVAL = 2

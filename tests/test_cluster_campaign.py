@@ -23,8 +23,8 @@ import slurmcluster
 from hpcprobe import native
 from hpcprobe.results.store import Selection, Store
 
-pytestmark = [pytest.mark.skipif(slurmcluster.missing() is not None,
-                                 reason=str(slurmcluster.missing())), slurmcluster.ONE_AT_A_TIME]
+pytestmark = pytest.mark.skipif(slurmcluster.missing() is not None,
+                                reason=str(slurmcluster.missing()))
 
 #: The node probe: the compute benchmark on one core, its widest ISA's kernels. The four nodes,
 #: the controller and the driver share this machine's two CPUs (on a cluster the driver runs on
