@@ -101,6 +101,12 @@ class Result:
     err: str
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests that start a namespace Slurm cluster first: in make test's first pass they run
+    one after another on one worker (the longest share of that pass), beside the rest."""
+    items.sort(key=lambda item: item.path.name not in slurmcluster.MODULES)
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """make test's first pass (`--dist loadfile`): a test file's tests go to one worker, its
