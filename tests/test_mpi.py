@@ -320,10 +320,12 @@ def start_latency_run(db: Path) -> subprocess.Popen[str]:
 def test_a_killed_rank_ends_the_run_with_what_was_measured(tmp_path):
     db = tmp_path / "r.sqlite"
     p = start_latency_run(db)
-    time.sleep(3.0)  # start-up and a few sizes
-    ranks = running_ranks()
+    deadline = time.monotonic() + 60  # the start-up: seconds on a busy machine
+    while not (ranks := running_ranks()) and time.monotonic() < deadline:
+        time.sleep(0.1)
     assert ranks, "no rank running"
-    os.kill(max(ranks), signal.SIGKILL)
+    time.sleep(3.0)  # MPI_Init and a few sizes
+    os.kill(max(running_ranks() or ranks), signal.SIGKILL)
     out, err = p.communicate(timeout=120)
     assert p.returncode == 1, err
     assert "exited with status" in err and "during latency at" in err
