@@ -91,6 +91,11 @@ def _head(title: str) -> list[str]:
             f"<h1>{escape(title)}</h1>"]
 
 
+def _foot() -> str:
+    """The page's last line: which release made it."""
+    return f"<p>Made by hpcprobe {escape(hpcprobe.__version__)}.</p></body></html>\n"
+
+
 def _figures(items: Sequence[tuple[str, str, Figure]], parts: list[str]
              ) -> list[tuple[str, bytes]]:
     """Each figure embedded in the page as a PNG; (slug, PNG bytes) of each."""
@@ -110,7 +115,7 @@ def page(title: str, blocks: Sequence[Block], figures: Sequence[tuple[str, str, 
     """A page of blocks and figures (a campaign's report)."""
     parts = _head(title) + [_block(b) for b in blocks]
     _figures(figures, parts)
-    parts.append(f"<p>Made by hpcprobe {escape(hpcprobe.__version__)}.</p></body></html>\n")
+    parts.append(_foot())
     return "\n".join(parts)
 
 
@@ -172,7 +177,7 @@ def build(runs: list[Run], views: Sequence[View], figures: Sequence[Figures],
             parts.append(f'<p class="warn">{escape(r.run_id)}: warning: {escape(w)}</p>')
         for e in r.errors:
             parts.append(f'<p class="err">{escape(r.run_id)}: error: {escape(e)}</p>')
-    parts.append(f"<p>Made by hpcprobe {escape(hpcprobe.__version__)}.</p></body></html>\n")
+    parts.append(_foot())
     return "\n".join(parts), pngs
 
 
