@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from hpcprobe import registry
-from hpcprobe.analysis import history
+from hpcprobe.history import changes as history
 from hpcprobe.results import model as results
 from hpcprobe.results.store import Selection, Store
 

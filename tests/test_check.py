@@ -24,6 +24,7 @@ from hpcprobe import native, registry
 from hpcprobe.analysis import health, reference
 from hpcprobe.analysis.verdict import Expected, Reference, Verdict
 from hpcprobe.commands import check
+from hpcprobe.health import drain
 from hpcprobe.machine import counters, provenance, topology
 from hpcprobe.results import model as results
 from hpcprobe.results.store import Store
@@ -494,9 +495,9 @@ def test_a_busy_node_cannot_be_judged_never_fails(tmp_path):
 
 
 def test_drain_reasons_keep_under_slurms_line():
-    reason = check.drain_reason([f"port mlx5_{i}/1: DOWN 200 Gb/s, the reference has ACTIVE "
+    reason = drain.drain_reason([f"port mlx5_{i}/1: DOWN 200 Gb/s, the reference has ACTIVE "
                                  "200 Gb/s" for i in range(8)])
-    assert reason.startswith("hpcprobe: port mlx5_0/1") and len(reason) <= check.REASON_MAX
+    assert reason.startswith("hpcprobe: port mlx5_0/1") and len(reason) <= drain.REASON_MAX
     assert reason.endswith("...")
 
 

@@ -14,8 +14,8 @@ from hpcprobe.families import FAMILIES
 from hpcprobe.measure import options, profiles
 from hpcprobe.measure.family import Family, Flag, Metrics, MetricSpec, RunContext, flags, option
 from hpcprobe.results.model import Metric, Run
+from hpcprobe.viewkit.table import Block, Table
 from hpcprobe.views import html
-from hpcprobe.views.table import Block, Table
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,8 @@ import pytest
 
 import clusterdata
 from conftest import assert_user_error, hpcprobe
-from hpcprobe.analysis import history
 from hpcprobe.cli import main
+from hpcprobe.history import changes as history
 from hpcprobe.results.model import Run, read_json
 from hpcprobe.results.store import Selection, Store
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import graphlib
 import re
 from pathlib import Path
 
@@ -19,12 +20,12 @@ SRC = Path(hpcprobe.__file__).parent
 LAYERS: list[tuple[str, ...]] = [
     ("hpcprobe.common", "hpcprobe.tools"),
     ("hpcprobe.native", "hpcprobe.results"),
+    ("hpcprobe.viewkit",),
     ("hpcprobe.machine", "hpcprobe.mpi", "hpcprobe.cuda"),
-    ("hpcprobe.views.table", "hpcprobe.views.figure"),
     ("hpcprobe.analysis",),
-    ("hpcprobe.measure", "hpcprobe.schedulers", "hpcprobe.views.terminal", "hpcprobe.views.html",
-     "hpcprobe.views.verdict"),
-    ("hpcprobe.probes", "hpcprobe.cluster", "hpcprobe.tuning"),
+    ("hpcprobe.measure", "hpcprobe.schedulers"),
+    ("hpcprobe.probes", "hpcprobe.cluster", "hpcprobe.tuning", "hpcprobe.history",
+     "hpcprobe.health"),
     ("hpcprobe.families",),
     ("hpcprobe.registry", "hpcprobe.views"),
     ("hpcprobe.commands",),
@@ -76,6 +77,144 @@ def test_layers_point_one_way():
     upward = [f"{m} -> {dep}" for m, path in ALL.items() if m != "hpcprobe"
               for dep in imports(path) if dep != "hpcprobe" and rank(dep) > rank(m)]
     assert upward == []
+
+
+def package(module: str) -> str:
+    """The top-level package a module belongs to (hpcprobe.machine.topology: hpcprobe.machine)."""
+    return ".".join(module.split(".")[:2])
+
+
+def circle(graph: dict[str, set[str]]) -> list[str]:
+    """One circle of the graph (its nodes, the first repeated at the end), or [] where none."""
+    try:
+        graphlib.TopologicalSorter(graph).prepare()
+    except graphlib.CycleError as e:
+        return list(e.args[1])
+    return []
+
+
+def module_graph() -> dict[str, set[str]]:
+    return {m: {d for d in imports(path) if d != "hpcprobe"} - {m}
+            for m, path in ALL.items() if m != "hpcprobe"}
+
+
+def test_no_module_circle():
+    """A module importing one that imports it back (at the top or inside a function) is one
+    module in two files."""
+    assert circle(module_graph()) == []
+
+
+def test_no_circle_between_top_level_packages():
+    """Layers hold several packages; within a layer the packages still point one way."""
+    graph: dict[str, set[str]] = {}
+    for m, deps in module_graph().items():
+        graph.setdefault(package(m), set()).update(package(d) for d in deps
+                                                   if package(d) != package(m))
+    assert circle(graph) == []
+
+
+def test_a_circle_is_found():
+    """The two tests above can fail: a circle of three, and none where the graph is a chain."""
+    found = circle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}})
+    assert set(found) == {"a", "b", "c"} and found[0] == found[-1]
+    assert circle({"a": {"b"}, "b": {"c"}, "c": set()}) == []
+    assert package("hpcprobe.machine.topology") == "hpcprobe.machine"
+
+
+def our_flags() -> set[str]:
+    """Every long flag of every command."""
+    import argparse
+
+    from hpcprobe import cli
+
+    out: set[str] = set()
+    parsers = [cli.build_parser()]
+    while parsers:
+        for action in parsers.pop()._actions:
+            out.update(s for s in action.option_strings if s.startswith("--"))
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(action.choices.values())
+    return out - {"--help", "--version"}
+
+
+def flags_raised(path: Path, flags: set[str]) -> list[tuple[int, str]]:
+    """The flags of ours that the messages of a module's raise statements name."""
+    out = []
+    for n in ast.walk(ast.parse(path.read_text())):
+        if isinstance(n, ast.Raise) and n.exc is not None:
+            text = " ".join(c.value for c in ast.walk(n.exc)
+                            if isinstance(c, ast.Constant) and isinstance(c.value, str))
+            out += [(n.lineno, f) for f in re.findall(r"--[a-z][a-z0-9-]*", text) if f in flags]
+    return out
+
+
+def test_below_the_commands_errors_name_options_not_flags():
+    """An option is <field> in a message below the command layer; the command line shows its
+    flag, a sweep file its key (common/errors.py)."""
+    flags = our_flags()
+    top = rank("hpcprobe.commands")
+    found = [f"{m}:{line}: {flag}" for m, path in ALL.items() if 0 <= rank(m) < top
+             for line, flag in flags_raised(path, flags)]
+    assert found == []
+
+
+def test_a_flag_in_an_error_is_found_and_a_field_shown_as_its_flag(tmp_path):
+    from hpcprobe import cli
+    from hpcprobe.common.errors import HpcprobeError, OptionError
+
+    bad = tmp_path / "bad.py"
+    bad.write_text('raise UserError(f"--db {p}: cannot open; " "use --quick")\n'
+                   'raise UserError("nvcc --version said nothing")\n')
+    assert flags_raised(bad, our_flags()) == [(1, "--db"), (1, "--quick")]
+    names = cli.option_flags(cli.build_parser())
+    assert names["db"] == "--db" and names["profile"] == "--profile"
+    assert HpcprobeError("<db> x: damaged; <topology> tag").render(names) == \
+        "--db x: damaged; <topology> tag"
+    assert str(OptionError("<db> x")) == "db x"  # elsewhere: a sweep file's key
+
+
+#: Flags that name two different options in different commands, and why they stay apart.
+TWO_OPTIONS = {
+    "--tag": "a label given to what a command stores (add_tag), or runs selected by it",
+    "--limit": "compare's rows shown, or list's runs listed",
+    "--csv": "compare's rows as CSV on standard output (a switch: its positional runs follow), "
+             "or history's points written to FILE",
+}
+
+
+def declarations(path: Path) -> list[tuple[str, str]]:
+    """(flag, function) of every `add_argument("--flag", ...)` in a module."""
+    out = []
+    for fn in ast.walk(ast.parse(path.read_text())):
+        if isinstance(fn, ast.FunctionDef):
+            out += [(a.value, fn.name) for n in ast.walk(fn) if isinstance(n, ast.Call)
+                    and isinstance(n.func, ast.Attribute) and n.func.attr == "add_argument"
+                    for a in n.args if isinstance(a, ast.Constant)
+                    and isinstance(a.value, str) and a.value.startswith("--")]
+    return out
+
+
+def declared_twice(paths: list[Path]) -> dict[str, set[str]]:
+    sites: dict[str, set[str]] = {}
+    for path in paths:
+        for flag, fn in declarations(path):
+            sites.setdefault(flag, set()).add(f"{path.name}:{fn}")
+    return {f: s for f, s in sites.items() if len(s) > 1}
+
+
+def test_an_option_several_commands_share_is_declared_once():
+    """--against, --json, --details ...: one function in commands/base.py declares each, the
+    command saying what it means by it (a second declaration drifts: --against had six)."""
+    twice = declared_twice(sorted((SRC / "commands").glob("*.py")))
+    assert set(twice) == set(TWO_OPTIONS), twice
+
+
+def test_an_option_declared_twice_is_found(tmp_path):
+    (tmp_path / "a.py").write_text('def setup(p):\n    p.add_argument("--json", help="x")\n')
+    (tmp_path / "b.py").write_text('def setup(p):\n    p.add_argument("-o", "--json")\n'
+                                   'def other(p):\n    p.add_argument("--db")\n')
+    assert declared_twice([tmp_path / "a.py", tmp_path / "b.py"]) == {
+        "--json": {"a.py:setup", "b.py:setup"}}
 
 
 def test_no_family_imports_another():
@@ -170,6 +309,17 @@ def test_every_command_module_is_registered_once_and_dispatches_itself():
     assert modules <= registered  # a module left out of the registry is a dead command
     sub = cli.build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     assert list(sub) == names
+
+
+def test_a_command_module_imports_no_other_command():
+    """What two commands share is in a shared module (SHARED) or a wing: a command module
+    used as a library (history's helpers by the run's output and cluster report, once) ties
+    two commands and circles back."""
+    commands = {p.stem for p in (SRC / "commands").glob("*.py")} - SHARED - {"__init__"}
+    used = [f"{m} -> {dep}" for m, path in ALL.items() if m.startswith("hpcprobe.commands.")
+            for dep in imports(path) if dep.rsplit(".", 1)[-1] in commands
+            and dep.startswith("hpcprobe.commands.") and dep != m]
+    assert used == []
 
 
 def test_no_command_module_imports_anothers_private_names():

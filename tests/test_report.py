@@ -209,7 +209,7 @@ def test_the_report_shows_every_table_the_terminal_shows(measured):
     views is in the HTML page."""
     from html import escape
 
-    from hpcprobe.views.table import Table
+    from hpcprobe.viewkit.table import Table
 
     page, _ = report.build([measured], *REG)
     tables = [b for view in registry.views() for b in view(measured) if isinstance(b, Table)]

@@ -153,7 +153,7 @@ def test_store_unwritable_path(tmp_path):
     try:
         if os.access(ro, os.W_OK):
             pytest.skip("running as a user who can write anywhere (root)")
-        with pytest.raises(UserError, match="--db"):
+        with pytest.raises(UserError, match="^db "):  # <db>: the CLI shows --db
             Store.open(ro / "sub" / "r.sqlite")
     finally:
         ro.chmod(0o700)
@@ -181,7 +181,7 @@ def test_a_store_that_cannot_be_made_on_a_full_disk_leaves_no_file(tmp_path):
 
 
 def test_store_path_that_is_a_directory(tmp_path):
-    with pytest.raises(UserError, match="--db"):
+    with pytest.raises(UserError, match="^db "):  # <db>: the CLI shows --db
         Store.open(tmp_path)
 
 
@@ -193,7 +193,7 @@ def test_missing_store_for_reading(tmp_path):
 def test_store_under_a_file_is_refused(tmp_path):
     """Unwritable even for root: the parent is a regular file."""
     (tmp_path / "file").write_text("x")
-    with pytest.raises(UserError, match="--db"):
+    with pytest.raises(UserError, match="^db "):  # <db>: the CLI shows --db
         Store.open(tmp_path / "file" / "r.sqlite")
 
 

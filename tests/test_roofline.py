@@ -6,7 +6,7 @@ from hpcprobe.families.roofline import views
 from hpcprobe.families.roofline.derive import derive, port_ceilings
 from hpcprobe.machine import cacheports, flopmodel
 from hpcprobe.results.model import Metric, Run
-from hpcprobe.views.table import Lines
+from hpcprobe.viewkit.table import Lines
 
 
 def peak(precision, isa, op, threads, gflops):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from hpcprobe import cli, registry
-from hpcprobe.commands import run, runargs
+from hpcprobe.commands import runargs
 from hpcprobe.common.errors import ERROR_PREFIX, UserError
 from hpcprobe.measure.family import flags
 
@@ -47,7 +47,7 @@ def _node(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], f
           argv: list[str]) -> str | None:
     """What the node's `hpcprobe run FAMILY ARGV` says before it measures: its error, or None
     where it goes on to measure (stopped there)."""
-    monkeypatch.setattr(run, "measure", lambda *a, **k: 0)
+    monkeypatch.setattr(runargs, "measure", lambda *a, **k: 0)
     capsys.readouterr()
     try:
         code = cli.main(["run", family, *argv])

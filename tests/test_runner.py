@@ -38,6 +38,6 @@ def test_benchmarks():
 
 def test_an_isa_this_cpu_lacks_lists_what_it_has(monkeypatch):
     monkeypatch.setattr(runner.native, "supported_isas", lambda: ["scalar", "avx2"])
-    with pytest.raises(UserError, match="--isa avx512: this CPU lacks it; it supports scalar, "
+    with pytest.raises(UserError, match="isa avx512: this CPU lacks it; it supports scalar, "
                                         "avx2"):
         runner.resolve_isa("avx512")

@@ -92,7 +92,7 @@ def test_the_slurm_scheduler_finds_partitions_node_lists_and_allocations(slurm):
         slurm.nodes(partition="gpu")
     with pytest.raises(UserError, match="n9 is not in the cluster"):
         slurm.nodes(nodelist="n[3,9]")
-    with pytest.raises(UserError, match="name a --partition or a --nodelist"):
+    with pytest.raises(UserError, match="name a partition or a nodelist"):
         slurm.nodes()
 
 

@@ -56,7 +56,7 @@ def test_brackets_in_messages_cells_and_tags_are_text_not_markup(tiny, capsys):
     """Rich reads "[madvise]" or "[workloads.pt2pt]" as a style tag and drops it: a warning, a
     cell or a tag that holds one is printed as written."""
     from hpcprobe.analysis.compare import Comparison
-    from hpcprobe.views.table import Table
+    from hpcprobe.viewkit.table import Table
 
     opts = MemoryOptions(kernels=("triad",), stores=("regular",), threads=(1,),
                          size_bytes=64 << 10)

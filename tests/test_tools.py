@@ -147,7 +147,7 @@ def test_iperf3_json_gives_throughput_and_retransmits_or_its_error():
 def test_a_figure_of_zero_is_shown_with_its_ci_in_its_own_unit():
     """No datagram lost, no retransmits: a median of 0 has no relative CI."""
     from hpcprobe.results.model import Metric
-    from hpcprobe.views.table import cell
+    from hpcprobe.viewkit.table import cell
 
     assert cell(Metric("iperf3", "lost", "%", {}, [0.0] * 5, "lower"), 2) == "0.00 ±0.00"
     assert cell(Metric("iperf3", "lost", "%", {}, [0, 0, 0, 0, 0, 0, 0, 0.5], "lower"),

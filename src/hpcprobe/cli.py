@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from hpcprobe import commands, native, registry
 from hpcprobe.commands import runargs
 from hpcprobe.commands.base import Parser
-from hpcprobe.common.errors import ERROR_PREFIX, EXIT_INTERRUPTED, HpcprobeError, OptionError
+from hpcprobe.common.errors import ERROR_PREFIX, EXIT_INTERRUPTED, HpcprobeError
 
 
 class _Version(argparse.Action):
@@ -46,6 +46,27 @@ def _stacks_on_usr1() -> None:
         pass
 
 
+def option_flags(parser: argparse.ArgumentParser,
+                 args: argparse.Namespace | None = None) -> dict[str, str]:
+    """The options of the command given (`args`; None: of every command) as errors name them
+    (their field, argparse's dest) -> the flag the command line gives them as: lower layers
+    name an option <field> (`HpcprobeError.render`), the command line shows its flag, a sweep
+    file its key."""
+    out: dict[str, str] = {}
+    for action in parser._actions:
+        longs = [s for s in action.option_strings if s.startswith("--")]
+        own = "--" + action.dest.replace("_", "-")
+        if longs and (own in longs or action.dest not in out):
+            out[action.dest] = own if own in longs else longs[0]
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = None if args is None else getattr(args, action.dest, None)
+            for name, sub in action.choices.items():
+                if chosen is None or name == chosen:
+                    out.update({k: v for k, v in option_flags(sub, args).items()
+                                if k not in out})
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     _stacks_on_usr1()
     given = list(sys.argv[1:] if argv is None else argv)
@@ -60,11 +81,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                      "after --")
     try:
         return int(args.handler(args))
-    except OptionError as exc:  # options named as flags
-        sys.stderr.write(f"{ERROR_PREFIX}{exc.render(registry.option_names())}\n")
-        return exc.exit_code
-    except HpcprobeError as exc:
-        sys.stderr.write(f"{ERROR_PREFIX}{exc}\n")
+    except HpcprobeError as exc:  # options named as flags
+        # the command's own options first: a family's field may share a name (pgbench's mode)
+        names = {**registry.option_names(), **option_flags(parser, args)}
+        sys.stderr.write(f"{ERROR_PREFIX}{exc.render(names)}\n")
         return exc.exit_code
     except KeyboardInterrupt:
         sys.stderr.write("hpcprobe: interrupted; nothing of this run was stored\n")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hpcprobe.analysis import verdict
 from hpcprobe.analysis.compare import NotJoined
@@ -34,9 +34,12 @@ from hpcprobe.measure.profiles import CHECK, Profile
 from hpcprobe.measure.summary import Summary
 from hpcprobe.results.model import Run
 from hpcprobe.tuning import views as sweep_views
+from hpcprobe.viewkit.figure import Figures
+from hpcprobe.viewkit.table import View
 from hpcprobe.views import proxy
-from hpcprobe.views.figure import Figures
-from hpcprobe.views.table import View
+
+if TYPE_CHECKING:
+    from hpcprobe.history import read
 
 C = TypeVar("C")
 
@@ -171,6 +174,13 @@ def figure_units(key: str) -> set[str] | None:
     if family is None or family.metrics.open_prefix is not None:
         return None
     return {s.unit for s in family.metrics.specs} or None
+
+
+def declared() -> read.Declared:
+    """What the families declare that a history reads (the history wing's input)."""
+    from hpcprobe.history import read  # where a history is read, not at start-up
+
+    return read.Declared(pickers(), not_joined(), hardware_labels)
 
 
 def pickers() -> list[Picker]:

@@ -12,7 +12,7 @@ from typing import Any
 from hpcprobe.common.units import format_bytes
 from hpcprobe.results.findings import kind, of_kind
 from hpcprobe.results.model import Run
-from hpcprobe.views.table import Table
+from hpcprobe.viewkit.table import Table
 
 #: A sweep's cache plateaus against the topology's cache sizes (a warning where they disagree)
 CACHE_LEVEL = kind("cache_level", "a cache level a sweep saw, against the topology's size",

@@ -24,7 +24,7 @@ from hpcprobe.analysis.verdict import (
     headlines,
 )
 from hpcprobe.common import files
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.results.model import Run
 from hpcprobe.results.store import Selection, Store
 
@@ -234,10 +234,10 @@ def load(path: str, units: Callable[[str], set[str] | None] = _no_units) -> list
     try:
         doc = tomllib.loads(files.read_input(Path(path), f"--against {path}"))
     except tomllib.TOMLDecodeError as exc:
-        raise UserError(f"--against {path}: not TOML ({exc})") from None
+        raise OptionError(f"<against> {path}: not TOML ({exc})") from None
     if doc.get("format") != FORMAT or doc.get("version") != VERSION:
-        raise UserError(f"--against {path}: not an hpcprobe reference (format = \"{FORMAT}\", "
-                        f"version = {VERSION}); `hpcprobe reference make` writes one")
+        raise OptionError(f"<against> {path}: not an hpcprobe reference (format = \"{FORMAT}\", "
+                          f"version = {VERSION}); `hpcprobe reference make` writes one")
     groups: list[Group] = []
     tables = doc.get("hardware", [])
     for i, g in enumerate(tables if isinstance(tables, list) else [tables]):

@@ -12,7 +12,7 @@ import numpy as np
 
 from hpcprobe.cluster.verdict import SLOW_LINK, Finding, Verdict, drain_reason, is_directed
 from hpcprobe.common.names import natural
-from hpcprobe.views.table import Block, Lines, Table
+from hpcprobe.viewkit.table import Block, Lines, Table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -228,7 +228,7 @@ def _weak(v: Verdict) -> Table | None:
 
 
 def figures(v: Verdict) -> list[tuple[str, str, Figure]]:
-    from hpcprobe.views import figure
+    from hpcprobe.viewkit import figure
 
     out = []
     if v.heat_nodes and v.heat_metrics:

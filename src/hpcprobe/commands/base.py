@@ -118,30 +118,104 @@ def add_db(p: argparse.ArgumentParser) -> None:
                         f"(default: $HPCPROBE_DB, else {redact(default_location())})")
 
 
+def add_against(p: Any, what: str = "the headline figures",
+                then: str = "default: this host's previous runs in the store") -> None:
+    """`--against REF.toml`, declared once: what a command judges against it, and then what
+    it does without it (or with it)."""
+    p.add_argument("--against", metavar="REF.toml",
+                   help=f"judge {what} against this reference file (`hpcprobe reference "
+                        f"make`); {then}")
+
+
 def add_run_options(r: argparse.ArgumentParser) -> None:
     """Options of every command that measures: profile, store, JSON, tag, oversubscription."""
-    prof = r.add_mutually_exclusive_group()
-    prof.add_argument("--profile", default="default",
-                      help="time and sample budget: " + "; ".join(
-                          f"{p.name} ({p.help})" for p in profiles.PROFILES.values())
-                      + " (default: default)")
-    prof.add_argument("--quick", action="store_const", dest="profile", const="quick",
-                      help="same as --profile quick")
+    add_profile(r)
     add_db(r)
-    r.add_argument("--no-store", action="store_true", help="do not store the run")
-    r.add_argument("--json", metavar="FILE", help="also write the run as a JSON document (`-`: "
-                   "on standard output, the tables then on standard error)")
-    r.add_argument("--tag", type=label, help="label the run, e.g. a BIOS or tuning "
-                   "configuration")
+    add_no_store(r, "the run")
+    add_json(r, "the run", also=True)
+    add_tag(r, "the run, e.g. a BIOS or tuning configuration")
     add_prometheus(r)
     add_judging(r)
-    r.add_argument("--oversubscribe", action="store_true",
+    add_oversubscribe(r)
+    add_dry_run(r, "list what would be measured (per benchmark, after the options and the "
+                "profile), measure nothing, store nothing")
+    add_input(r, "with --dry-run: plan for ")
+
+
+# Options several commands share, each declared once here; a command says what it means by
+# it (tests/test_layers.py: a flag declared in two places fails).
+
+
+def add_profile(p: argparse.ArgumentParser, default: str = "default", of: str = "") -> None:
+    """--profile (and --quick): the time and sample budget, of `of` where not of the command's
+    own measurements."""
+    prof = p.add_mutually_exclusive_group()
+    prof.add_argument("--profile", default=default, type=_profile_name,
+                      help=f"time and sample budget{of}: " + "; ".join(
+                          f"{x.name} ({x.help})" for x in profiles.PROFILES.values())
+                      + f" (default: {default})")
+    prof.add_argument("--quick", action="store_const", dest="profile", const="quick",
+                      help="same as --profile quick")
+
+
+def _profile_name(text: str) -> str:
+    if text not in profiles.PROFILES:
+        raise argparse.ArgumentTypeError(f"{text!r} is unknown; profiles: "
+                                         f"{', '.join(profiles.PROFILES)}")
+    return text
+
+
+def add_no_store(p: Any, what: str, why: str = "") -> None:
+    p.add_argument("--no-store", action="store_true", help=f"do not store {what}{why}")
+
+
+def add_tag(p: Any, what: str) -> None:
+    """--tag as a label given to what a command stores (selecting by tag: add_selection)."""
+    p.add_argument("--tag", type=label, help=f"label {what}")
+
+
+def add_oversubscribe(p: Any) -> None:
+    p.add_argument("--oversubscribe", action="store_true",
                    help="allow more threads (or ranks) than the placement's CPUs")
-    r.add_argument("--dry-run", action="store_true",
-                   help="list what would be measured (per benchmark, after the options and the "
-                        "profile), measure nothing, store nothing")
-    r.add_argument("--input", metavar="FILE.xml",
-                   help="with --dry-run: plan for the machine of this hwloc XML file instead")
+
+
+def add_dry_run(p: Any, what: str) -> None:
+    p.add_argument("--dry-run", action="store_true", help=what)
+
+
+def add_input(p: Any, when: str = "") -> None:
+    """--input FILE.xml: a recorded machine (hwloc XML) instead of this one."""
+    p.add_argument("--input", metavar="FILE.xml",
+                   help=f"{when or 'plan for '}the machine of this hwloc XML file instead of "
+                        "this one")
+
+
+def add_isa(p: Any, default: str) -> None:
+    """--isa: a kernel variant (the native core's; named in the help without loading it)."""
+    p.add_argument("--isa", help=f"kernel variant: scalar, avx2, avx512 (default: {default})")
+
+
+def add_details(p: Any, what: str) -> None:
+    p.add_argument("--details", action="store_true", help=what)
+
+
+def add_report(p: Any, what: str, short: bool = False) -> None:
+    """--report FILE.html (-o too where the command has no other output)."""
+    p.add_argument(*(("-o",) if short else ()), "--report", metavar="FILE.html",
+                   help=f"also write the HTML report of {what}")
+
+
+def add_output(p: Any, metavar: str, what: str, required: bool = False) -> None:
+    """-o/--output: the file a command writes its document to."""
+    p.add_argument("-o", "--output", metavar=metavar, required=required, help=what)
+
+
+def add_figure(p: Any, metric: str, narrow: str = "to narrow further") -> None:
+    """--metric BENCHMARK.NAME and --param KEY=VALUE: one figure."""
+    p.add_argument("--metric", metavar="BENCHMARK.NAME", type=metric_name, help=metric)
+    p.add_argument("--param", type=param, action="append", metavar="KEY=VALUE",
+                   help="with --metric: only figures whose param KEY has this VALUE, e.g. "
+                        f"kernel=triad (repeat it {narrow})")
 
 
 def add_prometheus(r: argparse.ArgumentParser) -> None:
@@ -163,11 +237,8 @@ def label(text: str) -> str:
 
 def add_judging(r: argparse.ArgumentParser) -> None:
     """How a run is shown and judged: its verdict first, the tables with --details."""
-    r.add_argument("--details", action="store_true",
-                   help="after the verdict, every table and every warning in full")
-    r.add_argument("--against", metavar="REF.toml",
-                   help="judge the headline figures against this reference (`hpcprobe "
-                        "reference make`; default: this host's previous runs in the store)")
+    add_details(r, "after the verdict, every table and every warning in full")
+    add_against(r)
 
 
 def date(text: str) -> str:
@@ -186,22 +257,31 @@ def date(text: str) -> str:
 def add_selection(p: argparse.ArgumentParser) -> None:
     """Which stored runs: tag, host, time range."""
     p.add_argument("--tag", help="only runs with this tag")
-    p.add_argument("--host", help="only runs of this host")
+    add_host(p)
     p.add_argument("--since", type=date, metavar="DATE",
                    help="only runs created at or after this UTC date/time (ISO 8601)")
     p.add_argument("--until", type=date, metavar="DATE",
                    help="only runs created before this UTC date/time (ISO 8601)")
 
 
+def add_host(p: Any) -> None:
+    p.add_argument("--host", help="only runs of this host")
+
+
 def selection(a: argparse.Namespace) -> Selection:
     return Selection(a.tag, a.host, a.since, a.until)
 
 
-def add_json(p: Any, what: str) -> None:
+def add_json(p: Any, what: str, also: bool = False) -> None:
     """`--json [FILE]`: the command's document in a file, or on standard output (`-`, or
-    `--json` alone)."""
-    p.add_argument("--json", nargs="?", const="-", metavar="FILE",
-                   help=f"write {what} as JSON to FILE (`-` or none: standard output)")
+    `--json` alone); `also` (a command that prints its own tables): FILE is required, and `-`
+    sends the tables to standard error."""
+    if also:
+        p.add_argument("--json", metavar="FILE", help=f"also write {what} as a JSON document "
+                       "(`-`: on standard output, the tables then on standard error)")
+    else:
+        p.add_argument("--json", nargs="?", const="-", metavar="FILE",
+                       help=f"write {what} as JSON to FILE (`-` or none: standard output)")
 
 
 def print_json(obj: Any, path: str = "-") -> None:
@@ -353,3 +433,37 @@ def load_runs(refs: Sequence[str], db: str | None) -> list[results.Run]:
                             "its samples compared with themselves say nothing; name another")
         named[run.run_id] = ref
     return out
+
+
+def metric_name(text: str) -> tuple[str, str]:
+    """BENCHMARK.NAME, e.g. memory.bandwidth."""
+    benchmark, dot, name = text.partition(".")
+    if not (benchmark and dot and name):
+        raise argparse.ArgumentTypeError(f"{text!r}: give BENCHMARK.NAME, e.g. memory.bandwidth")
+    return benchmark, name
+
+
+def param(text: str) -> tuple[str, str]:
+    """KEY=VALUE, e.g. kernel=triad."""
+    key, eq, value = text.partition("=")
+    if not (key and eq):
+        raise argparse.ArgumentTypeError(f"{text!r}: give KEY=VALUE, e.g. kernel=triad")
+    return key, value
+
+
+def check_metric(benchmark: str, name: str) -> None:
+    """A benchmark that is neither a family nor a series, or a metric its family does not
+    declare (a typo), is refused with the ones there are; a series' metrics are not judged."""
+    from hpcprobe import registry
+
+    fam = registry.families().get(benchmark)
+    series = [s.benchmark for s in registry.SUMMARIES]
+    if fam is None and benchmark not in series:
+        raise UserError(f"--metric {benchmark}.{name}: no benchmark {benchmark!r}; benchmarks: "
+                        f"{', '.join([*registry.families(), *series])}")
+    if fam is None or not fam.metrics.specs or fam.metrics.open_prefix is not None:
+        return
+    names = fam.metrics.names()
+    if name not in names:
+        raise UserError(f"--metric {benchmark}.{name}: {benchmark} has no metric {name!r}; its "
+                        f"metrics: {', '.join(names)}")

@@ -22,27 +22,34 @@ from hpcprobe.cluster.verdict import (
     campaign_thresholds,
     work_rates,
 )
-from hpcprobe.commands import family, history, output, runargs
+from hpcprobe.commands import family, output, runargs
 from hpcprobe.commands.base import (
     Bar,
     Parser,
     Spec,
+    add_against,
     add_db,
+    add_details,
+    add_dry_run,
     add_json,
+    add_output,
+    add_profile,
+    add_tag,
     console,
-    label,
     print_json,
     terminate_interrupts,
 )
 from hpcprobe.common import files
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, UserError
-from hpcprobe.measure import options, profiles
+from hpcprobe.history import read
+from hpcprobe.measure import options
 from hpcprobe.measure.family import Peer, Scaling
 from hpcprobe.results.model import Run
 from hpcprobe.results.store import Selection, Store
 from hpcprobe.schedulers import SCHEDULERS, Scheduler
+from hpcprobe.viewkit.table import Lines
+from hpcprobe.views import history as history_views
 from hpcprobe.views import verdict as verdict_views
-from hpcprobe.views.table import Lines
 
 
 def _fraction(text: str) -> float:
@@ -97,16 +104,15 @@ def _setup_run(r: argparse.ArgumentParser) -> None:
     where.add_argument("--nodelist", "-w", help="these nodes (a Slurm node list: n[1-4],gpu7)")
     where.add_argument("--only", choices=("failed", "flagged"),
                        help="only the nodes of campaign --tag that failed, or were flagged")
-    r.add_argument("--tag", type=label, help="the campaign's name (default: "
-                                             "cluster-DATE-TIME); runs are stored under it")
+    add_tag(r, "the campaign (default: cluster-DATE-TIME); its runs are stored under "
+            "it")
     probe = registry.node_probe()
     r.add_argument("--probe", type=options.names, default=probe, metavar="B1,B2",
                    help="benchmarks of the node probe (default: " + ",".join(probe) + ")")
     r.add_argument("--probe-args", default="", metavar="'ARGS'",
                    help="narrowing options of the node probe's `hpcprobe run`, e.g. "
                         "'--threads 1 --isa avx2' (checked here before any job)")
-    r.add_argument("--profile", default="quick", choices=list(profiles.PROFILES),
-                   help="profile of the node probe and the links (default: quick)")
+    add_profile(r, "quick", " of the node probe and the links")
     r.add_argument("--concurrency", type=options.at_least(0, "a job count"), default=0,
                    metavar="N", help="node jobs at once (default 0: every node at once)")
     r.add_argument("--gpus-per-node", type=options.at_least(1, "a GPU count"), default=0,
@@ -150,7 +156,7 @@ def _setup_run(r: argparse.ArgumentParser) -> None:
                        help="their options, e.g. '--iperf-time 5 --iperf-streams 4'")
     r.add_argument("--no-remeasure", action="store_true",
                    help="do not measure flagged nodes and links again")
-    r.add_argument("--dry-run", action="store_true", help="say what would run; submit nothing")
+    add_dry_run(r, "say what would run; submit nothing")
     _add_thresholds(r, "under the --tag of an earlier campaign, what it last ran with")
     _add_scheduler(r)
     add_db(r)
@@ -159,15 +165,12 @@ def _setup_run(r: argparse.ArgumentParser) -> None:
 def _setup_report(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("campaign", metavar="CAMPAIGN", help="the campaign's tag")
     add_json(rp, "the verdict")
-    rp.add_argument("-o", "--output", metavar="FILE.html", help="also write the HTML report")
+    add_output(rp, "FILE.html", "also write the HTML report")
     rp.add_argument("--drain", action="store_true",
                     help="run the suggested scontrol drain commands (default: print them)")
-    rp.add_argument("--against", metavar="REF.toml",
-                    help="judge each node's headline figures against this reference (default: "
-                         "against its own previous runs in the store); the nodes below it are "
-                         "named (exit status 1)")
-    rp.add_argument("--details", action="store_true",
-                    help="each node's verdict box after the campaign's tables")
+    add_against(rp, "each node's headline figures", "the nodes below it are named (exit status "
+                "1); default: each node's own previous runs in the store")
+    add_details(rp, "each node's verdict box after the campaign's tables")
     _add_thresholds(rp, "what the campaign last ran with")
     _add_scheduler(rp)
     add_db(rp)
@@ -366,7 +369,9 @@ def cmd_report(a: argparse.Namespace) -> int:
         # nodes at once (one query a figure), those of the nodes its peers did not flag
         nodes = {r.host: against.verdict(r, store, recent=False) for r in newest}
         flagged = {n for f in v.findings for n in f.nodes}
-        drift, fleet = history.campaign(store, newest, set(v.measured) - flagged)
+        drift, moved = read.campaign(store, newest, set(v.measured) - flagged,
+                                     registry.declared())
+        fleet = [history_views.group_line(label, g) for label, g in moved]
     sched = SCHEDULERS[a.scheduler]()
     status = _report(v, sched, a, drain=a.drain, nodes=nodes, past=(drift, fleet))
     return EXIT_FAILURE if any(n.failed for n in nodes.values()) else status

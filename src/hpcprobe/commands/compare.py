@@ -8,7 +8,16 @@ import sys
 
 from hpcprobe import registry
 from hpcprobe.commands import output
-from hpcprobe.commands.base import Spec, add_db, add_json, console, load_runs, print_json, say
+from hpcprobe.commands.base import (
+    Spec,
+    add_against,
+    add_db,
+    add_json,
+    console,
+    load_runs,
+    print_json,
+    say,
+)
 from hpcprobe.measure import options
 from hpcprobe.views import terminal
 from hpcprobe.views import verdict as verdict_view
@@ -24,9 +33,7 @@ def setup(c: argparse.ArgumentParser) -> None:
     out.add_argument("--csv", action="store_true", help="print the rows as CSV")
     c.add_argument("--limit", type=options.at_least(0, "a row count"), default=40,
                    help="rows in the text view (default 40, 0 for all; JSON and CSV have all)")
-    c.add_argument("--against", metavar="REF.toml",
-                   help="also judge each run's headline figures against this reference (exit "
-                        "status 1 when one is below it)")
+    add_against(c, "each run's headline figures too", "exit status 1 when one is below it")
 
 
 def handle(a: argparse.Namespace) -> int:

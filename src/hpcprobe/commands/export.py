@@ -7,29 +7,21 @@ from __future__ import annotations
 import argparse
 import sys
 
-from hpcprobe import registry
-from hpcprobe.commands.base import Spec, add_db, add_selection, selection
+from hpcprobe.commands.base import (
+    Spec,
+    add_against,
+    add_db,
+    add_figure,
+    add_output,
+    add_selection,
+    check_metric,
+    selection,
+)
 from hpcprobe.common import files
 from hpcprobe.common.errors import UserError
 from hpcprobe.results import export
 from hpcprobe.results.model import Run
 from hpcprobe.results.store import Store
-
-
-def metric_name(text: str) -> tuple[str, str]:
-    """BENCHMARK.NAME, e.g. memory.bandwidth."""
-    benchmark, dot, name = text.partition(".")
-    if not (benchmark and dot and name):
-        raise argparse.ArgumentTypeError(f"{text!r}: give BENCHMARK.NAME, e.g. memory.bandwidth")
-    return benchmark, name
-
-
-def param(text: str) -> tuple[str, str]:
-    """KEY=VALUE, e.g. kernel=triad."""
-    key, eq, value = text.partition("=")
-    if not (key and eq):
-        raise argparse.ArgumentTypeError(f"{text!r}: give KEY=VALUE, e.g. kernel=triad")
-    return key, value
 
 
 def setup(ex: argparse.ArgumentParser) -> None:
@@ -39,15 +31,12 @@ def setup(ex: argparse.ArgumentParser) -> None:
                     help="jsonl, csv, or openmetrics: the newest node run of each host and "
                          "profile selected, its headline figures judged against the host's "
                          "previous runs (or --against FILE)")
-    ex.add_argument("--against", metavar="REF.toml",
-                    help="with --format openmetrics: judge against this reference file")
+    add_against(ex, "the headline figures (--format openmetrics)", "default: each host's "
+                "previous runs in the store")
     add_selection(ex)
-    ex.add_argument("--metric", metavar="BENCHMARK.NAME", type=metric_name,
-                    help="only this metric of each run, e.g. memory.bandwidth (the fleet view)")
-    ex.add_argument("--param", type=param, action="append", metavar="KEY=VALUE",
-                    help="with --metric: only figures whose param KEY has this VALUE, e.g. "
-                         "kernel=triad (repeat for more)")
-    ex.add_argument("-o", "--output", metavar="FILE", help="write here (default: stdout)")
+    add_figure(ex, "only this metric of each run, e.g. memory.bandwidth (the fleet view)",
+               "for more")
+    add_output(ex, "FILE", "write here (default: stdout)")
     add_db(ex)
 
 
@@ -99,20 +88,6 @@ def handle(a: argparse.Namespace) -> int:
     return 0
 
 
-def check_metric(benchmark: str, name: str) -> None:
-    """A benchmark that is neither a family nor a series, or a metric its family does not
-    declare (a typo), is refused with the ones there are; a series' metrics are not judged."""
-    fam = registry.families().get(benchmark)
-    series = [s.benchmark for s in registry.SUMMARIES]
-    if fam is None and benchmark not in series:
-        raise UserError(f"--metric {benchmark}.{name}: no benchmark {benchmark!r}; benchmarks: "
-                        f"{', '.join([*registry.families(), *series])}")
-    if fam is None or not fam.metrics.specs or fam.metrics.open_prefix is not None:
-        return
-    names = fam.metrics.names()
-    if name not in names:
-        raise UserError(f"--metric {benchmark}.{name}: {benchmark} has no metric {name!r}; its "
-                        f"metrics: {', '.join(names)}")
 
 
 def _check_params(st: Store, a: argparse.Namespace) -> None:

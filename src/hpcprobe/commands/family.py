@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from functools import partial
 
 from hpcprobe import registry
-from hpcprobe.commands import run, runargs
+from hpcprobe.commands import runargs
 from hpcprobe.commands.base import CheckingParser, Spec, add_run_options
 from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.measure import options
@@ -48,7 +48,7 @@ def _families(fam: Family, a: argparse.Namespace) -> list[Family]:
 def _handle(fam: Family, own: Command, a: argparse.Namespace) -> int:
     if getattr(a, "own_action", None) in own.actions:
         return own.actions[a.own_action][1](runargs.family_options(a, fam))
-    return run.measure(runargs.checked(a, _families(fam, a)), None, standalone=True)
+    return runargs.measure(runargs.checked(a, _families(fam, a)), None, standalone=True)
 
 
 def check(fam: Family, argv: Sequence[str]) -> runargs.Checked:

@@ -12,7 +12,6 @@ from typing import Any
 from hpcprobe import registry
 from hpcprobe.analysis import reference
 from hpcprobe.analysis.verdict import Reference, Verdict
-from hpcprobe.commands import history
 from hpcprobe.commands.base import (
     Bar,
     console,
@@ -28,6 +27,7 @@ from hpcprobe.common.errors import (
     HpcprobeError,
     UserError,
 )
+from hpcprobe.history import read
 from hpcprobe.measure.runner import Interrupted
 from hpcprobe.results import model as results
 from hpcprobe.results.store import Store
@@ -72,8 +72,8 @@ class Against:
         judged = registry.judge(run, ref)
         if store is None or not recent:
             return judged
-        return replace(judged, history=history.recent(store, run,
-                                                      [r.headline for r in judged.rows]))
+        return replace(judged, history=read.recent(store, run, [r.headline for r in judged.rows],
+                                                   registry.declared()))
 
 
 @dataclass
@@ -240,7 +240,7 @@ def _store(run: results.Run, out: Outputs, store: Store, parts: Sequence[results
     except HpcprobeError as exc:
         kept = f"; the run is in {'the document on standard output' if out.piped else out.json}" \
             " (`hpcprobe import` can store it later)" if documented else ""
-        raise HpcprobeError(f"{exc}{kept}") from None
+        raise HpcprobeError(f"{exc.args[0]}{kept}") from None  # its options named as given
     also = f" (and the {len(parts)} run(s) it summarises)" if parts else \
         f" ({out.stored})" if out.stored else ""
     say(shown, f"Stored as run {run.run_id} in {store.path} ({len(run.metrics)} metrics){also}; "

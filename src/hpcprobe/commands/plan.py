@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hpcprobe.commands.base import Spec, add_json, print_json
+from hpcprobe.commands.base import Spec, add_input, add_json, add_oversubscribe, print_json
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.machine import placement, topology
 from hpcprobe.measure import options
@@ -14,8 +14,8 @@ def setup(pl: argparse.ArgumentParser) -> None:
     pl.add_argument("--placement", required=True, help=placement.PLACEMENT_HELP)
     pl.add_argument("--threads", type=options.at_least(1, "a thread count"),
                     help="number of threads (default: all it yields)")
-    pl.add_argument("--oversubscribe", action="store_true")
-    pl.add_argument("--input", metavar="FILE.xml", help="an hwloc XML file instead of this machine")
+    add_oversubscribe(pl)
+    add_input(pl)
     add_json(pl, "the plan")
 
 

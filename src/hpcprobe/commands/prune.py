@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from hpcprobe.commands.base import Spec, add_db, date
+from hpcprobe.commands.base import Spec, add_db, add_dry_run, add_host, date
 from hpcprobe.results.store import Selection, Store
 
 
@@ -13,8 +13,8 @@ def setup(pr: argparse.ArgumentParser) -> None:
                     help="remove runs created before this UTC date/time (ISO 8601)")
     pr.add_argument("--keep-tagged", action="store_true",
                     help="keep runs that carry a tag (campaigns, configurations)")
-    pr.add_argument("--host", help="only runs of this host")
-    pr.add_argument("--dry-run", action="store_true", help="say what would go, remove nothing")
+    add_host(pr)
+    add_dry_run(pr, "say what would go, remove nothing")
     add_db(pr)
 
 

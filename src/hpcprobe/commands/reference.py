@@ -13,6 +13,7 @@ from hpcprobe.commands.base import (
     Parser,
     Spec,
     add_db,
+    add_output,
     add_selection,
     console,
     load_runs,
@@ -23,8 +24,8 @@ from hpcprobe.common import files
 from hpcprobe.common.errors import UserError
 from hpcprobe.results.model import Run
 from hpcprobe.results.store import Selection, Store
+from hpcprobe.viewkit.table import Table
 from hpcprobe.views import verdict as verdict_view
-from hpcprobe.views.table import Table
 from hpcprobe.views.terminal import rich_table
 
 
@@ -36,8 +37,7 @@ def setup(p: argparse.ArgumentParser) -> None:
                     help="run ids, prefixes, tags, hosts or result JSON files (or select "
                          "stored runs with --tag, --host, --since, --until)")
     add_selection(mk)
-    mk.add_argument("-o", "--output", required=True, metavar="REF.toml",
-                    help="the reference file to write (`-`: standard output)")
+    add_output(mk, "REF.toml", "the reference file to write (`-`: standard output)", True)
     add_db(mk)
     sh = sub.add_parser("show", help="print a reference file's figures")
     sh.add_argument("file", metavar="REF.toml")

@@ -7,19 +7,18 @@ import sys
 
 from hpcprobe import registry
 from hpcprobe.commands import output
-from hpcprobe.commands.base import Spec, add_db, load_runs
+from hpcprobe.commands.base import Spec, add_against, add_db, add_output, load_runs
 from hpcprobe.common import files
 
 
 def setup(rp: argparse.ArgumentParser) -> None:
     rp.add_argument("runs", nargs="*", metavar="RUN", default=["latest"],
                     help="run id, prefix, tag, host, 'latest' (default) or a result JSON file")
-    rp.add_argument("-o", "--output", required=True, metavar="FILE.html")
+    add_output(rp, "FILE.html", "the HTML report to write", True)
     rp.add_argument("--png", metavar="DIR", help="also write each plot as a PNG file there")
     add_db(rp)
-    rp.add_argument("--against", metavar="REF.toml",
-                    help="judge each run's headline figures against this reference (default: "
-                         "the host's previous runs in the store)")
+    add_against(rp, "each run's headline figures", "default: the host's previous runs in the "
+                "store")
 
 
 def handle(a: argparse.Namespace) -> int:

@@ -1,20 +1,35 @@
 """The command line of `hpcprobe run` and the one check of it: the families' option fields as
 flags, their options dataclasses from the flags given, and `check(families, argv)`, which run,
 scale, sweep and cluster run all call, so that a nested run refused on its node is refused
-where it is set up too, with the same words."""
+where it is set up too, with the same words; and what such a command line does (`measure`,
+or its plan with --dry-run), for `run` and each family's own command."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import socket
+import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from hpcprobe import registry
-from hpcprobe.commands.base import CheckingParser, add_run_options
-from hpcprobe.common.errors import OptionError, UserError
+from hpcprobe.commands import output
+from hpcprobe.commands.base import (
+    CheckingParser,
+    add_isa,
+    add_report,
+    add_run_options,
+    open_store,
+)
+from hpcprobe.common.errors import HpcprobeError, OptionError, UserError
+from hpcprobe.common.units import format_bytes
+from hpcprobe.machine import sentinel, topology
 from hpcprobe.measure import profiles
 from hpcprobe.measure.family import Command, Family, Flag, flags, notes
+from hpcprobe.measure.runner import resolve_isa
+from hpcprobe.results.store import Selection, Store
 
 
 def setup(r: argparse.ArgumentParser, families: Sequence[Family] | None = None) -> None:
@@ -27,10 +42,8 @@ def setup(r: argparse.ArgumentParser, families: Sequence[Family] | None = None) 
                    help="benchmarks to run (" + ", ".join(f.name for f in registry.measuring())
                         + ")")
     add_run_options(r)
-    r.add_argument("-o", "--report", metavar="FILE.html",
-                   help="also write the HTML report of this run")
-    r.add_argument("--isa", help="kernel variant: scalar, avx2, avx512 (default: the best this "
-                                 "CPU supports; compute and frequency: every one it supports)")
+    add_report(r, "this run", short=True)
+    add_isa(r, "the best this CPU supports; compute and frequency: every one it supports")
     add_family_options(r, families or registry.measuring())
 
 
@@ -201,3 +214,78 @@ def check(families: Sequence[str], argv: Sequence[str]) -> Checked:
         return checked(a, registry.resolve(a.benchmarks))
     except OptionError as exc:  # options named as the command line names them
         raise UserError(exc.render(registry.option_names())) from None
+
+
+def measure(c: Checked, isa_given: str | None, standalone: bool = False) -> int:
+    """Run the checked families (with the ISA variant `--isa` gave, else the best), show the
+    run, store it and write its documents as asked."""
+    a = c.args
+    isa = resolve_isa(isa_given)
+    isa_asked = isa_given is not None
+    if a.input and not a.dry_run:
+        raise UserError("--input plans for another machine: add --dry-run (measurements run on "
+                        "this one)")
+    out = output.Outputs.of(a)
+    if a.dry_run:
+        return dry_run(c, isa, isa_asked, standalone)
+    store = open_store(a.db, a.no_store)
+    topo = topology.discover()
+    return output.measured(out, store, lambda bar: (registry.execute(
+        topo, c.profile, [f.name for f in c.families], isa, c.options, bar,
+        oversubscribe=a.oversubscribe, tag=a.tag, isa_asked=isa_asked,
+        standalone=standalone), []))
+
+
+def dry_run(c: Checked, isa: str, isa_asked: bool, standalone: bool) -> int:
+    """What the run would measure (and refuse), and nothing else."""
+    a = c.args
+    topo = topology.load(a.input)
+    todo = registry.plan(topo, c.profile, [f.name for f in c.families], isa, c.options,
+                         a.oversubscribe, isa_asked, standalone)
+    # an hwloc XML states no instruction set: the kernels listed are those this machine runs
+    where = f"{a.input} (ISA and kernel variants: this machine's)" if a.input else "this machine"
+    print(f"Profile {c.profile.name}, ISA {isa}, on {topo.counts()['cores']} core(s) of {where}; "
+          "nothing measured or stored (--dry-run):")
+    took = {} if a.input else _seconds(a.db, c.profile.name)
+    _print_plan(todo, took)
+    with contextlib.suppress(HpcprobeError):  # a machine it cannot read: its run says why
+        p = sentinel.probe(topo).describe()
+        print(f"and around them the node sentinel: a DRAM triad on CPUs {p['cpus']}, "
+              f"{format_bytes(p['size_bytes'])}, before the first benchmark and after each")
+    return 0
+
+
+def _seconds(db: str | None, profile: str, runs: int = 3) -> dict[str, float]:
+    """Family -> the median of its seconds in this host's last runs of this profile in the
+    store (as their provenance recorded them); nothing where there are none."""
+    try:
+        store = Store.open(db, create=False)
+    except UserError:
+        return {}
+    took: dict[str, list[float]] = {}
+    with store:
+        infos = [i for i in store.runs(limit=20, where=Selection(host=socket.gethostname()))
+                 if i.profile == profile and not i.interrupted][:runs]
+        for info in infos:
+            for name, s in (store.load(info.run_id).provenance.get("seconds") or {}).items():
+                took.setdefault(name, []).append(float(s))
+    return {name: statistics.median(s) for name, s in took.items()}
+
+
+def _print_plan(todo: Sequence[tuple[str, list[str]]], took: dict[str, float]) -> None:
+    for name, lines in todo:
+        when = f", about {took[name]:.0f} s" if name in took else ""
+        print(f"{name}: {len(lines)} measurement(s){when}")
+        for line in lines:
+            print(f"  {line}")
+    known = [took[name] for name, _ in todo if name in took]
+    unknown = [name for name, _ in todo if name not in took]
+    if known and not unknown:
+        print(f"In all about {sum(known):.0f} s (the median of this host's last runs of this "
+              "profile in the store)")
+    elif known:
+        print(f"In all about {sum(known):.0f} s and the time of {', '.join(unknown)}, which "
+              "this host has not run in this profile yet")
+    else:
+        print("Time: not known until this host has run this profile once (each run records "
+              "its time per benchmark)")

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from hpcprobe import registry
 from hpcprobe.commands import output, runargs
-from hpcprobe.commands.base import Spec, add_run_options, open_store
+from hpcprobe.commands.base import Spec, add_isa, add_report, add_run_options, open_store
 from hpcprobe.common.errors import UserError
 from hpcprobe.machine import topology
 from hpcprobe.measure import options, scaling
@@ -28,8 +28,8 @@ def setup(sc: argparse.ArgumentParser) -> None:
                     help="the rank counts (default: 1, 2, 4, ... up to the cores)")
     sc.add_argument("--mode", choices=("weak", "strong", "both"), default="both",
                     help="weak, strong or both (default: both; the MPI collectives: weak)")
-    sc.add_argument("--isa", help="kernel variant (default: every one the CPU supports)")
-    sc.add_argument("--report", metavar="FILE.html", help="also write the HTML report")
+    add_isa(sc, "every one the CPU supports")
+    add_report(sc, "the scaling runs")
     runargs.add_family_options(sc, sized, skip=frozenset({"--ranks"}))
     add_run_options(sc)
 

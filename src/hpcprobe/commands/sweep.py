@@ -13,7 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 from hpcprobe import registry
 from hpcprobe.commands import output, runargs
-from hpcprobe.commands.base import Bar, Spec, add_db, open_store, terminate_interrupts
+from hpcprobe.commands.base import (
+    Bar,
+    Spec,
+    add_db,
+    add_dry_run,
+    add_json,
+    add_no_store,
+    add_report,
+    open_store,
+    terminate_interrupts,
+)
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, EXIT_USAGE, UserError
 from hpcprobe.machine import topology
 from hpcprobe.measure.runner import resolve_isa
@@ -30,16 +40,12 @@ def setup(sw: argparse.ArgumentParser) -> None:
     sw.add_argument("--analyse", action="store_true",
                     help="measure nothing: compare the stored runs of the sweep's "
                          "configurations (after the last boot)")
-    sw.add_argument("--dry-run", action="store_true",
-                    help="check the file and show what would run, run nothing")
+    add_dry_run(sw, "check the file and show what would run, run nothing")
     sw.add_argument("--markdown", metavar="FILE.md", help="write the recommendation as Markdown")
-    sw.add_argument("--report", metavar="FILE.html", help="write the HTML report of the sweep")
-    sw.add_argument("--json", metavar="FILE.json",
-                    help="write the comparison and the recommendations as JSON (`-`: on "
-                    "standard output, the tables then on standard error)")
+    add_report(sw, "the sweep")
+    add_json(sw, "the comparison and the recommendations", also=True)
     add_db(sw)
-    sw.add_argument("--no-store", action="store_true",
-                    help="do not store the runs (runs of other boots cannot be joined then)")
+    add_no_store(sw, "the runs", " (runs of other boots cannot be joined then)")
 
 
 def _check_workloads(s: config.Sweep) -> None:

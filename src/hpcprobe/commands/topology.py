@@ -6,14 +6,14 @@ from __future__ import annotations
 import argparse
 
 from hpcprobe import registry
-from hpcprobe.commands.base import Spec, add_json, print_json
+from hpcprobe.commands.base import Spec, add_input, add_json, print_json
 from hpcprobe.common.units import format_bytes
 from hpcprobe.machine import sysinfo, topology
 from hpcprobe.measure.family import Inventory
 
 
 def setup(t: argparse.ArgumentParser) -> None:
-    t.add_argument("--input", metavar="FILE.xml", help="an hwloc XML file instead of this machine")
+    add_input(t, "show ")
     add_json(t, "the model")
 
 

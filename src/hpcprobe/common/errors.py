@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 #: Exit codes, documented in the README.
 EXIT_OK = 0
@@ -14,10 +15,22 @@ EXIT_INTERRUPTED = 130  # Ctrl-C or SIGTERM, as a shell reports SIGINT
 ERROR_PREFIX = "hpcprobe: error: "
 
 
+#: An option named in a message: <field> (its options dataclass field or argparse dest).
+_OPTION = re.compile(r"<(\w+)>")
+
+
 class HpcprobeError(Exception):
-    """A failure explained to the user in one line; `exit_code` says how the CLI ends."""
+    """A failure explained to the user in one line; `exit_code` says how the CLI ends. Below
+    the command layer a message names an option as <field>, never as a flag: the command line
+    shows its flag (`render`), a sweep file its key."""
 
     exit_code = EXIT_FAILURE
+
+    def render(self, names: Mapping[str, str]) -> str:
+        """The message, each option it names that `names` knows shown as `names` says; other
+        text as it is (a message may quote a program's <tag>)."""
+        text = str(self.args[0]) if self.args else ""
+        return _OPTION.sub(lambda m: names.get(m.group(1), m.group(0)), text)
 
 
 class UserError(HpcprobeError):
@@ -35,11 +48,12 @@ class NativeError(MeasurementError):
 
 
 class OptionError(UserError):
-    """A value of an option is impossible. The message names options as <field> (the options
-    dataclass's field name); the CLI shows its flag (--size), a sweep file its key."""
+    """A value of an option is impossible, or an option is missing: every <field> of its
+    message is an option, shown as its field name where `names` does not know it (a sweep
+    file's key), as `str()` does."""
 
-    def render(self, names: dict[str, str]) -> str:
-        return re.sub(r"<(\w+)>", lambda m: names.get(m.group(1), m.group(1)), str(self.args[0]))
+    def render(self, names: Mapping[str, str]) -> str:
+        return _OPTION.sub(lambda m: names.get(m.group(1), m.group(1)), str(self.args[0]))
 
     def __str__(self) -> str:
         return self.render({})

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.common.kernelfiles import read_text
 
 
@@ -100,12 +100,12 @@ def cublas(tk: Toolkit, asked: str | None = None) -> str:
     """The cuBLAS library to load: the one asked for, else the best candidate."""
     if asked:
         if not os.path.isfile(asked):
-            raise UserError(f"--gpu-cublas {asked}: no such file")
+            raise OptionError(f"<gpu_cublas> {asked}: no such file")
         return asked
     got = cublas_candidates(tk)
     if not got:
-        raise UserError("no cuBLAS library found (libcublas.so: the CUDA toolkit's, or pip's "
-                        "nvidia-cublas); name one with --gpu-cublas PATH or HPCPROBE_CUBLAS")
+        raise OptionError("no cuBLAS library found (libcublas.so: the CUDA toolkit's, or pip's "
+                          "nvidia-cublas); name one with <gpu_cublas> PATH or HPCPROBE_CUBLAS")
     return got[0]
 
 

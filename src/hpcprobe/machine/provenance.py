@@ -65,19 +65,9 @@ def blas() -> str | None:
     return None
 
 
-def mpi_found() -> str | None:
-    """The MPI a run would use (implementation, version, prefix), None where none is found."""
-    from hpcprobe.mpi import find
-
-    try:
-        m = find.find()
-    except find.MpiNotFound:
-        return None
-    return f"{m.implementation} {m.version} ({m.prefix})"
-
-
 def collect(topo: Topology, isa: str) -> dict[str, Any]:
-    """Everything about this host and build that decides what a kernel measures."""
+    """Everything about this host and build that decides what a kernel measures, but the MPI
+    found (measure.runner.node_provenance adds it: mpi/ sits above machine/)."""
     smt_active = read_text("/sys/devices/system/cpu/smt/active")
     return {
         "host": socket.gethostname(),
@@ -95,7 +85,6 @@ def collect(topo: Topology, isa: str) -> dict[str, Any]:
         "dram_ceiling": dimms.dram_ceiling(topo.cpu_model or "").to_dict(),
         "links": links.read(),
         "blas": blas(),
-        "mpi_found": mpi_found(),
         "memory_limit": None if (lim := sysinfo.cgroup_memory_limit()) is None else
         {"bytes": lim.limit, "where": lim.where},
         "mem_total_bytes": sysinfo.mem_total_bytes(),

@@ -19,8 +19,8 @@ from hpcprobe.measure.sampling import Ledger, Sampled
 from hpcprobe.native import Team
 from hpcprobe.results.findings import Finding
 from hpcprobe.results.model import Metric
-from hpcprobe.views.figure import Figures
-from hpcprobe.views.table import View
+from hpcprobe.viewkit.figure import Figures
+from hpcprobe.viewkit.table import View
 
 
 class Progress(Protocol):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import OptionError
 from hpcprobe.common.stats import Repetition
 
 
@@ -48,4 +48,5 @@ def get(name: str) -> Profile:
     try:
         return PROFILES[name]
     except KeyError:
-        raise UserError(f"--profile {name!r} is unknown; profiles: {', '.join(PROFILES)}") from None
+        raise OptionError(f"<profile> {name!r} is unknown; profiles: {', '.join(PROFILES)}"
+                          ) from None

@@ -13,11 +13,12 @@ from typing import Any
 
 from hpcprobe import native
 from hpcprobe.common import signals
-from hpcprobe.common.errors import MeasurementError, UserError
+from hpcprobe.common.errors import MeasurementError, OptionError
 from hpcprobe.machine import provenance, sentinel, steal
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.family import Derives, Family, OtherDevice, Progress, RunContext
 from hpcprobe.measure.profiles import Profile
+from hpcprobe.mpi import find as mpi_find
 from hpcprobe.results.findings import Finding
 from hpcprobe.results.model import Run
 
@@ -33,16 +34,21 @@ class Interrupted(KeyboardInterrupt):
         self.parts = list(parts)
 
 
+def node_provenance(topo: Topology, isa: str) -> dict[str, Any]:
+    """What a run records of the node and the build (machine.provenance) and the MPI found."""
+    return {**provenance.collect(topo, isa), "mpi_found": mpi_find.found()}
+
+
 def resolve_isa(requested: str | None) -> str:
     """The ISA variant to run: the one asked for if this CPU has it, else the best one."""
     have = native.supported_isas()
     if requested is None:
         return native.best_isa()
     if requested not in native.isa_names():
-        raise UserError(f"--isa {requested!r} is unknown; variants: "
-                        f"{', '.join(native.isa_names())} (this CPU runs {', '.join(have)})")
+        raise OptionError(f"<isa> {requested!r} is unknown; variants: "
+                          f"{', '.join(native.isa_names())} (this CPU runs {', '.join(have)})")
     if requested not in have:
-        raise UserError(f"--isa {requested}: this CPU lacks it; it supports {', '.join(have)}")
+        raise OptionError(f"<isa> {requested}: this CPU lacks it; it supports {', '.join(have)}")
     return requested
 
 
@@ -115,7 +121,7 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
               created=datetime.now(UTC).isoformat(timespec="seconds"),
               host=socket.gethostname(), profile=profile.name,
               benchmarks=[f.name for f in measured],
-              provenance=provenance.collect(topo, isa), topology=topo.to_dict(), tag=tag)
+              provenance=node_provenance(topo, isa), topology=topo.to_dict(), tag=tag)
     interrupted: dict[str, Any] | None = None
     taken: dict[str, dict[str, float]] = {}
     brackets = sentinel.Brackets(topo, isa)

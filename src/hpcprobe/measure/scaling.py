@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.machine.sizing import thread_ladder
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import runner, scaling_views
@@ -61,11 +61,11 @@ def steps(ctx: RunContext, family: Family, opts: Any, counts: Sequence[int],
     assert family.plan is not None
     for mode in modes:
         if mode not in size.modes:
-            raise UserError(f"--mode {mode}: {family.name} scales {' or '.join(size.modes)}"
-                            " only")
+            raise OptionError(f"<mode> {mode}: {family.name} scales {' or '.join(size.modes)}"
+                              " only")
     if min(counts) < size.least:
-        raise UserError(f"--ranks {min(counts)}: {family.name} needs at least "
-                        f"{size.least} ranks")
+        raise OptionError(f"<ranks> {min(counts)}: {family.name} needs at least "
+                          f"{size.least} ranks")
     out = []
     for mode in modes:
         for k in counts:

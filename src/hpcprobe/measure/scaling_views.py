@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING
 
 from hpcprobe.common import stats
 from hpcprobe.results.model import Metric, Run
-from hpcprobe.views import figure
-from hpcprobe.views.table import Block, Table, cell, n_range, shown
+from hpcprobe.viewkit import figure
+from hpcprobe.viewkit.table import Block, Table, cell, n_range, shown
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

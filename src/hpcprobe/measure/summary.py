@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hpcprobe.views.figure import Figures
-from hpcprobe.views.table import View
+from hpcprobe.viewkit.figure import Figures
+from hpcprobe.viewkit.table import View
 
 
 @dataclass(frozen=True)

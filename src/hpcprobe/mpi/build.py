@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from pathlib import Path
 
 from hpcprobe import native
 from hpcprobe.common.compiled import cache_root, cached, compile_to
 from hpcprobe.mpi.find import CFLAGS, Mpi
+from hpcprobe.mpi.sources import HEADER, source_text
 
 
 @dataclass(frozen=True)
@@ -30,20 +29,6 @@ class Program:
 
 TESTS = Program("hpb_mpi", False, "the MPI tests")
 PROXY = Program("hpb_proxy", True, "the application proxies")
-#: The native core's public header, which the proxies include.
-HEADER = "hpb.h"
-SOURCE = TESTS.source
-
-
-@cache
-def source_text(name: str = SOURCE) -> str:
-    """A C file shipped in the package; run from a checkout (src/ on the path), the one in
-    native/mpi/ or native/include/."""
-    shipped = resources.files("hpcprobe.mpi").joinpath(name)
-    if shipped.is_file():
-        return shipped.read_text()
-    root = Path(__file__).resolve().parents[3] / "native"
-    return (root / ("include" if name == HEADER else "mpi") / name).read_text()
 
 
 def _core_tag() -> str:

@@ -14,6 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from hpcprobe.common.errors import UserError
+from hpcprobe.mpi.sources import source_text
 
 HOW_TO = ("install one (Debian: apt install openmpi-bin libopenmpi-dev; or pip install mpich), "
           "put its bin/ on PATH, or name its prefix with --mpi PREFIX or $HPCPROBE_MPI")
@@ -39,8 +40,6 @@ class Mpi:
     @property
     def fingerprint(self) -> str:
         """Changes when the MPI, its flags, our flags or our source change: a rebuild."""
-        from hpcprobe.mpi.build import source_text
-
         h = hashlib.sha256()
         for part in (self.implementation, self.version, self.prefix, self.mpicc,
                      self.wrapper_flags, " ".join(CFLAGS), source_text()):
@@ -124,3 +123,12 @@ def find(prefix: str | None = None) -> Mpi:
     if not found:
         raise MpiNotFound(f"no MPI found (no mpicc on PATH or in {sys.prefix}/bin); {HOW_TO}")
     return describe(found)
+
+
+def found() -> str | None:
+    """The MPI a run would use (implementation, version, prefix), None where none is found."""
+    try:
+        m = find()
+    except MpiNotFound:
+        return None
+    return f"{m.implementation} {m.version} ({m.prefix})"

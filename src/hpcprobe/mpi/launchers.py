@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import OptionError
 from hpcprobe.mpi.find import Mpi
 
 
@@ -182,19 +182,19 @@ def choose(mpi: Mpi, name: str | None) -> tuple[Launcher, str]:
     goes with the MPI."""
     if name is not None:
         if (why := unknown(name)) is not None:
-            raise UserError(f"--launcher {why}")
+            raise OptionError(f"<launcher> {why}")
         ln = LAUNCHERS[name]
         path = ln.path(mpi)
         if path is None:
             fits = [n for n, p in available(mpi).items() if p]
-            raise UserError(f"--launcher {name}: not usable with {mpi.implementation} "
-                            f"{mpi.version} at {mpi.prefix}; usable here: "
-                            f"{', '.join(fits) or 'none'}")
+            raise OptionError(f"<launcher> {name}: not usable with {mpi.implementation} "
+                              f"{mpi.version} at {mpi.prefix}; usable here: "
+                              f"{', '.join(fits) or 'none'}")
         return ln, path
     order = (["srun"] if os.environ.get("SLURM_JOB_ID") else []) + ["mpirun", "mpiexec"]
     for n in order:
         path = LAUNCHERS[n].path(mpi)
         if path:
             return LAUNCHERS[n], path
-    raise UserError(f"no launcher for {mpi.implementation} {mpi.version} at {mpi.prefix} "
-                    "(no mpirun/mpiexec in its bin/, no srun on PATH); use --launcher")
+    raise OptionError(f"no launcher for {mpi.implementation} {mpi.version} at {mpi.prefix} "
+                      "(no mpirun/mpiexec in its bin/, no srun on PATH); use <launcher>")

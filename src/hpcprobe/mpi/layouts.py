@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.machine.topology import Topology
 from hpcprobe.mpi.launchers import Layout
 
@@ -35,9 +35,9 @@ class Ranks:
         if per_host > len(self.sets) or per_host < 1 or (hosts and n % len(hosts)):
             where = f" on each of {len(hosts)} hosts" if hosts else ""
             most = len(self.sets) * max(1, len(hosts))
-            raise UserError(f"--ranks {n}: the {self.layout} layout has {len(self.sets)} rank(s) "
-                            f"a node here{where}; give at most {most}"
-                            + (f", a multiple of {len(hosts)}" if hosts else ""))
+            raise OptionError(f"<ranks> {n}: the {self.layout} layout has {len(self.sets)} rank(s) "
+                              f"a node here{where}; give at most {most}"
+                              + (f", a multiple of {len(hosts)}" if hosts else ""))
         sets = self.sets[:per_host] * max(1, len(hosts))
         names = tuple(h for h in hosts for _ in range(per_host)) or None
         return Layout(tuple(s[0] for s in sets), names, sets if self.threads > 1 else None)
@@ -57,7 +57,7 @@ def ranks(topo: Topology, layout: str) -> Ranks:
         sets = [tuple(c for c in firsts if c in d.cpus) for d in domains]
         sets = [s for s in sets if s]
     if not sets:
-        raise UserError(f"--layout {layout}: no allowed core here")
+        raise OptionError(f"<layout> {layout}: no allowed core here")
     return Ranks(layout, tuple(sets))
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from hpcprobe.common.errors import NativeError, UserError
+from hpcprobe.common.errors import NativeError, OptionError, UserError
 
 API_VERSION = 5
 STORES = ("regular", "nt")
@@ -403,8 +403,8 @@ class Team:
                                       -1 if node is None else node)
         _refuse_missing_node(rc, node)
         if rc == -errno.ENOMEM:
-            raise UserError(f"cannot allocate {3 * 8 * elems_per_thread * self.size} bytes of "
-                            "stream arrays; use a smaller --size")
+            raise OptionError(f"cannot allocate {3 * 8 * elems_per_thread * self.size} bytes of "
+                              "stream arrays; use a smaller <size>")
         _check(rc, "allocating the stream arrays")
         self.prepared_elems = elems_per_thread
 
@@ -432,8 +432,8 @@ class Team:
                                      CHASE_ORDERS.index(order), seed)
         _refuse_missing_node(rc, node)
         if rc == -errno.ENOMEM:
-            raise UserError(f"cannot allocate a {size_bytes} B pointer-chase ring per thread; use "
-                            "a smaller --size")
+            raise OptionError(f"cannot allocate a {size_bytes} B pointer-chase ring per thread; "
+                              "use a smaller <size>")
         _check(rc, "building the pointer-chase ring")
 
     def chase_measure(self, loads: int, reps: int) -> list[list[float]]:

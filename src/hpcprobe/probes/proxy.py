@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hpcprobe.common.cpulist import format_cpulist
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import OptionError
 from hpcprobe.machine.placement import plan as place
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, RunContext, option
@@ -55,9 +55,9 @@ class RankOptions:
         process); --threads with ranks is a user error."""
         pl = layouts.place(ctx.topo, self.layout, self.ranks, self.hosts, self.rank_grid, ndim)
         if pl is not None and self.threads:
-            raise UserError("--threads sets the threads of one rank in this process; across "
-                            "ranks the layout sets them (--layout numa or socket: a thread per "
-                            "core)")
+            raise OptionError("<threads> sets the threads of one rank in this process; across "
+                              "ranks the layout sets them (<layout> numa or socket: a thread per "
+                              "core)")
         return pl
 
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.common.secrets import redact
 from hpcprobe.results.sql import SqlStore, first_line, schema_v1
 from hpcprobe.results.store import BACKENDS, Store, backend
@@ -57,16 +57,16 @@ class PostgresStore(SqlStore):
         try:
             conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
         except psycopg.Error as exc:
-            raise UserError(f"--db {shown}: cannot connect ({_reason(exc)}); check the host, "
-                            "port, database and credentials") from None
+            raise OptionError(f"<db> {shown}: cannot connect ({_reason(exc)}); check the host, "
+                              "port, database and credentials") from None
         store = cls(conn, shown)
         store.driver_errors = (psycopg.Error,)
         try:
             store.prepare(create)
         except psycopg.Error as exc:
             conn.close()
-            raise UserError(f"--db {shown}: cannot use it as a result store "
-                            f"({_reason(exc)})") from None
+            raise OptionError(f"<db> {shown}: cannot use it as a result store "
+                              f"({_reason(exc)})") from None
         except UserError:
             conn.close()
             raise
@@ -127,8 +127,8 @@ class PostgresStore(SqlStore):
                             "has_table_privilege('metrics', 'INSERT') AND "
                             "has_table_privilege('samples', 'INSERT')").fetchone()
         if not row[0]:
-            raise UserError(f"--db {self.path}: this user may not insert runs; grant INSERT on "
-                            "runs, metrics and samples or use another --db")
+            raise OptionError(f"<db> {self.path}: this user may not insert runs; grant INSERT on "
+                              "runs, metrics and samples or use another <db>")
 
     def _insert_metrics(self, rows: list[tuple[Any, ...]]) -> list[int]:
         """One batch (psycopg pipelines executemany) with every new id returned."""

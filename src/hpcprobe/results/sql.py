@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcprobe.common.bulk import bulk
-from hpcprobe.common.errors import HpcprobeError, UserError
+from hpcprobe.common.errors import HpcprobeError, OptionError, UserError
 from hpcprobe.common.stats import summarize
 from hpcprobe.results import series
 from hpcprobe.results.model import SCHEMA_VERSION, Metric, Run, validate
@@ -206,20 +206,20 @@ class SqlStore(Store):
         if version == STORE_VERSION:
             return
         if version is None and not create:
-            raise UserError(f"--db {self.path}: no hpcprobe store there yet; run `hpcprobe run` "
-                            "or `hpcprobe import` with this --db first")
+            raise OptionError(f"<db> {self.path}: no hpcprobe store there yet; run `hpcprobe run` "
+                              "or `hpcprobe import` with this <db> first")
         if version is not None and version > STORE_VERSION:
-            raise UserError(f"--db {self.path}: store version {version} was written by a newer "
-                            f"hpcprobe; this one reads up to version {STORE_VERSION}: upgrade "
-                            "hpcprobe")
+            raise OptionError(f"<db> {self.path}: store version {version} was written by a newer "
+                              f"hpcprobe; this one reads up to version {STORE_VERSION}: upgrade "
+                              "hpcprobe")
         try:
             with self.transaction():
                 self._lock()
                 version = self._version()  # another writer may have got here first
                 if version is None:
                     if self._foreign():
-                        raise UserError(f"--db {self.path}: holds tables of something else, "
-                                        "not an hpcprobe store; choose another")
+                        raise OptionError(f"<db> {self.path}: holds tables of something else, "
+                                          "not an hpcprobe store; choose another")
                     for statement in self.base_ddl:
                         self._execute(statement)
                     version = 1
@@ -228,9 +228,9 @@ class SqlStore(Store):
                         self._execute(statement)
                 self._set_version(STORE_VERSION)
         except self.driver_errors as exc:
-            raise UserError(f"--db {self.path}: cannot bring the store to version "
-                            f"{STORE_VERSION} ({first_line(exc)}); nothing was changed"
-                            ) from None
+            raise OptionError(f"<db> {self.path}: cannot bring the store to version "
+                              f"{STORE_VERSION} ({first_line(exc)}); nothing was changed"
+                              ) from None
 
     def save(self, run: Run) -> None:
         """Insert the whole run in one transaction: all of it is stored, or none of it."""
@@ -244,7 +244,7 @@ class SqlStore(Store):
             if self.has(run.run_id):  # a concurrent writer stored the same run first
                 raise AlreadyStored(f"run {run.run_id} is stored already in {self.path}") \
                     from None
-            raise HpcprobeError(f"--db {self.path}: storing run {run.run_id} failed "
+            raise HpcprobeError(f"store {self.path}: storing run {run.run_id} failed "
                                 f"({first_line(exc)}); nothing of it was stored, earlier runs "
                                 "are intact") from exc
 

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import OptionError
 from hpcprobe.results.sql import SqlStore, schema_v1
 from hpcprobe.results.store import Store, backend
 
@@ -40,8 +40,8 @@ class SqliteStore(SqlStore):
         p = Path(location)
         fresh = not p.exists()
         if not create and fresh:
-            raise UserError(f"--db {p}: no result store there yet; run `hpcprobe run` first or "
-                            "point --db at an existing store")
+            raise OptionError(f"<db> {p}: no result store there yet; run `hpcprobe run` first or "
+                              "point <db> at an existing store")
         try:
             if create:
                 p.parent.mkdir(parents=True, exist_ok=True)
@@ -61,11 +61,11 @@ class SqliteStore(SqlStore):
                     p.unlink()  # the empty file that failed to become a store (a full disk)
                 raise
         except sqlite3.DatabaseError as exc:
-            raise UserError(f"--db {p}: cannot open it as a result store ({exc}); choose a "
-                            "writable path") from exc
+            raise OptionError(f"<db> {p}: cannot open it as a result store ({exc}); choose a "
+                              "writable path") from exc
         except OSError as exc:
-            raise UserError(f"--db {p}: cannot create it ({exc.strerror}); choose a writable "
-                            "path") from exc
+            raise OptionError(f"<db> {p}: cannot create it ({exc.strerror}); choose a writable "
+                              "path") from exc
         return store
 
     def close(self) -> None:
@@ -105,9 +105,9 @@ class SqliteStore(SqlStore):
         if said != ["ok"]:
             first = next((ln for text in said for ln in text.splitlines()
                           if ln.strip() and not ln.startswith("***")), "damaged")
-            raise UserError(f"--db {self.path}: the store is damaged ({first}); move it away "
-                            "(a new one is then made) and recover its runs with `sqlite3 "
-                            f"{self.path} .recover | sqlite3 recovered.sqlite`")
+            raise OptionError(f"<db> {self.path}: the store is damaged ({first}); move it away "
+                              "(a new one is then made) and recover its runs with `sqlite3 "
+                              f"{self.path} .recover | sqlite3 recovered.sqlite`")
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -150,7 +150,7 @@ class SqliteStore(SqlStore):
                 self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS _probe(x)")
                 self.conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
-            raise UserError(f"--db {self.path}: not writable ({exc}); choose a writable path") \
+            raise OptionError(f"<db> {self.path}: not writable ({exc}); choose a writable path") \
                 from exc
 
     def _insert_metrics(self, rows: list[tuple[Any, ...]]) -> list[int]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from hpcprobe.common.errors import HpcprobeError, UserError
+from hpcprobe.common.errors import HpcprobeError, OptionError
 from hpcprobe.results.model import Metric, Run
 
 
@@ -131,8 +131,8 @@ class Store(ABC):
         m = re.match(r"^([a-z][a-z0-9+.-]*)://", text)
         scheme = m.group(1) if m else "sqlite"
         if scheme not in BACKENDS:
-            raise UserError(f"--db {text}: no result store backend for {scheme}:// here; "
-                            f"backends: {', '.join(sorted(BACKENDS))} (a plain path is SQLite)")
+            raise OptionError(f"<db> {text}: no result store backend for {scheme}:// here; "
+                              f"backends: {', '.join(sorted(BACKENDS))} (a plain path is SQLite)")
         return BACKENDS[scheme].connect(text, create)
 
     @classmethod

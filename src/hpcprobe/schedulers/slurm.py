@@ -13,9 +13,9 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 
-from hpcprobe.common.errors import HpcprobeError, UserError
+from hpcprobe.common.errors import HpcprobeError, OptionError, UserError
 from hpcprobe.common.names import natural
-from hpcprobe.schedulers import Job, JobSpec, Scheduler, scheduler
+from hpcprobe.schedulers.base import Job, JobSpec, Scheduler
 
 #: Reasons of a pending job that no wait resolves: the request breaks a limit or a permission.
 NEVER = frozenset({"PartitionTimeLimit", "PartitionNodeLimit", "PartitionConfig",
@@ -45,7 +45,6 @@ def _first_line(text: str) -> str:
     return lines[0] if lines else "no output"
 
 
-@scheduler
 class Slurm(Scheduler):
     name = "slurm"
     description = "Slurm (sinfo, scontrol, sbatch, srun)"
@@ -83,8 +82,8 @@ class Slurm(Scheduler):
     def _hostnames(self, nodelist: str) -> list[str]:
         r = self._client("scontrol", "show", "hostnames", nodelist)
         if r.returncode != 0 or not r.stdout.strip():
-            raise UserError(f"--nodelist {nodelist!r}: not a Slurm node list "
-                            f"({_first_line(r.stderr)}); write e.g. n[1-4],gpu7")
+            raise OptionError(f"<nodelist> {nodelist!r}: not a Slurm node list "
+                              f"({_first_line(r.stderr)}); write e.g. n[1-4],gpu7")
         return r.stdout.split()
 
     def _known(self, partition: str | None = None) -> list[str]:
@@ -101,20 +100,20 @@ class Slurm(Scheduler):
             unknown = [n for n in wanted if n not in known]
             if unknown:
                 where = f"partition {partition}" if partition else "the cluster"
-                raise UserError(f"--nodelist: {', '.join(unknown[:8])} "
-                                f"{'is' if len(unknown) == 1 else 'are'} not in {where}")
+                raise OptionError(f"<nodelist>: {', '.join(unknown[:8])} "
+                                  f"{'is' if len(unknown) == 1 else 'are'} not in {where}")
             return wanted
         if partition is not None:
             got = self._known(partition)
             if not got:
                 parts = self._client("sinfo", "-h", "-o", "%R").stdout.split()
-                raise UserError(f"--partition {partition!r} does not exist or has no nodes; "
-                                f"partitions: {', '.join(sorted(set(parts))) or 'none'}")
+                raise OptionError(f"<partition> {partition!r} does not exist or has no nodes; "
+                                  f"partitions: {', '.join(sorted(set(parts))) or 'none'}")
             return got
         allocation = self._env.get("SLURM_JOB_NODELIST")
         if not allocation:
-            raise UserError("no nodes given: name a --partition or a --nodelist, or run inside "
-                            "a Slurm allocation (salloc)")
+            raise OptionError("no nodes given: name a <partition> or a <nodelist>, or run inside "
+                              "a Slurm allocation (salloc)")
         return self._hostnames(allocation)
 
     # -- jobs: sbatch from a login node; srun steps inside an allocation (salloc, a batch job)

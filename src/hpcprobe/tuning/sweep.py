@@ -23,10 +23,11 @@ from typing import Any
 from hpcprobe.analysis import recommend
 from hpcprobe.analysis.compare import NotJoined, describe_params, joined_params
 from hpcprobe.common import secrets
-from hpcprobe.common.errors import ERROR_PREFIX, EXIT_USAGE, UserError
-from hpcprobe.machine import fingerprint, provenance, sentinel
+from hpcprobe.common.errors import ERROR_PREFIX, EXIT_USAGE, OptionError, UserError
+from hpcprobe.machine import fingerprint, sentinel
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.family import Family, Progress, flags
+from hpcprobe.measure.runner import node_provenance
 from hpcprobe.results.model import Metric, Run, read_json
 from hpcprobe.results.store import Selection, Store
 from hpcprobe.tools import command
@@ -66,7 +67,7 @@ class Outcome:
 
 def live_fingerprint(topo: Topology, isa: str) -> dict[str, str]:
     """The fingerprint of this machine now (after a configuration's pre commands)."""
-    run = Run("live", "", socket.gethostname(), "", [], provenance.collect(topo, isa),
+    run = Run("live", "", socket.gethostname(), "", [], node_provenance(topo, isa),
               topo.to_dict())
     return fingerprint.fingerprint(run)
 
@@ -143,15 +144,15 @@ class Runner:
             [c for c in sweep.configurations.values() if c.boot == boot]
         if analyse:
             if store is None:
-                raise UserError("--analyse joins the stored runs: it needs the store (not "
-                                "--no-store)")
+                raise OptionError("<analyse> joins the stored runs: it needs the store (not "
+                                  "<no_store>)")
         elif sweep.boots() and boot is None:
-            raise UserError(f"{sweep.path}: its configurations need boots "
-                            f"{', '.join(sweep.boots())}: run it once in each with --boot NAME "
-                            "(or --analyse to join what is stored)")
+            raise OptionError(f"{sweep.path}: its configurations need boots "
+                              f"{', '.join(sweep.boots())}: run it once in each with <boot> NAME "
+                              "(or <analyse> to join what is stored)")
         if boot is not None and not self.here:
-            raise UserError(f"--boot {boot}: no configuration of {sweep.path} names it; boots: "
-                            f"{', '.join(sweep.boots()) or 'none'}")
+            raise OptionError(f"<boot> {boot}: no configuration of {sweep.path} names it; boots: "
+                              f"{', '.join(sweep.boots()) or 'none'}")
 
     # -- one configuration's workloads
 
@@ -167,9 +168,9 @@ class Runner:
         run = read_json(doc) if doc.is_file() else None
         why = refusal(ran) if run is None else None
         if why is not None:  # the same in every round: said now, before more time is spent
-            raise UserError(f"{self.s.path}: [workloads.{w.name}] under {c.name}: {why} (the "
-                            "sweep stopped, every state restored; `hpcprobe sweep --dry-run` "
-                            "checks every workload)")
+            raise OptionError(f"{self.s.path}: [workloads.{w.name}] under {c.name}: {why} (the "
+                              "sweep stopped, every state restored; `hpcprobe sweep <dry_run>` "
+                              "checks every workload)")
         if run is None or (ran.code not in (0, None) and not run.metrics):
             self.failures.append(f"{where}: {ran.failure()}")
             step["error"] = ran.tail()
@@ -313,7 +314,7 @@ class Runner:
                                  "the sweep there with --boot)")
         summary = Run(self.id, datetime.now(UTC).isoformat(timespec="seconds"),
                       socket.gethostname(), s.profile, [BENCHMARK],
-                      provenance.collect(self.topo, self.isa), self.topo.to_dict(),
+                      node_provenance(self.topo, self.isa), self.topo.to_dict(),
                       tag=f"{s.name}:sweep", duration_s=round(seconds, 1))
         summary.metrics = [Metric(BENCHMARK, f.figure.split(" ", 1)[0], f.unit,
                                   {"workload": f.workload, "configuration": f.configuration,

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from hpcprobe.analysis import recommend
 from hpcprobe.measure.summary import Summary
 from hpcprobe.results.model import Run
-from hpcprobe.views import figure
-from hpcprobe.views.table import Block, Lines, Table, shown
+from hpcprobe.viewkit import figure
+from hpcprobe.viewkit.table import Block, Lines, Table, shown
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -16,13 +16,13 @@ import hpcprobe
 from hpcprobe.analysis import compare
 from hpcprobe.analysis.verdict import Verdict
 from hpcprobe.common import files
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.machine import fingerprint, sentinel
 from hpcprobe.results.model import Run
+from hpcprobe.viewkit.figure import Figures
+from hpcprobe.viewkit.table import Block, Lines, View
 from hpcprobe.views import verdict as verdict_view
-from hpcprobe.views.figure import Figures
-from hpcprobe.views.table import Block, Lines, View
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -191,7 +191,7 @@ def write(runs: list[Run], out: str | os.PathLike[str], views: Sequence[View],
         try:
             Path(png_dir).mkdir(parents=True, exist_ok=True)
         except OSError as exc:
-            raise UserError(f"--png {png_dir}: cannot create it ({exc.strerror})") from None
+            raise OptionError(f"<png> {png_dir}: cannot create it ({exc.strerror})") from None
         files.check_writable(Path(png_dir) / "x.png", "--png")
     html, pngs = build(runs, views, figures, ignore, verdicts)
     files.atomic_write(target, html.encode(), flag)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from hpcprobe.results.model import Run
-from hpcprobe.views.table import Block, Lines, View
+from hpcprobe.viewkit.table import Block, Lines, View
 
 
 def _cell(text: str) -> str:

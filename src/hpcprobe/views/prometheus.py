@@ -15,6 +15,7 @@ from datetime import datetime
 
 from hpcprobe.analysis.health import EXIT
 from hpcprobe.analysis.verdict import MARKS, Verdict
+from hpcprobe.common.errors import OptionError
 from hpcprobe.results.model import Run
 
 #: A check's outcomes
@@ -101,7 +102,6 @@ def write(path: str, reg: object) -> None:
     renamed over the old one: the collector never reads half a file)."""
     from prometheus_client import generate_latest, write_to_textfile
 
-    from hpcprobe.common.errors import UserError
 
     if path == "-":
         sys.stdout.write(generate_latest(reg).decode())  # type: ignore[arg-type]
@@ -109,7 +109,7 @@ def write(path: str, reg: object) -> None:
     try:
         write_to_textfile(path, reg)  # type: ignore[arg-type]
     except OSError as exc:
-        raise UserError(f"--prometheus {path}: cannot write it ({exc.strerror})") from None
+        raise OptionError(f"<prometheus> {path}: cannot write it ({exc.strerror})") from None
 
 
 def openmetrics(reg: object) -> bytes:

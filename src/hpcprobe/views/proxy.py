@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from hpcprobe.analysis.verdict import Picker
 from hpcprobe.measure.family import Predicts
 from hpcprobe.results.model import Metric, Run
-from hpcprobe.views.table import Block, Table, cell
+from hpcprobe.viewkit.table import Block, Table, cell
 
 #: A family that predicts another's figure: its name, its headline picker, what it predicts
 Proxy = tuple[str, Picker, Predicts]

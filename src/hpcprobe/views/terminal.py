@@ -15,8 +15,8 @@ from hpcprobe.analysis.compare import Comparison, notes
 from hpcprobe.analysis.verdict import Verdict
 from hpcprobe.machine import dimms, links, sentinel
 from hpcprobe.results.model import Run
+from hpcprobe.viewkit.table import Block, Table, View
 from hpcprobe.views import verdict as verdict_view
-from hpcprobe.views.table import Block, Table, View
 
 
 def _header(run: Run) -> str:

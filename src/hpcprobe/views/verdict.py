@@ -8,7 +8,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from hpcprobe.analysis.verdict import MARKS, Row, Verdict
-from hpcprobe.views.table import Block, Lines, Table
+from hpcprobe.viewkit.table import Block, Lines, Table
 
 #: The widest line the verdict and the folded warnings take
 WIDTH = 100

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcprobe.common import secrets
-from hpcprobe.common.errors import MeasurementError, UserError
+from hpcprobe.common.errors import MeasurementError, OptionError, UserError
 from hpcprobe.families.app import known, ranks
 from hpcprobe.machine import sysinfo
 from hpcprobe.measure import options
@@ -170,7 +170,7 @@ def plan(ctx: RunContext, o: AppOptions) -> list[str]:
         raise UserError("app needs a name and a command: hpcprobe app NAME -- COMMAND ARGS...")
     command.check_program(o.argv, f"app {o.name}")
     if o.cwd is not None and not os.path.isdir(o.cwd):
-        raise UserError(f"--cwd {o.cwd}: no such directory")
+        raise OptionError(f"<cwd> {o.cwd}: no such directory")
     n = program.repetitions(ctx, o.repeat)
     pl = _placement(ctx, o)
     where = "" if pl is None else (
@@ -211,15 +211,16 @@ def figures(o: AppOptions, ran: command.Ran, pl: Placement | None, cwd: str | No
     found = o.fom.findall(ran.output)
     if not found:  # under `scale` a count's failure: the other counts are kept
         fail = UserError if o.problem is None else MeasurementError
-        raise fail(f"app {o.name}: --fom /{o.fom.pattern}/ matched nothing in the output of "
-                   f"`{shlex.join(ran.argv)}`; its last lines: {ran.tail()}")
+        raise fail(f"app {o.name}: the figure of merit's pattern /{o.fom.pattern}/ matched "
+                   f"nothing in the output of `{shlex.join(ran.argv)}`; its last lines: "
+                   f"{ran.tail()}")
     last = found[-1]
     text = last[0] if isinstance(last, tuple) else last
     try:
         value = float(text)
     except ValueError:
-        raise UserError(f"app {o.name}: --fom /{o.fom.pattern}/ captured {text!r}, not a "
-                        "number") from None
+        raise OptionError(f"app {o.name}: <fom> /{o.fom.pattern}/ captured {text!r}, not a "
+                          "number") from None
     return [known.Figure("figure of merit", value, o.unit or "1",
                          "lower" if o.lower else "higher")]
 
@@ -325,9 +326,9 @@ def scaled(ctx: RunContext, o: AppOptions | None, k: int, mode: str, first: int
     `{nodes}` are k's (the problem grows with the ranks); strong, the first count's."""
     o = o or AppOptions()
     if mode == "weak" and not o.sized_by_command:
-        raise UserError("scale app --mode weak: the command has no {ranks} or {nodes} to grow "
-                        "the problem with (e.g. `lmp -in in.lj -var ranks {ranks}`); --mode "
-                        "strong runs it as it is at every count")
+        raise OptionError("scale app <mode> weak: the command has no {ranks} or {nodes} to grow "
+                          "the problem with (e.g. `lmp -in in.lj -var ranks {ranks}`); <mode> "
+                          "strong runs it as it is at every count")
     size = k if mode == "weak" else first
     nodes = ranks.place(ctx.topo, o.layout, size, o.hosts).nodes
     return replace(o, ranks=k, problem=(size, nodes))

@@ -158,7 +158,7 @@ def _hpcg_file(workdir: Path | None, since: float) -> dict[str, str]:
     as its keys and values."""
     if workdir is None:
         raise MeasurementError("HPCG's results file is written in its working directory, which "
-                               "hpcprobe did not choose (--cwd)")
+                               "hpcprobe did not choose (the app's working directory option)")
     files = sorted((p for p in workdir.glob("HPCG-Benchmark*.txt")
                     if p.stat().st_mtime >= since - 1), key=lambda p: p.stat().st_mtime)
     if not files:

@@ -8,7 +8,7 @@ import shlex
 
 from hpcprobe.analysis.verdict import Headline
 from hpcprobe.results.model import Metric, Run
-from hpcprobe.views.table import Block, Table, cell, shown
+from hpcprobe.viewkit.table import Block, Table, cell, shown
 
 
 def tables(run: Run) -> list[Block]:

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from hpcprobe.common.errors import MeasurementError, UserError
+from hpcprobe.common.errors import MeasurementError, OptionError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.families.cg import solver
 from hpcprobe.machine.sizing import dram_working_set, elems_for, free_memory, llc_bytes
@@ -92,7 +92,7 @@ def box(ctx: RunContext, opts: CgOptions, ranks: tuple[int, ...], per_node: int 
     grown past the caches where `per_node` ranks of a node share them (None: as it is, for
     `hpcprobe scale`, whose counts share the caches differently)."""
     if opts.whole and opts.grid:
-        raise UserError("give the grid a rank (--grid) or the global grid (--global), not both")
+        raise OptionError("give the grid a rank (<grid>) or the global grid (<global>), not both")
     if opts.whole:
         x, y, z = layouts.split(opts.whole, ranks, "--global", 2, False)
         return x, y, z
@@ -144,10 +144,10 @@ def fits(ctx: RunContext, g: tuple[int, int, int], per_node: int) -> None:
     need = per_node * solver.memory_bytes(g)
     if avail and need > MEMORY_SHARE * avail:
         ranks = f" for {per_node} ranks a node" if per_node > 1 else ""
-        raise UserError(f"cg: a grid of {'x'.join(map(str, g))} a rank needs "
-                        f"{format_bytes(need)}{ranks}, more than {MEMORY_SHARE:.0%} of the "
-                        f"{format_bytes(avail)} available; choose a smaller --grid or --global"
-                        + (" or fewer ranks a node" if per_node > 1 else ""))
+        raise OptionError(f"cg: a grid of {'x'.join(map(str, g))} a rank needs "
+                          f"{format_bytes(need)}{ranks}, more than {MEMORY_SHARE:.0%} of the "
+                          f"{format_bytes(avail)} available; choose a smaller <grid> or <global>"
+                          + (" or fewer ranks a node" if per_node > 1 else ""))
 
 
 def sized(ctx: RunContext, opts: CgOptions, ranks: tuple[int, ...], per_node: int
@@ -355,7 +355,7 @@ def scaled(ctx: RunContext, opts: CgOptions | None, k: int, mode: str, first: in
     the global grid of the first count (or --global) split over k."""
     opts = opts or CgOptions()
     if opts.rank_grid:
-        raise UserError("--rank-grid: hpcprobe scale chooses the rank grid of each count")
+        raise OptionError("<rank_grid>: hpcprobe scale chooses the rank grid of each count")
     local = box(ctx, opts, layouts.grid(first, 3))
     if mode == "weak":
         return replace(opts, grid=local, whole=None, ranks=k, layout=opts.layout or "core")

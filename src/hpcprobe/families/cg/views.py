@@ -6,7 +6,7 @@ from __future__ import annotations
 from hpcprobe.analysis.verdict import Headline
 from hpcprobe.families.cg import solver
 from hpcprobe.results.model import Metric, Run
-from hpcprobe.views.table import Block, Table, cell, n_range, shown
+from hpcprobe.viewkit.table import Block, Table, cell, n_range, shown
 
 
 def _table(run: Run) -> Table | None:

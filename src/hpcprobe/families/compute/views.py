@@ -9,7 +9,7 @@ from typing import Any
 from hpcprobe.analysis.verdict import Headline, best
 from hpcprobe.machine.flopmodel import ABOVE_MODEL, efficiency_label
 from hpcprobe.results.model import Metric, Run
-from hpcprobe.views.table import Block, Lines, Table, cell, n_range, shown
+from hpcprobe.viewkit.table import Block, Lines, Table, cell, n_range, shown
 
 
 def _kernel_key(p: dict[str, Any]) -> tuple[str, str, str]:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from hpcprobe import native
-from hpcprobe.common.errors import MeasurementError, UserError
+from hpcprobe.common.errors import MeasurementError, OptionError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.families.dslash import kernel as K
 from hpcprobe.families.dslash import ranks as R
@@ -181,8 +181,8 @@ def too_big(ctx: RunContext, opts: DslashOptions, d: R.Decomposition | None
                                    f"more than {MEMORY_SHARE:.0%} of the {format_bytes(avail)} "
                                    "available")
     if big and (opts.l or opts.lattice or d is not None):
-        raise UserError(f"dslash: {next(iter(big.values()))}; choose a smaller --l or --lattice"
-                        + (" or fewer ranks a node" if per_node > 1 else ""))
+        raise OptionError(f"dslash: {next(iter(big.values()))}; choose a smaller <l> or <lattice>"
+                          + (" or fewer ranks a node" if per_node > 1 else ""))
     return big
 
 
@@ -200,8 +200,8 @@ def points(ctx: RunContext, opts: DslashOptions, d: R.Decomposition | None) -> l
 def _local_volumes(ctx: RunContext, opts: DslashOptions, grid: tuple[int, ...]
                    ) -> tuple[tuple[int, int, int, int], ...]:
     if opts.lattice and opts.l:
-        raise UserError("give the local volumes (--l) or the global lattice (--lattice), not "
-                        "both")
+        raise OptionError("give the local volumes (<l>) or the global lattice (<lattice>), not "
+                          "both")
     if opts.lattice:
         x, y, z, t = layouts.split(opts.lattice, grid, "--lattice", 4, True)
         return ((x, y, z, t),)
@@ -472,7 +472,7 @@ def scaled(ctx: RunContext, opts: DslashOptions | None, k: int, mode: str, first
     first count (or --lattice) split over k."""
     opts = opts or DslashOptions()
     if opts.rank_grid:
-        raise UserError("--rank-grid: hpcprobe scale chooses the rank grid of each count")
+        raise OptionError("<rank_grid>: hpcprobe scale chooses the rank grid of each count")
     if opts.lattice:
         local = layouts.split(opts.lattice, layouts.grid(first, 4), "--lattice", 4, True)
     else:

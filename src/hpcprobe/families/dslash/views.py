@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from hpcprobe.analysis.verdict import Headline, best
 from hpcprobe.families.dslash import bench
 from hpcprobe.results.model import Metric, Run
-from hpcprobe.views import figure
-from hpcprobe.views.table import Block, Lines, Table, cell, n_range, shown
+from hpcprobe.viewkit import figure
+from hpcprobe.viewkit.table import Block, Lines, Table, cell, n_range, shown
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

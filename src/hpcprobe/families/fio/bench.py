@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hpcprobe import tools
-from hpcprobe.common.errors import MeasurementError, UserError
+from hpcprobe.common.errors import MeasurementError, OptionError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, RunContext, option
@@ -74,15 +74,15 @@ def plan(ctx: RunContext, o: FioOptions) -> list[str]:
     n = program.repetitions(ctx, o.repeat)
     if o.jobfile:
         if not os.path.isfile(o.jobfile):
-            raise UserError(f"--fio-jobfile {o.jobfile}: no such file")
+            raise OptionError(f"<fio_jobfile> {o.jobfile}: no such file")
         return [f"fio job file {o.jobfile}, {n} time(s)"]
     where = _directory(o)
     if not os.path.isdir(where):
-        raise UserError(f"--fio-dir {where}: no such directory")
+        raise OptionError(f"<fio_dir> {where}: no such directory")
     free = shutil.disk_usage(where).free
     if o.size * o.jobs > free:
-        raise UserError(f"--fio-size {format_bytes(o.size)} x {o.jobs} job(s) does not fit in "
-                        f"{where} ({format_bytes(free)} free)")
+        raise OptionError(f"<fio_size> {format_bytes(o.size)} x {o.jobs} job(s) does not fit in "
+                          f"{where} ({format_bytes(free)} free)")
     return [f"fio {o.rw} bs {format_bytes(o.bs)}, {format_bytes(o.size)} a job, iodepth "
             f"{o.iodepth}, {o.jobs} job(s), {o.engine}, "
             f"{'buffered' if o.buffered else 'direct'} in {where}, {n} time(s)"]

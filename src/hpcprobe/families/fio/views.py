@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hpcprobe.results.model import Run
-from hpcprobe.views.table import Block, Table, cell, shown
+from hpcprobe.viewkit.table import Block, Table, cell, shown
 
 
 def tables(run: Run) -> list[Block]:

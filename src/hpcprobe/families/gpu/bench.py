@@ -19,7 +19,7 @@ from typing import Any
 from hpcprobe.analysis.compare import NotJoined
 from hpcprobe.cluster import verdict
 from hpcprobe.common.cpulist import format_cpulist
-from hpcprobe.common.errors import MeasurementError, UserError
+from hpcprobe.common.errors import MeasurementError, OptionError, UserError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.cuda import build, toolkit
 from hpcprobe.families.gpu import health, locality, peaks
@@ -127,8 +127,8 @@ def inventory(o: GpuOptions) -> gpus.Inventory:
     proc = o.gpu_procfs or (None if o.gpu_smi else "/proc")
     if not o.gpu_smi and (given := [f for f, v in (("--gpu-topo", o.gpu_topo),
                                                    ("--gpu-nvlink", o.gpu_nvlink)) if v]):
-        raise UserError(f"{' and '.join(given)}: a recorded node's output, to go with that "
-                        "node's --gpu-smi FILE.xml (this node's own is read from nvidia-smi)")
+        raise OptionError(f"{' and '.join(given)}: a recorded node's output, to go with that "
+                          "node's <gpu_smi> FILE.xml (this node's own is read from nvidia-smi)")
     return gpus.discover(o.gpu_smi, o.gpu_sysfs, proc, o.gpu_topo, o.gpu_dmesg, o.gpu_nvlink)
 
 
@@ -137,8 +137,8 @@ def _chosen(o: GpuOptions, inv: gpus.Inventory) -> list[gpus.Gpu]:
     by_index = {g.index: g for g in inv.gpus}
     for i in o.gpu_devices:
         if i not in by_index:
-            raise UserError(f"--gpu-devices {i}: no such GPU; this node has "
-                            f"{len(inv.gpus)} (0..{len(inv.gpus) - 1})")
+            raise OptionError(f"<gpu_devices> {i}: no such GPU; this node has "
+                              f"{len(inv.gpus)} (0..{len(inv.gpus) - 1})")
     return [by_index[i] for i in o.gpu_devices] if o.gpu_devices else list(inv.gpus)
 
 
@@ -147,18 +147,18 @@ def _check_names(o: GpuOptions) -> None:
     too, where the run would otherwise say only that)."""
     for t in o.gpu_tests or ():
         if t not in TESTS:
-            raise UserError(f"--gpu-tests {t!r} is unknown; tests: {', '.join(TESTS)}")
+            raise OptionError(f"<gpu_tests> {t!r} is unknown; tests: {', '.join(TESTS)}")
     for p in o.gpu_precisions or ():
         if p not in peaks.PRECISIONS:
-            raise UserError(f"--gpu-precisions {p!r} is unknown; precisions: "
-                            f"{', '.join(peaks.PRECISIONS)}")
+            raise OptionError(f"<gpu_precisions> {p!r} is unknown; precisions: "
+                              f"{', '.join(peaks.PRECISIONS)}")
 
 
 def _tests_of(o: GpuOptions, n_gpus: int) -> tuple[str, ...]:
     asked = o.gpu_tests or TESTS
     if "p2p" in (o.gpu_tests or ()) and n_gpus < 2:
-        raise UserError("--gpu-tests p2p needs two GPUs; this run has "
-                        f"{n_gpus}")
+        raise OptionError("<gpu_tests> p2p needs two GPUs; this run has "
+                          f"{n_gpus}")
     return tuple(t for t in asked if t != "p2p" or n_gpus > 1)
 
 
@@ -184,16 +184,16 @@ def setup(ctx: RunContext, o: GpuOptions, inv: gpus.Inventory
     tests = _tests_of(o, len(devs))
     s = SETTINGS[ctx.profile.name]
     if o.gpu_cublas and not os.path.isfile(o.gpu_cublas):
-        raise UserError(f"--gpu-cublas {o.gpu_cublas}: no such file")
+        raise OptionError(f"<gpu_cublas> {o.gpu_cublas}: no such file")
     for g in devs:
         if o.gpu_stream_size is not None:
             if o.gpu_stream_size < 1 << 20:
-                raise UserError(f"--gpu-stream-size {format_bytes(o.gpu_stream_size)}: at least "
-                                "1 MiB")
+                raise OptionError(f"<gpu_stream_size> {format_bytes(o.gpu_stream_size)}: at least "
+                                  "1 MiB")
             _fit("--gpu-stream-size (three arrays)", 3 * o.gpu_stream_size, g)
         for n in o.gpu_gemm_n or s.gemm_n:
             if n < 16:
-                raise UserError(f"--gpu-gemm-n {n}: at least 16")
+                raise OptionError(f"<gpu_gemm_n> {n}: at least 16")
             _fit(f"--gpu-gemm-n {n} (three FP64 matrices)", 3 * 8 * n * n, g)
         if o.gpu_copy_size is not None:
             _fit("--gpu-copy-size (two buffers)", 2 * o.gpu_copy_size, g)

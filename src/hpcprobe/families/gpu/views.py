@@ -11,8 +11,8 @@ from hpcprobe.analysis.verdict import Headline
 from hpcprobe.families.gpu.bench import DIRECTIONS
 from hpcprobe.families.gpu.peaks import PRECISIONS
 from hpcprobe.results.model import Metric, Run
-from hpcprobe.views import figure
-from hpcprobe.views.table import Block, Table, cell, n_range, shown
+from hpcprobe.viewkit import figure
+from hpcprobe.viewkit.table import Block, Table, cell, n_range, shown
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

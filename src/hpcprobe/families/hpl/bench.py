@@ -19,7 +19,7 @@ from typing import Any
 
 from hpcprobe import native
 from hpcprobe.common.cpulist import format_cpulist
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.families.hpl import binding, blas, inputs, output
 from hpcprobe.families.hpl.blas import Blas
 from hpcprobe.families.hpl.inputs import Problem
@@ -164,12 +164,12 @@ def program(opts: HplOptions) -> Program:
     if opts.xhpl:
         path = shutil.which(opts.xhpl) if "/" not in opts.xhpl else opts.xhpl
         if not path or not os.path.isfile(path) or not os.access(path, os.X_OK):
-            raise UserError(f"--xhpl {opts.xhpl}: not an executable file")
+            raise OptionError(f"<xhpl> {opts.xhpl}: not an executable file")
         return Program("xhpl", os.path.abspath(path))
     path = shutil.which("hpcc")
     if path is None:
-        raise UserError("no HPL found: install Debian's hpcc (apt install hpcc; it contains HPL) "
-                        "or give your own with --xhpl PATH")
+        raise OptionError("no HPL found: install Debian's hpcc (apt install hpcc; it contains HPL) "
+                          "or give your own with <xhpl> PATH")
     return Program("hpcc", path)
 
 
@@ -669,9 +669,9 @@ def scaled(ctx: RunContext, opts: HplOptions | None, k: int, mode: str, first: i
     N x sqrt(k / first) (the matrix a rank held); strong: N."""
     opts = opts or HplOptions()
     if opts.n is None:
-        raise UserError("hpcprobe scale hpl needs --n, the problem size on the first count")
+        raise OptionError("hpcprobe scale hpl needs <n>, the problem size on the first count")
     if opts.pq:
-        raise UserError("--pq: hpcprobe scale chooses the process grid of each count")
+        raise OptionError("<pq>: hpcprobe scale chooses the process grid of each count")
     n = round(opts.n * math.sqrt(k / first)) if mode == "weak" else opts.n
     return replace(opts, n=n, ranks=k)
 

@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.machine import provenance
 
 #: Debian's BLAS packages: each installs a libblas.so.3 in one of these directories of the
@@ -108,24 +108,24 @@ def choose(wanted: tuple[str, ...] | None, have: dict[str, str] | None = None) -
         name, _, coretype = spec.partition(":")
         if "/" in name:
             if not os.path.isfile(name):
-                raise UserError(f"--blas {spec}: no such file")
+                raise OptionError(f"<blas> {spec}: no such file")
             if Path(name).name != "libblas.so.3":
-                raise UserError(f"--blas {spec}: name a libblas.so.3 (programs linked against "
-                                "the BLAS load it by that name)")
+                raise OptionError(f"<blas> {spec}: name a libblas.so.3 (programs linked against "
+                                  "the BLAS load it by that name)")
             why = loads(name)
             if why:
-                raise UserError(f"--blas {spec}: cannot be loaded: {why}")
+                raise OptionError(f"<blas> {spec}: cannot be loaded: {why}")
             out.append(Blas(spec, name, coretype or None))
             continue
         if name not in DEBIAN:
-            raise UserError(f"--blas {spec!r} is unknown; names: {', '.join(DEBIAN)} (installed: "
-                            f"{', '.join(have) or 'none'}), NAME:CORETYPE for OpenBLAS, or a "
-                            "libblas.so.3 path")
+            raise OptionError(f"<blas> {spec!r} is unknown; names: {', '.join(DEBIAN)} (installed: "
+                              f"{', '.join(have) or 'none'}), NAME:CORETYPE for OpenBLAS, or a "
+                              "libblas.so.3 path")
         if name not in have:
-            raise UserError(f"--blas {name}: not installed here ({HOW_TO}); installed: "
-                            f"{', '.join(have) or 'none'}")
+            raise OptionError(f"<blas> {name}: not installed here ({HOW_TO}); installed: "
+                              f"{', '.join(have) or 'none'}")
         if coretype and name != "openblas":
-            raise UserError(f"--blas {spec}: a core type is OpenBLAS's (OPENBLAS_CORETYPE)")
+            raise OptionError(f"<blas> {spec}: a core type is OpenBLAS's (OPENBLAS_CORETYPE)")
         out.append(Blas(spec, have[name], coretype or None))
     return out
 

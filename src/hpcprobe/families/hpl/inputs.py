@@ -8,7 +8,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from hpcprobe.common.errors import UserError
+from hpcprobe.common.errors import OptionError, UserError
 
 #: Block size per kernel ISA of the BLAS (the widest its DGEMM kernels use): the sizes HPL
 #: users start from on these kernels (multiples of the micro-kernel's tile; larger tiles on
@@ -40,13 +40,13 @@ def parse_grid(text: str, n_ranks: int) -> tuple[int, int]:
     try:
         p, q = (int(v) for v in text.lower().split("x"))
     except ValueError:
-        raise UserError(f"--pq {text!r}: give the process grid as PxQ, e.g. 2x4") from None
+        raise OptionError(f"<pq> {text!r}: give the process grid as PxQ, e.g. 2x4") from None
     if p < 1 or q < 1:
-        raise UserError(f"--pq {text}: P and Q are at least 1")
+        raise OptionError(f"<pq> {text}: P and Q are at least 1")
     if p * q != n_ranks:
-        raise UserError(f"--pq {text}: {p}x{q} = {p * q} processes, but the layout has "
-                        f"{n_ranks} rank(s); give P x Q = {n_ranks} (e.g. "
-                        f"{'x'.join(map(str, grid(n_ranks)))})")
+        raise OptionError(f"<pq> {text}: {p}x{q} = {p * q} processes, but the layout has "
+                          f"{n_ranks} rank(s); give P x Q = {n_ranks} (e.g. "
+                          f"{'x'.join(map(str, grid(n_ranks)))})")
     return p, q
 
 
@@ -70,8 +70,8 @@ def check_blocks(n: int, nb: int | None) -> None:
     entries hpcc crashes or hangs: the user's to fix, before anything runs."""
     least = nb or min(NB_TABLE.values())
     if n < least:
-        raise UserError(f"--n {n}: the problem must hold at least one block (NB {least}); "
-                        f"give N >= {least}")
+        raise OptionError(f"<n> {n}: the problem must hold at least one block (NB {least}); "
+                          f"give N >= {least}")
 
 
 def check_memory(n: int, mem_bytes: float, nodes: int, usable: float) -> None:
@@ -79,9 +79,9 @@ def check_memory(n: int, mem_bytes: float, nodes: int, usable: float) -> None:
     need = 8.0 * n * n
     if need > usable * mem_bytes:
         most = int(math.sqrt(usable * mem_bytes / 8))
-        raise UserError(f"--n {n}: the matrix needs {need / 2 ** 30:.1f} GiB, more than "
-                        f"{usable:.0%} of the {mem_bytes / 2 ** 30:.1f} GiB of the {nodes} "
-                        f"node(s); give N <= {most}")
+        raise OptionError(f"<n> {n}: the matrix needs {need / 2 ** 30:.1f} GiB, more than "
+                          f"{usable:.0%} of the {mem_bytes / 2 ** 30:.1f} GiB of the {nodes} "
+                          f"node(s); give N <= {most}")
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from hpcprobe import tools
-from hpcprobe.common.errors import MeasurementError, UserError
+from hpcprobe.common.errors import MeasurementError, OptionError
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, MetricSpec, RunContext, option
 from hpcprobe.probes import program
@@ -74,12 +74,12 @@ def _where(o: IperfOptions) -> str:
 def plan(ctx: RunContext, o: IperfOptions) -> list[str]:
     TOOL.require("iperf3")
     if o.server and o.peer:
-        raise UserError("--iperf-server and --iperf-peer: give one (a running server, or a node "
-                        "to start one on)")
+        raise OptionError("<iperf_server> and <iperf_peer>: give one (a running server, or a node "
+                          "to start one on)")
     if o.peer and not os.environ.get("SLURM_JOB_ID"):
-        raise UserError(f"--iperf-peer {o.peer}: the server is started through srun inside a "
-                        "Slurm allocation that holds both nodes (salloc, sbatch, or "
-                        "`hpcprobe cluster run --pairs iperf3`)")
+        raise OptionError(f"<iperf_peer> {o.peer}: the server is started through srun inside a "
+                          "Slurm allocation that holds both nodes (salloc, sbatch, or "
+                          "`hpcprobe cluster run <pairs> iperf3`)")
     n = program.repetitions(ctx, o.repeat)
     return [f"iperf3 {'UDP at ' + o.udp + ' a stream' if o.udp else 'TCP'} to {_where(o)}, "
             f"{o.streams} stream(s), "
@@ -139,7 +139,7 @@ def server(exe: str, o: IperfOptions) -> Iterator[tuple[str, int]]:
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                 stdin=subprocess.DEVNULL, start_new_session=True)
     except FileNotFoundError:
-        raise UserError(f"iperf3 --iperf-peer: {argv[0]} not found") from None
+        raise OptionError(f"iperf3 <iperf_peer>: {argv[0]} not found") from None
     try:
         yield host, port
     finally:

@@ -4,7 +4,7 @@ per server or link."""
 from __future__ import annotations
 
 from hpcprobe.results.model import Run
-from hpcprobe.views.table import Block, Table, cell, shown
+from hpcprobe.viewkit.table import Block, Table, cell, shown
 
 #: per protocol: the title, the parameter columns after the direction, and the figures beside
 #: the throughput (name, column, digits)

@@ -11,8 +11,8 @@ from hpcprobe.analysis.verdict import Headline, best
 from hpcprobe.common.units import format_bytes
 from hpcprobe.native.kernels import KERNELS
 from hpcprobe.results.model import Metric, Run
-from hpcprobe.views import figure
-from hpcprobe.views.table import Block, Lines, Table, cell, n_range, shown
+from hpcprobe.viewkit import figure
+from hpcprobe.viewkit.table import Block, Lines, Table, cell, n_range, shown
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcprobe.common.cpulist import format_cpulist
-from hpcprobe.common.errors import OptionError, UserError
+from hpcprobe.common.errors import OptionError
 from hpcprobe.families.mpi import protocol
 from hpcprobe.machine.placement import plan as place
 from hpcprobe.machine.sizing import thread_ladder
@@ -123,11 +123,11 @@ def plan(topo: Topology, opts: MpiOptions, oversubscribe: bool, max_points: int 
     per_host = opts.np // max(1, len(hosts)) if opts.np else avail
     if per_host * max(1, len(hosts)) < 2:
         raise OptionError(f"<np> {opts.np}: the MPI tests need at least 2 ranks" if opts.np else
-                        f"placement {name} yields {avail} CPU here; the MPI tests need 2 ranks: "
-                        "use <np> 2 <oversubscribe>")
+                          f"placement {name} yields {avail} CPU here; the MPI tests need 2 ranks: "
+                          "use <np> 2 <oversubscribe>")
     if per_host > avail and not oversubscribe:
         raise OptionError(f"<np> {opts.np}: placement {name} yields {avail} CPU(s) here; use "
-                        f"<np> <= {avail * max(1, len(hosts))} or <oversubscribe>")
+                          f"<np> <= {avail * max(1, len(hosts))} or <oversubscribe>")
     cpus = place(topo, name, per_host, oversubscribe).cpus
     main = Layout(cpus * len(hosts), tuple(h for h in hosts for _ in cpus)) if hosts else \
         Layout(cpus)
@@ -284,11 +284,11 @@ def run(ctx: RunContext, opts: MpiOptions | None) -> None:
             # the launcher never got the ranks going (no Slurm controller, no hosts, a broken
             # MPI): nothing was measured, so nothing is stored
             raise OptionError(f"mpi: the {launcher.name} launcher could not start the ranks "
-                            f"({outcome.error}); nothing was measured or stored. Where the MPI "
-                            "failed in MPI_Init, check its variables in the environment "
-                            "(OMPI_MCA_*, MPIR_CVAR_*, UCX_*); where the launcher cannot run "
-                            "here, choose another <launcher> (`hpcprobe mpi info` lists the "
-                            "usable ones)")
+                              f"({outcome.error}); nothing was measured or stored. Where the MPI "
+                              "failed in MPI_Init, check its variables in the environment "
+                              "(OMPI_MCA_*, MPIR_CVAR_*, UCX_*); where the launcher cannot run "
+                              "here, choose another <launcher> (`hpcprobe mpi info` lists the "
+                              "usable ones)")
         ctx.progress.advance(f"mpi {what}")
         binding = _binding(ctx, step, outcome.bindings)
         got = _metrics(step, outcome, launcher.name, mpi, binding)
@@ -340,8 +340,8 @@ def scaled(ctx: RunContext, opts: MpiOptions | None, k: int, mode: str, first: i
     opts = opts or MpiOptions()
     tests = tuple(t for t in (opts.tests or (SCALE_TEST,)) if t in COLLECTIVES)
     if not tests or tests[0] == "barrier":
-        raise UserError("hpcprobe scale mpi runs a collective that moves data: --tests "
-                        "allreduce, bcast or alltoall")
+        raise OptionError("hpcprobe scale mpi runs a collective that moves data: <tests> "
+                          "allreduce, bcast or alltoall")
     return replace(opts, np=k, tests=tests[:1], pairs=(),
                    max_size=opts.max_size or SCALE_SIZE)
 

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any
 from hpcprobe.analysis.verdict import Headline
 from hpcprobe.common.units import format_bytes
 from hpcprobe.results.model import Metric, Run
-from hpcprobe.views import figure
-from hpcprobe.views.table import Block, Lines
+from hpcprobe.viewkit import figure
+from hpcprobe.viewkit.table import Block, Lines
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

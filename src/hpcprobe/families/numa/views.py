@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hpcprobe.results.model import Run
-from hpcprobe.views import figure
-from hpcprobe.views.table import Block, Table, cell, n_range
+from hpcprobe.viewkit import figure
+from hpcprobe.viewkit.table import Block, Table, cell, n_range
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

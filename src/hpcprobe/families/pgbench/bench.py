@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from hpcprobe import tools
-from hpcprobe.common.errors import MeasurementError, UserError
+from hpcprobe.common.errors import MeasurementError, OptionError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, RunContext, option
@@ -71,17 +71,17 @@ def _clients(ctx: RunContext, o: PgbenchOptions) -> int:
 def plan(ctx: RunContext, o: PgbenchOptions) -> list[str]:
     TOOL.require("pgbench")
     if o.url is None and pgserver.bin_dir() is None:
-        raise UserError("pgbench needs PostgreSQL's server binaries for its throwaway server "
-                        "(Debian package postgresql), or --pg-url")
+        raise OptionError("pgbench needs PostgreSQL's server binaries for its throwaway server "
+                          "(Debian package postgresql), or <pg_url>")
     n = program.repetitions(ctx, o.repeat)
     scale = o.scale or SETTINGS[ctx.profile.name].scale
     if o.url is None:  # the throwaway server's directory: refused before anything is written
         where = tempfile.gettempdir()
         need, free = scale * BYTES_PER_SCALE, shutil.disk_usage(where).free
         if need > free:
-            raise UserError(f"--pg-scale {scale}: pgbench's tables need about "
-                            f"{format_bytes(need)}, more than the {format_bytes(free)} free in "
-                            f"{where} (the throwaway server's directory)")
+            raise OptionError(f"<pg_scale> {scale}: pgbench's tables need about "
+                              f"{format_bytes(need)}, more than the {format_bytes(free)} free in "
+                              f"{where} (the throwaway server's directory)")
     return [f"pgbench {o.mode}, scale {scale}, "
             f"{_clients(ctx, o)} client(s), "
             f"{o.pg_time_s or SETTINGS[ctx.profile.name].time_s} s, "

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 from hpcprobe.common.units import format_bytes
 from hpcprobe.results.model import Run
-from hpcprobe.views import figure
-from hpcprobe.views.table import Block, Lines, Table, cell, shown
+from hpcprobe.viewkit import figure
+from hpcprobe.viewkit.table import Block, Lines, Table, cell, shown
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
