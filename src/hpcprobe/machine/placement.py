@@ -86,8 +86,8 @@ def placement_cpus(topo: Topology, placement: str) -> list[int]:
         allowed_set = {p.os_index for p in allowed}
         bad = [c for c in cpus if c not in known]
         if bad:
-            raise OptionError(f"<placement> {placement}: CPU(s) {format_cpulist(bad)} do not exist "
-                            f"on this machine (it has {format_cpulist(known)})")
+            raise OptionError(f"<placement> {placement}: CPU(s) {format_cpulist(bad)} do not "
+                              f"exist on this machine (it has {format_cpulist(known)})")
         denied = [c for c in cpus if c not in allowed_set]
         if denied:
             raise OptionError(f"<placement> {placement}: CPU(s) {format_cpulist(denied)} are "

@@ -51,22 +51,20 @@ def thread_ladder(n: int) -> list[int]:
     return out
 
 
-def _sharers(cpus: tuple[int, ...], members: tuple[int, ...]) -> int:
-    return sum(1 for c in cpus if c in members)
-
-
 def cache_shares(topo: Topology, cpus: tuple[int, ...]) -> list[tuple[str, int]]:
     """(level, bytes of that cache per thread) for each cache level, the smallest share over the
-    team: a shared cache is divided among the team's threads that use it."""
+    team: a shared cache is divided among the team's threads that use it (each instance's
+    share worked out once: a team of 256 threads asked it 256 times)."""
+    team = set(cpus)
     out = []
     for level in topo.cache_levels():
-        shares = []
+        shares: dict[int, int] = {}
         for cpu in cpus:
             c = topo.cache_for(level, cpu)
-            if c is not None:
-                shares.append(c.size_bytes // max(1, _sharers(cpus, c.cpus)))
+            if c is not None and id(c) not in shares:
+                shares[id(c)] = c.size_bytes // max(1, len(team.intersection(c.cpus)))
         if shares:
-            out.append((f"L{level}", min(shares)))
+            out.append((f"L{level}", min(shares.values())))
     return out
 
 

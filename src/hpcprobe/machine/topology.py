@@ -8,6 +8,7 @@ import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -102,14 +103,26 @@ class Topology:
         return Counter(len(c.cpus) for c in self.cores).most_common(1)[0][0] if self.cores else 1
 
     def cache_levels(self) -> list[int]:
-        return sorted({c.level for c in self.caches})
+        return list(self._levels)
+
+    @cached_property
+    def _levels(self) -> tuple[int, ...]:
+        return tuple(sorted({c.level for c in self.caches}))
 
     def cache_for(self, level: int, cpu: int) -> Cache | None:
         """The cache instance of `level` that serves `cpu`."""
+        return self._cache_of.get((level, cpu))
+
+    @cached_property
+    def _cache_of(self) -> dict[tuple[int, int], Cache]:
+        """(level, CPU) -> the cache instance serving it (the first listed, as a search of
+        `caches` finds it): planning asks this for every CPU of every team, thousands of
+        times on a 2 x 64-core node."""
+        out: dict[tuple[int, int], Cache] = {}
         for c in self.caches:
-            if c.level == level and cpu in c.cpus:
-                return c
-        return None
+            for cpu in c.cpus:
+                out.setdefault((c.level, cpu), c)
+        return out
 
     def to_dict(self) -> dict[str, Any]:
         def dom(d: Domain) -> dict[str, Any]:

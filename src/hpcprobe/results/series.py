@@ -9,14 +9,13 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import struct
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import groupby
 from operator import itemgetter
 from typing import Any
-
-import numpy as np
 
 from hpcprobe.results.store import Columns, Selection
 
@@ -36,17 +35,20 @@ def key(benchmark: str, name: str, params: str) -> str:
 def pack(c: Columns) -> tuple[str, str, str, str, str, str, str]:
     """A host's series as the text fields of its row: host, unit, better, runs, created,
     tags (JSON: None kept) and the three numeric columns (float64, base64)."""
-    numbers = np.array([c.medians, c.ci_low, c.ci_high], dtype="<f8")
+    values = [*c.medians, *c.ci_low, *c.ci_high]
+    numbers = struct.pack(f"<{len(values)}d", *values)
     return (c.host, c.unit, c.better, SEP.join(c.runs), SEP.join(c.created),
-            json.dumps(list(c.tags)), base64.b64encode(numbers.tobytes()).decode("ascii"))
+            json.dumps(list(c.tags)), base64.b64encode(numbers).decode("ascii"))
 
 
 def unpack(params: dict[str, Any], row: Sequence[str]) -> Columns:
     host, unit, better, runs, created, tags, numbers = row
-    med, lo, hi = np.frombuffer(base64.b64decode(numbers), dtype="<f8").reshape(3, -1)
+    raw = base64.b64decode(numbers)
+    values = struct.unpack(f"<{len(raw) // 8}d", raw)  # float64, little-endian, as packed
+    n = len(values) // 3
     return Columns(host, unit, better, params, tuple(runs.split(SEP)),
-                   tuple(created.split(SEP)), tuple(json.loads(tags)), tuple(med.tolist()),
-                   tuple(lo.tolist()), tuple(hi.tolist()))
+                   tuple(created.split(SEP)), tuple(json.loads(tags)), values[:n],
+                   values[n:2 * n], values[2 * n:])
 
 
 #: A host's series is kept in this many parts at most: the figures a read finds stored since
