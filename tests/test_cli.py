@@ -8,6 +8,8 @@ import os
 import signal
 import sqlite3
 import stat
+import subprocess
+import sys
 
 import pytest
 
@@ -66,6 +68,25 @@ def test_a_run_document_on_standard_output_is_all_that_is_there(tmp_path, target
     assert f"Wrote {target}" not in r.err
     shown = hpcprobe("show", doc["run_id"], "--db", str(db), "--json")
     assert json.loads(shown.out) == doc
+
+
+def test_the_command_line_starts_without_numpy_scipy_or_matplotlib():
+    """Every command starts by building the whole parser (each family's options): what only
+    a few need (NumPy for cg, dslash and the cluster verdict; SciPy for statistics;
+    matplotlib for figures) is imported where it is used (issue 64: a tenth of a second and
+    about a hundred files of every start, in every prolog of a fleet)."""
+    code = ("import sys, hpcprobe.cli as c\n"
+            "c.build_parser()\n"
+            "loaded = [m for m in ('numpy.linalg', 'numpy._core', 'scipy', 'matplotlib')"
+            " if m in sys.modules]\n"
+            "print(loaded)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "[]"
+    # and a lazy module is the module once used
+    from hpcprobe.common import lazy
+
+    assert lazy.module("json").dumps([1]) == "[1]"
 
 
 def test_version_names_the_kernels_and_a_broken_install_is_one_line(tmp_path):

@@ -18,11 +18,10 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from functools import lru_cache
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from hpcprobe.analysis.compare import NotJoined, describe_params, joined_params
+from hpcprobe.common import lazy
 from hpcprobe.common.bulk import bulk
 from hpcprobe.common.names import natural
 from hpcprobe.common.stats import median_ci_ranks
@@ -30,6 +29,11 @@ from hpcprobe.machine import sentinel, steal
 from hpcprobe.measure.family import Scaling
 from hpcprobe.results.findings import HEALTH, of_kind
 from hpcprobe.results.model import Metric, Run
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported where first used, not at start-up
+    np = lazy.module("numpy")
 
 #: provenance key of the runs a campaign's driver stores (its node list, failures, links)
 CAMPAIGN = "cluster"

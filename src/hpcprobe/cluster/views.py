@@ -8,11 +8,15 @@ import shlex
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from hpcprobe.cluster.verdict import SLOW_LINK, Finding, Verdict, drain_reason, is_directed
+from hpcprobe.common import lazy
 from hpcprobe.common.names import natural
 from hpcprobe.viewkit.table import Block, Lines, Table
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported where first used, not at start-up
+    np = lazy.module("numpy")
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure

@@ -13,10 +13,9 @@ import math
 import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
+from hpcprobe.common import lazy
 from hpcprobe.common.errors import MeasurementError, OptionError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.families.cg import solver
@@ -28,6 +27,11 @@ from hpcprobe.mpi.layouts import Placement
 from hpcprobe.native import Team
 from hpcprobe.probes import proxy, stream
 from hpcprobe.results.model import Metric
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported where first used, not at start-up
+    np = lazy.module("numpy")
 
 METRICS = (MetricSpec("gflops", "GFLOP/s"), *specs("GB/s", "higher", "bandwidth", "triad"),
            MetricSpec("bandwidth_fraction", "%", derived=True),

@@ -12,12 +12,17 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 from functools import cache
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from hpcprobe import native
+from hpcprobe.common import lazy
 from hpcprobe.common.errors import MeasurementError, OptionError
 from hpcprobe.native import Team
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported where first used, not at start-up
+    np = lazy.module("numpy")
 
 #: Bytes a row moves per iteration in the traffic model: the ELL row (27 x (8 B value + 4 B
 #: column)), x read once and y written (8 + 8) in the SpMV; two dot products (3 vectors read);

@@ -14,10 +14,10 @@ import os
 import statistics
 import time
 from dataclasses import dataclass, replace
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from hpcprobe import native
+from hpcprobe.common import lazy
 from hpcprobe.common.errors import MeasurementError, OptionError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.families.dslash import kernel as K
@@ -29,6 +29,11 @@ from hpcprobe.mpi import find, layouts
 from hpcprobe.native import Team
 from hpcprobe.probes import proxy, stream
 from hpcprobe.results.model import Metric
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported where first used, not at start-up
+    np = lazy.module("numpy")
 
 METRICS = (MetricSpec("dslash", "Mflop/s"), MetricSpec("comparison_point", "Mflop/s"),
            MetricSpec("robustness", "1", derived=True), MetricSpec("axpy", "GB/s"),

@@ -12,13 +12,17 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from hpcprobe import native
+from hpcprobe.common import lazy
 from hpcprobe.common.errors import MeasurementError, OptionError
 from hpcprobe.native import Team
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported where first used, not at start-up
+    np = lazy.module("numpy")
 
 #: Nominal flops per site and slice of one application (Grid's Benchmark_ITT count).
 FLOPS_PER_SITE = 1344
@@ -26,13 +30,25 @@ FLOPS_PER_SITE = 1344
 MAX_LS = 32
 
 _I = 1j
-#: Grid's chiral gamma matrices: x, y, z, t.
-GAMMA = np.array([
+#: Grid's chiral gamma matrices: x, y, z, t (`GAMMA`, an array made on first use, as NumPy is
+#: imported then).
+_GAMMA = (
     [[0, 0, 0, _I], [0, 0, _I, 0], [0, -_I, 0, 0], [-_I, 0, 0, 0]],
     [[0, 0, 0, -1], [0, 0, 1, 0], [0, 1, 0, 0], [-1, 0, 0, 0]],
     [[0, 0, _I, 0], [0, 0, 0, -_I], [-_I, 0, 0, 0], [0, _I, 0, 0]],
     [[0, 0, 1, 0], [0, 0, 0, 1], [1, 0, 0, 0], [0, 1, 0, 0]],
-], dtype=complex)
+)
+
+
+@cache
+def gamma() -> np.ndarray:
+    return np.array(_GAMMA, dtype=complex)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "GAMMA":
+        return gamma()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 #: The array axis of each direction in a field shaped (t, z, y, x, ...).
 AXIS = (3, 2, 1, 0)
 
@@ -130,8 +146,8 @@ def reference(u: np.ndarray, psi: np.ndarray) -> np.ndarray:
         fwd = np.einsum("...ab,...sib->...sia", u[..., mu, :, :], np.roll(psi, -1, axis=ax))
         back_u = np.roll(u[..., mu, :, :], 1, axis=ax)
         back = np.einsum("...ba,...sib->...sia", back_u.conj(), np.roll(psi, 1, axis=ax))
-        out += np.einsum("ij,...sjc->...sic", one - GAMMA[mu], fwd)
-        out += np.einsum("ij,...sjc->...sic", one + GAMMA[mu], back)
+        out += np.einsum("ij,...sjc->...sic", one - gamma()[mu], fwd)
+        out += np.einsum("ij,...sjc->...sic", one + gamma()[mu], back)
     return out
 
 

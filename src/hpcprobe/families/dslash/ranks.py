@@ -10,17 +10,21 @@ import math
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from hpcprobe import native
+from hpcprobe.common import lazy
 from hpcprobe.families.dslash import kernel as K
 from hpcprobe.measure.family import RunContext
 from hpcprobe.mpi import build
 from hpcprobe.mpi.layouts import Placement
 from hpcprobe.probes import proxy
 from hpcprobe.results.model import Metric
+
+if TYPE_CHECKING:
+    import numpy as np
+else:  # imported where first used, not at start-up
+    np = lazy.module("numpy")
 
 #: Each rank's extent of the check lattice in every direction (boundary and interior sites).
 CHECK_L = 4
