@@ -107,38 +107,20 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: item.path.name not in slurmcluster.MODULES)
 
 
-#: The longest test files after the cluster's, longest first (about 140, 80, 70, 60 and 60 s
-#: of tests here): make test's first pass deals them first, so that no worker starts one of them
-#: while the other is nearly done (dealt by test count, xdist's order, the pass took 80 s
-#: longer on two workers). A file missing here only costs time, never a result.
-LONGEST = ("test_sweep.py", "test_readme.py", "test_whole_path.py", "test_hpl.py",
-           "test_store_io.py")
-CLUSTER_UNIT = "namespace Slurm cluster"
-
-
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object:
     """make test's first pass (`--dist loadfile`): a test file's tests go to one worker, its
     module fixtures then built once, and the files that start a namespace Slurm cluster all go
     to one worker, one test after another, as this machine holds one such cluster at a time.
-    The longest units are dealt first (the cluster's, then LONGEST), the rest by test count.
     (xdist's own groups, `--dist loadgroup`, are lost under pytest 9: it names tests anew.)"""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadScopeScheduling
 
-    first = (CLUSTER_UNIT, *LONGEST)
-
     class ByFile(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
             path = nodeid.split("::", 1)[0]
-            return CLUSTER_UNIT if Path(path).name in slurmcluster.MODULES else path
-
-        def _assign_work_unit(self, node: object) -> None:
-            ahead = [s for s in self.workqueue if Path(s).name in first]
-            for scope in sorted(ahead, key=lambda s: first.index(Path(s).name), reverse=True):
-                self.workqueue.move_to_end(scope, last=False)
-            super()._assign_work_unit(node)
+            return "namespace Slurm cluster" if Path(path).name in slurmcluster.MODULES else path
 
     return ByFile(config, log)
 

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-import conftest
 import slurmcluster
 
 pytestmark = pytest.mark.skipif(slurmcluster.missing() is not None,
@@ -37,8 +36,6 @@ def test_every_module_that_starts_a_cluster_is_named_for_the_one_worker():
     here = Path(__file__).parent
     users = {p.name for p in here.glob("test_*.py") if "slurmcluster." in p.read_text()}
     assert users == set(slurmcluster.MODULES)
-    # and the files dealt first by name are still there
-    assert {p.name for p in here.glob("test_*.py")} >= set(conftest.LONGEST)
 
 
 def test_four_nodes_answer_and_nothing_is_left_behind():

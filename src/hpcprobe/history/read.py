@@ -55,7 +55,7 @@ def wanted(store: Store, metric: tuple[str, str] | None, params: dict[str, str],
         (h.label, h.metric) for picker in known.pickers for h in picker(run)]
     if not out:
         raise OptionError(f"the newest run selected ({run.run_id}) has no headline figure: name "
-                        "one with <metric>")
+                          "one with <metric>")
     return out
 
 
@@ -165,8 +165,9 @@ def campaign(store: Store, runs: list[Run], inside: set[str], known: Declared,
     """What a campaign's nodes' own history says (their stored runs of the last DRIFT_DAYS,
     one query a headline figure for all of them): host -> what changed, for each node in
     `inside` (not flagged against its peers) with a change point among its last `last` runs
-    (it drifted from its own past while inside the fleet's spread); and one line per change
-    point of a hardware group's campaign medians among its last `last` campaigns."""
+    (it drifted from its own past while inside the fleet's spread); and (figure, change) for
+    each change point of a hardware group's campaign medians among its last `last` campaigns
+    (views/history.group_line says it in a line)."""
     if not runs:
         return {}, []
     newest = max(datetime.fromisoformat(r.created) for r in runs)
