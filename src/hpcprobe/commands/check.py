@@ -168,7 +168,7 @@ def _measure(a: argparse.Namespace, c: Checked, state_only: bool
     devices, run.provenance["devices"] = registry.device_health()
     v = c.against.verdict(run, c.store, recent=False)
     retested: list[str] = []
-    if retest.suspect(v):
+    if retest.suspects(v):
         run, retested = retest.retest(
             run, v, lambda names: registry.check_run(topo, isa, names=names))
         v = c.against.verdict(run, c.store, recent=False)

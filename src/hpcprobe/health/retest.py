@@ -5,26 +5,25 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from hpcprobe.analysis.verdict import Verdict
+from hpcprobe.analysis.verdict import Row, Verdict
 from hpcprobe.results.model import Run
 
 #: Measures the named families again at the check profile: their run
 Measure = Callable[[Sequence[str]], Run]
 
 
-def suspect(v: Verdict) -> bool:
-    """Whether the verdict has a figure below its reference, or one it could not judge for a
-    disturbance or noise (it has an expected value)."""
-    return any(r.mark == "below" or (r.mark == "not judged" and r.expected is not None)
-               for r in v.rows)
+def suspects(v: Verdict) -> list[Row]:
+    """The verdict's figures below their reference, and those it could not judge for a
+    disturbance or noise (they have an expected value)."""
+    return [r for r in v.rows if r.mark == "below"
+            or (r.mark == "not judged" and r.expected is not None)]
 
 
 def retest(run: Run, v: Verdict, measure: Measure) -> tuple[Run, list[str]]:
     """Measure again, once, the families whose headline was below its reference or could not
     be judged for a disturbance or noise: their figures replace the first ones (the derived
     ones are derived again). The labels re-tested, [] where none was."""
-    rows = [r for r in v.rows if r.mark == "below"
-            or (r.mark == "not judged" and r.expected is not None)]
+    rows = suspects(v)
     if not rows:
         return run, []
     names = sorted({r.headline.metric.benchmark for r in rows})
