@@ -173,6 +173,35 @@ def test_a_flag_in_an_error_is_found_and_a_field_shown_as_its_flag(tmp_path):
     assert str(OptionError("<db> x")) == "db x"  # elsewhere: a sweep file's key
 
 
+def options_named(path: Path) -> list[tuple[int, str]]:
+    """(line, name) of every <name> in the text of an `OptionError(...)` a module raises."""
+    out = []
+    for call in ast.walk(ast.parse(path.read_text())):
+        if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "OptionError":
+            texts = [n for n in ast.walk(call) if isinstance(n, ast.Constant)
+                     and isinstance(n.value, str)]
+            out += [(n.lineno, m) for n in texts for m in re.findall(r"<(\w+)>", n.value)]
+    return out
+
+
+def test_every_option_a_family_error_names_is_shown_as_its_flag(tmp_path):
+    """A family's <name> is its option's field: the nested runs (a sweep's workloads, a
+    cluster's probe arguments) show it as the flag through registry.option_names alone."""
+    from hpcprobe import registry
+    from hpcprobe.common.errors import OptionError
+
+    names = registry.option_names()
+    found = [f"{m}:{line}: <{name}>" for m, path in ALL.items()
+             if m.startswith("hpcprobe.families.") for line, name in options_named(path)
+             if name not in names]
+    assert found == []
+    assert OptionError("<grid> or <global>; <whole>").render(names) == \
+        "--grid or --global; --global"  # a flag's own name or its field
+    bad = tmp_path / "bad.py"
+    bad.write_text('raise OptionError(f"<grid> {g} or <global>, not both")\n')
+    assert options_named(bad) == [(1, "grid"), (1, "global")]
+
+
 #: Flags that name two different options in different commands, and why they stay apart.
 TWO_OPTIONS = {
     "--tag": "a label given to what a command stores (add_tag), or runs selected by it",

@@ -194,8 +194,12 @@ def judge(run: Run, reference: Reference | None) -> Verdict:
 
 
 def option_names() -> dict[str, str]:
-    """Field name -> its flag, for every family option (how errors name options)."""
-    out = {"oversubscribe": "--oversubscribe"}
+    """Field name -> its flag, for every family option (how errors name options), and the
+    flag's own name (argparse's dest: `fio_dir` -> --fio-dir) where no field has it."""
+    fields: dict[str, str] = {"oversubscribe": "--oversubscribe"}
+    dests: dict[str, str] = {}
     for f in FAMILIES.values():
-        out.update({name: flag.flag for name, flag in flags(f.options)})
-    return out
+        for name, flag in flags(f.options):
+            fields[name] = flag.flag
+            dests[flag.flag.lstrip("-").replace("-", "_")] = flag.flag
+    return {**dests, **fields}
