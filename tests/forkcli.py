@@ -91,11 +91,26 @@ def _serve_one(conn: socket.socket) -> None:
                              "timeout": not done}).encode() + b"\n")
 
 
+#: What the CLI imports where first used, imported here once: a child that judges a history
+#: (ruptures, 1.7 s here), a sweep's or a comparison's statistics (scipy.stats, 1.5 s), a
+#: report's plots (matplotlib, 0.8 s) or a PostgreSQL store (psycopg, 0.3 s) would import it
+#: again. The command line's own start-up without them is tests/test_cli.py's (a fresh process).
+USED_LATER = ("numpy", "scipy.special", "scipy.stats", "ruptures", "matplotlib.figure",
+              "matplotlib.backends.backend_agg", "psycopg", "jsonschema")
+
+
 def serve(path: str) -> None:
+    import importlib
+
     from hpcprobe import cli  # noqa: F401  the import every child is spared
     from hpcprobe.results import model
 
     model.compiled_schema()  # and the schema's compiled checker (0.25 s a command here)
+    for name in USED_LATER:
+        try:
+            importlib.import_module(name)
+        except ImportError:  # an optional library missing: its children import nothing
+            pass
 
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(path)
@@ -136,7 +151,7 @@ class Server:
         self.proc = subprocess.Popen([sys.executable, __file__, self.path, str(os.getpid())],
                                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                      stderr=subprocess.DEVNULL)
-        for _ in range(600):  # its imports: a second or so
+        for _ in range(1200):  # its imports: a few seconds
             if os.path.exists(self.path) or self.proc.poll() is not None:
                 break
             time.sleep(0.05)
