@@ -25,7 +25,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("hpcprobe.analysis",),
     ("hpcprobe.measure", "hpcprobe.schedulers"),
     ("hpcprobe.probes", "hpcprobe.cluster", "hpcprobe.tuning", "hpcprobe.history",
-     "hpcprobe.health"),
+     "hpcprobe.health", "hpcprobe.judge"),
     ("hpcprobe.families",),
     ("hpcprobe.registry", "hpcprobe.views"),
     ("hpcprobe.commands",),

@@ -40,6 +40,7 @@ from hpcprobe.views import proxy
 
 if TYPE_CHECKING:
     from hpcprobe.history import read
+    from hpcprobe.judge.against import Against
 
 C = TypeVar("C")
 
@@ -181,6 +182,14 @@ def declared() -> read.Declared:
     from hpcprobe.history import read  # where a history is read, not at start-up
 
     return read.Declared(pickers(), not_joined(), hardware_labels)
+
+
+def against(path: str | None) -> Against:
+    """What a run is judged against: the reference file at `path` (read and checked now), or
+    the host's previous runs (the judge wing's, with what the families declare)."""
+    from hpcprobe.judge.against import Against
+
+    return Against.of(path, declared(), figure_units)
 
 
 def pickers() -> list[Picker]:

@@ -38,12 +38,12 @@ from hpcprobe.commands.base import (
     open_store,
     say,
 )
-from hpcprobe.commands.output import Against
 from hpcprobe.common import files
 from hpcprobe.common.errors import UserError
 from hpcprobe.common.units import parse_size
 from hpcprobe.health import baseline, retest
 from hpcprobe.health.faults import faults
+from hpcprobe.judge.against import Against
 from hpcprobe.machine import counters, dimms, links, topology
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.profiles import CHECK
@@ -131,7 +131,7 @@ def _inputs(a: argparse.Namespace) -> Checked:
     if a.slurm and shutil.which("scontrol") is None:
         raise UserError("--slurm: scontrol is not on PATH (Slurm's client commands)")
     node = a.node or os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
-    against = Against.of(a.against)
+    against = registry.against(a.against)
     return Checked(against, open_store(a.db, a.no_store), need, sysfs, node, saved)
 
 

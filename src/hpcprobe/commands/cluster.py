@@ -22,7 +22,7 @@ from hpcprobe.cluster.verdict import (
     campaign_thresholds,
     work_rates,
 )
-from hpcprobe.commands import family, output, runargs
+from hpcprobe.commands import family, runargs
 from hpcprobe.commands.base import (
     Bar,
     Parser,
@@ -361,7 +361,7 @@ def _dry_run(plan: Plan, sched: Scheduler) -> int:
 
 def cmd_report(a: argparse.Namespace) -> int:
     files.check_outputs((a.json, "--json"), (a.output, "-o"))
-    against = output.Against.of(a.against)
+    against = registry.against(a.against)
     with Store.open(a.db, create=False) as store:
         v, runs = _load(store, a.campaign, a)
         newest = _newest(runs)

@@ -39,7 +39,7 @@ def setup(c: argparse.ArgumentParser) -> None:
 def handle(a: argparse.Namespace) -> int:
     from hpcprobe.analysis import compare
 
-    against = output.Against.of(a.against)
+    against = registry.against(a.against)
     runs = load_runs(a.runs, a.db)
     c = compare.compare(runs, registry.not_joined())
     judged = [against.verdict(r, None) for r in runs] if a.against else []

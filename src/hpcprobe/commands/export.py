@@ -42,10 +42,10 @@ def setup(ex: argparse.ArgumentParser) -> None:
 
 def _openmetrics(st: Store, a: argparse.Namespace) -> str:
     """The newest node run of each host and profile selected, judged, in OpenMetrics."""
-    from hpcprobe.commands.output import Against
+    from hpcprobe import registry
     from hpcprobe.views import prometheus
 
-    against = Against.of(a.against)
+    against = registry.against(a.against)
     newest: dict[tuple[str, str], Run] = {}
     for info in st.runs(where=selection(a)):  # newest first
         if info.interrupted or (info.host, info.profile) in newest:

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from hpcprobe import registry
-from hpcprobe.analysis import reference
-from hpcprobe.analysis.verdict import Reference, Verdict
+from hpcprobe.analysis.verdict import Verdict
 from hpcprobe.commands.base import (
     Bar,
     console,
@@ -27,53 +26,11 @@ from hpcprobe.common.errors import (
     HpcprobeError,
     UserError,
 )
-from hpcprobe.history import read
+from hpcprobe.judge.against import Against
 from hpcprobe.measure.runner import Interrupted
 from hpcprobe.results import model as results
 from hpcprobe.results.store import Store
 from hpcprobe.views import terminal
-
-
-@dataclass(frozen=True)
-class Against:
-    """What a run is judged against: the groups of a reference file (`--against`, read and
-    checked before anything is measured), else the host's previous runs in the store."""
-
-    path: str | None = None
-    groups: tuple[reference.Group, ...] = ()
-
-    @classmethod
-    def of(cls, path: str | None) -> Against:
-        return cls(path, tuple(reference.load(path, registry.figure_units))) if path else cls()
-
-    def judged(self, run: results.Run, db: str | None) -> Verdict:
-        """The run's verdict, the previous runs read from the store at `db` where one is
-        there (a stored run, or a document of this host's)."""
-        try:
-            store = Store.open(db, create=False)
-        except UserError:
-            return self.verdict(run, None)
-        with store:
-            return self.verdict(run, store)
-
-    def verdict(self, run: results.Run, store: Store | None, recent: bool = True) -> Verdict:
-        """The run's verdict against the file's reference for its hardware, else against
-        the host's previous runs in `store` (none: its ceilings only); with a store and
-        `recent`, the recent change points of the host's history too."""
-        labels = registry.hardware_labels
-        if run.kind != "node":
-            return Verdict([], None)
-        ref: Reference | None
-        if self.path is not None:
-            ref = reference.for_run(self.groups, run, labels, self.path)
-        else:
-            ref = None if store is None else reference.previous(store, run, registry.pickers(),
-                                                                labels)
-        judged = registry.judge(run, ref)
-        if store is None or not recent:
-            return judged
-        return replace(judged, history=read.recent(store, run, [r.headline for r in judged.rows],
-                                                   registry.declared()))
 
 
 @dataclass
@@ -89,7 +46,7 @@ class Outputs:
     stored: str | None = None
     empty_refused: bool = True  # a run that measured nothing is no result: not stored
     store_again: bool = True  # False: a run the store has already is not saved twice
-    against: Against = Against()
+    against: Against = field(default_factory=lambda: registry.against(None))
     details: bool = False  # every family's tables and every warning, after the verdict
     prometheus: str | None = None  # node_exporter's textfile (`--prometheus`)
 
@@ -98,7 +55,8 @@ class Outputs:
         """The documents a command's arguments ask for, checked writable before anything is
         measured."""
         out = cls(getattr(a, "json", None), getattr(a, "report", None),
-                  getattr(a, "markdown", None), against=Against.of(getattr(a, "against", None)),
+                  getattr(a, "markdown", None),
+                  against=registry.against(getattr(a, "against", None)),
                   details=bool(getattr(a, "details", False)),
                   prometheus=getattr(a, "prometheus", None), **kw)
         files.check_outputs((out.json, "--json"), (out.report, "--report"),

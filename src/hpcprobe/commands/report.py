@@ -25,7 +25,7 @@ def handle(a: argparse.Namespace) -> int:
     from hpcprobe.views import html as report
 
     files.check_writable(a.output, "-o")
-    against = output.Against.of(a.against)
+    against = registry.against(a.against)
     runs = load_runs(a.runs, a.db)
     judged = [against.judged(r, a.db) for r in runs]
     n = report.write(runs, a.output, registry.views(), registry.figures(),

@@ -26,7 +26,7 @@ def setup(sh: argparse.ArgumentParser) -> None:
 
 
 def handle(a: argparse.Namespace) -> int:
-    against = output.Against.of(a.against)
+    against = registry.against(a.against)
     [run] = load_runs([a.run], a.db)
     judged = against.judged(run, a.db)
     if a.json:
