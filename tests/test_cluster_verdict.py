@@ -16,9 +16,10 @@ import clusterdata
 from hpcprobe import registry
 from hpcprobe.cli import build_parser, main
 from hpcprobe.cluster import pairs, verdict, views
-from hpcprobe.cluster.verdict import SLOW_ENDPOINT, SLOW_LINK, SLOW_NODE, Thresholds, analyse
+from hpcprobe.cluster.verdict import SLOW_ENDPOINT, SLOW_LINK, SLOW_NODE, analyse
 from hpcprobe.commands import cluster as cluster_cmd
 from hpcprobe.common import jsondoc
+from hpcprobe.judge.peers import Thresholds
 from hpcprobe.measure.family import Scaling
 from hpcprobe.results.model import HEALTH, Metric, read_json
 from hpcprobe.results.store import Store

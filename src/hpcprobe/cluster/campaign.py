@@ -32,7 +32,6 @@ from hpcprobe.cluster.verdict import (
     SLOW_LINK,
     SLOW_NODE,
     Labels,
-    Thresholds,
     Verdict,
     analyse,
     no_labels,
@@ -41,6 +40,7 @@ from hpcprobe.cluster.verdict import (
 )
 from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.common.names import natural
+from hpcprobe.judge.peers import Thresholds
 from hpcprobe.measure.family import Progress, Scaling
 from hpcprobe.mpi import build, find, launchers
 from hpcprobe.mpi.program import UNITS

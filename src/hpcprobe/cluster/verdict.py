@@ -3,28 +3,34 @@ hardware), each node's links together against the other nodes', each link agains
 links, and what is slow: a node (its own kernels), a network endpoint (every link through a node
 slow, its kernels fine) or a link (only that pair slow).
 
-A figure is flagged when it is worse than the peers' median by more than `z` robust z-scores
-(median and 1.4826 MAD of the peers, on the logarithm of the figure) AND by more than `worse`
-(a practical threshold: a tight fleet does not make a 1 % wobble a verdict) AND even the best
-end of the 95 % CI of its own median is worse than the peers' median. A node or link measured
-again (the campaign re-measures what it flags) is flagged only on figures flagged both times;
-flagged once is a transient, listed and not counted. Pure: reads run documents only."""
+Each figure is judged by the peers judge (judge/peers.py: a robust z-score, a practical
+threshold and the best end of its CI). A node or link measured again (the campaign re-measures
+what it flags) is flagged only on figures flagged both times; flagged once is a transient,
+listed and not counted. Pure: reads run documents only."""
 
 from __future__ import annotations
 
 import math
 import statistics
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from hpcprobe.analysis.compare import NotJoined, describe_params, joined_params
+from hpcprobe.analysis.compare import NotJoined
 from hpcprobe.common import lazy
 from hpcprobe.common.bulk import bulk
 from hpcprobe.common.names import natural
-from hpcprobe.common.stats import median_ci_ranks
+from hpcprobe.judge.peers import (
+    Deviation,
+    Fig,
+    Peers,
+    Thresholds,
+    figure,
+    figures,
+    label,
+    worst,
+)
 from hpcprobe.machine import sentinel, steal
 from hpcprobe.measure.family import Scaling
 from hpcprobe.results.findings import HEALTH, of_kind
@@ -41,51 +47,9 @@ CAMPAIGN = "cluster"
 SLOW_NODE, SLOW_ENDPOINT, SLOW_LINK = "slow node", "slow network endpoint", "slow link"
 
 
-@dataclass(frozen=True)
-class Thresholds:
-    z: float = 3.5  # robust z-scores beyond the peers' median
-    worse: float = 0.04  # and at least this much worse (relative)
-    min_peers: int = 3  # fewer nodes with a figure: not judged
-    min_links: int = 5  # fewer links (not through a slow node or endpoint): not judged
-    #: this many times worse than the peers' median is flagged however spread the peers are
-    far: float = 3.0
-    #: a node flagged on one measured figure within this factor of either threshold (less
-    #: than this many times `worse` worse, or a z-score under this many times `z`) and not
-    #: `far` is a suspect (said, not drained): one marginal figure is no verdict on a node
-    marginal: float = 2.0
-
-
-@dataclass(frozen=True)
-class Deviation:
-    """One flagged figure of a node or link."""
-
-    metric: str
-    value: float
-    median: float
-    unit: str
-    z: float  # robust z-score in the worse direction
-    worse: float  # relative, 0.12 = 12 % worse than the median
-    far: bool = False  # `far` times worse than the median, however spread the peers
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"metric": self.metric, "value": self.value, "median": self.median,
-                "unit": self.unit, "z": _finite(self.z),
-                "worse": self.worse if np.isfinite(self.worse) else None}
-
-    def text(self) -> str:
-        z = f"(z {_finite(self.z) or 'inf'})"
-        if not np.isfinite(self.worse):  # the peers' median is 0: loss, retransmits, errors
-            return f"{self.metric} {self.value:.3g} {self.unit} where the peers' median is 0 {z}"
-        return f"{self.metric} {-self.worse:+.1%} {z}"
-
-
 def _rounded(m: Any, digits: int) -> list[list[float | None]]:
     """A matrix for JSON: rounded, None where not finite."""
     return [[round(float(x), digits) if np.isfinite(x) else None for x in row] for row in m]
-
-
-def _finite(x: float) -> float | None:
-    return round(x, 2) if np.isfinite(x) else None
 
 
 @dataclass
@@ -207,83 +171,6 @@ def hardware(run: Run, labels: Labels = no_labels) -> str:
 LINK_ENDS = frozenset({"a", "b", "from", "to"})
 
 
-@lru_cache(maxsize=1 << 16)
-def _cached_label(key: tuple[Any, ...], ignore: frozenset[str]) -> str:
-    inner = describe_params(joined_params(dict(key[2:]), ignore))
-    return f"{key[0]}.{key[1]}" + (f" {inner}" if inner else "")
-
-
-def label(m: Metric, ignore: NotJoined) -> str:
-    """The figure a metric is, as `compare` joins figures (without the params in `ignore`:
-    where or how it was taken), once per distinct figure (a fleet repeats the same ones)."""
-    try:
-        return _cached_label((m.benchmark, m.name, *m.params.items()), ignore.of(m.benchmark))
-    except TypeError:  # a param that is a list: not hashable, not cached
-        return _cached_label.__wrapped__((m.benchmark, m.name, *m.params.items()),
-                                         ignore.of(m.benchmark))
-
-
-#: A figure of a node or link: the median of its samples and the best end of the 95 % CI of
-#: that median (the end in the better direction), its unit and which way is better.
-Fig = tuple[float, float, str, str]
-
-
-def _figure(samples: Sequence[float], unit: str, better: str) -> Fig:
-    xs = sorted(samples)
-    lo, hi = median_ci_ranks(len(xs))
-    return (statistics.median(xs), xs[hi] if better == "higher" else xs[lo], unit, better)
-
-
-def figures(metrics: Iterable[Metric], ignore: NotJoined) -> dict[str, Fig]:
-    """label -> figure of each of the metrics that has samples."""
-    return {label(m, ignore): _figure(m.samples, m.unit, m.better) for m in metrics if m.samples}
-
-
-@dataclass
-class _Fleet:
-    """Per figure: the peers' median, and their median and robust spread on the scale the
-    z-score is taken on: the logarithm of a positive figure (performance varies by factors: a
-    node 40x slower among nodes that differ by 25 % is an outlier, which a z-score on the
-    values of four nodes cannot say), the values themselves otherwise."""
-
-    median: Any
-    log: Any  # bool per figure: z on log values
-    centre: Any  # median on that scale
-    spread: Any  # 1.4826 MAD on that scale
-    lower_better: Any  # bool per figure
-
-    def judge(self, values: Any) -> tuple[Any, Any]:
-        """(z, worse) of values (rows x figures), both in the worse direction."""
-        sign = np.where(self.lower_better, 1.0, -1.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            diff = (_scaled(values, self.log) - self.centre) * sign
-            z = np.where(self.spread > 0, diff / self.spread,
-                         np.where(diff > 0, np.inf, np.where(diff < 0, -np.inf, 0.0)))
-            worse = (values - self.median) * sign / np.abs(self.median)
-        return z, worse
-
-
-def _scaled(values: Any, log: Any) -> Any:
-    """The log of the figures where `log`, the figures elsewhere."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(log, np.log(np.where(values > 0, values, np.nan)), values)
-
-
-def _fleet(values: Any, lower_better: Any, min_peers: int) -> _Fleet:
-    import warnings
-
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN columns: not judged
-        log = np.all((values > 0) | np.isnan(values), axis=0)
-        scaled = _scaled(values, log)
-        med = np.nanmedian(values, axis=0)
-        centre = np.nanmedian(scaled, axis=0)
-        spread = 1.4826 * np.nanmedian(np.abs(scaled - centre), axis=0)
-    few = np.sum(np.isfinite(values), axis=0) < min_peers
-    med = np.where(few, np.nan, med)
-    return _Fleet(med, log, centre, spread, lower_better)
-
-
 def _latest_and_before(runs: Iterable[tuple[str, Run]]) -> tuple[dict[str, Run],
                                                                   dict[str, list[Run]]]:
     latest: dict[str, Run] = {}
@@ -293,70 +180,6 @@ def _latest_and_before(runs: Iterable[tuple[str, Run]]) -> tuple[dict[str, Run],
             before[key].append(latest[key])
         latest[key] = run
     return latest, before
-
-
-def _matrix(rows: Sequence[dict[str, Fig]], labels: list[str]) -> tuple[Any, Any]:
-    """(medians, best ends) of the rows' figures, rows x labels; NaN where a row lacks one."""
-    index = {lb: j for j, lb in enumerate(labels)}
-    m = np.full((2, len(rows), len(labels)), np.nan)
-    for i, row in enumerate(rows):
-        for lb, (med, best, _, _) in row.items():
-            if lb in index:  # a figure the others do not have is not compared
-                m[0, i, index[lb]] = med
-                m[1, i, index[lb]] = best
-    return m[0], m[1]
-
-
-class _Judged:
-    """Rows of figures (nodes or links) judged against the fleet of those rows."""
-
-    def __init__(self, rows: Sequence[dict[str, Fig]], th: Thresholds,
-                 floor: Mapping[str, float] | None = None) -> None:
-        """`floor`: per label, the least spread (on the z-score's scale) the fleet's is taken
-        as: what the rows' own scatter alone would give them."""
-        self.labels = list(dict.fromkeys(lb for row in rows for lb in row))
-        info = {lb: (u, b) for row in rows for lb, (_, _, u, b) in row.items()}
-        self.units = [info[lb][0] for lb in self.labels]
-        self.lower = np.array([info[lb][1] == "lower" for lb in self.labels], dtype=bool)
-        self.values, self.best = _matrix(rows, self.labels)
-        self.fleet = _fleet(self.values, self.lower, th.min_peers)
-        if floor:
-            least = np.array([floor.get(lb, 0.0) for lb in self.labels])
-            self.fleet = replace(self.fleet, spread=np.where(
-                self.fleet.log, np.fmax(self.fleet.spread, least), self.fleet.spread))
-        self.th = th
-        self.z, worse = self.fleet.judge(self.values)
-        self.flagged = self._flag(self.values, self.best, self.z, worse)
-
-    def deviations(self, values: Any, best: Any) -> list[list[Deviation]]:
-        """The flagged figures of each row of other values, worst first."""
-        return self._flag(values, best, *self.fleet.judge(values))
-
-    def _flag(self, values: Any, best: Any, z: Any, worse: Any) -> list[list[Deviation]]:
-        """Beyond the robust z (or `far` times worse than the peers' median, which peers too
-        spread for a z-score must not hide) and the practical threshold, and even the best end
-        of its CI worse than the peers' median (a figure whose own samples reach the median is
-        not a verdict)."""
-        _, best_worse = self.fleet.judge(best)
-        with np.errstate(invalid="ignore"):
-            far = worse >= np.where(self.lower, self.th.far - 1.0, 1.0 - 1.0 / self.th.far)
-            flags = ((z > self.th.z) | far) & (worse > self.th.worse) & (best_worse > 0)
-        return [_worst([Deviation(self.labels[j], float(values[i, j]),
-                                  float(self.fleet.median[j]), self.units[j], float(z[i, j]),
-                                  float(worse[i, j]), bool(far[i, j]))
-                           for j in np.flatnonzero(row)])
-                for i, row in enumerate(flags)]
-
-    def of(self, rows: Sequence[dict[str, Fig]]) -> list[list[Deviation]]:
-        """Other rows (earlier measurements) against this fleet."""
-        return self.deviations(*_matrix(rows, self.labels))
-
-
-def outliers(rows: Sequence[dict[str, Fig]], th: Thresholds | None = None
-             ) -> list[list[Deviation]]:
-    """Each row's figures flagged against the other rows' (the rules above, measured once),
-    worst first; a figure fewer than `min_peers` rows have is not judged."""
-    return _Judged(rows, th or Thresholds()).flagged
 
 
 def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
@@ -379,7 +202,7 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
     all_labels: dict[str, None] = {}
     for fp, hosts in groups.items():
         rows = [figures(latest[h].metrics, ignore) for h in hosts]
-        judged = _Judged(rows, th)
+        judged = Peers(rows, th)
         if len(hosts) < th.min_peers:
             v.unjudged.append(f"{', '.join(hosts)} ({fp}): fewer than {th.min_peers} nodes of "
                               "this hardware, not judged")
@@ -437,7 +260,7 @@ def _node(v: Verdict, host: str, now: list[Deviation], earlier: list[Deviation] 
 
     shared = bool(busy) and all(d.metric.split(".", 1)[0] in busy for d in got)
     if now and (shared or marginal(got) and (was is None or marginal(was))):
-        v.suspects.append(Finding(SLOW_NODE, host, (host,), _worst(now + (earlier or [])),
+        v.suspects.append(Finding(SLOW_NODE, host, (host,), worst(now + (earlier or [])),
                                   earlier is not None))
         return
     _judge(v, SLOW_NODE, host, got, was)
@@ -488,11 +311,7 @@ def _judge(v: Verdict, kind: str, item: str, now: list[Deviation],
     if still:
         v.findings.append(Finding(kind, item, (item,), still, True))
     elif now or earlier:
-        v.transients.append(Finding(kind, item, (item,), _worst(now + earlier), False))
-
-
-def _worst(evidence: list[Deviation]) -> list[Deviation]:
-    return sorted(evidence, key=lambda d: -d.worse)
+        v.transients.append(Finding(kind, item, (item,), worst(now + earlier), False))
 
 
 def link_key(params: dict[str, Any]) -> tuple[str, str] | None:
@@ -523,7 +342,7 @@ def _link_verdict(campaign_runs: list[Run], th: Thresholds, ignore: NotJoined,
             name = label(m, ignore | LINK_ENDS)
             if key in latest[name]:
                 before[name][key].append(latest[name][key])
-            latest[name][key] = _figure(m.samples, m.unit, m.better)
+            latest[name][key] = figure(m.samples, m.unit, m.better)
             v.link_units[name] = m.unit
             v.link_better[name] = m.better
     v.links = {name: {k: f[0] for k, f in links.items()} for name, links in latest.items()}
@@ -584,7 +403,7 @@ def _slow_ends(latest: dict[str, Links], first: dict[str, Links],
     were measured once), every node's links through a `bad` node left out."""
     rows, rows_first = _per_node(latest, bad), _per_node(first, bad)
     nodes = sorted(rows, key=natural)
-    judged = _Judged([rows[n] for n in nodes], th, _scatter(latest, bad))
+    judged = Peers([rows[n] for n in nodes], th, _scatter(latest, bad))
     then = judged.of([rows_first.get(n, {}) for n in nodes])
     return [(node, judged.flagged[i],
              then[i] if any(node in k for b in before.values() for k in b) else None)
@@ -636,7 +455,7 @@ def _links_of(label: str, latest: Links, before: dict[tuple[str, str], list[Fig]
         return
     _far_unjudged(label, latest, [k for k in latest if k not in keys], keys, th, v, directed,
                   "it runs through a node or endpoint flagged slow, so it is not judged alone")
-    judged = _Judged([{label: latest[k]} for k in keys], th)
+    judged = Peers([{label: latest[k]} for k in keys], th)
     found = {f.item: f for f in v.findings if f.kind == SLOW_LINK}
     gone = {f.item: f for f in v.transients if f.kind == SLOW_LINK}
     for k, devs in zip(keys, judged.flagged, strict=True):
@@ -678,9 +497,9 @@ def _add(index: dict[str, Finding], into: list[Finding], k: tuple[str, str],
     a, b = undirected(k)
     item = f"{a} - {b}"
     if item in index:
-        index[item].evidence = _worst(index[item].evidence + devs)
+        index[item].evidence = worst(index[item].evidence + devs)
     else:
-        index[item] = Finding(SLOW_LINK, item, (a, b), _worst(devs), confirmed)
+        index[item] = Finding(SLOW_LINK, item, (a, b), worst(devs), confirmed)
         into.append(index[item])
 
 

@@ -16,7 +16,6 @@ from hpcprobe.analysis.verdict import Verdict as Judged
 from hpcprobe.cluster import views
 from hpcprobe.cluster.campaign import Campaign, Plan, link_rounds, node_counts
 from hpcprobe.cluster.verdict import (
-    Thresholds,
     Verdict,
     analyse,
     campaign_thresholds,
@@ -42,6 +41,7 @@ from hpcprobe.commands.base import (
 from hpcprobe.common import files
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, UserError
 from hpcprobe.history import read
+from hpcprobe.judge.peers import Thresholds
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Peer, Scaling
 from hpcprobe.results.model import Run

@@ -17,12 +17,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from hpcprobe.analysis.compare import NotJoined
-from hpcprobe.cluster import verdict
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import MeasurementError, OptionError, UserError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.cuda import build, toolkit
 from hpcprobe.families.gpu import health, locality, peaks
+from hpcprobe.judge import peers
 from hpcprobe.machine import gpus
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import options
@@ -396,7 +396,7 @@ SLOWER_THAN_SIBLINGS = SIBLINGS.name
 
 
 def _siblings(ctx: RunContext, inv: gpus.Inventory) -> None:
-    """A node's GPUs of one model against each other, by the cluster verdict's rules (robust
+    """A node's GPUs of one model against each other, by the peers judge's rules (robust
     z beyond 3.5 and 4 % worse than the others' median, the best end of its CI too; three GPUs
     at least): a GPU slower than its siblings is a warning and a finding, with its worst
     figures (a lower power cap, a throttling or failing GPU, a link trained narrower)."""
@@ -415,7 +415,7 @@ def _siblings(ctx: RunContext, inv: gpus.Inventory) -> None:
         order = sorted(devices)
         if len(order) < 3:
             continue
-        rows = verdict.outliers([verdict.figures(devices[d], ignore) for d in order])
+        rows = peers.outliers([peers.figures(devices[d], ignore) for d in order])
         for d, worse in zip(order, rows, strict=True):
             if worse:
                 why = ("its power limit or application clocks, set below their defaults, "
