@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import random
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -30,6 +29,7 @@ from hpcprobe.machine import (
     cacheports,
     clock,
     dimms,
+    facts,
     flopmodel,
     links,
     provenance,
@@ -338,11 +338,14 @@ def recorded(node: Node, mp: pytest.MonkeyPatch) -> Iterator[Topology]:
     mp.setattr(native, "supported_isas", node.isas)
     mp.setattr(native, "best_isa", lambda: node.isas()[-1])
     mp.setattr(native, "memory_node", lambda addr: (addr >> 40) - 1)
-    mp.setattr(dimms, "dram_ceiling", partial(
-        _ceiling, str(DATA / "smbios" / node.smbios if node.smbios else NOWHERE),
-        str(DATA / "edac" / node.edac if node.edac else NOWHERE), dimms.dram_ceiling))
-    mp.setattr(links, "read", partial(links.read, DATA / "links" / node.links
-                                      if node.links else NOWHERE))
+    # the node's facts from its recorded trees: a fact the harness does not know fails here,
+    # never read from this machine
+    recorded = {"dram_ceiling": lambda cpu_model, sysfs: dimms.dram_ceiling(
+                    cpu_model, str(DATA / "smbios" / node.smbios if node.smbios else NOWHERE),
+                    str(DATA / "edac" / node.edac if node.edac else NOWHERE)).to_dict(),
+                "links": lambda cpu_model, sysfs: links.read(
+                    DATA / "links" / node.links if node.links else NOWHERE)}
+    mp.setattr(facts, "FACTS", tuple(replace(f, read=recorded[f.key]) for f in facts.FACTS))
     mp.setattr(sysinfo, "mem_total_bytes", lambda: topo.memory_bytes)
     # the hypervisor's steal from this host's CPUs is none of the recorded node's
     mp.setattr(steal, "read", lambda cpus=None, path="/proc/stat": None)
@@ -350,11 +353,6 @@ def recorded(node: Node, mp: pytest.MonkeyPatch) -> Iterator[Topology]:
     mp.setattr(clock, "warm_up", lambda team, load, seconds=0.0: team.clock_chain(load, 1, 1))
     mp.setattr("socket.gethostname", lambda: node.name)
     yield topo
-
-
-def _ceiling(root: str, edac_root: str, real: Callable[..., Any], model_name: str,
-             *args: Any, **kwargs: Any) -> Any:
-    return real(model_name, root, edac_root)
 
 
 def with_figures(node: Node, **changes: Any) -> Node:

@@ -124,3 +124,34 @@ def test_an_applications_command_and_environment_hold_no_secret(tmp_path):
     kept = out.read_text()
     assert "s3cr3t" not in kept and "t0k3n" not in kept and "u:pw@" not in kept
     assert "https://me:***@host/x" in kept and "https://u:***@h/" in kept
+
+
+def test_a_node_fact_is_declared_once_and_every_reader_walks_it(tmp_path, monkeypatch):
+    """A fact in machine/facts.FACTS reaches the provenance, the run header, the node's state
+    that `check` compares, and the recorded-/sys replay (`check --sysfs`), none naming it."""
+    from dataclasses import replace
+
+    from hpcprobe.analysis import health
+    from hpcprobe.commands import check
+    from hpcprobe.machine import facts
+    from hpcprobe.results.model import Run
+    from hpcprobe.views import terminal
+
+    (tmp_path / "fans").write_text("6\n")
+
+    def fans(cpu_model: str, sysfs: Path) -> dict[str, int]:
+        got = sysfs / "fans"
+        return {"count": int(got.read_text()) if got.exists() else 0}
+
+    toy = facts.Fact("fans", fans, lambda s: [f"Fans: {s['count']}"] if s else [],
+                     lambda s: {"fans": str(s["count"])})
+    monkeypatch.setattr(facts, "FACTS", (*facts.FACTS, toy))
+    topo = topology.discover()
+    p = provenance.collect(topo, native.best_isa())
+    assert p["fans"] == {"count": 0} and "links" in p and "dram_ceiling" in p
+    run = Run("r1", "2026-01-01T00:00:00+00:00", "n1", "check", [], p, topo.to_dict())
+    check.recorded_sysfs(run, tmp_path)  # a copy of another node's /sys
+    assert run.provenance["fans"] == {"count": 6}
+    assert "\nFans: 6" in terminal._header(run)
+    assert health.state_of(run)["fans"] == "6"
+    assert "fans" not in health.state_of(replace(run, provenance={}))  # an older run's

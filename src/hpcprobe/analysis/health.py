@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from hpcprobe.analysis.verdict import Verdict
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_OK, EXIT_UNJUDGED
+from hpcprobe.machine import facts
 from hpcprobe.results.model import Run
 
 #: The outcomes of a check and their exit statuses (2 is a usage mistake, as for every command)
@@ -25,32 +25,17 @@ def _on_off(v: object) -> str | None:
     return None if v is None else ("on" if v else "off")
 
 
-def _links(links: Mapping[str, Any]) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for p in links.get("ports", []) if isinstance(links.get("ports"), list) else []:
-        rate = "" if p.get("rate_gbps") is None else f" {p['rate_gbps']:g} Gb/s"
-        out[f"port {p['name']}"] = f"{p.get('state') or 'state n/a'}{rate}"
-    for d in links.get("pcie", []) if isinstance(links.get("pcie"), list) else []:
-        out[f"PCIe link {d['name']} ({d['bus_id']})"] = f"x{d['width']:g} {d['speed_gts']:g} GT/s"
-    return out
-
-
 def state_of(run: Run) -> dict[str, str]:
     """The node's state a run recorded, as labelled values a healthy node of its kind keeps:
     what the run did not record (an older run, a VM without SMBIOS) is absent."""
     p, c = run.provenance, run.topology.get("counts", {})
-    dram = p.get("dram_ceiling") or {}
-    sockets = dram.get("sockets") or []
     mem = p.get("mem_total_bytes")
     out: dict[str, object] = {
         "CPUs online": c.get("pus"), "cores": c.get("cores"),
         "SMT": _on_off(p.get("smt_active")),
         "memory": None if not mem else f"{mem / 2 ** 30:.1f} GiB",
-        "DIMMs": dram.get("dimms"),
-        "memory channels": ", ".join(f"socket {s['socket']}: {len(s['channels'])}"
-                                     for s in sockets) or None,
+        **facts.state(p),  # the DIMMs, memory channels, ports and PCIe links it recorded
         "governor": p.get("governor"), "THP": p.get("thp"),
-        **_links(p.get("links") or {}),
         **(p.get("devices") or {}),  # what the families' Health read (a check's runs)
     }
     return {k: str(v) for k, v in out.items() if v is not None and v != ""}

@@ -44,7 +44,7 @@ from hpcprobe.common.units import parse_size
 from hpcprobe.health import baseline, retest
 from hpcprobe.health.faults import faults
 from hpcprobe.judge.against import Against
-from hpcprobe.machine import counters, dimms, links, topology
+from hpcprobe.machine import counters, facts, topology
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.profiles import CHECK
 from hpcprobe.measure.runner import node_provenance, resolve_isa
@@ -118,7 +118,7 @@ def _inputs(a: argparse.Namespace) -> Checked:
         raise UserError(f"--tmp-free {a.tmp_free!r}: a size, e.g. 1GiB") from None
     if not Path(a.tmp).is_dir():
         raise UserError(f"--tmp {a.tmp}: no such directory")
-    sysfs = Path(a.sysfs or links.SYSFS)
+    sysfs = Path(a.sysfs or facts.SYSFS)
     if not sysfs.is_dir():
         raise UserError(f"--sysfs {a.sysfs}: no such directory")
     if a.sysfs is not None and not any(sysfs.iterdir()):
@@ -143,11 +143,9 @@ def _state_run(topo: Topology, isa: str) -> Run:
 
 
 def recorded_sysfs(run: Run, sysfs: Path) -> None:
-    """The links and DIMMs of another /sys tree than this node's (`--sysfs`)."""
-    run.provenance["links"] = links.read(sysfs)
-    run.provenance["dram_ceiling"] = dimms.dram_ceiling(
-        run.provenance.get("cpu_model") or "", str(sysfs / "firmware" / "dmi" / "entries"),
-        str(sysfs / "devices" / "system" / "edac" / "mc")).to_dict()
+    """The node's facts (links, DIMMs) as another /sys tree than this node's has them
+    (`--sysfs`)."""
+    run.provenance.update(facts.read(run.provenance.get("cpu_model") or "", sysfs))
 
 
 def _measure(a: argparse.Namespace, c: Checked, state_only: bool

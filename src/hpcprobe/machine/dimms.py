@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from hpcprobe.machine import edac
 
@@ -231,6 +232,16 @@ def line(stored: dict[str, object] | None) -> list[str]:
             else f"DRAM ceiling unknown: {stored['source']}")
     found = stored.get("findings")
     return [head, *(f"  memory: {f}" for f in (found if isinstance(found, list) else []))]
+
+
+def state(stored: dict[str, Any]) -> dict[str, str]:
+    """What a healthy node of its kind keeps of a stored ceiling (`Ceiling.to_dict`): its
+    DIMMs and each socket's memory channels (absent where the run could not read them)."""
+    sockets = stored.get("sockets") or []
+    out = {"DIMMs": stored.get("dimms"),
+           "memory channels": ", ".join(f"socket {s['socket']}: {len(s['channels'])}"
+                                        for s in sockets)}
+    return {k: str(v) for k, v in out.items() if v is not None and v != ""}
 
 
 def read(root: str = "/sys/firmware/dmi/entries") -> list[Dimm] | str:

@@ -107,6 +107,18 @@ def read(sysfs: Path = SYSFS) -> dict[str, Any]:
     return {"pcie": pcie, "ports": [asdict(p) for p in got], "findings": found}
 
 
+def state(stored: dict[str, Any]) -> dict[str, str]:
+    """What a healthy node of its kind keeps of its stored links: each port's state and rate,
+    each PCIe link's width and speed."""
+    out: dict[str, str] = {}
+    for p in stored.get("ports", []) if isinstance(stored.get("ports"), list) else []:
+        rate = "" if p.get("rate_gbps") is None else f" {p['rate_gbps']:g} Gb/s"
+        out[f"port {p['name']}"] = f"{p.get('state') or 'state n/a'}{rate}"
+    for d in stored.get("pcie", []) if isinstance(stored.get("pcie"), list) else []:
+        out[f"PCIe link {d['name']} ({d['bus_id']})"] = f"x{d['width']:g} {d['speed_gts']:g} GT/s"
+    return out
+
+
 def line(stored: dict[str, Any] | None) -> list[str]:
     """A run's links in a line (their ports' rates and states, how many PCIe links are at
     their maximum), then each finding; nothing where it found no link."""

@@ -12,7 +12,7 @@ from hpcprobe import native
 from hpcprobe.common import secrets
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.kernelfiles import read_text
-from hpcprobe.machine import cpufreq, dimms, links, sysinfo
+from hpcprobe.machine import cpufreq, facts, sysinfo
 from hpcprobe.machine.topology import Topology
 
 #: Environment variables that change how kernels, OpenMP, BLAS and MPI behave.
@@ -82,8 +82,7 @@ def collect(topo: Topology, isa: str) -> dict[str, Any]:
         "l3_as_numa": l3_as_numa(topo),
         "tuned_profile": read_text("/etc/tuned/active_profile"),
         "dmi": dmi(),
-        "dram_ceiling": dimms.dram_ceiling(topo.cpu_model or "").to_dict(),
-        "links": links.read(),
+        **facts.read(topo.cpu_model or ""),  # the DRAM ceiling, the links
         "blas": blas(),
         "memory_limit": None if (lim := sysinfo.cgroup_memory_limit()) is None else
         {"bytes": lim.limit, "where": lim.where},

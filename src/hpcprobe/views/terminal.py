@@ -13,7 +13,7 @@ from rich.text import Text
 
 from hpcprobe.analysis.compare import Comparison, notes
 from hpcprobe.analysis.verdict import Verdict
-from hpcprobe.machine import dimms, links, sentinel
+from hpcprobe.machine import facts, sentinel
 from hpcprobe.results.model import Run
 from hpcprobe.viewkit.table import Block, Table, View
 from hpcprobe.views import verdict as verdict_view
@@ -33,8 +33,7 @@ def _header(run: Run) -> str:
             f"{c['packages']} package(s), {c['numa_nodes']} NUMA, {c['l3_domains']} L3 "
             f"domain(s), {c['cores']} cores, {c['pus']} PUs; ISA {p.get('isa')}; "
             f"THP {p.get('thp')}; governor {p.get('governor') or 'n/a'}"
-            + "".join(f"\n{x}" for x in dimms.line(p.get("dram_ceiling")))
-            + "".join(f"\n{x}" for x in links.line(p.get("links")))
+            + "".join(f"\n{x}" for x in facts.lines(p))
             + ("" if (kept := sentinel.line(p.get("sentinel", {}))) is None else f"\n{kept}"))
 
 

@@ -1,0 +1,63 @@
+"""The node's facts beyond its topology, each declared once: the key it is kept under in a
+run's provenance, how it is read from a /sys tree (this node's, or a recorded copy that
+`check --sysfs` replays), the lines it adds to a run's header, and the labelled values a healthy
+node of its kind keeps (what `check` compares with its reference's state). Provenance, the
+terminal header, the node's state and the recorded-/sys replay walk `FACTS`; none names a
+fact. A new fact is a module that reads it and one entry here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from hpcprobe.machine import dimms, edac, links
+
+#: The node's own /sys
+SYSFS = Path("/sys")
+
+
+def _none(stored: Any) -> Any:
+    return []
+
+
+@dataclass(frozen=True)
+class Fact:
+    key: str  # under which a run's provenance keeps it
+    #: (the CPU model, a /sys root) -> the fact as stored (JSON types)
+    read: Callable[[str, Path], Any]
+    #: the fact as stored (None: an older run's lacks it) -> the run header's lines
+    lines: Callable[[Any], list[str]] = _none
+    #: the fact as stored -> labelled values a healthy node of its kind keeps
+    state: Callable[[Any], dict[str, str]] = lambda stored: {}
+
+
+def _dram(cpu_model: str, sysfs: Path) -> dict[str, Any]:
+    return dimms.dram_ceiling(cpu_model, str(sysfs / "firmware" / "dmi" / "entries"),
+                              str(sysfs / edac.ROOT.removeprefix("/sys/"))).to_dict()
+
+
+FACTS: tuple[Fact, ...] = (
+    Fact("dram_ceiling", _dram, dimms.line, dimms.state),
+    Fact("links", lambda _, sysfs: links.read(sysfs), links.line, links.state),
+)
+
+
+def read(cpu_model: str, sysfs: Path = SYSFS) -> dict[str, Any]:
+    """Every fact of the node whose /sys is `sysfs`, by its key."""
+    return {f.key: f.read(cpu_model, sysfs) for f in FACTS}
+
+
+def lines(provenance: Mapping[str, Any]) -> list[str]:
+    """The run header's lines of every fact a run recorded."""
+    return [x for f in FACTS for x in f.lines(provenance.get(f.key))]
+
+
+def state(provenance: Mapping[str, Any]) -> dict[str, str]:
+    """The labelled values of every fact a run recorded (absent where it recorded none)."""
+    out: dict[str, str] = {}
+    for f in FACTS:
+        if (stored := provenance.get(f.key)) is not None:
+            out.update(f.state(stored))
+    return out
