@@ -191,9 +191,10 @@ def test_prometheus_textfile_and_openmetrics_parse_back(tmp_path):
     prometheus.write(str(path), reg)
     fams = {f.name: f for f in text_string_to_metric_families(path.read_text())}
     head = v.rows[0].headline
-    name = f"hpcprobe_figure_{prometheus.unit_suffix(head.metric.unit)}"
+    suffix, factor = prometheus.base_unit(head.metric.unit)
+    name = f"hpcprobe_figure_{suffix}"
     got = {s.labels["figure"]: s.value for s in fams[name].samples}
-    assert got[head.key] == pytest.approx(head.metric.summary.median)
+    assert got[head.key] == pytest.approx(head.metric.summary.median * factor)
     assert {s.labels["host"] for s in fams[name].samples} == {run.host}
     outcome = {s.labels["outcome"]: s.value for s in fams["hpcprobe_check_outcome"].samples}
     assert outcome == {"pass": 0.0, "fail": 1.0, "cannot judge": 0.0}
@@ -212,17 +213,30 @@ def test_a_run_writes_its_headline_figures_for_node_exporter(tmp_path):
                  "--no-store", "--prometheus", str(prom))
     assert r.code == 0, r.err
     fams = {f.name: f for f in text_string_to_metric_families(prom.read_text())}
-    got = {s.labels["figure"]: s for s in fams["hpcprobe_figure_gigabytes_per_second"].samples}
+    got = {s.labels["figure"]: s for s in fams["hpcprobe_figure_bytes_per_second"].samples}
     [triad] = [s for k, s in got.items() if k.startswith("memory.dram_triad")]
-    assert triad.value > 0 and triad.labels["profile"] == "quick"
+    assert triad.value > 1e8 and triad.labels["profile"] == "quick"  # bytes/s, not GB/s
 
 
-@pytest.mark.parametrize("unit,suffix", [("GB/s", "gigabytes_per_second"),
-                                         ("GFLOP/s", "gigaflops_per_second"),
-                                         ("GHz", "gigahertz"), ("ns", "nanoseconds"),
-                                         ("%", "percent")])
-def test_unit_suffixes(unit, suffix):
-    assert prometheus.unit_suffix(unit) == suffix
+@pytest.mark.parametrize("unit,suffix,factor", [
+    ("GB/s", "bytes_per_second", 1e9), ("MB/s", "bytes_per_second", 1e6),
+    ("KiB/s", "bytes_per_second", 1024), ("Gbit/s", "bytes_per_second", 1.25e8),
+    ("GFLOP/s", "flops_per_second", 1e9), ("Mflop/s", "flops_per_second", 1e6),
+    ("FLOP/B", "flops_per_byte", 1), ("GHz", "hertz", 1e9), ("ns", "seconds", 1e-9),
+    ("us", "seconds", 1e-6), ("ms", "seconds", 1e-3), ("%", "ratio", 0.01),
+    ("IOPS", "operations_per_second", 1), ("tx/s", "transactions_per_second", 1)])
+def test_figures_are_exported_in_base_units(unit, suffix, factor):
+    """Prometheus's naming guide: base units (bytes, seconds), ratios 0-1."""
+    assert prometheus.base_unit(unit) == (suffix, pytest.approx(factor))
+
+
+def test_every_declared_unit_has_a_base_unit():
+    from hpcprobe import registry
+
+    units = {s.unit for f in registry.families().values() for s in f.metrics.specs}
+    unknown = {u for u in units if prometheus.base_unit(u)[0].replace("_per_", " ").split()[0]
+               not in {w for w, _ in prometheus._BASE.values()}}
+    assert unknown == set()
 
 
 def test_export_openmetrics_of_stored_runs(tmp_path):
@@ -233,7 +247,7 @@ def test_export_openmetrics_of_stored_runs(tmp_path):
     from prometheus_client.openmetrics.parser import text_string_to_metric_families as om
 
     names = {f.name for f in om(r.out)}
-    assert "hpcprobe_figure_gigabytes_per_second" in names and "hpcprobe_figure_verdict" in names
+    assert "hpcprobe_figure_bytes_per_second" in names and "hpcprobe_figure_verdict" in names
     bad = hpcprobe("export", "--db", db, "--format", "openmetrics", "--metric", "memory.bandwidth")
     assert bad.code == 2 and bad.err.count("\n") == 1
 

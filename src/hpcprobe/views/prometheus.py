@@ -1,10 +1,10 @@
 """Runs and checks for a monitoring system, through `prometheus_client` (its registry, its
 text and OpenMetrics exposition, its atomic textfile writer): each headline figure's median,
-its ceiling and its reference's expected value, one metric per kind and unit, named
-`hpcprobe_<kind>_<unit>` with the figure's key, host and profile as labels; each figure's
-verdict and a check's outcome as state sets (1 for the state it is in, 0 for the others);
-when the run or check was made. node_exporter's textfile collector reads the file written
-(`*.prom` in its directory)."""
+its ceiling and its reference's expected value in Prometheus's base units (bytes, seconds,
+ratios 0-1), one metric per kind and unit, named `hpcprobe_<kind>_<unit>` with the figure's
+key, host and profile as labels; each figure's verdict and a check's outcome as state sets (1
+for the state it is in, 0 for the others); when the run or check was made. node_exporter's
+textfile collector reads the file written (`*.prom` in its directory)."""
 
 from __future__ import annotations
 
@@ -20,31 +20,53 @@ from hpcprobe.results.model import Run
 
 #: A check's outcomes
 OUTCOMES = tuple(EXIT)
-#: Unit parts as Prometheus's naming spells them (base units, spelled out, snake_case)
-_PREFIX = {"k": "kilo", "M": "mega", "G": "giga", "T": "tera", "P": "peta"}
-_BASE = {"B": "bytes", "FLOP": "flops", "Hz": "hertz", "s": "seconds", "ns": "nanoseconds",
-         "us": "microseconds", "µs": "microseconds", "ms": "milliseconds", "%": "percent",
-         "bit": "bits", "b": "bits", "op": "operations", "ops": "operations", "IOPS": "iops",
-         "tps": "transactions_per_second", "flop": "flops", "tx": "transactions",
-         "messages": "messages", "count": "count", "1": "ratio"}
+#: Unit parts in Prometheus's base units (its naming guide: seconds, bytes, ratios 0-1), as
+#: the word a metric name spells and the factor a value in that part is multiplied by
+_BASE: dict[str, tuple[str, float]] = {
+    "B": ("bytes", 1.0), "bit": ("bytes", 0.125), "b": ("bytes", 0.125),
+    "s": ("seconds", 1.0), "ms": ("seconds", 1e-3), "us": ("seconds", 1e-6),
+    "µs": ("seconds", 1e-6), "ns": ("seconds", 1e-9), "%": ("ratio", 0.01), "1": ("ratio", 1.0),
+    "FLOP": ("flops", 1.0), "flop": ("flops", 1.0), "Hz": ("hertz", 1.0),
+    "op": ("operations", 1.0), "ops": ("operations", 1.0), "IOPS": ("operations", 1.0),
+    "tx": ("transactions", 1.0), "tps": ("transactions", 1.0), "messages": ("messages", 1.0),
+    "count": ("count", 1.0)}
+#: Per second already (IOPS, tps): the name says so
+_RATES = {"IOPS", "tps"}
+#: A base unit after "per", in the singular
+_ONE = {"seconds": "second", "bytes": "byte"}
+#: SI and binary prefixes
+_PREFIX = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "Ki": 2.0 ** 10,
+           "Mi": 2.0 ** 20, "Gi": 2.0 ** 30, "Ti": 2.0 ** 40}
+
+
+def _part(part: str) -> tuple[str, float]:
+    """One side of a unit in base units: (its word, the factor to it)."""
+    if part in _BASE:
+        return _BASE[part]
+    for prefix, factor in sorted(_PREFIX.items(), key=lambda kv: -len(kv[0])):
+        if part.startswith(prefix) and part[len(prefix):] in _BASE:
+            word, more = _BASE[part[len(prefix):]]
+            return word, factor * more
+    return re.sub(r"[^a-z0-9]+", "_", part.lower()).strip("_") or "ratio", 1.0
+
+
+def base_unit(unit: str) -> tuple[str, float]:
+    """A figure's unit in Prometheus's base units: the metric name's suffix and the factor its
+    values are multiplied by (GB/s -> bytes_per_second x 1e9, us -> seconds x 1e-6, % ->
+    ratio x 0.01, GFLOP/s -> flops_per_second x 1e9); an unknown unit sanitised, factor 1."""
+    top, *under = unit.split("/")
+    word, factor = _part(top)
+    if top in _RATES:
+        word += "_per_second"
+    for part in under:
+        below, f = _part(part)
+        word, factor = f"{word}_per_{_ONE.get(below, below)}", factor / f
+    return word, factor
 
 
 _DOC = {"figure": "a headline figure, the median of its samples",
         "ceiling": "what the hardware can deliver for a headline figure",
         "expected": "a headline figure's reference value"}
-
-
-def unit_suffix(unit: str) -> str:
-    """A figure's unit as a metric name's suffix: GB/s -> gigabytes_per_second, GFLOP/s ->
-    gigaflops_per_second, GHz -> gigahertz, ns -> nanoseconds; an unknown one sanitised."""
-    out = []
-    for i, part in enumerate(unit.split("/")):
-        word = _BASE.get(part)
-        if word is None and len(part) > 1 and part[0] in _PREFIX and part[1:] in _BASE:
-            word = _PREFIX[part[0]] + _BASE[part[1:]]
-        word = word or re.sub(r"[^a-z0-9]+", "_", part.lower()).strip("_") or "ratio"
-        out.append(word if i == 0 else f"per_{'second' if word == 'seconds' else word}")
-    return "_".join(out)
 
 
 def registry(entries: Sequence[tuple[Run, Verdict]]) -> object:
@@ -64,13 +86,13 @@ def registry(entries: Sequence[tuple[Run, Verdict]]) -> object:
         gauge("hpcprobe_run_timestamp_seconds", "when the run was made (Unix time)",
               base).labels(**base).set(datetime.fromisoformat(run.created).timestamp())
         for r in v.rows:
-            h, unit = r.headline, unit_suffix(r.headline.metric.unit)
+            h, (unit, factor) = r.headline, base_unit(r.headline.metric.unit)
             labels = {**base, "figure": h.key}
             for kind, value in (("figure", h.metric.summary.median), ("ceiling", h.ceiling),
                                 ("expected", r.expected.value if r.expected else None)):
                 if value is not None:
-                    gauge(f"hpcprobe_{kind}_{unit}", f"{_DOC[kind]} ({h.metric.unit})",
-                          labels).labels(**labels).set(value)
+                    gauge(f"hpcprobe_{kind}_{unit}", f"{_DOC[kind]}, in base units (measured "
+                          f"in {h.metric.unit})", labels).labels(**labels).set(value * factor)
             mark = gauge("hpcprobe_figure_verdict", "a headline figure's verdict: 1 for its "
                          "mark, 0 for the others", [*labels, "verdict"])
             for m in MARKS:
