@@ -25,7 +25,7 @@ from hpcprobe.results.model import HEALTH, Metric, read_json
 from hpcprobe.results.store import Store
 
 
-def kinds(v: verdict.Verdict) -> list[tuple[str, str]]:
+def kinds(v: verdict.FleetVerdict) -> list[tuple[str, str]]:
     return [(f.kind, f.item) for f in v.findings]
 
 

@@ -363,3 +363,21 @@ def test_no_command_module_imports_anothers_private_names():
                         p.stem for p in (SRC / "commands").glob("*.py")} - {path.stem}:
                 taken.append(f"{path.name}: {n.value.id}.{n.attr}")
     assert taken == []
+
+
+def classes_named(names: set[str]) -> dict[str, list[str]]:
+    """name -> the modules that define a class of that name."""
+    out: dict[str, list[str]] = {}
+    for m, path in ALL.items():
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef) and node.name in names:
+                out.setdefault(node.name, []).append(m)
+    return out
+
+
+def test_one_class_per_judgement_concept():
+    """A run's verdict and a run's finding are one class each (issue 62): the campaign's are
+    FleetVerdict and PeerFinding, not a second Verdict or Finding."""
+    got = classes_named({"Verdict", "Finding"})
+    assert got == {"Verdict": ["hpcprobe.analysis.verdict"],
+                   "Finding": ["hpcprobe.results.findings"]}

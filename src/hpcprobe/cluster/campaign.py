@@ -31,8 +31,8 @@ from hpcprobe.cluster.verdict import (
     SLOW_ENDPOINT,
     SLOW_LINK,
     SLOW_NODE,
+    FleetVerdict,
     Labels,
-    Verdict,
     analyse,
     no_labels,
     undirected,
@@ -161,7 +161,7 @@ class Campaign:
 
     # -- the whole campaign
 
-    def execute(self) -> Verdict:
+    def execute(self) -> FleetVerdict:
         p = self.plan
         for d in ("nodes", "jobs"):
             (p.workdir / d).mkdir(parents=True, exist_ok=True)
@@ -182,12 +182,12 @@ class Campaign:
             verdict = self.verdict()
         return verdict
 
-    def verdict(self) -> Verdict:
+    def verdict(self) -> FleetVerdict:
         p = self.plan
         return analyse(self.store.load_all(Selection(tag=p.tag)), p.tag, p.thresholds,
                        p.not_joined, p.hardware, work_rates(p.scale))
 
-    def _to_remeasure(self, v: Verdict) -> tuple[list[str], list[tuple[str, str]]]:
+    def _to_remeasure(self, v: FleetVerdict) -> tuple[list[str], list[tuple[str, str]]]:
         nodes = [f.item for f in v.findings if f.kind == SLOW_NODE and not f.confirmed]
         links: set[tuple[str, str]] = set()
         for f in v.findings:

@@ -53,7 +53,10 @@ def _rounded(m: Any, digits: int) -> list[list[float | None]]:
 
 
 @dataclass
-class Finding:
+class PeerFinding:
+    """A node or link flagged against its peers, with its evidence (a run's own findings are
+    results.findings.Finding)."""
+
     kind: str  # SLOW_NODE, SLOW_ENDPOINT or SLOW_LINK
     item: str  # the node, or the link "a - b"
     nodes: tuple[str, ...]
@@ -66,14 +69,16 @@ class Finding:
 
 
 @dataclass
-class Verdict:
+class FleetVerdict:
+    """The verdict on a campaign's nodes and links (one run's is analysis.verdict.Verdict)."""
+
     campaign: str
     thresholds: Thresholds
     nodes: list[str]  # every node the campaign asked for
     failed: dict[str, str]  # node -> why it has no figures
     groups: dict[str, list[str]]  # hardware fingerprint -> its nodes
-    findings: list[Finding]
-    transients: list[Finding]  # flagged once, not when measured again
+    findings: list[PeerFinding]
+    transients: list[PeerFinding]  # flagged once, not when measured again
     heat_nodes: list[str]
     heat_metrics: list[str]
     heat: Any  # nodes x metrics, value / peers' median oriented so that < 1 is worse
@@ -85,7 +90,7 @@ class Verdict:
     unjudged: list[str] = field(default_factory=list)  # why some figures were not judged
     #: nodes flagged on derived figures alone, or on one measured figure barely past the
     #: thresholds: said, never drained
-    suspects: list[Finding] = field(default_factory=list)
+    suspects: list[PeerFinding] = field(default_factory=list)
     link_errors: list[str] = field(default_factory=list)  # why links were not measured
     #: families run across nodes: figure -> (nodes, median, parallel efficiency or None)
     weak: dict[str, list[tuple[int, float, float | None]]] = field(default_factory=dict)
@@ -183,7 +188,7 @@ def _latest_and_before(runs: Iterable[tuple[str, Run]]) -> tuple[dict[str, Run],
 
 
 def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
-                  v: Verdict, labels: Labels) -> None:
+                  v: FleetVerdict, labels: Labels) -> None:
     latest, before = _latest_and_before((r.host, r) for r in node_runs)
     groups: dict[str, list[str]] = defaultdict(list)
     for host in sorted(latest, key=natural):
@@ -237,7 +242,7 @@ def _busy(run: Run) -> dict[str, float]:
             if isinstance(pct, (int, float)) and steal.busy(pct)}
 
 
-def _node(v: Verdict, host: str, now: list[Deviation], earlier: list[Deviation] | None,
+def _node(v: FleetVerdict, host: str, now: list[Deviation], earlier: list[Deviation] | None,
           derived: frozenset[str], busy: set[str]) -> None:
     """A node's verdict rests on its measured figures: flagged on derived ones alone, or on
     figures measured while other processes used its CPUs (`busy`: their benchmarks), or on
@@ -260,7 +265,7 @@ def _node(v: Verdict, host: str, now: list[Deviation], earlier: list[Deviation] 
 
     shared = bool(busy) and all(d.metric.split(".", 1)[0] in busy for d in got)
     if now and (shared or marginal(got) and (was is None or marginal(was))):
-        v.suspects.append(Finding(SLOW_NODE, host, (host,), worst(now + (earlier or [])),
+        v.suspects.append(PeerFinding(SLOW_NODE, host, (host,), worst(now + (earlier or [])),
                                   earlier is not None))
         return
     _judge(v, SLOW_NODE, host, got, was)
@@ -280,7 +285,7 @@ def _unhealthy(node_runs: list[Run]) -> dict[str, list[str]]:
     return {host: found for host, found in out.items() if found}
 
 
-def _missing(v: Verdict, hosts: list[str], rows: list[dict[str, Fig]],
+def _missing(v: FleetVerdict, hosts: list[str], rows: list[dict[str, Fig]],
              derived: frozenset[str]) -> None:
     """Each node's measured figures that most of its group has (more than half of the nodes)
     and it lacks: a device gone from the bus, a family that could not run there, a failed
@@ -298,20 +303,20 @@ def _missing(v: Verdict, hosts: list[str], rows: list[dict[str, Fig]],
             v.missing[h] = lacks
 
 
-def _judge(v: Verdict, kind: str, item: str, now: list[Deviation],
+def _judge(v: FleetVerdict, kind: str, item: str, now: list[Deviation],
            earlier: list[Deviation] | None) -> None:
     """A node's finding: flagged now (measured once), or flagged now and before on the same
     figures (measured again: confirmed); flagged only once of several times, a transient."""
     if earlier is None:
         if now:
-            v.findings.append(Finding(kind, item, (item,), now, False))
+            v.findings.append(PeerFinding(kind, item, (item,), now, False))
         return
     was = {d.metric for d in earlier}
     still = [d for d in now if d.metric in was]
     if still:
-        v.findings.append(Finding(kind, item, (item,), still, True))
+        v.findings.append(PeerFinding(kind, item, (item,), still, True))
     elif now or earlier:
-        v.transients.append(Finding(kind, item, (item,), worst(now + earlier), False))
+        v.transients.append(PeerFinding(kind, item, (item,), worst(now + earlier), False))
 
 
 def link_key(params: dict[str, Any]) -> tuple[str, str] | None:
@@ -327,7 +332,7 @@ Links = dict[tuple[str, str], Fig]
 
 
 def _link_verdict(campaign_runs: list[Run], th: Thresholds, ignore: NotJoined,
-                  v: Verdict) -> None:
+                  v: FleetVerdict) -> None:
     """Links: first each node's links together (the median of its links' figures, against the
     other nodes': a node all of whose links are slow is a slow endpoint, and one slow link does
     not move the median); then each link against the links not through a slow node or
@@ -379,7 +384,7 @@ def _per_node(latest: dict[str, Links], bad: frozenset[str] = frozenset()
 
 
 def _endpoints(latest: dict[str, Links], before: dict[str, dict[tuple[str, str], list[Fig]]],
-               slow: set[str], th: Thresholds, v: Verdict) -> None:
+               slow: set[str], th: Thresholds, v: FleetVerdict) -> None:
     """Slow endpoints: nodes (not slow themselves) whose links are worse than the other nodes';
     re-measured links must show it both times. The links through a slow node are left out of
     every node's figures; so are, in a second pass, those through the endpoints the first
@@ -441,7 +446,7 @@ def is_directed(pairs: dict[tuple[str, str], Any]) -> bool:
 
 
 def _links_of(label: str, latest: Links, before: dict[tuple[str, str], list[Fig]],
-              bad: set[str], th: Thresholds, v: Verdict) -> None:
+              bad: set[str], th: Thresholds, v: FleetVerdict) -> None:
     """Slow links of one figure: each link not through a slow node or endpoint against those
     links; a re-measured link must be flagged both times."""
     keys = [k for k in latest if not set(k) & bad]
@@ -473,7 +478,7 @@ def _links_of(label: str, latest: Links, before: dict[tuple[str, str], list[Fig]
 
 
 def _far_unjudged(label: str, latest: Links, unjudged: list[tuple[str, str]],
-                  peers: list[tuple[str, str]], th: Thresholds, v: Verdict, directed: bool,
+                  peers: list[tuple[str, str]], th: Thresholds, v: FleetVerdict, directed: bool,
                   why: str) -> None:
     """Links not judged one by one that are `far` times worse than the median of the judged
     ones (or of all, where too few were judged) are listed with why: never silent."""
@@ -491,7 +496,7 @@ def _far_unjudged(label: str, latest: Links, unjudged: list[tuple[str, str]],
                               f"{len(peers)} link(s), not flagged: {why}")
 
 
-def _add(index: dict[str, Finding], into: list[Finding], k: tuple[str, str],
+def _add(index: dict[str, PeerFinding], into: list[PeerFinding], k: tuple[str, str],
          devs: list[Deviation], confirmed: bool) -> None:
     """Add a link's deviations to its finding (one finding per link, both directions)."""
     a, b = undirected(k)
@@ -499,7 +504,7 @@ def _add(index: dict[str, Finding], into: list[Finding], k: tuple[str, str],
     if item in index:
         index[item].evidence = worst(index[item].evidence + devs)
     else:
-        index[item] = Finding(SLOW_LINK, item, (a, b), worst(devs), confirmed)
+        index[item] = PeerFinding(SLOW_LINK, item, (a, b), worst(devs), confirmed)
         into.append(index[item])
 
 
@@ -514,7 +519,7 @@ def undirected(k: tuple[str, str]) -> tuple[str, str]:
     return k if natural(k[0]) <= natural(k[1]) else (k[1], k[0])
 
 
-def _scaling(campaign_runs: list[Run], v: Verdict) -> None:
+def _scaling(campaign_runs: list[Run], v: FleetVerdict) -> None:
     """The links job's collectives as nodes are added."""
     curves: dict[str, dict[int, float]] = defaultdict(dict)
     for run in sorted(campaign_runs, key=lambda r: r.created):
@@ -535,7 +540,7 @@ def work_rates(scalings: Mapping[str, Scaling]) -> WorkRates:
     return {f: s.rate for f, s in scalings.items() if s.rate is not None}
 
 
-def _weak(campaign_runs: list[Run], ignore: NotJoined, v: Verdict, rates: WorkRates) -> None:
+def _weak(campaign_runs: list[Run], ignore: NotJoined, v: FleetVerdict, rates: WorkRates) -> None:
     """The families run across 1, 2, 4, ... nodes: their declared figures per node count (the
     latest run of each count), the parallel efficiency of those that grow with the nodes (and
     of a family's work rate), and why a count has none."""
@@ -583,7 +588,7 @@ def campaign_thresholds(runs: list[Run]) -> Thresholds | None:
 
 def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None,
             ignore: NotJoined | None = None, labels: Labels = no_labels,
-            rates: WorkRates | None = None) -> Verdict:
+            rates: WorkRates | None = None) -> FleetVerdict:
     """The verdict on the runs of one campaign: the node runs (one or more per node) and the
     driver's campaign runs (node list, failures, link figures). Figures are joined across
     nodes as `compare` joins them, without the params in `ignore` (the families' not_joined);
@@ -608,7 +613,7 @@ def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None,
     nodes.update(dict.fromkeys(sorted(measured, key=natural)))
     for n in measured:
         failed.pop(n, None)
-    v = Verdict(campaign, th, sorted(nodes, key=natural), failed, {}, [], [], [], [],
+    v = FleetVerdict(campaign, th, sorted(nodes, key=natural), failed, {}, [], [], [], [],
                 np.zeros((0, 0)), np.zeros((0, 0)), {}, {}, {}, {}, link_errors=link_errors)
     with bulk():
         _node_verdict(node_runs, th, ignore, v, labels)
@@ -620,7 +625,7 @@ def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None,
     return v
 
 
-def drain_reason(campaign: str, f: Finding) -> str:
+def drain_reason(campaign: str, f: PeerFinding) -> str:
     """A short reason for the scheduler's node record: the kind, how many figures, the worst."""
     if not f.evidence:
         return f"hpcprobe {campaign}: {f.kind}"

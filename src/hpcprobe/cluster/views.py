@@ -8,7 +8,7 @@ import shlex
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from hpcprobe.cluster.verdict import SLOW_LINK, Finding, Verdict, drain_reason, is_directed
+from hpcprobe.cluster.verdict import SLOW_LINK, FleetVerdict, PeerFinding, drain_reason, is_directed
 from hpcprobe.common import lazy
 from hpcprobe.common.names import natural
 from hpcprobe.viewkit.table import Block, Lines, Table
@@ -31,7 +31,7 @@ def _few(names: list[str], n: int = 8) -> str:
     return ", ".join(names[:n]) + (f" and {len(names) - n} more" if len(names) > n else "")
 
 
-def to_drain(v: Verdict) -> list[tuple[str, str]]:
+def to_drain(v: FleetVerdict) -> list[tuple[str, str]]:
     """(node, reason) of each node to take out of service, once each: unhealthy nodes (their
     own first finding, which names the fix, is the reason), slow nodes and slow endpoints (a
     slow link is two nodes' cable or port, not a node to drain), failed nodes and nodes
@@ -49,12 +49,12 @@ def to_drain(v: Verdict) -> list[tuple[str, str]]:
     return list(first.items())
 
 
-def _finding_row(f: Finding) -> list[str]:
+def _finding_row(f: PeerFinding) -> list[str]:
     return [f.kind, f.item, "confirmed" if f.confirmed else "not re-measured",
             str(len(f.evidence)), "; ".join(d.text() for d in f.evidence[:3])]
 
 
-def blocks(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> list[Block]:
+def blocks(v: FleetVerdict, drain_argv: Callable[[str, str], list[str]]) -> list[Block]:
     th = v.thresholds
     out: list[Block] = [Lines([
         f"Campaign {v.campaign}: {len(v.nodes)} node(s), {len(v.measured)} measured, "
@@ -112,7 +112,7 @@ def blocks(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> list[Bloc
 
 
 
-def _node_states(v: Verdict) -> list[Block]:
+def _node_states(v: FleetVerdict) -> list[Block]:
     """The nodes that failed, lack their peers' figures, found a device to fix, or ran under
     the host's load."""
     out: list[Block] = []
@@ -159,7 +159,7 @@ def _node_states(v: Verdict) -> list[Block]:
     return out
 
 
-def _worst_nodes(v: Verdict) -> Table | None:
+def _worst_nodes(v: FleetVerdict) -> Table | None:
     if not v.heat_nodes or not v.heat_metrics:
         return None
     with np.errstate(all="ignore"):
@@ -182,7 +182,7 @@ def _worst_nodes(v: Verdict) -> Table | None:
     return t
 
 
-def _links(v: Verdict) -> Table | None:
+def _links(v: FleetVerdict) -> Table | None:
     if not v.links:
         return None
     t = Table("Links", caption="per pair of nodes; bandwidth each way")
@@ -198,7 +198,7 @@ def _links(v: Verdict) -> Table | None:
     return t
 
 
-def _scaling(v: Verdict) -> Table | None:
+def _scaling(v: FleetVerdict) -> Table | None:
     if not v.scaling:
         return None
     counts = sorted({n for pts in v.scaling.values() for n, _ in pts})
@@ -212,7 +212,7 @@ def _scaling(v: Verdict) -> Table | None:
     return t
 
 
-def _weak(v: Verdict) -> Table | None:
+def _weak(v: FleetVerdict) -> Table | None:
     if not v.weak:
         return None
     t = Table("Across nodes (the work per node kept, or an application's as its command "
@@ -231,7 +231,7 @@ def _weak(v: Verdict) -> Table | None:
     return t
 
 
-def figures(v: Verdict) -> list[tuple[str, str, Figure]]:
+def figures(v: FleetVerdict) -> list[tuple[str, str, Figure]]:
     from hpcprobe.viewkit import figure
 
     out = []
@@ -286,7 +286,7 @@ def figures(v: Verdict) -> list[tuple[str, str, Figure]]:
     return out
 
 
-def document(v: Verdict, drain_argv: Callable[[str, str], list[str]]) -> dict[str, Any]:
+def document(v: FleetVerdict, drain_argv: Callable[[str, str], list[str]]) -> dict[str, Any]:
     """The JSON report: the verdict and the drain commands."""
     return {**v.to_dict(), "flagged": v.flagged,
             "drain": [shlex.join(drain_argv(node, why)) for node, why in to_drain(v)]}

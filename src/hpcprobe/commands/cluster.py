@@ -12,11 +12,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from hpcprobe import registry
-from hpcprobe.analysis.verdict import Verdict as Judged
+from hpcprobe.analysis.verdict import Verdict
 from hpcprobe.cluster import views
 from hpcprobe.cluster.campaign import Campaign, Plan, link_rounds, node_counts
 from hpcprobe.cluster.verdict import (
-    Verdict,
+    FleetVerdict,
     analyse,
     campaign_thresholds,
     work_rates,
@@ -191,7 +191,7 @@ def _scheduler(a: argparse.Namespace) -> Scheduler:
     return sched
 
 
-def _load(store: Store, tag: str, a: argparse.Namespace) -> tuple[Verdict, list[Run]]:
+def _load(store: Store, tag: str, a: argparse.Namespace) -> tuple[FleetVerdict, list[Run]]:
     """The campaign's verdict, judged with the thresholds given or those it ran with, and its
     runs."""
     runs = store.load_all(Selection(tag=tag))
@@ -212,7 +212,7 @@ def _kept(store: Store, tag: str) -> Thresholds | None:
     return None
 
 
-def _nodes(a: argparse.Namespace, sched: Scheduler, v: Verdict | None
+def _nodes(a: argparse.Namespace, sched: Scheduler, v: FleetVerdict | None
            ) -> tuple[list[str], list[str]]:
     """The nodes to measure, and the nodes measured before that are their link partners
     (`--only`: from the verdict `v` on the campaign so far)."""
@@ -385,8 +385,8 @@ def _newest(runs: list[Run]) -> list[Run]:
     return [out[h] for h in sorted(out)]
 
 
-def _report(v: Verdict, sched: Scheduler, a: argparse.Namespace, drain: bool,
-            nodes: dict[str, Judged] | None = None,
+def _report(v: FleetVerdict, sched: Scheduler, a: argparse.Namespace, drain: bool,
+            nodes: dict[str, Verdict] | None = None,
             past: tuple[dict[str, str], list[str]] = ({}, [])) -> int:
     """The campaign's verdict (`past`: what its nodes' own history says: those that drifted
     from it, the hardware groups' change points)."""
