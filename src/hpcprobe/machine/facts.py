@@ -18,19 +18,25 @@ from hpcprobe.machine import dimms, edac, links
 SYSFS = Path("/sys")
 
 
-def _none(stored: Any) -> Any:
+def _no_lines(stored: Any) -> list[str]:
     return []
+
+
+def _no_state(stored: Any) -> dict[str, str]:
+    return {}
 
 
 @dataclass(frozen=True)
 class Fact:
+    """One node fact and what each reader needs of it."""
+
     key: str  # under which a run's provenance keeps it
     #: (the CPU model, a /sys root) -> the fact as stored (JSON types)
     read: Callable[[str, Path], Any]
     #: the fact as stored (None: an older run's lacks it) -> the run header's lines
-    lines: Callable[[Any], list[str]] = _none
+    lines: Callable[[Any], list[str]] = _no_lines
     #: the fact as stored -> labelled values a healthy node of its kind keeps
-    state: Callable[[Any], dict[str, str]] = lambda stored: {}
+    state: Callable[[Any], dict[str, str]] = _no_state
 
 
 def _dram(cpu_model: str, sysfs: Path) -> dict[str, Any]:

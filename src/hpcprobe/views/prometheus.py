@@ -91,8 +91,9 @@ def registry(entries: Sequence[tuple[Run, Verdict]]) -> object:
             for kind, value in (("figure", h.metric.summary.median), ("ceiling", h.ceiling),
                                 ("expected", r.expected.value if r.expected else None)):
                 if value is not None:
-                    gauge(f"hpcprobe_{kind}_{unit}", f"{_DOC[kind]}, in base units (measured "
-                          f"in {h.metric.unit})", labels).labels(**labels).set(value * factor)
+                    # one metric for every unit of its base unit (GB/s and MB/s figures alike)
+                    gauge(f"hpcprobe_{kind}_{unit}", f"{_DOC[kind]}, in base units",
+                          labels).labels(**labels).set(value * factor)
             mark = gauge("hpcprobe_figure_verdict", "a headline figure's verdict: 1 for its "
                          "mark, 0 for the others", [*labels, "verdict"])
             for m in MARKS:
