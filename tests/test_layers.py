@@ -208,6 +208,8 @@ TWO_OPTIONS = {
     "--limit": "compare's rows shown, or list's runs listed",
     "--csv": "compare's rows as CSV on standard output (a switch: its positional runs follow), "
              "or history's points written to FILE",
+    "--format": "what an export writes: stored results (export: jsonl, openmetrics) or a "
+                "reference (reference export: json, reframe, nhc, clustercockpit)",
 }
 
 

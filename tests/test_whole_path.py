@@ -207,6 +207,55 @@ def test_show_report_history_and_export(node: Node, measured: dict[str, Measured
 
 
 @pytest.mark.parametrize("node", NODES, ids=IDS)
+def test_the_reference_in_other_tools_formats(node: Node, measured: dict[str, Measured],
+                                              tmp_path: Path) -> None:
+    """`reference export`: JSON bounds, ReFrame references that ReFrame itself checks a figure
+    by, NHC lines, a ClusterCockpit subcluster, each from the node's reference."""
+    from reframe.core.exceptions import SanityError
+    from reframe.utility import ScopedDict
+    from reframe.utility.sanity import assert_reference, evaluate
+
+    ref = measured[node.name].ref
+    doc = json.loads(ok("reference", "export", ref, "--format", "json").out)
+    names = [g["name"] for g in doc["groups"]]  # the quick runs', the checks'
+    i, group = next((i, g) for i, g in enumerate(doc["groups"]) if g["profile"] == "quick")
+    assert group["figures"]
+    for f in group["figures"]:  # the side that can fail has its bound, the other none
+        bound = f["lower"] if f["better"] == "higher" else f["upper"]
+        assert bound == pytest.approx(f["value"] * (1 + (-1 if f["better"] == "higher" else 1)
+                                                    * f["tolerance"]))
+        assert (f["upper"] if f["better"] == "higher" else f["lower"]) is None
+    out = tmp_path / "refs.py"
+    ok("reference", "export", ref, "--format", "reframe", "--system", "cluster:cpu", "-o", out)
+    space: dict[str, object] = {}
+    exec(out.read_text(), space)  # a Python file, as a ReFrame test imports it
+    refs = space["REFERENCES"]
+    assert list(refs) == names  # type: ignore[call-overload]
+    scoped = ScopedDict(refs[group["name"]])  # type: ignore[index]
+    for f in group["figures"]:
+        value, lower, upper, unit = scoped[f"cluster:cpu:{f['name']}"]
+        assert (value, unit) == (f["value"], f["unit"])
+        assert evaluate(assert_reference(value, value, lower, upper))  # its own value passes
+        far = value * (0.4 if f["better"] == "higher" else 2.0)
+        with pytest.raises(SanityError):  # and one far on its failing side does not
+            evaluate(assert_reference(far, value, lower, upper))
+    nhc = ok("reference", "export", ref, "--format", "nhc", "--hosts", "n[001-128]").out
+    [line] = [x for x in nhc.splitlines() if not x.startswith("#")]
+    assert line.startswith("n[001-128] || check_cmd_status -t 600 -r 0 sh -c ")
+    assert f"check --against {ref}" in line and "test $? -ne 1" in line
+    cc = json.loads(ok("reference", "export", ref, "--format", "clustercockpit").out)
+    assert len(cc["subClusters"]) == len(names)
+    sub = cc["subClusters"][i]
+    counts = measured[node.name].runs[0].topology["counts"]
+    assert (sub["socketsPerNode"], sub["coresPerSocket"] * sub["socketsPerNode"]) == \
+        (counts["packages"], counts["cores"])
+    for field in ("flopRateSimd", "memoryBandwidth"):
+        if field in sub:
+            assert set(sub[field]) == {"unit", "value"} and sub[field]["value"] > 0
+    assert "flopRateSimd" in sub  # every recorded node measures the DP peak
+
+
+@pytest.mark.parametrize("node", NODES, ids=IDS)
 def test_a_clean_node_passes_its_check(node: Node, measured: dict[str, Measured],
                                        tmp_path: Path) -> None:
     said = _check(node, measured[node.name], tmp_path)

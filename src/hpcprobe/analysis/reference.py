@@ -228,20 +228,23 @@ def _no_units(key: str) -> set[str] | None:
     return None
 
 
-def load(path: str, units: Callable[[str], set[str] | None] = _no_units) -> list[Group]:
-    """A reference file's groups, checked: one clear line for what is wrong (`units`: the
-    units a figure's key may have, None where it is not known)."""
+def load(path: str, units: Callable[[str], set[str] | None] = _no_units,
+         named: str | None = None) -> list[Group]:
+    """A reference file's groups, checked: one clear line for what is wrong, naming the file
+    as `named` (default: the `against` option and the path; `units`: the units a figure's key
+    may have, None where it is not known)."""
+    named = named or f"<against> {path}"
     try:
-        doc = tomllib.loads(files.read_input(Path(path), f"--against {path}"))
+        doc = tomllib.loads(files.read_input(Path(path), named))
     except tomllib.TOMLDecodeError as exc:
-        raise OptionError(f"<against> {path}: not TOML ({exc})") from None
+        raise OptionError(f"{named}: not TOML ({exc})") from None
     if doc.get("format") != FORMAT or doc.get("version") != VERSION:
-        raise OptionError(f"<against> {path}: not an hpcprobe reference (format = \"{FORMAT}\", "
+        raise OptionError(f"{named}: not an hpcprobe reference (format = \"{FORMAT}\", "
                           f"version = {VERSION}); `hpcprobe reference make` writes one")
     groups: list[Group] = []
     tables = doc.get("hardware", [])
     for i, g in enumerate(tables if isinstance(tables, list) else [tables]):
-        where = f"--against {path}: hardware {i + 1}"
+        where = f"{named}: hardware {i + 1}"
         if not isinstance(g, dict) or not isinstance(g.get("figures"), dict):
             raise UserError(f"{where}: a table with cpu, sockets, cores, profile and figures")
         hw = _hardware(g, where)

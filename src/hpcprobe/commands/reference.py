@@ -6,9 +6,11 @@ figure's expected value and tolerance per hardware fingerprint into a TOML file 
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 from hpcprobe import registry
-from hpcprobe.analysis import reference
+from hpcprobe.analysis import interchange, reference
 from hpcprobe.commands.base import (
     Parser,
     Spec,
@@ -41,6 +43,16 @@ def setup(p: argparse.ArgumentParser) -> None:
     add_db(mk)
     sh = sub.add_parser("show", help="print a reference file's figures")
     sh.add_argument("file", metavar="REF.toml")
+    ex = sub.add_parser("export", help="write a reference file in another tool's format")
+    ex.add_argument("file", metavar="REF.toml")
+    ex.add_argument("--format", required=True, choices=list(interchange.FORMATS),
+                    help="; ".join(f"{k}: {what}" for k, (what, _) in
+                                   interchange.FORMATS.items()))
+    add_output(ex, "FILE", "where to write it (default: standard output)")
+    ex.add_argument("--system", default="*", metavar="SYSTEM:PARTITION",
+                    help="reframe: the scope of the references (default: *, every system)")
+    ex.add_argument("--hosts", default="*", metavar="PATTERN",
+                    help="nhc: the nodes the line applies to (default: *)")
 
 
 def _runs(a: argparse.Namespace) -> list[Run]:
@@ -96,7 +108,7 @@ def _caveats(g: reference.Group) -> list[str]:
 
 
 def _show(a: argparse.Namespace) -> int:
-    groups = reference.load(a.file, registry.figure_units)
+    groups = reference.load(a.file, registry.figure_units, a.file)
     out = console()
     for g in groups:
         t = Table(title=f"{reference.describe(g.hardware)}, {g.profile} profile: "
@@ -112,13 +124,29 @@ def _show(a: argparse.Namespace) -> int:
     return 0
 
 
+def _export(a: argparse.Namespace) -> int:
+    if a.output is not None:
+        files.check_outputs((a.output, "-o"))
+    groups = reference.load(a.file, registry.figure_units, a.file)
+    where = interchange.Where(os.path.abspath(a.file), a.system, a.hosts)
+    text = interchange.FORMATS[a.format][1](groups, where)
+    if a.output is None or files.is_stdout(a.output):
+        sys.stdout.write(text)
+        return 0
+    files.atomic_write(a.output, text.encode(), "-o")
+    say(console(), f"Wrote {a.output} ({a.format}, {len(groups)} hardware group(s)).")
+    return 0
+
+
 def handle(a: argparse.Namespace) -> int:
-    return _make(a) if a.reference_command == "make" else _show(a)
+    return {"make": _make, "show": _show, "export": _export}[a.reference_command](a)
 
 
-COMMAND = Spec("reference", "write or print a reference: the figures a hardware should give",
+COMMAND = Spec("reference", "write, print or export a reference: the figures a hardware should "
+               "give",
                setup, handle,
                description="A reference holds, per hardware fingerprint (CPU model, sockets, "
                            "cores, GPUs), each headline figure's expected value and its "
                            "tolerance from the runs' spread; `run`, `show` and `cluster "
-                           "report` judge against it with --against.")
+                           "report` judge against it with --against; `export` writes it for "
+                           "ReFrame, NHC, ClusterCockpit or as JSON bounds.")
