@@ -106,11 +106,8 @@ def serve(path: str) -> None:
     from hpcprobe.results import model
 
     model.compiled_schema()  # and the schema's compiled checker (0.25 s a command here)
-    for name in USED_LATER:
-        try:
-            importlib.import_module(name)
-        except ImportError:  # an optional library missing: its children import nothing
-            pass
+    for name in USED_LATER:  # each a dependency of the package's
+        importlib.import_module(name)
 
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     srv.bind(path)

@@ -50,22 +50,26 @@ def _name(g: Group) -> str:
     return f"{describe(g.hardware)}, {g.profile}"
 
 
+def _bounded(e: Expected) -> dict[str, Any]:
+    lower, upper = bounds(e)
+    return {"name": e.key, "label": e.label, "unit": e.unit, "better": e.better,
+            "value": e.value, "lower": lower, "upper": upper, "tolerance": e.tolerance,
+            "runs": e.runs}
+
+
 def to_json(groups: Sequence[Group], where: Where) -> str:
     out = {"format": "hpcprobe-reference-bounds", "version": 1, "source": where.source,
            "groups": [{"name": _name(g), "hardware": g.hardware, "profile": g.profile,
-                       "runs": len(g.runs), "figures": [
-                           {"name": e.key, "label": e.label, "unit": e.unit,
-                            "better": e.better, "value": e.value, "lower": bounds(e)[0],
-                            "upper": bounds(e)[1], "tolerance": e.tolerance, "runs": e.runs}
-                           for e in g.figures.values()]} for g in groups]}
+                       "runs": len(g.runs), "figures": [_bounded(e) for e in g.figures.values()]}
+                      for g in groups]}
     return json.dumps(out, indent=2) + "\n"
 
 
 def reframe_tuple(e: Expected) -> tuple[float, float | None, float | None, str]:
     """A figure as ReFrame's reference tuple: (value, lower, upper, unit), the thresholds
     relative to the value."""
-    if e.better == "higher":
-        return (e.value, -min(e.tolerance, 1.0), None, e.unit)
+    if e.better == "higher":  # a tolerance is under 0.5 (reference.MAX_TOLERANCE)
+        return (e.value, -e.tolerance, None, e.unit)
     return (e.value, None, e.tolerance, e.unit)
 
 
@@ -99,12 +103,10 @@ def to_nhc(groups: Sequence[Group], where: Where) -> str:
     return "\n".join(lines) + "\n"
 
 
-#: ClusterCockpit's subcluster peaks: its field, the reference's figure, the unit's base and
-#: prefix as ClusterCockpit writes them
-CC_PEAKS = (("flopRateSimd", "compute.peak_dp", "F/s", "G"),
-            ("memoryBandwidth", "memory.dram_triad_all", "B/s", "G"))
-#: The units those figures are kept in (GFLOP/s, GB/s: the prefix above)
-CC_UNITS = {"compute.peak_dp": "GFLOP/s", "memory.dram_triad_all": "GB/s"}
+#: ClusterCockpit's subcluster peaks: its field, the reference's figure and the unit it is kept
+#: in, that unit's base and prefix as ClusterCockpit writes them
+CC_PEAKS = (("flopRateSimd", "compute.peak_dp", "GFLOP/s", "F/s", "G"),
+            ("memoryBandwidth", "memory.dram_triad_all", "GB/s", "B/s", "G"))
 
 
 def to_clustercockpit(groups: Sequence[Group], where: Where) -> str:
@@ -115,9 +117,9 @@ def to_clustercockpit(groups: Sequence[Group], where: Where) -> str:
         sub: dict[str, Any] = {"name": f"hpcprobe{i + 1}", "processorType": str(hw["cpu"]),
                                "socketsPerNode": sockets,
                                "coresPerSocket": int(hw.get("cores") or 0) // sockets}
-        for field, key, base, prefix in CC_PEAKS:
+        for field, key, unit, base, prefix in CC_PEAKS:
             e = g.figures.get(key)
-            if e is not None and e.unit == CC_UNITS[key]:
+            if e is not None and e.unit == unit:
                 sub[field] = {"unit": {"base": base, "prefix": prefix}, "value": e.value}
         subs.append(sub)
     doc = {"comment": f"hpcprobe reference export --format clustercockpit from {where.source}: "

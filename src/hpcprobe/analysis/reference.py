@@ -46,6 +46,9 @@ MAX_TOLERANCE = 0.5
 #: Labels: the hardware a run measured, as a reference file keys it (GPU models from the
 #: families' inventories, which the caller hands in)
 Labels = Callable[[Mapping[str, Any]], list[str]]
+#: A headline key -> the units its family declares (None: no family declares it; the caller
+#: hands the registry's in)
+Units = Callable[[str], "set[str] | None"]
 
 
 def hardware(run: Run, labels: Labels) -> dict[str, Any]:
@@ -190,7 +193,7 @@ def _number(d: Mapping[str, Any], name: str, kind: type = float) -> Any:
     return kind(v)
 
 
-def _figure(key: str, d: Any, where: str, units: Callable[[str], set[str] | None]) -> Expected:
+def _figure(key: str, d: Any, where: str, units: Units) -> Expected:
     try:
         e = Expected(key, str(d["label"]), str(d["unit"]), str(d["better"]),
                      _number(d, "expected"), _number(d, "tolerance"),
@@ -228,7 +231,7 @@ def _no_units(key: str) -> set[str] | None:
     return None
 
 
-def load(path: str, units: Callable[[str], set[str] | None] = _no_units,
+def load(path: str, units: Units = _no_units,
          named: str | None = None) -> list[Group]:
     """A reference file's groups, checked: one clear line for what is wrong, naming the file
     as `named` (default: the `against` option and the path; `units`: the units a figure's key

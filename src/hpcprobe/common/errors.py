@@ -25,12 +25,14 @@ class HpcprobeError(Exception):
     shows its flag (`render`), a sweep file its key."""
 
     exit_code = EXIT_FAILURE
+    #: How a <name> that `names` does not know is shown: as written (0: a message may quote a
+    #: program's <tag>) or as the bare name (1: an option's field)
+    _unknown = 0
 
     def render(self, names: Mapping[str, str]) -> str:
-        """The message, each option it names that `names` knows shown as `names` says; other
-        text as it is (a message may quote a program's <tag>)."""
+        """The message, each option it names that `names` knows shown as `names` says."""
         text = str(self.args[0]) if self.args else ""
-        return _OPTION.sub(lambda m: names.get(m.group(1), m.group(0)), text)
+        return _OPTION.sub(lambda m: names.get(m.group(1), m.group(self._unknown)), text)
 
 
 class UserError(HpcprobeError):
@@ -52,8 +54,7 @@ class OptionError(UserError):
     message is an option, shown as its field name where `names` does not know it (a sweep
     file's key), as `str()` does."""
 
-    def render(self, names: Mapping[str, str]) -> str:
-        return _OPTION.sub(lambda m: names.get(m.group(1), m.group(1)), str(self.args[0]))
+    _unknown = 1
 
     def __str__(self) -> str:
         return self.render({})

@@ -5,7 +5,6 @@ recent change points of the host's history beside the verdict. The families' dec
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
@@ -18,10 +17,6 @@ from hpcprobe.results.store import Store
 if TYPE_CHECKING:
     from hpcprobe.history.read import Declared
 
-#: A headline key -> the units its family declares (None: no family declares it)
-Units = Callable[[str], "set[str] | None"]
-
-
 @dataclass(frozen=True)
 class Against:
     """A reference file's groups (`path`), or none: the host's previous runs."""
@@ -31,7 +26,7 @@ class Against:
     groups: tuple[reference.Group, ...] = ()
 
     @classmethod
-    def of(cls, path: str | None, known: Declared, units: Units) -> Against:
+    def of(cls, path: str | None, known: Declared, units: reference.Units) -> Against:
         """`path`'s reference, read and checked (a UserError where it is not one), or the
         previous runs where no path is given."""
         return cls(known, path, tuple(reference.load(path, units)) if path else ())

@@ -23,6 +23,9 @@ from typing import Any
 
 from hpcprobe.machine import edac
 
+#: The SMBIOS tables (a memory device is a type 17 entry)
+ROOT = "/sys/firmware/dmi/entries"
+
 #: SMBIOS memory type byte (type 17, offset 0x12) -> name (SMBIOS 3.7, table 76)
 MEMORY_TYPES = {0x12: "DDR", 0x13: "DDR2", 0x18: "DDR3", 0x1A: "DDR4", 0x1B: "LPDDR",
                 0x1C: "LPDDR2", 0x1D: "LPDDR3", 0x1E: "LPDDR4", 0x20: "HBM", 0x21: "HBM2",
@@ -244,7 +247,7 @@ def state(stored: dict[str, Any]) -> dict[str, str]:
     return {k: str(v) for k, v in out.items() if v is not None and v != ""}
 
 
-def read(root: str = "/sys/firmware/dmi/entries") -> list[Dimm] | str:
+def read(root: str = ROOT) -> list[Dimm] | str:
     """The memory devices of this machine, or why they cannot be read."""
     base = Path(root)
     if not base.is_dir():
@@ -261,7 +264,7 @@ def read(root: str = "/sys/firmware/dmi/entries") -> list[Dimm] | str:
     return [d for d in parsed if d is not None]
 
 
-def dram_ceiling(model_name: str, root: str = "/sys/firmware/dmi/entries",
+def dram_ceiling(model_name: str, root: str = ROOT,
                  edac_root: str = edac.ROOT) -> Ceiling:
     """This machine's DRAM ceiling, or why it is unknown, with what the memory controllers
     (EDAC) add: their errors, the DIMMs they do not see."""

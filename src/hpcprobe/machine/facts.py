@@ -39,9 +39,14 @@ class Fact:
     state: Callable[[Any], dict[str, str]] = _no_state
 
 
+def _under(sysfs: Path, path: str) -> str:
+    """A path of this node's /sys (`/sys/...`) in the /sys tree at `sysfs`."""
+    return str(sysfs / Path(path).relative_to(SYSFS))
+
+
 def _dram(cpu_model: str, sysfs: Path) -> dict[str, Any]:
-    return dimms.dram_ceiling(cpu_model, str(sysfs / "firmware" / "dmi" / "entries"),
-                              str(sysfs / edac.ROOT.removeprefix("/sys/"))).to_dict()
+    return dimms.dram_ceiling(cpu_model, _under(sysfs, dimms.ROOT),
+                              _under(sysfs, edac.ROOT)).to_dict()
 
 
 FACTS: tuple[Fact, ...] = (

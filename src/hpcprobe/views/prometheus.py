@@ -27,11 +27,10 @@ _BASE: dict[str, tuple[str, float]] = {
     "s": ("seconds", 1.0), "ms": ("seconds", 1e-3), "us": ("seconds", 1e-6),
     "µs": ("seconds", 1e-6), "ns": ("seconds", 1e-9), "%": ("ratio", 0.01), "1": ("ratio", 1.0),
     "FLOP": ("flops", 1.0), "flop": ("flops", 1.0), "Hz": ("hertz", 1.0),
-    "op": ("operations", 1.0), "ops": ("operations", 1.0), "IOPS": ("operations", 1.0),
-    "tx": ("transactions", 1.0), "tps": ("transactions", 1.0), "messages": ("messages", 1.0),
+    "op": ("operations", 1.0), "ops": ("operations", 1.0),
+    "IOPS": ("operations_per_second", 1.0), "tx": ("transactions", 1.0),
+    "tps": ("transactions_per_second", 1.0), "messages": ("messages", 1.0),
     "count": ("count", 1.0)}
-#: Per second already (IOPS, tps): the name says so
-_RATES = {"IOPS", "tps"}
 #: A base unit after "per", in the singular
 _ONE = {"seconds": "second", "bytes": "byte"}
 #: SI and binary prefixes
@@ -56,8 +55,6 @@ def base_unit(unit: str) -> tuple[str, float]:
     ratio x 0.01, GFLOP/s -> flops_per_second x 1e9); an unknown unit sanitised, factor 1."""
     top, *under = unit.split("/")
     word, factor = _part(top)
-    if top in _RATES:
-        word += "_per_second"
     for part in under:
         below, f = _part(part)
         word, factor = f"{word}_per_{_ONE.get(below, below)}", factor / f

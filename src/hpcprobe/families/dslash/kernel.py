@@ -30,8 +30,8 @@ FLOPS_PER_SITE = 1344
 MAX_LS = 32
 
 _I = 1j
-#: Grid's chiral gamma matrices: x, y, z, t (`GAMMA`, an array made on first use, as NumPy is
-#: imported then).
+#: Grid's chiral gamma matrices: x, y, z, t (as an array: `gamma()`, made on first use, as
+#: NumPy is imported then).
 _GAMMA = (
     [[0, 0, 0, _I], [0, 0, _I, 0], [0, -_I, 0, 0], [-_I, 0, 0, 0]],
     [[0, 0, 0, -1], [0, 0, 1, 0], [0, 1, 0, 0], [-1, 0, 0, 0]],
@@ -44,11 +44,6 @@ _GAMMA = (
 def gamma() -> np.ndarray:
     return np.array(_GAMMA, dtype=complex)
 
-
-def __getattr__(name: str) -> Any:
-    if name == "GAMMA":
-        return gamma()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 #: The array axis of each direction in a field shaped (t, z, y, x, ...).
 AXIS = (3, 2, 1, 0)
 
