@@ -12,11 +12,11 @@ The target of issue 10 is <= 2 % on a quiet machine; a shared VM is not one, so 
 prints how far each run's own CI reaches, to tell host noise from sampling noise.
 
 `--levels`: the cache levels' triad instead, run after run in fresh processes as a user types it
-(`hpcprobe run memory --kernel triad --stores regular --threads T --size S --quick`), interleaved
-with likwid-bench's `stream` test of the same size and threads (its own process each time): each
-level's median per run for both tools and their spreads (issue 60's goal: within 3 % at L1 and
-L2 over ten runs, as likwid-bench's). What is chosen once per process (where the arrays land)
-shows here and not in one run's CI.
+(`hpcprobe run memory --kernel triad --stores regular --threads T --size S`, under --profile),
+interleaved with likwid-bench's `stream` test of the same size and threads (its own process each
+time): each level's median per run for both tools and their spreads (issue 60's goal: within 3 %
+at L1 and L2 over ten runs, as likwid-bench's), and whether hpcprobe's CIs are honest: in how
+many runs the stated 95 % CI holds the median of all runs' medians.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def _spread(xs: list[float]) -> float:
     return 100 * (max(xs) - min(xs)) / statistics.mean(xs)
 
 
-def levels(runs: int, threads: int) -> int:
+def levels(runs: int, threads: int, profile: str) -> int:
     """The L1 and L2 triad, hpcprobe and likwid-bench interleaved, one fresh process each."""
     from memory_vs_likwid import SUFFIX, level_sizes, likwid
     from sidebyside import hpcprobe_json, in_turn, missing
@@ -76,6 +76,7 @@ def levels(runs: int, threads: int) -> int:
     sizes = {k: v for k, v in level_sizes(topology.discover(), threads).items()
              if k in ("L1", "L2")}
     got: dict[tuple[str, str], list[float]] = {}
+    cis: dict[str, list[tuple[float, float]]] = {}
     for r in range(runs):
         for level, size in sizes.items():
             for tool in in_turn("likwid-bench", "hpcprobe", r):
@@ -84,9 +85,10 @@ def levels(runs: int, threads: int) -> int:
                 else:
                     doc = hpcprobe_json(["run", "memory", "--kernel", "triad", "--stores",
                                          "regular", "--threads", str(threads), "--size",
-                                         str(size), "--quick"])
+                                         str(size), "--profile", profile])
                     [m] = [Run.from_dict(doc).select("memory", "bandwidth")[0]]
                     gbs = m.summary.median
+                    cis.setdefault(level, []).append(m.summary.ci95)
                 got.setdefault((level, tool), []).append(gbs)
         print(f"round {r + 1}/{runs} done", file=sys.stderr)
     print(f"triad, regular stores, {threads} thread(s), {isa} (likwid-bench {test}); GB/s, "
@@ -95,6 +97,12 @@ def levels(runs: int, threads: int) -> int:
         print(f"{level:3s} {tool:13s} {sizes[level] // 1024:6d} KiB  median "
               f"{statistics.median(xs):8.1f}  min {min(xs):8.1f}  max {max(xs):8.1f}  spread "
               f"{_spread(xs):5.1f}%  " + " ".join(f"{x:.0f}" for x in xs))
+    for level, bounds in cis.items():
+        common = statistics.median(got[(level, "hpcprobe")])
+        held = sum(lo <= common <= hi for lo, hi in bounds)
+        widths = [100 * (hi - lo) / 2 / common for lo, hi in bounds]
+        print(f"{level:3s} hpcprobe's 95 % CI: half-width {statistics.median(widths):.1f} % "
+              f"(median of the runs), holds the runs' common median in {held} of {len(bounds)}")
     print("spread = (max - min) / mean over the runs; the goal: <= 3 % at L1 and L2")
     return 0
 
@@ -109,7 +117,7 @@ def main() -> int:
     ap.add_argument("extra", nargs="*", help="more `hpcprobe run` options (after --)")
     a = ap.parse_args()
     if a.levels:
-        return levels(a.runs, a.threads)
+        return levels(a.runs, a.threads, a.profile)
     exe = str(Path(sys.executable).with_name("hpcprobe"))
     docs = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -232,3 +232,55 @@ def test_arrays_that_do_not_validate_give_no_figure(tiny, monkeypatch):
                          (dslash, dslash.DslashOptions(l=(4,), actions=("wilson",)))):
         with pytest.raises(MeasurementError, match="validation failed"):
             family.run(RunContext(tiny, quick, native.best_isa()), opts)
+
+
+class _ShiftingTeam:
+    """A stand-in team whose timed samples run at one rate until `shift` of them were taken and
+    at half of it after (a host that put the two vCPUs on one core for a while)."""
+
+    def __init__(self, shift: float = float("inf"), invalid: str | None = None) -> None:
+        self.shift, self.invalid, self.taken = shift, invalid, 0
+
+    def stream_begin(self, kernel_id, elems):
+        pass
+
+    def stream_measure(self, kernel_id, isa, stores, elems, inner, reps):
+        out = []
+        for _ in range(reps):
+            self.taken += 1
+            out.append([elems * inner * 1e-9 * (1 if self.taken <= self.shift else 2)])
+        return out, 0
+
+    def stream_check(self, kernel_id, elems):
+        from hpcprobe.native.kernels import KERNELS
+        return 1.0 if self.invalid and kernel_id == KERNELS[self.invalid].kernel_id else 0.0
+
+
+def test_cache_figures_take_their_samples_in_rounds(tiny):
+    """Cache-resident figures of one thread set are sampled in turn, round after round, so a
+    level the host holds for a while shows in every figure's samples and CI rather than in one
+    figure's alone; a figure whose arrays fail validation after a round gives no figure, and
+    the others still do."""
+    from hpcprobe.probes.stream import Invalid, Measurement, measure_rounds
+
+    quick = profiles.get("quick")
+    ms = [Measurement("single", k, "regular", "one-per-core", (0,), 1024, "L1")
+          for k in ("triad", "copy")]
+    team = _ShiftingTeam()
+    steady = measure_rounds(RunContext(tiny, quick, "scalar"), team, ms, 1.0, "memory")
+    assert all(not isinstance(s, Invalid) and len(set(s)) == 1 for s in steady)
+    assert all(quick.repetition.min_samples <= len(s) <= quick.repetition.max_samples
+               for s in steady)
+    team = _ShiftingTeam(shift=team.taken / 2)
+    got = measure_rounds(RunContext(tiny, quick, "scalar"), team, ms, 1.0, "memory")
+    for samples in got:
+        assert not isinstance(samples, Invalid)
+        fast, slow = max(samples), min(samples)
+        assert fast == pytest.approx(2 * slow)
+        assert sum(x == fast for x in samples) >= 2 and sum(x == slow for x in samples) >= 2
+        m = Metric("memory", "bandwidth", "GB/s", {}, samples)
+        assert m.summary.ci95 == (slow, fast)  # the CI says the level moved
+    ctx = RunContext(tiny, quick, "scalar")
+    got = measure_rounds(ctx, _ShiftingTeam(invalid="copy"), ms, 1.0, "memory")
+    assert not isinstance(got[0], Invalid) and isinstance(got[1], Invalid)
+    assert "copy" in str(got[1]) and "validation failed" in str(got[1])

@@ -31,7 +31,7 @@ from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, RunContext, bound_cpus, option
 from hpcprobe.native import Team, kernels
 from hpcprobe.native.kernels import KERNELS, STREAM_KERNELS
-from hpcprobe.probes.stream import Invalid, Measurement, measure
+from hpcprobe.probes.stream import Invalid, Measurement, measure, measure_rounds
 from hpcprobe.results.findings import Finding
 from hpcprobe.results.model import Metric
 
@@ -292,25 +292,46 @@ def run(ctx: RunContext, opts: MemoryOptions | None) -> None:
                 if team.active != cpus:
                     team.select(cpus)
                 binding = bound_cpus(ctx, team, "memory")
-                for m in ms:
-                    cached = in_cache(m.level)
-                    t0 = time.perf_counter()
-                    try:
-                        samples = measure(ctx, team, m, max(0.0, pool[cached]) / left[cached],
-                                          "memory")
-                    except Invalid as exc:
-                        ctx.errors.append(str(exc))
+                for m, samples in _measure_group(ctx, team, ms, pool, left):
+                    if isinstance(samples, Invalid):
+                        ctx.errors.append(str(samples))
                         continue
-                    finally:
-                        pool[cached] -= time.perf_counter() - t0
-                        left[cached] -= 1
-                        ctx.progress.advance(m.label)
                     found = _metrics(m, samples, ctx.isa, binding)
                     ctx.metrics.extend(found)
                     if m.phase == "sweep" or m.in_sweep:
                         curves.setdefault((cpus, m.kernel), []).append(
                             (m.size_bytes // m.threads, found[0].summary.median))
     _check_sweeps(ctx, curves)
+
+
+def _measure_group(ctx: RunContext, team: Team, ms: list[Measurement],
+                   pool: dict[bool, float], left: dict[bool, int]) -> Iterable[
+                       tuple[Measurement, list[float] | Invalid]]:
+    """One thread set's measurements, each with its samples or why it has none: the
+    cache-resident ones first, in rounds over their share of the cache pool (measure_rounds),
+    then the others one by one; each pool's time spent is taken from it."""
+    cached = [m for m in ms if in_cache(m.level)]
+    if cached:
+        t0 = time.perf_counter()
+        share = max(0.0, pool[True]) * len(cached) / left[True]
+        got = measure_rounds(ctx, team, cached, share, "memory")
+        pool[True] -= time.perf_counter() - t0
+        left[True] -= len(cached)
+        for m, samples in zip(cached, got, strict=True):
+            ctx.progress.advance(m.label)
+            yield m, samples
+    for m in ms:
+        if in_cache(m.level):
+            continue
+        t0 = time.perf_counter()
+        try:
+            yield m, measure(ctx, team, m, max(0.0, pool[False]) / left[False], "memory")
+        except Invalid as exc:
+            yield m, exc
+        finally:
+            pool[False] -= time.perf_counter() - t0
+            left[False] -= 1
+            ctx.progress.advance(m.label)
 
 
 def _check_sweeps(ctx: RunContext, curves: dict[tuple[tuple[int, ...], str],
