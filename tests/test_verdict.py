@@ -252,3 +252,38 @@ def test_the_dry_run_says_how_long_each_family_took_here(measured):
     assert "In all about" in r.out
     fresh = hpcprobe("run", "latency", "--dry-run", "--db", str(db))  # no default run here
     assert "not known until this host has run this profile once" in fresh.out
+
+
+def test_every_ceiling_bounds_a_declared_figure():
+    """A ceiling source bounds figures some family declares (a bound on a misspelt figure would
+    bound nothing, silently), and every source of the issue's list declares one."""
+    from hpcprobe.families import FAMILIES
+
+    declared = {(f.name, s.name) for f in FAMILIES.values() for s in f.metrics.specs}
+    bounds = registry.bounds()
+    assert {(b.benchmark, b.name) for b in bounds} <= declared
+    assert {(b.benchmark, b.name) for b in bounds} >= {
+        ("memory", "bandwidth"), ("compute", "peak"), ("hpl", "rmax"), ("hpl", "dgemm"),
+        ("gpu", "bandwidth"), ("gpu", "gemm")}
+
+
+def _cache_run(ceiling_gbs: float) -> Run:
+    params = {"level": "L1", "threads": 2, "kernel": "triad", "stores": "regular",
+              "size_bytes": 32768, "isa": "avx2", "placement": "one-per-core"}
+    return Run("r1", "2026-11-29T00:00:00+00:00", "h", "default", ["memory"], {}, {}, [
+        Metric("memory", "bandwidth", "GB/s", dict(params), [300.0, 301.0, 302.0]),
+        Metric("roofline", "port_ceiling", "GB/s",
+               {**params, "bytes_per_cycle": 64.0, "source": "a test's ports"},
+               [ceiling_gbs * 0.99, ceiling_gbs])])
+
+
+def test_a_cache_figure_above_its_ports_is_a_row_of_the_verdict():
+    """The roofline's port ceilings are judged like every ceiling: an L1 figure above its
+    load/store ports (the fastest clock's) is a row of the run's verdict marked above ceiling,
+    with the ports named; below them it is no row (it is no headline)."""
+    v = registry.judge(_cache_run(250.0), None)
+    [row] = v.marked("above ceiling")
+    assert row.headline.metric.params["level"] == "L1" and "L1" in row.headline.label
+    assert row.headline.ceiling == 250.0 and "a test's ports" in row.headline.ceiling_source
+    assert "the ceiling or the figure is wrong" in row.why
+    assert not registry.judge(_cache_run(400.0), None).rows

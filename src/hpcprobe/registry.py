@@ -14,9 +14,11 @@ from hpcprobe.analysis.compare import NotJoined
 from hpcprobe.analysis.verdict import Picker, Reference, Verdict
 from hpcprobe.common.errors import UserError
 from hpcprobe.families import FAMILIES
+from hpcprobe.machine import facts
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import runner, scaling
 from hpcprobe.measure.family import (
+    Ceilings,
     Check,
     Default,
     Derives,
@@ -32,6 +34,7 @@ from hpcprobe.measure.family import (
 )
 from hpcprobe.measure.profiles import CHECK, Profile
 from hpcprobe.measure.summary import Summary
+from hpcprobe.results.ceilings import Bound
 from hpcprobe.results.model import Run
 from hpcprobe.tuning import views as sweep_views
 from hpcprobe.viewkit.figure import Figures
@@ -192,14 +195,21 @@ def against(path: str | None) -> Against:
     return Against.of(path, declared(), figure_units)
 
 
+def bounds() -> list[Bound]:
+    """Every ceiling source's bounds: the node's facts' (the DIMMs) and the families'."""
+    return [*facts.BOUNDS, *(b for c in capable(Ceilings).values() for b in c.bounds)]
+
+
 def pickers() -> list[Picker]:
-    """Every family's headline picker, in registry order."""
-    return [h.pick for h in capable(Headlines).values()]
+    """Every family's headline picker, in registry order, its headlines with their ceilings
+    (`bounds`)."""
+    return [partial(verdict.bounded, h.pick, bounds()) for h in capable(Headlines).values()]
 
 
 def judge(run: Run, reference: Reference | None) -> Verdict:
-    """The run's verdict: its headline figures against their ceilings and the reference."""
-    return verdict.verdict(run, pickers(), reference)
+    """The run's verdict: its headline figures against their ceilings and the reference, and
+    any other figure above its ceiling."""
+    return verdict.verdict(run, pickers(), reference, bounds())
 
 
 def option_names() -> dict[str, str]:

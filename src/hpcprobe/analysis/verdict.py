@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from hpcprobe.machine.sentinel import NODE_CHANGED
 from hpcprobe.machine.steal import BUSY, STEAL
+from hpcprobe.results import ceilings
+from hpcprobe.results.ceilings import Bound
 from hpcprobe.results.model import Metric, Run
 
 #: The tolerance no reference is tighter than where a family states none: run-to-run changes
@@ -172,13 +174,46 @@ def headlines(run: Run, pickers: Sequence[Picker]) -> list[Headline]:
     return [h for pick in pickers for h in pick(run)]
 
 
-def verdict(run: Run, pickers: Sequence[Picker], reference: Reference | None) -> Verdict:
-    """The run's headline figures judged against the reference (none: only their ceilings)."""
+def bounded(pick: Picker, bounds: Sequence[Bound], run: Run) -> list[Headline]:
+    """A family's headlines of a run, each with the ceiling its sources declare (`bounds`)."""
+    out = []
+    for h in pick(run):
+        c = ceilings.of(run, h.metric, bounds)
+        out.append(h if c is None else replace(h, ceiling=c.value, ceiling_source=c.source))
+    return out
+
+
+def _above(run: Run, bounds: Sequence[Bound], shown: Sequence[Headline]) -> list[Row]:
+    """The run's other figures above their ceilings (a cache figure above its ports): each a
+    row of its own, marked as a headline above its ceiling is."""
+    out = []
+    for m in run.metrics:
+        if any(h.metric is m for h in shown):
+            continue
+        c = ceilings.of(run, m, bounds)
+        if c is None or c.value is None or c.value <= 0 or \
+                m.summary.median / c.value <= ABOVE_CEILING:
+            continue
+        what = ", ".join(f"{m.params[k]}" for k in ("level", "kernel", "stores", "precision")
+                         if k in m.params)
+        threads = m.params.get("threads")
+        label = f"{m.benchmark} {m.name}" + (f", {what}" if what else "") + \
+            (f", {threads} cores" if threads else "")
+        out.append(judge(Headline(f"{m.benchmark}.{m.name}", label, m, c.value, c.source),
+                         None, None))
+    return out
+
+
+def verdict(run: Run, pickers: Sequence[Picker], reference: Reference | None,
+            bounds: Sequence[Bound] = ()) -> Verdict:
+    """The run's headline figures judged against the reference (none: only their ceilings),
+    then any other figure above the ceiling `bounds` give it."""
     noisy = disturbed(run)
     rows = []
-    for h in headlines(run, pickers):
+    shown = headlines(run, pickers)
+    for h in shown:
         e = reference.figures.get(h.key) if reference else None
         few = f"{e.runs} run(s) behind it, {reference.min_runs} needed" \
             if reference and e and e.runs < reference.min_runs else None
         rows.append(judge(h, e, noisy.get(h.metric.benchmark) or few))
-    return Verdict(rows, reference)
+    return Verdict(rows + _above(run, bounds, shown), reference)

@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from hpcprobe.machine import dimms, edac, links
+from hpcprobe.results.ceilings import Bound, Ceiling
+from hpcprobe.results.model import Metric, Run
 
 #: The node's own /sys
 SYSFS = Path("/sys")
@@ -37,6 +39,8 @@ class Fact:
     lines: Callable[[Any], list[str]] = _no_lines
     #: the fact as stored -> labelled values a healthy node of its kind keeps
     state: Callable[[Any], dict[str, str]] = _no_state
+    #: the ceilings it sets for figures (the DIMMs: the DRAM bandwidth)
+    bounds: tuple[Bound, ...] = ()
 
 
 def _under(sysfs: Path, path: str) -> str:
@@ -49,10 +53,34 @@ def _dram(cpu_model: str, sysfs: Path) -> dict[str, Any]:
                               _under(sysfs, edac.ROOT)).to_dict()
 
 
+#: The key the DIMMs' ceiling is kept under
+DRAM = "dram_ceiling"
+
+
+def dram_ceiling(run: Run, metric: Metric) -> Ceiling | None:
+    """The DIMMs' ceiling for a DRAM bandwidth figure on the most threads the run streamed
+    from DRAM with (the memory channels, not the cores, bound it there), or why it has none;
+    None for other figures and runs that kept no DIMMs."""
+    stored = run.provenance.get(DRAM)
+    if not isinstance(stored, dict) or metric.params.get("level") != "DRAM":
+        return None
+    most = max(m.params["threads"] for m in run.select(metric.benchmark, metric.name)
+               if m.params.get("level") == "DRAM")
+    if metric.params.get("threads") != most:
+        return None
+    gbs = stored.get("gbs")
+    return Ceiling(gbs if isinstance(gbs, float) else None, str(stored.get("source")))
+
+
 FACTS: tuple[Fact, ...] = (
-    Fact("dram_ceiling", _dram, dimms.line, dimms.state),
+    Fact(DRAM, _dram, dimms.line, dimms.state,
+         (Bound("memory", "bandwidth", dram_ceiling),)),
     Fact("links", lambda _, sysfs: links.read(sysfs), links.line, links.state),
 )
+
+
+#: The ceilings the node's facts set
+BOUNDS: tuple[Bound, ...] = tuple(b for f in FACTS for b in f.bounds)
 
 
 def read(cpu_model: str, sysfs: Path = SYSFS) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.profiles import Profile
 from hpcprobe.measure.sampling import Ledger, Sampled
 from hpcprobe.native import Team
+from hpcprobe.results.ceilings import Bound
 from hpcprobe.results.findings import Finding
 from hpcprobe.results.model import Metric
 from hpcprobe.viewkit.figure import Figures
@@ -282,9 +283,17 @@ class Headlines:
     pick: Picker
 
 
+@dataclass(frozen=True)
+class Ceilings:
+    """The ceilings a family's own figures set for figures (its FLOP model for the peak, a
+    GPU's memory peak for its triad): one `Bound` per figure bounded."""
+
+    bounds: tuple[Bound, ...]
+
+
 #: Every capability a family may declare (its modes); docs/design.md's table lists each
 CAPABILITIES: tuple[type, ...] = (Default, Derives, Command, Scaling, Sized, Peer, OtherDevice,
-                                  Inventory, Check, Health, Headlines, Predicts)
+                                  Inventory, Check, Health, Headlines, Predicts, Ceilings)
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from hpcprobe.families.compute import bench, views
 from hpcprobe.measure.family import (
     COUNT,
+    Ceilings,
     Check,
     Default,
     Family,
@@ -16,6 +17,7 @@ from hpcprobe.measure.family import (
     specs,
 )
 from hpcprobe.native.peak import OPS, PRECISIONS
+from hpcprobe.results.ceilings import Bound
 
 FAMILY = Family(
     "compute", "peak FLOP/s per ISA and precision against a measured-clock model, core scaling",
@@ -33,4 +35,5 @@ FAMILY = Family(
                                    {"precision": {"enum": list(PRECISIONS)},
                                     "op": {"enum": list(OPS)}, "threads": COUNT}))),
     views=(views.tables,), capabilities=(Headlines(views.headlines), Default(probe=True),
-                                   Check(bench.check_options)))
+                                   Check(bench.check_options),
+                                   Ceilings((Bound("compute", "peak", views.ceiling),))))

@@ -8,6 +8,7 @@ from typing import Any
 
 from hpcprobe.analysis.verdict import Headline, best
 from hpcprobe.machine.flopmodel import ABOVE_MODEL, efficiency_label
+from hpcprobe.results.ceilings import Ceiling
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.viewkit.table import Block, Lines, Table, cell, n_range, shown
 
@@ -118,19 +119,24 @@ def _scaling_table(run: Run) -> Table | None:
 
 
 def headlines(run: Run) -> list[Headline]:
-    """The best all-core peak per precision, against its FLOP model where the model is a
-    table's (a model that is the measured one-core rate is no ceiling)."""
-    out = []
-    for precision, top, got, model in _best_peaks(run):
-        p = got.params
-        table = model is not None and model.params["model_source"] != "measured"
-        out.append(Headline(
-            f"compute.peak_{precision}", f"peak {precision.upper()}, {top} cores, {p['isa']} "
-            f"{p['op']}", got, model.summary.median if model is not None and table else None,
-            (f"FLOP model ({model.params['microarch']}, {model.params['flops_per_cycle']:g} "
-             "FLOP/cycle x the measured clock)") if model is not None and table else
-            "the FLOP model here is the measured one-core rate, no ceiling"))
-    return out
+    """The best all-core peak per precision (its FLOP model bounds it: `ceiling`)."""
+    return [Headline(f"compute.peak_{precision}", f"peak {precision.upper()}, {top} cores, "
+                     f"{got.params['isa']} {got.params['op']}", got)
+            for precision, top, got, _ in _best_peaks(run)]
+
+
+def ceiling(run: Run, metric: Metric) -> Ceiling | None:
+    """A peak figure's ceiling: its FLOP model where the model is a table's (a model that is
+    the measured one-core rate is no ceiling, and says so); None without a model."""
+    model = next((m for m in run.select("compute", "peak_model")
+                  if (_kernel_key(m.params), m.params["threads"]) ==
+                  (_kernel_key(metric.params), metric.params["threads"])), None)
+    if model is None:
+        return None
+    if model.params["model_source"] == "measured":
+        return Ceiling(None, "the FLOP model here is the measured one-core rate, no ceiling")
+    return Ceiling(model.summary.median, f"FLOP model ({model.params['microarch']}, "
+                   f"{model.params['flops_per_cycle']:g} FLOP/cycle x the measured clock)")
 
 
 def tables(run: Run) -> list[Block]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from hpcprobe.families.gpu import bench, health, locality, views
 from hpcprobe.measure.family import (
+    Ceilings,
     Command,
     Default,
     Family,
@@ -18,6 +19,7 @@ from hpcprobe.measure.family import (
     OtherDevice,
     specs,
 )
+from hpcprobe.results.ceilings import Bound
 
 FAMILY = Family(
     "gpu", "NVIDIA GPUs: HBM bandwidth, GEMM per precision, host<->device per NUMA domain, "
@@ -31,6 +33,8 @@ FAMILY = Family(
                             "copy_fraction", derived=True)), bench.NOT_JOINED),
     views=(views.tables,), figures=(views.figures,),
     capabilities=(Headlines(views.headlines),
+        Ceilings((Bound("gpu", "bandwidth", views.memory_ceiling),
+                  Bound("gpu", "gemm", views.gemm_ceiling))),
         Default(),
         # host copies bound by PCIe: 55 GB/s on an H100 node whose DRAM read 100+
         OtherDevice("NVIDIA GPUs"),

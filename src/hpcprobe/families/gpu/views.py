@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from hpcprobe.analysis.verdict import Headline
 from hpcprobe.families.gpu.bench import DIRECTIONS
 from hpcprobe.families.gpu.peaks import PRECISIONS
+from hpcprobe.results.ceilings import Ceiling
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.viewkit import figure
 from hpcprobe.viewkit.table import Block, Table, cell, n_range, shown
@@ -139,28 +140,38 @@ def _p2p_table(run: Run) -> Table | None:
 
 
 def _gpu_headlines(run: Run, d: int) -> list[Headline]:
-    """One GPU's triad at its largest array against the memory's peak, and its GEMM (FP64
-    where measured, else the first precision measured) against the peak at its SM clock."""
+    """One GPU's triad at its largest array (its memory's peak bounds it), and its GEMM (FP64
+    where measured, else the first precision measured; the peak at its SM clock bounds it)."""
     out = []
     triad = [m for m in run.select("gpu", "bandwidth")
              if m.params["device"] == d and m.params["kernel"] == "triad"]
     if triad:
         m = max(triad, key=lambda m: m.params["array_bytes"])
-        peak = _by(run, "bandwidth_peak", "device").get((d,))
-        out.append(Headline(f"gpu.{d}.hbm_triad", f"GPU{d} memory triad", m,
-                            None if peak is None else peak.summary.median,
-                            "memory clock x bus width"))
+        out.append(Headline(f"gpu.{d}.hbm_triad", f"GPU{d} memory triad", m))
     gemm = [m for m in run.select("gpu", "gemm") if m.params["device"] == d]
     if gemm:
         prec = min({m.params["precision"] for m in gemm}, key=PRECISIONS.index)
         m = max((m for m in gemm if m.params["precision"] == prec),
                 key=lambda m: m.summary.median)
-        peak = next((p for p in run.select("gpu", "gemm_peak") if p.params["device"] == d
-                     and (p.params["precision"], p.params["n"]) == (prec, m.params["n"])), None)
         out.append(Headline(f"gpu.{d}.gemm_{prec}", f"GPU{d} GEMM {prec}, N={m.params['n']}",
-                            m, None if peak is None else peak.summary.median,
-                            "FLOP per SM clock x SMs x the SM clock read"))
+                            m))
     return out
+
+
+def memory_ceiling(run: Run, metric: Metric) -> Ceiling | None:
+    """A GPU memory figure's ceiling: its memory's peak (clock x bus width)."""
+    peak = _by(run, "bandwidth_peak", "device").get((metric.params["device"],))
+    return None if peak is None else Ceiling(peak.summary.median, "memory clock x bus width")
+
+
+def gemm_ceiling(run: Run, metric: Metric) -> Ceiling | None:
+    """A GEMM figure's ceiling: the GPU's peak for its precision at its SM clock."""
+    p = metric.params
+    peak = next((q for q in run.select("gpu", "gemm_peak")
+                 if (q.params["device"], q.params["precision"], q.params["n"]) ==
+                 (p["device"], p["precision"], p["n"])), None)
+    return None if peak is None else Ceiling(peak.summary.median,
+                                             "FLOP per SM clock x SMs x the SM clock read")
 
 
 def headlines(run: Run) -> list[Headline]:

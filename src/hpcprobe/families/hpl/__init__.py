@@ -4,7 +4,17 @@ measured under load, DGEMM through the same BLAS, and which kernels that BLAS ru
 from __future__ import annotations
 
 from hpcprobe.families.hpl import bench, views
-from hpcprobe.measure.family import Command, Default, Family, Headlines, Metrics, Scaling, Sized
+from hpcprobe.measure.family import (
+    Ceilings,
+    Command,
+    Default,
+    Family,
+    Headlines,
+    Metrics,
+    Scaling,
+    Sized,
+)
+from hpcprobe.results.ceilings import Bound
 
 FAMILY = Family(
     "hpl", "HPL (hpcc or your xhpl) against an Rpeak on the measured clock; DGEMM and the "
@@ -14,7 +24,9 @@ FAMILY = Family(
         "flops_per_cycle", "model_source", "clock_load", "cpus", "basis", "clock_ghz",
         "binding"})),
     views=(views.tables,), figures=(views.figures,),
-    capabilities=(Headlines(views.headlines), Default(), Command(
+    capabilities=(Headlines(views.headlines), Default(),
+                  Ceilings((Bound("hpl", "rmax", views.rmax_ceiling),
+                            Bound("hpl", "dgemm", views.dgemm_ceiling))), Command(
         help="HPL against the measured peak, DGEMM and the BLAS, or `hpl info`",
         description="HPL (Debian's hpcc, or --xhpl) with an input derived from this node (N "
                     "from 80 % of memory unless --quick or --n), its Rmax against an Rpeak on "

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from hpcprobe.analysis.verdict import Headline, best
 from hpcprobe.machine.flopmodel import efficiency_label
+from hpcprobe.results.ceilings import Ceiling
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.viewkit import figure
 from hpcprobe.viewkit.table import Block, Lines, Table, cell, n_range, shown
@@ -131,27 +132,39 @@ def _dgemm_headline(run: Run) -> list[Headline]:
     top = max(m.params["threads"] for m in dgemm)
     got = best([m for m in dgemm if m.params["threads"] == top])
     assert got is not None
-    frac = next((m for m in run.select("hpl", "dgemm_fraction")
-                 if got.params.items() <= m.params.items()), None)
-    ceiling = None if frac is None or not frac.summary.median else \
-        got.summary.median / (frac.summary.median / 100)
-    return [Headline("hpl.dgemm_all", f"DGEMM, {top} cores, {got.params['blas']}", got,
-                     ceiling, "FLOP model x the measured clock" if ceiling else
-                     "no FLOP model for this CPU")]
+    return [Headline("hpl.dgemm_all", f"DGEMM, {top} cores, {got.params['blas']}", got)]
 
 
 def headlines(run: Run) -> list[Headline]:
-    """HPL's Rmax (the best BLAS's) against the Rpeak of its run on the measured clock; where
-    HPL was not launched (the quick profile), the all-core DGEMM against the FLOP model."""
+    """HPL's Rmax (the best BLAS's; its Rpeak bounds it); where HPL was not launched (the
+    quick profile), the all-core DGEMM (the FLOP model bounds it)."""
     got = best(run.select("hpl", "rmax"))
     if got is None:
         return _dgemm_headline(run)
-    peak = next((m for m in run.select("hpl", "rpeak")
-                 if got.params.items() <= m.params.items()), None)
-    return [Headline("hpl.rmax", f"HPL Rmax, N={got.params['n']}, {got.params['blas']}", got,
-                     None if peak is None else peak.summary.median,
-                     "Rpeak: FLOP/cycle x cores x the clock measured under load" if peak else
-                     "no Rpeak: no FLOP model for this CPU")]
+    return [Headline("hpl.rmax", f"HPL Rmax, N={got.params['n']}, {got.params['blas']}", got)]
+
+
+def _matching(run: Run, name: str, metric: Metric) -> Metric | None:
+    """The run's `name` figure whose params include all of the metric's."""
+    return next((m for m in run.select("hpl", name)
+                 if metric.params.items() <= m.params.items()), None)
+
+
+def rmax_ceiling(run: Run, metric: Metric) -> Ceiling:
+    """Rmax's ceiling: the Rpeak of its run on the clock measured under load."""
+    peak = _matching(run, "rpeak", metric)
+    return Ceiling(None if peak is None else peak.summary.median,
+                   "Rpeak: FLOP/cycle x cores x the clock measured under load" if peak else
+                   "no Rpeak: no FLOP model for this CPU")
+
+
+def dgemm_ceiling(run: Run, metric: Metric) -> Ceiling:
+    """DGEMM's ceiling: the FLOP model at the measured clock, read back from its fraction."""
+    frac = _matching(run, "dgemm_fraction", metric)
+    value = None if frac is None or not frac.summary.median else \
+        metric.summary.median / (frac.summary.median / 100)
+    return Ceiling(value, "FLOP model x the measured clock" if value else
+                   "no FLOP model for this CPU")
 
 
 def tables(run: Run) -> list[Block]:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from hpcprobe.analysis.levels import levels_table
 from hpcprobe.analysis.verdict import Headline, best
 from hpcprobe.common.units import format_bytes
+from hpcprobe.machine import facts
 from hpcprobe.native.kernels import KERNELS
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.viewkit import figure
@@ -131,18 +132,19 @@ def _against_ceiling(run: Run, bw: list[Metric]) -> Lines | None:
     """The DRAM triad on the most threads (the better store type) as a share of the DRAM
     ceiling the DIMMs give, or why there is no ceiling to judge it by."""
     dram = [m for m in bw if m.params.get("level") == "DRAM" and m.params["kernel"] == "triad"]
-    ceil = run.provenance.get("dram_ceiling") or {}
-    if not dram or not ceil:
+    if not dram:
         return None
     most = max(m.params["threads"] for m in dram)
     best = max((m for m in dram if m.params["threads"] == most), key=lambda m: m.summary.median)
+    ceil = facts.dram_ceiling(run, best)
+    if ceil is None:
+        return None
     what = (f"DRAM triad on {most} thread(s), {best.params['stores']} stores: "
             f"{best.summary.median:.1f} GB/s")
-    gbs = ceil.get("gbs")
-    if not isinstance(gbs, float):
-        return Lines([f"{what}; no DRAM ceiling to judge it by: {ceil.get('source')}"])
-    pct = 100.0 * best.summary.median / gbs
-    return Lines([f"{what} = {pct:.1f} % of the DRAM ceiling {gbs:.1f} GB/s" +
+    if ceil.value is None:
+        return Lines([f"{what}; no DRAM ceiling to judge it by: {ceil.source}"])
+    pct = 100.0 * best.summary.median / ceil.value
+    return Lines([f"{what} = {pct:.1f} % of the DRAM ceiling {ceil.value:.1f} GB/s" +
                   (" (ABOVE it: the ceiling or the figure is wrong)" if pct > 100.0 else "")])
 
 
@@ -161,18 +163,14 @@ def _dram_triad(run: Run, threads: int | None) -> Metric | None:
 
 
 def headlines(run: Run) -> list[Headline]:
-    """The DRAM triad on one core and on all cores (one per core), the latter against the
-    DRAM ceiling the DIMMs give."""
+    """The DRAM triad on one core and on all cores (one per core; the DIMMs bound it)."""
     out = []
     one, most = _dram_triad(run, 1), _dram_triad(run, None)
     if one is not None:
         out.append(Headline("memory.dram_triad_1core", "DRAM triad, 1 core", one))
     if most is not None and most is not one:
-        ceil = run.provenance.get("dram_ceiling") or {}
-        gbs = ceil.get("gbs")
         out.append(Headline("memory.dram_triad_all", f"DRAM triad, {most.params['threads']} "
-                            "cores", most, gbs if isinstance(gbs, float) else None,
-                            ceil.get("source")))
+                            "cores", most))
     return out
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from hpcprobe.families.roofline import derive, views
-from hpcprobe.measure.family import Derives, Family, Metrics, MetricSpec, Params
+from hpcprobe.measure.family import Ceilings, Derives, Family, Metrics, MetricSpec, Params
+from hpcprobe.results.ceilings import Bound
 
 
 @dataclass(frozen=True)
@@ -22,4 +23,6 @@ FAMILY = Family(
                      MetricSpec("port_ceiling", "GB/s")),
                     frozenset({"cpus", "bytes_per_cycle", "source", "size_bytes"}),
                     params=(Params(("threads",)),)),
-    views=(views.tables,), figures=(views.figures,), capabilities=(Derives(derive.derive),))
+    views=(views.tables,), figures=(views.figures,),
+    capabilities=(Derives(derive.derive),
+                  Ceilings((Bound("memory", "bandwidth", derive.port_ceiling),))))

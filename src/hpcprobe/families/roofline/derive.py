@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from hpcprobe.machine import cacheports
 from hpcprobe.native.kernels import KERNELS
-from hpcprobe.results.model import Metric
+from hpcprobe.results.ceilings import Ceiling
+from hpcprobe.results.model import Metric, Run
 
 LEVELS = ("L1", "L2", "L3", "DRAM")
 
@@ -90,6 +91,23 @@ def port_ceilings(metrics: list[Metric]) -> list[Metric]:
                                "bytes_per_cycle": per_cycle, "source": ports.source},
                               [per_cycle * ghz * threads for ghz in clock.samples]))
     return out
+
+
+#: The params a port ceiling shares with the memory figure it bounds
+PORT_KEYS = ("level", "threads", "kernel", "stores", "size_bytes")
+
+
+def port_ceiling(run: Run, metric: Metric) -> Ceiling | None:
+    """An L1 or L2 bandwidth figure's ceiling from the load/store ports (its `port_ceiling`
+    at the fastest clock measured: the kernel's own clock is no faster); None where the run
+    derived none for it."""
+    got = next((c for c in run.select("roofline", "port_ceiling")
+                if all(c.params[k] == metric.params.get(k) for k in PORT_KEYS)), None)
+    if got is None:
+        return None
+    p = got.params
+    return Ceiling(got.summary.max, f"load/store ports ({p['source']}): {p['bytes_per_cycle']:g}"
+                   f" B a cycle x the fastest clock on {p['threads']} core(s)")
 
 
 def _level_points(metrics: list[Metric], level: str, threads: set[int]) -> dict[int, Metric]:

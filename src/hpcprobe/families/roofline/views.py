@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hpcprobe.common.units import format_bytes
+from hpcprobe.families.roofline import derive
 from hpcprobe.results.model import Run
 from hpcprobe.viewkit import figure
 from hpcprobe.viewkit.table import Block, Lines, Table, cell, shown
@@ -72,9 +73,7 @@ def _ports(run: Run) -> Lines | None:
     lines = []
     for c in ceilings:
         p = c.params
-        got = [m for m in measured if m.params.get("level") == p["level"] and
-               m.params["threads"] == p["threads"] and m.params["kernel"] == p["kernel"] and
-               m.params["stores"] == p["stores"] and m.params["size_bytes"] == p["size_bytes"]]
+        got = [m for m in measured if all(m.params.get(k) == p[k] for k in derive.PORT_KEYS)]
         if not got:
             continue
         fig, ceil = got[0].summary.median, c.summary.max  # the fastest clock: a ceiling
