@@ -275,7 +275,12 @@ def test_state_only_check_passes_then_fails_on_a_port_down_and_counters(tmp_path
                   "--json", str(tmp_path / "c.json"))
     assert down.code == 1 and down.out.startswith("FAIL")
     assert "port mlx5_0/1: DOWN 100 Gb/s, the reference has ACTIVE 100 Gb/s" in down.out
-    assert json.loads((tmp_path / "c.json").read_text())["status"] == "fail"
+    doc = json.loads((tmp_path / "c.json").read_text())
+    assert doc["status"] == "fail"
+    # the broken rule is a judgement record too: the state's label, a health rule, failed
+    [rule] = [j for j in doc["judgements"] if j["basis"] == "health rule"]
+    assert rule["figure"] == "port mlx5_0/1" and rule["mark"] == "failed"
+    assert "the reference has ACTIVE" in rule["why"]
     fake_sys(sysfs, symbol=40)  # the port is back; its symbol errors rose
     rose = _check(tmp_path, "--state-only", "--sysfs", str(sysfs), "--against", str(ref))
     assert rose.code == 1 and "symbol_error rose by 40" in rose.out

@@ -64,6 +64,22 @@ def test_a_slow_node_whose_cpus_others_used_is_a_suspect_never_drained():
         assert [n for n, _ in views.to_drain(v)] == (["n5"] if drained else [])
 
 
+def test_a_flagged_node_is_judged_in_the_one_judgement_record():
+    """The peers judge's answers are judgement records in the report's JSON: the slow node
+    as their subject, basis peers, mark below, its value against the peers' median."""
+    _, runs = clusterdata.campaign(8, slow_nodes={"n5": 0.6})
+    v = analyse(runs, "c1")
+    doc = json.loads(json.dumps(v.to_dict()))
+    judged = doc["judgements"]
+    assert judged and {j["subject"] for j in judged} == {"n5"}
+    assert {(j["basis"], j["mark"]) for j in judged} == {("peers", "below")}
+    for j, d in zip(judged, v.findings[0].evidence, strict=True):
+        assert j["figure"] == d.metric and j["value"] == d.value and j["expected"] == d.median
+        assert j["tolerance"] == v.thresholds.worse and j["why"] == d.text()
+    clean = analyse(clusterdata.campaign(8)[1], "c1").to_dict()
+    assert clean["judgements"] == []
+
+
 def test_a_slow_node_explains_its_slow_links():
     _, runs = clusterdata.campaign(12, slow_nodes={"n3": 0.7}, slow_endpoints={"n3": 0.7})
     assert kinds(analyse(runs, "c1")) == [(SLOW_NODE, "n3")]

@@ -993,6 +993,9 @@ def test_a_gpu_slower_than_its_siblings_is_said(tiny):
     assert (f["kind"], f["item"]) == (bench.SLOWER_THAN_SIBLINGS, "GPU2")
     [e] = f["evidence"]
     assert e["value"] == 630.0 and e["median"] == 700.5
+    [j] = f["judgements"]  # the peers judge's record: GPU2 below its siblings' median
+    assert (j["subject"], j["basis"], j["mark"], j["value"], j["expected"]) == \
+        ("GPU2", "peers", "below", 630.0, 700.5)
     alike = _gpus(tiny, {0: 700.0, 1: 701.0, 2: 699.0, 3: 703.0}, dict.fromkeys(range(4), 900.0))
     bench._siblings(alike, _node())
     assert alike.warnings == [] and alike.findings == []

@@ -136,6 +136,15 @@ def test_history_names_each_change_and_what_changed_across_it(stored, capsys):
     lat = [s for s in doc["series"] if s["figure"].startswith("L1 latency") and
            s["host"] == "n1"]
     assert lat[0]["changes"][0]["ratio"] > 1.05  # a latency rises (lower is better)
+    # each change point is a judgement record: the level after against the level before,
+    # below where the figure moved the worse way (the triad fell, the latency rose)
+    judged = {(j["figure"], j["subject"]): j for j in doc["judgements"]}
+    for key in (("DRAM triad, 2 cores", "n1"), (lat[0]["figure"], "n1")):
+        j = judged[key]
+        assert (j["basis"], j["mark"]) == ("history", "below")
+        assert j["expected"] == pytest.approx(
+            next(c["level_before"] for s in doc["series"] if (s["figure"], s["host"]) == key
+                 for c in s["changes"]))
 
 
 def test_history_of_one_metric_one_host_and_its_terminal_table(stored, capsys):

@@ -164,3 +164,18 @@ def test_the_compiled_schema_accepts_what_jsonschema_accepts_and_nothing_else() 
         assert model._compiled_accepts(doc) == said, json.dumps(doc)[:300]
         accepted += said
     assert 0 < accepted < len(docs) + len(bent)
+
+
+def test_the_judgement_record_is_documented_whole() -> None:
+    """docs/results.md's table of the judgement record names every field and every basis and
+    mark the record allows (a field added without a row fails here)."""
+    import dataclasses
+
+    from hpcprobe.results.judgement import BASES, MARKS, Judgement
+
+    doc = (ROOT / "docs" / "results.md").read_text()
+    section = doc[doc.index("### Judgements"):doc.index("### References")]
+    for f in dataclasses.fields(Judgement):
+        assert f"`{f.name}`" in section, f.name
+    for word in (*BASES, *MARKS):
+        assert f"`{word}`" in section, word

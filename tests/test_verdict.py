@@ -11,8 +11,9 @@ import pytest
 from conftest import assert_user_error, hpcprobe
 from hpcprobe import registry
 from hpcprobe.analysis import reference
-from hpcprobe.analysis.verdict import Expected, Headline, Reference, judge, verdict
+from hpcprobe.analysis.verdict import Expected, Headline, Reference
 from hpcprobe.common.errors import UserError
+from hpcprobe.judge.run import judge, verdict
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.views import verdict as verdict_view
 
@@ -252,6 +253,26 @@ def test_the_dry_run_says_how_long_each_family_took_here(measured):
     assert "In all about" in r.out
     fresh = hpcprobe("run", "latency", "--dry-run", "--db", str(db))  # no default run here
     assert "not known until this host has run this profile once" in fresh.out
+
+
+def test_a_row_is_judged_in_the_one_judgement_record():
+    """A headline with a ceiling and a reference is two records (basis ceiling, then
+    reference); one above its ceiling is one record, the reference not asked; a record of an
+    unknown basis or mark is refused."""
+    from hpcprobe.results.judgement import Judgement
+
+    m = Metric("memory", "bandwidth", "GB/s", {}, [90.0, 91.0, 92.0, 93.0, 94.0])
+    e = Expected("k", "triad", "GB/s", "higher", 100.0, 0.05, 3)
+    [ceiling, ref] = judge(Headline("k", "triad", m, 120.0, "DIMMs"), e, None).judgements()
+    assert (ceiling.basis, ceiling.mark, ceiling.expected, ceiling.why) == \
+        ("ceiling", "ok", 120.0, "DIMMs")
+    assert (ref.basis, ref.mark, ref.expected, ref.tolerance, ref.value) == \
+        ("reference", "below", 100.0, 0.05, 92.0)
+    assert ref.ci == m.summary.ci95 and ref.to_dict()["ci"] == list(m.summary.ci95)
+    [over] = judge(Headline("k", "triad", m, 80.0, "DIMMs"), e, None).judgements()
+    assert (over.basis, over.mark) == ("ceiling", "above ceiling")
+    with pytest.raises(ValueError):
+        Judgement("k", "hunch", "ok")
 
 
 def test_every_ceiling_bounds_a_declared_figure():

@@ -9,11 +9,11 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from hpcprobe.analysis import verdict
 from hpcprobe.analysis.compare import NotJoined
 from hpcprobe.analysis.verdict import Picker, Reference, Verdict
 from hpcprobe.common.errors import UserError
 from hpcprobe.families import FAMILIES
+from hpcprobe.judge import run as judge_run
 from hpcprobe.machine import facts
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import runner, scaling
@@ -184,7 +184,7 @@ def declared() -> read.Declared:
     """What the families declare that a history reads (the history wing's input)."""
     from hpcprobe.history import read  # where a history is read, not at start-up
 
-    return read.Declared(pickers(), not_joined(), hardware_labels)
+    return read.Declared(pickers(), not_joined(), hardware_labels, bounds())
 
 
 def against(path: str | None) -> Against:
@@ -203,13 +203,13 @@ def bounds() -> list[Bound]:
 def pickers() -> list[Picker]:
     """Every family's headline picker, in registry order, its headlines with their ceilings
     (`bounds`)."""
-    return [partial(verdict.bounded, h.pick, bounds()) for h in capable(Headlines).values()]
+    return [partial(judge_run.bounded, h.pick, bounds()) for h in capable(Headlines).values()]
 
 
 def judge(run: Run, reference: Reference | None) -> Verdict:
     """The run's verdict: its headline figures against their ceilings and the reference, and
     any other figure above its ceiling."""
-    return verdict.verdict(run, pickers(), reference, bounds())
+    return judge_run.verdict(run, pickers(), reference, bounds())
 
 
 def option_names() -> dict[str, str]:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from hpcprobe.analysis.verdict import Verdict
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_OK, EXIT_UNJUDGED
 from hpcprobe.machine import facts
+from hpcprobe.results.judgement import Judgement
 from hpcprobe.results.model import Run
 
 #: The outcomes of a check and their exit statuses (2 is a usage mistake, as for every command)
@@ -76,6 +77,8 @@ class Outcome:
     reasons: list[str] = field(default_factory=list)
     unjudged: list[str] = field(default_factory=list)
     retested: list[str] = field(default_factory=list)
+    #: every judgement made: each fault a broken health rule, each headline's (its verdict)
+    judgements: list[Judgement] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -103,12 +106,14 @@ def outcome(faults: Sequence[str], v: Verdict | None) -> Outcome:
     unjudged += [f"{r.headline.label}: above its ceiling ({r.why})"
                  for r in (v.marked("above ceiling") if v is not None else [])]
     reasons = [*faults, *(below_lines(v) if v is not None else [])]
+    judged = [*(Judgement(f.split(":", 1)[0], "health rule", "failed", why=f) for f in faults),
+              *(v.judgements() if v is not None else [])]
     if reasons:
-        return Outcome(FAIL, reasons, unjudged)
+        return Outcome(FAIL, reasons, unjudged, judgements=judged)
     ref = v.reference if v is not None else None
     if ref is None:
         return Outcome(UNJUDGED, [], ["no reference: neither --against FILE nor this host's "
-                                      "previous check runs in the store"])
+                                      "previous check runs in the store"], judgements=judged)
     if not ref.figures and not ref.state:
-        return Outcome(UNJUDGED, [], [ref.source])
-    return Outcome(UNJUDGED if unjudged else PASS, [], unjudged)
+        return Outcome(UNJUDGED, [], [ref.source], judgements=judged)
+    return Outcome(UNJUDGED if unjudged else PASS, [], unjudged, judgements=judged)

@@ -1,24 +1,21 @@
-"""The verdict of a run: each headline figure its families pick (`Headline`), against the
-ceiling its hardware sets and against a reference (`Expected`: a value and a tolerance), marked
-ok, below, or not judged with the reason. Pure: reads run documents and a reference only."""
+"""The records of a run's verdict: each headline figure its families pick (`Headline`), what a
+reference expects of it (`Expected`: a value and a tolerance, in a `Reference`), its mark
+(`Row`) and the run's rows (`Verdict`). The rules that mark them are the judge wing's
+(`judge/run.py`). Pure data."""
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from hpcprobe.machine.sentinel import NODE_CHANGED
 from hpcprobe.machine.steal import BUSY, STEAL
-from hpcprobe.results import ceilings
-from hpcprobe.results.ceilings import Bound
+from hpcprobe.results.judgement import Judgement
 from hpcprobe.results.model import Metric, Run
 
 #: The tolerance no reference is tighter than where a family states none: run-to-run changes
 #: smaller than this are within what a node's figures do from one day to the next
 FLOOR = 0.05
-#: A figure above its ceiling by more than this is a finding about the ceiling (or the figure)
-ABOVE_CEILING = 1.01
 #: Findings of the run that leave a benchmark's figures unjudged: another state of the node
 #: (the sentinel moved), the hypervisor's steal, other processes on its CPUs -> the reason in a
 #: few words
@@ -112,10 +109,23 @@ class Row:
             return None
         return self.headline.metric.summary.median / self.expected.value - 1.0
 
+    def judgements(self) -> list[Judgement]:
+        """This row as judgement records: against its ceiling where it has one, and against
+        its reference unless it is above its ceiling (then the reference is not asked)."""
+        h, s = self.headline, self.headline.metric.summary
+        out = []
+        if h.ceiling is not None:
+            over = self.mark == "above ceiling"
+            out.append(Judgement(h.key, "ceiling", "above ceiling" if over else "ok", s.median,
+                                 h.metric.unit, h.ceiling, ci=s.ci95,
+                                 why=(self.why + "; " if over else "") + (h.ceiling_source or "")))
+        if self.mark != "above ceiling":
+            e = self.expected
+            out.append(Judgement(h.key, "reference", self.mark, s.median, h.metric.unit,
+                                 None if e is None else e.value,
+                                 None if e is None else e.tolerance, s.ci95, self.why))
+        return out
 
-#: The marks a figure's judgement may have, worst first as the verdict counts them (every
-#: view and export reads them here)
-MARKS = ("below", "ok", "not judged", "above ceiling")
 
 
 @dataclass(frozen=True)
@@ -129,6 +139,10 @@ class Verdict:
 
     def marked(self, mark: str) -> list[Row]:
         return [r for r in self.rows if r.mark == mark]
+
+    def judgements(self) -> list[Judgement]:
+        """Every row's judgement records, in row order."""
+        return [j for r in self.rows for j in r.judgements()]
 
     @property
     def failed(self) -> bool:
@@ -146,74 +160,6 @@ def disturbed(run: Run) -> dict[str, str]:
     return out
 
 
-def judge(h: Headline, expected: Expected | None, noisy: str | None) -> Row:
-    """Mark one headline: below when its whole CI is past the reference's threshold; ok when
-    its median is within it and its CI no wider than the tolerance; else not judged, with the
-    reason in a few words."""
-    s = h.metric.summary
-    if (over := h.of_ceiling) is not None and over > ABOVE_CEILING:
-        return Row(h, expected, "above ceiling", "the ceiling or the figure is wrong")
-    if expected is None:
-        return Row(h, None, "not judged", "no reference")
-    if noisy is not None:
-        return Row(h, expected, "not judged", noisy)
-    if s.n < 3 or not math.isfinite(s.rel_ci_halfwidth):
-        return Row(h, expected, "not judged", f"n={s.n}")
-    sign = 1.0 if expected.better == "higher" else -1.0
-    t = sign * expected.threshold  # worse is below t, on the sign's scale
-    far_end = sign * (s.ci95[1] if sign > 0 else s.ci95[0])
-    if far_end < t:
-        return Row(h, expected, "below")
-    if sign * s.median < t or s.rel_ci_halfwidth > expected.tolerance:
-        return Row(h, expected, "not judged", f"noisy ±{100 * s.rel_ci_halfwidth:.0f}%")
-    return Row(h, expected, "ok")
-
-
 def headlines(run: Run, pickers: Sequence[Picker]) -> list[Headline]:
     """Every family's headline figures of a run, in registry order."""
     return [h for pick in pickers for h in pick(run)]
-
-
-def bounded(pick: Picker, bounds: Sequence[Bound], run: Run) -> list[Headline]:
-    """A family's headlines of a run, each with the ceiling its sources declare (`bounds`)."""
-    out = []
-    for h in pick(run):
-        c = ceilings.of(run, h.metric, bounds)
-        out.append(h if c is None else replace(h, ceiling=c.value, ceiling_source=c.source))
-    return out
-
-
-def _above(run: Run, bounds: Sequence[Bound], shown: Sequence[Headline]) -> list[Row]:
-    """The run's other figures above their ceilings (a cache figure above its ports): each a
-    row of its own, marked as a headline above its ceiling is."""
-    out = []
-    for m in run.metrics:
-        if any(h.metric is m for h in shown):
-            continue
-        c = ceilings.of(run, m, bounds)
-        if c is None or c.value is None or c.value <= 0 or \
-                m.summary.median / c.value <= ABOVE_CEILING:
-            continue
-        what = ", ".join(f"{m.params[k]}" for k in ("level", "kernel", "stores", "precision")
-                         if k in m.params)
-        threads = m.params.get("threads")
-        label = f"{m.benchmark} {m.name}" + (f", {what}" if what else "") + \
-            (f", {threads} cores" if threads else "")
-        out.append(judge(Headline(f"{m.benchmark}.{m.name}", label, m, c.value, c.source),
-                         None, None))
-    return out
-
-
-def verdict(run: Run, pickers: Sequence[Picker], reference: Reference | None,
-            bounds: Sequence[Bound] = ()) -> Verdict:
-    """The run's headline figures judged against the reference (none: only their ceilings),
-    then any other figure above the ceiling `bounds` give it."""
-    noisy = disturbed(run)
-    rows = []
-    shown = headlines(run, pickers)
-    for h in shown:
-        e = reference.figures.get(h.key) if reference else None
-        few = f"{e.runs} run(s) behind it, {reference.min_runs} needed" \
-            if reference and e and e.runs < reference.min_runs else None
-        rows.append(judge(h, e, noisy.get(h.metric.benchmark) or few))
-    return Verdict(rows + _above(run, bounds, shown), reference)

@@ -34,6 +34,7 @@ from hpcprobe.judge.peers import (
 from hpcprobe.machine import sentinel, steal
 from hpcprobe.measure.family import Scaling
 from hpcprobe.results.findings import HEALTH, of_kind
+from hpcprobe.results.judgement import Judgement
 from hpcprobe.results.model import Metric, Run
 
 if TYPE_CHECKING:
@@ -66,6 +67,10 @@ class PeerFinding:
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "item": self.item, "nodes": list(self.nodes),
                 "confirmed": self.confirmed, "evidence": [d.to_dict() for d in self.evidence]}
+
+    def judgements(self, th: Thresholds) -> list[Judgement]:
+        """Its evidence as judgement records, the node or link as their subject."""
+        return [d.judgement(self.item, th) for d in self.evidence]
 
 
 @dataclass
@@ -142,6 +147,8 @@ class FleetVerdict:
             "weak_units": self.weak_units, "scaling_errors": self.scaling_errors,
             "missing": self.missing, "unhealthy": self.unhealthy, "steal_percent": self.steal,
             "others_percent": self.busy, "node_changed": self.changed,
+            "judgements": [j.to_dict() for f in self.findings + self.suspects
+                           for j in f.judgements(self.thresholds)],
         }
 
 

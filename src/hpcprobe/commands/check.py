@@ -235,6 +235,7 @@ def _keep(a: argparse.Namespace, c: Checked, run: Run, v: Verdict, out: health.O
     if a.json:
         doc = {"node": c.node, "status": out.status, "exit_code": out.exit_code,
                "reasons": out.reasons, "unjudged": out.unjudged, "retested": out.retested,
+               "judgements": [j.to_dict() for j in out.judgements],
                "seconds": round(seconds, 2), "run": run.to_dict()}
         files.atomic_write(a.json, (json.dumps(doc, indent=1) + "\n").encode(), "--json",
                            private=True)

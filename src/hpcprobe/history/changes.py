@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
 
+from hpcprobe.results.judgement import Judgement
+
 #: A step is real when Welch's test between the segments gives p below this
 ALPHA = 0.001
 #: Steps smaller than this (relative) are not reported, however significant
@@ -66,6 +68,15 @@ class Change:
     @property
     def change(self) -> float:
         return self.ratio - 1.0
+
+    def judgement(self, figure: str, unit: str, better: str, subject: str) -> Judgement:
+        """This change point as a judgement record: the level after against the level before
+        (below where it moved the worse way, else ok: a figure that improved is no fault)."""
+        worse = self.ratio < 1.0 if better == "higher" else self.ratio > 1.0
+        return Judgement(figure, "history", "below" if worse else "ok", self.level_after, unit,
+                         self.level_before, why=f"x{self.ratio:.3f} (95 % CI "
+                         f"{self.ratio_ci[0]:.3f}-{self.ratio_ci[1]:.3f}, p {self.p:.2g}) from "
+                         f"run {self.after.run_id} on", subject=subject)
 
 
 class Step(NamedTuple):

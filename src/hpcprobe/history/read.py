@@ -18,6 +18,7 @@ from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.history import changes
 from hpcprobe.history.series import Series, by_label, differences_text
 from hpcprobe.machine import fingerprint
+from hpcprobe.results.ceilings import Bound
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.results.store import Columns, Selection, Store
 
@@ -25,11 +26,13 @@ from hpcprobe.results.store import Columns, Selection, Store
 @dataclass(frozen=True)
 class Declared:
     """What the families declare that a history reads (the registry's, handed over): the
-    headline pickers, the params that do not tell figures apart, the hardware labels."""
+    headline pickers, the params that do not tell figures apart, the hardware labels; and the
+    ceilings' sources, which a verdict made against a history reads too."""
 
     pickers: Sequence[Picker]
     not_joined: NotJoined
     labels: Labels
+    bounds: Sequence[Bound] = ()
 
 
 #: More series of one figure a host than this (its params not narrowed): refused, with the

@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from hpcprobe.analysis import reference, verdict
+from hpcprobe.analysis import reference
 from hpcprobe.analysis.verdict import Reference, Verdict
 from hpcprobe.common.errors import UserError
+from hpcprobe.judge import run as run_judge
 from hpcprobe.results.model import Run
 from hpcprobe.results.store import Store
 
@@ -53,7 +54,7 @@ class Against:
             ref = reference.for_run(self.groups, run, labels, self.path)
         else:
             ref = None if store is None else reference.previous(store, run, pickers, labels)
-        judged = verdict.verdict(run, pickers, ref)
+        judged = run_judge.verdict(run, pickers, ref, self.known.bounds)
         if store is None or not recent:
             return judged
         from hpcprobe.history import read  # a history is read here, not at start-up

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from hpcprobe.analysis.compare import NotJoined, describe_params, joined_params
 from hpcprobe.common import lazy
 from hpcprobe.common.stats import median_ci_ranks
+from hpcprobe.results.judgement import Judgement
 from hpcprobe.results.model import Metric
 
 if TYPE_CHECKING:
@@ -58,6 +59,12 @@ class Deviation:
         return {"metric": self.metric, "value": self.value, "median": self.median,
                 "unit": self.unit, "z": finite(self.z),
                 "worse": self.worse if np.isfinite(self.worse) else None}
+
+    def judgement(self, subject: str, th: Thresholds) -> Judgement:
+        """This flagged figure as a judgement record: below its peers' median, by the
+        thresholds' practical share at least (`worse`)."""
+        return Judgement(self.metric, "peers", "below", self.value, self.unit,
+                         self.median, th.worse, why=self.text(), subject=subject)
 
     def text(self) -> str:
         z = f"(z {finite(self.z) or 'inf'})"

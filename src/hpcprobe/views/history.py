@@ -167,7 +167,9 @@ def document(found: History) -> dict[str, Any]:
                     "rel_ci95": p.rel_ci, "disturbed": p.disturbed} for p in s.points],
         "changes": [{**_change(c), "before": c.before.run_id, "after": c.after.run_id,
                      "differences": [{"what": k, "values": v} for k, v in c.differences]}
-                    for c in s.changes]} for s in found.series]}
+                    for c in s.changes]} for s in found.series],
+            "judgements": [c.judgement(s.label, s.unit, s.better, s.host).to_dict()
+                           for s in found.series for c in s.changes]}
 
 
 def _change(c: history.Change) -> dict[str, Any]:

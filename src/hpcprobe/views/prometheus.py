@@ -14,8 +14,9 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 from hpcprobe.analysis.health import EXIT
-from hpcprobe.analysis.verdict import MARKS, Verdict
+from hpcprobe.analysis.verdict import Verdict
 from hpcprobe.common.errors import OptionError
+from hpcprobe.results.judgement import FIGURE_MARKS
 from hpcprobe.results.model import Run
 
 #: A check's outcomes
@@ -93,7 +94,7 @@ def registry(entries: Sequence[tuple[Run, Verdict]]) -> object:
                           labels).labels(**labels).set(value * factor)
             mark = gauge("hpcprobe_figure_verdict", "a headline figure's verdict: 1 for its "
                          "mark, 0 for the others", [*labels, "verdict"])
-            for m in MARKS:
+            for m in FIGURE_MARKS:
                 mark.labels(**labels, verdict=m).set(1.0 if r.mark == m else 0.0)
     return reg
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from hpcprobe.analysis.verdict import MARKS, Row, Verdict
+from hpcprobe.analysis.verdict import Row, Verdict
+from hpcprobe.results.judgement import FIGURE_MARKS
 from hpcprobe.viewkit.table import Block, Lines, Table
 
 #: The widest line the verdict and the folded warnings take
@@ -28,7 +29,7 @@ def _mark(r: Row) -> str:
 
 
 def _summary(v: Verdict) -> str:
-    counts = [f"{len(v.marked(m))} {m}" for m in MARKS
+    counts = [f"{len(v.marked(m))} {m}" for m in FIGURE_MARKS
               if v.marked(m)]
     named = "; ".join(f"{r.headline.label} {100 * (r.change or 0):+.1f} %"
                       for r in v.marked("below"))

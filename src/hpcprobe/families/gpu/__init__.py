@@ -34,7 +34,8 @@ FAMILY = Family(
     views=(views.tables,), figures=(views.figures,),
     capabilities=(Headlines(views.headlines),
         Ceilings((Bound("gpu", "bandwidth", views.memory_ceiling),
-                  Bound("gpu", "gemm", views.gemm_ceiling))),
+                  Bound("gpu", "gemm", views.gemm_ceiling),
+                  Bound("gpu", "copy", views.copy_ceiling))),
         Default(),
         # host copies bound by PCIe: 55 GB/s on an H100 node whose DRAM read 100+
         OtherDevice("NVIDIA GPUs"),

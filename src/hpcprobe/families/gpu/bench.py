@@ -415,7 +415,8 @@ def _siblings(ctx: RunContext, inv: gpus.Inventory) -> None:
         order = sorted(devices)
         if len(order) < 3:
             continue
-        rows = peers.outliers([peers.figures(devices[d], ignore) for d in order])
+        th = peers.Thresholds()
+        rows = peers.outliers([peers.figures(devices[d], ignore) for d in order], th)
         for d, worse in zip(order, rows, strict=True):
             if worse:
                 why = ("its power limit or application clocks, set below their defaults, "
@@ -423,8 +424,9 @@ def _siblings(ctx: RunContext, inv: gpus.Inventory) -> None:
                        "and throttle reasons beside its figures say why")
                 msg = (f"GPU{d} is slower than this node's other {len(order) - 1} {model}: "
                        f"{'; '.join(x.text() for x in worse[:3])}; {why}")
-                ctx.find(Finding("gpu", SIBLINGS, msg, {"item": f"GPU{d}",
-                                                        "evidence": [x.to_dict() for x in worse]}))
+                ctx.find(Finding("gpu", SIBLINGS, msg, {
+                    "item": f"GPU{d}", "evidence": [x.to_dict() for x in worse],
+                    "judgements": [x.judgement(f"GPU{d}", th).to_dict() for x in worse]}))
 
 
 def _program(inv: gpus.Inventory, driver: str | None, timeout: float

@@ -164,6 +164,14 @@ def memory_ceiling(run: Run, metric: Metric) -> Ceiling | None:
     return None if peak is None else Ceiling(peak.summary.median, "memory clock x bus width")
 
 
+def copy_ceiling(run: Run, metric: Metric) -> Ceiling | None:
+    """A host<->device copy's ceiling: its PCIe link as NVML read it during the copy."""
+    peak = next((q for q in run.select("gpu", "copy_peak")
+                 if metric.params.items() <= q.params.items()), None)
+    return None if peak is None else Ceiling(peak.summary.median, str(peak.params.get(
+        "model_source", "the PCIe link")))
+
+
 def gemm_ceiling(run: Run, metric: Metric) -> Ceiling | None:
     """A GEMM figure's ceiling: the GPU's peak for its precision at its SM clock."""
     p = metric.params
