@@ -25,7 +25,7 @@ from hpcprobe.analysis import health, reference
 from hpcprobe.analysis.verdict import Expected, Reference, Verdict
 from hpcprobe.commands import check
 from hpcprobe.health import drain
-from hpcprobe.machine import counters, provenance, topology
+from hpcprobe.machine import counters, links, provenance, topology
 from hpcprobe.results import model as results
 from hpcprobe.results.store import Store
 from hpcprobe.views import prometheus
@@ -41,7 +41,7 @@ def fake_sys(root: Path, state: str = "4: ACTIVE", symbol: int = 0, ue: int = 0)
     (port / "counters").mkdir(parents=True, exist_ok=True)
     (port / "state").write_text(state + "\n")
     (port / "rate").write_text("100 Gb/sec (4X EDR)\n")
-    for name in counters.IB_COUNTERS:
+    for name in links.IB_COUNTERS:
         (port / "counters" / name).write_text(f"{symbol if name == 'symbol_error' else 0}\n")
     mc = root / "devices" / "system" / "edac" / "mc" / "mc0"
     mc.mkdir(parents=True, exist_ok=True)
@@ -119,9 +119,9 @@ def test_counters_that_rose_since_the_last_check(tmp_path):
     before = counters.read(fake_sys(tmp_path / "a"), None)
     assert before["mlx5_0/1 symbol_error"] == 0 and before["EDAC uncorrected"] == 0
     now = counters.read(fake_sys(tmp_path / "b", symbol=12, ue=1), None)
-    assert counters.rising(before, now) == [
-        "mlx5_0/1 symbol_error rose by 12 since the last check (0 -> 12)",
-        "EDAC uncorrected rose by 1 since the last check (0 -> 1)"]
+    assert sorted(counters.rising(before, now)) == [  # each node fact's, in the facts' order
+        "EDAC uncorrected rose by 1 since the last check (0 -> 1)",
+        "mlx5_0/1 symbol_error rose by 12 since the last check (0 -> 12)"]
     assert counters.rising(now, before) == []  # cleared counters are no rise
 
 

@@ -127,7 +127,6 @@ class Row:
         return out
 
 
-
 @dataclass(frozen=True)
 class Verdict:
     rows: list[Row]

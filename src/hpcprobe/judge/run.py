@@ -41,7 +41,6 @@ from hpcprobe.results.model import Run
 ABOVE_CEILING = 1.01
 
 
-
 def judge(h: Headline, expected: Expected | None, noisy: str | None) -> Row:
     """Mark one headline: below when its whole CI is past the reference's threshold; ok when
     its median is within it and its CI no wider than the tolerance; else not judged, with the
@@ -63,7 +62,6 @@ def judge(h: Headline, expected: Expected | None, noisy: str | None) -> Row:
     if sign * s.median < t or s.rel_ci_halfwidth > expected.tolerance:
         return Row(h, expected, "not judged", f"noisy ±{100 * s.rel_ci_halfwidth:.0f}%")
     return Row(h, expected, "ok")
-
 
 
 def bounded(pick: Picker, bounds: Sequence[Bound], run: Run) -> list[Headline]:

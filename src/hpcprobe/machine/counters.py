@@ -1,7 +1,8 @@
 """The error counters a health check watches rise from one check to the next: each InfiniBand
 port's (symbol errors, link downed, link error recovery, receive errors, transmit discards:
-`/sys/class/infiniband/*/ports/*/counters/`) and the memory controllers' corrected and
-uncorrected totals (EDAC), and the machine-check interrupts the kernel counts per CPU in
+`/sys/class/infiniband/*/ports/*/counters/`, the links fact's) and the memory controllers'
+corrected and uncorrected totals (EDAC, the DIMMs fact's), each declared by its node fact
+(`machine/facts.py`), and the machine-check interrupts the kernel counts per CPU in
 `/proc/interrupts` outside EDAC (exceptions, the corrected-error threshold's, AMD's deferred
 errors: a machine check the EDAC driver does not decode, or where no EDAC driver is loaded,
 shows there). A counter's value means little alone (it counts since the driver
@@ -13,7 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from hpcprobe.common.kernelfiles import read_text
-from hpcprobe.machine import edac
+from hpcprobe.machine import facts
 
 SYSFS = Path("/sys")
 INTERRUPTS = Path("/proc/interrupts")
@@ -21,15 +22,6 @@ INTERRUPTS = Path("/proc/interrupts")
 #: thermal events, rise on a healthy node)
 MCE_ROWS = {"MCE": "machine check exceptions", "THR": "machine check threshold interrupts",
             "DFR": "deferred machine check errors"}
-#: The InfiniBand port counters whose rise is a fault (the IBTA's PortCounters an
-#: administrator acts on: a bad cable or port, a flapping link, a congested or broken fabric)
-IB_COUNTERS = ("symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors",
-               "port_xmit_discards")
-
-
-def _int(path: Path) -> int | None:
-    text = (read_text(path) or "").strip()
-    return int(text) if text.isdigit() else None
 
 
 def machine_checks(text: str) -> dict[str, int]:
@@ -45,19 +37,10 @@ def machine_checks(text: str) -> dict[str, int]:
 
 def read(sysfs: Path = SYSFS, interrupts: Path | None = INTERRUPTS) -> dict[str, int]:
     """Every watched counter of this node by name ("mlx5_0/1 symbol_error", "EDAC
-    uncorrected", "machine check exceptions"); those it cannot read are absent (the
-    interrupts' too where `interrupts` is None: a recorded /sys has no /proc)."""
-    out: dict[str, int] = {}
-    base = sysfs / "class" / "infiniband"
-    for hca in sorted(base.iterdir()) if base.is_dir() else []:
-        for port in sorted((hca / "ports").iterdir()) if (hca / "ports").is_dir() else []:
-            for name in IB_COUNTERS:
-                if (value := _int(port / "counters" / name)) is not None:
-                    out[f"{hca.name}/{port.name} {name}"] = value
-    mc = edac.read(str(sysfs / "devices" / "system" / "edac" / "mc"))
-    if mc is not None:
-        out["EDAC corrected"] = mc.ce
-        out["EDAC uncorrected"] = mc.ue
+    uncorrected", "machine check exceptions"): each node fact's (`facts.Fact.counters`) and
+    the machine checks'; those it cannot read are absent (the interrupts' too where
+    `interrupts` is None: a recorded /sys has no /proc)."""
+    out = facts.counters(sysfs)
     if interrupts is not None:
         out.update(machine_checks(read_text(interrupts) or ""))
     return out

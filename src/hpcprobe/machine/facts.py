@@ -1,9 +1,11 @@
 """The node's facts beyond its topology, each declared once: the key it is kept under in a
 run's provenance, how it is read from a /sys tree (this node's, or a recorded copy that
-`check --sysfs` replays), the lines it adds to a run's header, and the labelled values a healthy
-node of its kind keeps (what `check` compares with its reference's state). Provenance, the
-terminal header, the node's state and the recorded-/sys replay walk `FACTS`; none names a
-fact. A new fact is a module that reads it and one entry here."""
+`check --sysfs` replays), the lines it adds to a run's header, the labelled values a healthy
+node of its kind keeps (what `check` compares with its reference's state), the ceilings it sets
+for figures and the error counters of its hardware a check watches rise. Provenance, the
+terminal header, the node's state, the verdict's ceilings, the check's counters and the
+recorded-/sys replay walk `FACTS`; none names a fact. A new fact is a module that reads it and
+one entry here (docs/design.md walks through one)."""
 
 from __future__ import annotations
 
@@ -28,6 +30,10 @@ def _no_state(stored: Any) -> dict[str, str]:
     return {}
 
 
+def _no_counters(sysfs: Path) -> dict[str, int]:
+    return {}
+
+
 @dataclass(frozen=True)
 class Fact:
     """One node fact and what each reader needs of it."""
@@ -41,11 +47,19 @@ class Fact:
     state: Callable[[Any], dict[str, str]] = _no_state
     #: the ceilings it sets for figures (the DIMMs: the DRAM bandwidth)
     bounds: tuple[Bound, ...] = ()
+    #: a /sys root -> the error counters of its hardware a check watches rise, by name
+    counters: Callable[[Path], dict[str, int]] = _no_counters
 
 
 def _under(sysfs: Path, path: str) -> str:
     """A path of this node's /sys (`/sys/...`) in the /sys tree at `sysfs`."""
     return str(sysfs / Path(path).relative_to(SYSFS))
+
+
+def _edac_counters(sysfs: Path) -> dict[str, int]:
+    """The memory controllers' corrected and uncorrected error totals (EDAC)."""
+    mc = edac.read(_under(sysfs, edac.ROOT))
+    return {} if mc is None else {"EDAC corrected": mc.ce, "EDAC uncorrected": mc.ue}
 
 
 def _dram(cpu_model: str, sysfs: Path) -> dict[str, Any]:
@@ -74,13 +88,19 @@ def dram_ceiling(run: Run, metric: Metric) -> Ceiling | None:
 
 FACTS: tuple[Fact, ...] = (
     Fact(DRAM, _dram, dimms.line, dimms.state,
-         (Bound("memory", "bandwidth", dram_ceiling),)),
-    Fact("links", lambda _, sysfs: links.read(sysfs), links.line, links.state),
+         (Bound("memory", "bandwidth", dram_ceiling),), _edac_counters),
+    Fact("links", lambda _, sysfs: links.read(sysfs), links.line, links.state,
+         counters=links.counters),
 )
 
 
 #: The ceilings the node's facts set
 BOUNDS: tuple[Bound, ...] = tuple(b for f in FACTS for b in f.bounds)
+
+
+def counters(sysfs: Path = SYSFS) -> dict[str, int]:
+    """Every fact's watched error counters of the node whose /sys is `sysfs`, by name."""
+    return {name: v for f in FACTS for name, v in f.counters(sysfs).items()}
 
 
 def read(cpu_model: str, sysfs: Path = SYSFS) -> dict[str, Any]:

@@ -93,6 +93,26 @@ def _below(d: dict[str, Any]) -> str | None:
             "BIOS setting); its bandwidth ceiling is lower")
 
 
+#: The InfiniBand port counters whose rise is a fault (the IBTA's PortCounters an
+#: administrator acts on: a bad cable or port, a flapping link, a congested or broken fabric)
+IB_COUNTERS = ("symbol_error", "link_downed", "link_error_recovery", "port_rcv_errors",
+               "port_xmit_discards")
+
+
+def counters(sysfs: Path = SYSFS) -> dict[str, int]:
+    """Each InfiniBand port's watched error counters ("mlx5_0/1 symbol_error"), those it can
+    read."""
+    out: dict[str, int] = {}
+    base = sysfs / "class" / "infiniband"
+    for hca in sorted(base.iterdir()) if base.is_dir() else []:
+        for port in sorted((hca / "ports").iterdir()) if (hca / "ports").is_dir() else []:
+            for name in IB_COUNTERS:
+                text = (read_text(port / "counters" / name) or "").strip()
+                if text.isdigit():
+                    out[f"{hca.name}/{port.name} {name}"] = int(text)
+    return out
+
+
 def read(sysfs: Path = SYSFS) -> dict[str, Any]:
     """The links (as stored in the provenance under `links`): PCIe links of the NICs, HCAs
     and NVMe drives, the network ports, and the findings (a link below its maximum, an
