@@ -257,8 +257,8 @@ def test_the_dry_run_says_how_long_each_family_took_here(measured):
 
 def test_a_row_is_judged_in_the_one_judgement_record():
     """A headline with a ceiling and a reference is two records (basis ceiling, then
-    reference); one above its ceiling is one record, the reference not asked; a record of an
-    unknown basis or mark is refused."""
+    reference); above its ceiling, its reference is not judged; a record of an unknown basis
+    or mark is refused."""
     from hpcprobe.results.judgement import Judgement
 
     m = Metric("memory", "bandwidth", "GB/s", {}, [90.0, 91.0, 92.0, 93.0, 94.0])
@@ -269,8 +269,9 @@ def test_a_row_is_judged_in_the_one_judgement_record():
     assert (ref.basis, ref.mark, ref.expected, ref.tolerance, ref.value) == \
         ("reference", "below", 100.0, 0.05, 92.0)
     assert ref.ci == m.summary.ci95 and ref.to_dict()["ci"] == list(m.summary.ci95)
-    [over] = judge(Headline("k", "triad", m, 80.0, "DIMMs"), e, None).judgements()
+    over, unasked = judge(Headline("k", "triad", m, 80.0, "DIMMs"), e, None).judgements()
     assert (over.basis, over.mark) == ("ceiling", "above ceiling")
+    assert (unasked.basis, unasked.mark, unasked.expected) == ("reference", "not judged", 100.0)
     with pytest.raises(ValueError):
         Judgement("k", "hunch", "ok")
 

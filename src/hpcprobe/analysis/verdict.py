@@ -110,8 +110,9 @@ class Row:
         return self.headline.metric.summary.median / self.expected.value - 1.0
 
     def judgements(self) -> list[Judgement]:
-        """This row as judgement records: against its ceiling where it has one, and against
-        its reference unless it is above its ceiling (then the reference is not asked)."""
+        """This row as judgement records: against its ceiling where it has one, then against
+        its reference (not judged where it is above its ceiling: the reference is not
+        asked)."""
         h, s = self.headline, self.headline.metric.summary
         out = []
         if h.ceiling is not None:
@@ -119,11 +120,12 @@ class Row:
             out.append(Judgement(h.key, "ceiling", "above ceiling" if over else "ok", s.median,
                                  h.metric.unit, h.ceiling, ci=s.ci95,
                                  why=(self.why + "; " if over else "") + (h.ceiling_source or "")))
-        if self.mark != "above ceiling":
-            e = self.expected
-            out.append(Judgement(h.key, "reference", self.mark, s.median, h.metric.unit,
-                                 None if e is None else e.value,
-                                 None if e is None else e.tolerance, s.ci95, self.why))
+        over = self.mark == "above ceiling"
+        e = self.expected
+        out.append(Judgement(h.key, "reference", "not judged" if over else self.mark, s.median,
+                             h.metric.unit, None if e is None else e.value,
+                             None if e is None else e.tolerance, s.ci95,
+                             "above its ceiling" if over else self.why))
         return out
 
 

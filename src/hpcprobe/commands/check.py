@@ -184,7 +184,7 @@ def handle(a: argparse.Namespace) -> int:
     out = health.outcome(faults(run, v.reference, rose, devices, a.tmp,
                                 (c.tmp_free, "--tmp-free")), v)
     if in_use is not None and out.status == health.PASS:  # its state passed; not its figures
-        out = health.Outcome(health.UNJUDGED, [], [in_use])
+        out = health.Outcome(health.UNJUDGED, [], [in_use], judgements=out.judgements)
     out.retested = retested
     if out.status != health.FAIL or before is None:
         # a rise stays a fault until dealt with

@@ -2,9 +2,10 @@
 text and OpenMetrics exposition, its atomic textfile writer): each headline figure's median,
 its ceiling and its reference's expected value in Prometheus's base units (bytes, seconds,
 ratios 0-1), one metric per kind and unit, named `hpcprobe_<kind>_<unit>` with the figure's
-key, host and profile as labels; each figure's verdict and a check's outcome as state sets (1
-for the state it is in, 0 for the others); when the run or check was made. node_exporter's
-textfile collector reads the file written (`*.prom` in its directory)."""
+key, host and profile as labels, read from the verdict's judgement records; each figure's
+verdict and a check's outcome as state sets (1 for the state it is in, 0 for the others); when
+the run or check was made. node_exporter's textfile collector reads the file written (`*.prom`
+in its directory)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from datetime import datetime
 from hpcprobe.analysis.health import EXIT
 from hpcprobe.analysis.verdict import Verdict
 from hpcprobe.common.errors import OptionError
-from hpcprobe.results.judgement import FIGURE_MARKS
+from hpcprobe.results.judgement import FIGURE_MARKS, Judgement
 from hpcprobe.results.model import Run
 
 #: A check's outcomes
@@ -83,20 +84,34 @@ def registry(entries: Sequence[tuple[Run, Verdict]]) -> object:
         base = {"host": run.host, "profile": run.profile}
         gauge("hpcprobe_run_timestamp_seconds", "when the run was made (Unix time)",
               base).labels(**base).set(datetime.fromisoformat(run.created).timestamp())
-        for r in v.rows:
-            h, (unit, factor) = r.headline, base_unit(r.headline.metric.unit)
-            labels = {**base, "figure": h.key}
-            for kind, value in (("figure", h.metric.summary.median), ("ceiling", h.ceiling),
-                                ("expected", r.expected.value if r.expected else None)):
+        for figure, judged in _by_figure(v.judgements()).items():
+            first = next(iter(judged.values()))
+            unit, factor = base_unit(first.unit)
+            labels = {**base, "figure": figure}
+            ceiling, ref = judged.get("ceiling"), judged.get("reference")
+            for kind, value in (("figure", first.value),
+                                ("ceiling", ceiling.expected if ceiling else None),
+                                ("expected", ref.expected if ref else None)):
                 if value is not None:
                     # one metric for every unit of its base unit (GB/s and MB/s figures alike)
                     gauge(f"hpcprobe_{kind}_{unit}", f"{_DOC[kind]}, in base units",
                           labels).labels(**labels).set(value * factor)
+            said = ceiling.mark if ceiling and ceiling.mark == "above ceiling" else \
+                ref.mark if ref else "not judged"
             mark = gauge("hpcprobe_figure_verdict", "a headline figure's verdict: 1 for its "
                          "mark, 0 for the others", [*labels, "verdict"])
             for m in FIGURE_MARKS:
-                mark.labels(**labels, verdict=m).set(1.0 if r.mark == m else 0.0)
+                mark.labels(**labels, verdict=m).set(1.0 if said == m else 0.0)
     return reg
+
+
+def _by_figure(judged: Iterable[Judgement]) -> dict[str, dict[str, Judgement]]:
+    """A verdict's judgement records by figure, then by basis (a ceiling's and a
+    reference's)."""
+    out: dict[str, dict[str, Judgement]] = {}
+    for j in judged:
+        out.setdefault(j.figure, {})[j.basis] = j
+    return out
 
 
 def add_check(reg: object, host: str, status: str, reasons: int, when: float,
