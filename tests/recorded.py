@@ -29,6 +29,7 @@ from hpcprobe.machine import (
     cacheports,
     clock,
     dimms,
+    energy,
     facts,
     flopmodel,
     links,
@@ -344,7 +345,11 @@ def recorded(node: Node, mp: pytest.MonkeyPatch) -> Iterator[Topology]:
                     cpu_model, str(DATA / "smbios" / node.smbios if node.smbios else NOWHERE),
                     str(DATA / "edac" / node.edac if node.edac else NOWHERE)).to_dict(),
                 "links": lambda cpu_model, sysfs: links.read(
-                    DATA / "links" / node.links if node.links else NOWHERE)}
+                    DATA / "links" / node.links if node.links else NOWHERE),
+                # no recorded node keeps energy counters (test_energy's trees do): none read,
+                # by the header's fact nor by the run's meter
+                "energy": lambda cpu_model, sysfs: energy.fact(NOWHERE)}
+    mp.setattr(energy, "POWERCAP", NOWHERE)
     mp.setattr(facts, "FACTS", tuple(replace(f, read=recorded[f.key]) for f in facts.FACTS))
     mp.setattr(sysinfo, "mem_total_bytes", lambda: topo.memory_bytes)
     # the hypervisor's steal from this host's CPUs is none of the recorded node's

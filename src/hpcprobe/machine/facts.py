@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hpcprobe.machine import dimms, edac, links
+from hpcprobe.machine import dimms, edac, energy, links
 from hpcprobe.results.ceilings import Bound, Ceiling
 from hpcprobe.results.model import Metric, Run
 
@@ -91,6 +91,8 @@ FACTS: tuple[Fact, ...] = (
          (Bound("memory", "bandwidth", dram_ceiling),), _edac_counters),
     Fact("links", lambda _, sysfs: links.read(sysfs), links.line, links.state,
          counters=links.counters),
+    Fact("energy", lambda _, sysfs: energy.fact(Path(_under(sysfs, energy.ROOT))),
+         energy.line),
 )
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from hpcprobe import native
 from hpcprobe.common import signals
 from hpcprobe.common.errors import MeasurementError, OptionError
-from hpcprobe.machine import provenance, sentinel, steal
+from hpcprobe.machine import energy, provenance, sentinel, steal
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.family import Derives, Family, OtherDevice, Progress, RunContext
 from hpcprobe.measure.profiles import Profile
@@ -103,6 +103,18 @@ def _drop_undeclared(ctx: RunContext, families: Sequence[Family]) -> None:
     ctx.metrics = [m for m in ctx.metrics if m not in undeclared]
 
 
+def _keep(run: Run, ctx: RunContext, watched: dict[str, Any],
+          brackets: sentinel.Brackets) -> None:
+    """What the run keeps of how it ran: the families' provenance, what the runner watched
+    (seconds, steal, energy) and the node sentinel's readings (or why it went unwatched)."""
+    run.provenance.update(ctx.provenance)
+    run.provenance.update(watched)
+    if (read := brackets.provenance()) is not None:
+        run.provenance["sentinel"] = read
+    if (why := brackets.warning()) is not None:
+        ctx.warnings.append(why)
+
+
 def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: str,
             options: Mapping[str, Any], progress: Progress, oversubscribe: bool = False,
             tag: str | None = None, isa_asked: bool = False, standalone: bool = False) -> Run:
@@ -126,11 +138,14 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
     taken: dict[str, dict[str, float]] = {}
     brackets = sentinel.Brackets(topo, isa)
     brackets.take(None)
+    meter = energy.Meter.of()
+    meter.start()
     spent: dict[str, float] = {}  # seconds per family, its sentinel reading after it included
     for i, family in enumerate(measured):
         assert family.run is not None
         began = time.perf_counter()
         before = steal.read()
+        meter.take(None)  # the family's energy alone, not the sentinel's reading before it
         try:
             family.run(ctx, options.get(family.name))
         except MeasurementError as exc:  # named once: "fio: …", not "fio: fio: …"
@@ -146,6 +161,7 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
             for m in [m for m in ctx.metrics if not m.samples]:  # a family's bug: no figure
                 ctx.errors.append(f"{m.benchmark}: {m.name} {m.params} has no sample; dropped")
             ctx.metrics = [m for m in ctx.metrics if m.samples]
+            meter.take(family.name)
             if not ctx.interrupted:  # read after every family: it brackets the next
                 found = brackets.take(family.name)
         spent[family.name] = round(time.perf_counter() - began, 2)
@@ -164,13 +180,8 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
         if (derives := family.capability(Derives)) is not None:
             ctx.metrics.extend(derives.derive(ctx.metrics))
     _drop_undeclared(ctx, families)
-    run.provenance.update(ctx.provenance)
-    run.provenance["seconds"] = spent
-    run.provenance.update(taken)
-    if (read := brackets.provenance()) is not None:
-        run.provenance["sentinel"] = read
-    if (why := brackets.warning()) is not None:
-        ctx.warnings.append(why)
+    meter.stop()
+    _keep(run, ctx, {"seconds": spent, **taken, "energy": meter.provenance()}, brackets)
     run.metrics = ctx.metrics
     run.findings = ctx.findings
     run.warnings = ctx.warnings

@@ -1,0 +1,204 @@
+"""The node's energy counters, read around each benchmark: RAPL through Linux's powercap
+interface (`/sys/class/powercap/intel-rapl:N[:M]/`: `name`, `energy_uj`,
+`max_energy_range_uj`), Intel's package, core, uncore and DRAM domains and AMD Zen's package
+and core domains alike (the kernel's intel-rapl driver serves both). RAPL covers the package
+(and Intel's DRAM), not the board, and is a model on some CPUs: the domains measured are named
+beside every reading. A counter counts micro-joules and wraps at its range, so a helper thread
+reads it often enough to see every wrap (a package at 500 W wraps a 262 kJ range every 9
+minutes). Where no counter can be read the reason is said in one line, with the fix: a VM
+exposes none; since Linux 5.10 `energy_uj` is readable by root only (a side channel was
+closed)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from hpcprobe.common.kernelfiles import read_text
+
+#: This node's powercap tree (a recorded /sys holds it at the same place below its root)
+ROOT = "/sys/class/powercap"
+#: Where a run's meter reads (the tests point it at a tree of their own)
+POWERCAP = Path(ROOT)
+#: What the readings are, named beside them
+SOURCE = "RAPL (Linux powercap)"
+#: The helper thread reads every counter this often (s): far more often than the fastest
+#: wrap (a 262 kJ range at 1 kW: 4 minutes), seldom enough to cost nothing
+POLL_S = 10.0
+
+
+@dataclass(frozen=True)
+class Domain:
+    """One energy counter: its name ("package-0", "package-0/core", "package-0/dram"), its
+    `energy_uj` file and the range it wraps at (micro-joules)."""
+
+    name: str
+    path: Path
+    range_uj: int
+
+
+def _zones(root: Path) -> list[Path]:
+    """The RAPL zones of a powercap tree, parents before their subzones (`intel-rapl:0`,
+    `intel-rapl:0:0`); the MMIO interface's duplicates of a package (`intel-rapl-mmio:0`)
+    are left out, so that no energy is counted twice."""
+    if not root.is_dir():
+        return []
+    found = [p for p in root.iterdir() if p.name.startswith("intel-rapl:") and
+             (p / "energy_uj").exists()]
+    return sorted(found, key=lambda p: [int(x) for x in p.name.split(":")[1:]])
+
+
+def _unreadable(path: Path) -> bool:
+    """Whether this process cannot read the counter (root reads any)."""
+    if os.geteuid() == 0:
+        return False
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return True
+    return not (mode & stat.S_IROTH) and not os.access(path, os.R_OK)
+
+
+def discover(root: Path = POWERCAP) -> tuple[list[Domain], str | None]:
+    """The energy domains of a powercap tree, or why none can be read (with the fix)."""
+    zones = _zones(root)
+    if not zones:
+        return [], (f"no RAPL counters under {root} (a VM exposes none; on bare metal load the "
+                    "intel_rapl_msr driver)")
+    if any(_unreadable(z / "energy_uj") for z in zones):
+        return [], (f"{zones[0] / 'energy_uj'} is readable by root only (Linux 5.10 and later): "
+                    "run as root, or grant read access (a udev rule, or chmod o+r on each "
+                    "energy_uj)")
+    names: dict[str, str] = {}
+    out = []
+    for z in zones:
+        own = read_text(z / "name") or z.name
+        parent = z.name.rsplit(":", 1)[0] if z.name.count(":") > 1 else None
+        names[z.name] = f"{names[parent]}/{own}" if parent in names else own
+        rng = (read_text(z / "max_energy_range_uj") or "").strip()
+        out.append(Domain(names[z.name], z / "energy_uj", int(rng) if rng.isdigit() else 0))
+    return out, None
+
+
+def _uj(d: Domain) -> int | None:
+    text = (read_text(d.path) or "").strip()
+    return int(text) if text.isdigit() else None
+
+
+def advance(before: int, after: int, range_uj: int) -> int:
+    """Micro-joules counted from `before` to `after`, one wrap at `range_uj` allowed for."""
+    if after >= before or range_uj <= 0:
+        return max(0, after - before)
+    return after + range_uj - before
+
+
+@dataclass
+class Meter:
+    """Joules per domain between successive `take`s, every wrap counted: a helper thread
+    reads the counters every `poll_s` and adds what each advanced."""
+
+    domains: list[Domain]
+    poll_s: float = POLL_S
+    why: str | None = None  # why nothing is measured
+    readings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    _last: dict[str, int] = field(default_factory=dict)
+    _total: dict[str, int] = field(default_factory=dict)  # micro-joules since the last take
+    _since: float = 0.0
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _stop: threading.Event = field(default_factory=threading.Event)
+    _thread: threading.Thread | None = None
+
+    @classmethod
+    def of(cls, root: Path | None = None, poll_s: float | None = None) -> Meter:
+        """A meter of the domains under `root` (this node's powercap tree by default)."""
+        domains, why = discover(POWERCAP if root is None else root)
+        return cls(domains, POLL_S if poll_s is None else poll_s, why)
+
+    def _poll(self) -> None:
+        with self._lock:
+            for d in self.domains:
+                now = _uj(d)
+                if now is None:
+                    continue
+                if d.name in self._last:
+                    self._total[d.name] = self._total.get(d.name, 0) + advance(
+                        self._last[d.name], now, d.range_uj)
+                self._last[d.name] = now
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.poll_s):
+            self._poll()
+
+    def start(self) -> None:
+        """The first reading, and the helper thread that sees every wrap."""
+        if not self.domains:
+            return
+        self._poll()
+        self._since = time.perf_counter()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def take(self, label: str | None) -> None:
+        """Keep the joules per domain since the last take (or the start) under `label` (None:
+        start afresh, keeping nothing: what ran between benchmarks)."""
+        if not self.domains:
+            return
+        self._poll()
+        with self._lock:
+            now = time.perf_counter()
+            if label is not None:
+                self.readings[label] = {
+                    "seconds": round(now - self._since, 3),
+                    "joules": {d.name: round(self._total.get(d.name, 0) / 1e6, 3)
+                               for d in self.domains if d.name in self._last}}
+            self._total.clear()
+            self._since = now
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+
+    def provenance(self) -> dict[str, Any]:
+        """What the run keeps: the source, its domains and each benchmark's reading, or why
+        nothing was measured."""
+        if not self.domains:
+            return {"measured": False, "why": self.why}
+        return {"measured": True, "source": SOURCE, "domains": [d.name for d in self.domains],
+                "readings": self.readings}
+
+
+def whole(name: str) -> bool:
+    """Whether a domain counts energy no other domain counts: a package (its core and uncore
+    are parts of it) or DRAM (outside the package, though powercap lists it under one)."""
+    last = name.rsplit("/", 1)[-1]
+    return last.startswith("package") or last == "dram"
+
+
+def fact(root: Path = POWERCAP) -> dict[str, Any]:
+    """The node's energy domains as a run keeps them before any reading (or why none)."""
+    domains, why = discover(root)
+    return Meter(domains, why=why).provenance()
+
+
+def line(stored: dict[str, Any] | None) -> list[str]:
+    """The run header's line: the domains and the run's joules (packages and DRAM), or why
+    nothing is measured (never a zero for what was not read)."""
+    if not stored:
+        return []
+    if not stored.get("measured"):
+        return [f"Energy: not measured: {stored.get('why')}"]
+    head = f"Energy ({stored.get('source')}: {', '.join(stored.get('domains') or [])})"
+    readings = stored.get("readings") or {}
+    if not readings:
+        return [f"{head}: read around each benchmark"]
+    joules = sum(j for r in readings.values() for d, j in r.get("joules", {}).items()
+                 if whole(d))
+    seconds = sum(r.get("seconds", 0.0) for r in readings.values())
+    watts = f", {joules / seconds:.0f} W on average" if seconds > 0 else ""
+    return [f"{head}: {joules:.0f} J (packages and DRAM) over {seconds:.0f} s{watts}"]

@@ -1,0 +1,151 @@
+"""Energy counters (RAPL through powercap): recorded trees of the layouts Linux gives a
+2-socket Intel server (package, core and DRAM domains, the MMIO duplicate) and an AMD Zen 4
+node (package and core), counters that wrap, files only root may read, a tree whose counters
+advance while a benchmark runs, and a machine with none (this kind of VM)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from hpcprobe import native, registry
+from hpcprobe.families.memory.bench import MemoryOptions
+from hpcprobe.machine import energy, facts
+from hpcprobe.measure import profiles
+from hpcprobe.measure.family import NoProgress
+from hpcprobe.views import terminal
+
+#: RAPL's usual counter range: 2^32 x 61 uJ (Intel's energy unit on servers)
+RANGE = 262143328850
+
+
+def _zone(root: Path, zone: str, name: str, uj: int = 0, rng: int = RANGE) -> Path:
+    d = root / zone
+    d.mkdir(parents=True)
+    (d / "name").write_text(name + "\n")
+    (d / "energy_uj").write_text(f"{uj}\n")
+    (d / "max_energy_range_uj").write_text(f"{rng}\n")
+    return d
+
+
+def intel_2s(root: Path) -> Path:
+    """Linux's powercap tree of a 2-socket Xeon: per package its core and DRAM subzones, and
+    the MMIO interface's duplicate of package 0."""
+    for s in (0, 1):
+        _zone(root, f"intel-rapl:{s}", f"package-{s}", 1000)
+        _zone(root, f"intel-rapl:{s}:0", "core", 500)
+        _zone(root, f"intel-rapl:{s}:1", "dram", 200, 65712999613)
+    _zone(root, "intel-rapl-mmio:0", "package-0", 1000)
+    return root
+
+
+def amd_zen4(root: Path) -> Path:
+    """An AMD Zen 4 node's: the package and its cores, no DRAM domain."""
+    _zone(root, "intel-rapl:0", "package-0", 7)
+    _zone(root, "intel-rapl:0:0", "core", 3)
+    return root
+
+
+def test_the_domains_of_an_intel_and_an_amd_node(tmp_path):
+    domains, why = energy.discover(intel_2s(tmp_path / "intel"))
+    assert why is None
+    assert [d.name for d in domains] == ["package-0", "package-0/core", "package-0/dram",
+                                         "package-1", "package-1/core", "package-1/dram"]
+    assert {d.range_uj for d in domains} == {RANGE, 65712999613}
+    assert [d.name for d in domains if energy.whole(d.name)] == [
+        "package-0", "package-0/dram", "package-1", "package-1/dram"]  # nothing counted twice
+    domains, why = energy.discover(amd_zen4(tmp_path / "amd"))
+    assert why is None and [d.name for d in domains] == ["package-0", "package-0/core"]
+
+
+def test_a_counter_that_wraps_during_a_benchmark(tmp_path):
+    root = amd_zen4(tmp_path)
+    pkg = root / "intel-rapl:0" / "energy_uj"
+    pkg.write_text(f"{RANGE - 1_000_000}\n")  # a joule short of its range
+    meter = energy.Meter.of(root, poll_s=3600)  # no helper-thread reading: two reads alone
+    meter.start()
+    pkg.write_text("2500000\n")  # wrapped, then 2.5 J more
+    meter.take("memory")
+    assert meter.readings["memory"]["joules"]["package-0"] == pytest.approx(3.5)
+    assert energy.advance(10, 4, 0) == 0  # no range known: never a negative figure
+
+
+def test_counters_read_while_a_benchmark_runs_see_every_wrap(tmp_path):
+    """The helper thread reads often enough to count each wrap: a counter driven round its
+    range three times during one reading gives the whole energy."""
+    root = _zone(tmp_path, "intel-rapl:0", "package-0", 0, rng=1_000_000).parent
+    path = root / "intel-rapl:0" / "energy_uj"
+    meter = energy.Meter.of(root, poll_s=0.005)
+    meter.start()
+    total = 0
+    for _ in range(60):  # 60 steps of 0.05 J: 3 J, three times round a 1 J range
+        total += 50_000
+        path.write_text(f"{total % 1_000_000}\n")
+        time.sleep(0.02)
+    meter.take("compute")
+    meter.stop()
+    assert meter.readings["compute"]["joules"]["package-0"] == pytest.approx(3.0)
+    assert meter.readings["compute"]["seconds"] > 1.0
+
+
+def test_counters_only_root_may_read_say_so_with_the_fix(tmp_path, monkeypatch):
+    root = amd_zen4(tmp_path)
+    for f in root.glob("*/energy_uj"):
+        f.chmod(0o400)
+    monkeypatch.setattr(energy.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(energy.os, "access", lambda path, mode: False)
+    domains, why = energy.discover(root)
+    assert domains == [] and why is not None
+    assert "readable by root only (Linux 5.10 and later)" in why and "chmod o+r" in why
+
+
+def test_a_machine_without_counters_says_so_in_one_line(tmp_path):
+    """This kind of VM: one line, never empty columns or zeros."""
+    stored = energy.fact(tmp_path / "none")
+    assert stored == {"measured": False, "why": stored["why"]}
+    [line] = energy.line(stored)
+    assert line.startswith("Energy: not measured: no RAPL counters under ")
+    assert "a VM exposes none" in line and "0 J" not in line
+
+
+def test_each_benchmark_has_its_energy_in_the_run(tiny, tmp_path, monkeypatch):
+    """The whole path: a powercap tree whose package counter advances while the memory
+    benchmark runs (a writer thread), the run's provenance holding its joules and seconds by
+    domain, and the header saying them."""
+    root = intel_2s(tmp_path)
+    monkeypatch.setattr(energy, "POWERCAP", root)
+    monkeypatch.setattr(energy, "POLL_S", 0.01)
+    pkg = root / "intel-rapl:0" / "energy_uj"
+    done = threading.Event()
+
+    def burn() -> None:  # 100 W on package 0
+        uj, t0 = 1000, time.perf_counter()
+        while not done.wait(0.005):
+            pkg.write_text(f"{uj + int(1e8 * (time.perf_counter() - t0))}\n")
+
+    writer = threading.Thread(target=burn)
+    writer.start()
+    try:
+        run = registry.execute(tiny, profiles.get("quick"), ["memory"], native.best_isa(),
+                               {"memory": MemoryOptions(kernels=("triad",), stores=("regular",),
+                                                        threads=(1,), size_bytes=64 << 10)},
+                               NoProgress())
+    finally:
+        done.set()
+        writer.join()
+    kept = run.provenance["energy"]
+    assert kept["measured"] and kept["source"] == energy.SOURCE
+    got = kept["readings"]["memory"]
+    assert got["seconds"] > 0 and set(got["joules"]) == set(kept["domains"])
+    assert got["joules"]["package-0"] == pytest.approx(100 * got["seconds"], rel=0.3)
+    assert got["joules"]["package-1"] == 0.0  # read, and it did not move
+    header = "\n".join(facts.lines(run.provenance))
+    assert "Energy (RAPL (Linux powercap): package-0, package-0/core" in header
+    assert " W on average" in header
+    console = Console(record=True, width=100)
+    terminal.render(run, console, registry.views(), console)
+    assert "Energy (RAPL" in console.export_text()
