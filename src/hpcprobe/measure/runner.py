@@ -8,6 +8,7 @@ import socket
 import time
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -103,16 +104,73 @@ def _drop_undeclared(ctx: RunContext, families: Sequence[Family]) -> None:
     ctx.metrics = [m for m in ctx.metrics if m not in undeclared]
 
 
-def _keep(run: Run, ctx: RunContext, watched: dict[str, Any],
-          brackets: sentinel.Brackets) -> None:
-    """What the run keeps of how it ran: the families' provenance, what the runner watched
-    (seconds, steal, energy) and the node sentinel's readings (or why it went unwatched)."""
-    run.provenance.update(ctx.provenance)
-    run.provenance.update(watched)
-    if (read := brackets.provenance()) is not None:
-        run.provenance["sentinel"] = read
-    if (why := brackets.warning()) is not None:
-        ctx.warnings.append(why)
+@dataclass
+class _Watch:
+    """What the runner reads around each family: the hypervisor's steal and other processes'
+    time, the node sentinel, the energy counters, and the seconds each family took (its
+    sentinel reading after it included)."""
+
+    brackets: sentinel.Brackets
+    meter: energy.Meter
+    taken: dict[str, dict[str, float]] = field(default_factory=dict)
+    spent: dict[str, float] = field(default_factory=dict)
+
+    def keep(self, run: Run, ctx: RunContext) -> None:
+        """What the run keeps of how it ran: the families' provenance, what was watched and
+        the node sentinel's readings (or why it went unwatched)."""
+        run.provenance.update(ctx.provenance)
+        run.provenance.update({"seconds": self.spent, **self.taken,
+                               "energy": self.meter.provenance()})
+        if (read := self.brackets.provenance()) is not None:
+            run.provenance["sentinel"] = read
+        if (why := self.brackets.warning()) is not None:
+            ctx.warnings.append(why)
+
+
+def _family(ctx: RunContext, family: Family, opts: Any, watch: _Watch) -> bool:
+    """One family's measurements and their bookkeeping (done whole, a signal held till
+    after); whether a signal arrived meanwhile."""
+    assert family.run is not None
+    began = time.perf_counter()
+    before = steal.read()
+    watch.meter.take(None)  # the family's energy alone, not the sentinel's reading before it
+    try:
+        family.run(ctx, opts)
+    except MeasurementError as exc:  # named once: "fio: …", not "fio: fio: …"
+        said = str(exc)
+        ctx.errors.append(said if re.match(rf"{re.escape(family.name)}\b", said)
+                          else f"{family.name}: {said}")
+    except KeyboardInterrupt:  # what was measured and validated before it is kept
+        ctx.interrupted = True
+    found = None
+    with signals.deferred() as arrived:  # the bookkeeping of what it measured, whole
+        ctx.close_ledgers()
+        _steal(ctx, family.name, before, watch.taken)
+        for m in [m for m in ctx.metrics if not m.samples]:  # a family's bug: no figure
+            ctx.errors.append(f"{m.benchmark}: {m.name} {m.params} has no sample; dropped")
+        ctx.metrics = [m for m in ctx.metrics if m.samples]
+        watch.meter.take(family.name)
+        if not ctx.interrupted:  # read after every family: it brackets the next
+            found = watch.brackets.take(family.name)
+    watch.spent[family.name] = round(time.perf_counter() - began, 2)
+    if found is not None and family.capability(OtherDevice) is None and any(
+            m.benchmark == family.name for m in ctx.metrics):
+        ctx.find(found)  # a family with no figure has none to mix up
+    return bool(arrived)
+
+
+def _families(ctx: RunContext, measured: Sequence[Family], options: Mapping[str, Any],
+              watch: _Watch) -> dict[str, Any] | None:
+    """The families in order; where one was interrupted, what it was and what was not run."""
+    for i, family in enumerate(measured):
+        if _family(ctx, family, options.get(family.name), watch) or ctx.interrupted:
+            n = sum(m.benchmark == family.name for m in ctx.metrics)
+            rest = [f.name for f in measured[i + 1:]]
+            ctx.errors.append(f"{family.name}: interrupted (Ctrl-C or SIGTERM); the {n} "
+                              "figure(s) it had measured are kept"
+                              + (f"; not run: {', '.join(rest)}" if rest else ""))
+            return {"benchmark": family.name, "not_run": rest}
+    return None
 
 
 def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: str,
@@ -134,54 +192,18 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
               host=socket.gethostname(), profile=profile.name,
               benchmarks=[f.name for f in measured],
               provenance=node_provenance(topo, isa), topology=topo.to_dict(), tag=tag)
-    interrupted: dict[str, Any] | None = None
-    taken: dict[str, dict[str, float]] = {}
-    brackets = sentinel.Brackets(topo, isa)
-    brackets.take(None)
-    meter = energy.Meter.of()
-    meter.start()
-    spent: dict[str, float] = {}  # seconds per family, its sentinel reading after it included
-    for i, family in enumerate(measured):
-        assert family.run is not None
-        began = time.perf_counter()
-        before = steal.read()
-        meter.take(None)  # the family's energy alone, not the sentinel's reading before it
-        try:
-            family.run(ctx, options.get(family.name))
-        except MeasurementError as exc:  # named once: "fio: …", not "fio: fio: …"
-            said = str(exc)
-            ctx.errors.append(said if re.match(rf"{re.escape(family.name)}\b", said)
-                              else f"{family.name}: {said}")
-        except KeyboardInterrupt:  # what was measured and validated before it is kept
-            ctx.interrupted = True
-        found = None
-        with signals.deferred() as arrived:  # the bookkeeping of what it measured, whole
-            ctx.close_ledgers()
-            _steal(ctx, family.name, before, taken)
-            for m in [m for m in ctx.metrics if not m.samples]:  # a family's bug: no figure
-                ctx.errors.append(f"{m.benchmark}: {m.name} {m.params} has no sample; dropped")
-            ctx.metrics = [m for m in ctx.metrics if m.samples]
-            meter.take(family.name)
-            if not ctx.interrupted:  # read after every family: it brackets the next
-                found = brackets.take(family.name)
-        spent[family.name] = round(time.perf_counter() - began, 2)
-        if found is not None and family.capability(OtherDevice) is None and any(
-                m.benchmark == family.name for m in ctx.metrics):
-            ctx.find(found)  # a family with no figure has none to mix up
-        if ctx.interrupted or arrived:
-            n = sum(m.benchmark == family.name for m in ctx.metrics)
-            rest = [f.name for f in measured[i + 1:]]
-            interrupted = {"benchmark": family.name, "not_run": rest}
-            ctx.errors.append(f"{family.name}: interrupted (Ctrl-C or SIGTERM); the {n} "
-                              "figure(s) it had measured are kept"
-                              + (f"; not run: {', '.join(rest)}" if rest else ""))
-            break
+    watch = _Watch(sentinel.Brackets(topo, isa), energy.Meter.of())
+    watch.brackets.take(None)
+    watch.meter.start()
+    try:
+        interrupted = _families(ctx, measured, options, watch)
+    finally:
+        watch.meter.stop()
     for family in families:
         if (derives := family.capability(Derives)) is not None:
             ctx.metrics.extend(derives.derive(ctx.metrics))
     _drop_undeclared(ctx, families)
-    meter.stop()
-    _keep(run, ctx, {"seconds": spent, **taken, "energy": meter.provenance()}, brackets)
+    watch.keep(run, ctx)
     run.metrics = ctx.metrics
     run.findings = ctx.findings
     run.warnings = ctx.warnings
