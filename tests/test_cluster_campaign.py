@@ -111,9 +111,9 @@ def test_a_node_under_a_cpu_quota_is_a_slow_node_and_nothing_else(cluster, tmp_p
     # once drained n1 too, and the module's later campaigns waited for it
     rep = hpcprobe(cluster, "cluster", "report", "slow", "--db", str(tmp_path / "r.sqlite"),
                    "--drain")
-    assert rep.returncode == 1 and "Drained n2: hpcprobe slow: slow node" in rep.stderr
+    assert rep.returncode == 1 and "Drained n2: hpcprobe slow: HP401 slow node" in rep.stderr
     state = cluster.client("sinfo", "-h", "-n", "n2", "-o", "%t %E").stdout
-    assert state.startswith("drain") and "hpcprobe slow: slow node" in state, state
+    assert state.startswith("drain") and "hpcprobe slow: HP401 slow node" in state, state
     cluster.client("scontrol", "update", "NodeName=n2", "State=RESUME")
 
 

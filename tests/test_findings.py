@@ -10,20 +10,55 @@ import pytest
 
 import hpcprobe
 from hpcprobe import registry  # noqa: F401  (imports every family, so every kind is declared)
+from hpcprobe.cluster import verdict  # the campaign's kinds, declared before any test runs
 from hpcprobe.machine import sentinel
 from hpcprobe.measure.family import RunContext
-from hpcprobe.results.findings import HEALTH, KINDS, Finding, kind, of_kind
+from hpcprobe.results.findings import HEALTH, KINDS, Finding, Kind, kind, of_kind
 
 SRC = Path(hpcprobe.__file__).parent
-NOTE = kind("test_note", "a finding declared by the test", "note", "nowhere")
+#: A kind the tests declare: outside the package's (which docs/findings.md lists), so that it is
+#: declared in a copy of the registry of kinds that each test drops (`declared`)
+NOTE = Kind("test_note", "a finding declared by the test", "note", "nowhere", "HP999", "none")
+
+
+@pytest.fixture(autouse=True)
+def declared(monkeypatch):
+    """The kinds declared during a test are gone after it."""
+    from hpcprobe.results import findings
+
+    monkeypatch.setattr(findings, "KINDS", dict(findings.KINDS))
 
 
 def test_a_kind_is_declared_once_and_alike():
-    assert kind("test_note", "a finding declared by the test", "note", "nowhere") is not None
+    assert kind("test_note", "a finding declared by the test", "note", "nowhere",
+                code="HP999", action="none") is not None
     with pytest.raises(AssertionError, match="declared twice"):
-        kind("test_note", "says something else", "note", "nowhere")
+        kind("test_note", "says something else", "note", "nowhere", code="HP999",
+             action="none")
     with pytest.raises(AssertionError, match="severity"):
-        kind("test_loud", "a finding", "panic")
+        kind("test_loud", "a finding", "panic", code="HP998", action="none")
+    with pytest.raises(AssertionError, match="action"):
+        kind("test_loud", "a finding", code="HP998", action="pray")
+
+
+def test_every_kind_has_its_own_code_never_reused_and_an_action(monkeypatch):
+    """A code is HPnnn, one kind's alone, never a retired one's; every kind has an action;
+    the campaign's kinds are among them, and their drain reason names the code."""
+    from hpcprobe.results import findings
+
+    codes = [k.code for k in KINDS.values()]
+    assert len(codes) == len(set(codes)) and all(c.startswith("HP") for c in codes)
+    assert {k.action for k in KINDS.values()} <= set(findings.ACTIONS)
+    assert {verdict.SLOW_NODE, verdict.SLOW_ENDPOINT, verdict.SLOW_LINK} <= set(KINDS)
+    assert KINDS[verdict.SLOW_NODE].action == "drain"
+    with pytest.raises(AssertionError, match="another kind's"):
+        kind("test_thief", "a finding", code=KINDS["steal"].code, action="none")
+    monkeypatch.setitem(findings.RETIRED, "HP997", "a kind that is gone")
+    with pytest.raises(AssertionError, match="retired"):
+        kind("test_revenant", "a finding", code="HP997", action="none")
+    f = verdict.PeerFinding(verdict.SLOW_NODE, "n5", ("n5",), [], True)
+    assert f.to_dict()["code"] == "HP401" and f.to_dict()["action"] == "drain"
+    assert verdict.drain_reason("c1", f) == "hpcprobe c1: HP401 slow node"
 
 
 def test_a_finding_is_stored_as_the_documents_dict_and_gives_its_warning(tiny):
@@ -32,7 +67,8 @@ def test_a_finding_is_stored_as_the_documents_dict_and_gives_its_warning(tiny):
     ctx.find(Finding("memory", NOTE, "a note, no warning", {"n": 1}))
     ctx.find(Finding("memory", NOTE, "seen here", severity="warning", where="memory triad 2T"))
     ctx.find(Finding("hpl", HEALTH, "short", warning="the longer warning"))
-    assert ctx.findings[0] == {"benchmark": "memory", "kind": "health", "item": "GPU3",
+    assert ctx.findings[0] == {"benchmark": "memory", "kind": "health", "code": "HP301",
+                               "action": "drain", "item": "GPU3",
                                "message": "GPU3 is due for a reset"}
     assert ctx.warnings == ["memory: GPU3 is due for a reset", "memory triad 2T: seen here",
                             "hpl: the longer warning"]

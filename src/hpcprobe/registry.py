@@ -157,12 +157,16 @@ def not_joined() -> NotJoined:
 
 def generated(root: Path) -> dict[Path, str]:
     """What is generated from the declarations (the result schema the package ships, the docs'
-    table of figures), by the path it is kept at under a checkout's `root`."""
+    tables of figures and of findings' codes), by the path it is kept at under a checkout's
+    `root`."""
+    from hpcprobe.cluster import verdict as _  # noqa: F401  (declares the campaign's kinds)
     from hpcprobe.measure import schema  # the generator: for scripts/generate.py and the tests
+    from hpcprobe.results import findings
 
     every = list(FAMILIES.values())
     return {root / "src" / "hpcprobe" / "results" / schema.SCHEMA_FILE: schema.schema_text(every),
-            root / schema.FIGURES_FILE: schema.figures_text(every)}
+            root / schema.FIGURES_FILE: schema.figures_text(every),
+            root / findings.KINDS_FILE: findings.kinds_text()}
 
 
 def hardware_labels(provenance: Mapping[str, Any]) -> list[str]:

@@ -16,7 +16,7 @@ from hpcprobe.viewkit.table import Table
 
 #: A sweep's cache plateaus against the topology's cache sizes (a warning where they disagree)
 CACHE_LEVEL = kind("cache_level", "a cache level a sweep saw, against the topology's size",
-                   "note", "the cache-levels table")
+                   "note", "the cache-levels table", code="HP201", action="watch")
 
 #: A level ends where the figure is this much worse than at the level's smallest working set:
 #: the step from one level to the next is at least 2x on current machines (L1->L2 latency ~3x,

@@ -33,7 +33,7 @@ from hpcprobe.judge.peers import (
 )
 from hpcprobe.machine import sentinel, steal
 from hpcprobe.measure.family import Scaling
-from hpcprobe.results.findings import HEALTH, of_kind
+from hpcprobe.results.findings import HEALTH, kind, of_kind
 from hpcprobe.results.judgement import Judgement
 from hpcprobe.results.model import Metric, Run
 
@@ -45,7 +45,16 @@ else:  # imported where first used, not at start-up
 #: provenance key of the runs a campaign's driver stores (its node list, failures, links)
 CAMPAIGN = "cluster"
 
-SLOW_NODE, SLOW_ENDPOINT, SLOW_LINK = "slow node", "slow network endpoint", "slow link"
+#: What a campaign flags against the peers, each a kind with its code and action: a slow
+#: node and a slow network endpoint are drained; a slow link alone is measured again
+PEER_KINDS = {k.name: k for k in (
+    kind("slow node", "a node worse than its peers of the same hardware", view="the cluster "
+         "report and its drain list", code="HP401", action="drain"),
+    kind("slow network endpoint", "every link of a node slow: its network port or HCA",
+         view="the cluster report and its drain list", code="HP402", action="drain"),
+    kind("slow link", "one link slower than the others, its two nodes not", view="the "
+         "cluster report", code="HP403", action="re-measure"))}
+SLOW_NODE, SLOW_ENDPOINT, SLOW_LINK = PEER_KINDS
 
 
 def _rounded(m: Any, digits: int) -> list[list[float | None]]:
@@ -65,8 +74,10 @@ class PeerFinding:
     confirmed: bool  # also flagged when measured before (re-measured)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "item": self.item, "nodes": list(self.nodes),
-                "confirmed": self.confirmed, "evidence": [d.to_dict() for d in self.evidence]}
+        k = PEER_KINDS[self.kind]
+        return {"kind": self.kind, "code": k.code, "action": k.action, "item": self.item,
+                "nodes": list(self.nodes), "confirmed": self.confirmed,
+                "evidence": [d.to_dict() for d in self.evidence]}
 
     def judgements(self, th: Thresholds) -> list[Judgement]:
         """Its evidence as judgement records, the node or link as their subject."""
@@ -634,8 +645,9 @@ def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None,
 
 def drain_reason(campaign: str, f: PeerFinding) -> str:
     """A short reason for the scheduler's node record: the kind, how many figures, the worst."""
+    said = f"hpcprobe {campaign}: {PEER_KINDS[f.kind].code} {f.kind}"
     if not f.evidence:
-        return f"hpcprobe {campaign}: {f.kind}"
+        return said
     worst = f.evidence[0]
-    return (f"hpcprobe {campaign}: {f.kind}, {len(f.evidence)} figure(s) worse, "
+    return (f"{said}, {len(f.evidence)} figure(s) worse, "
             f"{worst.metric.split()[0]} {-worst.worse:+.0%}")

@@ -87,7 +87,8 @@ def moved(before: list[float], after: list[float]) -> float | None:
 
 
 NODE_CHANGED = kind("node_changed", "the node's DRAM bandwidth, read before and after a "
-                    "benchmark, moved while it ran: its figures may mix two states of the node")
+                    "benchmark, moved while it ran: its figures may mix two states of the node",
+                        code="HP104", action="re-measure")
 
 
 def finding(benchmark: str, before: list[float], after: list[float]) -> Finding | None:

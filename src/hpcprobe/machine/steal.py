@@ -31,10 +31,10 @@ MIN_WINDOW_S = 0.5
 
 #: The finding: the hypervisor took CPU time from the guest while a benchmark ran
 STEAL = kind("steal", "the hypervisor took this guest's CPU time while the benchmark ran: its "
-             "figures carry the host's other load")
+             "figures carry the host's other load", code="HP102", action="re-measure")
 #: The finding: other processes ran on the benchmark's CPUs while it ran
 BUSY = kind("busy", "other processes used this node's CPUs while the benchmark ran: its "
-            "figures are those of a shared node")
+            "figures are those of a shared node", code="HP103", action="re-measure")
 
 
 def warns(percent: float) -> bool:

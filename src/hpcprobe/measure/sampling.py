@@ -13,7 +13,8 @@ from hpcprobe.results.findings import Finding, kind
 #: A figure got without its warm-up settling, or short of its CI target (one warning a
 #: benchmark sums them up)
 SAMPLING = kind("sampling", "a figure measured before its warm-up settled, or stopped at the "
-                "time budget before its CI target", "note", "the run's JSON document")
+                "time budget before its CI target", "note", "the run's JSON document",
+                    code="HP101", action="re-measure")
 
 #: Successive warm-up samples agree when they differ by at most this (relative): a cache level
 #: filling up, a clock leaving idle or a page-table warming moves samples by far more.

@@ -40,7 +40,8 @@ REWARM_MIN_S = 0.05
 MOSTLY = 0.5
 MOSTLY_REJECTED = kind(
     "mostly_rejected", "most of a figure's timed samples were disturbed by the host's other "
-    "load: the figure stands on what was left (or on the settled passes of the ring)")
+    "load: the figure stands on what was left (or on the settled passes of the ring)",
+        code="HP105", action="re-measure")
 
 
 #: A cache-resident sample this much slower than the settled ring is disturbed (rejected).

@@ -25,11 +25,12 @@ from hpcprobe.results.model import Metric
 
 #: What the peak kernels say about their model
 MICROARCHITECTURE = kind("microarchitecture", "how the core was identified for its FLOP model "
-                         "(a warning where the table lacks it)", "note", "the compute table")
+                         "(a warning where the table lacks it)", "note", "the compute table",
+                             code="HP202", action="none")
 ABOVE_MODEL = kind("above_model", "a kernel above its FLOP model: the clock or the model, not "
-                   "an efficiency")
+                   "an efficiency", code="HP203", action="watch")
 CLOCK_BRACKET = kind("clock_bracket", "the clock rose while the kernels ran; the model uses the "
-                     "higher reading", "note", "the compute table")
+                     "higher reading", "note", "the compute table", code="HP204", action="watch")
 
 #: A timed sample lasts at least this long: long enough for a settled vector clock.
 SAMPLE_S = 0.01

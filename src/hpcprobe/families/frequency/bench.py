@@ -16,7 +16,7 @@ from hpcprobe.probes.clock import clock_point
 from hpcprobe.results.findings import Finding, kind
 
 CPUFREQ = kind("cpufreq", "the cpufreq driver, governor and range of the CPUs measured",
-               "note", "the frequency table")
+               "note", "the frequency table", code="HP208", action="none")
 
 
 @dataclass(frozen=True)

@@ -391,7 +391,8 @@ NOT_JOINED = frozenset({"gpu", "bus_id", "nvml_readings", "sm_mhz", "sm_mhz_min"
 #: domain (the local ones, whichever domain that is), as the others' remote copies cross
 #: different distances on a node whose GPUs are not spread evenly.
 SIBLING_FIGURES = {"gemm": None, "bandwidth": "array_bytes", "copy": "bytes"}
-SIBLINGS = kind("slower than its siblings", "a GPU slower than the node's other GPUs of its model")
+SIBLINGS = kind("slower than its siblings", "a GPU slower than the node's other GPUs of its model",
+    code="HP302", action="watch")
 SLOWER_THAN_SIBLINGS = SIBLINGS.name
 
 

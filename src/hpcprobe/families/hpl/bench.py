@@ -37,11 +37,11 @@ from hpcprobe.results.model import Metric
 
 #: What HPL's figures say about the BLAS or the peak model
 BLAS_BELOW_ISA = kind("blas_below_isa", "the BLAS runs kernels of a narrower ISA than the CPU "
-                      "has, with the fix")
+                      "has, with the fix", code="HP205", action="watch")
 ABOVE_PEAK_KIND = kind("above_peak", "HPL above the Rpeak on the measured clock: the clock or "
-                       "the flop model, not an efficiency")
+                       "the flop model, not an efficiency", code="HP206", action="watch")
 ABOVE_BASE = kind("above_base", "HPL above the base-clock Rpeak: the cores ran above their "
-                  "base clock", "note", "the HPL table")
+                  "base clock", "note", "the HPL table", code="HP207", action="watch")
 
 METRICS = (*specs("GFLOP/s", "higher", "rmax", "dgemm", "nb_search"),
            *specs("GFLOP/s", "higher", "rpeak", "rpeak_base", derived=True),

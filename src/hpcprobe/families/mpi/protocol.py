@@ -19,7 +19,7 @@ from hpcprobe.results.findings import Finding, kind
 from hpcprobe.results.model import Metric
 
 KIND = kind("protocol_switch", "point-to-point bandwidth falls from one message size to the "
-            "next, where the MPI changes protocol")
+            "next, where the MPI changes protocol", code="HP209", action="none")
 #: The streaming curves judged (latency grows at every size; the message rate is per message).
 CURVES = ("bandwidth", "bibw")
 #: A fall to less than this share of the previous size's figure, with the two 95 % CIs apart.
@@ -27,7 +27,8 @@ FALL = 0.8
 #: The collectives judged by their time per byte (a barrier carries no message).
 SIZED = ("allreduce", "bcast", "alltoall")
 COLLECTIVE_KIND = kind("collective_switch", "a collective's time per byte rises from one size "
-                       "to the next, where the MPI changes its algorithm")
+                       "to the next, where the MPI changes its algorithm",
+                           code="HP210", action="none")
 
 
 def _steps(metrics: list[Metric], names: tuple[str, ...]) -> list[tuple[Metric, Metric]]:

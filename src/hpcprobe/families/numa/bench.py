@@ -23,7 +23,7 @@ from hpcprobe.results.findings import Finding, kind
 from hpcprobe.results.model import Metric
 
 SKIPPED = kind("skipped", "a benchmark the profile leaves out on this machine", "note",
-               "the run's JSON document")
+               "the run's JSON document", code="HP106", action="none")
 
 #: Share of the NUMA budget for the latency matrix; the bandwidth matrix gets the rest.
 LATENCY_SHARE = 0.5
