@@ -166,10 +166,12 @@ def _verdict(mark: str, why: str = "") -> Verdict:
 
 def test_the_three_outcomes():
     assert health.outcome([], _verdict("ok")).status == health.PASS
-    failed = health.outcome(["port mlx5_0/1: DOWN"], _verdict("ok"))
+    failed = health.outcome([(health.STATE, "port mlx5_0/1: DOWN")], _verdict("ok"))
     assert failed.status == health.FAIL and failed.exit_code == 1
+    assert failed.reasons == ["HP311 port mlx5_0/1: DOWN"]  # each reason led by its code
     below = health.outcome([], _verdict("below"))
     assert below.status == health.FAIL and "-50.0% against" in below.reasons[0]
+    assert below.reasons[0].startswith("HP314 ")
     noisy = health.outcome([], _verdict("not judged", "noisy ±9%"))
     assert noisy.status == health.UNJUDGED and noisy.exit_code == 3
     assert noisy.unjudged == ["a figure: noisy ±9%"]
@@ -400,7 +402,7 @@ def test_slurm_refusing_the_drain_is_one_line_and_exit_4(tmp_path):
                  env=env)
     assert r.code == 4 and r.err.count("\n") == 1 and "Traceback" not in r.err
     assert "scontrol could not drain n9: slurm_update error: Access/permission denied" in r.err
-    assert "State=DRAIN Reason=hpcprobe: port mlx5_0/1: DOWN" in log.read_text()
+    assert "State=DRAIN Reason=hpcprobe: HP311 port mlx5_0/1: DOWN" in log.read_text()
 
 
 def test_slurm_cannot_judge_changes_nothing_and_exits_0(tmp_path):
@@ -434,7 +436,7 @@ def test_slurm_that_cannot_show_the_node_never_turns_a_pass_into_a_drain(tmp_pat
         assert r.code == 0 and r.out.startswith("PASS"), r.out + r.err
         assert "update" not in log.read_text()
     else:
-        assert r.code == 1 and "State=DRAIN Reason=hpcprobe: port" in log.read_text()
+        assert r.code == 1 and "State=DRAIN Reason=hpcprobe: HP311 port" in log.read_text()
 
 
 @pytest.mark.parametrize("state", ["ALLOCATED", "MIXED+DRAIN"])
@@ -455,7 +457,7 @@ def test_slurm_a_node_running_jobs_is_not_measured_and_cannot_be_judged(tmp_path
     fake_sys(sysfs, state="1: DOWN")
     down = hpcprobe("check", "--slurm", "--node", "n9", "--no-store", "--sysfs", str(sysfs),
                     "--against", str(ref), "--counters", str(tmp_path / "c.json"), env=env)
-    assert down.code == 1 and "State=DRAIN Reason=hpcprobe: port" in log.read_text()
+    assert down.code == 1 and "State=DRAIN Reason=hpcprobe: HP311 port" in log.read_text()
 
 
 @pytest.mark.parametrize("content", ['[[reference]]\ncpu = "x"\n', '{"n9": {"counters": {"a"',

@@ -97,7 +97,7 @@ def test_slurm_drains_a_faulty_node_through_the_check_and_releases_it(tmp_path):
         # 1. HealthCheckProgram: Slurm's periodic call drains n2, port down
         fake_sys(tmp_path / "sys-n2", state="1: DOWN")
         drained = _until(lambda: "n2" in (d := drains()) and d)
-        assert drained.get("n2", "").startswith("hpcprobe: port mlx5_0/1: DOWN"), \
+        assert drained.get("n2", "").startswith("hpcprobe: HP311 port mlx5_0/1: DOWN"), \
             (drained, log.read_text())
         released()
         # 2. Prolog: the health check off, a job's prolog finds the port down; its drain (and
@@ -106,7 +106,7 @@ def test_slurm_drains_a_faulty_node_through_the_check_and_releases_it(tmp_path):
         fake_sys(tmp_path / "sys-n2", state="1: DOWN")
         job = c.client("srun", "-w", "n2", "-N1", "sh", "-c", "echo ran", timeout=60)
         assert job.returncode != 0 and "ran" not in job.stdout and "prolog failed" in job.stderr
-        assert drains().get("n2", "").startswith("hpcprobe: port mlx5_0/1: DOWN"), \
+        assert drains().get("n2", "").startswith("hpcprobe: HP311 port mlx5_0/1: DOWN"), \
             (job.stderr, log.read_text())
         assert "== prolog" in log.read_text()
         released()
@@ -116,7 +116,7 @@ def test_slurm_drains_a_faulty_node_through_the_check_and_releases_it(tmp_path):
                        _port(tmp_path / "sys-n2", "1: DOWN"), timeout=60)
         assert job.returncode == 0, job.stderr
         drained = _until(lambda: "n2" in (d := drains()) and d)
-        assert drained.get("n2", "").startswith("hpcprobe: port mlx5_0/1: DOWN"), \
+        assert drained.get("n2", "").startswith("hpcprobe: HP311 port mlx5_0/1: DOWN"), \
             (drained, log.read_text())
         assert "== epilog" in log.read_text()
         released()

@@ -159,7 +159,10 @@ def generated(root: Path) -> dict[Path, str]:
     """What is generated from the declarations (the result schema the package ships, the docs'
     tables of figures and of findings' codes), by the path it is kept at under a checkout's
     `root`."""
-    from hpcprobe.cluster import verdict as _  # noqa: F401  (declares the campaign's kinds)
+    # the modules that declare kinds of findings outside the families: the check's, the
+    # campaign's
+    from hpcprobe.analysis import health  # noqa: F401
+    from hpcprobe.cluster import verdict  # noqa: F401
     from hpcprobe.measure import schema  # the generator: for scripts/generate.py and the tests
     from hpcprobe.results import findings
 

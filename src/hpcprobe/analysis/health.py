@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from hpcprobe.analysis.verdict import Verdict
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_OK, EXIT_UNJUDGED
 from hpcprobe.machine import facts
+from hpcprobe.results.findings import Kind, kind
 from hpcprobe.results.judgement import Judgement
 from hpcprobe.results.model import Run
 
@@ -20,6 +21,21 @@ EXIT = {PASS: EXIT_OK, FAIL: EXIT_FAILURE, UNJUDGED: EXIT_UNJUDGED}
 #: Memory totals within this share of each other are the same memory (the kernel's own
 #: reservations move MemTotal by a few MiB between boots and kernels)
 MEMORY_TOLERANCE = 0.02
+
+_SHOWN = "check's reasons and its Slurm drain reason"
+#: What fails a check, each kind with its code and action (a device's fault: findings.HEALTH)
+STATE = kind("state differs", "the node's state differs from its reference's (CPUs, memory, "
+             "DIMMs, ports, links, governor, THP)", view=_SHOWN, code="HP311", action="drain")
+COUNTER = kind("counter rose", "an error counter (InfiniBand port, EDAC, machine checks) rose "
+               "since the last check", view=_SHOWN, code="HP312", action="drain")
+SCRATCH = kind("scratch short", "the temporary directory has less free space than a job "
+               "needs", view=_SHOWN, code="HP313", action="drain")
+BELOW = kind("below reference", "a check figure below its reference's tolerance, confirmed "
+             "by a re-measurement", view=_SHOWN, code="HP314", action="drain")
+FAILED = kind("check failed", "a checking family could not measure", view=_SHOWN,
+              code="HP315", action="re-measure")
+#: A fault of a check: its kind and its line
+Fault = tuple[Kind, str]
 
 
 def _on_off(v: object) -> str | None:
@@ -97,7 +113,7 @@ def below_lines(v: Verdict) -> list[str]:
     return out
 
 
-def outcome(faults: Sequence[str], v: Verdict | None) -> Outcome:
+def outcome(faults: Sequence[Fault], v: Verdict | None) -> Outcome:
     """Fail on any fault or figure below its reference; else cannot judge where the verdict
     had no reference (none, or one without this hardware) or a figure was not judged (too
     noisy, the node moved, no expected value); else pass."""
@@ -105,8 +121,10 @@ def outcome(faults: Sequence[str], v: Verdict | None) -> Outcome:
         if v is not None else []
     unjudged += [f"{r.headline.label}: above its ceiling ({r.why})"
                  for r in (v.marked("above ceiling") if v is not None else [])]
-    reasons = [*faults, *(below_lines(v) if v is not None else [])]
-    judged = [*(Judgement(f.split(":", 1)[0], "health rule", "failed", why=f) for f in faults),
+    faults = [*faults, *((BELOW, x) for x in (below_lines(v) if v is not None else []))]
+    reasons = [f"{k.code} {line}" for k, line in faults]
+    judged = [*(Judgement(line.split(":", 1)[0], "health rule", "failed", why=line)
+                for k, line in faults if k is not BELOW),
               *(v.judgements() if v is not None else [])]
     if reasons:
         return Outcome(FAIL, reasons, unjudged, judgements=judged)
