@@ -188,7 +188,7 @@ def test_prometheus_textfile_and_openmetrics_parse_back(tmp_path):
     run = results.read_json(PROBE)
     v = registry.judge(run, None)
     reg = prometheus.registry([(run, v)])
-    prometheus.add_check(reg, "n7", "fail", 2, 1.8e9, 4.2)
+    prometheus.add_check(reg, "n7", "fail", [health.STATE, health.STATE], 1.8e9, 4.2)
     path = tmp_path / "hpcprobe.prom"
     prometheus.write(str(path), reg)
     fams = {f.name: f for f in text_string_to_metric_families(path.read_text())}
@@ -200,6 +200,9 @@ def test_prometheus_textfile_and_openmetrics_parse_back(tmp_path):
     assert {s.labels["host"] for s in fams[name].samples} == {run.host}
     outcome = {s.labels["outcome"]: s.value for s in fams["hpcprobe_check_outcome"].samples}
     assert outcome == {"pass": 0.0, "fail": 1.0, "cannot judge": 0.0}
+    [fault] = fams["hpcprobe_check_fault"].samples  # the reasons by code, with their action
+    assert (fault.labels["code"], fault.labels["action"], fault.value) == ("HP311", "drain", 2)
+    assert fams["hpcprobe_check_reasons"].samples[0].value == 2
     marks = [s for s in fams["hpcprobe_figure_verdict"].samples
              if s.labels["figure"] == head.key]
     assert sum(s.value for s in marks) == 1.0  # one mark per figure

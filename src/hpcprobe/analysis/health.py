@@ -95,6 +95,8 @@ class Outcome:
     retested: list[str] = field(default_factory=list)
     #: every judgement made: each fault a broken health rule, each headline's (its verdict)
     judgements: list[Judgement] = field(default_factory=list)
+    #: the kind of each reason, in their order (its code and action)
+    kinds: list[Kind] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -127,7 +129,7 @@ def outcome(faults: Sequence[Fault], v: Verdict | None) -> Outcome:
                 for k, line in faults if k is not BELOW),
               *(v.judgements() if v is not None else [])]
     if reasons:
-        return Outcome(FAIL, reasons, unjudged, judgements=judged)
+        return Outcome(FAIL, reasons, unjudged, judgements=judged, kinds=[k for k, _ in faults])
     ref = v.reference if v is not None else None
     if ref is None:
         return Outcome(UNJUDGED, [], ["no reference: neither --against FILE nor this host's "

@@ -243,7 +243,7 @@ def _keep(a: argparse.Namespace, c: Checked, run: Run, v: Verdict, out: health.O
         from hpcprobe.views import prometheus
 
         reg = prometheus.registry([(run, v)])
-        prometheus.add_check(reg, c.node, out.status, len(out.reasons), time.time(), seconds)
+        prometheus.add_check(reg, c.node, out.status, out.kinds, time.time(), seconds)
         prometheus.write(a.prometheus, reg)
 
 

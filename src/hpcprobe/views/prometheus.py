@@ -17,6 +17,7 @@ from datetime import datetime
 from hpcprobe.analysis.health import EXIT
 from hpcprobe.analysis.verdict import Verdict
 from hpcprobe.common.errors import OptionError
+from hpcprobe.results.findings import Kind
 from hpcprobe.results.judgement import FIGURE_MARKS, Judgement
 from hpcprobe.results.model import Run
 
@@ -114,12 +115,19 @@ def _by_figure(judged: Iterable[Judgement]) -> dict[str, dict[str, Judgement]]:
     return out
 
 
-def add_check(reg: object, host: str, status: str, reasons: int, when: float,
+def add_check(reg: object, host: str, status: str, kinds: Sequence[Kind], when: float,
               seconds: float) -> None:
-    """A check's outcome (a state set), its fail reasons' count, when it ran and how long."""
+    """A check's outcome (a state set), its fail reasons' count and their count per code (with
+    its kind and action), when it ran and how long."""
     from prometheus_client import Gauge
 
     lab = {"host": host}
+    per = Gauge("hpcprobe_check_fault", "a failed check's reasons of one code (its kind and "
+                "the action it asks for)", ["host", "code", "kind", "action"],
+                registry=reg)  # type: ignore[arg-type]
+    for k in dict.fromkeys(kinds):
+        per.labels(**lab, code=k.code, kind=k.name, action=k.action).set(kinds.count(k))
+    reasons = len(kinds)
     g = Gauge("hpcprobe_check_outcome", "the health check's outcome: 1 for it, 0 for the "
               "others", ["host", "outcome"], registry=reg)  # type: ignore[arg-type]
     for o in OUTCOMES:
