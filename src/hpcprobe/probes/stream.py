@@ -138,8 +138,8 @@ def measure_rounds(ctx: RunContext, team: Team, ms: list[Measurement], budget_s:
         got.append(_checked(k, sampling.sample(k.take, first, budget_s / len(ms)), benchmark,
                             interleaved))
     while True:
-        live = [i for i, g in enumerate(got)
-                if isinstance(g, sampling.Sampled) and len(g.samples) < rule.max_samples]
+        live = [i for i, g in enumerate(got) if isinstance(g, sampling.Sampled) and
+                len(g.samples) < rule.max_samples and g.rejected <= rule.max_samples]
         if not live or (time.perf_counter() - start >= budget_s and
                         all(len(_sampled(got[i]).samples) >= rule.min_samples for i in live)):
             break
