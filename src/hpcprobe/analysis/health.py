@@ -33,7 +33,7 @@ SCRATCH = kind("scratch short", "the temporary directory has less free space tha
 BELOW = kind("below reference", "a check figure below its reference's tolerance, confirmed "
              "by a re-measurement", view=_SHOWN, code="HP314", action="drain")
 FAILED = kind("check failed", "a checking family could not measure", view=_SHOWN,
-              code="HP315", action="re-measure")
+              code="HP315", action="drain")
 #: A fault of a check: its kind and its line
 Fault = tuple[Kind, str]
 
