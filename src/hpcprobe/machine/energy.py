@@ -12,7 +12,6 @@ closed)."""
 from __future__ import annotations
 
 import os
-import stat
 import threading
 import time
 from dataclasses import dataclass, field
@@ -53,24 +52,13 @@ def _zones(root: Path) -> list[Path]:
     return sorted(found, key=lambda p: [int(x) for x in p.name.split(":")[1:]])
 
 
-def _unreadable(path: Path) -> bool:
-    """Whether this process cannot read the counter (root reads any)."""
-    if os.geteuid() == 0:
-        return False
-    try:
-        mode = path.stat().st_mode
-    except OSError:
-        return True
-    return not (mode & stat.S_IROTH) and not os.access(path, os.R_OK)
-
-
 def discover(root: Path = POWERCAP) -> tuple[list[Domain], str | None]:
     """The energy domains of a powercap tree, or why none can be read (with the fix)."""
     zones = _zones(root)
     if not zones:
         return [], (f"no RAPL counters under {root} (a VM exposes none; on bare metal load the "
                     "intel_rapl_msr driver)")
-    if any(_unreadable(z / "energy_uj") for z in zones):
+    if not all(os.access(z / "energy_uj", os.R_OK) for z in zones):
         return [], (f"{zones[0] / 'energy_uj'} is readable by root only (Linux 5.10 and later): "
                     "run as root, or grant read access (a udev rule, or chmod o+r on each "
                     "energy_uj)")

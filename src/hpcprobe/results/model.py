@@ -77,10 +77,20 @@ class Run:
     tag: str | None = None
     duration_s: float = 0.0
     kind: str = "node"
+    #: the metrics by (benchmark, name), and the list (identity, length) it was built from
+    _by_name: tuple[int, int, dict[tuple[str, str], list[Metric]]] | None = field(
+        default=None, init=False, repr=False, compare=False)
 
     def select(self, benchmark: str, name: str) -> list[Metric]:
-        """The run's metrics of one benchmark and name, in measurement order."""
-        return [m for m in self.metrics if m.benchmark == benchmark and m.name == name]
+        """The run's metrics of one benchmark and name, in measurement order (from an index
+        built once per metrics list: the verdict's ceilings ask for each figure's bound)."""
+        seen = (id(self.metrics), len(self.metrics))
+        if self._by_name is None or self._by_name[:2] != seen:
+            by: dict[tuple[str, str], list[Metric]] = {}
+            for m in self.metrics:
+                by.setdefault((m.benchmark, m.name), []).append(m)
+            self._by_name = (*seen, by)
+        return list(self._by_name[2].get((benchmark, name), ()))
 
     def to_dict(self) -> dict[str, Any]:
         return {
