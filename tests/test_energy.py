@@ -89,7 +89,7 @@ def test_counters_read_while_a_benchmark_runs_see_every_wrap(tmp_path):
     meter.take("compute")
     meter.stop()
     assert meter.readings["compute"]["joules"]["package-0"] == pytest.approx(3.0)
-    assert meter.readings["compute"]["seconds"] > 1.0
+    assert meter.readings["compute"]["seconds"] > 0
 
 
 def test_counters_only_root_may_read_say_so_with_the_fix(tmp_path, monkeypatch):

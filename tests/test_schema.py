@@ -179,3 +179,41 @@ def test_the_judgement_record_is_documented_whole() -> None:
         assert f"`{f.name}`" in section, f.name
     for word in (*BASES, *MARKS):
         assert f"`{word}`" in section, word
+
+
+def _facts_of_recorded_nodes(tmp: Path) -> list[dict]:
+    """Each node fact as read from the recorded trees: DIMMs and EDAC, links, energy
+    counters (with a reading, and on a node without any)."""
+    from conftest import DATA
+    from hpcprobe.machine import dimms, energy, links
+    from test_energy import intel_2s
+
+    meter = energy.Meter.of(intel_2s(tmp / "powercap"), poll_s=3600)
+    meter.start()
+    meter.take("memory")
+    meter.stop()
+    return [{"dram_ceiling": dimms.dram_ceiling(
+                "AMD EPYC 7763 64-Core Processor", str(DATA / "smbios" / tree),
+                str(DATA / "edac" / "epyc-7763-2s-full")).to_dict()}
+            for tree in ("epyc-7763-2s-full", "qemu-guest")] + [
+        {"links": links.read(DATA / "links" / tree)} for tree in ("hdr-node",
+                                                                  "hdr-node-degraded")] + [
+        {"energy": meter.provenance()}, {"energy": energy.fact(tmp / "none")}]
+
+
+def test_every_fact_kept_passes_its_part_of_the_schema_and_a_wrong_one_is_refused(
+        tmp_path: Path) -> None:
+    """Each fact declares its part of the provenance's schema (machine/facts.py); what it
+    reads from a recorded node passes, a mangled one does not."""
+    from hpcprobe.machine import facts
+    from hpcprobe.results import conditions
+
+    whole = model.schema()["properties"]["provenance"]["properties"]
+    assert {f.key for f in facts.FACTS} | set(conditions.SCHEMA) <= set(whole)
+    for kept in _facts_of_recorded_nodes(tmp_path):
+        [(key, stored)] = kept.items()
+        jsonschema.validate(stored, whole[key])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"measured": True, "domains": []}, whole["energy"])
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"gbs": -1.0, "source": "x"}, whole["dram_ceiling"])

@@ -16,6 +16,7 @@ from hpcprobe.common.errors import MeasurementError
 from hpcprobe.families import FAMILIES
 from hpcprobe.machine import sentinel, sizing, topology
 from hpcprobe.measure.family import OtherDevice
+from hpcprobe.results import conditions
 from hpcprobe.results.model import read_json
 
 STEADY = [100.0, 101.0, 99.0, 100.5, 99.5, 100.2, 99.8, 100.1, 99.9]
@@ -136,11 +137,34 @@ def test_the_run_header_line_gives_the_first_and_the_last_reading():
     kept = {"cpus": "0-127", "size_bytes": 2 << 30, "readings": [
         {"after": None, "samples": STEADY}, {"after": "memory", "samples": scaled(0.9)},
         {"after": "hpl", "samples": scaled(0.5)}]}
-    assert sentinel.line(kept) == ("Node sentinel (DRAM triad on CPUs 0-127, 2 GiB): 100.0 "
-                                   "GB/s before the first benchmark, 50.0 after the last")
+    assert sentinel.line(conditions.sentinel(kept)) == (
+        "Node sentinel (DRAM triad on CPUs 0-127, 2 GiB): 100.0 GB/s before the first "
+        "benchmark, 50.0 after the last")
     kept["readings"] = kept["readings"][:1]
-    assert sentinel.line(kept).endswith("100.0 GB/s before the first benchmark")
-    assert sentinel.line({}) is None
+    assert sentinel.line(conditions.sentinel(kept)).endswith(
+        "100.0 GB/s before the first benchmark")
+    assert sentinel.line(conditions.sentinel({})) is None
+    assert sentinel.line(None) is None
+
+
+def test_a_runs_conditions_read_by_attribute_and_written_back_whole():
+    """The conditions a run keeps read as typed records and write back as they were stored;
+    a part set to nothing leaves the provenance."""
+    stored = {"seconds": {"memory": 12.5}, "steal_percent": {"memory": 3.25},
+              "others_percent": {}, "sentinel": {"cpus": "0-1", "size_bytes": 1 << 30,
+                                                 "readings": [{"after": None,
+                                                               "samples": [10.0, 11.0]}]},
+              "interrupted": {"benchmark": "memory", "not_run": ["latency"]}, "host": "n1"}
+    got = conditions.Conditions.of(stored)
+    assert got.interrupted == conditions.Stop("memory", ("latency",))
+    assert got.steal == {"memory": 3.25} and got.sentinel is not None
+    assert got.sentinel.first() == (10.0, 11.0) and got.sentinel.about["cpus"] == "0-1"
+    again = dict(stored)
+    got.into(again)
+    assert again == {k: v for k, v in stored.items() if k != "others_percent"}
+    conditions.update(again, interrupted=None)
+    assert "interrupted" not in again and again["host"] == "n1"
+    assert conditions.Conditions.of({}) == conditions.Conditions()
 
 
 @pytest.mark.usefixtures("toy_family")

@@ -158,19 +158,18 @@ def compare(runs: list[Run], ignore: NotJoined) -> Comparison:
                             label(run), ma, mb, mb / ma, lo, hi, p, p < ALPHA, len(a.samples),
                             len(b.samples)))
     rows.sort(key=lambda r: (-r.effect, r.benchmark, r.name, r.params))
-    cut = {label(r): r.provenance["interrupted"]["benchmark"] for r in runs
-           if r.provenance.get("interrupted")}
+    cut = {label(r): stop.benchmark for r in runs
+           if (stop := r.conditions.interrupted) is not None}
     stolen = {label(r): hot for r in runs if (hot := {
-        b: pct for b, pct in r.provenance.get("steal_percent", {}).items()
-        if steal.warns(pct)})}
+        b: pct for b, pct in r.conditions.steal.items() if steal.warns(pct)})}
     changed = {label(r): moves for r in runs if (moves := sentinel.changes(r.findings))}
     return Comparison([label(r) for r in runs], fingerprint.differences(runs), rows, only, cut,
                       stolen, changed, _started(runs))
 
 
-def _first_reading(run: Run) -> list[float] | None:
-    readings = run.provenance.get("sentinel", {}).get("readings", [])
-    return readings[0]["samples"] if readings else None
+def _first_reading(run: Run) -> tuple[float, ...] | None:
+    kept = run.conditions.sentinel
+    return None if kept is None else kept.first()
 
 
 def _started(runs: list[Run]) -> dict[str, tuple[float, float]]:

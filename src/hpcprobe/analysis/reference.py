@@ -134,7 +134,7 @@ def make(runs: Sequence[Run], pickers: Sequence[Picker], labels: Labels) -> list
                                      (Group(hw, run.profile), {}))
         states.setdefault(key, []).append(health.state_of(run))
         g.runs.append(run.run_id)
-        if run.provenance.get("interrupted"):
+        if run.conditions.interrupted:
             g.interrupted.append(run.run_id)
         if run.host not in g.hosts:
             g.hosts.append(run.host)

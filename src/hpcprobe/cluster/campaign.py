@@ -524,8 +524,8 @@ class Campaign:
             run = read_json(self._doc(output))
         except UserError as exc:
             return f"its result is unreadable: {exc}"
-        if (cut := run.provenance.get("interrupted")) is not None:
-            return (f"it was stopped by a signal (a time limit?) during {cut['benchmark']}; "
+        if (cut := run.conditions.interrupted) is not None:
+            return (f"it was stopped by a signal (a time limit?) during {cut.benchmark}; "
                     f"what it had measured is in {self._doc(output)}")
         return run
 

@@ -214,7 +214,7 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
     v.groups = dict(groups)
     v.unhealthy = _unhealthy(node_runs)
     for host in sorted(latest, key=natural):
-        worst = max(latest[host].provenance.get("steal_percent", {}).values(), default=0.0)
+        worst = max(latest[host].conditions.steal.values(), default=0.0)
         if steal.warns(worst):
             v.steal[host] = worst
         if moves := sentinel.changes(latest[host].findings):
@@ -256,8 +256,7 @@ def _measured(devs: list[Deviation], derived: frozenset[str]) -> list[Deviation]
 def _busy(run: Run) -> dict[str, float]:
     """Benchmark -> the share (%) of the CPUs' time other processes used while it ran, where
     that left its figures unjudged (`steal.OTHERS`)."""
-    return {b: pct for b, pct in run.provenance.get("others_percent", {}).items()
-            if isinstance(pct, (int, float)) and steal.busy(pct)}
+    return {b: pct for b, pct in run.conditions.others.items() if steal.busy(pct)}
 
 
 def _node(v: FleetVerdict, host: str, now: list[Deviation], earlier: list[Deviation] | None,

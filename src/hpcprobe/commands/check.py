@@ -41,8 +41,7 @@ from hpcprobe.commands.base import (
 from hpcprobe.common import files
 from hpcprobe.common.errors import UserError
 from hpcprobe.common.units import parse_size
-from hpcprobe.health import baseline, retest
-from hpcprobe.health.faults import faults
+from hpcprobe.health import baseline, faults, retest
 from hpcprobe.judge.against import Against
 from hpcprobe.machine import counters, facts, topology
 from hpcprobe.machine.topology import Topology
@@ -181,8 +180,8 @@ def handle(a: argparse.Namespace) -> int:
     now = counters.read(c.sysfs, None if a.sysfs else counters.INTERRUPTS)
     before = None if a.accept_counters else baseline.saved(c.counters, c.node)
     rose = counters.rising(before or {}, now)
-    out = health.outcome(faults(run, v.reference, rose, devices, a.tmp,
-                                (c.tmp_free, "--tmp-free")), v)
+    out = health.outcome(faults.faults(faults.Seen(run, v.reference, rose, devices, a.tmp,
+                                                   (c.tmp_free, "--tmp-free"))), v)
     if in_use is not None and out.status == health.PASS:  # its state passed; not its figures
         out = health.Outcome(health.UNJUDGED, [], [in_use], judgements=out.judgements)
     out.retested = retested

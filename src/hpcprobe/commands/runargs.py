@@ -267,7 +267,7 @@ def _seconds(db: str | None, profile: str, runs: int = 3) -> dict[str, float]:
         infos = [i for i in store.runs(limit=20, where=Selection(host=socket.gethostname()))
                  if i.profile == profile and not i.interrupted][:runs]
         for info in infos:
-            for name, s in (store.load(info.run_id).provenance.get("seconds") or {}).items():
+            for name, s in store.load(info.run_id).conditions.seconds.items():
                 took.setdefault(name, []).append(float(s))
     return {name: statistics.median(s) for name, s in took.items()}
 

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from hpcprobe.analysis.verdict import Row, Verdict
+from hpcprobe.results import conditions
 from hpcprobe.results.model import Run
 
 #: Measures the named families again at the check profile: their run
@@ -34,7 +35,7 @@ def retest(run: Run, v: Verdict, measure: Measure) -> tuple[Run, list[str]]:
                      findings=[f for f in run.findings if f.get("benchmark") not in redone]
                      + again.findings,
                      warnings=run.warnings + again.warnings, errors=run.errors + again.errors)
-    merged.provenance = {**run.provenance, "sentinel": again.provenance.get("sentinel"),
-                         "retested": names}
+    merged.provenance = {**run.provenance, "retested": names}
+    conditions.update(merged.provenance, sentinel=again.conditions.sentinel)
     return merged, [f"{r.headline.label} ({r.mark}{': ' + r.why if r.why else ''})"
                     for r in rows]

@@ -165,6 +165,16 @@ class Ceiling:
                              "gbs": s.gbs} for s in self.sockets], "edac": self.edac}
 
 
+#: The DIMMs' ceiling as a run keeps it (`Ceiling.to_dict`): its part of the result schema
+SCHEMA = {"type": "object", "required": ["gbs", "source"], "properties": {
+    "gbs": {"type": ["number", "null"], "exclusiveMinimum": 0},
+    "source": {"type": "string"},
+    "dimms": {"type": ["integer", "null"], "minimum": 0},
+    "findings": {"type": "array", "items": {"type": "string"}},
+    "sockets": {"type": "array", "items": {"type": "object", "required": ["socket", "gbs"]}},
+    "edac": {"type": ["object", "null"]}}}
+
+
 def _sockets(dimms: list[Dimm]) -> tuple[dict[str, dict[str, list[Dimm]]], str | None]:
     """Populated DIMMs by socket and channel, or why they cannot be placed."""
     out: dict[str, dict[str, list[Dimm]]] = {}

@@ -23,6 +23,8 @@ from hpcprobe.common.kernelfiles import read_text
 #: This node's powercap tree (a recorded /sys holds it at the same place below its root)
 ROOT = "/sys/class/powercap"
 #: Where a run's meter reads (the tests point it at a tree of their own)
+#: The key a run's provenance keeps the energy fact and its readings under
+KEY = "energy"
 POWERCAP = Path(ROOT)
 #: What the readings are, named beside them
 SOURCE = "RAPL (Linux powercap)"
@@ -159,6 +161,22 @@ class Meter:
             return {"measured": False, "why": self.why}
         return {"measured": True, "source": SOURCE, "domains": [d.name for d in self.domains],
                 "readings": self.readings}
+
+
+#: The energy fact as a run keeps it (`Meter.provenance`): its part of the result schema
+SCHEMA = {"type": "object", "required": ["measured"], "properties": {
+    "measured": {"type": "boolean"},
+    "why": {"type": ["string", "null"]},
+    "source": {"type": "string"},
+    "domains": {"type": "array", "items": {"type": "string"}},
+    "readings": {"type": "object", "additionalProperties": {
+        "type": "object", "required": ["seconds", "joules"],
+        "properties": {"seconds": {"type": "number", "minimum": 0},
+                       "joules": {"type": "object",
+                                  "additionalProperties": {"type": "number", "minimum": 0}}}}}},
+    "if": {"properties": {"measured": {"const": True}}},
+    "then": {"required": ["source", "domains", "readings"]},
+    "else": {"required": ["why"]}}
 
 
 def whole(name: str) -> bool:

@@ -3,14 +3,15 @@ run's provenance, how it is read from a /sys tree (this node's, or a recorded co
 `check --sysfs` replays), the lines it adds to a run's header, the labelled values a healthy
 node of its kind keeps (what `check` compares with its reference's state), the ceilings it sets
 for figures and the error counters of its hardware a check watches rise. Provenance, the
-terminal header, the node's state, the verdict's ceilings, the check's counters and the
-recorded-/sys replay walk `FACTS`; none names a fact. A new fact is a module that reads it and
+terminal header, the node's state, the verdict's ceilings, the check's counters, the
+recorded-/sys replay and the result schema (each fact declares its part) walk `FACTS`; none
+names a fact. A new fact is a module that reads it and
 one entry here (docs/design.md walks through one)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +50,8 @@ class Fact:
     bounds: tuple[Bound, ...] = ()
     #: a /sys root -> the error counters of its hardware a check watches rise, by name
     counters: Callable[[Path], dict[str, int]] = _no_counters
+    #: its part of the result schema: the JSON schema of the fact as stored
+    schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "object"})
 
 
 def _under(sysfs: Path, path: str) -> str:
@@ -88,16 +91,21 @@ def dram_ceiling(run: Run, metric: Metric) -> Ceiling | None:
 
 FACTS: tuple[Fact, ...] = (
     Fact(DRAM, _dram, dimms.line, dimms.state,
-         (Bound("memory", "bandwidth", dram_ceiling),), _edac_counters),
+         (Bound("memory", "bandwidth", dram_ceiling),), _edac_counters, dimms.SCHEMA),
     Fact("links", lambda _, sysfs: links.read(sysfs), links.line, links.state,
-         counters=links.counters),
-    Fact("energy", lambda _, sysfs: energy.fact(Path(_under(sysfs, energy.ROOT))),
-         energy.line),
+         counters=links.counters, schema=links.SCHEMA),
+    Fact(energy.KEY, lambda _, sysfs: energy.fact(Path(_under(sysfs, energy.ROOT))),
+         energy.line, schema=energy.SCHEMA),
 )
 
 
 #: The ceilings the node's facts set
 BOUNDS: tuple[Bound, ...] = tuple(b for f in FACTS for b in f.bounds)
+
+
+def schema() -> dict[str, Any]:
+    """The facts' part of the result schema: each one's, under its key."""
+    return {f.key: dict(f.schema) for f in FACTS}
 
 
 def counters(sysfs: Path = SYSFS) -> dict[str, int]:

@@ -127,6 +127,16 @@ def read(sysfs: Path = SYSFS) -> dict[str, Any]:
     return {"pcie": pcie, "ports": [asdict(p) for p in got], "findings": found}
 
 
+#: The links as a run keeps them (`read`): their part of the result schema
+SCHEMA = {"type": "object", "properties": {
+    "pcie": {"type": "array", "items": {"type": "object",
+                                        "required": ["name", "bus_id", "width", "speed_gts"]}},
+    "ports": {"type": "array", "items": {"type": "object", "required": ["name", "kind"],
+                                         "properties": {"rate_gbps": {"type": ["number", "null"]},
+                                                        "state": {"type": ["string", "null"]}}}},
+    "findings": {"type": "array", "items": {"type": "string"}}}}
+
+
 def state(stored: dict[str, Any]) -> dict[str, str]:
     """What a healthy node of its kind keeps of its stored links: each port's state and rate,
     each PCIe link's width and speed."""

@@ -8,6 +8,7 @@ provenance; a benchmark whose readings moved is a warning and a `node_changed` f
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,6 +21,7 @@ from hpcprobe.machine.sizing import elems_for, llc_bytes
 from hpcprobe.machine.topology import Topology
 from hpcprobe.native import Team
 from hpcprobe.native.kernels import ELEMENT_BYTES, KERNELS, MAX_REL_ERROR, bandwidth_gbs
+from hpcprobe.results.conditions import Sentinel
 from hpcprobe.results.findings import Finding, kind, of_kind
 
 #: Working set: this many times the last-level cache of the CPUs, and at least FLOOR bytes.
@@ -75,7 +77,7 @@ def read(p: Probe, isa: str) -> list[float]:
     return [bandwidth_gbs(k, "regular", p.elems, len(p.cpus), inner, max(t)) for t in times]
 
 
-def moved(before: list[float], after: list[float]) -> float | None:
+def moved(before: Sequence[float], after: Sequence[float]) -> float | None:
     """after/before of the medians where they differ by MOVE or more and their CIs do not
     overlap; None where the node read the same."""
     a, b = summarize(before), summarize(after)
@@ -154,13 +156,14 @@ class Brackets:
             "unseen")
 
 
-def line(kept: dict[str, Any]) -> str | None:
+def line(kept: Sentinel | None) -> str | None:
     """A run's sentinel in one line: its first and last readings (None without readings)."""
-    readings = kept.get("readings") or []
-    if not readings:
+    readings = () if kept is None else kept.readings
+    if kept is None or not readings:
         return None
-    first, last = (summarize(r["samples"]).median for r in (readings[0], readings[-1]))
-    what = (f"Node sentinel (DRAM triad on CPUs {kept.get('cpus', '?')}, "
-            f"{format_bytes(kept.get('size_bytes', 0))}): {first:.1f} GB/s before the first "
+    first, last = (summarize(r.samples).median for r in (readings[0], readings[-1]))
+    what = (f"Node sentinel (DRAM triad on CPUs {kept.about.get('cpus', '?')}, "
+            f"{format_bytes(kept.about.get('size_bytes', 0))}): {first:.1f} GB/s before the "
+            "first "
             "benchmark")
     return what + (f", {last:.1f} after the last" if len(readings) > 1 else "")

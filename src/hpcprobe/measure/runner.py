@@ -20,6 +20,7 @@ from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.family import Derives, Family, OtherDevice, Progress, RunContext
 from hpcprobe.measure.profiles import Profile
 from hpcprobe.mpi import find as mpi_find
+from hpcprobe.results import conditions
 from hpcprobe.results.findings import Finding
 from hpcprobe.results.model import Run
 
@@ -63,14 +64,14 @@ def plan(topo: Topology, profile: Profile, families: Sequence[Family], isa: str,
             for f in families if f.run is not None]
 
 
-#: What the CPUs' time taken by others says of a family's figures: the provenance key its share
-#: is kept under, the share from which it is a finding, the finding's kind and its message
+#: What the CPUs' time taken by others says of a family's figures: the run's condition its
+#: share is kept as, the share from which it is a finding, the finding's kind and its message
 _TAKEN = (
-    ("steal_percent", steal.WARN, steal.STEAL,
+    ("steal", steal.WARN, steal.STEAL,
      "the hypervisor took {pct:.1f} % of this guest's CPU time while it ran (steal time): its "
      "figures carry the host's other load; a host that is not oversubscribed, or dedicated "
      "CPUs, give steadier ones"),
-    ("others_percent", steal.OTHERS, steal.BUSY,
+    ("others", steal.OTHERS, steal.BUSY,
      "other processes used {pct:.0f} % of its CPUs' time while it ran (another job, a daemon, "
      "a second benchmark): its figures are those of a shared node and are not judged; run it "
      "again on an idle node"),
@@ -119,10 +120,9 @@ class _Watch:
         """What the run keeps of how it ran: the families' provenance, what was watched and
         the node sentinel's readings (or why it went unwatched)."""
         run.provenance.update(ctx.provenance)
-        run.provenance.update({"seconds": self.spent, **self.taken,
-                               "energy": self.meter.provenance()})
-        if (read := self.brackets.provenance()) is not None:
-            run.provenance["sentinel"] = read
+        run.provenance[energy.KEY] = self.meter.provenance()
+        conditions.update(run.provenance, seconds=self.spent, **self.taken,
+                          sentinel=conditions.sentinel(self.brackets.provenance()))
         if (why := self.brackets.warning()) is not None:
             ctx.warnings.append(why)
 
@@ -160,7 +160,7 @@ def _family(ctx: RunContext, family: Family, opts: Any, watch: _Watch) -> bool:
 
 
 def _families(ctx: RunContext, measured: Sequence[Family], options: Mapping[str, Any],
-              watch: _Watch) -> dict[str, Any] | None:
+              watch: _Watch) -> conditions.Stop | None:
     """The families in order; where one was interrupted, what it was and what was not run."""
     for i, family in enumerate(measured):
         if _family(ctx, family, options.get(family.name), watch) or ctx.interrupted:
@@ -169,7 +169,7 @@ def _families(ctx: RunContext, measured: Sequence[Family], options: Mapping[str,
             ctx.errors.append(f"{family.name}: interrupted (Ctrl-C or SIGTERM); the {n} "
                               "figure(s) it had measured are kept"
                               + (f"; not run: {', '.join(rest)}" if rest else ""))
-            return {"benchmark": family.name, "not_run": rest}
+            return conditions.Stop(family.name, tuple(rest))
     return None
 
 
@@ -212,6 +212,6 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
     if interrupted is not None:
         if not run.metrics:
             raise KeyboardInterrupt
-        run.provenance["interrupted"] = interrupted
+        conditions.update(run.provenance, interrupted=interrupted)
         raise Interrupted(run)
     return run

@@ -19,6 +19,7 @@ from hpcprobe.measure import runner, scaling_views
 from hpcprobe.measure.family import Family, Progress, RunContext, Sized
 from hpcprobe.measure.profiles import Profile
 from hpcprobe.measure.summary import Summary
+from hpcprobe.results import conditions
 from hpcprobe.results.model import Metric, Run
 
 MODES = ("weak", "strong")
@@ -88,7 +89,7 @@ def execute(topo: Topology, profile: Profile, family: Family, isa: str, opts: An
     series = uuid.uuid4().hex[:12]
     runs: list[tuple[str, int, Run]] = []
     cut: Run | None = None  # the count a signal stopped, as far as it got
-    stopped: dict[str, Any] | None = None
+    stopped: conditions.Stop | None = None
     for i, (mode, k, o) in enumerate(todo):
         try:
             run = runner.execute(topo, profile, [family], isa, {family.name: o}, progress,
@@ -99,8 +100,8 @@ def execute(topo: Topology, profile: Profile, family: Family, isa: str, opts: An
                 cut.provenance["scale"] = {"series": series, "mode": mode, "ranks": k}
             if not runs:
                 raise
-            stopped = {"benchmark": f"{family.name} at {k} rank(s), {mode}",
-                       "not_run": [f"{kk} rank(s), {mm}" for mm, kk, _ in todo[i + 1:]]}
+            stopped = conditions.Stop(f"{family.name} at {k} rank(s), {mode}",
+                                      tuple(f"{kk} rank(s), {mm}" for mm, kk, _ in todo[i + 1:]))
             break
         run.provenance["scale"] = {"series": series, "mode": mode, "ranks": k}
         runs.append((mode, k, run))
@@ -111,8 +112,8 @@ def execute(topo: Topology, profile: Profile, family: Family, isa: str, opts: An
         "series": series, "family": family.name, "counts": list(counts), "modes": list(modes),
         "runs": [{"mode": mode, "ranks": k, "run_id": r.run_id} for mode, k, r in runs]}}
     if readings := _sentinel(family.name, runs):
-        what = next(r.provenance["sentinel"] for _, _, r in runs if "sentinel" in r.provenance)
-        out.provenance["sentinel"] = {**what, "readings": readings}
+        what = next(s for _, _, r in runs if (s := r.conditions.sentinel) is not None)
+        conditions.update(out.provenance, sentinel=replace(what, readings=readings))
     for mode, k, run in runs:
         where = f"{k} rank(s), {mode}"
         out.warnings += [f"{where}: {w}" for w in run.warnings]
@@ -127,24 +128,25 @@ def execute(topo: Topology, profile: Profile, family: Family, isa: str, opts: An
             out.errors.append(f"{where}: no {size.what} measured; this count has no "
                               "point")
     if stopped is not None:
-        rest = stopped["not_run"]
-        out.errors.append(f"interrupted (Ctrl-C or SIGTERM) during {stopped['benchmark']}"
+        rest = stopped.not_run
+        out.errors.append(f"interrupted (Ctrl-C or SIGTERM) during {stopped.benchmark}"
                           + ("; the figures it had measured are kept in a run of their own, "
                              "no point of the series" if cut is not None else "")
                           + (f"; not run: {'; '.join(rest)}" if rest else ""))
-        out.provenance["interrupted"] = stopped
+        conditions.update(out.provenance, interrupted=stopped)
         raise runner.Interrupted(out, [r for _, _, r in runs] + ([cut] if cut else []))
     return out, [r for _, _, r in runs]
 
 
-def _sentinel(name: str, runs: list[tuple[str, int, Run]]) -> list[dict[str, Any]]:
+def _sentinel(name: str, runs: list[tuple[str, int, Run]]) -> tuple[conditions.Reading, ...]:
     """The node sentinel's readings of the whole series, in order: each count's, the
     benchmark they follow named with its count."""
-    out: list[dict[str, Any]] = []
+    out: list[conditions.Reading] = []
     after = None
     for mode, k, run in runs:
-        for r in run.provenance.get("sentinel", {}).get("readings", []):
-            if r["after"] == name:
+        kept = run.conditions.sentinel
+        for r in () if kept is None else kept.readings:
+            if r.after == name:
                 after = f"{name} at {k} rank(s), {mode}"
-            out.append({**r, "after": after})
-    return out
+            out.append(replace(r, after=after))
+    return tuple(out)

@@ -18,6 +18,7 @@ from hpcprobe.common import compiled, files, jsondoc
 from hpcprobe.common.errors import UserError
 from hpcprobe.common.stats import Summary, summarize
 from hpcprobe.results import findings
+from hpcprobe.results.conditions import Conditions
 
 SCHEMA_NAME = "hpcprobe-result"
 SCHEMA_VERSION = 1
@@ -91,6 +92,11 @@ class Run:
                 by.setdefault((m.benchmark, m.name), []).append(m)
             self._by_name = (*seen, by)
         return list(self._by_name[2].get((benchmark, name), ()))
+
+    @property
+    def conditions(self) -> Conditions:
+        """How the run ran (results.conditions), read from its provenance."""
+        return Conditions.of(self.provenance)
 
     def to_dict(self) -> dict[str, Any]:
         return {

@@ -15,7 +15,7 @@ from typing import Any
 from hpcprobe.common.bulk import bulk
 from hpcprobe.common.errors import HpcprobeError, OptionError, UserError
 from hpcprobe.common.stats import summarize
-from hpcprobe.results import series
+from hpcprobe.results import conditions, series
 from hpcprobe.results.model import SCHEMA_VERSION, Metric, Run, validate
 from hpcprobe.results.store import (
     AlreadyStored,
@@ -73,7 +73,7 @@ def schema_v1(serial: str, real: str, bigint: str, runs_extra: str = "") -> tupl
 
 #: An interrupted run's provenance (its json.dumps text) holds "interrupted": {...} (versions
 #: 1-3 kept no column of it)
-INTERRUPTED = '%"interrupted": {%'
+INTERRUPTED = '%"' + conditions.KEYS["interrupted"] + '": {%'
 #: The runs a history must look at for why it leaves them out
 MARKED = "findings <> '[]' OR interrupted = 1"
 
@@ -260,7 +260,7 @@ class SqlStore(Store):
              run.duration_s, SCHEMA_VERSION, json.dumps(run.provenance),
              json.dumps(run.topology), json.dumps(run.findings), json.dumps(run.warnings),
              json.dumps(run.errors), run.kind,
-             int(isinstance(run.provenance.get("interrupted"), dict))))
+             int(run.conditions.interrupted is not None)))
         rows = []
         for seq, m in enumerate(run.metrics):
             s = m.summary

@@ -136,7 +136,7 @@ def build(runs: list[Run], views: Sequence[View], figures: Sequence[Figures],
     parts.append(_table(["run", "host", "tag", "created", "profile", "benchmarks", "seconds"],
                         [[r.run_id, r.host, r.tag or "", r.created, r.profile,
                           ",".join(r.benchmarks)
-                          + (" (interrupted)" if r.provenance.get("interrupted") else ""),
+                          + (" (interrupted)" if r.conditions.interrupted else ""),
                           f"{r.duration_s:.1f}"] for r in runs]))
     fps = [fingerprint.fingerprint(r) for r in runs]
     labels = list(dict.fromkeys(k for fp in fps for k in fp))
@@ -148,11 +148,11 @@ def build(runs: list[Run], views: Sequence[View], figures: Sequence[Figures],
     parts.append("<h2>Topology</h2>" + "".join(_topology(r) for r in runs))
     parts.append("<h2>Results</h2>")
     for r in runs:
-        cut = r.provenance.get("interrupted")
+        cut = r.conditions.interrupted
         parts.append(f"<h2>Run {escape(r.tag or r.run_id)}"
-                     + (f" (interrupted during {escape(cut['benchmark'])})" if cut else "")
+                     + (f" (interrupted during {escape(cut.benchmark)})" if cut else "")
                      + "</h2>")
-        if (kept := sentinel.line(r.provenance.get("sentinel", {}))) is not None:
+        if (kept := sentinel.line(r.conditions.sentinel)) is not None:
             parts.append(f"<p>{escape(kept)}</p>")
         parts += [_block(block) for view in views for block in view(r)]
     pngs = _figures([item for draw in figures for item in draw(runs)], parts)

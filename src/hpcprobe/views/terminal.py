@@ -21,10 +21,10 @@ from hpcprobe.views import verdict as verdict_view
 
 def _header(run: Run) -> str:
     p = run.provenance
-    cut = p.get("interrupted")
+    cut = run.conditions.interrupted
     head = (f"Run {run.run_id} on {run.host} ({p.get('cpu_model') or 'unknown CPU'}), "
             f"{run.created}, profile {run.profile}{', tag ' + run.tag if run.tag else ''}, "
-            f"{run.duration_s:.1f} s" + (f"\nINTERRUPTED during {cut['benchmark']}" if cut
+            f"{run.duration_s:.1f} s" + (f"\nINTERRUPTED during {cut.benchmark}" if cut
                                          else ""))
     if run.kind != "node":  # a campaign driver's record: it measured no machine
         return f"{head}\nA {run.kind} record: its node list, failures and link figures"
@@ -34,7 +34,7 @@ def _header(run: Run) -> str:
             f"domain(s), {c['cores']} cores, {c['pus']} PUs; ISA {p.get('isa')}; "
             f"THP {p.get('thp')}; governor {p.get('governor') or 'n/a'}"
             + "".join(f"\n{x}" for x in facts.lines(p))
-            + ("" if (kept := sentinel.line(p.get("sentinel", {}))) is None else f"\n{kept}"))
+            + ("" if (kept := sentinel.line(run.conditions.sentinel)) is None else f"\n{kept}"))
 
 
 def rich_table(table: Table) -> RichTable:
