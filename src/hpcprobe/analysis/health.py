@@ -103,31 +103,34 @@ class Outcome:
         return EXIT[self.status]
 
 
-def below_lines(v: Verdict) -> list[str]:
-    """A fail's reason for each figure below its reference."""
-    out = []
-    for r in v.marked("below"):
-        e, m = r.expected, r.headline.metric
-        assert e is not None
-        out.append(f"{r.headline.label} {m.summary.median:.4g} {m.unit}, "
-                   f"{100 * (r.change or 0):+.1f}% against {e.value:.4g} (tolerance "
-                   f"{100 * e.tolerance:.0f}%)")
-    return out
+def _below(j: Judgement) -> str:
+    """A fail's reason for a figure below its reference."""
+    assert j.value is not None and j.expected and j.tolerance is not None
+    return (f"{j.named} {j.value:.4g} {j.unit}, {100 * (j.value / j.expected - 1):+.1f}% "
+            f"against {j.expected:.4g} (tolerance {100 * j.tolerance:.0f}%)")
+
+
+def _unjudged(j: Judgement) -> str | None:
+    """Why a figure left the node unjudged (too noisy, the node moved, no expected value,
+    above its ceiling), or None where it was judged."""
+    if j.basis == "ceiling":
+        return f"{j.named}: above its ceiling ({j.why})" if j.mark == "above ceiling" else None
+    above = j.basis == "reference" and j.why == "above its ceiling"  # said by its ceiling's
+    return f"{j.named}: {j.why}" if j.mark == "not judged" and not above else None
 
 
 def outcome(faults: Sequence[Fault], v: Verdict | None) -> Outcome:
     """Fail on any fault or figure below its reference; else cannot judge where the verdict
     had no reference (none, or one without this hardware) or a figure was not judged (too
-    noisy, the node moved, no expected value); else pass."""
-    unjudged = [f"{r.headline.label}: {r.why}" for r in v.rows if r.mark == "not judged"] \
-        if v is not None else []
-    unjudged += [f"{r.headline.label}: above its ceiling ({r.why})"
-                 for r in (v.marked("above ceiling") if v is not None else [])]
-    faults = [*faults, *((BELOW, x) for x in (below_lines(v) if v is not None else []))]
+    noisy, the node moved, no expected value); else pass. The figures' part is read from the
+    verdict's judgement records."""
+    figures = v.judgements() if v is not None else []
+    unjudged = [line for j in figures if (line := _unjudged(j)) is not None]
+    faults = [*faults, *((BELOW, _below(j)) for j in figures
+                         if j.basis == "reference" and j.mark == "below")]
     reasons = [f"{k.code} {line}" for k, line in faults]
     judged = [*(Judgement(line.split(":", 1)[0], "health rule", "failed", why=line)
-                for k, line in faults if k is not BELOW),
-              *(v.judgements() if v is not None else [])]
+                for k, line in faults if k is not BELOW), *figures]
     if reasons:
         return Outcome(FAIL, reasons, unjudged, judgements=judged, kinds=[k for k, _ in faults])
     ref = v.reference if v is not None else None

@@ -119,13 +119,14 @@ class Row:
             over = self.mark == "above ceiling"
             out.append(Judgement(h.key, "ceiling", "above ceiling" if over else "ok", s.median,
                                  h.metric.unit, h.ceiling, ci=s.ci95,
-                                 why=(self.why + "; " if over else "") + (h.ceiling_source or "")))
+                                 why=(self.why + "; " if over else "") + (h.ceiling_source or ""),
+                                 label=h.label))
         over = self.mark == "above ceiling"
         e = self.expected
         out.append(Judgement(h.key, "reference", "not judged" if over else self.mark, s.median,
                              h.metric.unit, None if e is None else e.value,
                              None if e is None else e.tolerance, s.ci95,
-                             "above its ceiling" if over else self.why))
+                             "above its ceiling" if over else self.why, label=h.label))
         return out
 
 

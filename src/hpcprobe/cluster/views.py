@@ -8,7 +8,13 @@ import shlex
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from hpcprobe.cluster.verdict import SLOW_LINK, FleetVerdict, PeerFinding, drain_reason, is_directed
+from hpcprobe.cluster.verdict import (
+    PEER_KINDS,
+    FleetVerdict,
+    PeerFinding,
+    drain_reason,
+    is_directed,
+)
 from hpcprobe.common import lazy
 from hpcprobe.common.names import natural
 from hpcprobe.viewkit.table import Block, Lines, Table
@@ -33,12 +39,13 @@ def _few(names: list[str], n: int = 8) -> str:
 
 def to_drain(v: FleetVerdict) -> list[tuple[str, str]]:
     """(node, reason) of each node to take out of service, once each: unhealthy nodes (their
-    own first finding, which names the fix, is the reason), slow nodes and slow endpoints (a
-    slow link is two nodes' cable or port, not a node to drain), failed nodes and nodes
-    missing their peers' figures."""
+    own first finding, which names the fix, is the reason), the findings whose kind's action
+    is a drain (slow nodes and slow endpoints; a slow link is two nodes' cable or port, to be
+    measured again), failed nodes and nodes missing their peers' figures."""
     out = [(node, f"hpcprobe {v.campaign}: {found[0]}"[:200])
            for node, found in v.unhealthy.items()]
-    out += [(f.item, drain_reason(v.campaign, f)) for f in v.findings if f.kind != SLOW_LINK]
+    out += [(f.item, drain_reason(v.campaign, f)) for f in v.findings
+            if PEER_KINDS[f.kind].action == "drain"]
     out += [(node, f"hpcprobe {v.campaign}: failed, {why}"[:200])
             for node, why in v.failed.items()]
     out += [(node, f"hpcprobe {v.campaign}: {len(lacks)} figure(s) of its peers missing, "

@@ -42,6 +42,8 @@ class Judgement:
     ci: tuple[float, float] | None = None
     why: str = ""
     subject: str = ""
+    #: how a person names the figure (a headline's label: "memory DRAM triad"), else `figure`
+    label: str = ""
 
     def __post_init__(self) -> None:
         if self.basis not in BASES or self.mark not in MARKS:
@@ -53,4 +55,9 @@ class Judgement:
                 "value": self.value, "unit": self.unit, "expected": self.expected,
                 "tolerance": self.tolerance,
                 "ci": None if self.ci is None else [self.ci[0], self.ci[1]], "why": self.why,
-                "subject": self.subject}
+                "subject": self.subject, "label": self.label or self.figure}
+
+    @property
+    def named(self) -> str:
+        """How the figure is named to a person."""
+        return self.label or self.figure
