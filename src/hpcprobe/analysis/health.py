@@ -106,7 +106,7 @@ class Outcome:
 def _below(j: Judgement) -> str:
     """A fail's reason for a figure below its reference."""
     assert j.value is not None and j.expected and j.tolerance is not None
-    return (f"{j.named} {j.value:.4g} {j.unit}, {100 * (j.value / j.expected - 1):+.1f}% "
+    return (f"{j.named} {j.value:.4g} {j.unit}, {100 * (j.change or 0):+.1f}% "
             f"against {j.expected:.4g} (tolerance {100 * j.tolerance:.0f}%)")
 
 

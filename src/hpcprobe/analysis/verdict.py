@@ -112,7 +112,7 @@ class Row:
     def judgements(self) -> list[Judgement]:
         """This row as judgement records: against its ceiling where it has one, then against
         its reference (not judged where it is above its ceiling: the reference is not
-        asked)."""
+        asked). A row's records end with its reference's: views pair them so."""
         h, s = self.headline, self.headline.metric.summary
         out = []
         if h.ceiling is not None:
@@ -120,13 +120,13 @@ class Row:
             out.append(Judgement(h.key, "ceiling", "above ceiling" if over else "ok", s.median,
                                  h.metric.unit, h.ceiling, ci=s.ci95,
                                  why=(self.why + "; " if over else "") + (h.ceiling_source or ""),
-                                 label=h.label))
+                                 label=h.label, n=s.n))
         over = self.mark == "above ceiling"
         e = self.expected
         out.append(Judgement(h.key, "reference", "not judged" if over else self.mark, s.median,
                              h.metric.unit, None if e is None else e.value,
                              None if e is None else e.tolerance, s.ci95,
-                             "above its ceiling" if over else self.why, label=h.label))
+                             "above its ceiling" if over else self.why, label=h.label, n=s.n))
         return out
 
 

@@ -44,6 +44,8 @@ class Judgement:
     subject: str = ""
     #: how a person names the figure (a headline's label: "memory DRAM triad"), else `figure`
     label: str = ""
+    #: the samples behind the value (None: not a sampled figure)
+    n: int | None = None
 
     def __post_init__(self) -> None:
         if self.basis not in BASES or self.mark not in MARKS:
@@ -55,9 +57,16 @@ class Judgement:
                 "value": self.value, "unit": self.unit, "expected": self.expected,
                 "tolerance": self.tolerance,
                 "ci": None if self.ci is None else [self.ci[0], self.ci[1]], "why": self.why,
-                "subject": self.subject, "label": self.label or self.figure}
+                "subject": self.subject, "label": self.label or self.figure, "n": self.n}
 
     @property
     def named(self) -> str:
         """How the figure is named to a person."""
         return self.label or self.figure
+
+    @property
+    def change(self) -> float | None:
+        """The value against what its basis expects (0.05: 5 % above), None without both."""
+        if self.value is None or not self.expected:
+            return None
+        return self.value / self.expected - 1.0

@@ -1,14 +1,17 @@
 """The verdict as view blocks (the terminal and the HTML report show the same): one line that
 says it, the headline figures with their CI, share of ceiling, change against the reference
-and mark, and where the reference came from; and a run's warnings folded one line per kind."""
+and mark, and where the reference came from; and a run's warnings folded one line per kind.
+The figures are read from the verdict's judgement records (results/judgement.py), as `check`,
+its JSON and Prometheus read them."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
-from hpcprobe.analysis.verdict import Row, Verdict
-from hpcprobe.results.judgement import FIGURE_MARKS
+from hpcprobe.analysis.verdict import Verdict
+from hpcprobe.results.judgement import FIGURE_MARKS, Judgement
 from hpcprobe.viewkit.table import Block, Lines, Table
 
 #: The widest line the verdict and the folded warnings take
@@ -20,19 +23,46 @@ def number(x: float) -> str:
     return f"{x:.0f}" if abs(x) >= 1e4 and abs(x) < 1e6 else f"{x:.4g}"
 
 
-def _mark(r: Row) -> str:
+@dataclass(frozen=True)
+class _Figure:
+    """One figure of the verdict: its judgement against its reference, and against its
+    ceiling where it has one."""
+
+    reference: Judgement
+    ceiling: Judgement | None
+
+    @property
+    def mark(self) -> str:
+        c = self.ceiling
+        return "above ceiling" if c is not None and c.mark == "above ceiling" else \
+            self.reference.mark
+
+
+def _figures(v: Verdict) -> list[_Figure]:
+    """The verdict's figures in order, from its records (a figure's ceiling's, then its
+    reference's)."""
+    out, ceiling = [], None
+    for j in v.judgements():
+        if j.basis == "ceiling":
+            ceiling = j
+        else:
+            out.append(_Figure(j, ceiling))
+            ceiling = None
+    return out
+
+
+def _mark(f: _Figure) -> str:
     """ok, BELOW, ABOVE CEILING, or why it is not judged (the reason alone: noisy, node
     moved, steal, n=1; nothing without a reference)."""
-    if r.mark == "not judged":
-        return "-" if r.why == "no reference" else r.why
-    return {"below": "BELOW", "above ceiling": "ABOVE CEILING"}.get(r.mark, r.mark)
+    if f.mark == "not judged":
+        return "-" if f.reference.why == "no reference" else f.reference.why
+    return {"below": "BELOW", "above ceiling": "ABOVE CEILING"}.get(f.mark, f.mark)
 
 
-def _summary(v: Verdict) -> str:
-    counts = [f"{len(v.marked(m))} {m}" for m in FIGURE_MARKS
-              if v.marked(m)]
-    named = "; ".join(f"{r.headline.label} {100 * (r.change or 0):+.1f} %"
-                      for r in v.marked("below"))
+def _summary(v: Verdict, figures: list[_Figure]) -> str:
+    counts = [f"{n} {m}" for m in FIGURE_MARKS if (n := sum(f.mark == m for f in figures))]
+    named = "; ".join(f"{f.reference.named} {100 * (f.reference.change or 0):+.1f} %"
+                      for f in figures if f.mark == "below")
     head = "Verdict: " + (f"BELOW the reference: {named}" if named else
                           "nothing below the reference" if v.reference and v.reference.figures
                           else "no reference to judge against")
@@ -45,21 +75,29 @@ def blocks(v: Verdict) -> list[Block]:
     if not v.rows:  # the run's tables follow
         return []
     ref = v.reference is not None and bool(v.reference.figures)
-    t = Table(title=_summary(v), narrow=True)
+    figures = _figures(v)
+    t = Table(title=_summary(v, figures), narrow=True)
     for col, just in (("figure", "left"), ("value", "right"), ("±CI", "right"),
                       ("of ceiling", "right"), *((("vs ref", "right"),) if ref else ()),
                       ("mark", "left")):
         t.add_column(col, just)
-    for r in v.rows:
-        h, s = r.headline, r.headline.metric.summary
-        ceil = h.of_ceiling
-        cells = [h.label, f"{number(s.median)} {h.metric.unit}",
-                 f"{100 * s.rel_ci_halfwidth:.1f}%" if s.n > 1 else "n=1",
-                 "-" if ceil is None else f"{100 * ceil:.0f}%"]
+    for f in figures:
+        j, c = f.reference, f.ceiling
+        assert j.value is not None
+        share = None if c is None or c.change is None else 1 + c.change
+        cells = [j.named, f"{number(j.value)} {j.unit}", _ci(j),
+                 "-" if share is None else f"{100 * share:.0f}%"]
         if ref:
-            cells.append("-" if r.change is None else f"{100 * r.change:+.1f}%")
-        t.add_row(*cells, _mark(r))
+            cells.append("-" if j.change is None else f"{100 * j.change:+.1f}%")
+        t.add_row(*cells, _mark(f))
     return [t, Lines(_sources(v))]
+
+
+def _ci(j: Judgement) -> str:
+    """The CI's half-width as a share of the value ("n=1" for one sample)."""
+    if (j.n is not None and j.n < 2) or j.ci is None or j.value is None:
+        return "n=1"
+    return "inf%" if j.value == 0 else f"{100 * (j.ci[1] - j.ci[0]) / 2 / abs(j.value):.1f}%"
 
 
 def fleet(nodes: Mapping[str, Verdict], details: bool = False) -> list[Block]:
@@ -82,8 +120,8 @@ def fleet(nodes: Mapping[str, Verdict], details: bool = False) -> list[Block]:
     t.add_column("node", "left")
     t.add_column("below its reference", "left")
     for host, v in sorted(below.items()):
-        t.add_row(host, "; ".join(f"{r.headline.label} {100 * (r.change or 0):+.1f}%"
-                                  for r in v.marked("below")))
+        t.add_row(host, "; ".join(f"{f.reference.named} {100 * (f.reference.change or 0):+.1f}%"
+                                  for f in _figures(v) if f.mark == "below"))
     out: list[Block] = [t if t.rows else Lines([t.title or ""])]
     if details:
         for host, v in sorted(judged.items()):
