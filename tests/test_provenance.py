@@ -65,6 +65,24 @@ def test_collect_records_build_and_system():
     assert p["isa_supported"][0] == "scalar"
 
 
+def test_the_node_record_reads_back_by_attribute_and_an_older_run_reads_none():
+    """What collect records is the node record as stored: read back by attribute it is equal;
+    a run of an older version that lacks a field reads None there, never a guess."""
+    from hpcprobe.results import node
+    from hpcprobe.results.model import schema
+
+    topo = topology.load_xml(DATA / "xeon-2s-26c-smt.xml")
+    kept = provenance.node(topo, "scalar")
+    again = node.Node.of(provenance.collect(topo, "scalar"))
+    assert again == kept and again.smt == 2 and again.isa == "scalar"
+    assert again.cpu_flags == kept.cpu_flags and isinstance(again.isa_supported, tuple)
+    old = node.Node.of({"host": "n1", "cpu_model": "AMD EPYC 7763", "kernel": "Linux 5.14"})
+    assert old.cpu_model == "AMD EPYC 7763" and old.governor is None and old.dmi is None
+    part = schema()["properties"]["provenance"]
+    assert set(node.REQUIRED) == set(part["required"]) and set(node.SCHEMA) <= set(
+        part["properties"])
+
+
 def _digest(root: Path, files: list[str]) -> str:
     """The kernels' digest as CMakeLists.txt computes it: each file's SHA-256 after its path,
     a line each in path order, and the first 12 hex digits of that manifest's SHA-256."""

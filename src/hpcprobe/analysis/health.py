@@ -45,14 +45,14 @@ def _on_off(v: object) -> str | None:
 def state_of(run: Run) -> dict[str, str]:
     """The node's state a run recorded, as labelled values a healthy node of its kind keeps:
     what the run did not record (an older run, a VM without SMBIOS) is absent."""
-    p, c = run.provenance, run.topology.get("counts", {})
-    mem = p.get("mem_total_bytes")
+    p, node, c = run.provenance, run.node, run.topology.get("counts", {})
+    mem = node.mem_total_bytes
     out: dict[str, object] = {
         "CPUs online": c.get("pus"), "cores": c.get("cores"),
-        "SMT": _on_off(p.get("smt_active")),
+        "SMT": _on_off(node.smt_active),
         "memory": None if not mem else f"{mem / 2 ** 30:.1f} GiB",
         **facts.state(p),  # the DIMMs, memory channels, ports and PCIe links it recorded
-        "governor": p.get("governor"), "THP": p.get("thp"),
+        "governor": node.governor, "THP": node.thp,
         **(p.get("devices") or {}),  # what the families' Health read (a check's runs)
     }
     return {k: str(v) for k, v in out.items() if v is not None and v != ""}

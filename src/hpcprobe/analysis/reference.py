@@ -56,7 +56,7 @@ def hardware(run: Run, labels: Labels) -> dict[str, Any]:
     inventories found (GPU models). DIMMs and links are not in it: a missing DIMM is what a
     reference must catch, not a reason to pick another one."""
     c = run.topology.get("counts", {})
-    return {"cpu": str(run.provenance.get("cpu_model") or "unknown CPU"),
+    return {"cpu": str(run.node.cpu_model or "unknown CPU"),
             "sockets": int(c.get("packages", 0)), "cores": int(c.get("cores", 0)),
             "devices": sorted(labels(run.provenance))}
 

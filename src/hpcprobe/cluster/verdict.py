@@ -178,16 +178,16 @@ def hardware(run: Run, labels: Labels = no_labels) -> str:
     measured); and the kernels' digest, so that a node whose own install of hpcprobe measures
     with other kernels is not called slow for it. Nodes that differ in any are grouped
     apart."""
-    t, p = run.topology, run.provenance
+    t, node = run.topology, run.node
     c = t.get("counts", {})
     mem = sum(n.get("memory_bytes") or 0 for n in t.get("numa_nodes", []))
-    isa = (p.get("isa_supported") or ["?"])[-1]
-    models = labels(p)
-    return (f"{p.get('cpu_model') or t.get('cpu_model') or '?'}, {c.get('packages', '?')} x "
+    isa = (node.isa_supported or ["?"])[-1]
+    models = labels(run.provenance)
+    return (f"{node.cpu_model or t.get('cpu_model') or '?'}, {c.get('packages', '?')} x "
             f"{(c.get('cores') or 0) // max(1, c.get('packages') or 1)} cores, "
             f"{c.get('numa_nodes', '?')} NUMA, {mem / 2**30:.0f} GiB, {isa}"
             + "".join(f", {m}" for m in models)
-            + (f", kernels {p['kernels']}" if p.get("kernels") else ""))
+            + (f", kernels {node.kernels}" if node.kernels else ""))
 
 
 #: Params that name a link's ends: the link, not the figure.

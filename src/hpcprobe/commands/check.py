@@ -144,7 +144,7 @@ def _state_run(topo: Topology, isa: str) -> Run:
 def recorded_sysfs(run: Run, sysfs: Path) -> None:
     """The node's facts (links, DIMMs) as another /sys tree than this node's has them
     (`--sysfs`)."""
-    run.provenance.update(facts.read(run.provenance.get("cpu_model") or "", sysfs))
+    run.provenance.update(facts.read(run.node.cpu_model or "", sysfs))
 
 
 def _measure(a: argparse.Namespace, c: Checked, state_only: bool

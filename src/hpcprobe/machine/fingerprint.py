@@ -17,24 +17,24 @@ def _on_off(v: Any) -> str:
 def fingerprint(run: Run) -> dict[str, str]:
     """Labelled configuration of one run; a value the run did not record reads "n/a" (runs
     stored by an older hpcprobe lack some)."""
-    p = run.provenance
+    p, n = run.provenance, run.node
     c = run.topology.get("counts", {})
     packages = c.get("packages") or 0
-    dmi = p.get("dmi") or {}
+    dmi = n.dmi or {}
     mpi = p.get("mpi")
     out: dict[str, Any] = {
-        "CPU": p.get("cpu_model"),
+        "CPU": n.cpu_model,
         "sockets x cores": f"{packages} x {c.get('cores', 0) // max(1, packages)}",
-        "NUMA domains per socket": p.get("numa_per_package",
-                                         c.get("numa_nodes", 0) // max(1, packages) or None),
-        "L3 as NUMA": _on_off(p.get("l3_as_numa")),
-        "SMT": _on_off(p.get("smt_active") if p.get("smt_active") is not None
-                       else (p.get("smt", 1) > 1 if "smt" in p else None)),
-        "THP": p.get("thp"),
-        "THP defrag": p.get("thp_defrag"),
-        "governor": p.get("governor"),
-        "tuned profile": p.get("tuned_profile"),
-        "kernel": p.get("kernel"),
+        "NUMA domains per socket": n.numa_per_package
+        or c.get("numa_nodes", 0) // max(1, packages) or None,
+        "L3 as NUMA": _on_off(n.l3_as_numa),
+        "SMT": _on_off(n.smt_active if n.smt_active is not None
+                       else (n.smt > 1 if n.smt is not None else None)),
+        "THP": n.thp,
+        "THP defrag": n.thp_defrag,
+        "governor": n.governor,
+        "tuned profile": n.tuned_profile,
+        "kernel": n.kernel,
         "BIOS": " ".join(dmi[k] for k in ("bios_vendor", "bios_version", "bios_date")
                          if dmi.get(k)) or None,
         "system": " ".join(dmi[k] for k in ("sys_vendor", "product_name") if dmi.get(k))
@@ -45,16 +45,16 @@ def fingerprint(run: Run) -> dict[str, str]:
         # file or a variable moves them)
         "MPI thresholds": ", ".join(f"{k} {v}" for k, v in sorted(
             (mpi or {}).get("thresholds", {}).items())) or None,
-        "BLAS": p.get("blas"),
-        "compiler": p.get("compiler"),
-        "ISA": p.get("isa"),
-        "allowed CPUs": p.get("allowed_cpus"),
+        "BLAS": n.blas,
+        "compiler": n.compiler,
+        "ISA": n.isa,
+        "allowed CPUs": n.allowed_cpus,
         # a job's or container's cgroup limit sizes the DRAM arrays, HPL's N and the proxies'
-        "memory limit": format_bytes(lim["bytes"]) if (lim := p.get("memory_limit")) else None,
-        "hpcprobe": p.get("hpcprobe_version"),
-        "kernels": p.get("kernels"),  # the sources' digest: a changed kernel, same version
+        "memory limit": format_bytes(n.memory_limit["bytes"]) if n.memory_limit else None,
+        "hpcprobe": n.hpcprobe_version,
+        "kernels": n.kernels,  # the sources' digest: a changed kernel, same version
     }
-    out.update({f"env {k}": v for k, v in sorted((p.get("environment") or {}).items())})
+    out.update({f"env {k}": v for k, v in sorted((n.environment or {}).items())})
     return {k: "n/a" if v is None or v == "" else str(v) for k, v in out.items()}
 
 

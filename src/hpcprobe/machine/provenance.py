@@ -14,6 +14,7 @@ from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.kernelfiles import read_text
 from hpcprobe.machine import cpufreq, facts, sysinfo
 from hpcprobe.machine.topology import Topology
+from hpcprobe.results.node import Node
 
 #: Environment variables that change how kernels, OpenMP, BLAS and MPI behave.
 ENV_PREFIXES = ("OMP_", "GOMP_", "KMP_", "OPENBLAS_", "MKL_", "BLIS_", "I_MPI_", "OMPI_",
@@ -65,40 +66,32 @@ def blas() -> str | None:
     return None
 
 
-def collect(topo: Topology, isa: str) -> dict[str, Any]:
-    """Everything about this host and build that decides what a kernel measures, but the MPI
-    found (measure.runner.node_provenance adds it: mpi/ sits above machine/)."""
+def node(topo: Topology, isa: str) -> Node:
+    """This host and build as a run records them (results.node declares the record)."""
     smt_active = read_text("/sys/devices/system/cpu/smt/active")
-    return {
-        "host": socket.gethostname(),
-        "cpu_model": topo.cpu_model,
-        "cpu_flags": cpu_flags(),
-        "kernel": f"{platform.system()} {platform.release()}",
-        "machine": platform.machine(),
-        "smt": topo.smt,
-        "smt_active": None if smt_active is None else smt_active == "1",
-        "numa_nodes": len(topo.numa_nodes),
-        "numa_per_package": numa_per_package(topo),
-        "l3_as_numa": l3_as_numa(topo),
-        "tuned_profile": read_text("/etc/tuned/active_profile"),
-        "dmi": dmi(),
-        **facts.read(topo.cpu_model or ""),  # the DRAM ceiling, the links
-        "blas": blas(),
-        "memory_limit": None if (lim := sysinfo.cgroup_memory_limit()) is None else
-        {"bytes": lim.limit, "where": lim.where},
-        "mem_total_bytes": sysinfo.mem_total_bytes(),
-        "thp": sysinfo.sysfs_choice(f"{sysinfo.THP_SYSFS}/enabled"),
-        "thp_defrag": sysinfo.sysfs_choice(f"{sysinfo.THP_SYSFS}/defrag"),
-        "governor": read_text("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
-        "cpufreq": None if (pol := cpufreq.policy(topo.allowed_cpus[0])) is None else
-        pol.to_dict(),
-        "compiler": native.build_info(),
-        "isa_supported": native.supported_isas(),
-        "isa": isa,
-        "hpcprobe_version": hpcprobe.__version__,
-        "kernels": native.source_id(),
-        "python": platform.python_version(),
-        "topology_source": topo.source,
-        "allowed_cpus": format_cpulist(topo.allowed_cpus),
-        "environment": environment(),
-    }
+    lim = sysinfo.cgroup_memory_limit()
+    pol = cpufreq.policy(topo.allowed_cpus[0])
+    return Node(
+        host=socket.gethostname(), cpu_model=topo.cpu_model, cpu_flags=tuple(cpu_flags()),
+        kernel=f"{platform.system()} {platform.release()}", machine=platform.machine(),
+        smt=topo.smt, smt_active=None if smt_active is None else smt_active == "1",
+        numa_nodes=len(topo.numa_nodes), numa_per_package=numa_per_package(topo),
+        l3_as_numa=l3_as_numa(topo), tuned_profile=read_text("/etc/tuned/active_profile"),
+        dmi=dmi(), blas=blas(),
+        memory_limit=None if lim is None else {"bytes": lim.limit, "where": lim.where},
+        mem_total_bytes=sysinfo.mem_total_bytes(),
+        thp=sysinfo.sysfs_choice(f"{sysinfo.THP_SYSFS}/enabled"),
+        thp_defrag=sysinfo.sysfs_choice(f"{sysinfo.THP_SYSFS}/defrag"),
+        governor=read_text("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+        cpufreq=None if pol is None else pol.to_dict(), compiler=native.build_info(),
+        isa_supported=tuple(native.supported_isas()), isa=isa,
+        hpcprobe_version=hpcprobe.__version__, kernels=native.source_id(),
+        python=platform.python_version(), topology_source=topo.source,
+        allowed_cpus=format_cpulist(topo.allowed_cpus), environment=environment())
+
+
+def collect(topo: Topology, isa: str) -> dict[str, Any]:
+    """Everything about this host and build that decides what a kernel measures: the node
+    record and the node's facts (the DRAM ceiling, the links, the energy counters), but the
+    MPI found (measure.runner.node_provenance adds it: mpi/ sits above machine/)."""
+    return {**node(topo, isa).to_dict(), **facts.read(topo.cpu_model or "")}

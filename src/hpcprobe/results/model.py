@@ -19,6 +19,7 @@ from hpcprobe.common.errors import UserError
 from hpcprobe.common.stats import Summary, summarize
 from hpcprobe.results import findings
 from hpcprobe.results.conditions import Conditions
+from hpcprobe.results.node import Node
 
 SCHEMA_NAME = "hpcprobe-result"
 SCHEMA_VERSION = 1
@@ -97,6 +98,11 @@ class Run:
     def conditions(self) -> Conditions:
         """How the run ran (results.conditions), read from its provenance."""
         return Conditions.of(self.provenance)
+
+    @property
+    def node(self) -> Node:
+        """The host and build it ran on (results.node), read from its provenance."""
+        return Node.of(self.provenance)
 
     def to_dict(self) -> dict[str, Any]:
         return {

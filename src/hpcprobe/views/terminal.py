@@ -20,9 +20,9 @@ from hpcprobe.views import verdict as verdict_view
 
 
 def _header(run: Run) -> str:
-    p = run.provenance
+    p, node = run.provenance, run.node
     cut = run.conditions.interrupted
-    head = (f"Run {run.run_id} on {run.host} ({p.get('cpu_model') or 'unknown CPU'}), "
+    head = (f"Run {run.run_id} on {run.host} ({node.cpu_model or 'unknown CPU'}), "
             f"{run.created}, profile {run.profile}{', tag ' + run.tag if run.tag else ''}, "
             f"{run.duration_s:.1f} s" + (f"\nINTERRUPTED during {cut.benchmark}" if cut
                                          else ""))
@@ -31,8 +31,8 @@ def _header(run: Run) -> str:
     c = run.topology["counts"]
     return (f"{head}\n"
             f"{c['packages']} package(s), {c['numa_nodes']} NUMA, {c['l3_domains']} L3 "
-            f"domain(s), {c['cores']} cores, {c['pus']} PUs; ISA {p.get('isa')}; "
-            f"THP {p.get('thp')}; governor {p.get('governor') or 'n/a'}"
+            f"domain(s), {c['cores']} cores, {c['pus']} PUs; ISA {node.isa}; "
+            f"THP {node.thp}; governor {node.governor or 'n/a'}"
             + "".join(f"\n{x}" for x in facts.lines(p))
             + ("" if (kept := sentinel.line(run.conditions.sentinel)) is None else f"\n{kept}"))
 
