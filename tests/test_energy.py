@@ -9,6 +9,7 @@ import threading
 import time
 from pathlib import Path
 
+import jsonschema
 import pytest
 from rich.console import Console
 
@@ -17,6 +18,7 @@ from hpcprobe.families.memory.bench import MemoryOptions
 from hpcprobe.machine import energy, facts
 from hpcprobe.measure import profiles
 from hpcprobe.measure.family import NoProgress
+from hpcprobe.results.model import schema
 from hpcprobe.views import terminal
 
 #: RAPL's usual counter range: 2^32 x 61 uJ (Intel's energy unit on servers)
@@ -149,3 +151,54 @@ def test_each_benchmark_has_its_energy_in_the_run(tiny, tmp_path, monkeypatch):
     console = Console(record=True, width=100)
     terminal.render(run, console, registry.views(), console)
     assert "Energy (RAPL" in console.export_text()
+
+
+def test_a_peak_has_the_power_it_drew_and_its_figure_per_watt(tiny, tmp_path, monkeypatch):
+    """A node whose package draws 120 W (its cores 80 W of it): the idle power before the
+    first benchmark, each peak's power (the package alone: its cores are part of it) and its
+    samples per watt, a headline of the verdict; the header says the idle power."""
+    from hpcprobe.families.compute.bench import ComputeOptions
+    from hpcprobe.families.compute.views import headlines
+
+    root = amd_zen4(tmp_path)
+    monkeypatch.setattr(energy, "POWERCAP", root)
+    draws, t0 = {"package-0": 120.0, "package-0/core": 80.0}, time.perf_counter()
+    monkeypatch.setattr(energy, "_uj", lambda d: int(  # counters that advance with the clock
+        draws[d.name] * 1e6 * (time.perf_counter() - t0)) % d.range_uj)
+    run = registry.execute(tiny, profiles.get("quick"), ["compute"], "scalar",
+                           {"compute": ComputeOptions(isa="scalar", threads=(1,))},
+                           NoProgress())
+    power, per_watt = run.select("compute", "power"), run.select("compute", "peak_per_watt")
+    assert power and len(power) == len(per_watt) == len(run.select("compute", "peak"))
+    for p, w in zip(power, per_watt, strict=True):
+        assert p.unit == "W" and p.params["domains"] == "package-0"
+        assert p.summary.median == pytest.approx(120, rel=0.01)
+        peak = next(m for m in run.select("compute", "peak")
+                    if m.params.items() <= w.params.items())
+        assert w.unit == "GFLOP/s/W"
+        assert w.samples == pytest.approx([s / p.summary.median for s in peak.samples])
+    assert {"compute.peak_per_watt_dp", "compute.peak_per_watt_sp"} <= {
+        h.key for h in headlines(run)}
+    idle = run.provenance["energy"]["idle"]
+    assert idle["joules"]["package-0"] == pytest.approx(120 * idle["seconds"], rel=0.01)
+    assert "120 W idle before the first benchmark" in "\n".join(facts.lines(run.provenance))
+    jsonschema.validate(run.to_dict(), schema())
+    console = Console(record=True, width=100)
+    terminal.render(run, console, registry.views(), console,
+                    registry.against(None).verdict(run, None), details=False)
+    shown = console.export_text()
+    assert "peak DP per watt, 1 cores" in shown and "GFLOP/s/W" in shown
+    assert max(len(line) for line in shown.splitlines()) <= 100
+
+
+def test_no_counter_adds_no_power_figure(tiny, monkeypatch, tmp_path):
+    """Where nothing is read (this kind of VM), no power and no figure per watt: never a zero."""
+    from hpcprobe.families.compute.bench import ComputeOptions
+
+    monkeypatch.setattr(energy, "POWERCAP", tmp_path / "none")
+    run = registry.execute(tiny, profiles.get("quick"), ["compute"], "scalar",
+                           {"compute": ComputeOptions(isa="scalar", threads=(1,))},
+                           NoProgress())
+    assert run.select("compute", "peak") and not run.select("compute", "power")
+    assert not run.select("compute", "peak_per_watt")
+    assert "idle" not in run.provenance["energy"]

@@ -22,15 +22,18 @@ from hpcprobe.common.kernelfiles import read_text
 
 #: This node's powercap tree (a recorded /sys holds it at the same place below its root)
 ROOT = "/sys/class/powercap"
-#: Where a run's meter reads (the tests point it at a tree of their own)
 #: The key a run's provenance keeps the energy fact and its readings under
 KEY = "energy"
+#: Where a run's meter reads (the tests point it at a tree of their own)
 POWERCAP = Path(ROOT)
 #: What the readings are, named beside them
 SOURCE = "RAPL (Linux powercap)"
 #: The helper thread reads every counter this often (s): far more often than the fastest
 #: wrap (a 262 kJ range at 1 kW: 4 minutes), seldom enough to cost nothing
 POLL_S = 10.0
+#: The node's idle power is read over this long before the first benchmark (s): RAPL updates
+#: every millisecond, so a second gives a mean of a thousand updates
+IDLE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -87,6 +90,28 @@ def advance(before: int, after: int, range_uj: int) -> int:
     return after + range_uj - before
 
 
+@dataclass(frozen=True)
+class Window:
+    """The energy of one stretch of a run: its seconds and joules per domain."""
+
+    seconds: float
+    joules: dict[str, float]
+
+    @property
+    def whole_joules(self) -> float:
+        """The joules of the domains that count energy no other counts (packages, DRAM)."""
+        return sum(j for d, j in self.joules.items() if whole(d))
+
+    @property
+    def watts(self) -> float | None:
+        """The mean power of those domains (None for a stretch of no length)."""
+        return self.whole_joules / self.seconds if self.seconds > 0 else None
+
+    def domains(self) -> str:
+        """The domains summed, as a figure's param names them ("package-0+package-0/dram")."""
+        return "+".join(d for d in self.joules if whole(d))
+
+
 @dataclass
 class Meter:
     """Joules per domain between successive `take`s, every wrap counted: a helper thread
@@ -96,8 +121,10 @@ class Meter:
     poll_s: float = POLL_S
     why: str | None = None  # why nothing is measured
     readings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    idle: Window | None = None  # the node at rest before the first benchmark
     _last: dict[str, int] = field(default_factory=dict)
     _total: dict[str, int] = field(default_factory=dict)  # micro-joules since the last take
+    _all: dict[str, int] = field(default_factory=dict)  # micro-joules since the start
     _since: float = 0.0
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -116,9 +143,29 @@ class Meter:
                 if now is None:
                     continue
                 if d.name in self._last:
-                    self._total[d.name] = self._total.get(d.name, 0) + advance(
-                        self._last[d.name], now, d.range_uj)
+                    step = advance(self._last[d.name], now, d.range_uj)
+                    self._total[d.name] = self._total.get(d.name, 0) + step
+                    self._all[d.name] = self._all.get(d.name, 0) + step
+                else:
+                    self._all[d.name] = 0
                 self._last[d.name] = now
+
+    def mark(self) -> tuple[float, dict[str, int]] | None:
+        """Where the counters stand now (a time and the micro-joules since the start), for
+        `since`; None where nothing is measured."""
+        if not self.domains or self._thread is None:
+            return None
+        self._poll()
+        with self._lock:
+            return time.perf_counter(), dict(self._all)
+
+    def since(self, mark: tuple[float, dict[str, int]] | None) -> Window | None:
+        """The energy from `mark` to now, per domain read both times (None without a mark)."""
+        now = self.mark()
+        if mark is None or now is None:
+            return None
+        (t0, before), (t1, after) = mark, now
+        return Window(t1 - t0, {d: (after[d] - before[d]) / 1e6 for d in after if d in before})
 
     def _loop(self) -> None:
         while not self._stop.wait(self.poll_s):
@@ -132,6 +179,13 @@ class Meter:
         self._since = time.perf_counter()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
+
+    def rest(self, seconds: float = IDLE_S) -> None:
+        """Read the node's idle power: `seconds` of doing nothing (nothing where nothing is
+        measured)."""
+        if (at := self.mark()) is not None:
+            time.sleep(seconds)
+            self.idle = self.since(at)
 
     def take(self, label: str | None) -> None:
         """Keep the joules per domain since the last take (or the start) under `label` (None:
@@ -159,21 +213,25 @@ class Meter:
         nothing was measured."""
         if not self.domains:
             return {"measured": False, "why": self.why}
+        idle = {} if self.idle is None else {"idle": {
+            "seconds": round(self.idle.seconds, 3),
+            "joules": {d: round(j, 3) for d, j in self.idle.joules.items()}}}
         return {"measured": True, "source": SOURCE, "domains": [d.name for d in self.domains],
-                "readings": self.readings}
+                "readings": self.readings, **idle}
 
 
 #: The energy fact as a run keeps it (`Meter.provenance`): its part of the result schema
+_READING = {"type": "object", "required": ["seconds", "joules"],
+            "properties": {"seconds": {"type": "number", "minimum": 0},
+                           "joules": {"type": "object",
+                                      "additionalProperties": {"type": "number", "minimum": 0}}}}
 SCHEMA = {"type": "object", "required": ["measured"], "properties": {
     "measured": {"type": "boolean"},
     "why": {"type": ["string", "null"]},
     "source": {"type": "string"},
     "domains": {"type": "array", "items": {"type": "string"}},
-    "readings": {"type": "object", "additionalProperties": {
-        "type": "object", "required": ["seconds", "joules"],
-        "properties": {"seconds": {"type": "number", "minimum": 0},
-                       "joules": {"type": "object",
-                                  "additionalProperties": {"type": "number", "minimum": 0}}}}}},
+    "readings": {"type": "object", "additionalProperties": _READING},
+    "idle": _READING},
     "if": {"properties": {"measured": {"const": True}}},
     "then": {"required": ["source", "domains", "readings"]},
     "else": {"required": ["why"]}}
@@ -200,11 +258,16 @@ def line(stored: dict[str, Any] | None) -> list[str]:
     if not stored.get("measured"):
         return [f"Energy: not measured: {stored.get('why')}"]
     head = f"Energy ({stored.get('source')}: {', '.join(stored.get('domains') or [])})"
+    kept = stored.get("idle")
+    idle = None if not isinstance(kept, dict) else \
+        Window(kept.get("seconds", 0.0), kept.get("joules", {})).watts
+    at_rest = "" if idle is None else f"; {idle:.0f} W idle before the first benchmark"
     readings = stored.get("readings") or {}
     if not readings:
-        return [f"{head}: read around each benchmark"]
-    joules = sum(j for r in readings.values() for d, j in r.get("joules", {}).items()
-                 if whole(d))
-    seconds = sum(r.get("seconds", 0.0) for r in readings.values())
-    watts = f", {joules / seconds:.0f} W on average" if seconds > 0 else ""
-    return [f"{head}: {joules:.0f} J (packages and DRAM) over {seconds:.0f} s{watts}"]
+        return [f"{head}: read around each benchmark{at_rest}"]
+    run = Window(sum(r.get("seconds", 0.0) for r in readings.values()),
+                 {d: sum(r.get("joules", {}).get(d, 0.0) for r in readings.values())
+                  for d in stored.get("domains") or []})
+    watts = "" if run.watts is None else f", {run.watts:.0f} W on average"
+    return [f"{head}: {run.whole_joules:.0f} J (packages and DRAM) over {run.seconds:.0f} s"
+            f"{watts}{at_rest}"]

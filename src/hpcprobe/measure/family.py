@@ -7,12 +7,14 @@ context)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from hpcprobe.analysis.verdict import Picker
 from hpcprobe.common.cpulist import format_cpulist
+from hpcprobe.machine import energy
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.profiles import Profile
 from hpcprobe.measure.sampling import Ledger, Sampled
@@ -41,6 +43,13 @@ class NoProgress:
 
 
 @dataclass
+class Metered:
+    """The energy of a stretch a family brackets with `ctx.metered()` (None: not read)."""
+
+    window: energy.Window | None = None
+
+
+@dataclass
 class RunContext:
     """The machine, the rules, and where results go."""
 
@@ -60,6 +69,19 @@ class RunContext:
     # Ctrl-C or SIGTERM came, and a family kept what it had (a program's repetitions so far):
     # the run ends after this family
     interrupted: bool = False
+    #: the node's energy counters, read around each family (the runner's; None: not read)
+    meter: energy.Meter | None = None
+
+    @contextmanager
+    def metered(self) -> Iterator[Metered]:
+        """The energy of what runs inside: `.window` after it (None where no counter is
+        read), for a figure of work per joule."""
+        got = Metered()
+        at = None if self.meter is None else self.meter.mark()
+        try:
+            yield got
+        finally:
+            got.window = None if self.meter is None else self.meter.since(at)
 
     def find(self, found: Finding) -> None:
         """Keep a finding with the run, and the warning it gives."""
@@ -131,6 +153,31 @@ def specs(unit: str, better: str, *names: str, derived: bool = False
           ) -> tuple[MetricSpec, ...]:
     """Several metrics of one unit and direction."""
     return tuple(MetricSpec(n, unit, better, derived) for n in names)
+
+
+#: The name of the power a family's figure drew while it was sampled
+POWER = "power"
+
+
+def per_watt_specs(name: str, unit: str) -> tuple[MetricSpec, ...]:
+    """The figures `per_watt` adds beside a figure `name` in `unit`: the power its sampling
+    drew (W) and the figure per watt (`unit`/W, work per joule: GFLOP/s/W = GFLOP/J)."""
+    return (MetricSpec(POWER, "W", "lower"), MetricSpec(f"{name}_per_watt", f"{unit}/W",
+                                                        derived=True))
+
+
+def per_watt(figure: Metric, window: energy.Window | None) -> list[Metric]:
+    """The power the node's packages and DRAM drew while `figure` was sampled (`window`, from
+    `ctx.metered()`: its warm-up and samples, one kernel throughout), and each of its samples
+    per watt of that mean; none where no counter was read. The per-watt figure's spread is
+    the figure's: the power is one mean over its sampling."""
+    watts = None if window is None else window.watts
+    if window is None or watts is None or watts <= 0:
+        return []
+    params, watts = dict(figure.params, domains=window.domains()), round(watts, 3)
+    return [Metric(figure.benchmark, POWER, "W", params, [watts], "lower"),
+            Metric(figure.benchmark, f"{figure.name}_per_watt", f"{figure.unit}/W",
+                   dict(params), [s / watts for s in figure.samples])]
 
 
 @dataclass(frozen=True)

@@ -194,8 +194,10 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
               provenance=node_provenance(topo, isa), topology=topo.to_dict(), tag=tag)
     watch = _Watch(sentinel.Brackets(topo, isa), energy.Meter.of())
     watch.brackets.take(None)
+    ctx.meter = watch.meter
     watch.meter.start()
     try:
+        watch.meter.rest()  # the node's idle power, before the first benchmark
         interrupted = _families(ctx, measured, options, watch)
     finally:
         watch.meter.stop()

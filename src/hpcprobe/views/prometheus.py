@@ -33,9 +33,9 @@ _BASE: dict[str, tuple[str, float]] = {
     "op": ("operations", 1.0), "ops": ("operations", 1.0),
     "IOPS": ("operations_per_second", 1.0), "tx": ("transactions", 1.0),
     "tps": ("transactions_per_second", 1.0), "messages": ("messages", 1.0),
-    "count": ("count", 1.0)}
+    "count": ("count", 1.0), "W": ("watts", 1.0), "J": ("joules", 1.0)}
 #: A base unit after "per", in the singular
-_ONE = {"seconds": "second", "bytes": "byte"}
+_ONE = {"seconds": "second", "bytes": "byte", "watts": "watt", "joules": "joule"}
 #: SI and binary prefixes
 _PREFIX = {"k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "Ki": 2.0 ** 10,
            "Mi": 2.0 ** 20, "Gi": 2.0 ** 30, "Ti": 2.0 ** 40}

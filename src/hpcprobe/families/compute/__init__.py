@@ -14,6 +14,7 @@ from hpcprobe.measure.family import (
     Metrics,
     MetricSpec,
     Params,
+    per_watt_specs,
     specs,
 )
 from hpcprobe.native.peak import OPS, PRECISIONS
@@ -26,12 +27,16 @@ FAMILY = Family(
                      # the model (FLOP/cycle x the measured clock) and the peak's share of it
                      MetricSpec("peak_model", "GFLOP/s", derived=True),
                      MetricSpec("peak_fraction", "%", derived=True),
-                     *specs("GHz", "higher", "clock", "clock_after", "scaling_cur_freq")),
+                     *specs("GHz", "higher", "clock", "clock_after", "scaling_cur_freq"),
+                     # the power a peak drew and the peak per watt, where RAPL is read
+                     *per_watt_specs("peak", "GFLOP/s")),
                     frozenset({"cpus", "model_source", "microarch", "flops_per_cycle",
                                "clock_load", "clock_side"}),
                     params=(Params(("placement", "cpus")),
+                            Params(("domains",), ("power", "peak_per_watt")),
                             Params(("isa", "precision", "op", "threads", "width_bits"),
-                                   ("peak", "peak_model", "peak_fraction"),
+                                   ("peak", "peak_model", "peak_fraction", "power",
+                                    "peak_per_watt"),
                                    {"precision": {"enum": list(PRECISIONS)},
                                     "op": {"enum": list(OPS)}, "threads": COUNT}))),
     views=(views.tables,), capabilities=(Headlines(views.headlines), Default(probe=True),

@@ -16,7 +16,7 @@ from hpcprobe.machine.placement import active_counts, curve
 from hpcprobe.machine.placement import plan as place
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import options, sampling
-from hpcprobe.measure.family import Flag, RunContext, bound_cpus, option
+from hpcprobe.measure.family import Flag, RunContext, bound_cpus, option, per_watt
 from hpcprobe.native import Team, peak
 from hpcprobe.native.peak import PeakKernel
 from hpcprobe.probes.clock import clock_point
@@ -282,8 +282,9 @@ def run(ctx: RunContext, opts: ComputeOptions | None) -> None:
             for pt in pts:
                 left = max(0.0, deadline - time.perf_counter())
                 try:
-                    samples = measure_peak(ctx, team, pt, left * PEAK_BUDGET_SHARE
-                                           / (len(points) - done))
+                    with ctx.metered() as drew:
+                        samples = measure_peak(ctx, team, pt, left * PEAK_BUDGET_SHARE
+                                               / (len(points) - done))
                 except MeasurementError as exc:
                     ctx.errors.append(str(exc))
                     continue
@@ -296,6 +297,8 @@ def run(ctx: RunContext, opts: ComputeOptions | None) -> None:
                           "phase": pt.phase, "scaling": pt.scaling, "width_bits": k.width_bits}
                 metric = Metric("compute", "peak", "GFLOP/s", params, samples)
                 ctx.metrics.append(metric)
+                if pt.phase == "peak":  # the table's points: 1 and all cores, every kernel
+                    ctx.metrics += per_watt(metric, drew.window)
                 measured.append((pt, metric))
             if clk is not None and measured:
                 # the clock again just after the kernels: the model takes the higher side of

@@ -119,10 +119,18 @@ def _scaling_table(run: Run) -> Table | None:
 
 
 def headlines(run: Run) -> list[Headline]:
-    """The best all-core peak per precision (its FLOP model bounds it: `ceiling`)."""
-    return [Headline(f"compute.peak_{precision}", f"peak {precision.upper()}, {top} cores, "
-                     f"{got.params['isa']} {got.params['op']}", got)
-            for precision, top, got, _ in _best_peaks(run)]
+    """The best all-core peak per precision (its FLOP model bounds it: `ceiling`), and that
+    peak per watt where the node's energy counters were read."""
+    out = []
+    for precision, top, got, _ in _best_peaks(run):
+        out.append(Headline(f"compute.peak_{precision}", f"peak {precision.upper()}, {top} "
+                            f"cores, {got.params['isa']} {got.params['op']}", got))
+        watt = next((m for m in run.select("compute", "peak_per_watt")
+                     if got.params.items() <= m.params.items()), None)
+        if watt is not None:
+            out.append(Headline(f"compute.peak_per_watt_{precision}",
+                                f"peak {precision.upper()} per watt, {top} cores", watt))
+    return out
 
 
 def ceiling(run: Run, metric: Metric) -> Ceiling | None:
