@@ -16,6 +16,7 @@ from rich.console import Console
 from hpcprobe import native, registry
 from hpcprobe.families.memory.bench import MemoryOptions
 from hpcprobe.machine import energy, facts
+from hpcprobe.machine.sizing import in_cache
 from hpcprobe.measure import profiles
 from hpcprobe.measure.family import NoProgress
 from hpcprobe.results.model import schema
@@ -202,3 +203,31 @@ def test_no_counter_adds_no_power_figure(tiny, monkeypatch, tmp_path):
     assert run.select("compute", "peak") and not run.select("compute", "power")
     assert not run.select("compute", "peak_per_watt")
     assert "idle" not in run.provenance["energy"]
+
+
+def test_a_figure_past_the_caches_has_the_power_it_drew_and_a_cache_figure_none(tiny, tmp_path,
+                                                                      monkeypatch):
+    """A STREAM point past the caches (DRAM, or just past the last cache) is sampled alone:
+    its power and GB/s per watt; the cache figures, sampled in interleaved rounds, have no
+    energy of their own and get none."""
+    root = intel_2s(tmp_path)
+    monkeypatch.setattr(energy, "POWERCAP", root)
+    t0 = time.perf_counter()
+    monkeypatch.setattr(energy, "_uj", lambda d: int(  # 50 W a package, 10 W its DRAM
+        (10.0 if d.name.endswith("dram") else 50.0) * 1e6 * (time.perf_counter() - t0))
+        % d.range_uj)
+    opts = MemoryOptions(kernels=("triad",), stores=("regular",), threads=(1,),
+                         size_bytes=16 << 20)
+    run = registry.execute(tiny, profiles.get("quick"), ["memory"], native.best_isa(),
+                           {"memory": opts}, NoProgress())
+    [bw] = [m for m in run.select("memory", "bandwidth") if not in_cache(m.params["level"])]
+    [power], [per] = run.select("memory", "power"), run.select("memory", "bandwidth_per_watt")
+    assert power.params["domains"] == "package-0+package-0/dram+package-1+package-1/dram"
+    assert power.summary.median == pytest.approx(120, rel=0.01)
+    assert per.unit == "GB/s/W" and per.samples == pytest.approx(
+        [s / power.summary.median for s in bw.samples])
+    cached = MemoryOptions(kernels=("triad",), stores=("regular",), threads=(1,),
+                           size_bytes=16 << 10)
+    run = registry.execute(tiny, profiles.get("quick"), ["memory"], native.best_isa(),
+                           {"memory": cached}, NoProgress())
+    assert run.select("memory", "bandwidth") and not run.select("memory", "power")

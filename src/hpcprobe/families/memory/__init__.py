@@ -14,6 +14,7 @@ from hpcprobe.measure.family import (
     Headlines,
     Metrics,
     Params,
+    per_watt_specs,
     specs,
 )
 from hpcprobe.native import STORES
@@ -24,7 +25,9 @@ FAMILY = Family(
     settings=bench.SETTINGS, plan=bench.labels,
     metrics=Metrics((*specs("GB/s", "higher", "bandwidth"),
                      # the same traffic counted with the write-allocate reads
-                     *specs("GB/s", "higher", "bandwidth_write_allocate", derived=True)),
+                     *specs("GB/s", "higher", "bandwidth_write_allocate", derived=True),
+                     # the power a DRAM figure drew and the figure per watt, where RAPL is read
+                     *per_watt_specs("bandwidth", "GB/s")),
                     frozenset({"cpus", "binding"}),
                     params=(Params(("kernel", "threads", "placement", "size_bytes", "level",
                                     "stores", "isa", "cpus"),
@@ -32,6 +35,7 @@ FAMILY = Family(
                                            "placement": TEXT, "size_bytes": SIZE_VALUES,
                                            "level": LEVEL_VALUES,
                                            "stores": {"enum": list(STORES)},
-                                           "isa": TEXT, "cpus": TEXT}),)),
+                                           "isa": TEXT, "cpus": TEXT}),
+                            Params(("domains",), ("power", "bandwidth_per_watt")))),
     views=(views.tables,), figures=(views.figures,),
     capabilities=(Default(probe=True), Headlines(views.headlines), Check(bench.check_options)))

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from hpcprobe.analysis.levels import CACHE_LEVEL, check_levels
 from hpcprobe.common.errors import OptionError
 from hpcprobe.common.units import format_bytes
-from hpcprobe.machine import flopmodel
+from hpcprobe.machine import energy, flopmodel
 from hpcprobe.machine.placement import active_counts
 from hpcprobe.machine.placement import plan as place
 from hpcprobe.machine.sizing import (
@@ -28,7 +28,7 @@ from hpcprobe.machine.sizing import (
 )
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import options
-from hpcprobe.measure.family import Flag, RunContext, bound_cpus, option
+from hpcprobe.measure.family import Flag, RunContext, bound_cpus, option, per_watt
 from hpcprobe.native import Team, kernels
 from hpcprobe.native.kernels import KERNELS, STREAM_KERNELS
 from hpcprobe.probes.stream import Invalid, Measurement, measure, measure_rounds
@@ -292,12 +292,14 @@ def run(ctx: RunContext, opts: MemoryOptions | None) -> None:
                 if team.active != cpus:
                     team.select(cpus)
                 binding = bound_cpus(ctx, team, "memory")
-                for m, samples in _measure_group(ctx, team, ms, pool, left):
+                for m, samples, drew in _measure_group(ctx, team, ms, pool, left):
                     if isinstance(samples, Invalid):
                         ctx.errors.append(str(samples))
                         continue
                     found = _metrics(m, samples, ctx.isa, binding)
                     ctx.metrics.extend(found)
+                    if m.phase != "sweep":  # a STREAM point from DRAM: its power, per watt
+                        ctx.metrics += per_watt(found[0], drew)
                     if m.phase == "sweep" or m.in_sweep:
                         curves.setdefault((cpus, m.kernel), []).append(
                             (m.size_bytes // m.threads, found[0].summary.median))
@@ -306,10 +308,11 @@ def run(ctx: RunContext, opts: MemoryOptions | None) -> None:
 
 def _measure_group(ctx: RunContext, team: Team, ms: list[Measurement],
                    pool: dict[bool, float], left: dict[bool, int]) -> Iterable[
-                       tuple[Measurement, list[float] | Invalid]]:
-    """One thread set's measurements, each with its samples or why it has none: the
-    cache-resident ones first, in rounds over their share of the cache pool (measure_rounds),
-    then the others one by one; each pool's time spent is taken from it."""
+                       tuple[Measurement, list[float] | Invalid, energy.Window | None]]:
+    """One thread set's measurements, each with its samples or why it has none, and the
+    energy its sampling drew where it was sampled alone: the cache-resident ones first, in
+    rounds over their share of the cache pool (measure_rounds: interleaved, no energy of their
+    own), then the others one by one; each pool's time spent is taken from it."""
     cached = [m for m in ms if in_cache(m.level)]
     if cached:
         t0 = time.perf_counter()
@@ -319,15 +322,17 @@ def _measure_group(ctx: RunContext, team: Team, ms: list[Measurement],
         left[True] -= len(cached)
         for m, samples in zip(cached, got, strict=True):
             ctx.progress.advance(m.label)
-            yield m, samples
+            yield m, samples, None
     for m in ms:
         if in_cache(m.level):
             continue
         t0 = time.perf_counter()
         try:
-            yield m, measure(ctx, team, m, max(0.0, pool[False]) / left[False], "memory")
+            with ctx.metered() as drew:
+                samples = measure(ctx, team, m, max(0.0, pool[False]) / left[False], "memory")
+            yield m, samples, drew.window
         except Invalid as exc:
-            yield m, exc
+            yield m, exc, None
         finally:
             pool[False] -= time.perf_counter() - t0
             left[False] -= 1
