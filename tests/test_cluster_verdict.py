@@ -37,6 +37,39 @@ def test_a_clean_fleet_flags_nothing():
     assert len(v.links["links.latency size=8"]) == 16 * 15 // 2  # every pair of a small fleet
 
 
+def test_a_node_that_draws_more_power_is_a_finding_of_its_own_never_drained():
+    """Peers of one hardware with the same peak: one draws 30 % more power for it (its peak
+    per watt lower), one cannot read its counters. The first is a power-hungry node (watch,
+    not a slow node, not drained), the second is not missing anything."""
+    _, runs = clusterdata.campaign(12, noise=0.01)
+    rng = random.Random(3)
+    peak = next(m for m in runs[0].metrics if m.name == "peak")
+    for run in runs:
+        if run.kind != "node" or run.host == "n9":
+            continue
+        watts = 200.0 * (1.3 if run.host == "n4" else 1.0)
+        params = dict(peak.params, domains="package-0")
+        run.metrics = [*run.metrics, *(Metric("compute", name, unit, dict(params), [
+            v * (1 + rng.gauss(0, 0.01)) for v in values], better) for name, unit, values,
+            better in (("power", "W", [watts], "lower"),
+                       ("peak_per_watt", "GFLOP/s/W", [x / watts for x in peak.samples],
+                        "higher")))]
+    v = analyse(runs, "c1")
+    assert kinds(v) == [(verdict.POWER_HUNGRY, "n4")]
+    found = v.findings[0].to_dict()
+    assert found["code"] == "HP404" and found["action"] == "watch"
+    assert {d["metric"].split(" ")[0] for d in found["evidence"]} == {
+        "compute.power", "compute.peak_per_watt"}
+    assert found["evidence"][0]["median"] == pytest.approx(200, rel=0.05)
+    assert "n9" not in v.missing and views.to_drain(v) == []
+    for run in runs:  # n4 now slow at the same power as its peers: slow, not power-hungry
+        if run.host == "n4":
+            run.metrics = [replace(m, samples=[
+                x / 1.3 if m.name == "power" else x * 0.8 if m.better == "higher" else x / 0.8
+                for x in m.samples]) for m in run.metrics]
+    assert kinds(analyse(runs, "c1")) == [(SLOW_NODE, "n4")]
+
+
 def test_a_slow_node_is_a_slow_node_and_nothing_else():
     _, runs = clusterdata.campaign(16, slow_nodes={"n5": 0.85})
     v = analyse(runs, "c1")

@@ -32,7 +32,7 @@ from hpcprobe.judge.peers import (
     worst,
 )
 from hpcprobe.machine import sentinel, steal
-from hpcprobe.measure.family import Scaling
+from hpcprobe.measure.family import POWER, Scaling, energy_figure
 from hpcprobe.results.findings import HEALTH, kind, of_kind
 from hpcprobe.results.judgement import Judgement
 from hpcprobe.results.model import Metric, Run
@@ -53,8 +53,11 @@ PEER_KINDS = {k.name: k for k in (
     kind("slow network endpoint", "every link of a node slow: its network port or HCA",
          view="the cluster report and its drain list", code="HP402", action="drain"),
     kind("slow link", "one link slower than the others, its two nodes not", view="the "
-         "cluster report", code="HP403", action="re-measure"))}
-SLOW_NODE, SLOW_ENDPOINT, SLOW_LINK = PEER_KINDS
+         "cluster report", code="HP403", action="re-measure"),
+    kind("power-hungry node", "a node that draws more power than its peers of the same "
+         "hardware for the same figures (or does less work per watt): not a slow node",
+         view="the cluster report", code="HP404", action="watch"))}
+SLOW_NODE, SLOW_ENDPOINT, SLOW_LINK, POWER_HUNGRY = PEER_KINDS
 
 
 def _rounded(m: Any, digits: int) -> list[list[float | None]]:
@@ -67,7 +70,7 @@ class PeerFinding:
     """A node or link flagged against its peers, with its evidence (a run's own findings are
     results.findings.Finding)."""
 
-    kind: str  # SLOW_NODE, SLOW_ENDPOINT or SLOW_LINK
+    kind: str  # SLOW_NODE, SLOW_ENDPOINT, SLOW_LINK or POWER_HUNGRY
     item: str  # the node, or the link "a - b"
     nodes: tuple[str, ...]
     evidence: list[Deviation]
@@ -240,12 +243,36 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
                             for j, lb in enumerate(judged.labels) if np.isfinite(norm[i, j])}
             earlier = [d for row in judged.of([figures(r.metrics, ignore) for r in before[h]])
                        for d in row] if before[h] else None
-            _node(v, h, judged.flagged[i], earlier, ignore.derived, set(_busy(latest[h])))
+            power, rest = _energy(judged.flagged[i])
+            was = None if earlier is None else _energy(earlier)
+            _node(v, h, rest, None if was is None else was[1], ignore.derived,
+                  set(_busy(latest[h])))
+            _judge(v, POWER_HUNGRY, h, power, None if was is None else was[0])
     v.heat_nodes = sorted(heat_rows, key=natural)
     v.heat_metrics = list(all_labels)
     both = np.array([[heat_rows[h].get(lb, (np.nan, np.nan)) for lb in v.heat_metrics]
                      for h in v.heat_nodes]).reshape(len(v.heat_nodes), len(v.heat_metrics), 2)
     v.heat, v.heat_z = both[:, :, 0], both[:, :, 1]
+
+
+def _name(label: str) -> str:
+    """A figure's name from its label ("compute.power isa=…" -> "power")."""
+    return label.split(" ", 1)[0].split(".", 1)[-1]
+
+
+def _is_energy(label: str) -> bool:
+    """Whether a figure's label is a power or per-watt figure's."""
+    return energy_figure(_name(label))
+
+
+def _energy(devs: list[Deviation]) -> tuple[list[Deviation], list[Deviation]]:
+    """Deviations split into the energy figures' and the others': a node that draws more
+    power for the same work is a finding of its own, never a slow node. The energy ones count
+    only where a power figure is among them: a slow node's lower figure per watt at the same
+    power is its slowness, said by its own finding."""
+    energy = [d for d in devs if _is_energy(d.metric)]
+    drawn = any(_name(d.metric) == POWER for d in energy)
+    return energy if drawn else [], [d for d in devs if not _is_energy(d.metric)]
 
 
 def _measured(devs: list[Deviation], derived: frozenset[str]) -> list[Deviation]:
@@ -310,8 +337,8 @@ def _missing(v: FleetVerdict, hosts: list[str], rows: list[dict[str, Fig]],
     kernel was fastest on the node, so its params differ from node to node."""
     have: dict[str, int] = defaultdict(int)
     for row in rows:
-        for lb in row:
-            if lb.split(" ", 1)[0] not in derived:
+        for lb in row:  # a node whose energy counters cannot be read is not a faulty node
+            if lb.split(" ", 1)[0] not in derived and not _is_energy(lb):
                 have[lb] += 1
     usual = [lb for lb, k in have.items() if 2 * k > len(hosts)]
     for h, row in zip(hosts, rows, strict=True):
@@ -637,7 +664,7 @@ def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None,
         _link_verdict(campaign_runs, th, ignore, v)
     _scaling(campaign_runs, v)
     _weak(campaign_runs, ignore, v, rates or {})
-    order = {SLOW_NODE: 0, SLOW_ENDPOINT: 1, SLOW_LINK: 2}
+    order = {kind: i for i, kind in enumerate(PEER_KINDS)}
     v.findings.sort(key=lambda f: (order[f.kind], natural(f.item)))
     return v
 

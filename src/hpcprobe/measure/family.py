@@ -155,14 +155,20 @@ def specs(unit: str, better: str, *names: str, derived: bool = False
     return tuple(MetricSpec(n, unit, better, derived) for n in names)
 
 
-#: The name of the power a family's figure drew while it was sampled
-POWER = "power"
+#: The name of the power a family's figure drew while it was sampled, and the suffix of a
+#: figure per watt
+POWER, PER_WATT = "power", "_per_watt"
+
+
+def energy_figure(name: str) -> bool:
+    """Whether a figure's name is the power it drew or a figure per watt (`per_watt`'s)."""
+    return name == POWER or name.endswith(PER_WATT)
 
 
 def per_watt_specs(name: str, unit: str) -> tuple[MetricSpec, ...]:
     """The figures `per_watt` adds beside a figure `name` in `unit`: the power its sampling
     drew (W) and the figure per watt (`unit`/W, work per joule: GFLOP/s/W = GFLOP/J)."""
-    return (MetricSpec(POWER, "W", "lower"), MetricSpec(f"{name}_per_watt", f"{unit}/W",
+    return (MetricSpec(POWER, "W", "lower"), MetricSpec(f"{name}{PER_WATT}", f"{unit}/W",
                                                         derived=True))
 
 
@@ -176,7 +182,7 @@ def per_watt(figure: Metric, window: energy.Window | None) -> list[Metric]:
         return []
     params, watts = dict(figure.params, domains=window.domains()), round(watts, 3)
     return [Metric(figure.benchmark, POWER, "W", params, [watts], "lower"),
-            Metric(figure.benchmark, f"{figure.name}_per_watt", f"{figure.unit}/W",
+            Metric(figure.benchmark, f"{figure.name}{PER_WATT}", f"{figure.unit}/W",
                    dict(params), [s / watts for s in figure.samples])]
 
 
