@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import assert_user_error, hpcprobe
+from conftest import DATA, assert_user_error, hpcprobe
 from hpcprobe.analysis import recommend
 from hpcprobe.results.store import Selection, Store
 from hpcprobe.tuning import state
@@ -95,6 +95,8 @@ BAD = [
      "the summary's tag"),
     ("[sweep]\nbudget = 'soon'\n[workloads.m]\nfamily = 'memory'\n[configurations.a]\n"
      "[configurations.b]\n", "give a duration"),
+    ("[workloads.m]\nfamily = 'memory'\nby = 'joules'\n[configurations.a]\n"
+     "[configurations.b]\n", "by = 'joules': give one of time, energy, edp"),
 ]
 
 
@@ -556,3 +558,97 @@ def test_a_where_that_keeps_no_figure_says_what_the_runs_have(tmp_path):
     assert len(said) == 1 and "its where (sizes = [1, 2])" in said[0]
     assert "their params: " in said[0] and "another boot" not in " ".join(doc["warnings"])
     assert "warning: [workloads.calc]: no figure of its runs" in r.err.replace("\n", " ")
+
+
+def _energy_runs() -> list:
+    """Recorded energies of one memory workload under two configurations: `lean` streams
+    100 GB/s at 200 W, `fast` 120 GB/s at 260 W (faster, less work per joule, and a better
+    energy-delay product)."""
+    import random
+
+    from hpcprobe.results.model import Metric, Run
+    from hpcprobe.tuning import sweep
+
+    rng, runs = random.Random(7), []
+    params = {"kernel": "triad", "stores": "regular", "threads": 2, "placement": "compact",
+              "cpus": "0-1", "size_bytes": 1 << 28, "level": "DRAM", "isa": "avx2"}
+    for c, gbs, watts in (("lean", 100.0, 200.0), ("fast", 120.0, 260.0)):
+        for rnd in range(3):
+            bw = [gbs * (1 + rng.gauss(0, 0.005)) for _ in range(8)]
+            with_domains = dict(params, domains="package-0")
+            runs.append(Run(f"{c}{rnd}", "2026-01-01T00:00:00+00:00", "n1", "quick",
+                            ["memory"], {sweep.BENCHMARK: {"configuration": c,
+                                                           "workload": "stream"}}, {},
+                            metrics=[Metric("memory", "bandwidth", "GB/s", dict(params), bw),
+                                     Metric("memory", "power", "W", with_domains, [watts],
+                                            "lower"),
+                                     Metric("memory", "bandwidth_per_watt", "GB/s/W",
+                                            dict(with_domains), [x / watts for x in bw])]))
+    return runs
+
+
+@pytest.mark.parametrize(("by", "choice", "figure"), [
+    ("time", "fast", "memory.bandwidth"), ("energy", "lean", "memory.bandwidth_per_watt"),
+    ("edp", "fast", "memory.bandwidth_squared_per_watt")])
+def test_the_sweep_recommends_by_time_energy_or_energy_delay(tmp_path, by, choice, figure):
+    """One sweep's recorded energies, three criteria, and what each trades: the faster
+    configuration by time, the leaner by work per joule, the faster again by the energy-delay
+    product (20 % faster for 30 % more power)."""
+    from hpcprobe import registry
+    from hpcprobe.analysis import recommend
+    from hpcprobe.tuning import config, sweep
+
+    f = write(tmp_path, "[sweep]\nbaseline = 'lean'\n[workloads.stream]\nfamily = 'memory'\n"
+              f"figures = ['bandwidth']\nby = '{by}'\n[configurations.lean]\n"
+              "[configurations.fast]\n")
+    s = config.load(f, registry.families(), [])
+    got = sweep.figures(_energy_runs(), s, registry.not_joined())
+    assert {g.figure.split(" ")[0] for g in got} == {figure}  # power never a figure of its own
+    [rec] = recommend.recommend(recommend.rows(got, "lean"), "lean", 3)
+    assert rec.decided and rec.choice == choice, rec.text
+
+
+def test_by_energy_without_counters_recommends_nothing_and_says_why(tmp_path):
+    from hpcprobe import registry
+    from hpcprobe.tuning import config, sweep
+
+    f = write(tmp_path, "[sweep]\nbaseline = 'lean'\n[workloads.stream]\nfamily = 'memory'\n"
+              "by = 'energy'\n[configurations.lean]\n[configurations.fast]\n")
+    s = config.load(f, registry.families(), [])
+    runs = _energy_runs()
+    for r in runs:
+        r.metrics = [m for m in r.metrics if m.name == "bandwidth"]
+    assert sweep.figures(runs, s, registry.not_joined()) == []
+
+
+def test_a_sweep_by_energy_where_no_counter_is_read_says_so(tmp_path):
+    """This kind of VM: no figure per watt, so the workload by energy has no recommendation,
+    and one warning says why (never a zero, never a verdict on time instead)."""
+    text = APP_SWEEP.replace("{marker}", str(tmp_path / "m")).replace(
+        'repeat = 2\n', 'repeat = 2\nby = "energy"\n').replace("max_rounds = 3", "max_rounds = 2"
+                                                              ).replace(
+        '[configurations.same]\nenv = { SPEED = "10" }\n', "")
+    r = hpcprobe("sweep", str(write(tmp_path, text)), "--no-store", "--json",
+                 str(tmp_path / "o.json"))
+    assert r.code == 0, r.err
+    doc = json.loads((tmp_path / "o.json").read_text())
+    said = [w for w in doc["warnings"] if w.startswith("[workloads.calc]")]
+    assert len(said) == 1 and "by energy: none of its figures has a figure per watt" in said[0]
+    assert doc["recommendations"] == []
+
+
+def test_the_energy_example_loads_and_weighs_each_workload_as_it_says():
+    """docs/examples/tuned-energy.toml: valid, each workload's criterion as named, each
+    configuration's tuned profile in order."""
+    from hpcprobe import registry
+    from hpcprobe.machine import topology
+    from hpcprobe.tuning import config, sweep
+
+    labels = sweep.fingerprint_labels(topology.load_xml(DATA / "tiny-2c.xml"), "scalar")
+    s = config.load(EXAMPLE.with_name("tuned-energy.toml"), registry.families(), labels)
+    assert {w.name: w.by for w in s.workloads.values()} == {
+        "peak-time": "time", "peak-energy": "energy", "peak-edp": "edp",
+        "stream-energy": "energy"}
+    assert [c.pre for c in s.configurations.values()] == [
+        (("tuned-adm", "profile", p),) for p in ("balanced", "throughput-performance",
+                                                 "powersave")]

@@ -51,6 +51,16 @@ class Workload:
     command: tuple[str, ...] = ()  # a user's application
     figures: tuple[str, ...] = ()  # metric names the recommendation is made on (all: empty)
     where: dict[str, Any] = field(default_factory=dict)  # and their params must have these
+    #: what the recommendation weighs (CRITERIA): the figures, their work per joule, or the
+    #: energy-delay product's inverse
+    by: str = "time"
+
+
+#: What a workload's recommendation may weigh: its figures as measured ("time": the speed),
+#: each figure per watt (work per joule: "energy"), or each figure times its figure per watt
+#: (work squared per joule-second, the inverse of the energy-delay product per unit of work:
+#: "edp"); docs/sweep.md
+CRITERIA = ("time", "energy", "edp")
 
 
 @dataclass(frozen=True)
@@ -290,20 +300,23 @@ def _workloads(p: Path, table: Any, families: Mapping[str, Family]) -> dict[str,
         where = f"{p}: [workloads.{name}]"
         figures = r.strings("figures")
         match = r.mapping("where")
+        by = r.get("by", str, "time")
+        if by not in CRITERIA:
+            r.fail(f"[workloads.{name}] by = {by!r}: give one of {', '.join(CRITERIA)}")
         if "command" in r.table:
-            r.keys((*app_keys(families[app]), "figures", "where"))
+            r.keys((*app_keys(families[app]), "figures", "where", "by"))
             command = r.strings("command")
             if not command:
                 r.fail(f"[workloads.{name}] command is empty")
             opts = {k.replace("_", "-"): v for k, v in r.table.items()
-                    if k not in ("command", "figures", "where", "env")}
+                    if k not in ("command", "figures", "where", "env", "by")}
             env = r.mapping("env")
             if env:
                 opts["env"] = [f"{k}={_text(v)}" for k, v in env.items()]
             family_argv(families[app], opts, where)
-            out[name] = Workload(name, app, opts, command, figures, match)
+            out[name] = Workload(name, app, opts, command, figures, match, by)
             continue
-        r.keys(("family", "options", "figures", "where"))
+        r.keys(("family", "options", "figures", "where", "by"))
         fam = r.get("family", str, name)
         known = {f for f, x in families.items() if x.run is not None and f != app}
         if fam not in known:
@@ -316,6 +329,6 @@ def _workloads(p: Path, table: Any, families: Mapping[str, Family]) -> dict[str,
             if spec_names and f not in spec_names:
                 r.fail(f"[workloads.{name}] figures: {f!r} is not a metric of {fam}; its "
                        f"metrics: {', '.join(sorted(spec_names))}")
-        out[name] = Workload(name, fam, opts, (), figures, match)
+        out[name] = Workload(name, fam, opts, (), figures, match, by)
     return out
 

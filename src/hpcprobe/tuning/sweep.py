@@ -26,7 +26,7 @@ from hpcprobe.common import secrets
 from hpcprobe.common.errors import ERROR_PREFIX, EXIT_USAGE, OptionError, UserError
 from hpcprobe.machine import fingerprint, sentinel
 from hpcprobe.machine.topology import Topology
-from hpcprobe.measure.family import Family, Progress, flags
+from hpcprobe.measure.family import PER_WATT, Family, Progress, energy_figure, flags
 from hpcprobe.measure.runner import node_provenance
 from hpcprobe.results.model import Metric, Run, read_json
 from hpcprobe.results.store import Selection, Store
@@ -303,6 +303,12 @@ class Runner:
             if not measured or any(f.workload == w.name for f in figs):
                 continue
             params = sorted({k for m in measured for k in m.params})
+            if w.by != "time" and not any(energy_figure(m.name) for m in measured):
+                self.warnings.append(
+                    f"[workloads.{w.name}]: by {w.by}: none of its figures has a figure per "
+                    "watt (no energy counter was read: the runs' Energy line says why); no "
+                    "recommendation by energy")
+                continue
             self.warnings.append(f"[workloads.{w.name}]: " + (
                 f"no figure of its runs has the params of its where ("
                 f"{', '.join(f'{k} = {v!r}' for k, v in w.where.items())}); their params: "
@@ -349,20 +355,41 @@ def set_by_configurations(s: Sweep) -> frozenset[str]:
                      for k in c.options)
 
 
+def chosen(w: Workload, metrics: list[Metric]) -> list[Metric]:
+    """A workload's figures as its criterion weighs them: those it names (and its `where`
+    keeps); by energy each one's figure per watt instead, by EDP each one times its figure per
+    watt (work squared per joule-second); a figure without its per-watt figure (no counter
+    was read) is then left out. The power and per-watt figures are never figures of their own
+    here unless named."""
+    picked = [m for m in metrics if (m.name in w.figures if w.figures else
+                                     not energy_figure(m.name))
+              and all(m.params.get(k) in (v if isinstance(v, list) else [v])
+                      for k, v in w.where.items())]
+    if w.by == "time":
+        return picked
+    out = []
+    for m in picked:
+        watt = next((x for x in metrics if x.benchmark == m.benchmark and
+                     x.name == m.name + PER_WATT and m.params.items() <= x.params.items()),
+                    None)
+        if watt is None or len(watt.samples) != len(m.samples):
+            continue
+        out.append(watt if w.by == "energy" else Metric(
+            m.benchmark, f"{m.name}_squared{PER_WATT}", f"({m.unit})²/W", dict(watt.params),
+            [a * b for a, b in zip(m.samples, watt.samples, strict=True)]))
+    return out
+
+
 def figures(runs: list[Run], s: Sweep, ignore: NotJoined) -> list[recommend.Figure]:
-    """Each workload's figures per configuration, samples pooled over its rounds (and boots)."""
+    """Each workload's figures per configuration as its criterion weighs them, samples pooled
+    over its rounds (and boots)."""
     pooled: dict[tuple[str, str, str], recommend.Figure] = {}
     for run in runs:
         info = run.provenance.get(BENCHMARK) or {}
         w = s.workloads.get(info.get("workload", ""))
         if w is None:
             continue
-        for m in run.metrics:
-            if w.figures and m.name not in w.figures:
-                continue
-            if not all(m.params.get(k) in (v if isinstance(v, list) else [v])
-                       for k, v in w.where.items()):
-                continue
+        for m in chosen(w, run.metrics):
             label = describe_params(joined_params(m.params, ignore.of(m.benchmark)))
             figure = f"{m.benchmark}.{m.name}" + (f" {label}" if label else "")
             key = (w.name, figure, info["configuration"])
