@@ -231,3 +231,33 @@ def test_a_figure_past_the_caches_has_the_power_it_drew_and_a_cache_figure_none(
     run = registry.execute(tiny, profiles.get("quick"), ["memory"], native.best_isa(),
                            {"memory": cached}, NoProgress())
     assert run.select("memory", "bandwidth") and not run.select("memory", "power")
+
+
+def test_an_application_has_each_repetitions_power_joules_and_rate_per_watt(tiny, tmp_path,
+                                                                           monkeypatch):
+    """An application whose figure of merit is a rate, on a node drawing 90 W: each
+    repetition's power and joules, its rate per watt (work per joule); neither is a headline
+    and neither is taken for its work rate."""
+    import re
+
+    from hpcprobe.families.app import bench, views
+
+    root = amd_zen4(tmp_path)
+    monkeypatch.setattr(energy, "POWERCAP", root)
+    t0 = time.perf_counter()
+    monkeypatch.setattr(energy, "_uj", lambda d: int(
+        (90.0 if d.name == "package-0" else 40.0) * 1e6 * (time.perf_counter() - t0))
+        % d.range_uj)
+    opts = bench.AppOptions(name="calc", argv=("sh", "-c", "echo value = 45"),
+                            fom=re.compile(r"value = ([0-9.]+)"), unit="ops/s", repeat=3)
+    run = registry.execute(tiny, profiles.get("quick"), ["app"], "scalar", {"app": opts},
+                           NoProgress())
+    [power], [joules] = run.select("app", "power"), run.select("app", "energy")
+    [per] = run.select("app", "app:calc_per_watt")
+    assert len(power.samples) == len(joules.samples) == len(per.samples) == 3
+    assert power.samples == pytest.approx([90.0] * 3, rel=0.01)
+    assert power.params["app"] == "calc" and power.params["domains"] == "package-0"
+    assert per.unit == "ops/s/W" and per.samples == pytest.approx([0.5] * 3, rel=0.01)
+    assert joules.unit == "J" and all(j > 0 for j in joules.samples)
+    assert [h.key for h in views.headlines(run)] == ["app:calc"]
+    assert bench.work_rate(run.metrics) == ([45.0] * 3, "ops/s")

@@ -155,14 +155,14 @@ def specs(unit: str, better: str, *names: str, derived: bool = False
     return tuple(MetricSpec(n, unit, better, derived) for n in names)
 
 
-#: The name of the power a family's figure drew while it was sampled, and the suffix of a
-#: figure per watt
-POWER, PER_WATT = "power", "_per_watt"
+#: The names of the power a family's figure drew while it was sampled and of the joules a
+#: repetition took, and the suffix of a figure per watt
+POWER, ENERGY, PER_WATT = "power", "energy", "_per_watt"
 
 
 def energy_figure(name: str) -> bool:
-    """Whether a figure's name is the power it drew or a figure per watt (`per_watt`'s)."""
-    return name == POWER or name.endswith(PER_WATT)
+    """Whether a figure's name is a power, an energy or a figure per watt."""
+    return name in (POWER, ENERGY) or name.endswith(PER_WATT)
 
 
 def per_watt_specs(name: str, unit: str) -> tuple[MetricSpec, ...]:

@@ -5,13 +5,28 @@ time, each repetition a sample of the metric `app:NAME`."""
 from __future__ import annotations
 
 from hpcprobe.families.app import bench, views
-from hpcprobe.measure.family import Command, Family, Headlines, Metrics, Scaling, Sized
+from hpcprobe.measure.family import (
+    ENERGY,
+    POWER,
+    Command,
+    Family,
+    Headlines,
+    Metrics,
+    MetricSpec,
+    Params,
+    Scaling,
+    Sized,
+)
 
 FAMILY = Family(
     "app", "a user's application: its figure of merit (a pattern in its output, or known: "
     "LAMMPS) or wall time, in this process or across MPI ranks",
     bench.AppOptions, bench.run, plan=bench.plan, settings=bench.SETTINGS,
-    metrics=Metrics(not_joined=bench.LAUNCH, open_prefix=bench.PREFIX),
+    # beside its figures where the energy counters are read: each repetition's power and
+    # joules, and each rate per watt (app:NAME_per_watt, under the open prefix)
+    metrics=Metrics((MetricSpec(POWER, "W", "lower"), MetricSpec(ENERGY, "J", "lower")),
+                    not_joined=bench.LAUNCH, open_prefix=bench.PREFIX,
+                    params=(Params(("app", "domains"), (POWER, ENERGY)),)),
     views=(views.tables,),
     capabilities=(Headlines(views.headlines),
                   Sized(bench.scaled, bench.rate, "its work rate", modes=("strong", "weak"),

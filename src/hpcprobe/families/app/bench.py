@@ -17,9 +17,18 @@ from typing import Any
 from hpcprobe.common import secrets
 from hpcprobe.common.errors import MeasurementError, OptionError, UserError
 from hpcprobe.families.app import known, ranks
-from hpcprobe.machine import sysinfo
+from hpcprobe.machine import energy, sysinfo
 from hpcprobe.measure import options
-from hpcprobe.measure.family import Flag, Positional, RunContext, option
+from hpcprobe.measure.family import (
+    ENERGY,
+    PER_WATT,
+    POWER,
+    Flag,
+    Positional,
+    RunContext,
+    energy_figure,
+    option,
+)
 from hpcprobe.mpi.layouts import Placement
 from hpcprobe.probes import program
 from hpcprobe.results.model import Metric
@@ -246,11 +255,20 @@ def run(ctx: RunContext, o: AppOptions) -> None:
                 ctx.warnings.extend(got.warnings)
             return figures(o, got.ran, pl, cwd, since, ctx)
 
+        drew: list[energy.Window | None] = []  # each repetition's energy, in order
+
+        def metered(i: int) -> list[known.Figure]:
+            with ctx.metered() as used:
+                got = once(i)
+            drew.append(used.window)
+            return got
+
         try:
             if o.warmup:
-                program.repeat(ctx, f"{o.name} warm-up", o.warmup, once)
+                program.repeat(ctx, f"{o.name} warm-up", o.warmup, metered)
+            drew.clear()
             reps = program.repeat(ctx, o.name or "app", program.repetitions(ctx, o.repeat),
-                                  once)
+                                  metered)
         finally:
             if team is not None:
                 team.close()
@@ -259,6 +277,7 @@ def run(ctx: RunContext, o: AppOptions) -> None:
                             f"{' / '.join(bindings)}")
     params = {} if pl is None or team is None else _where(o, pl, bindings, team)
     _metrics(ctx, o, reps, params)
+    _energy(ctx, o, reps, params, drew)
     ctx.provenance.setdefault("app", {})[o.name] = {
         "command": [secrets.redact(x) for x in argv],
         "cwd": str(Path(cwd).resolve()) if cwd else os.getcwd(),
@@ -320,6 +339,31 @@ def _metrics(ctx: RunContext, o: AppOptions, reps: list[list[known.Figure]],
                                   samples, first.better))
 
 
+def _energy(ctx: RunContext, o: AppOptions, reps: list[list[known.Figure]],
+            params: dict[str, Any], drew: list[energy.Window | None]) -> None:
+    """Where the energy counters were read around every repetition: the node's mean power
+    and joules of each (packages and DRAM), and each figure of merit that is a rate (higher
+    is better) per watt of its own repetition, work per joule; a time's cost is the joules."""
+    windows = [w for w in drew if w is not None and w.watts]
+    if not reps or len(windows) != len(reps):
+        return
+    where = {**params, "app": o.name, "domains": windows[0].domains()}
+    watts = [w.watts or 0.0 for w in windows]
+    ctx.metrics += [Metric("app", POWER, "W", dict(where), [round(x, 3) for x in watts],
+                           "lower"),
+                    Metric("app", ENERGY, "J", dict(where),
+                           [round(w.whole_joules, 3) for w in windows], "lower")]
+    named = o.known is not None
+    for i, first in enumerate(reps[0]):
+        if first.better != "higher" or not all(len(r) > i and r[i].name == first.name
+                                               for r in reps):
+            continue
+        ctx.metrics.append(Metric(
+            "app", o.metric + PER_WATT, f"{first.unit}/W",
+            {**where, "figure": first.name} if named else dict(where),
+            [r[i].value / w for r, w in zip(reps, watts, strict=True)]))
+
+
 def scaled(ctx: RunContext, o: AppOptions | None, k: int, mode: str, first: int
            ) -> AppOptions:
     """The options on k ranks for `hpcprobe scale app`: weak, the command's `{ranks}` and
@@ -347,7 +391,7 @@ def work_rate(metrics: list[Metric]) -> tuple[list[float], str] | None:
     down where lower is better), or the rank-sized problems solved an hour from the wall
     time."""
     for m in metrics:
-        if m.benchmark != "app":
+        if m.benchmark != "app" or not m.name.startswith(PREFIX) or energy_figure(m.name):
             continue
         app = known.of(m.name[len(PREFIX):], ())
         if app is not None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import shlex
 
 from hpcprobe.analysis.verdict import Headline
+from hpcprobe.families.app import bench
+from hpcprobe.measure.family import energy_figure
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.viewkit.table import Block, Table, cell, shown
 
@@ -39,8 +41,9 @@ def headlines(run: Run) -> list[Headline]:
     HPCG's rating), on the most ranks it ran on."""
     first: dict[str, Metric] = {}
     for m in run.metrics:
-        if m.benchmark != "app" or not m.samples:
-            continue
+        if m.benchmark != "app" or not m.samples or not m.name.startswith(bench.PREFIX) \
+                or energy_figure(m.name):
+            continue  # the power and energy of its repetitions are beside it, not headlines
         had = first.get(m.name)
         if had is None or (m.params.get("figure") == had.params.get("figure")
                            and m.params.get("ranks", 1) > had.params.get("ranks", 1)):
