@@ -621,7 +621,8 @@ def test_no_cublas_fails_the_gemm_alone(stand_in, monkeypatch, tiny):
                                     gpu_stream_size=1 << 20))
     assert ctx.errors == ["gpu: GPU0 gemm: no cuBLAS library found"]
     assert {m.name for m in ctx.metrics} == {"bandwidth", "bandwidth_peak",
-                                            "bandwidth_fraction"}
+                                            "bandwidth_fraction", "power",
+                                            "bandwidth_per_watt"}
 
 
 def test_figures_count_only_after_their_check(stand_in, tmp_path, tiny):
@@ -659,6 +660,14 @@ def test_figures_count_only_after_their_check(stand_in, tmp_path, tiny):
                 if m.name == "copy_fraction"}
     assert fraction == pytest.approx({"h2d": 100 * 25 / 31.5077, "d2h": 100 * 25 / 31.5077,
                                       "bidir": 100 * 50 / 63.0154}, rel=1e-4)
+    # the board's power NVML read while each figure ran (300 W here), and the figure per watt
+    per = {m.name: m for m in ctx.metrics if m.name.endswith("_per_watt")}
+    assert set(per) == {"bandwidth_per_watt", "gemm_per_watt", "copy_per_watt"}
+    [t_per] = [m for m in ctx.metrics if m.name == "bandwidth_per_watt" and
+               m.params["kernel"] == "triad" and m.params["array_bytes"] == 4 << 20]
+    assert t_per.unit == "GB/s/W" and t_per.summary.median == pytest.approx(500.0 / 300)
+    assert t_per.params["domains"] == bench.BOARD
+    assert {m.samples[0] for m in ctx.metrics if m.name == "power"} == {300.0}
     [slow] = [w for w in ctx.warnings if "PCIe" in w]  # said once, not once per figure
     assert "ran at gen4 x16 during the copies; the GPU and its slot allow gen5 x16" in slow
     run = Run("0123456789ab", "2026-11-23T00:00:00+00:00", "h", "quick", ["gpu"],

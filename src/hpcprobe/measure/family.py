@@ -165,11 +165,12 @@ def energy_figure(name: str) -> bool:
     return name in (POWER, ENERGY) or name.endswith(PER_WATT)
 
 
-def per_watt_specs(name: str, unit: str) -> tuple[MetricSpec, ...]:
-    """The figures `per_watt` adds beside a figure `name` in `unit`: the power its sampling
-    drew (W) and the figure per watt (`unit`/W, work per joule: GFLOP/s/W = GFLOP/J)."""
-    return (MetricSpec(POWER, "W", "lower"), MetricSpec(f"{name}{PER_WATT}", f"{unit}/W",
-                                                        derived=True))
+def per_watt_specs(*figures: tuple[str, str]) -> tuple[MetricSpec, ...]:
+    """The figures `per_watt` adds beside figures (name, unit): the power each one's sampling
+    drew (W) and each figure per watt (its unit/W, work per joule: GFLOP/s/W = GFLOP/J)."""
+    return (MetricSpec(POWER, "W", "lower"),
+            *(MetricSpec(f"{name}{PER_WATT}", f"{unit}/W", derived=True)
+              for name, unit in figures))
 
 
 def per_watt(figure: Metric, window: energy.Window | None) -> list[Metric]:
@@ -177,10 +178,15 @@ def per_watt(figure: Metric, window: energy.Window | None) -> list[Metric]:
     `ctx.metered()`: its warm-up and samples, one kernel throughout), and each of its samples
     per watt of that mean; none where no counter was read. The per-watt figure's spread is
     the figure's: the power is one mean over its sampling."""
-    watts = None if window is None else window.watts
-    if window is None or watts is None or watts <= 0:
+    return [] if window is None else per_watt_at(figure, window.watts, window.domains())
+
+
+def per_watt_at(figure: Metric, watts: float | None, domains: str) -> list[Metric]:
+    """`per_watt` with the mean power read by other means (a GPU's board power, sampled by
+    NVML while the figure was measured), the source named by `domains`."""
+    if watts is None or watts <= 0:
         return []
-    params, watts = dict(figure.params, domains=window.domains()), round(watts, 3)
+    params, watts = dict(figure.params, domains=domains), round(watts, 3)
     return [Metric(figure.benchmark, POWER, "W", params, [watts], "lower"),
             Metric(figure.benchmark, f"{figure.name}{PER_WATT}", f"{figure.unit}/W",
                    dict(params), [s / watts for s in figure.samples])]

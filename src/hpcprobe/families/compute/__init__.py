@@ -29,7 +29,7 @@ FAMILY = Family(
                      MetricSpec("peak_fraction", "%", derived=True),
                      *specs("GHz", "higher", "clock", "clock_after", "scaling_cur_freq"),
                      # the power a peak drew and the peak per watt, where RAPL is read
-                     *per_watt_specs("peak", "GFLOP/s")),
+                     *per_watt_specs(("peak", "GFLOP/s"))),
                     frozenset({"cpus", "model_source", "microarch", "flops_per_cycle",
                                "clock_load", "clock_side"}),
                     params=(Params(("placement", "cpus")),

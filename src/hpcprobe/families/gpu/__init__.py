@@ -17,6 +17,7 @@ from hpcprobe.measure.family import (
     Health,
     Metrics,
     OtherDevice,
+    per_watt_specs,
     specs,
 )
 from hpcprobe.results.ceilings import Bound
@@ -30,7 +31,10 @@ FAMILY = Family(
                      *specs("TFLOP/s", "higher", "gemm"),
                      *specs("TFLOP/s", "higher", "gemm_peak", derived=True),
                      *specs("%", "higher", "bandwidth_fraction", "gemm_fraction",
-                            "copy_fraction", derived=True)), bench.NOT_JOINED),
+                            "copy_fraction", derived=True),
+                     # the board's power NVML read while each figure ran, and it per watt
+                     *per_watt_specs(("bandwidth", "GB/s"), ("gemm", "TFLOP/s"),
+                                     ("copy", "GB/s"))), bench.NOT_JOINED),
     views=(views.tables,), figures=(views.figures,),
     capabilities=(Headlines(views.headlines),
         Ceilings((Bound("gpu", "bandwidth", views.memory_ceiling),

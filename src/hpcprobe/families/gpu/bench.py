@@ -26,7 +26,7 @@ from hpcprobe.judge import peers
 from hpcprobe.machine import gpus
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import options
-from hpcprobe.measure.family import Flag, RunContext, option
+from hpcprobe.measure.family import Flag, RunContext, option, per_watt_at
 from hpcprobe.results.findings import HEALTH, Finding, kind
 from hpcprobe.results.model import Metric
 from hpcprobe.tools import command
@@ -269,9 +269,15 @@ def _failure(docs: list[dict[str, Any]], code: int | None, tail: str, what: str)
 MIN_READINGS = 3
 
 
-def _well_read(env: dict[str, Any]) -> bool:
-    """Whether NVML read often enough during a measurement for its clock or link to count."""
-    return int(env.get("readings", 0)) >= MIN_READINGS
+def _well_read(env: dict[str, Any] | int) -> bool:
+    """Whether NVML read often enough during a measurement (its readings, or their count) for
+    its clock, power or link to count."""
+    return int(env.get("readings", 0) if isinstance(env, dict) else env) >= MIN_READINGS
+
+
+#: The figures whose board power is kept beside them, and each per watt; the source named
+PER_WATT_FIGURES = ("bandwidth", "gemm", "copy")
+BOARD = "GPU board (NVML power samples every 5 ms)"
 
 
 def _env_params(env: dict[str, Any]) -> dict[str, Any]:
@@ -488,7 +494,10 @@ class _Target:
         return [d for d in docs if "rep" in d and d.get(key) in passed], passed
 
     def add(self, name: str, unit: str, params: dict[str, Any], samples: list[float]) -> None:
-        self.ctx.metrics.append(Metric("gpu", name, unit, {**self.base, **params}, samples))
+        figure = Metric("gpu", name, unit, {**self.base, **params}, samples)
+        self.ctx.metrics.append(figure)
+        if name in PER_WATT_FIGURES and _well_read(params.get("nvml_readings", 0)):
+            self.ctx.metrics += per_watt_at(figure, params.get("power_w"), BOARD)
         if params.get("pcie_replays"):
             self.warn("PCIe link retried transfers while it was measured (NVML's replay "
                       "counter rose, pcie_replays beside the figures): link errors, from a "

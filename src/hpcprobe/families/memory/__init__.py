@@ -27,7 +27,7 @@ FAMILY = Family(
                      # the same traffic counted with the write-allocate reads
                      *specs("GB/s", "higher", "bandwidth_write_allocate", derived=True),
                      # the power a DRAM figure drew and the figure per watt, where RAPL is read
-                     *per_watt_specs("bandwidth", "GB/s")),
+                     *per_watt_specs(("bandwidth", "GB/s"))),
                     frozenset({"cpus", "binding"}),
                     params=(Params(("kernel", "threads", "placement", "size_bytes", "level",
                                     "stores", "isa", "cpus"),
