@@ -14,7 +14,7 @@ import subprocess
 import sys
 import uuid
 from dataclasses import replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -286,6 +286,9 @@ def test_state_only_check_passes_then_fails_on_a_port_down_and_counters(tmp_path
     [rule] = [j for j in doc["judgements"] if j["basis"] == "health rule"]
     assert rule["figure"] == "port mlx5_0/1" and rule["mark"] == "failed"
     assert "the reference has ACTIVE" in rule["why"]
+    # a check's result stands for its profile's day (cluster run --only stale)
+    assert datetime.fromisoformat(doc["valid_until"]) == \
+        datetime.fromisoformat(doc["run"]["created"]) + timedelta(days=1)
     fake_sys(sysfs, symbol=40)  # the port is back; its symbol errors rose
     rose = _check(tmp_path, "--state-only", "--sysfs", str(sysfs), "--against", str(ref))
     assert rose.code == 1 and "symbol_error rose by 40" in rose.out

@@ -782,3 +782,41 @@ def test_a_derived_figure_a_node_lacks_is_not_a_missing_figure():
     v = analyse(runs, "c1", ignore=registry.not_joined())
     assert "n5" not in v.missing and not v.flagged
     assert "n5" in analyse(runs, "c1").missing  # without the families' declarations
+
+
+def test_a_pass_narrowed_to_stale_suspect_failed_or_flagged_nodes():
+    """Each node's result stands for its profile's window (quick: a day), or for the window
+    given; a new pass takes the nodes that failed, were flagged, are suspects or whose result
+    expired, each once, in that order."""
+    from datetime import UTC, datetime, timedelta
+
+    _, runs = clusterdata.campaign(8, noise=0.005, failed={"n8": "its job was cancelled"})
+    runs = _one_node(runs, "n4", lambda m: m.name == "peak_fraction", 0.85)  # a suspect
+    runs = _one_node(runs, "n2", lambda m: True, 0.6)  # slow
+    v = analyse(runs, "c1", ignore=registry.not_joined())
+    assert kinds(v) == [(SLOW_NODE, "n2")] and [f.item for f in v.suspects] == ["n4"]
+    measured = datetime.fromisoformat(next(r.created for r in runs if r.host == "n1"))
+    assert v.valid_until("n1") == measured + timedelta(days=1)  # the quick profile's day
+    assert v.to_dict()["valid_until"]["n1"] == (measured + timedelta(days=1)).isoformat()
+    soon, later = measured + timedelta(hours=2), measured + timedelta(days=2)
+    assert v.stale(soon) == [] and v.stale(later) == [f"n{i}" for i in range(1, 8)]
+    assert v.stale(soon, valid_s=3600) == v.stale(later)  # --valid-for 1h
+    assert v.select(("failed", "flagged", "suspect"), soon) == ["n8", "n2", "n4"]
+    assert v.select(("suspect", "stale"), later)[:2] == ["n4", "n1"]
+    assert v.select(("stale",), soon) == [] and later.tzinfo == UTC
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["--only", "stale,nosuch"], "'nosuch': give one or more of failed, flagged, suspect, "
+                                 "stale"),
+    (["--only", "stale", "--valid-for", "soon"], "'soon': give a duration"),
+    (["--only", "stale"], "--only stale: name the campaign with --tag")])
+def test_a_narrowed_pass_given_wrong_is_one_line(tmp_path, capsys, argv, said):
+    """One line, before the scheduler or the store is asked anything."""
+    try:
+        code = main(["cluster", "run", *argv, "--db", str(tmp_path / "r.sqlite"), "--dry-run"])
+    except SystemExit as exc:  # a value argparse refused
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and len(err.splitlines()) == 1 and said in err, err
+    assert not (tmp_path / "r.sqlite").exists()

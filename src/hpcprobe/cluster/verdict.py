@@ -15,6 +15,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from hpcprobe.analysis.compare import NotJoined
@@ -32,6 +33,7 @@ from hpcprobe.judge.peers import (
     worst,
 )
 from hpcprobe.machine import sentinel, steal
+from hpcprobe.measure import profiles
 from hpcprobe.measure.family import POWER, Scaling, energy_figure
 from hpcprobe.results.findings import HEALTH, kind, of_kind
 from hpcprobe.results.judgement import Judgement
@@ -130,6 +132,31 @@ class FleetVerdict:
     #: node -> benchmark -> after/before of the node sentinel around it, where it moved during
     #: the node's latest run: figures that may mix two states of the node
     changed: dict[str, dict[str, float]] = field(default_factory=dict)
+    #: node -> (when its latest run was created, its profile): how long its result stands
+    measured_at: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def valid_until(self, node: str, valid_s: float | None = None) -> datetime:
+        """Until when the node's latest result stands: its profile's window (`valid_s`
+        instead where given)."""
+        created, profile = self.measured_at[node]
+        window = profiles.valid_s(profile) if valid_s is None else valid_s
+        return datetime.fromisoformat(created) + timedelta(seconds=window)
+
+    def stale(self, now: datetime, valid_s: float | None = None) -> list[str]:
+        """The measured nodes whose latest result no longer stands at `now`."""
+        return [n for n in self.measured if n in self.measured_at
+                and self.valid_until(n, valid_s) <= now]
+
+    def select(self, which: Iterable[str], now: datetime, valid_s: float | None = None
+               ) -> list[str]:
+        """The nodes a new pass measures again (`cluster run --only`, each of ONLY): those
+        that failed, were flagged (a finding of any kind), are suspects, or whose result no
+        longer stands at `now`; each once, in that order."""
+        picked = {"failed": list(self.failed),
+                  "flagged": [n for f in self.findings for n in f.nodes],
+                  "suspect": [f.item for f in self.suspects],
+                  "stale": self.stale(now, valid_s)}
+        return list(dict.fromkeys(n for w in which for n in picked[w]))
 
     @property
     def measured(self) -> list[str]:
@@ -163,7 +190,13 @@ class FleetVerdict:
             "others_percent": self.busy, "node_changed": self.changed,
             "judgements": [j.to_dict() for f in self.findings + self.suspects
                            for j in f.judgements(self.thresholds)],
+            "valid_until": {n: self.valid_until(n).isoformat(timespec="seconds")
+                            for n in self.measured_at},
         }
+
+
+#: The nodes a campaign's new pass may be narrowed to (FleetVerdict.select)
+ONLY = ("failed", "flagged", "suspect", "stale")
 
 
 #: What a run's provenance says peers must share besides the CPU's hardware (a family's
@@ -215,6 +248,7 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
     for host in sorted(latest, key=natural):
         groups[hardware(latest[host], labels)].append(host)
     v.groups = dict(groups)
+    v.measured_at = {h: (r.created, r.profile) for h, r in latest.items()}
     v.unhealthy = _unhealthy(node_runs)
     for host in sorted(latest, key=natural):
         worst = max(latest[host].conditions.steal.values(), default=0.0)

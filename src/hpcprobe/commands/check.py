@@ -17,7 +17,7 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +45,7 @@ from hpcprobe.health import baseline, faults, retest
 from hpcprobe.judge.against import Against
 from hpcprobe.machine import counters, facts, topology
 from hpcprobe.machine.topology import Topology
+from hpcprobe.measure import profiles
 from hpcprobe.measure.profiles import CHECK
 from hpcprobe.measure.runner import node_provenance, resolve_isa
 from hpcprobe.results.model import Run
@@ -235,6 +236,8 @@ def _keep(a: argparse.Namespace, c: Checked, run: Run, v: Verdict, out: health.O
         doc = {"node": c.node, "status": out.status, "exit_code": out.exit_code,
                "reasons": out.reasons, "unjudged": out.unjudged, "retested": out.retested,
                "judgements": [j.to_dict() for j in out.judgements],
+               "valid_until": (datetime.fromisoformat(run.created) + timedelta(
+                   seconds=profiles.valid_s(run.profile))).isoformat(),
                "seconds": round(seconds, 2), "run": run.to_dict()}
         files.atomic_write(a.json, (json.dumps(doc, indent=1) + "\n").encode(), "--json",
                            private=True)

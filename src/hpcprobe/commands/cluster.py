@@ -16,6 +16,7 @@ from hpcprobe.analysis.verdict import Verdict
 from hpcprobe.cluster import views
 from hpcprobe.cluster.campaign import Campaign, Plan, link_rounds, node_counts
 from hpcprobe.cluster.verdict import (
+    ONLY,
     FleetVerdict,
     analyse,
     campaign_thresholds,
@@ -40,6 +41,7 @@ from hpcprobe.commands.base import (
 )
 from hpcprobe.common import files
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, UserError
+from hpcprobe.common.units import duration
 from hpcprobe.history import read
 from hpcprobe.judge.peers import Thresholds
 from hpcprobe.measure import options
@@ -102,8 +104,14 @@ def _setup_run(r: argparse.ArgumentParser) -> None:
     where = r.add_argument_group("which nodes (default: the current allocation)")
     where.add_argument("--partition", "-p", help="every node of this partition")
     where.add_argument("--nodelist", "-w", help="these nodes (a Slurm node list: n[1-4],gpu7)")
-    where.add_argument("--only", choices=("failed", "flagged"),
-                       help="only the nodes of campaign --tag that failed, or were flagged")
+    where.add_argument("--only", type=_only, metavar="WHICH[,WHICH]",
+                       help="only the nodes of campaign --tag that " + ", ".join(ONLY[:-1])
+                       + " or " + ONLY[-1] + ": failed, were flagged, are suspects, or whose "
+                       "last result no longer stands (its profile's window: a day for quick, "
+                       "a week for default, a month for thorough; --valid-for)")
+    where.add_argument("--valid-for", type=_duration, metavar="DURATION",
+                       help="--only stale: how long a node's result stands (e.g. 12h, 7d; "
+                       "default: its profile's window)")
     add_tag(r, "the campaign (default: cluster-DATE-TIME); its runs are stored under "
             "it")
     probe = registry.node_probe()
@@ -218,12 +226,28 @@ def _nodes(a: argparse.Namespace, sched: Scheduler, v: FleetVerdict | None
     (`--only`: from the verdict `v` on the campaign so far)."""
     if v is None:
         return sched.nodes(a.partition, a.nodelist), []
-    nodes = list(v.failed) if a.only == "failed" else \
-        list(dict.fromkeys(n for f in v.findings for n in f.nodes))
+    nodes = v.select(a.only, datetime.now(UTC), a.valid_for)
     if not nodes:
-        raise UserError(f"--only {a.only}: campaign {a.tag} has no {a.only} nodes")
+        raise UserError(f"--only {','.join(a.only)}: campaign {a.tag} has no such nodes")
     flagged = {n for f in v.findings for n in f.nodes}
     return nodes, [n for n in v.measured if n not in nodes and n not in flagged]
+
+
+def _only(text: str) -> tuple[str, ...]:
+    """--only's list: each of ONLY, once."""
+    got = tuple(dict.fromkeys(x.strip() for x in text.split(",") if x.strip()))
+    wrong = [x for x in got if x not in ONLY]
+    if not got or wrong:
+        raise argparse.ArgumentTypeError(f"{','.join(wrong) or text!r}: give one or more of "
+                                         f"{', '.join(ONLY)}, separated by commas")
+    return got
+
+
+def _duration(text: str) -> float:
+    try:
+        return duration(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _args(families: list[str], text: str, option: str) -> list[str]:
@@ -272,8 +296,6 @@ def _plan(a: argparse.Namespace, sched: Scheduler, store: Store | None, tag: str
           workdir: Path, probe_args: list[str], scale_args: list[str]) -> Plan:
     v, kept = None, None
     if a.only is not None:
-        if not a.tag:
-            raise UserError(f"--only {a.only}: name the campaign with --tag")
         assert store is not None
         v, _ = _load(store, a.tag, a)
         kept = v.thresholds
@@ -296,6 +318,8 @@ def _plan(a: argparse.Namespace, sched: Scheduler, store: Store | None, tag: str
 
 
 def cmd_run(a: argparse.Namespace) -> int:
+    if a.only is not None and not a.tag:  # before the scheduler is asked anything
+        raise UserError(f"--only {','.join(a.only)}: name the campaign with --tag")
     probe_args = _args(list(a.probe), a.probe_args, "--probe-args")
     scale_args = _scale(a)
     tag = a.tag or datetime.now(UTC).strftime("cluster-%Y%m%d-%H%M%S")

@@ -1,9 +1,11 @@
-"""Sizes with binary and decimal suffixes, parsed from and formatted for people."""
+"""Sizes with binary and decimal suffixes, and durations, parsed from and formatted for
+people."""
 
 from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 _UNITS = {
     "": 1, "b": 1,
@@ -40,3 +42,17 @@ def format_bytes(n: int | float) -> str:
             return f"{v:.0f} {unit}" if unit == "B" or v == int(v) else f"{v:.1f} {unit}"
         v /= 1024
     raise AssertionError("unreachable")
+
+
+def duration(text: Any) -> float:
+    """Seconds from 90, "90s", "20m", "1.5h", "7d"."""
+    m = re.fullmatch(r"\s*([0-9.]+)\s*([smhd]?)\s*", str(text))
+    if not m:
+        raise ValueError(f"{text!r}: give a duration such as 600, 20m, 1h or 7d")
+    try:
+        value = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}[m.group(2)]
+    except ValueError:
+        raise ValueError(f"{text!r}: give a duration such as 600, 20m, 1h or 7d") from None
+    if value <= 0:
+        raise ValueError(f"{text!r}: give a positive duration")
+    return value

@@ -18,6 +18,10 @@ class Profile:
     repetition: Repetition
     sample_s: float  # shortest timed sample for cache-resident sizes
     curve_points: int | None  # most active-core counts in a curve (None: all)
+    #: how long a result of this profile stands for its node (s): after it, a campaign's
+    #: `--only stale` measures the node again (a quick look or a check is a day's; a reference
+    #: measurement a month's)
+    valid_s: float = 86400.0
 
     @property
     def help(self) -> str:
@@ -31,9 +35,11 @@ PROFILES: dict[str, Profile] = {
         Profile("quick", "a first look: each family's shortest plan and budget",
                 repetition=Repetition(0.02, 3, 10), sample_s=0.001, curve_points=8),
         Profile("default", "each family's full plan",
-                repetition=Repetition(0.02, 5, 30), sample_s=0.002, curve_points=16),
+                repetition=Repetition(0.02, 5, 30), sample_s=0.002, curve_points=16,
+                valid_s=7 * 86400.0),
         Profile("thorough", "reference measurements: denser sweeps, longer budgets",
-                repetition=Repetition(0.01, 10, 100), sample_s=0.01, curve_points=None),
+                repetition=Repetition(0.01, 10, 100), sample_s=0.01, curve_points=None,
+                valid_s=30 * 86400.0),
     )
 }
 
@@ -42,6 +48,12 @@ PROFILES: dict[str, Profile] = {
 #: seconds. Not a `--profile` of `run`: only the families that declare `Check` have its settings.
 CHECK = Profile("check", "the health tier: each checking family's headline point, seconds",
                 repetition=Repetition(0.03, 3, 7), sample_s=0.001, curve_points=1)
+
+
+def valid_s(name: str) -> float:
+    """How long a result of the profile `name` stands (a day where the name is unknown: a
+    run of an older version's profile)."""
+    return (CHECK if name == CHECK.name else PROFILES.get(name, CHECK)).valid_s
 
 
 def get(name: str) -> Profile:

@@ -16,6 +16,7 @@ from typing import Any
 from hpcprobe.analysis import recommend
 from hpcprobe.common import secrets
 from hpcprobe.common.errors import UserError
+from hpcprobe.common.units import duration
 from hpcprobe.measure.family import Family, Flag, flags, runs_commands
 
 OPENMP = {"num_threads": "OMP_NUM_THREADS", "proc_bind": "OMP_PROC_BIND",
@@ -79,20 +80,6 @@ class Sweep:
 
     def boots(self) -> list[str]:
         return sorted({c.boot for c in self.configurations.values() if c.boot})
-
-
-def duration(text: Any) -> float:
-    """Seconds from 90, "90s", "20m", "1.5h"."""
-    m = re.fullmatch(r"\s*([0-9.]+)\s*([smh]?)\s*", str(text))
-    if not m:
-        raise ValueError(f"{text!r}: give a duration such as 600, 20m or 1h")
-    try:
-        value = float(m.group(1)) * {"": 1, "s": 1, "m": 60, "h": 3600}[m.group(2)]
-    except ValueError:
-        raise ValueError(f"{text!r}: give a duration such as 600, 20m or 1h") from None
-    if value <= 0:
-        raise ValueError(f"{text!r}: give a positive duration")
-    return value
 
 
 class _Reader:
