@@ -820,3 +820,37 @@ def test_a_narrowed_pass_given_wrong_is_one_line(tmp_path, capsys, argv, said):
     err = capsys.readouterr().err
     assert code == 2 and len(err.splitlines()) == 1 and said in err, err
     assert not (tmp_path / "r.sqlite").exists()
+
+
+def test_a_slow_link_is_measured_again_with_known_good_partners_of_each_end():
+    """Flagged once, a slow link is measured again, and each of its ends with two known-good
+    partners (nodes nothing was said of): the link alone slow again confirms the link, both
+    ends well with good partners; an end slow with its good partners too is that end."""
+    from hpcprobe.cluster import campaign
+
+    nodes, runs = clusterdata.campaign(12, slow_links={("n2", "n7"): 0.5})
+    v = analyse(runs, "c1")
+    assert kinds(v) == [(SLOW_LINK, "n2 - n7")]
+    good = campaign.known_good(v)
+    assert "n2" not in good and "n7" not in good and len(good) == 10
+    again, links = campaign.to_remeasure(v)
+    assert again == [] and {frozenset(k) for k in links} == {
+        frozenset(k) for k in (("n2", "n7"), *((e, g) for e in ("n2", "n7") for g in good[:2]))}
+    rng = random.Random(5)
+    rounds = pairs.matchings(links)
+    cable = clusterdata.campaign_run(nodes, rng, 0.01, "c1", 30, {("n2", "n7"): 0.5}, {}, {},
+                                     role="re-measure", rounds=rounds)
+    v = analyse([*runs, cable], "c1")
+    assert kinds(v) == [(SLOW_LINK, "n2 - n7")] and v.findings[0].confirmed
+    # a port slow from the first pass: a slow endpoint, measured again with its links and
+    # two known-good partners, all slow again: confirmed, the endpoint and not its links
+    nodes, runs = clusterdata.campaign(12, slow_endpoints={"n2": 0.6})
+    v = analyse(runs, "c1")
+    assert kinds(v) == [(SLOW_ENDPOINT, "n2")]
+    _, links = campaign.to_remeasure(v)
+    assert {frozenset(k) for k in links} >= {frozenset(("n2", g))
+                                             for g in campaign.known_good(v)[:2]}
+    port = clusterdata.campaign_run(nodes, rng, 0.01, "c1", 30, {}, {"n2": 0.6}, {},
+                                    role="re-measure", rounds=pairs.matchings(links))
+    v = analyse([*runs, port], "c1")
+    assert kinds(v) == [(SLOW_ENDPOINT, "n2")] and v.findings[0].confirmed

@@ -149,6 +149,43 @@ def _stood(stacks: str) -> str:
         f", called from {family}" if family not in (None, calls[0]) else "")
 
 
+#: Known-good partners each end of a slow link, and a slow endpoint, is measured with again
+GOOD_PARTNERS = 2
+
+
+def known_good(v: FleetVerdict) -> list[str]:
+    """The measured nodes nothing is said of: in no finding, suspect or transient, not
+    failed, missing nothing, healthy."""
+    doubt = {n for f in v.findings + v.suspects + v.transients for n in f.nodes}
+    doubt |= set(v.failed) | set(v.missing) | set(v.unhealthy)
+    return [n for n in v.measured if n not in doubt]
+
+
+def to_remeasure(v: FleetVerdict) -> tuple[list[str], list[tuple[str, str]]]:
+    """What a campaign measures again of what it flagged once: the slow nodes; a slow link
+    itself, and each of its ends with known-good partners; a slow endpoint's links, and it
+    with known-good partners: a link is two ends and a cable, and the partners say which
+    (an end slow with good partners too is the endpoint, never the link alone)."""
+    nodes = [f.item for f in v.findings if f.kind == SLOW_NODE and not f.confirmed]
+    good = known_good(v)
+    links: set[tuple[str, str]] = set()
+
+    def partners(node: str, besides: tuple[str, ...]) -> set[tuple[str, str]]:
+        return {(node, g) for g in [g for g in good if g not in besides][:GOOD_PARTNERS]}
+
+    for f in v.findings:
+        if f.confirmed:
+            continue
+        if f.kind == SLOW_LINK:
+            links.add((f.nodes[0], f.nodes[1]))
+            for end in f.nodes:
+                links |= partners(end, f.nodes)
+        elif f.kind == SLOW_ENDPOINT:
+            links |= {k for pairs in v.links.values() for k in pairs if f.item in k}
+            links |= partners(f.item, (f.item,))
+    return nodes, sorted({undirected(k) for k in links})
+
+
 class Campaign:
     """One `hpcprobe cluster run`: the passes, their jobs, their stored runs."""
 
@@ -173,7 +210,7 @@ class Campaign:
             self.scale_pass(family, scaling, sorted(done, key=natural))
         verdict = self.verdict()
         for _ in range(REMEASURES if p.remeasure else 0):
-            nodes, links = self._to_remeasure(verdict)
+            nodes, links = to_remeasure(verdict)
             if not (nodes or links):
                 break
             self.say(f"Measuring again what was flagged: {len(nodes)} node(s), "
@@ -186,18 +223,6 @@ class Campaign:
         p = self.plan
         return analyse(self.store.load_all(Selection(tag=p.tag)), p.tag, p.thresholds,
                        p.not_joined, p.hardware, work_rates(p.scale))
-
-    def _to_remeasure(self, v: FleetVerdict) -> tuple[list[str], list[tuple[str, str]]]:
-        nodes = [f.item for f in v.findings if f.kind == SLOW_NODE and not f.confirmed]
-        links: set[tuple[str, str]] = set()
-        for f in v.findings:
-            if f.confirmed:
-                continue
-            if f.kind == SLOW_LINK:
-                links.add((f.nodes[0], f.nodes[1]))
-            elif f.kind == SLOW_ENDPOINT:
-                links |= {k for pairs in v.links.values() for k in pairs if f.item in k}
-        return nodes, sorted({undirected(k) for k in links})
 
     def _pass(self, role: str, nodes: list[str], pairing_rounds: list[list[tuple[str, str]]],
               scaling: bool = True) -> list[str]:
