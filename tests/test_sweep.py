@@ -625,8 +625,8 @@ def test_a_sweep_by_energy_where_no_counter_is_read_says_so(tmp_path):
     """This kind of VM: no figure per watt, so the workload by energy has no recommendation,
     and one warning says why (never a zero, never a verdict on time instead)."""
     text = APP_SWEEP.replace("{marker}", str(tmp_path / "m")).replace(
-        'repeat = 2\n', 'repeat = 2\nby = "energy"\n').replace("max_rounds = 3", "max_rounds = 2"
-                                                              ).replace(
+        'repeat = 2\n', 'repeat = 2\nby = "energy"\n').replace(
+        "rounds = 2\nmax_rounds = 3", "rounds = 1\nmax_rounds = 1").replace(
         '[configurations.same]\nenv = { SPEED = "10" }\n', "")
     r = hpcprobe("sweep", str(write(tmp_path, text)), "--no-store", "--json",
                  str(tmp_path / "o.json"))
