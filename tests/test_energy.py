@@ -151,7 +151,12 @@ def test_each_benchmark_has_its_energy_in_the_run(tiny, tmp_path, monkeypatch):
     assert " W on average" in header
     console = Console(record=True, width=100)
     terminal.render(run, console, registry.views(), console)
-    assert "Energy (RAPL" in console.export_text()
+    shown = console.export_text()
+    assert "Energy (RAPL" in shown
+    # --details: each benchmark's seconds, joules and watts, and each domain's joules
+    assert "Energy by benchmark (RAPL (Linux powercap))" in shown
+    [row] = [line for line in shown.splitlines() if line.startswith("│ memory ")]
+    assert f"{got['joules']['package-0']:.1f}" in row
 
 
 def test_a_peak_has_the_power_it_drew_and_its_figure_per_watt(tiny, tmp_path, monkeypatch):

@@ -135,11 +135,13 @@ def families() -> dict[str, Family]:
 
 
 def views() -> list[View]:
-    """Every family's and summary's views, and the proxies beside what they stand for."""
+    """Every family's and summary's views, the proxies beside what they stand for, and the
+    node facts' tables (the energy by benchmark)."""
     proxies = [(f.name, h.pick, p) for f, p in having(Predicts).values()
                if (h := f.capability(Headlines)) is not None]
     return [v for f in FAMILIES.values() for v in f.views] + \
-        [v for s in SUMMARIES for v in s.views] + [partial(proxy.tables, proxies)]
+        [v for s in SUMMARIES for v in s.views] + [partial(proxy.tables, proxies),
+                                                   facts.details]
 
 
 def figures() -> list[Figures]:

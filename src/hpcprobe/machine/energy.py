@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hpcprobe.common.kernelfiles import read_text
+from hpcprobe.viewkit.table import Block, Table
 
 #: This node's powercap tree (a recorded /sys holds it at the same place below its root)
 ROOT = "/sys/class/powercap"
@@ -250,6 +251,38 @@ def fact(root: Path = POWERCAP) -> dict[str, Any]:
     return Meter(domains, why=why).provenance()
 
 
+def _window(r: Any) -> Window | None:
+    """A stored reading ({seconds, joules}) as a window (None: not one)."""
+    if not isinstance(r, dict) or not isinstance(r.get("joules"), dict):
+        return None
+    return Window(float(r.get("seconds", 0.0)), dict(r["joules"]))
+
+
+def table(stored: dict[str, Any] | None) -> list[Block]:
+    """`--details` and the report: each benchmark's seconds, joules and mean watts (packages
+    and DRAM summed) and each package's and DRAM's joules (their cores' are parts of them),
+    the node at rest first; nothing where nothing was read."""
+    if not stored or not stored.get("measured"):
+        return []
+    rows = [(name, w) for name, r in [("(idle)", stored.get("idle")),
+                                      *(stored.get("readings") or {}).items()]
+            if (w := _window(r)) is not None]
+    if not rows:
+        return []
+    domains = [d for d in stored.get("domains") or [] if whole(d)]
+    t = Table(f"Energy by benchmark ({stored.get('source')})",
+              caption="J and W: the packages and DRAM summed, then each one's joules; "
+              "(idle): the node at rest before the first benchmark")
+    for col, just in (("benchmark", "left"), ("s", "right"), ("J", "right"), ("W", "right"),
+                      *((f"{d} J", "right") for d in domains)):
+        t.add_column(col, just)
+    for name, w in rows:
+        t.add_row(name, f"{w.seconds:.1f}", f"{w.whole_joules:.0f}",
+                  "-" if w.watts is None else f"{w.watts:.1f}",
+                  *(f"{w.joules[d]:.1f}" if d in w.joules else "-" for d in domains))
+    return [t]
+
+
 def line(stored: dict[str, Any] | None) -> list[str]:
     """The run header's line: the domains and the run's joules (packages and DRAM), or why
     nothing is measured (never a zero for what was not read)."""
@@ -258,9 +291,7 @@ def line(stored: dict[str, Any] | None) -> list[str]:
     if not stored.get("measured"):
         return [f"Energy: not measured: {stored.get('why')}"]
     head = f"Energy ({stored.get('source')}: {', '.join(stored.get('domains') or [])})"
-    kept = stored.get("idle")
-    idle = None if not isinstance(kept, dict) else \
-        Window(kept.get("seconds", 0.0), kept.get("joules", {})).watts
+    idle = None if (kept := _window(stored.get("idle"))) is None else kept.watts
     at_rest = "" if idle is None else f"; {idle:.0f} W idle before the first benchmark"
     readings = stored.get("readings") or {}
     if not readings:

@@ -18,6 +18,7 @@ from typing import Any
 from hpcprobe.machine import dimms, edac, energy, links
 from hpcprobe.results.ceilings import Bound, Ceiling
 from hpcprobe.results.model import Metric, Run
+from hpcprobe.viewkit.table import Block
 
 #: The node's own /sys
 SYSFS = Path("/sys")
@@ -33,6 +34,10 @@ def _no_state(stored: Any) -> dict[str, str]:
 
 def _no_counters(sysfs: Path) -> dict[str, int]:
     return {}
+
+
+def _no_details(stored: Any) -> list[Block]:
+    return []
 
 
 @dataclass(frozen=True)
@@ -52,6 +57,8 @@ class Fact:
     counters: Callable[[Path], dict[str, int]] = _no_counters
     #: its part of the result schema: the JSON schema of the fact as stored
     schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "object"})
+    #: the fact as stored -> its tables for `--details` and the report (none: its lines say it)
+    details: Callable[[Any], list[Block]] = _no_details
 
 
 def _under(sysfs: Path, path: str) -> str:
@@ -95,12 +102,17 @@ FACTS: tuple[Fact, ...] = (
     Fact("links", lambda _, sysfs: links.read(sysfs), links.line, links.state,
          counters=links.counters, schema=links.SCHEMA),
     Fact(energy.KEY, lambda _, sysfs: energy.fact(Path(_under(sysfs, energy.ROOT))),
-         energy.line, schema=energy.SCHEMA),
+         energy.line, schema=energy.SCHEMA, details=energy.table),
 )
 
 
 #: The ceilings the node's facts set
 BOUNDS: tuple[Bound, ...] = tuple(b for f in FACTS for b in f.bounds)
+
+
+def details(run: Run) -> list[Block]:
+    """Every fact's tables of a run (a view, beside the families')."""
+    return [b for f in FACTS for b in f.details(run.provenance.get(f.key))]
 
 
 def schema() -> dict[str, Any]:
