@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
@@ -156,6 +157,12 @@ def test_each_benchmark_has_its_energy_in_the_run(tiny, tmp_path, monkeypatch):
     # --details: each benchmark's seconds, joules and watts, and each domain's joules
     assert "Energy by benchmark (RAPL (Linux powercap))" in shown
     [row] = [line for line in shown.splitlines() if line.startswith("│ memory ")]
+    # the report's power over the run: the idle step before zero, then the memory benchmark's
+    [(slug, _, fig)] = facts.figures([run])
+    [drawn] = fig.axes[0].lines
+    assert slug == "energy-timeline" and drawn.get_xdata()[0] < 0 < drawn.get_xdata()[-1]
+    assert list(drawn.get_ydata()) == pytest.approx([100] * 4, rel=0.3)
+    assert facts.figures([replace(run, provenance={})]) == []
     assert f"{got['joules']['package-0']:.1f}" in row
 
 

@@ -146,7 +146,7 @@ def views() -> list[View]:
 
 def figures() -> list[Figures]:
     return [g for f in FAMILIES.values() for g in f.figures] + \
-        [g for s in SUMMARIES for g in s.figures]
+        [g for s in SUMMARIES for g in s.figures] + [facts.figures]
 
 
 def not_joined() -> NotJoined:

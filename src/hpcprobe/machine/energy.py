@@ -16,10 +16,14 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpcprobe.common.kernelfiles import read_text
+from hpcprobe.viewkit import figure
 from hpcprobe.viewkit.table import Block, Table
+
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn, not at start-up
+    from matplotlib.figure import Figure
 
 #: This node's powercap tree (a recorded /sys holds it at the same place below its root)
 ROOT = "/sys/class/powercap"
@@ -281,6 +285,38 @@ def table(stored: dict[str, Any] | None) -> list[Block]:
                   "-" if w.watts is None else f"{w.watts:.1f}",
                   *(f"{w.joules[d]:.1f}" if d in w.joules else "-" for d in domains))
     return [t]
+
+
+def timeline(runs: list[tuple[str, Any]]) -> Figure | None:
+    """The report's power over each run's time line: each benchmark's mean watts (packages and
+    DRAM) as a step over its seconds, the idle reading before zero, one colour a run (label,
+    the run's stored energy); None where no run read any."""
+    read = [(name, stored) for name, stored in runs
+            if isinstance(stored, dict) and stored.get("measured") and stored.get("readings")]
+    if not read:
+        return None
+    fig, ax = figure.new("Power over the run (packages and DRAM)", "seconds since the first "
+                         "benchmark", "W")
+    for name, stored in read:
+        xs: list[float] = []
+        ys: list[float] = []
+        if (idle := _window(stored.get("idle"))) is not None and idle.watts is not None:
+            xs += [-idle.seconds, 0.0]
+            ys += [idle.watts, idle.watts]
+        t = 0.0
+        for bench, r in stored["readings"].items():
+            if (w := _window(r)) is None or w.watts is None:
+                continue
+            xs += [t, t + w.seconds]
+            ys += [w.watts, w.watts]
+            if len(read) == 1:
+                ax.annotate(bench, (t + w.seconds / 2, w.watts), ha="center", va="bottom",
+                            fontsize=8)
+            t += w.seconds
+        ax.plot(xs, ys, label=name if len(read) > 1 else None)
+    if len(read) > 1:
+        ax.legend(fontsize=8)
+    return fig
 
 
 def line(stored: dict[str, Any] | None) -> list[str]:

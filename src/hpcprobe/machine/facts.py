@@ -13,12 +13,16 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpcprobe.machine import dimms, edac, energy, links
 from hpcprobe.results.ceilings import Bound, Ceiling
 from hpcprobe.results.model import Metric, Run
+from hpcprobe.viewkit.figure import named
 from hpcprobe.viewkit.table import Block
+
+if TYPE_CHECKING:  # matplotlib is imported when a figure is drawn, not at start-up
+    from matplotlib.figure import Figure
 
 #: The node's own /sys
 SYSFS = Path("/sys")
@@ -59,6 +63,8 @@ class Fact:
     schema: Mapping[str, Any] = field(default_factory=lambda: {"type": "object"})
     #: the fact as stored -> its tables for `--details` and the report (none: its lines say it)
     details: Callable[[Any], list[Block]] = _no_details
+    #: (a run's label, the fact as it stored it) of each run -> the report's figure of them
+    timeline: Callable[[list[tuple[str, Any]]], Figure | None] | None = None
 
 
 def _under(sysfs: Path, path: str) -> str:
@@ -102,7 +108,7 @@ FACTS: tuple[Fact, ...] = (
     Fact("links", lambda _, sysfs: links.read(sysfs), links.line, links.state,
          counters=links.counters, schema=links.SCHEMA),
     Fact(energy.KEY, lambda _, sysfs: energy.fact(Path(_under(sysfs, energy.ROOT))),
-         energy.line, schema=energy.SCHEMA, details=energy.table),
+         energy.line, schema=energy.SCHEMA, details=energy.table, timeline=energy.timeline),
 )
 
 
@@ -113,6 +119,13 @@ BOUNDS: tuple[Bound, ...] = tuple(b for f in FACTS for b in f.bounds)
 def details(run: Run) -> list[Block]:
     """Every fact's tables of a run (a view, beside the families')."""
     return [b for f in FACTS for b in f.details(run.provenance.get(f.key))]
+
+
+def figures(runs: list[Run]) -> list[tuple[str, str, Figure]]:
+    """The report's figures of the facts that draw one (the power over each run's time)."""
+    return named(*[(f"{f.key}-timeline", f"{f.key.capitalize()} over the run",
+                    f.timeline([(r.tag or r.run_id, r.provenance.get(f.key)) for r in runs]))
+                   for f in FACTS if f.timeline is not None])
 
 
 def schema() -> dict[str, Any]:
