@@ -343,9 +343,10 @@ def _energy(ctx: RunContext, o: AppOptions, reps: list[list[known.Figure]],
             params: dict[str, Any], drew: list[energy.Window | None]) -> None:
     """Where the energy counters were read around every repetition: the node's mean power
     and joules of each (packages and DRAM), and each figure of merit that is a rate (higher
-    is better) per watt of its own repetition, work per joule; a time's cost is the joules."""
+    is better) per watt of its own repetition, work per joule; a time's cost is the joules.
+    Not for an application across nodes: the counters are this node's alone."""
     windows = [w for w in drew if w is not None and w.watts]
-    if not reps or len(windows) != len(reps):
+    if not reps or len(windows) != len(reps) or params.get("nodes", 1) > 1:
         return
     where = {**params, "app": o.name, "domains": windows[0].domains()}
     watts = [w.watts or 0.0 for w in windows]

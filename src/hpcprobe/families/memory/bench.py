@@ -298,7 +298,7 @@ def run(ctx: RunContext, opts: MemoryOptions | None) -> None:
                         continue
                     found = _metrics(m, samples, ctx.isa, binding)
                     ctx.metrics.extend(found)
-                    if m.phase != "sweep":  # a STREAM point from DRAM: its power, per watt
+                    if m.phase != "sweep":  # a STREAM point sampled alone: its power, per watt
                         ctx.metrics += per_watt(found[0], drew)
                     if m.phase == "sweep" or m.in_sweep:
                         curves.setdefault((cpus, m.kernel), []).append(
