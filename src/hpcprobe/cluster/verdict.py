@@ -15,7 +15,7 @@ import statistics
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from hpcprobe.analysis.compare import NotJoined
@@ -138,9 +138,7 @@ class FleetVerdict:
     def valid_until(self, node: str, valid_s: float | None = None) -> datetime:
         """Until when the node's latest result stands: its profile's window (`valid_s`
         instead where given)."""
-        created, profile = self.measured_at[node]
-        window = profiles.valid_s(profile) if valid_s is None else valid_s
-        return datetime.fromisoformat(created) + timedelta(seconds=window)
+        return profiles.valid_until(*self.measured_at[node], valid_s)
 
     def stale(self, now: datetime, valid_s: float | None = None) -> list[str]:
         """The measured nodes whose latest result no longer stands at `now`."""

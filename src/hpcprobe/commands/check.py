@@ -17,7 +17,7 @@ import socket
 import time
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -236,8 +236,7 @@ def _keep(a: argparse.Namespace, c: Checked, run: Run, v: Verdict, out: health.O
         doc = {"node": c.node, "status": out.status, "exit_code": out.exit_code,
                "reasons": out.reasons, "unjudged": out.unjudged, "retested": out.retested,
                "judgements": [j.to_dict() for j in out.judgements],
-               "valid_until": (datetime.fromisoformat(run.created) + timedelta(
-                   seconds=profiles.valid_s(run.profile))).isoformat(),
+               "valid_until": profiles.valid_until(run.created, run.profile).isoformat(),
                "seconds": round(seconds, 2), "run": run.to_dict()}
         files.atomic_write(a.json, (json.dumps(doc, indent=1) + "\n").encode(), "--json",
                            private=True)
