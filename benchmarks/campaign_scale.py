@@ -40,7 +40,7 @@ from hpcprobe import registry  # noqa: E402
 from hpcprobe.cluster.campaign import Campaign, Plan  # noqa: E402
 from hpcprobe.results.model import read_json, write_json  # noqa: E402
 from hpcprobe.results.store import Store  # noqa: E402
-from hpcprobe.schedulers import Job, JobSpec, Scheduler  # noqa: E402
+from hpcprobe.schedulers import Job, JobSpec  # noqa: E402
 
 
 class Quiet:
@@ -49,7 +49,7 @@ class Quiet:
     def advance(self, *_: object) -> None: ...
 
 
-class Simulated(Scheduler):
+class Simulated(clusterdata.RunsNothing):
     """A scheduler that runs nothing: each job starts after 1-3 polls (10-20 for a delayed
     one) and ends 1-4 polls later, writing its document; a failing node's job ends FAILED
     and a lost node's NODE_FAIL, neither with a document."""
@@ -135,26 +135,6 @@ class Simulated(Scheduler):
         lines.append('{"type":"done"}')
         spec.output.write_text("\n".join(lines) + "\n")
 
-    def cancel(self, jobs: Sequence[Job]) -> None:
-        for job in jobs:
-            if not job.finished:
-                job.state = "CANCELLED"
-
-    def stacks(self, jobs: Sequence[Job]) -> None: ...
-
-    def available(self) -> str | None:
-        return None
-
-    def nodes(self, partition: str | None = None, nodelist: str | None = None) -> list[str]:
-        return []
-
-    def cpus(self, nodes: Sequence[str]) -> dict[str, int]:
-        return dict.fromkeys(nodes, 1)
-
-    def drain_argv(self, node: str, reason: str) -> list[str]:
-        return []
-
-    def drain(self, node: str, reason: str) -> None: ...
 
 
 def main() -> int:

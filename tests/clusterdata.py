@@ -6,12 +6,14 @@ campaign run with link figures (slow links or endpoints worse by a factor)."""
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from hpcprobe.cluster import pairs as pairing
 from hpcprobe.cluster.verdict import CAMPAIGN
 from hpcprobe.results.model import Metric, Run, read_json
+from hpcprobe.schedulers import Job, Scheduler
 
 TEMPLATE = Path(__file__).parent / "data" / "cluster" / "probe-quick.json"
 #: Link figures of a healthy pair: (benchmark, name, unit, better, value).
@@ -81,3 +83,30 @@ def campaign(n: int, slow_nodes: dict[str, float] | None = None,
     runs.append(campaign_run(nodes, rng, noise, tag, 1, slow_links or {}, slow_endpoints or {},
                              failed))
     return nodes, runs
+
+
+class RunsNothing(Scheduler):
+    """The part of a stand-in scheduler that every stand-in shares: it is always there, knows
+    no partition, gives each node one CPU, drains nothing, and cancels a job by marking it;
+    a stand-in says how jobs are submitted and how they end (`submit`, `poll`)."""
+
+    def cancel(self, jobs: Sequence[Job]) -> None:
+        for job in jobs:
+            if not job.finished:
+                job.state = "CANCELLED"
+
+    def stacks(self, jobs: Sequence[Job]) -> None: ...
+
+    def available(self) -> str | None:
+        return None
+
+    def nodes(self, partition: str | None = None, nodelist: str | None = None) -> list[str]:
+        return []
+
+    def cpus(self, nodes: Sequence[str]) -> dict[str, int]:
+        return dict.fromkeys(nodes, 1)
+
+    def drain_argv(self, node: str, reason: str) -> list[str]:
+        return []
+
+    def drain(self, node: str, reason: str) -> None: ...

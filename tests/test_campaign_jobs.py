@@ -19,7 +19,7 @@ from hpcprobe.cluster.campaign import Campaign, Plan
 from hpcprobe.common.errors import UserError
 from hpcprobe.results.model import Metric, read_json, write_json
 from hpcprobe.results.store import Store
-from hpcprobe.schedulers import Job, JobSpec, Scheduler
+from hpcprobe.schedulers import Job, JobSpec
 
 
 class Quiet:
@@ -28,7 +28,7 @@ class Quiet:
     def advance(self, *_: object) -> None: ...
 
 
-class StandIn(Scheduler):
+class StandIn(clusterdata.RunsNothing):
     """Finishes a job on its third poll; its document holds one figure per direction.
     `fail` pairs end without a document, `refuse` pairs are refused at submission, `cut`
     pairs write the document of a run stopped by a signal (a time limit's SIGTERM)."""
@@ -80,26 +80,9 @@ class StandIn(Scheduler):
             del self.live[job.id]
 
     def cancel(self, jobs: Sequence[Job]) -> None:
+        super().cancel(jobs)
         for job in jobs:
-            if not job.finished:
-                job.state = "CANCELLED"
-                self.live.pop(job.id, None)
-
-    def stacks(self, jobs: Sequence[Job]) -> None: ...
-
-    def available(self) -> str | None:
-        return None
-
-    def nodes(self, partition: str | None = None, nodelist: str | None = None) -> list[str]:
-        return []
-
-    def cpus(self, nodes: Sequence[str]) -> dict[str, int]:
-        return dict.fromkeys(nodes, 1)
-
-    def drain_argv(self, node: str, reason: str) -> list[str]:
-        return []
-
-    def drain(self, node: str, reason: str) -> None: ...
+            self.live.pop(job.id, None)
 
 
 def pairs_of(n: int) -> list[list[tuple[str, str]]]:

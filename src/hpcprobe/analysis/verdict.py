@@ -104,10 +104,9 @@ class Row:
 
     @property
     def change(self) -> float | None:
-        """The figure against its reference (0.05 = 5 % above the expected value)."""
-        if self.expected is None or self.expected.value == 0:
-            return None
-        return self.headline.metric.summary.median / self.expected.value - 1.0
+        """The figure against its reference (0.05 = 5 % above the expected value): its
+        reference judgement's."""
+        return self.judgements()[-1].change
 
     def judgements(self) -> list[Judgement]:
         """This row as judgement records: against its ceiling where it has one, then against

@@ -116,11 +116,28 @@ class Window:
         """The domains summed, as a figure's param names them ("package-0+package-0/dram")."""
         return "+".join(d for d in self.joules if whole(d))
 
+    def stored(self) -> dict[str, Any]:
+        """As a run keeps it: {seconds, joules: domain -> J}, to the millisecond and
+        millijoule."""
+        return {"seconds": round(self.seconds, 3),
+                "joules": {d: round(j, 3) for d, j in self.joules.items()}}
+
+
+#: Where the counters stood at one moment: the time and the micro-joules since the start
+Mark = tuple[float, dict[str, int]]
+
+
+def _between(a: Mark, b: Mark) -> Window:
+    """The energy from mark `a` to mark `b`, per domain read both times."""
+    (t0, before), (t1, after) = a, b
+    return Window(t1 - t0, {d: (after[d] - before[d]) / 1e6 for d in after if d in before})
+
 
 @dataclass
 class Meter:
-    """Joules per domain between successive `take`s, every wrap counted: a helper thread
-    reads the counters every `poll_s` and adds what each advanced."""
+    """Joules per domain since the start, every wrap counted (a helper thread reads the
+    counters every `poll_s` and adds what each advanced); a `take` keeps those since the
+    last, a `mark` and `since` those of any stretch."""
 
     domains: list[Domain]
     poll_s: float = POLL_S
@@ -128,9 +145,8 @@ class Meter:
     readings: dict[str, dict[str, Any]] = field(default_factory=dict)
     idle: Window | None = None  # the node at rest before the first benchmark
     _last: dict[str, int] = field(default_factory=dict)
-    _total: dict[str, int] = field(default_factory=dict)  # micro-joules since the last take
     _all: dict[str, int] = field(default_factory=dict)  # micro-joules since the start
-    _since: float = 0.0
+    _taken: Mark | None = None  # where the last take (or the start) left the counters
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
@@ -147,15 +163,11 @@ class Meter:
                 now = _uj(d)
                 if now is None:
                     continue
-                if d.name in self._last:
-                    step = advance(self._last[d.name], now, d.range_uj)
-                    self._total[d.name] = self._total.get(d.name, 0) + step
-                    self._all[d.name] = self._all.get(d.name, 0) + step
-                else:
-                    self._all[d.name] = 0
+                self._all[d.name] = self._all.get(d.name, 0) + (
+                    advance(self._last[d.name], now, d.range_uj) if d.name in self._last else 0)
                 self._last[d.name] = now
 
-    def mark(self) -> tuple[float, dict[str, int]] | None:
+    def mark(self) -> Mark | None:
         """Where the counters stand now (a time and the micro-joules since the start), for
         `since`; None where nothing is measured."""
         if not self.domains or self._thread is None:
@@ -164,13 +176,10 @@ class Meter:
         with self._lock:
             return time.perf_counter(), dict(self._all)
 
-    def since(self, mark: tuple[float, dict[str, int]] | None) -> Window | None:
+    def since(self, mark: Mark | None) -> Window | None:
         """The energy from `mark` to now, per domain read both times (None without a mark)."""
         now = self.mark()
-        if mark is None or now is None:
-            return None
-        (t0, before), (t1, after) = mark, now
-        return Window(t1 - t0, {d: (after[d] - before[d]) / 1e6 for d in after if d in before})
+        return None if mark is None or now is None else _between(mark, now)
 
     def _loop(self) -> None:
         while not self._stop.wait(self.poll_s):
@@ -180,10 +189,9 @@ class Meter:
         """The first reading, and the helper thread that sees every wrap."""
         if not self.domains:
             return
-        self._poll()
-        self._since = time.perf_counter()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
+        self._taken = self.mark()
 
     def rest(self, seconds: float = IDLE_S) -> None:
         """Read the node's idle power: `seconds` of doing nothing (nothing where nothing is
@@ -195,18 +203,11 @@ class Meter:
     def take(self, label: str | None) -> None:
         """Keep the joules per domain since the last take (or the start) under `label` (None:
         start afresh, keeping nothing: what ran between benchmarks)."""
-        if not self.domains:
+        if (now := self.mark()) is None:
             return
-        self._poll()
-        with self._lock:
-            now = time.perf_counter()
-            if label is not None:
-                self.readings[label] = {
-                    "seconds": round(now - self._since, 3),
-                    "joules": {d.name: round(self._total.get(d.name, 0) / 1e6, 3)
-                               for d in self.domains if d.name in self._last}}
-            self._total.clear()
-            self._since = now
+        if label is not None and self._taken is not None:
+            self.readings[label] = _between(self._taken, now).stored()
+        self._taken = now
 
     def stop(self) -> None:
         self._stop.set()
@@ -218,9 +219,7 @@ class Meter:
         nothing was measured."""
         if not self.domains:
             return {"measured": False, "why": self.why}
-        idle = {} if self.idle is None else {"idle": {
-            "seconds": round(self.idle.seconds, 3),
-            "joules": {d: round(j, 3) for d, j in self.idle.joules.items()}}}
+        idle = {} if self.idle is None else {"idle": self.idle.stored()}
         return {"measured": True, "source": SOURCE, "domains": [d.name for d in self.domains],
                 "readings": self.readings, **idle}
 

@@ -51,16 +51,10 @@ CHECK = Profile("check", "the health tier: each checking family's headline point
                 repetition=Repetition(0.03, 3, 7), sample_s=0.001, curve_points=1)
 
 
-def valid_s_of(name: str) -> float:
-    """How long a result of the profile `name` stands (a day where the name is unknown: a
-    run of an older version's profile)."""
-    return (CHECK if name == CHECK.name else PROFILES.get(name, CHECK)).valid_s
-
-
 def valid_until(created: str, profile: str, valid_s: float | None = None) -> datetime:
-    """Until when a result created at `created` (ISO 8601) by `profile` stands (`valid_s`
-    instead of the profile's window where given)."""
-    window = valid_s_of(profile) if valid_s is None else valid_s
+    """Until when a result created at `created` (ISO 8601) by `profile` stands: the profile's
+    window (a day for `check`, and for a name an older version used), or `valid_s`."""
+    window = PROFILES.get(profile, CHECK).valid_s if valid_s is None else valid_s
     return datetime.fromisoformat(created) + timedelta(seconds=window)
 
 

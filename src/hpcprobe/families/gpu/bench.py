@@ -269,10 +269,10 @@ def _failure(docs: list[dict[str, Any]], code: int | None, tail: str, what: str)
 MIN_READINGS = 3
 
 
-def _well_read(env: dict[str, Any] | int) -> bool:
-    """Whether NVML read often enough during a measurement (its readings, or their count) for
-    its clock, power or link to count."""
-    return int(env.get("readings", 0) if isinstance(env, dict) else env) >= MIN_READINGS
+def _well_read(env: dict[str, Any]) -> bool:
+    """Whether NVML read often enough during a measurement for its clock, power or link to
+    count."""
+    return int(env.get("readings", 0)) >= MIN_READINGS
 
 
 #: The figures whose board power is kept beside them, and each per watt; the source named
@@ -496,7 +496,7 @@ class _Target:
     def add(self, name: str, unit: str, params: dict[str, Any], samples: list[float]) -> None:
         figure = Metric("gpu", name, unit, {**self.base, **params}, samples)
         self.ctx.metrics.append(figure)
-        if name in PER_WATT_FIGURES and _well_read(params.get("nvml_readings", 0)):
+        if name in PER_WATT_FIGURES and int(params.get("nvml_readings", 0)) >= MIN_READINGS:
             self.ctx.metrics += per_watt_at(figure, params.get("power_w"), BOARD)
         if params.get("pcie_replays"):
             self.warn("PCIe link retried transfers while it was measured (NVML's replay "
