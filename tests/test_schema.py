@@ -158,6 +158,17 @@ def test_the_compiled_schema_accepts_what_jsonschema_accepts_and_nothing_else() 
         for change in ({"unit": "furlongs"}, {"better": "sideways"}, {"samples": []},
                        {"name": s.name + "_x"}, {"summary": {}}):
             bent.append({**base, "metrics": [{**fine, **change}]})
+    # the checker chooses a figure's rules by its benchmark and name (results/checker): each
+    # recorded figure with each param taken out, under another family's name, under no family
+    recorded = {(m["benchmark"], m["name"]): m for d in docs for m in d["metrics"]}
+    others = sorted({s.name for _, s in SPECS})
+    for (_, name), m in recorded.items():
+        bent.append({**base, "metrics": [m, {**m, "benchmark": "no-such-family"}]})
+        other = others[(others.index(name) + 1) % len(others)] if name in others else others[0]
+        bent.append({**base, "metrics": [{**m, "name": other}]})
+        for p in m["params"]:
+            params = {k: v for k, v in m["params"].items() if k != p}
+            bent.append({**base, "metrics": [{**m, "params": params}]})
     accepted = 0
     for doc in docs + bent:
         said = not list(model._validator().iter_errors(doc))
@@ -217,3 +228,14 @@ def test_every_fact_kept_passes_its_part_of_the_schema_and_a_wrong_one_is_refuse
         jsonschema.validate({"measured": True, "domains": []}, whole["energy"])
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"gbs": -1.0, "source": "x"}, whole["dram_ceiling"])
+
+
+def test_a_document_changed_after_it_was_found_valid_is_checked_again() -> None:
+    """The digests of documents found valid spare a second check of the same content, never
+    of changed content."""
+    doc = json.loads(_documents()[0].read_text())
+    model.validate(doc)
+    model.validate(doc)  # the same content: spared
+    doc["metrics"][0]["unit"] = "furlongs"
+    with pytest.raises(UserError, match="metrics/0"):
+        model.validate(doc)

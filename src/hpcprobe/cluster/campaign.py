@@ -45,7 +45,7 @@ from hpcprobe.measure.family import Progress, Scaling
 from hpcprobe.mpi import build, find, launchers
 from hpcprobe.mpi.program import UNITS
 from hpcprobe.results.model import Metric, Run, read_json
-from hpcprobe.results.store import AlreadyStored, Selection, Store
+from hpcprobe.results.store import Selection, Store
 from hpcprobe.schedulers import Job, JobSpec, Scheduler
 
 #: Rounds of measuring again what is flagged and not yet confirmed (a node flagged first as
@@ -299,18 +299,7 @@ class Campaign:
                 # a thousand jobs: a query every 5 s, not every second
                 time.sleep(max(p.poll_s, len(active) / 200))
                 self.sched.poll(list(active.values()))
-                now = time.monotonic()
-                for node, job in list(active.items()):
-                    if job.finished:
-                        why = self._collect(node, job)
-                    else:
-                        why = self._overdue(job, now)
-                        if why is None:
-                            continue
-                        self.sched.cancel([job])
-                        if job.never and not (done or failed):
-                            raise UserError(f"{why} (a limit or a permission of the request: "
-                                            "partition, time, account, QOS); cancelled")
+                for node, why in self._settle(active, bool(done or failed)):
                     del active[node]
                     if why is None:
                         done.append(node)
@@ -318,9 +307,8 @@ class Campaign:
                         failed[node] = why
                     self.progress.advance(self._status(queue, active, done, failed))
         except KeyboardInterrupt:  # a document written since the last poll is kept too
-            for node, job in active.items():
-                if self._doc(job.spec.output).is_file() and self._collect(node, job) is None:
-                    done.append(node)
+            ended = {n: j for n, j in active.items() if self._doc(j.spec.output).is_file()}
+            done.extend(n for n, why in self._collect(ended) if why is None)
             raise
         finally:
             self.sched.cancel(list(active.values()))
@@ -356,21 +344,42 @@ class Campaign:
         return (f"nodes: {len(queue) + len(active) - running} waiting, {running} running, "
                 f"{len(done)} done, {len(failed)} failed")
 
-    def _collect(self, node: str, job: Job) -> str | None:
-        """Store a finished node's document; None, or why the node failed."""
-        run = self._no_result(job) or self._read(job.spec.output)
-        if isinstance(run, str):
-            return run
-        run.host = node  # Slurm's name for it; the node's own is in the provenance
+    def _settle(self, active: dict[str, Job], begun: bool) -> list[tuple[str, str | None]]:
+        """The nodes whose jobs ended (their documents stored) or are to be cancelled (and
+        are), each with None or why it failed. A job the scheduler will never start, before
+        any node answered, is the request's fault and stops it all."""
+        now = time.monotonic()
+        out = self._collect({n: j for n, j in active.items() if j.finished})
+        for node, job in active.items():
+            if job.finished or (why := self._overdue(job, now)) is None:
+                continue
+            self.sched.cancel([job])
+            if job.never and not (begun or out):
+                raise UserError(f"{why} (a limit or a permission of the request: partition, "
+                                "time, account, QOS); cancelled")
+            out.append((node, why))
+        return out
+
+    def _collect(self, ended: dict[str, Job]) -> list[tuple[str, str | None]]:
+        """Store the documents of the nodes whose jobs ended, in one transaction: each node
+        with None, or why it failed."""
+        out: list[tuple[str, str | None]] = []
+        runs = []
+        for node, job in ended.items():
+            run = self._no_result(job) or self._read(job.spec.output)
+            if isinstance(run, str):
+                out.append((node, run))
+                continue
+            run.host = node  # Slurm's name for it; the node's own is in the provenance
+            runs.append(run)
+            out.append((node, None))
         try:
-            self.store.save(run)
-        except AlreadyStored:
-            pass
+            self.store.save_all(runs)
         except HpcprobeError as exc:
             raise HpcprobeError(f"{exc}; the nodes' documents stay in "
                                 f"{self.plan.workdir / 'nodes'} (`hpcprobe import` stores "
                                 "them)") from None
-        return None
+        return out
 
     # -- links
 

@@ -248,6 +248,24 @@ class SqlStore(Store):
                                 f"({first_line(exc)}); nothing of it was stored, earlier runs "
                                 "are intact") from exc
 
+    def save_all(self, runs: Sequence[Run]) -> list[str]:
+        """All the runs in one transaction, each validated first and those stored already
+        skipped; where the transaction fails (a concurrent writer stored one of them), each in
+        its own."""
+        for run in runs:
+            validate(run.to_dict())
+        skipped: list[str] = []
+        try:
+            with self.transaction():
+                for run in runs:
+                    if self.has(run.run_id):
+                        skipped.append(run.run_id)
+                    else:
+                        self.insert(run)
+        except self.driver_errors:
+            return super().save_all(runs)
+        return skipped
+
     def insert(self, run: Run) -> None:
         """The run's rows, inside the caller's transaction, neither validated nor checked for
         a stored run of its id: `save` does both; a generator of many runs from one validated

@@ -8,6 +8,7 @@ import math
 import os
 import re
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,6 +162,18 @@ class Store(ABC):
     def save(self, run: Run) -> None:
         """Store a run whole (one transaction) or not at all; AlreadyStored when its id is
         there."""
+
+    def save_all(self, runs: Sequence[Run]) -> list[str]:
+        """Store each run whole; the ids of those stored already, which are skipped. A backend
+        with transactions stores them in one (a campaign's nodes that ended in one poll: one
+        commit, not one a node)."""
+        skipped = []
+        for run in runs:
+            try:
+                self.save(run)
+            except AlreadyStored:
+                skipped.append(run.run_id)
+        return skipped
 
     @abstractmethod
     def has(self, run_id: str) -> bool:
