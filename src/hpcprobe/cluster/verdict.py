@@ -270,9 +270,11 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
         with np.errstate(invalid="ignore", divide="ignore"):
             norm = np.where(judged.lower, med / values, values / med)
         all_labels.update(dict.fromkeys(judged.labels))
+        shown = np.isfinite(norm)
         for i, h in enumerate(hosts):
-            heat_rows[h] = {lb: (float(norm[i, j]), float(z[i, j]))
-                            for j, lb in enumerate(judged.labels) if np.isfinite(norm[i, j])}
+            heat_rows[h] = {lb: (n, zz) for lb, n, zz, ok in zip(
+                judged.labels, norm[i].tolist(), z[i].tolist(), shown[i].tolist(), strict=True)
+                if ok}
             earlier = [d for row in judged.of([figures(r.metrics, ignore) for r in before[h]])
                        for d in row] if before[h] else None
             power, rest = _energy(judged.flagged[i])
@@ -534,7 +536,9 @@ def _links_of(label: str, latest: Links, before: dict[tuple[str, str], list[Fig]
         _far_unjudged(label, latest, list(latest), keys or list(latest), th, v, directed,
                       f"fewer than {th.min_links} links to judge it against")
         return
-    _far_unjudged(label, latest, [k for k in latest if k not in keys], keys, th, v, directed,
+    judged_alone = set(keys)
+    _far_unjudged(label, latest, [k for k in latest if k not in judged_alone], keys, th, v,
+                  directed,
                   "it runs through a node or endpoint flagged slow, so it is not judged alone")
     judged = Peers([{label: latest[k]} for k in keys], th)
     found = {f.item: f for f in v.findings if f.kind == SLOW_LINK}

@@ -11,7 +11,6 @@ the figure (fewer: not judged). Pure: reads metrics only."""
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -83,14 +82,15 @@ def _cached_label(key: tuple[Any, ...], ignore: frozenset[str]) -> str:
     return f"{key[0]}.{key[1]}" + (f" {inner}" if inner else "")
 
 
-def label(m: Metric, ignore: NotJoined) -> str:
+def label(m: Metric, ignore: NotJoined | frozenset[str]) -> str:
     """The figure a metric is, as `compare` joins figures (without the params in `ignore`:
-    where or how it was taken), once per distinct figure (a fleet repeats the same ones)."""
+    where or how it was taken, or those of its benchmark already), once per distinct figure
+    (a fleet repeats the same ones)."""
+    left_out = ignore if isinstance(ignore, frozenset) else ignore.of(m.benchmark)
     try:
-        return _cached_label((m.benchmark, m.name, *m.params.items()), ignore.of(m.benchmark))
+        return _cached_label((m.benchmark, m.name, *m.params.items()), left_out)
     except TypeError:  # a param that is a list: not hashable, not cached
-        return _cached_label.__wrapped__((m.benchmark, m.name, *m.params.items()),
-                                         ignore.of(m.benchmark))
+        return _cached_label.__wrapped__((m.benchmark, m.name, *m.params.items()), left_out)
 
 
 #: A figure of a node or link: the median of its samples and the best end of the 95 % CI of
@@ -100,13 +100,22 @@ Fig = tuple[float, float, str, str]
 
 def figure(samples: Sequence[float], unit: str, better: str) -> Fig:
     xs = sorted(samples)
-    lo, hi = median_ci_ranks(len(xs))
-    return (statistics.median(xs), xs[hi] if better == "higher" else xs[lo], unit, better)
+    n = len(xs)
+    lo, hi = median_ci_ranks(n)
+    mid = xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2  # statistics.median's
+    return (mid, xs[hi] if better == "higher" else xs[lo], unit, better)
 
 
 def figures(metrics: Iterable[Metric], ignore: NotJoined) -> dict[str, Fig]:
     """label -> figure of each of the metrics that has samples."""
-    return {label(m, ignore): figure(m.samples, m.unit, m.better) for m in metrics if m.samples}
+    left_out: dict[str, frozenset[str]] = {}  # per benchmark, made once a node, not a figure
+    out = {}
+    for m in metrics:
+        if m.samples:
+            if m.benchmark not in left_out:
+                left_out[m.benchmark] = ignore.of(m.benchmark)
+            out[label(m, left_out[m.benchmark])] = figure(m.samples, m.unit, m.better)
+    return out
 
 
 @dataclass
