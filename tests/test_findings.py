@@ -75,6 +75,19 @@ def test_every_kind_has_its_own_code_never_reused_and_an_action(monkeypatch):
     assert verdict.drain_reason("c1", f) == "hpcprobe c1: HP401 slow node"
 
 
+def test_a_warning_line_keeps_its_code_and_action_when_folded():
+    """The terminal folds a run's warnings to 100 columns; the code and action a finding's
+    line ends in are kept whole, the words before them cut."""
+    from hpcprobe.views.verdict import fold
+
+    long = "memory triad 2T: " + "the figure moved " * 12 + "[HP104 re-measure]"
+    plain = "memory: a warning of no finding, " + "long " * 30
+    kept, cut = fold([long, plain])
+    assert len(kept) <= 91 and kept.endswith("... [HP104 re-measure]"), kept
+    assert len(cut) <= 91 and cut.endswith("..."), cut
+    assert Finding("mpi", HEALTH, "x").warning_line() == "mpi: x [HP301 drain]"
+
+
 def test_a_finding_is_stored_as_the_documents_dict_and_gives_its_warning(tiny):
     ctx = RunContext(tiny, None, "scalar")  # type: ignore[arg-type]
     ctx.find(Finding("memory", HEALTH, "GPU3 is due for a reset", {"item": "GPU3"}))
@@ -84,8 +97,9 @@ def test_a_finding_is_stored_as_the_documents_dict_and_gives_its_warning(tiny):
     assert ctx.findings[0] == {"benchmark": "memory", "kind": "health", "code": "HP301",
                                "action": "drain", "item": "GPU3",
                                "message": "GPU3 is due for a reset"}
-    assert ctx.warnings == ["memory: GPU3 is due for a reset", "memory triad 2T: seen here",
-                            "hpl: the longer warning"]
+    assert ctx.warnings == ["memory: GPU3 is due for a reset [HP301 drain]",
+                            f"memory triad 2T: seen here {NOTE.tag}",
+                            "hpl: the longer warning [HP301 drain]"]
     assert [f["message"] for f in of_kind(ctx.findings, NOTE)] == ["a note, no warning",
                                                                    "seen here"]
     assert of_kind([*ctx.findings, "not a finding"], HEALTH, "hpl")[0]["message"] == "short"

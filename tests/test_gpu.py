@@ -739,7 +739,7 @@ def test_a_gpu_due_for_a_reset_is_a_health_finding_of_its_run(stand_in, monkeypa
     [f] = ctx.findings  # for the cluster verdict, which drains the node; the Xid is no finding
     assert (f["benchmark"], f["kind"], f["item"]) == ("gpu", results.HEALTH, "GPU0")
     assert "row remapping is pending" in f["message"]
-    assert f"gpu: {f['message']}" in ctx.warnings
+    assert f"gpu: {f['message']} [HP301 drain]" in ctx.warnings
     assert [w for w in ctx.warnings if "Xid 63" in w] == \
         [f"gpu: {health.xid_notes(inv.gpus[0])[0]}"]
     assert ctx.metrics and ctx.provenance["gpu"]["gpus"][0]["health"]["remap_pending"]
@@ -995,9 +995,9 @@ def test_a_gpu_slower_than_its_siblings_is_said(tiny):
     assert "gpu.copy bytes=268435456 direction=h2d local -18.4%" in ctx.warnings[1]
     # GPU2's power limit is below its default: the cause said; GPU3's settings are not
     assert ctx.warnings[0].endswith("its power limit or application clocks, set below their "
-                                    "defaults, cap its clock")
+                                    "defaults, cap its clock [HP302 watch]")
     assert ctx.warnings[1].endswith("the clocks, power and throttle reasons beside its "
-                                    "figures say why")
+                                    "figures say why [HP302 watch]")
     f = ctx.findings[0]
     assert (f["kind"], f["item"]) == (bench.SLOWER_THAN_SIBLINGS, "GPU2")
     [e] = f["evidence"]

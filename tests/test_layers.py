@@ -340,6 +340,11 @@ def test_every_command_module_is_registered_once_and_dispatches_itself():
     assert modules <= registered  # a module left out of the registry is a dead command
     sub = cli.build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
     assert list(sub) == names
+    # each of hpcprobe's own is built alone, by the name it is registered under
+    for name in commands.CORE:
+        assert commands.spec(name).name == name
+        alone = cli.build_parser(name)._subparsers._group_actions[0]  # type: ignore[union-attr]
+        assert list(alone.choices) == [name]
 
 
 def test_a_command_module_imports_no_other_command():

@@ -86,7 +86,8 @@ def test_the_benchmark_during_which_the_node_changed_is_named(monkeypatch, tmp_p
     assert read["kernel"] == "triad" and read["unit"] == "GB/s"
     found = [f for f in doc["findings"] if f["kind"] == "node_changed"]
     assert [(f["benchmark"], f["ratio"]) for f in found] == [("toy2", 0.55)]
-    assert [w for w in doc["warnings"] if "sentinel" in w] == [f"toy2: {found[0]['message']}"]
+    assert [w for w in doc["warnings"] if "sentinel" in w] == \
+        [f"toy2: {found[0]['message']} [HP104 re-measure]"]
 
 
 @pytest.mark.usefixtures("toy_family")

@@ -10,9 +10,8 @@ import signal
 import sys
 from collections.abc import Sequence
 
-from hpcprobe import commands, native, registry
-from hpcprobe.commands import runargs
-from hpcprobe.commands.base import Parser
+from hpcprobe import commands, native
+from hpcprobe.commands.base import Parser, split_command
 from hpcprobe.common.errors import ERROR_PREFIX, EXIT_INTERRUPTED, HpcprobeError
 
 
@@ -24,12 +23,14 @@ class _Version(argparse.Action):
         parser.exit()
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command, or of hpcprobe's own `command` alone (what it is given
+    to parse; its module alone imported)."""
     p = Parser(prog="hpcprobe", description="Characterise what an HPC node really delivers.")
     p.add_argument("--version", action=_Version, nargs=0,
                    help="show the version and the kernels' digest, and exit")
     sub = p.add_subparsers(dest="command", required=True, parser_class=Parser)
-    for spec in commands.commands():
+    for spec in commands.commands(command):
         sp = sub.add_parser(spec.name, help=spec.help, description=spec.description,
                             add_help=not spec.own_help)
         spec.setup(sp)
@@ -70,9 +71,11 @@ def option_flags(parser: argparse.ArgumentParser,
 def main(argv: Sequence[str] | None = None) -> int:
     _stacks_on_usr1()
     given = list(sys.argv[1:] if argv is None else argv)
-    # `hpcprobe app NAME [OPTIONS] -- COMMAND ARGS...`: what follows -- is the command, as is
-    own, command = runargs.split_command(given)
-    parser = build_parser()
+    # `hpcprobe app NAME [OPTIONS] -- COMMAND ARGS...`: what follows -- is the command, as is;
+    # the first word before it names the command, whose parser alone is built where it is one
+    # of hpcprobe's own
+    own, command = split_command(given)
+    parser = build_parser(next((a for a in own if not a.startswith("-")), None))
     args = parser.parse_args(own)
     args.after_dashes = command
     if "--" in given and not args.takes_command:
@@ -83,6 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.handler(args))
     except HpcprobeError as exc:  # options named as flags
         # the command's own options first: a family's field may share a name (pgbench's mode)
+        from hpcprobe import registry
+
         names = {**registry.option_names(), **option_flags(parser, args)}
         sys.stderr.write(f"{ERROR_PREFIX}{exc.render(names)}\n")
         return exc.exit_code

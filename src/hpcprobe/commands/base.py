@@ -40,6 +40,13 @@ class Spec:
     own_help: bool = False  # its setup adds its own -h/--help
 
 
+def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """A command line's own arguments, and the command that follows `--` (as it is)."""
+    given = list(argv)
+    after = given.index("--") if "--" in given else len(given)
+    return given[:after], given[after + 1:]
+
+
 #: argparse's own messages, which name no value of ours
 _ARGPARSE_OWN = ("invalid choice", "expected", "ignored", "not allowed", "one of the arguments")
 

@@ -10,7 +10,7 @@ from functools import partial
 
 from hpcprobe import registry
 from hpcprobe.commands import runargs
-from hpcprobe.commands.base import CheckingParser, Spec, add_run_options
+from hpcprobe.commands.base import CheckingParser, Spec, add_run_options, split_command
 from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Command, Family
@@ -56,7 +56,7 @@ def check(fam: Family, argv: Sequence[str]) -> runargs.Checked:
     checked as the command checks itself, without running it: a UserError where it refuses."""
     own = fam.capability(Command)
     assert own is not None
-    given, command = runargs.split_command(argv)
+    given, command = split_command(argv)
     p = CheckingParser(prog=f"hpcprobe {fam.name}")
     _setup(fam, own, p)
     a = p.parse_args(given)

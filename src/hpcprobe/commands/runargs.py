@@ -136,13 +136,6 @@ def family_options(a: argparse.Namespace, fam: Family) -> Any:
     return fam.options(**kw)
 
 
-def split_command(argv: Sequence[str]) -> tuple[list[str], list[str]]:
-    """A command line's own arguments, and the command that follows `--` (as it is)."""
-    given = list(argv)
-    after = given.index("--") if "--" in given else len(given)
-    return given[:after], given[after + 1:]
-
-
 def by_position(fam: Family, values: Sequence[str], rest: Sequence[str]) -> dict[str, Any]:
     """The family's values by position given to another command (`hpcprobe scale app NAME --
     COMMAND...`): its options' fields, or the user's mistake."""

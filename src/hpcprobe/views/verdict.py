@@ -153,6 +153,10 @@ def _sources(v: Verdict) -> list[str]:
     return out
 
 
+#: The code and action a finding's warning line ends in (results/findings.Kind.tag)
+TAG = re.compile(r" \[HP\d{3}( [a-zA-Z -]+)?\]$")
+
+
 def fold(warnings: Sequence[str], width: int = WIDTH) -> list[str]:
     """A run's warnings one line per kind (the same words but for their figures), with how
     many and where, cut to `width` with their "warning: " label."""
@@ -170,5 +174,13 @@ def fold(warnings: Sequence[str], width: int = WIDTH) -> list[str]:
                                     for w, _ in items if w))
         line = (f"{len(items)}x " if len(items) > 1 else "") + \
             (f"{', '.join(wheres)}: " if wheres else "") + items[0][1]
-        out.append(line if len(line) <= width else line[:width - 3] + "...")
+        out.append(_cut(line, width))
     return out
+
+
+def _cut(line: str, width: int) -> str:
+    """`line` cut to `width` with "...", keeping the finding's code and action it ends in."""
+    if len(line) <= width:
+        return line
+    tag = m.group(0) if (m := TAG.search(line)) else ""
+    return line[:width - 3 - len(tag)] + "..." + tag
