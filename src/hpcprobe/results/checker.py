@@ -79,8 +79,8 @@ def pieces(schema: dict[str, Any]) -> tuple[dict[str, Any], dict[tuple[str, str]
 
 def source(schema: dict[str, Any]) -> str:
     """Python for the checkers of `pieces(schema)`: each piece's fastjsonschema code inside a
-    function of its own (their helper names would clash), `DOCUMENT` and `FIGURES` bound to
-    the checkers."""
+    function of its own that makes its checker (their helper names would clash), `DOCUMENT`
+    bound to the document's checker and `FIGURES` to the makers of the figures'."""
     import fastjsonschema
 
     whole, parts = pieces(schema)
@@ -93,22 +93,36 @@ def source(schema: dict[str, Any]) -> str:
         out.append(f"def _piece_{i}():\n{textwrap.indent(text, '    ')}\n"
                    f"    return {entry.group(1)}\n")
     for i, key in enumerate(parts, start=1):
-        names[key] = f"_piece_{i}()"
+        names[key] = f"_piece_{i}"
     figures = ", ".join(f"{k!r}: {v}" for k, v in names.items())
     return "\n".join(out) + f"\nDOCUMENT = _piece_0()\nFIGURES = {{{figures}}}\n"
 
 
-def accepts(document: Check, figures: dict[tuple[str, str], Check], doc: Any) -> bool:
-    """Whether the schema accepts `doc`, by the checkers `source` binds."""
-    import fastjsonschema
+class Checker:
+    """The checkers `source` binds: the document's, and each figure's made the first time a
+    figure of its kind is checked (making all of them took 15 ms of every command here)."""
 
-    try:
-        document(doc)
-        for m in doc.get("metrics", ()):  # each a figure's shape, by the document's checker
-            bench, name = m["benchmark"], m["name"]
-            check = figures.get((bench, name)) or figures.get((bench, ""))
-            if check is not None:
-                check(m)
-    except fastjsonschema.JsonSchemaException:
-        return False
-    return True
+    def __init__(self, document: Check, figures: dict[tuple[str, str], Callable[[], Check]]):
+        self.document, self.makers = document, figures
+        self.made: dict[tuple[str, str], Check | None] = {}
+
+    def figure(self, bench: str, name: str) -> Check | None:
+        """The checker of a figure of `bench` called `name`; None where no rule names it."""
+        key = (bench, name)
+        if key not in self.made:
+            make = self.makers.get(key) or self.makers.get((bench, ""))
+            self.made[key] = None if make is None else make()
+        return self.made[key]
+
+    def __call__(self, doc: Any) -> bool:
+        """Whether the schema accepts `doc`."""
+        import fastjsonschema
+
+        try:
+            self.document(doc)
+            for m in doc.get("metrics", ()):  # each a figure's shape, by the document's check
+                if (check := self.figure(m["benchmark"], m["name"])) is not None:
+                    check(m)
+        except fastjsonschema.JsonSchemaException:
+            return False
+        return True

@@ -10,7 +10,7 @@ import pickle
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from functools import cache, partial
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -213,12 +213,12 @@ def compiled_schema() -> Callable[[Any], bool]:
 
     s = schema()
     # no default written into the document it checks, formats not asserted
-    key = hashlib.sha256(json.dumps([s, "no defaults, no formats, in pieces",
+    key = hashlib.sha256(json.dumps([s, "no defaults, no formats, in pieces made on use",
                                      fastjsonschema.VERSION],
                                     sort_keys=True).encode()).hexdigest()[:16]
     found: dict[str, Any] = {}
     exec(compiled.python_code("result-schema", key, lambda: checker.source(s)), found)
-    return partial(checker.accepts, found["DOCUMENT"], found["FIGURES"])
+    return checker.Checker(found["DOCUMENT"], found["FIGURES"])
 
 
 @cache
