@@ -273,3 +273,15 @@ def test_an_application_has_each_repetitions_power_joules_and_rate_per_watt(tiny
     assert joules.unit == "J" and all(j > 0 for j in joules.samples)
     assert [h.key for h in views.headlines(run)] == ["app:calc"]
     assert bench.work_rate(run.metrics) == ([45.0] * 3, "ops/s")
+
+
+def test_a_check_reads_no_idle_power(tiny, tmp_path, monkeypatch):
+    """The health tier runs in a prolog at every job start: it makes no job wait a second for
+    the idle power, though counters exist (a run does read it)."""
+    monkeypatch.setattr(energy, "POWERCAP", amd_zen4(tmp_path))
+    t0 = time.perf_counter()
+    monkeypatch.setattr(energy, "_uj", lambda d: int(100e6 * (time.perf_counter() - t0))
+                        % d.range_uj)
+    run = registry.check_run(tiny, "scalar", names=["compute"])
+    assert run.profile == "check" and run.select("compute", "peak")
+    assert run.provenance["energy"]["readings"] and "idle" not in run.provenance["energy"]

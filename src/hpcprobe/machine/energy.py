@@ -36,9 +36,6 @@ SOURCE = "RAPL (Linux powercap)"
 #: The helper thread reads every counter this often (s): far more often than the fastest
 #: wrap (a 262 kJ range at 1 kW: 4 minutes), seldom enough to cost nothing
 POLL_S = 10.0
-#: The node's idle power is read over this long before the first benchmark (s): RAPL updates
-#: every millisecond, so a second gives a mean of a thousand updates
-IDLE_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -193,10 +190,10 @@ class Meter:
         self._thread.start()
         self._taken = self.mark()
 
-    def rest(self, seconds: float = IDLE_S) -> None:
+    def rest(self, seconds: float) -> None:
         """Read the node's idle power: `seconds` of doing nothing (nothing where nothing is
-        measured)."""
-        if (at := self.mark()) is not None:
+        measured, or `seconds` is 0: the profile's `idle_s`)."""
+        if seconds > 0 and (at := self.mark()) is not None:
             time.sleep(seconds)
             self.idle = self.since(at)
 

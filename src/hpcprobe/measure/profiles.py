@@ -23,6 +23,10 @@ class Profile:
     #: `--only stale` measures the node again (a quick look or a check is a day's; a reference
     #: measurement a month's)
     valid_s: float = 86400.0
+    #: how long the node's idle power is read before the first benchmark where energy counters
+    #: exist (s; RAPL updates every millisecond: a second is a mean of a thousand); 0: not
+    #: read (a check in a prolog makes no job wait for it)
+    idle_s: float = 1.0
 
     @property
     def help(self) -> str:
@@ -48,7 +52,7 @@ PROFILES: dict[str, Profile] = {
 #: The health tier (`hpcprobe check`): each taking part family's headline point alone, in
 #: seconds. Not a `--profile` of `run`: only the families that declare `Check` have its settings.
 CHECK = Profile("check", "the health tier: each checking family's headline point, seconds",
-                repetition=Repetition(0.03, 3, 7), sample_s=0.001, curve_points=1)
+                repetition=Repetition(0.03, 3, 7), sample_s=0.001, curve_points=1, idle_s=0.0)
 
 
 def valid_until(created: str, profile: str, valid_s: float | None = None) -> datetime:

@@ -197,7 +197,7 @@ def execute(topo: Topology, profile: Profile, families: Sequence[Family], isa: s
     ctx.meter = watch.meter
     watch.meter.start()
     try:
-        watch.meter.rest()  # the node's idle power, before the first benchmark
+        watch.meter.rest(profile.idle_s)  # the node's idle power, before the first benchmark
         interrupted = _families(ctx, measured, options, watch)
     finally:
         watch.meter.stop()
