@@ -77,8 +77,16 @@ def cluster():
 
 @pytest.mark.alone  # judged: a test beside it makes the nodes busy
 def test_a_clean_cluster_flags_nothing(cluster, tmp_path):
-    r, doc = campaign(cluster, tmp_path, "clean")
+    # the node jobs run the node's own install (--node-hpcprobe: the node image's), here a
+    # program that says on which node it started, then runs this hpcprobe
+    started = tmp_path / "started"
+    program = tmp_path / "node-hpcprobe"
+    program.write_text(f'#!/bin/sh\nhostname >> {started}\nexec {sys.executable} -m hpcprobe '
+                       '"$@"\n')
+    program.chmod(0o755)
+    r, doc = campaign(cluster, tmp_path, "clean", "--node-hpcprobe", str(program))
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    assert sorted(started.read_text().split()) == ["n1", "n2", "n3", "n4"]
     assert findings(doc) == [] and doc["failed"] == {} and doc["flagged"] is False
     assert "Nothing flagged." in r.stdout and "Nothing to drain." in r.stdout
     with Store.open(tmp_path / "r.sqlite") as st:
@@ -361,7 +369,8 @@ def test_scale_mistakes_are_said_before_any_job(cluster, tmp_path):
     for extra, needle in ((("--scale", "compute"), "runs across nodes: hpl"),
                           (("--scale", "hpl", "--scale-args", "--n 0"), "--n"),
                           (("--scale", "app,cg", "--scale-args", "a -- true"), "runs alone"),
-                          (("--scale", "app", "--scale-args", "a"), "COMMAND missing")):
+                          (("--scale", "app", "--scale-args", "a"), "COMMAND missing"),
+                          (("--node-hpcprobe", "bin/hpcprobe"), "absolute path")):
         r = hpcprobe(cluster, "cluster", "run", "-p", "test", "--db", str(tmp_path / "r.sqlite"),
                      "--workdir", str(tmp_path / "w"), *extra)
         assert r.returncode == 2 and needle in r.stderr, r.stderr

@@ -55,6 +55,11 @@ REMEASURES = 3
 LINK_SAMPLING = {"quick": (5, 0.1), "default": (7, 0.3), "thorough": (11, 1.0)}
 
 
+def this_hpcprobe() -> list[str]:
+    """How a node job starts the hpcprobe that drives it: by this Python."""
+    return [sys.executable, "-m", "hpcprobe"]
+
+
 @dataclass
 class Plan:
     """What a campaign runs, and how patiently."""
@@ -91,6 +96,8 @@ class Plan:
     scale_line: dict[str, list[str]] = field(default_factory=dict)
     pairs: dict[str, str] = field(default_factory=dict)  # families run between pairs: peer flag
     pairs_args: list[str] = field(default_factory=list)  # and their options
+    #: how a node job starts hpcprobe: this one by this Python, or the node's own install
+    program: list[str] = field(default_factory=this_hpcprobe)
 
 
 def link_rounds(p: Plan) -> list[list[tuple[str, str]]]:
@@ -265,7 +272,7 @@ class Campaign:
     def _probe_spec(self, node: str, attempt: int) -> JobSpec:
         p = self.plan
         output = p.workdir / "jobs" / f"{node}.{attempt}.out"
-        argv = [sys.executable, "-m", "hpcprobe", "run", *p.probe, *p.probe_args,
+        argv = [*p.program, "run", *p.probe, *p.probe_args,
                 "--profile", p.profile, "--tag", p.tag, "--no-store", "--json",
                 str(self._doc(output))]
         return JobSpec(f"hpb-{p.tag}-{node}"[:64], [node], argv, output, p.timeout_s,
@@ -476,7 +483,7 @@ class Campaign:
         """The family run on node a, its peer b named by `flag`."""
         p = self.plan
         output = p.workdir / "jobs" / f"{family}-{a}-{b}.{time.time_ns()}.out"
-        argv = [sys.executable, "-m", "hpcprobe", "run", family, flag, b, *p.pairs_args,
+        argv = [*p.program, "run", family, flag, b, *p.pairs_args,
                 "--profile", p.profile, "--tag", p.tag, "--no-store", "--json",
                 str(self._doc(output))]
         return JobSpec(f"hpb-{p.tag}-{family}-{a}-{b}"[:64], [a, b], argv, output, p.timeout_s,
@@ -493,7 +500,7 @@ class Campaign:
         for k in counts:
             hosts = nodes[:k]
             output = p.workdir / "jobs" / f"{family}-{k}nodes.{time.time_ns()}.out"
-            argv = [sys.executable, "-m", "hpcprobe", *p.scale_line[family], "--hosts",
+            argv = [*p.program, *p.scale_line[family], "--hosts",
                     ",".join(hosts), "--profile", p.profile, "--tag", p.tag, "--no-store",
                     "--json", str(self._doc(output)), *p.scale_args]
             spec = JobSpec(f"hpb-{p.tag}-{family}-{k}"[:64], hosts, argv, output, p.timeout_s,

@@ -14,7 +14,7 @@ from pathlib import Path
 from hpcprobe import registry
 from hpcprobe.analysis.verdict import Verdict
 from hpcprobe.cluster import views
-from hpcprobe.cluster.campaign import Campaign, Plan, link_rounds, node_counts
+from hpcprobe.cluster.campaign import Campaign, Plan, link_rounds, node_counts, this_hpcprobe
 from hpcprobe.cluster.verdict import (
     ONLY,
     FleetVerdict,
@@ -75,6 +75,14 @@ def _positive(text: str) -> float:
     return x
 
 
+def _program(text: str) -> str:
+    """The hpcprobe program the node jobs run: an absolute path (it is each node's own)."""
+    if not text.startswith("/") or text.endswith("/"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give the absolute path of the program on "
+                                         "the nodes, e.g. /opt/hpcprobe/bin/hpcprobe")
+    return text
+
+
 def _add_thresholds(p: argparse.ArgumentParser, kept: str) -> None:
     """--z and --worse; their default is `kept` (the campaign's own), else Thresholds'."""
     th = Thresholds()
@@ -131,6 +139,11 @@ def _setup_run(r: argparse.ArgumentParser) -> None:
                    help="cancel a node's job running longer (default 900)")
     r.add_argument("--start-timeout", type=options.seconds, default=600.0, metavar="SECONDS",
                    help="cancel a job waiting longer to start (default 600)")
+    r.add_argument("--node-hpcprobe", type=_program, metavar="PATH",
+                   help="the hpcprobe the node jobs run: an install on each node's own disk "
+                        "(the node image's, e.g. /opt/hpcprobe/bin/hpcprobe: docs/check.md), so "
+                        "a thousand jobs start without reading this one's thousand files from "
+                        "a shared file system (default: this one, by this Python)")
     r.add_argument("--workdir", metavar="DIR",
                    help="job scripts, outputs and node documents; on a file system every node "
                         "sees (default: ./hpcprobe-cluster/TAG)")
@@ -314,7 +327,8 @@ def _plan(a: argparse.Namespace, sched: Scheduler, store: Store | None, tag: str
                 scale_args=scale_args,
                 scale_line={f: registry.families()[f].command_line() for f in a.scale},
                 pairs={f: registry.capable(Peer)[f].flag for f in a.pairs},
-                pairs_args=_pairs(a))
+                pairs_args=_pairs(a),
+                program=[a.node_hpcprobe] if a.node_hpcprobe else this_hpcprobe())
 
 
 def cmd_run(a: argparse.Namespace) -> int:
