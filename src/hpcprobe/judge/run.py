@@ -103,7 +103,7 @@ def verdict(run: Run, pickers: Sequence[Picker], reference: Reference | None,
     shown = headlines(run, pickers)
     for h in shown:
         e = reference.figures.get(h.key) if reference else None
-        few = f"{e.runs} run(s) behind it, {reference.min_runs} needed" \
+        few = f"{e.runs} run(s), {reference.min_runs} needed" \
             if reference and e and e.runs < reference.min_runs else None
         rows.append(judge(h, e, noisy.get(h.metric.benchmark) or few))
     return Verdict(rows + _above(run, bounds, shown), reference)
