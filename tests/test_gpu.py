@@ -521,6 +521,8 @@ env = {{"readings": int(os.environ.get("STAND_IN_READINGS", "3")), "sm_mhz": 150
         "power_w": 300.0, "power_w_max": 350.0, "temp_c_max": 70, "reasons": 4,
         "pcie_gen": 4, "pcie_width": 16, "pcie_gen_max": 5, "pcie_width_max": 16,
         "pcie_replays": int(os.environ.get("STAND_IN_REPLAYS", "0"))}}
+if os.environ.get("STAND_IN_ENERGY"):  # the board's energy counter: joules over seconds
+    env.update(zip(("energy_j", "energy_s"), map(float, os.environ["STAND_IN_ENERGY"].split())))
 def out(**d): print(json.dumps(d))
 if a[0] == "info" and os.environ.get("STAND_IN_NO_DRIVER"):
     out(error="no NVIDIA driver: libcuda.so.1 was not found or did not load", code=4)
@@ -598,6 +600,25 @@ def test_a_gemm_whose_clock_nvml_hardly_read_gets_no_share_of_peak(stand_in, mon
     assert ctx.metrics[0].params["nvml_readings"] == 2
     assert ctx.warnings == ["gpu: GPU0 GEMM bf16 N=1024: NVML read the SM clock 2 time(s) "
                             "while the products ran, fewer than 3: no share of peak"]
+
+
+@pytest.mark.parametrize("energy,watts,source", [
+    ("620 2.0", 310.0, bench.COUNTER),  # the counter over 2 s: 310 W, not the samples' 300
+    ("31 0.1", 300.0, bench.BOARD),  # 0.1 s: the counter may not have moved; the samples
+    ("", 300.0, bench.BOARD)])  # no counter (before Volta): the samples
+def test_the_boards_power_is_its_energy_counters_where_it_counts(stand_in, monkeypatch, tiny,
+                                                                energy, watts, source):
+    monkeypatch.setenv("STAND_IN_ENERGY", energy)
+    ctx = RunContext(tiny, profiles.get("quick"), "scalar", standalone=True)
+    bench.run(ctx, bench.GpuOptions(gpu_tests=("gemm",), gpu_precisions=("bf16",),
+                                    gpu_gemm_n=(1024,)))
+    [gemm] = [m for m in ctx.metrics if m.name == "gemm"]
+    [power] = [m for m in ctx.metrics if m.name == "power"]
+    [per] = [m for m in ctx.metrics if m.name == "gemm_per_watt"]
+    assert power.samples == [watts] and power.params["domains"] == source == per.params["domains"]
+    assert per.samples == pytest.approx([s / watts for s in gemm.samples])
+    assert ("energy_j" in gemm.params) == bool(energy)
+    assert set(bench.ENERGY) <= bench.NOT_JOINED  # how it was read, not which figure it is
 
 
 def test_gpu_info_says_what_cuda_sees(stand_in, capsys, monkeypatch):

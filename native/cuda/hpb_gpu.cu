@@ -111,6 +111,7 @@ static struct {
     int (*pcie_gen)(nvml_device, unsigned *), (*pcie_width)(nvml_device, unsigned *);
     int (*pcie_gen_max)(nvml_device, unsigned *), (*pcie_width_max)(nvml_device, unsigned *);
     int (*replays)(nvml_device, unsigned *); /* the PCIe link's replays (retries) since reset */
+    int (*energy)(nvml_device, unsigned long long *); /* the board's mJ since the driver loaded */
     nvml_device dev;
     int ok;
     char why[160];
@@ -138,6 +139,7 @@ static void nvml_open(int device)
     *(void **)&nvml.pcie_gen_max = dlsym(h, "nvmlDeviceGetMaxPcieLinkGeneration");
     *(void **)&nvml.pcie_width_max = dlsym(h, "nvmlDeviceGetMaxPcieLinkWidth");
     *(void **)&nvml.replays = dlsym(h, "nvmlDeviceGetPcieReplayCounter");
+    *(void **)&nvml.energy = dlsym(h, "nvmlDeviceGetTotalEnergyConsumption"); /* Volta on */
     if (!nvml.init || !nvml.by_bus || !nvml.clock || nvml.init() != 0) {
         snprintf(nvml.why, sizeof nvml.why, "NVML did not initialise");
         return;
@@ -158,6 +160,9 @@ struct readings {
     unsigned gen, width;        /* the PCIe link's highest generation and width seen */
     unsigned replays0;          /* the link's replay counter at the start */
     int replays_read;
+    unsigned long long energy0; /* the board's energy counter at the start (mJ) */
+    int energy_read;
+    struct timespec t0;         /* when the readings started */
     int n, stop;
     pthread_t thread;
 };
@@ -196,6 +201,9 @@ static void readings_start(struct readings *r)
     memset(r, 0, sizeof *r);
     if (nvml.ok && nvml.replays && nvml.replays(nvml.dev, &r->replays0) == 0)
         r->replays_read = 1;
+    clock_gettime(CLOCK_MONOTONIC, &r->t0);
+    if (nvml.ok && nvml.energy && nvml.energy(nvml.dev, &r->energy0) == 0)
+        r->energy_read = 1;
     if (nvml.ok)
         pthread_create(&r->thread, NULL, sampler, r);
 }
@@ -251,6 +259,15 @@ static const char *readings_stop(struct readings *r)
     if (r->replays_read && nvml.replays(nvml.dev, &replays) == 0)
         len += snprintf(out + len, sizeof out - len, ", \"pcie_replays\": %u",
                         replays - r->replays0);
+    /* the board's energy counter over the readings' time (it updates every 20-100 ms: the
+     * caller decides whether that time is long enough for it to count) */
+    unsigned long long energy1 = 0;
+    struct timespec t1;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (r->energy_read && nvml.energy(nvml.dev, &energy1) == 0 && energy1 >= r->energy0)
+        len += snprintf(out + len, sizeof out - len, ", \"energy_j\": %.3f, \"energy_s\": %.4f",
+                        (energy1 - r->energy0) / 1e3,
+                        (t1.tv_sec - r->t0.tv_sec) + (t1.tv_nsec - r->t0.tv_nsec) / 1e9);
     snprintf(out + len, sizeof out - len, "}");
     return out;
 }

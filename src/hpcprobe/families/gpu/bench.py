@@ -278,6 +278,25 @@ def _well_read(env: dict[str, Any]) -> bool:
 #: The figures whose board power is kept beside them, and each per watt; the source named
 PER_WATT_FIGURES = ("bandwidth", "gemm", "copy")
 BOARD = "GPU board (NVML power samples every 5 ms)"
+COUNTER = "GPU board (NVML energy counter)"
+#: The board's energy counter (Volta on) updates every 20-100 ms: over a measurement this long
+#: (s) it gives the mean power (joules over seconds); a shorter one takes the samples' mean
+COUNTER_MIN_S = 1.0
+#: What NVML's energy counter gave over a measurement, kept beside its figures
+ENERGY = ("energy_j", "energy_s")
+
+
+def board_power(params: dict[str, Any]) -> tuple[float | None, str]:
+    """The board's mean power while a figure was measured, and its source: the energy counter
+    where it ran long enough to count, else the mean of NVML's power samples (None where too
+    few were read)."""
+    joules, seconds = params.get("energy_j"), params.get("energy_s")
+    if isinstance(joules, (int, float)) and isinstance(seconds, (int, float)) \
+            and seconds >= COUNTER_MIN_S and joules > 0:
+        return joules / seconds, COUNTER
+    if int(params.get("nvml_readings", 0)) < MIN_READINGS:
+        return None, BOARD
+    return params.get("power_w"), BOARD
 
 
 def _env_params(env: dict[str, Any]) -> dict[str, Any]:
@@ -289,7 +308,7 @@ def _env_params(env: dict[str, Any]) -> dict[str, Any]:
             "sm_mhz_min": env["sm_mhz_min"], "mem_mhz": env["mem_mhz"], "power_w": env["power_w"],
             "power_w_max": env["power_w_max"], "temp_c_max": env["temp_c_max"],
             "throttle": ",".join(v for k, v in REASONS.items() if reasons & k & LIMITING)
-            or "none", **{k: env[k] for k in PCIE if k in env}}
+            or "none", **{k: env[k] for k in (*PCIE, *ENERGY) if k in env}}
 
 
 def _samples(docs: list[dict[str, Any]], key: tuple[str, ...]) -> dict[tuple[Any, ...],
@@ -389,7 +408,7 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
 NOT_JOINED = frozenset({"gpu", "bus_id", "nvml_readings", "sm_mhz", "sm_mhz_min", "mem_mhz",
                         "power_w", "power_w_max", "temp_c_max", "throttle", "nvml", "cpus",
                         "buffer_numa", "peer_access", "mem_khz", "bus_width_bits", "cc", "sms",
-                        "flops_per_sm_clock", "model_source", *PCIE})
+                        "flops_per_sm_clock", "model_source", *PCIE, *ENERGY})
 
 #: The figures a node's GPUs of one model are judged against each other on, and the param of
 #: which only the largest value is (small arrays sit in L2 and small copies in start-up costs:
@@ -496,8 +515,8 @@ class _Target:
     def add(self, name: str, unit: str, params: dict[str, Any], samples: list[float]) -> None:
         figure = Metric("gpu", name, unit, {**self.base, **params}, samples)
         self.ctx.metrics.append(figure)
-        if name in PER_WATT_FIGURES and int(params.get("nvml_readings", 0)) >= MIN_READINGS:
-            self.ctx.metrics += per_watt_at(figure, params.get("power_w"), BOARD)
+        if name in PER_WATT_FIGURES:
+            self.ctx.metrics += per_watt_at(figure, *board_power(params))
         if params.get("pcie_replays"):
             self.warn("PCIe link retried transfers while it was measured (NVML's replay "
                       "counter rose, pcie_replays beside the figures): link errors, from a "
