@@ -378,3 +378,16 @@ def test_a_store_that_fails_after_the_measurement_keeps_the_runs_document(tmp_pa
     assert r.code == 0 and "Imported 1 run(s)" in r.out
     with Store.open(db, create=False) as st:
         assert st.load(doc["run_id"]).to_dict() == results.Run.from_dict(doc).to_dict()
+
+
+def test_runs_stored_together_are_stored_whole_and_those_stored_skipped(db):
+    """`save_all` (a campaign's nodes that ended in one poll): every run whole in one
+    transaction, a run stored already skipped and named, each figure's samples kept."""
+    first, second, third = (copy_of(i, metrics=3) for i in range(3))
+    with Store.open(db) as st:
+        st.save(second)
+        assert st.save_all([first, second, third]) == [second.run_id]
+        assert st.save_all([]) == []
+        back = {r.run_id: r for r in st.load_all(Selection(tag="fleet"))}
+    assert set(back) == {first.run_id, second.run_id, third.run_id}
+    assert [m.samples for m in back[third.run_id].metrics] == [m.samples for m in third.metrics]
