@@ -85,7 +85,7 @@ def test_every_option_given_bad_values_ends_in_one_line_or_a_verdict(tmp_path, m
 
     monkeypatch.setattr(runner, "execute", measures)
     parser = cli.build_parser()  # built once: a parse leaves nothing in it
-    monkeypatch.setattr(cli, "build_parser", lambda: parser)
+    monkeypatch.setattr(cli, "build_parser", lambda command=None: parser)
     cases = _cases(tmp_path)
     assert len(cases) > 300, len(cases)  # every command's options, each with every value
     wrong = []

@@ -25,6 +25,14 @@ def main() -> int:
         sys.stderr.write(f"{ERROR_PREFIX}{exc}\n")
         return exc.exit_code
     except ImportError as exc:
-        sys.stderr.write(f"{ERROR_PREFIX}{exc}; reinstall hpcprobe (make setup)\n")
-        return EXIT_FAILURE
-    return cli.main()
+        return _reinstall(exc)
+    try:
+        return cli.main()
+    except ImportError as exc:  # a command's modules are imported when it runs
+        return _reinstall(exc)
+
+
+def _reinstall(exc: ImportError) -> int:
+    """A package the install lacks: one line, and how to mend it."""
+    sys.stderr.write(f"{ERROR_PREFIX}{exc}; reinstall hpcprobe (make setup)\n")
+    return EXIT_FAILURE
