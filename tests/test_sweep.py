@@ -652,3 +652,22 @@ def test_the_energy_example_loads_and_weighs_each_workload_as_it_says():
     assert [c.pre for c in s.configurations.values()] == [
         (("tuned-adm", "profile", p),) for p in ("balanced", "throughput-performance",
                                                  "powersave")]
+
+
+def test_the_gpu_power_limit_example_loads_and_restores_the_default_limit():
+    """docs/examples/gpu-power-limit.toml: valid (each option one of the GPU family's), each
+    workload's criterion as named, each lowered limit set in `pre` and the default put back in
+    `post` (which runs whatever happens to the configuration)."""
+    from hpcprobe import registry
+    from hpcprobe.machine import topology
+    from hpcprobe.tuning import config, sweep
+
+    labels = sweep.fingerprint_labels(topology.load_xml(DATA / "tiny-2c.xml"), "scalar")
+    s = config.load(EXAMPLE.with_name("gpu-power-limit.toml"), registry.families(), labels)
+    assert {w.name: (w.family, w.by) for w in s.workloads.values()} == {
+        "gemm-time": ("gpu", "time"), "gemm-energy": ("gpu", "energy"),
+        "gemm-edp": ("gpu", "edp"), "hbm-energy": ("gpu", "energy")}
+    limit = ("nvidia-smi", "-i", "0", "-pl")
+    assert [(c.name, c.pre, c.post) for c in s.configurations.values()] == [
+        ("700W", (), ()), ("500W", ((*limit, "500"),), ((*limit, "700"),)),
+        ("350W", ((*limit, "350"),), ((*limit, "700"),))]
