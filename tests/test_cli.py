@@ -10,6 +10,7 @@ import sqlite3
 import stat
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -85,6 +86,19 @@ def test_the_command_line_starts_without_numpy_scipy_or_matplotlib():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     assert out.splitlines() == ["[]", "(4, 4, 4) True"]
+
+
+def test_the_version_is_the_installed_releases_without_importlib_metadata():
+    """Read from the release's own METADATA beside the package, as importlib.metadata reads
+    it (which costs a start 25 modules)."""
+    import hpcprobe
+
+    kept = Path(hpcprobe.__file__).resolve().parent.parent
+    if not list(kept.glob("hpcprobe-*.dist-info")):
+        pytest.skip("hpcprobe imported from a source tree (the suite imports its install)")
+    from importlib.metadata import version
+
+    assert hpcprobe._version() == version("hpcprobe") != "0+unknown"
 
 
 def test_version_names_the_kernels_and_a_broken_install_is_one_line(tmp_path):
