@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import csv
 import io
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from hpcprobe.common import jsondoc
 from hpcprobe.results.model import Metric, Run
-from hpcprobe.results.store import AlreadyStored, Selection, Store
+from hpcprobe.results.store import Selection, Store
 
 WHAT = ("runs", "metrics", "samples")
 FORMATS = ("jsonl", "csv")
@@ -71,13 +72,14 @@ def render(records: Iterator[dict[str, Any]], what: str, fmt: str) -> str:
 
 
 def import_runs(store: Store, runs: Sequence[Run]) -> tuple[list[str], list[str]]:
-    """(stored, already there) run ids; each run in its own transaction."""
-    stored, skipped = [], []
+    """(stored, already there) run ids: `Store.save_all` (one transaction where the store has
+    them), a run given twice stored once."""
+    skipped = store.save_all(runs)
+    left = Counter(skipped)  # the runs not stored, one count each
+    stored = []
     for run in runs:
-        try:
-            store.save(run)
-        except AlreadyStored:
-            skipped.append(run.run_id)
+        if left[run.run_id]:
+            left[run.run_id] -= 1
         else:
             stored.append(run.run_id)
     return stored, skipped

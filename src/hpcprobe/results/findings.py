@@ -44,8 +44,13 @@ class Kind:
 
     @property
     def tag(self) -> str:
-        """Its code and action as a warning line ends: `[HP102 re-measure]`, `[HP209]`."""
+        """Its code and action as a warning line ends: `[HP102 re-measure]`, `[HP209]`
+        (`TAG` finds it)."""
         return f"[{self.code}{'' if self.action == 'none' else ' ' + self.action}]"
+
+
+#: The code and action a finding's warning line ends in (`Kind.tag`), for a view that cuts it
+TAG = re.compile(r" \[HP\d{3}( [a-zA-Z -]+)?\]$")
 
 
 #: Every kind declared, by name (a kind named twice must be declared the same).

@@ -199,7 +199,7 @@ def _compiled_accepts(doc: Any) -> bool:
     """The schema compiled to Python by fastjsonschema (`results/checker`: in pieces, each
     figure checked by its family's rules alone), formats not asserted (as jsonschema's
     validator does not): a 2x64-core node's document of 3,540 figures took jsonschema 3.6 s
-    here, and this 0.1 s. A document it refuses goes to jsonschema, whose word and message
+    here, and this 0.13 s. A document it refuses goes to jsonschema, whose word and message
     stand (tests/test_schema.py keeps the two in agreement)."""
     return compiled_schema()(doc)
 

@@ -164,9 +164,9 @@ class Store(ABC):
         there."""
 
     def save_all(self, runs: Sequence[Run]) -> list[str]:
-        """Store each run whole; the ids of those stored already, which are skipped. A backend
-        with transactions stores them in one (a campaign's nodes that ended in one poll: one
-        commit, not one a node)."""
+        """Store each run whole; the ids of those stored already (one a run given twice),
+        which are skipped. A backend with transactions stores them in one (a campaign's nodes
+        that ended in one poll, an import's files: one commit, not one a run)."""
         skipped = []
         for run in runs:
             try:

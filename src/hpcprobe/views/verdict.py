@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from hpcprobe.analysis.verdict import Verdict
+from hpcprobe.results import findings
 from hpcprobe.results.judgement import FIGURE_MARKS, Judgement
 from hpcprobe.viewkit.table import Block, Lines, Table
 
@@ -153,10 +154,6 @@ def _sources(v: Verdict) -> list[str]:
     return out
 
 
-#: The code and action a finding's warning line ends in (results/findings.Kind.tag)
-TAG = re.compile(r" \[HP\d{3}( [a-zA-Z -]+)?\]$")
-
-
 def fold(warnings: Sequence[str], width: int = WIDTH) -> list[str]:
     """A run's warnings one line per kind (the same words but for their figures), with how
     many and where, cut to `width` with their "warning: " label."""
@@ -182,5 +179,5 @@ def _cut(line: str, width: int) -> str:
     """`line` cut to `width` with "...", keeping the finding's code and action it ends in."""
     if len(line) <= width:
         return line
-    tag = m.group(0) if (m := TAG.search(line)) else ""
+    tag = m.group(0) if (m := findings.TAG.search(line)) else ""
     return line[:width - 3 - len(tag)] + "..." + tag
