@@ -5,6 +5,8 @@ advance while a benchmark runs, and a machine with none (this kind of VM)."""
 
 from __future__ import annotations
 
+import os
+import shutil
 import threading
 import time
 from dataclasses import replace
@@ -15,6 +17,7 @@ import pytest
 from rich.console import Console
 
 from hpcprobe import native, registry
+from hpcprobe.families.hpl import blas
 from hpcprobe.families.memory.bench import MemoryOptions
 from hpcprobe.machine import energy, facts
 from hpcprobe.machine.sizing import in_cache
@@ -285,3 +288,93 @@ def test_a_check_reads_no_idle_power(tiny, tmp_path, monkeypatch):
     run = registry.check_run(tiny, "scalar", names=["compute"])
     assert run.profile == "check" and run.select("compute", "peak")
     assert run.provenance["energy"]["readings"] and "idle" not in run.provenance["energy"]
+
+
+def _drawing(monkeypatch, root: Path, watts: float) -> None:
+    """Every counter of `root` advancing at `watts` with the clock, this meter's tree."""
+    monkeypatch.setattr(energy, "POWERCAP", root)
+    t0 = time.perf_counter()
+    monkeypatch.setattr(energy, "_uj", lambda d: int(
+        watts * 1e6 * (time.perf_counter() - t0)) % d.range_uj)
+
+
+@pytest.mark.skipif(not blas.installed(), reason="no Debian BLAS installed")
+def test_dgemm_power_is_read_over_its_timed_calls_alone(tmp_path, monkeypatch):
+    """The DGEMM worker waits at its timed calls while the parent marks the counters, and
+    says when they end: the window holds every timed call and not the worker's start-up,
+    warm-up and check; its mean power is the node's."""
+    _drawing(monkeypatch, amd_zen4(tmp_path), 150.0)
+    meter = energy.Meter.of(poll_s=3600)
+    meter.start()
+    name, lib = sorted(blas.installed().items())[0]
+    t0 = time.perf_counter()
+    got = blas.dgemm(blas.Blas(name, lib), (min(os.sched_getaffinity(0)),), 3, 256, meter)
+    whole = time.perf_counter() - t0
+    meter.stop()
+    assert got["error"] is None and len(got["samples"]) == 3
+    drew = got["window"]
+    timed = sum(2 * 256 ** 3 / g / 1e9 for g in got["samples"])
+    assert timed <= drew.seconds < whole
+    assert drew.watts == pytest.approx(150.0, rel=0.01) and drew.domains() == "package-0"
+    # no meter (this kind of VM): the worker is not held, no window
+    assert blas.dgemm(blas.Blas(name, lib), (0,), 1, 128)["window"] is None
+
+
+def _xhpl(tmp_path: Path, seconds: float) -> Path:
+    """A stand-in xhpl (rank 0 prints, the others leave) that runs 2.5 s and reports a solve
+    of `seconds` at 30 GFLOP/s, its residual check passed."""
+    exe = tmp_path / f"xhpl-{seconds:g}"
+    exe.write_text(
+        "#!/bin/sh\nrank=${OMPI_COMM_WORLD_RANK:-${PMI_RANK:-${SLURM_PROCID:-0}}}\n"
+        '[ "$rank" = 0 ] || exit 0\nsleep 2.5\n'
+        f"echo 'WR11C2R4  1000  192  1  1  {seconds:.2f}  3.0e+01'\n"
+        "echo '||Ax-b||_oo/(eps*(||A||_oo*||x||_oo+||b||_oo)*N)=  0.0026 ...... PASSED'\n")
+    exe.chmod(0o755)
+    return exe
+
+
+@pytest.mark.skipif(not (shutil.which("mpirun") and blas.installed()),
+                    reason="mpirun or a BLAS missing (make system-deps)")
+def test_hpl_and_dgemm_per_watt_over_their_timed_parts(tiny, tmp_path, monkeypatch):
+    """A node drawing 200 W: HPL's power over its timed solve, as the polls bracket it, and
+    Rmax per watt beside Rmax, a headline of the verdict, in the family's table and the JSON;
+    DGEMM's power and GFLOP/s per watt beside each DGEMM."""
+    from hpcprobe.families.hpl.bench import HplOptions
+    from hpcprobe.families.hpl.views import headlines
+
+    _drawing(monkeypatch, amd_zen4(tmp_path), 200.0)
+    lib = sorted(blas.installed())[0]
+
+    opts = HplOptions(xhpl=str(_xhpl(tmp_path, 2.0)), n=1000, blas=(lib,))
+    run = registry.execute(tiny, profiles.get("quick"), ["hpl"], native.best_isa(),
+                           {"hpl": opts}, NoProgress())
+    [rmax], [power] = run.select("hpl", "rmax"), run.select("hpl", "power")[-1:]
+    [per] = run.select("hpl", "rmax_per_watt")
+    assert rmax.samples == [30.0] and power.params.items() >= rmax.params.items()
+    assert power.summary.median == pytest.approx(200.0, rel=0.01)
+    assert per.unit == "GFLOP/s/W" and per.samples == pytest.approx([30.0 / 200.0], rel=0.01)
+    dgemm = run.select("hpl", "dgemm")
+    assert len(run.select("hpl", "dgemm_per_watt")) == len(dgemm) > 0
+    assert {h.key for h in headlines(run)} == {"hpl.rmax", "hpl.rmax_per_watt"}
+    jsonschema.validate(run.to_dict(), schema())
+    console = Console(record=True, width=200)
+    terminal.render(run, console, registry.views(), console)
+    shown = console.export_text()
+    assert "HPL and DGEMM per watt" in shown and "0.150" in shown
+
+
+def test_a_solve_is_cut_from_the_polls_that_bracket_it():
+    """HPL reports a solve's seconds only when it ends: its energy runs from the first poll
+    after (the poll that saw its line, less its seconds) to the poll before its line; a solve
+    the polls do not bracket for half its length, or whose line no poll saw, has none."""
+    from hpcprobe.families.hpl.bench import SOLVE_COVERED, solved
+
+    trail = energy.Trail(None)
+    # polls every 2 s from 1 s on, the package drawing 100 W
+    trail.marks = [(float(t), {"package-0": 100_000_000 * t}) for t in range(1, 21, 2)]
+    got = solved(trail, (17.0, 19.0), 10.0)  # its line seen at 19, not at 17: solved 9..17
+    assert got is not None and (got.seconds, got.watts) == (8.0, 100.0)
+    assert solved(trail, (17.0, 19.0), 40.0) is None  # 16 of 40 s bracketed at most
+    assert 16.0 < SOLVE_COVERED * 40.0
+    assert solved(trail, None, 10.0) is None
+    assert trail.within(4.0, 4.5) is None and energy.Trail(None).mark() > 0

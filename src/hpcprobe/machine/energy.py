@@ -130,6 +130,17 @@ def _between(a: Mark, b: Mark) -> Window:
     return Window(t1 - t0, {d: (after[d] - before[d]) / 1e6 for d in after if d in before})
 
 
+def joined(windows: list[Window]) -> Window | None:
+    """Several stretches as one: their seconds and each domain's joules summed (the domains
+    every one of them read); None for none."""
+    if not windows:
+        return None
+    common = set.intersection(*(set(w.joules) for w in windows))
+    return Window(sum(w.seconds for w in windows),
+                  {d: sum(w.joules[d] for w in windows) for d in windows[0].joules
+                   if d in common})
+
+
 @dataclass
 class Meter:
     """Joules per domain since the start, every wrap counted (a helper thread reads the
@@ -334,3 +345,28 @@ def line(stored: dict[str, Any] | None) -> list[str]:
     watts = "" if run.watts is None else f", {run.watts:.0f} W on average"
     return [f"{head}: {run.whole_joules:.0f} J (packages and DRAM) over {run.seconds:.0f} s"
             f"{watts}{at_rest}"]
+
+
+class Trail:
+    """The meter marked at each poll of a program that runs a long while and reports a phase's
+    length only when it ends (HPL's timed solve): the energy of the part of that phase the
+    marks bracket, cut out afterwards."""
+
+    def __init__(self, meter: Meter | None) -> None:
+        self.meter = meter
+        self.marks: list[Mark] = []
+
+    def mark(self) -> float:
+        """Mark the counters (where a meter reads any); the time of the mark, on the clock
+        the marks keep (`time.perf_counter`)."""
+        got = None if self.meter is None else self.meter.mark()
+        if got is None:
+            return time.perf_counter()
+        self.marks.append(got)
+        return got[0]
+
+    def within(self, start: float, end: float) -> Window | None:
+        """The energy from the first mark at or after `start` to the last at or before `end`
+        (None: fewer than two marks between them)."""
+        inside = [m for m in self.marks if start <= m[0] <= end]
+        return _between(inside[0], inside[-1]) if len(inside) > 1 else None

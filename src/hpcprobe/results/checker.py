@@ -3,8 +3,9 @@
 The schema says what each figure is as `if benchmark is B then ...` rules, one per family, and
 in each `if name is N then ...` rules (`$defs.metric.allOf`). Compiled whole, every figure runs
 every family's `if`, and fastjsonschema answers a failed `if` by raising an exception: a node's
-document of 177 figures took 17 ms here, 17 s of a 1,000-node campaign's collection. Here the same schema is compiled as the document with each figure's family rules taken
-out, and one piece per (benchmark, name) holding the rules that apply to it; a figure is
+document of 177 figures took 17 ms here, 17 s of a 1,000-node campaign's collection. Here the
+same schema is compiled as the document with each figure's family rules taken out, and one
+piece per (benchmark, name) holding the rules that apply to it; a figure is
 checked by the document's checker and then by its piece, chosen by a dictionary lookup, where
 the schema's `if` would have chosen. Only `if`s of that exact shape (one key, a const or an
 enum of strings, required, no `else`) are taken out; any other rule stays where it is. What

@@ -11,6 +11,7 @@ from hpcprobe.measure.family import (
     Family,
     Headlines,
     Metrics,
+    Params,
     Scaling,
     Sized,
 )
@@ -22,7 +23,8 @@ FAMILY = Family(
     metrics=Metrics(bench.METRICS, frozenset({
         "hosts", "launcher", "blas_library", "blas_kernels", "blas_isa", "n", "microarch",
         "flops_per_cycle", "model_source", "clock_load", "cpus", "basis", "clock_ghz",
-        "binding"})),
+        "binding"}), params=(Params(("domains",), ("power", "dgemm_per_watt",
+                                                    "rmax_per_watt")),)),
     views=(views.tables,), figures=(views.figures,),
     capabilities=(Headlines(views.headlines), Default(),
                   Ceilings((Bound("hpl", "rmax", views.rmax_ceiling),

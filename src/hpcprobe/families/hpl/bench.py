@@ -23,10 +23,18 @@ from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.families.hpl import binding, blas, inputs, output
 from hpcprobe.families.hpl.blas import Blas
 from hpcprobe.families.hpl.inputs import Problem
-from hpcprobe.machine import cpufreq, flopmodel, sysinfo
+from hpcprobe.machine import cpufreq, energy, flopmodel, sysinfo
 from hpcprobe.machine.provenance import blas as provenance_blas
 from hpcprobe.measure import options
-from hpcprobe.measure.family import Flag, MetricSpec, RunContext, option, specs
+from hpcprobe.measure.family import (
+    Flag,
+    MetricSpec,
+    RunContext,
+    option,
+    per_watt,
+    per_watt_specs,
+    specs,
+)
 from hpcprobe.mpi import find, launch, launchers, layouts
 from hpcprobe.mpi.launchers import Launcher, Layout
 from hpcprobe.mpi.layouts import Ranks
@@ -47,7 +55,8 @@ METRICS = (*specs("GFLOP/s", "higher", "rmax", "dgemm", "nb_search"),
            *specs("GFLOP/s", "higher", "rpeak", "rpeak_base", derived=True),
            *specs("%", "higher", "efficiency", "efficiency_base", "dgemm_fraction", derived=True),
            MetricSpec("hpl_time", "s", "lower"), MetricSpec("residual", "1", "lower"),
-           *specs("GHz", "higher", "clock", "scaling_cur_freq"))
+           *specs("GHz", "higher", "clock", "scaling_cur_freq"),
+           *per_watt_specs(("dgemm", "GFLOP/s"), ("rmax", "GFLOP/s")))
 #: HPL sized by time runs at about this share of the all-core DGEMM rate (for its N and the
 #: expected time of the progress bar).
 HPL_OF_DGEMM = 0.8
@@ -76,6 +85,9 @@ POLL_S = 0.5
 #: for BINDING_SETTLED_S; polls come every BINDING_POLL_S for the first QUICK_POLLS_S, so a
 #: short run is seen too.
 BINDING_POLL_S, QUICK_POLLS_S, BINDING_SETTLED_S = 0.1, 2.0, 5.0
+#: HPL's power is read over its timed solve, as the polls bracket it; under this share of the
+#: solve bracketed (a solve of a few polls), no power and no figure per watt
+SOLVE_COVERED = 0.5
 #: xhpl's progress lines set the expected time once this share of the work is done.
 PROGRESS_TRUSTED = 0.02
 
@@ -361,7 +373,8 @@ def run(ctx: RunContext, opts: HplOptions | None) -> None:
         clk = model.clock(ctx, cores)  # just before, under the same load
         results = runner.go(Problem((n,) * runs, (nb,), s.p, s.q), rate, opts.timeout_s)
         ctx.progress.advance(f"hpl: HPL through {b.name}")
-        _store(ctx, model, s, dict(base, n=n, nb=nb, binding=runner.binding()), results, clk)
+        params = dict(base, n=n, nb=nb, binding=runner.binding())
+        _store(ctx, model, s, params, results, clk, runner.windows)
 
 
 def steps_aside(ctx: RunContext, opts: HplOptions, prog: Program) -> bool:
@@ -386,7 +399,8 @@ def _dgemm(ctx: RunContext, b: Blas, cores: tuple[int, ...], model: _Model,
     reps = settings_of(ctx).dgemm_reps
     info: dict[str, Any] | None = None
     for cpus in dict.fromkeys((cores[:1], cores)):
-        got = blas.dgemm(b, cpus, reps)
+        got = blas.dgemm(b, cpus, reps, meter=ctx.meter)
+        drew = got.pop("window", None)
         if got.get("error") and not got.get("samples"):
             ctx.errors.append(f"hpl: {got['error']}; no HPL through it")
             return None
@@ -398,7 +412,7 @@ def _dgemm(ctx: RunContext, b: Blas, cores: tuple[int, ...], model: _Model,
         params = {"blas": b.name, "blas_library": got["library"], "blas_kernels": got["kernel"],
                   "blas_isa": blas.kernel_isa(got), "threads": len(cpus), "n": got["n"]}
         m = Metric("hpl", "dgemm", "GFLOP/s", params, got["samples"])
-        ctx.metrics.append(m)
+        ctx.metrics += [m, *per_watt(m, drew)]
         clk = clocks.get(len(cpus))
         if clk is not None and model.per_cycle:
             peak_gflops = model.per_cycle * len(cpus) * clk.summary.median
@@ -426,6 +440,10 @@ class _Launch:
         self.ctx, self.prog, self.launcher, self.path, self.mpi, self.s, self.b = \
             ctx, prog, launcher, path, mpi, s, b
         self.bound: dict[int, list[int]] = {}  # rank -> CPUs, read from /proc while it ran
+        self.trail = energy.Trail(ctx.meter)  # the energy counters marked at each poll
+        # each result line's last poll before it was printed and the poll that saw it
+        self.seen: list[tuple[float, float]] = []
+        self.windows: list[energy.Window | None] = []  # the energy of each valid result
 
     def binding(self) -> str:
         """Each rank's CPUs as read back ("0;1", "?" for a rank not seen: on another host, or
@@ -470,6 +488,8 @@ class _Launch:
         what = f"HPL through {self.b.name} (N {max(pr.ns)}, NB {','.join(map(str, pr.nbs))})"
         if error is None and not results:
             error = f"{self.prog.kind} printed no HPL result: {_tail(text)}"
+        self.windows = [solved(self.trail, self.seen[k] if k < len(self.seen) else None,
+                               r.seconds) for k, r in enumerate(results) if r.valid]
         for r in results:
             if not r.valid:
                 self.ctx.errors.append(
@@ -480,6 +500,10 @@ class _Launch:
             self.ctx.errors.append(f"hpl: {what}: {error}" + ("; the runs that finished are "
                                                               "kept" if results else ""))
         return [r for r in results if r.valid]
+
+    def _saw(self, text: str, now: float, before: float) -> None:
+        """Note when the report's result lines were first seen (between `before` and `now`)."""
+        self.seen += [(before, now)] * (output.printed(text) - len(self.seen))
 
     def _follow(self, pr: Problem, work: Path, expected: float, limit: float
                 ) -> tuple[str, str | None]:
@@ -492,6 +516,8 @@ class _Launch:
         start = time.monotonic()
         shown = 0
         settled = 0.0  # when the ranks' binding last changed (or was not seen)
+        self.seen, polled = [], self.trail.mark()
+        report = work / (self.prog.report or "stdout.txt")
         with open(log, "w") as out:
             try:
                 p = subprocess.Popen(spec.argv, stdout=out, stderr=subprocess.STDOUT, cwd=work,
@@ -518,7 +544,9 @@ class _Launch:
                         if not seen or seen != self.bound:
                             settled = elapsed
                         self.bound.update(seen)
-                    text = _read(work / (self.prog.report or "stdout.txt"))
+                    text = _read(report)
+                    before, polled = polled, self.trail.mark()
+                    self._saw(text, polled, before)
                     phase = output.section(text) or "HPL"
                     frac = output.fraction(text)
                     done = 1 - (1 - frac) ** 3 if frac else 0.0  # xhpl's progress: LU work
@@ -531,11 +559,26 @@ class _Launch:
             except BaseException:  # Ctrl-C: the ranks run in their own session
                 launch.stop(p)
                 raise
+        self._saw(_read(report), self.trail.mark(), polled)
         text = _read(work / self.prog.report) if self.prog.report else ""
         text += _read(log)
         if error is None and p.returncode != 0:
             error = f"{self.prog.kind} exited with status {p.returncode}: {_tail(_read(log))}"
         return text, error
+
+
+def solved(trail: energy.Trail, seen: tuple[float, float] | None, seconds: float
+           ) -> energy.Window | None:
+    """The energy of a timed solve of `seconds`, as far as the trail's polls bracket it: from
+    the first mark after the poll that saw its result line (`seen`: that poll and the one
+    before), less its seconds, to the last poll before the line (the solve, and at most the
+    residual check after it); None where the line was not seen while it ran, or that is under
+    SOLVE_COVERED of the solve."""
+    if seen is None:
+        return None
+    before, saw = seen
+    got = trail.within(saw - seconds, before)
+    return got if got is not None and got.seconds >= SOLVE_COVERED * seconds else None
 
 
 def _read(path: Path) -> str:
@@ -582,13 +625,17 @@ def _tune(ctx: RunContext, runner: _Launch, base: dict[str, Any], gflops: float 
 
 
 def _store(ctx: RunContext, model: _Model, s: Setup, params: dict[str, Any],
-           results: list[output.Result], clk: Metric | None) -> None:
-    """Rmax, time and residual of the valid runs; Rpeak on the measured clock (and the base
-    clock where the CPU states one) and the efficiency against each."""
+           results: list[output.Result], clk: Metric | None,
+           windows: list[energy.Window | None]) -> None:
+    """Rmax, time and residual of the valid runs; the power over their timed solves and Rmax
+    per watt, where each solve's energy was read (`solved`); Rpeak on the measured
+    clock (and the base clock where the CPU states one) and the efficiency against each."""
     if not results:
         return
     rmax = [r.gflops for r in results]
-    ctx.metrics += [Metric("hpl", "rmax", "GFLOP/s", params, rmax),
+    drew = None if None in windows else energy.joined([w for w in windows if w is not None])
+    got = Metric("hpl", "rmax", "GFLOP/s", params, rmax)
+    ctx.metrics += [got, *per_watt(got, drew),
                     Metric("hpl", "hpl_time", "s", dict(params), [r.seconds for r in results],
                            "lower"),
                     Metric("hpl", "residual", "1", dict(params),

@@ -7,13 +7,16 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
+import threading
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from hpcprobe.common.errors import OptionError, UserError
-from hpcprobe.machine import provenance
+from hpcprobe.families.hpl import dgemm as dgemm_worker
+from hpcprobe.machine import energy, provenance
 
 #: Debian's BLAS packages: each installs a libblas.so.3 in one of these directories of the
 #: multiarch library directory, an alternative of the system's libblas.so.3.
@@ -187,22 +190,64 @@ def advice(blas: Blas, info: dict[str, Any], cpu_isa: str, env: dict[str, str] |
             "libblas.so.3-x86_64-linux-gnu`")
 
 
-def dgemm(blas: Blas, cpus: tuple[int, ...], reps: int, n: int = 0) -> dict[str, Any]:
+def dgemm(blas: Blas, cpus: tuple[int, ...], reps: int, n: int = 0,
+          meter: energy.Meter | None = None) -> dict[str, Any]:
     """DGEMM on `cpus` (one BLAS thread each) in a fresh process: the library's words on its
-    kernels, GFLOP/s samples, and the result's check (`error`, None when it holds)."""
+    kernels, GFLOP/s samples, and the result's check (`error`, None when it holds). With a
+    `meter`, the worker waits at its timed calls (`dgemm.READY`) and `window` is their energy
+    alone (None where the meter reads nothing)."""
+    gated = meter is not None and meter.mark() is not None
     argv = [sys.executable, "-m", "hpcprobe.families.hpl.dgemm", blas.library, str(n), str(reps),
-            ",".join(map(str, cpus))]
-    try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=WORKER_TIMEOUT_S,
-                           env={**os.environ, **blas.env(len(cpus))})
-    except subprocess.TimeoutExpired:
+            ",".join(map(str, cpus)), *(["gated"] if gated else [])]
+    window: list[energy.Window | None] = [None]
+    late = threading.Event()
+    with tempfile.TemporaryFile("w+") as err, subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, text=True,
+            env={**os.environ, **blas.env(len(cpus))}) as p:
+        timer = threading.Timer(WORKER_TIMEOUT_S, _stop, (p, late))
+        timer.start()
+        try:
+            lines = _answers(p, meter if gated else None, window)
+            p.wait()
+        except BaseException:  # Ctrl-C: not a worker left behind
+            p.kill()
+            raise
+        finally:
+            timer.cancel()
+        err.seek(0)
+        stderr = err.read()
+    if late.is_set():
         return {"error": f"DGEMM through {blas.name} took over {WORKER_TIMEOUT_S:g} s"}
-    lines = [ln for ln in p.stdout.splitlines() if ln.startswith("{")]
     if p.returncode != 0 or not lines:
-        tail = " | ".join(ln.strip() for ln in p.stderr.splitlines() if ln.strip())[-300:]
+        tail = " | ".join(ln.strip() for ln in stderr.splitlines() if ln.strip())[-300:]
         return {"error": f"DGEMM through {blas.name} ({blas.library}) "
                          + (f"died of signal {-p.returncode}" if p.returncode < 0 else
                             f"exited with status {p.returncode}")
                          + (f": {tail}" if tail else "")}
     got: dict[str, Any] = json.loads(lines[-1])
+    got["window"] = window[0]
     return got
+
+
+def _stop(p: subprocess.Popen[str], late: threading.Event) -> None:
+    late.set()
+    p.kill()
+
+
+def _answers(p: subprocess.Popen[str], meter: energy.Meter | None,
+             window: list[energy.Window | None]) -> list[str]:
+    """The worker's JSON lines; the meter marked when it is READY (and told to go) and read
+    when it is DONE, into `window[0]`."""
+    assert p.stdin is not None and p.stdout is not None
+    out, at = [], None
+    for line in p.stdout:
+        word = line.strip()
+        if word == dgemm_worker.READY and meter is not None:
+            at = meter.mark()
+            p.stdin.write("go\n")
+            p.stdin.flush()
+        elif word == dgemm_worker.DONE and meter is not None:
+            window[0] = meter.since(at)
+        elif word.startswith("{"):
+            out.append(word)
+    return out

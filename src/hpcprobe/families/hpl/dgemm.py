@@ -1,9 +1,11 @@
 """DGEMM through one BLAS library, in a process of its own (`python -m
-hpcprobe.families.hpl.dgemm LIB N REPS CPUS`; N 0 sizes the product for about 0.2 s a call):
-the library reads its environment
-(OPENBLAS_CORETYPE, thread counts) when it loads, so each library and core type gets a fresh
-process. It says which library and kernel set it loaded, times C = A B (n x n, beta 0), checks
-sampled entries of C against sums taken here, and prints one JSON line."""
+hpcprobe.families.hpl.dgemm LIB N REPS CPUS [gated]`; N 0 sizes the product for about 0.2 s a
+call): the library reads its environment (OPENBLAS_CORETYPE, thread counts) when it loads, so
+each library and core type gets a fresh process. It says which library and kernel set it
+loaded, times C = A B (n x n, beta 0), checks sampled entries of C against sums taken here, and
+prints one JSON line. Gated, it prints READY after the warm-up call and waits for a line on its
+input before the timed calls, and prints DONE after them: the parent reads the node's energy
+counters around the timed calls alone (not the start-up, the fill or the check)."""
 
 from __future__ import annotations
 
@@ -82,8 +84,20 @@ def check(n: int, a: array[float], b: array[float], c: array[float]) -> str | No
     return None
 
 
-def product(lib: ctypes.CDLL, n: int, reps: int) -> tuple[list[float], str | None]:
-    """GFLOP/s of reps timed calls (after one that warms up) and the check of the result."""
+#: What a gated worker prints before and after its timed calls
+READY, DONE = "ready", "done"
+
+
+def _gate(word: str) -> None:
+    print(word, flush=True)
+    if word == READY:
+        sys.stdin.readline()
+
+
+def product(lib: ctypes.CDLL, n: int, reps: int, gated: bool = False
+            ) -> tuple[list[float], str | None]:
+    """GFLOP/s of reps timed calls (after one that warms up) and the check of the result;
+    `gated`: the timed calls between READY (and the parent's answer) and DONE."""
     a, b, c = matrix(n, 1), matrix(n, 2), array("d", bytes(8 * n * n))
     pa, pb, pc = (ctypes.cast((ctypes.c_double * (n * n)).from_buffer(x),
                               ctypes.POINTER(ctypes.c_double)) for x in (a, b, c))
@@ -92,15 +106,19 @@ def product(lib: ctypes.CDLL, n: int, reps: int) -> tuple[list[float], str | Non
     one, zero = ctypes.c_double(1.0), ctypes.c_double(0.0)
     ref = ctypes.byref
     gflops = []
-    for _ in range(reps + 1):  # the first call warms up (thread pool, pages)
+    for i in range(reps + 1):  # the first call warms up (thread pool, pages)
+        if gated and i == 1:
+            _gate(READY)
         t0 = time.perf_counter()
         lib.dgemm_(ref(no), ref(no), ref(dim), ref(dim), ref(dim), ref(one), pa, ref(dim), pb,
                    ref(dim), ref(zero), pc, ref(dim))
         gflops.append(2.0 * n ** 3 / (time.perf_counter() - t0) / 1e9)
+    if gated:
+        _gate(DONE)
     return gflops[1:], check(n, a, b, c)
 
 
-def run(path: str, n: int, reps: int, cpus: list[int]) -> dict[str, Any]:
+def run(path: str, n: int, reps: int, cpus: list[int], gated: bool = False) -> dict[str, Any]:
     os.sched_setaffinity(0, cpus)
     lib = ctypes.CDLL(path)
     out = identify(path, lib)
@@ -109,7 +127,7 @@ def run(path: str, n: int, reps: int, cpus: list[int]) -> dict[str, Any]:
         rate = max(product(lib, SMALLEST, 1)[0])
         n = int((CALL_S * rate * 1e9 / 2) ** (1 / 3)) // 64 * 64
         n = min(LARGEST, max(SMALLEST, n))
-    samples, error = product(lib, n, reps)
+    samples, error = product(lib, n, reps, gated)
     out.update(n=n, samples=samples, error=error)
     return out
 
@@ -117,7 +135,7 @@ def run(path: str, n: int, reps: int, cpus: list[int]) -> dict[str, Any]:
 def main(argv: list[str]) -> int:
     path, n, reps, cpus = argv[0], int(argv[1]), int(argv[2]), argv[3]
     try:
-        got = run(path, n, reps, [int(x) for x in cpus.split(",")])
+        got = run(path, n, reps, [int(x) for x in cpus.split(",")], argv[4:] == ["gated"])
     except (OSError, AttributeError) as exc:
         got = {"error": f"{path}: {exc}"}
     print(json.dumps(got), flush=True)

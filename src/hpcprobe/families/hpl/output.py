@@ -65,6 +65,11 @@ def parse(text: str) -> list[Result]:
     return out
 
 
+def printed(text: str) -> int:
+    """How many result lines the report holds so far."""
+    return sum(1 for line in text.splitlines() if RESULT.match(line.strip()))
+
+
 def fraction(text: str) -> float | None:
     """The share of columns done of the latest progress line, if any."""
     found = PROGRESS.findall(text)

@@ -1,6 +1,7 @@
 """The hpl family's views: HPL's Rmax against Rpeak (measured clock and base clock) per BLAS,
-DGEMM on one core and all through each BLAS with the kernels it chose, the NB search, and Rmax
-by BLAS as a plot."""
+DGEMM on one core and all through each BLAS with the kernels it chose, the NB search, each
+one's GFLOP/s per watt where the node's energy counters were read, and Rmax by BLAS as a
+plot."""
 
 from __future__ import annotations
 
@@ -132,16 +133,26 @@ def _dgemm_headline(run: Run) -> list[Headline]:
     top = max(m.params["threads"] for m in dgemm)
     got = best([m for m in dgemm if m.params["threads"] == top])
     assert got is not None
-    return [Headline("hpl.dgemm_all", f"DGEMM, {top} cores, {got.params['blas']}", got)]
+    return [Headline("hpl.dgemm_all", f"DGEMM, {top} cores, {got.params['blas']}", got),
+            *_per_watt(run, got, "hpl.dgemm_all_per_watt", f"DGEMM per watt, {top} cores")]
+
+
+def _per_watt(run: Run, got: Metric, key: str, label: str) -> list[Headline]:
+    """The headline of `got` per watt, where the node's energy was read while it ran."""
+    watt = _matching(run, f"{got.name}_per_watt", got)
+    return [] if watt is None else [Headline(key, label, watt)]
 
 
 def headlines(run: Run) -> list[Headline]:
     """HPL's Rmax (the best BLAS's; its Rpeak bounds it); where HPL was not launched (the
-    quick profile), the all-core DGEMM (the FLOP model bounds it)."""
+    quick profile), the all-core DGEMM (the FLOP model bounds it); each per watt, where the
+    node's energy counters were read while it ran (judged against a reference, as the
+    Green500 ranks GFLOP/s per watt)."""
     got = best(run.select("hpl", "rmax"))
     if got is None:
         return _dgemm_headline(run)
-    return [Headline("hpl.rmax", f"HPL Rmax, N={got.params['n']}, {got.params['blas']}", got)]
+    return [Headline("hpl.rmax", f"HPL Rmax, N={got.params['n']}, {got.params['blas']}", got),
+            *_per_watt(run, got, "hpl.rmax_per_watt", "HPL Rmax per watt")]
 
 
 def _matching(run: Run, name: str, metric: Metric) -> Metric | None:
@@ -167,8 +178,33 @@ def dgemm_ceiling(run: Run, metric: Metric) -> Ceiling:
                    "no FLOP model for this CPU")
 
 
+def _energy_table(run: Run) -> Table | None:
+    """Each figure's power and GFLOP/s per watt, where the energy counters were read while it
+    ran (HPL: over its timed solves; DGEMM: over its timed calls)."""
+    watts = [(m, w) for m in run.select("hpl", "rmax") + run.select("hpl", "dgemm")
+             if (w := _matching(run, f"{m.name}_per_watt", m)) is not None]
+    if not watts:
+        return None
+    t = Table(title="HPL and DGEMM per watt: GFLOP/s over the mean power of the domains read "
+                    "while the timed part ran (HPL's solves, DGEMM's timed calls), median",
+              caption="W: " + ", ".join(sorted({w.params["domains"] for _, w in watts})))
+    for col, justify in (("figure", "left"), ("BLAS", "left"), ("cores", "right"),
+                         ("GFLOP/s", "right"), ("W", "right"), ("GFLOP/s per W", "right")):
+        t.add_column(col, justify)
+    for m, w in watts:
+        power = _matching(run, "power", m)
+        t.add_row("HPL Rmax" if m.name == "rmax" else "DGEMM", m.params["blas"],
+                  str(m.params.get("threads") if m.name == "dgemm" else
+                      m.params["ranks"] * m.params["threads"]),
+                  f"{m.summary.median:.1f}",
+                  "-" if power is None else f"{power.summary.median:.1f}",
+                  f"{w.summary.median:.3f}")
+    return t
+
+
 def tables(run: Run) -> list[Block]:
-    return shown(_hpl_table(run), _dgemm_table(run), _nb_table(run), _headline(run))
+    return shown(_hpl_table(run), _dgemm_table(run), _nb_table(run), _energy_table(run),
+                 _headline(run))
 
 
 def rmax_plot(runs: list[Run]) -> Figure | None:
