@@ -20,6 +20,7 @@ import pytest
 
 from conftest import DATA, assert_user_error, hpcprobe
 from hpcprobe.analysis import recommend
+from hpcprobe.common.errors import UserError
 from hpcprobe.results.store import Selection, Store
 from hpcprobe.tuning import state
 from hpcprobe.tuning.config import Configuration
@@ -314,6 +315,26 @@ def test_a_setting_is_restored_and_pre_post_run_in_order(tmp_path):
     assert f.read_text() == "madvise\n"  # the selected value of the choice list
     assert log.read_text() == "pre\npost\n"
     assert [s["step"] for s in steps] == ["set", "pre", "post", "restore"]
+
+
+def test_a_pattern_sets_every_cpus_file_and_restores_each(tmp_path):
+    """`cpu*/cpufreq/scaling_governor` (a per-CPU setting, as tuned's profiles make it) sets
+    each CPU's file and puts back each one's own value; a pattern that matches nothing is
+    refused before anything runs."""
+    for cpu, gov in enumerate(("powersave", "schedutil", "powersave")):
+        (tmp_path / f"cpu{cpu}" / "cpufreq").mkdir(parents=True)
+        (tmp_path / f"cpu{cpu}" / "cpufreq" / "scaling_governor").write_text(gov + "\n")
+    files = sorted(tmp_path.glob("cpu*/cpufreq/scaling_governor"))
+    pattern = str(tmp_path / "cpu*" / "cpufreq" / "scaling_governor")
+    c = config(tmp_path, sysfs={pattern: "performance"})
+    state.check_settable(c.sysfs, "[configurations.c]")
+    steps: list[dict] = []
+    with state.applied(c, print, steps):
+        assert [f.read_text() for f in files] == ["performance\n"] * 3
+    assert [f.read_text() for f in files] == ["powersave\n", "schedutil\n", "powersave\n"]
+    assert [s["what"] for s in steps if s["step"] == "restore"] == [str(f) for f in files][::-1]
+    with pytest.raises(UserError, match=r"cpu9\*/x: matches no file here"):
+        state.check_writable({str(tmp_path / "cpu9*" / "x"): "1"}, "[configurations.c]")
 
 
 def test_a_failing_pre_restores_and_says_why(tmp_path):
@@ -652,6 +673,30 @@ def test_the_energy_example_loads_and_weighs_each_workload_as_it_says():
     assert [c.pre for c in s.configurations.values()] == [
         (("tuned-adm", "profile", p),) for p in ("balanced", "throughput-performance",
                                                  "powersave")]
+
+
+def test_the_sysfs_energy_example_sets_what_tuneds_profiles_set():
+    """docs/examples/sysfs-energy.toml: valid; each configuration sets the governor, the
+    preference and energy_perf_bias of every CPU (patterns) and turbo; refused here, where no
+    cpufreq file exists, in one line before anything runs."""
+    from hpcprobe import registry
+    from hpcprobe.machine import topology
+    from hpcprobe.tuning import config, sweep
+
+    labels = sweep.fingerprint_labels(topology.load_xml(DATA / "tiny-2c.xml"), "scalar")
+    s = config.load(EXAMPLE.with_name("sysfs-energy.toml"), registry.families(), labels)
+    assert {w.by for w in s.workloads.values()} == {"time", "energy", "edp"}
+    cpus = "/sys/devices/system/cpu/cpu*/"
+    assert [{k.removeprefix(cpus): v for k, v in c.sysfs.items()}
+            for c in s.configurations.values()] == [
+        {"cpufreq/scaling_governor": g, "cpufreq/energy_performance_preference": p,
+         "power/energy_perf_bias": b, "/sys/devices/system/cpu/intel_pstate/no_turbo": t}
+        for g, p, b, t in (("powersave", "balance_performance", "6", "0"),
+                           ("performance", "performance", "0", "0"),
+                           ("powersave", "power", "15", "1"))]
+    if not list(Path("/sys/devices/system/cpu").glob("cpu*/cpufreq/scaling_governor")):
+        assert_user_error(hpcprobe("sweep", str(EXAMPLE.with_name("sysfs-energy.toml")),
+                                   "--dry-run"), "cpufreq/scaling_governor: matches no file")
 
 
 def test_the_gpu_power_limit_example_loads_and_restores_the_default_limit():

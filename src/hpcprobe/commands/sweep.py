@@ -4,7 +4,6 @@ rounds, the comparison with the baseline and a recommendation per workload."""
 from __future__ import annotations
 
 import argparse
-import os
 import shlex
 import shutil
 import sys
@@ -68,6 +67,8 @@ def _check_states(s: config.Sweep, boot: str | None) -> None:
     """Before anything runs (or is shown): the boot names configurations, and each of this
     boot's configurations sets sysfs files that are writable here and runs pre and post
     commands that exist (the values a file refuses, the dry run lists)."""
+    from hpcprobe.tuning import state
+
     if boot is None and s.boots():
         raise UserError(f"{s.path}: its configurations need boots {', '.join(s.boots())}: run "
                         "it once in each with --boot NAME (or --analyse to join what is "
@@ -79,10 +80,7 @@ def _check_states(s: config.Sweep, boot: str | None) -> None:
         if c.boot != boot:
             continue
         where = f"{s.path}: [configurations.{c.name}]"
-        for path in c.sysfs:
-            if not os.access(path, os.W_OK):
-                raise UserError(f"{where} set {path}: not writable here (no such file, or not "
-                                "root)")
+        state.check_writable(c.sysfs, where)
         for step, commands in (("pre", c.pre), ("post", c.post)):
             for argv in commands:
                 if shutil.which(argv[0]) is None:
@@ -144,11 +142,14 @@ def _plan(s: Any, boot: str | None) -> int:
               f"{', '.join(s.boots())})")
     for c in here:
         print(f"  {c.name}" + (f" (boot {c.boot})" if c.boot else "") + ":")
-        for path, value in c.sysfs.items():
-            print(f"    set {path} = {value} (restored after)")
-            if (why := state.refused_value(path, value)) is not None:
+        for pattern, value in c.sysfs.items():
+            paths = list(state.files({pattern: value}))
+            many = "" if paths == [pattern] else f", {len(paths)} file(s) here"
+            print(f"    set {pattern} = {value} (restored after{many})")
+            whys = [w for f in paths if (w := state.refused_value(f, value)) is not None]
+            if whys:
                 refused += 1
-                print(f"      refused: {why}")
+                print(f"      refused: {whys[0]}")
         for argv in c.pre:
             print(f"    pre: {shlex.join(argv)}")
         for k, v in c.expect.items():

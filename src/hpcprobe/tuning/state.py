@@ -6,6 +6,7 @@ or a restore that fails is a loud warning naming the state left behind."""
 
 from __future__ import annotations
 
+import glob
 import os
 import shlex
 import signal
@@ -33,12 +34,33 @@ def read_setting(path: str) -> str:
     return bracketed(text) or text.strip()
 
 
+def files(settings: Mapping[str, str]) -> dict[str, str]:
+    """The files a configuration's `set` names, each pattern (`cpu*`, `?`, `[...]`) expanded to
+    the files it matches here, sorted: a per-CPU setting (the governor, energy_perf_bias) in
+    one line on any number of CPUs. A pattern that matches nothing stays as it is (refused by
+    `check_settable`, and a failed write where it is not checked)."""
+    out: dict[str, str] = {}
+    for path, value in settings.items():
+        matched = sorted(glob.glob(path)) if glob.has_magic(path) else []
+        out.update(dict.fromkeys(matched or [path], value))
+    return out
+
+
+def check_writable(settings: Mapping[str, str], where: str) -> None:
+    """Each file a configuration's `set` names (each pattern's) is there and writable here."""
+    for pattern in settings:
+        if glob.has_magic(pattern) and not glob.glob(pattern):
+            raise UserError(f"{where} set {pattern}: matches no file here")
+    for path in files(settings):
+        if not os.access(path, os.W_OK):
+            raise UserError(f"{where} set {path}: not writable here (no such file, or not root)")
+
+
 def check_settable(settings: Mapping[str, str], where: str) -> None:
     """Each sysfs file a configuration sets must be writable here, with a value its choice list
     takes: said before anything runs (`where` names the configuration)."""
-    for path, value in settings.items():
-        if not os.access(path, os.W_OK):
-            raise UserError(f"{where} set {path}: not writable here (no such file, or not root)")
+    check_writable(settings, where)
+    for path, value in files(settings).items():
         if (why := refused_value(path, value)) is not None:
             raise UserError(f"{where} {why}")
 
@@ -76,8 +98,9 @@ def applied(c: Configuration, warn: Callable[[str], None], log: list[dict[str, A
     """The configuration's state while the body runs; restored afterwards in every case."""
     written: list[tuple[str, str]] = []  # (path, value before), in the order written
     ran_pre = False
+    settings = files(c.sysfs)
     try:
-        for path, value in c.sysfs.items():
+        for path, value in settings.items():
             try:
                 before = read_setting(path)
                 write_setting(path, value)
@@ -110,7 +133,7 @@ def applied(c: Configuration, warn: Callable[[str], None], log: list[dict[str, A
                                 "value": before})
                 except OSError as exc:
                     warn(f"WARNING: {c.name}: could not restore {path} to {before!r} "
-                         f"({exc.strerror or exc}): it is left at {c.sysfs[path]!r}")
+                         f"({exc.strerror or exc}): it is left at {settings[path]!r}")
         finally:
             undo()
 
