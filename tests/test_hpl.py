@@ -308,8 +308,10 @@ def test_tune_searches_block_sizes_in_one_launch(tmp_path):
                  "--blas", sorted(INSTALLED)[0])
     assert r.code == 0, r.err
     doc = json.loads(out.read_text())
-    nbs = {m["params"]["nb"] for m in doc["metrics"] if m["name"] == "nb_search"}
+    search = [m for m in doc["metrics"] if m["name"] == "nb_search"]
+    nbs = {m["params"]["nb"] for m in search}
     assert nbs >= set(inputs.NB_CANDIDATES)
+    assert {m["params"]["n"] for m in search} == {1000}  # no larger than the problem asked for
     [rmax] = [m for m in doc["metrics"] if m["name"] == "rmax"]
     assert rmax["params"]["nb"] in nbs and rmax["params"]["ranks"] == 2
 

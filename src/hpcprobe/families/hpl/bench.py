@@ -366,7 +366,7 @@ def run(ctx: RunContext, opts: HplOptions | None) -> None:
             continue
         runner = _Launch(ctx, prog, launcher, path, mpi, s, b)
         if opts.tune:
-            nb = _tune(ctx, runner, base, rate, nb)
+            nb = _tune(ctx, runner, base, rate, nb, opts.n)
         ctx.progress.advance(f"hpl: NB {nb} through {b.name}")
         n = size(ctx, opts, s, nb, rate)
         runs = opts.runs or settings_of(ctx).runs
@@ -607,14 +607,16 @@ def _tail(text: str, lines: int = 4, most: int = 500) -> str:
 
 
 def _tune(ctx: RunContext, runner: _Launch, base: dict[str, Any], gflops: float | None,
-          nb: int) -> int:
-    """One short HPL per candidate block size (one launch); the fastest, or `nb` when none
-    gave a valid result."""
+          nb: int, most: int | None) -> int:
+    """One short HPL per candidate block size (one launch), at most at N `most` (the size asked
+    for: a block size is searched no larger than the problem it is for; never below one block
+    of the largest); the fastest, or `nb` when none gave a valid result."""
     nbs = tuple(sorted({*inputs.NB_CANDIDATES, nb}))
     s = runner.s
     seconds = min(TUNE_S, settings_of(ctx).seconds or TUNE_S)
     n = inputs.n_for_time(seconds, (gflops or 1.0) * HPL_OF_DGEMM, max(nbs), s.q)
     n = min(n, inputs.n_for_memory(s.mem_bytes, MEMORY_SHARE, max(nbs), s.q))
+    n = max(min(n, most or n), max(nbs))
     results = runner.go(Problem((n,), nbs, s.p, s.q), gflops, None)
     for r in results:
         ctx.metrics.append(Metric("hpl", "nb_search", "GFLOP/s", dict(base, n=r.n, nb=r.nb),
