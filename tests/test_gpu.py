@@ -17,13 +17,15 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from conftest import assert_user_error, hpcprobe, run_json
 from gpunodes import DATA, a100_node, h100_node, vm_node
 from hpcprobe.common.errors import UserError
 from hpcprobe.cuda import build, toolkit
-from hpcprobe.families.gpu import bench, health, locality, peaks, views
+from hpcprobe.families.gpu import bench, locality, peaks, views
+from hpcprobe.machine import gpuhealth as health
 from hpcprobe.machine import gpus, provenance
 from hpcprobe.measure import profiles
 from hpcprobe.measure.family import RunContext
@@ -1183,10 +1185,42 @@ def test_on_a_gpu_the_programs_own_answers(tmp_path, monkeypatch):
     assert r.returncode == 3 and "out of memory" in r.stdout.lower(), r.stdout
 
 
-def test_the_health_tier_reads_faults_and_how_many_gpus_of_which_model(a100):
-    found, state = health.node_health(a100)
-    assert state == {"GPUs": f"8 x {a100.gpus[0].name}"}
-    assert found and all(f.startswith("GPU") for f in found)
-    assert {f.split()[0] for f in found} == {"GPU3", "GPU5", "GPU6"}  # as test above: 3, 5, 6
-    none = gpus.Inventory((), none_why="no nvidia-smi")
-    assert health.node_health(none) == ([], {})
+def test_the_gpus_health_is_a_node_fact_with_its_faults_and_state(a100):
+    """The GPU fact as a run keeps it: how many of which model (the state a check compares)
+    and each fault, one line each (a check drains for them), its header line; a node without
+    the driver keeps why, and adds no line and no state (a CPU node's header names no GPU)."""
+    from hpcprobe.machine import facts
+
+    kept = health.stored(a100)
+    jsonschema.validate(kept, health.SCHEMA)
+    provenance = {health.KEY: kept}
+    assert facts.state(provenance) == {"GPUs": f"8 x {a100.gpus[0].name}"}
+    found = facts.faults(provenance)
+    assert found and {f.split()[0] for f in found} == {"GPU3", "GPU5", "GPU6"}  # as above
+    [line] = [x for x in facts.lines(provenance) if x.startswith("GPUs:")]
+    assert f"8 x {a100.gpus[0].name}; {len(found)} fault(s) to act on" in line
+    none = health.stored(gpus.Inventory((), none_why="no NVIDIA driver"))
+    jsonschema.validate(none, health.SCHEMA)
+    assert none == {"read": False, "why": "no NVIDIA driver"}
+    assert facts.faults({health.KEY: none}) == [] and facts.state({health.KEY: none}) == {}
+    assert not [x for x in facts.lines({health.KEY: none}) if x.startswith("GPUs")]
+    # a recorded /sys tree (check --sysfs) has no nvidia-smi of its node: not read
+    assert health.fact(Path("/tmp"))["read"] is False
+
+
+def test_a_check_drains_for_a_gpu_fault_read_from_nvidia_smi(tmp_path):
+    """The whole path: a check on a node whose nvidia-smi (a stand-in on PATH, the recorded
+    8-GPU A100 node's answer) reports GPUs due for a reset fails, each fault a reason of the
+    health kind with its fix; the run's header names the GPUs; no nvidia-smi: no GPU line."""
+    smi = tmp_path / "bin" / "nvidia-smi"
+    smi.parent.mkdir()
+    smi.write_text(f'#!/bin/sh\n[ "$*" = "-q -x" ] && exec cat {A100}\nexit 9\n')
+    smi.chmod(0o755)
+    env = {"PATH": f"{smi.parent}:{os.environ['PATH']}"}
+    r = hpcprobe("check", "--state-only", "--no-store", "--counters",
+                 str(tmp_path / "counters.json"), "--json", str(tmp_path / "c.json"), env=env)
+    assert r.code == 1 and r.out.startswith("FAIL"), r.out + r.err
+    doc = json.loads((tmp_path / "c.json").read_text())
+    assert doc["run"]["provenance"][health.KEY]["gpus"].startswith("8 x ")
+    reasons = " ".join(doc["reasons"])
+    assert "GPU3 (" in reasons and "reset the GPU" in reasons

@@ -24,7 +24,6 @@ from hpcprobe.measure.family import (
     Derives,
     Family,
     Headlines,
-    Health,
     Inventory,
     NoProgress,
     Predicts,
@@ -107,18 +106,6 @@ def check_run(topo: Topology, isa: str, progress: Progress | None = None,
     chosen = [(f, c) for f, c in having(Check).values() if names is None or f.name in names]
     return execute(topo, CHECK, [f.name for f, _ in chosen], isa,
                    {f.name: c.options(ctx) for f, c in chosen}, progress, isa_asked=True)
-
-
-def device_health() -> tuple[list[str], dict[str, str]]:
-    """The faults of the devices the families own (GPUs) and their state, read without
-    measuring."""
-    faults: list[str] = []
-    state: dict[str, str] = {}
-    for h in capable(Health).values():
-        found, values = h.read()
-        faults += found
-        state.update(values)
-    return faults, state
 
 
 def plan(topo: Topology, profile: Profile, names: Sequence[str] | None, isa: str,

@@ -53,7 +53,8 @@ def state_of(run: Run) -> dict[str, str]:
         "memory": None if not mem else f"{mem / 2 ** 30:.1f} GiB",
         **facts.state(p),  # the DIMMs, memory channels, ports and PCIe links it recorded
         "governor": node.governor, "THP": node.thp,
-        **(p.get("devices") or {}),  # what the families' Health read (a check's runs)
+        # the GPUs, as checks of versions before the GPU fact kept them (facts.state has them)
+        **(p.get("devices") or {}),
     }
     return {k: str(v) for k, v in out.items() if v is not None and v != ""}
 

@@ -149,10 +149,10 @@ def recorded_sysfs(run: Run, sysfs: Path) -> None:
 
 
 def _measure(a: argparse.Namespace, c: Checked, state_only: bool
-             ) -> tuple[Run, Verdict, list[str], list[str]]:
-    """The run (state alone, or the checking families' figures; the devices' state in its
-    provenance), judged, a suspect figure re-tested once: the run, its verdict, what was
-    re-tested and the devices' faults."""
+             ) -> tuple[Run, Verdict, list[str]]:
+    """The run (state alone, or the checking families' figures; the node's facts, the GPUs'
+    health among them, in its provenance), judged, a suspect figure re-tested once: the run,
+    its verdict and what was re-tested."""
     topo = topology.discover()
     isa = resolve_isa(None)
     if state_only:
@@ -163,25 +163,24 @@ def _measure(a: argparse.Namespace, c: Checked, state_only: bool
     if a.sysfs:
         recorded_sysfs(run, c.sysfs)
     run.tag = a.tag
-    devices, run.provenance["devices"] = registry.device_health()
     v = c.against.verdict(run, c.store, recent=False)
     retested: list[str] = []
     if retest.suspects(v):
         run, retested = retest.retest(
             run, v, lambda names: registry.check_run(topo, isa, names=names))
         v = c.against.verdict(run, c.store, recent=False)
-    return run, v, retested, devices
+    return run, v, retested
 
 
 def handle(a: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     c = _inputs(a)
     in_use = _in_use(a, c)
-    run, v, retested, devices = _measure(a, c, a.state_only or in_use is not None)
+    run, v, retested = _measure(a, c, a.state_only or in_use is not None)
     now = counters.read(c.sysfs, None if a.sysfs else counters.INTERRUPTS)
     before = None if a.accept_counters else baseline.saved(c.counters, c.node)
     rose = counters.rising(before or {}, now)
-    out = health.outcome(faults.faults(faults.Seen(run, v.reference, rose, devices, a.tmp,
+    out = health.outcome(faults.faults(faults.Seen(run, v.reference, rose, a.tmp,
                                                    (c.tmp_free, "--tmp-free"))), v)
     if in_use is not None and out.status == health.PASS:  # its state passed; not its figures
         out = health.Outcome(health.UNJUDGED, [], [in_use], judgements=out.judgements)

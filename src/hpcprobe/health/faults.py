@@ -11,20 +11,21 @@ from dataclasses import dataclass
 from hpcprobe.analysis import health
 from hpcprobe.analysis.verdict import Reference
 from hpcprobe.common.units import format_bytes
+from hpcprobe.machine import facts
 from hpcprobe.results.findings import HEALTH, Kind
 from hpcprobe.results.model import Run
 
 
 @dataclass(frozen=True)
 class Seen:
-    """What a check saw of its node: its run (state, figures, errors), the reference it was
-    judged against, the counters that rose since the last check, the devices' faults, and its
-    temporary directory with the least free space a job needs (and where that is set)."""
+    """What a check saw of its node: its run (state, figures, errors, and the faults its node
+    facts found), the reference it was judged against, the counters that rose since the last
+    check, and its temporary directory with the least free space a job needs (and where that
+    is set)."""
 
     run: Run
     reference: Reference | None
     rose: list[str]
-    devices: list[str]
     tmp: str
     tmp_free: tuple[int, str]
 
@@ -57,7 +58,7 @@ class Source:
 SOURCES: tuple[Source, ...] = (
     Source(health.STATE, _state),
     Source(health.COUNTER, lambda seen: seen.rose),
-    Source(HEALTH, lambda seen: seen.devices),
+    Source(HEALTH, lambda seen: facts.faults(seen.run.provenance)),
     Source(health.SCRATCH, _scratch),
     Source(health.FAILED, lambda seen: seen.run.errors),
 )

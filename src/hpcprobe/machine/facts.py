@@ -2,11 +2,11 @@
 run's provenance, how it is read from a /sys tree (this node's, or a recorded copy that
 `check --sysfs` replays), the lines it adds to a run's header, the labelled values a healthy
 node of its kind keeps (what `check` compares with its reference's state), the ceilings it sets
-for figures and the error counters of its hardware a check watches rise. Provenance, the
-terminal header, the node's state, the verdict's ceilings, the check's counters, the
-recorded-/sys replay and the result schema (each fact declares its part) walk `FACTS`; none
-names a fact. A new fact is a module that reads it and
-one entry here (docs/design.md walks through one)."""
+for figures, the error counters of its hardware a check watches rise and the faults it finds
+that a check drains for (the GPUs'). Provenance, the terminal header, the node's state, the
+verdict's ceilings, the check's counters and faults, the recorded-/sys replay and the result
+schema (each fact declares its part) walk `FACTS`; none names a fact. A new fact is a module
+that reads it and one entry here (docs/design.md walks through one)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hpcprobe.machine import dimms, edac, energy, links
+from hpcprobe.machine import dimms, edac, energy, gpuhealth, links
 from hpcprobe.results.ceilings import Bound, Ceiling
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.viewkit.figure import named
@@ -44,6 +44,10 @@ def _no_details(stored: Any) -> list[Block]:
     return []
 
 
+def _no_faults(stored: Any) -> list[str]:
+    return []
+
+
 @dataclass(frozen=True)
 class Fact:
     """One node fact and what each reader needs of it."""
@@ -65,6 +69,8 @@ class Fact:
     details: Callable[[Any], list[Block]] = _no_details
     #: (a run's label, the fact as it stored it) of each run -> the report's figure of them
     timeline: Callable[[list[tuple[str, Any]]], Figure | None] | None = None
+    #: the fact as stored -> the faults it found, one line each with the fix (a check drains)
+    faults: Callable[[Any], list[str]] = _no_faults
 
 
 def _under(sysfs: Path, path: str) -> str:
@@ -109,6 +115,9 @@ FACTS: tuple[Fact, ...] = (
          counters=links.counters, schema=links.SCHEMA),
     Fact(energy.KEY, lambda _, sysfs: energy.fact(Path(_under(sysfs, energy.ROOT))),
          energy.line, schema=energy.SCHEMA, details=energy.table, timeline=energy.timeline),
+    Fact(gpuhealth.KEY, lambda _, sysfs: gpuhealth.fact(sysfs), gpuhealth.line,
+         gpuhealth.state, schema=gpuhealth.SCHEMA, details=gpuhealth.details,
+         faults=gpuhealth.faults),
 )
 
 
@@ -131,6 +140,11 @@ def figures(runs: list[Run]) -> list[tuple[str, str, Figure]]:
 def schema() -> dict[str, Any]:
     """The facts' part of the result schema: each one's, under its key."""
     return {f.key: dict(f.schema) for f in FACTS}
+
+
+def faults(provenance: Mapping[str, Any]) -> list[str]:
+    """Every fault the facts a run recorded found (a GPU due for a reset), one line each."""
+    return [x for f in FACTS for x in f.faults(provenance.get(f.key))]
 
 
 def counters(sysfs: Path = SYSFS) -> dict[str, int]:

@@ -5,8 +5,8 @@ local CPUs and PCIe path and link from sysfs, the NICs and NVMe drives beside th
 devices connect (nvidia-smi topo's PIX/PXB/PHB/NODE/SYS from the PCIe paths, NV# from
 `nvidia-smi topo -m` where GPUs share NVLinks); which GPUs a job sees and whether its CPUs are
 local to them, and GPUs shared while others idle. The rules that judge a GPU's health and the
-text that shows all this are the GPU family's (families/gpu/health.py, locality.py). Recorded
-XML, sysfs trees and kernel logs replay other nodes."""
+text that shows all this are machine/gpuhealth.py's (a node fact) and families/gpu/locality.py's.
+Recorded XML, sysfs trees and kernel logs replay other nodes."""
 
 from __future__ import annotations
 
@@ -580,7 +580,7 @@ def _output(tool: str, *args: str, missing: str, refused: str | None = None
     return p.stdout, ""
 
 
-def _smi(*args: str) -> tuple[str | None, str]:
+def run_smi(*args: str) -> tuple[str | None, str]:
     """nvidia-smi's output, or None and why it gave none."""
     return _output("nvidia-smi", *args, missing="no NVIDIA driver (nvidia-smi is not installed)")
 
@@ -598,14 +598,14 @@ def discover(smi: str | None = None, sysfs: str | os.PathLike[str] = "/sys",
         if nvlink is not None:
             inv = with_nvlinks(inv, read_input(nvlink), nvlink)
     else:
-        text, why = _smi("-q", "-x")
+        text, why = run_smi("-q", "-x")
         if text is None:
             return Inventory((), none_why=why)
         inv = from_smi(text, sysfs, proc)
-        topo_text = _smi("topo", "-m")[0] if len(inv.gpus) > 1 else None
-        inv = with_nvlinks(inv, _smi("nvlink", "-s")[0] if len(inv.gpus) > 1 else None)
+        topo_text = run_smi("topo", "-m")[0] if len(inv.gpus) > 1 else None
+        inv = with_nvlinks(inv, run_smi("nvlink", "-s")[0] if len(inv.gpus) > 1 else None)
         if any(g.mig for g in inv.gpus):
-            inv = dataclasses.replace(inv, mig_parents=parse_list(_smi("-L")[0] or ""))
+            inv = dataclasses.replace(inv, mig_parents=parse_list(run_smi("-L")[0] or ""))
     if dmesg is not None:
         inv = with_xids(inv, read_input(dmesg, f"--gpu-dmesg {dmesg}"), dmesg)
     elif smi is not None:  # never this node's log for another node's GPUs

@@ -257,15 +257,6 @@ class Predicts:
 
 
 @dataclass(frozen=True)
-class Health:
-    """Reads the devices it owns on this node without measuring: `read()` gives one line per
-    fault (a GPU's memory errors, a reset it needs; [] where none or no device) and their
-    state as labelled values a healthy node keeps ({"GPUs": "4 x NVIDIA H100 80GB HBM3"})."""
-
-    read: Callable[[], tuple[list[str], dict[str, str]]]
-
-
-@dataclass(frozen=True)
 class Scaling:
     """What cluster mode reports when it runs the family across 1, 2, 4, ... nodes (its
     `--hosts`; the family keeps the work per node: weak scaling): these metrics per node count,
@@ -352,7 +343,7 @@ class Ceilings:
 
 #: Every capability a family may declare (its modes); docs/design.md's table lists each
 CAPABILITIES: tuple[type, ...] = (Default, Derives, Command, Scaling, Sized, Peer, OtherDevice,
-                                  Inventory, Check, Health, Headlines, Predicts, Ceilings)
+                                  Inventory, Check, Headlines, Predicts, Ceilings)
 
 
 @dataclass(frozen=True)

@@ -2,19 +2,19 @@
 memory's peak, cuBLAS GEMM per precision against the peak at the SM clock read during the run,
 pinned host<->device bandwidth from each NUMA domain against the PCIe link, peer copies; the
 clocks, power, throttle reasons and PCIe link beside each figure; the GPUs' health (memory
-errors and the resets they need) as the run's findings. `gpu info` and `gpu check` (a job's
+errors and the resets they need) as the run's findings (and as a node fact of every run:
+machine/gpuhealth.py). `gpu info` and `gpu check` (a job's
 binding, sharing, health)."""
 
 from __future__ import annotations
 
-from hpcprobe.families.gpu import bench, health, locality, views
+from hpcprobe.families.gpu import bench, locality, views
 from hpcprobe.measure.family import (
     Ceilings,
     Command,
     Default,
     Family,
     Headlines,
-    Health,
     Metrics,
     OtherDevice,
     per_watt_specs,
@@ -44,7 +44,6 @@ FAMILY = Family(
         # host copies bound by PCIe: 55 GB/s on an H100 node whose DRAM read 100+
         OtherDevice("NVIDIA GPUs"),
         locality.INVENTORY,
-        Health(health.node_health),
         Command(
             help="GPU measurements, `gpu info` (inventory, locality) or `gpu check` (binding)",
             description="Device memory bandwidth (BabelStream), cuBLAS GEMM per precision, "

@@ -21,8 +21,9 @@ from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import MeasurementError, OptionError, UserError
 from hpcprobe.common.units import format_bytes
 from hpcprobe.cuda import build, toolkit
-from hpcprobe.families.gpu import health, locality, peaks
+from hpcprobe.families.gpu import locality, peaks
 from hpcprobe.judge import peers
+from hpcprobe.machine import gpuhealth as health
 from hpcprobe.machine import gpus
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import options

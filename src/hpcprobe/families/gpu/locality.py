@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from hpcprobe.common.cpulist import format_cpulist
-from hpcprobe.families.gpu.health import config_notes, findings, xid_notes
 from hpcprobe.machine import gpus
+from hpcprobe.machine.gpuhealth import config_notes, findings, xid_notes
 from hpcprobe.machine.gpus import RELATIONS, Gpu, PciDevice, relation
 from hpcprobe.measure.family import Inventory
 

@@ -1,12 +1,18 @@
 """The GPUs' health as rules over the inventory (machine/gpus.py): what an administrator must
 act on for a GPU (memory errors and the resets they call for, ECC off, a narrow PCIe link, the
 NVLink fabric, NVLinks down where its siblings have them up), the settings that cap it, and
-the Xid events the driver logged, with what NVIDIA's Xid catalog says to do."""
+the Xid events the driver logged, with what NVIDIA's Xid catalog says to do. The faults and
+the GPUs' count are a node fact of every run (machine/facts.py: the header's line, the state
+a check compares, the faults it drains for); the gpu family reports them as its findings."""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 from hpcprobe.machine import gpus
 from hpcprobe.machine.gpus import Gpu, Inventory, PcieLink
+from hpcprobe.viewkit.table import Block, Lines
 
 #: The Xids an administrator acts on, after NVIDIA's Xid catalog: what each means and its
 #: resolution (the catalog's immediate action). An event stays in the kernel log after the
@@ -156,11 +162,77 @@ def xid_notes(g: Gpu) -> list[str]:
     return out
 
 
-def node_health(inv: Inventory | None = None) -> tuple[list[str], dict[str, str]]:
-    """This node's GPUs' faults now (or those of `inv`, a recorded node), one line each, and
-    how many of which model it has (the health tier's reading: nvidia-smi once); nothing
-    where there is no GPU or no driver (a reference that had GPUs then says they are gone)."""
-    inv = inv or gpus.discover()
+#: The key a run's provenance keeps the GPUs' health under (a node fact of every run:
+#: machine/facts.py; the gpu family keeps its own measurements' record under "gpu")
+KEY = "gpu_health"
+#: The fact as a run keeps it: its part of the result schema
+SCHEMA = {"type": "object", "required": ["read"], "properties": {
+    "read": {"type": "boolean"},
+    "why": {"type": ["string", "null"]},
+    "gpus": {"type": "string"},
+    "faults": {"type": "array", "items": {"type": "string"}}},
+    "if": {"properties": {"read": {"const": True}}},
+    "then": {"required": ["gpus", "faults"]},
+    "else": {"required": ["why"]}}
+
+
+def stored(inv: Inventory) -> dict[str, Any]:
+    """The GPUs' health as a run keeps it: how many of which model, and each fault an
+    administrator must act on, one line each with the fix (`findings`); or why there are no
+    GPUs to read."""
+    if not inv.gpus:
+        return {"read": False, "why": inv.none_why or "nvidia-smi lists no GPU"}
     models = sorted({g.name for g in inv.gpus})
-    state = {"GPUs": ", ".join(f"{sum(g.name == m for g in inv.gpus)} x {m}" for m in models)}
-    return [f for g in inv.gpus for f in findings(g, inv)], state if inv.gpus else {}
+    return {"read": True,
+            "gpus": ", ".join(f"{sum(g.name == m for g in inv.gpus)} x {m}" for m in models),
+            "faults": [f for g in inv.gpus for f in findings(g, inv)]}
+
+
+def fact(sysfs: Path) -> dict[str, Any]:
+    """This node's GPUs' health: `nvidia-smi -q -x` once, and `nvlink -s` where there are
+    several (not their locality or the kernel log, which the gpu family reads when it runs);
+    on a node without the NVIDIA driver, at once, why not. A /sys tree other than this node's
+    (a recorded node's, `check --sysfs`) comes with no nvidia-smi of its own: not read."""
+    if sysfs != Path("/sys"):
+        return {"read": False, "why": f"{sysfs} is a recorded /sys tree, with no nvidia-smi "
+                                      "output of its node"}
+    text, why = gpus.run_smi("-q", "-x")
+    if text is None:
+        return {"read": False, "why": why}
+    inv = gpus.from_smi(text, sysfs, None)
+    if len(inv.gpus) > 1:
+        inv = gpus.with_nvlinks(inv, gpus.run_smi("nvlink", "-s")[0])
+    return stored(inv)
+
+
+def _read(kept: Any) -> dict[str, Any] | None:
+    """The fact as stored, where GPUs were read (None: none, or a run of an older version)."""
+    return kept if isinstance(kept, dict) and kept.get("read") else None
+
+
+def line(kept: Any) -> list[str]:
+    """The run header's line: the GPUs and their faults' count (nothing on a node without
+    GPUs: a CPU node's header names none)."""
+    if (got := _read(kept)) is None:
+        return []
+    n = len(got.get("faults") or [])
+    return [f"GPUs: {got.get('gpus')}; " + (
+        "healthy (memory errors, resets, ECC, PCIe and NVLinks read)" if not n else
+        f"{n} fault(s) to act on (--details lists them; `check` drains for them)")]
+
+
+def state(kept: Any) -> dict[str, str]:
+    """How many of which model: what a healthy node of its kind keeps (a reference that had
+    GPUs says they are gone where a check finds none)."""
+    return {} if (got := _read(kept)) is None else {"GPUs": str(got.get("gpus"))}
+
+
+def faults(kept: Any) -> list[str]:
+    """Each fault an administrator must act on, one line each (a check drains for them)."""
+    return [] if (got := _read(kept)) is None else [str(f) for f in got.get("faults") or []]
+
+
+def details(kept: Any) -> list[Block]:
+    """`--details` and the report: each fault, with the fix."""
+    found = faults(kept)
+    return [Lines(["GPU faults (act on each):", *(f"  {f}" for f in found)])] if found else []
