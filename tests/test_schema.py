@@ -33,6 +33,21 @@ def test_the_kept_files_are_what_the_declarations_make() -> None:
     jsonschema.validators.validator_for(model.schema()).check_schema(model.schema())
 
 
+def test_every_module_says_what_it_is_for() -> None:
+    """docs/modules.md lists every module with its docstring's first sentence: none without
+    one; a sentence ends at its full stop, not at an abbreviation's or a number's."""
+    from hpcprobe.common import moduledocs
+
+    listed = moduledocs.modules(ROOT / "src" / "hpcprobe")
+    assert len(listed) > 100
+    assert [p for p, said in listed if said == moduledocs.NO_DOCSTRING] == []
+    assert moduledocs.first_sentence("Reads e.g. the 2.5 GT/s link. More here.\n\nAnd so.") \
+        == "Reads e.g. the 2.5 GT/s link."
+    assert moduledocs.first_sentence("One paragraph, no full stop\n\nthen more.") == \
+        "One paragraph, no full stop"
+    assert moduledocs.first_sentence(None) == moduledocs.NO_DOCSTRING
+
+
 def test_the_generator_says_what_is_stale() -> None:
     r = subprocess.run([sys.executable, str(ROOT / "scripts" / "generate.py"), "--check"],
                        capture_output=True, text=True, cwd=ROOT)

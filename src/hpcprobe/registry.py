@@ -146,19 +146,22 @@ def not_joined() -> NotJoined:
 
 def generated(root: Path) -> dict[Path, str]:
     """What is generated from the declarations (the result schema the package ships, the docs'
-    tables of figures and of findings' codes), by the path it is kept at under a checkout's
-    `root`."""
+    tables of figures and of findings' codes, the list of modules from their docstrings), by
+    the path it is kept at under a checkout's `root`."""
     # the modules that declare kinds of findings outside the families: the check's, the
     # campaign's
     from hpcprobe.analysis import health  # noqa: F401
     from hpcprobe.cluster import verdict  # noqa: F401
+    from hpcprobe.common import moduledocs
     from hpcprobe.measure import schema  # the generator: for scripts/generate.py and the tests
     from hpcprobe.results import findings
 
     every = list(FAMILIES.values())
-    return {root / "src" / "hpcprobe" / "results" / schema.SCHEMA_FILE: schema.schema_text(every),
+    package = root / "src" / "hpcprobe"
+    return {package / "results" / schema.SCHEMA_FILE: schema.schema_text(every),
             root / schema.FIGURES_FILE: schema.figures_text(every),
-            root / findings.KINDS_FILE: findings.kinds_text()}
+            root / findings.KINDS_FILE: findings.kinds_text(),
+            root / moduledocs.MODULES_FILE: moduledocs.text(package)}
 
 
 def hardware_labels(provenance: Mapping[str, Any]) -> list[str]:
