@@ -1,7 +1,8 @@
 """The configuration fingerprint of a run, and what differs between runs."""
 
 from conftest import DATA
-from hpcprobe.machine import fingerprint, provenance, topology
+from hpcprobe.analysis import fingerprint
+from hpcprobe.machine import provenance, topology
 from hpcprobe.results import model as results
 
 

@@ -10,10 +10,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from hpcprobe.analysis import fingerprint
 from hpcprobe.common import stats
 from hpcprobe.common.errors import UserError
 from hpcprobe.common.units import format_bytes
-from hpcprobe.machine import fingerprint, sentinel, steal
+from hpcprobe.machine import sentinel, steal
 from hpcprobe.results.model import Metric, Run
 
 ALPHA = 0.05

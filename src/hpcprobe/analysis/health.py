@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from hpcprobe.analysis.verdict import Verdict
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_OK, EXIT_UNJUDGED
+from hpcprobe.common.parts import Part
 from hpcprobe.machine import facts
 from hpcprobe.results.findings import Kind, kind
 from hpcprobe.results.judgement import Judgement
@@ -17,6 +18,19 @@ from hpcprobe.results.model import Run
 
 #: The outcomes of a check and their exit statuses (2 is a usage mistake, as for every command)
 PASS, FAIL, UNJUDGED = "pass", "fail", "cannot judge"
+
+
+@dataclass(frozen=True)
+class CheckRecord:
+    """What a check's run records of its outcome (its provenance part `check`): the status,
+    each reason, and the error counters it read (their baseline is the last passed check's)."""
+
+    status: str | None = None
+    reasons: list[str] = field(default_factory=list)
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+CHECK = Part("check", CheckRecord)
 EXIT = {PASS: EXIT_OK, FAIL: EXIT_FAILURE, UNJUDGED: EXIT_UNJUDGED}
 #: Memory totals within this share of each other are the same memory (the kernel's own
 #: reservations move MemTotal by a few MiB between boots and kernels)

@@ -190,8 +190,7 @@ def handle(a: argparse.Namespace) -> int:
         baseline.save(a.counters, c.counters, c.node, now)
     seconds = time.perf_counter() - t0
     run.duration_s = round(seconds, 3)
-    run.provenance["check"] = {"status": out.status, "reasons": out.reasons,
-                               "counters": now}
+    health.CHECK.put(run.provenance, health.CheckRecord(out.status, out.reasons, now))
     shown = console(any(files.is_stdout(p) for p in (a.json, a.prometheus) if p))
     _show(shown, run, v, out, c, seconds, a.details)
     _keep(a, c, run, v, out, shown, seconds)

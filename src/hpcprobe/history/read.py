@@ -11,13 +11,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 
+from hpcprobe.analysis import fingerprint
 from hpcprobe.analysis.compare import NotJoined, joined_params
 from hpcprobe.analysis.reference import Labels, describe, hardware
 from hpcprobe.analysis.verdict import DISTURBED, Headline, Picker
 from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.history import changes
 from hpcprobe.history.series import Series, by_label, differences_text
-from hpcprobe.machine import fingerprint
 from hpcprobe.results.ceilings import Bound
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.results.store import Columns, Selection, Store

@@ -14,6 +14,7 @@ from typing import Any, Protocol, TypeVar
 
 from hpcprobe.analysis.verdict import Picker
 from hpcprobe.common.cpulist import format_cpulist
+from hpcprobe.common.parts import Part
 from hpcprobe.machine import energy
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.profiles import Profile
@@ -302,6 +303,15 @@ class Peer:
 
 
 @dataclass(frozen=True)
+class Keeps:
+    """The parts of a run's provenance it writes (`common.parts.Part`: a key and a typed
+    record: HPL's program, the GPUs measured, an application's command); the result schema
+    has each one's part, made from its record."""
+
+    parts: tuple[Part[Any], ...]
+
+
+@dataclass(frozen=True)
 class OtherDevice:
     """Its figures are another device's (a GPU's memory and tensor cores, its PCIe link), which
     the host's CPUs and DRAM do not bound: the node sentinel read around it judges none of
@@ -343,7 +353,7 @@ class Ceilings:
 
 #: Every capability a family may declare (its modes); docs/design.md's table lists each
 CAPABILITIES: tuple[type, ...] = (Default, Derives, Command, Scaling, Sized, Peer, OtherDevice,
-                                  Inventory, Check, Headlines, Predicts, Ceilings)
+                                  Inventory, Check, Headlines, Predicts, Ceilings, Keeps)
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ class Interrupted(KeyboardInterrupt):
 
 def node_provenance(topo: Topology, isa: str) -> dict[str, Any]:
     """What a run records of the node and the build (machine.provenance) and the MPI found."""
-    return {**provenance.collect(topo, isa), "mpi_found": mpi_find.found()}
+    return {**provenance.collect(topo, isa), mpi_find.FOUND.key: mpi_find.found()}
 
 
 def resolve_isa(requested: str | None) -> str:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hpcprobe.common.errors import OptionError, UserError
+from hpcprobe.common.parts import Part
 from hpcprobe.machine.sizing import thread_ladder
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import runner, scaling_views
@@ -25,6 +26,24 @@ from hpcprobe.results.model import Metric, Run
 MODES = ("weak", "strong")
 #: The benchmark name of the scaling figures.
 BENCHMARK = "scale"
+
+
+@dataclass(frozen=True)
+class Scaled:
+    """What a run of a scaling series records (its provenance part `scale`): each count's run
+    its series, mode and rank count; the series' summary run its series, family, counts,
+    modes, and each count's run (mode, ranks, run id)."""
+
+    series: str | None = None
+    mode: str | None = None
+    ranks: int | None = None
+    family: str | None = None
+    counts: list[int] | None = None
+    modes: list[str] | None = None
+    runs: list[dict[str, Any]] | None = None
+
+
+SCALE = Part("scale", Scaled)
 #: The series' summary run: the rate at each count, the speedup and the efficiency.
 SUMMARY = Summary(BENCHMARK, (scaling_views.tables,), (scaling_views.figures,),
                   frozenset({"run", "base_ranks"}))
@@ -97,20 +116,22 @@ def execute(topo: Topology, profile: Profile, family: Family, isa: str, opts: An
         except KeyboardInterrupt as stop:
             cut = stop.run if isinstance(stop, runner.Interrupted) else None
             if cut is not None:
-                cut.provenance["scale"] = {"series": series, "mode": mode, "ranks": k}
+                SCALE.put(cut.provenance, Scaled(series, mode, k))
             if not runs:
                 raise
             stopped = conditions.Stop(f"{family.name} at {k} rank(s), {mode}",
                                       tuple(f"{kk} rank(s), {mm}" for mm, kk, _ in todo[i + 1:]))
             break
-        run.provenance["scale"] = {"series": series, "mode": mode, "ranks": k}
+        SCALE.put(run.provenance, Scaled(series, mode, k))
         runs.append((mode, k, run))
     first = runs[0][2]
     out = replace(first, run_id=series, benchmarks=[BENCHMARK], metrics=[], findings=[],
                   warnings=[], errors=[], duration_s=sum(r.duration_s for _, _, r in runs))
-    out.provenance = {**first.provenance, "scale": {
-        "series": series, "family": family.name, "counts": list(counts), "modes": list(modes),
-        "runs": [{"mode": mode, "ranks": k, "run_id": r.run_id} for mode, k, r in runs]}}
+    out.provenance = dict(first.provenance)
+    SCALE.put(out.provenance, Scaled(series, family=family.name, counts=list(counts),
+                                     modes=list(modes), runs=[{"mode": mode, "ranks": k,
+                                                               "run_id": r.run_id}
+                                                              for mode, k, r in runs]))
     if readings := _sentinel(family.name, runs):
         what = next(s for _, _, r in runs if (s := r.conditions.sentinel) is not None)
         conditions.update(out.provenance, sentinel=replace(what, readings=readings))

@@ -14,6 +14,7 @@ from functools import cache
 from pathlib import Path
 
 from hpcprobe.common.errors import UserError
+from hpcprobe.common.parts import Part
 from hpcprobe.mpi.sources import source_text
 
 HOW_TO = ("install one (Debian: apt install openmpi-bin libopenmpi-dev; or pip install mpich), "
@@ -123,6 +124,10 @@ def find(prefix: str | None = None) -> Mpi:
     if not found:
         raise MpiNotFound(f"no MPI found (no mpicc on PATH or in {sys.prefix}/bin); {HOW_TO}")
     return describe(found)
+
+
+#: The run's part: the MPI a run would use, where its families launched none (`found`)
+FOUND = Part("mpi_found", str)
 
 
 def found() -> str | None:

@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
 
+from hpcprobe.common.parts import Part
 from hpcprobe.mpi.find import Mpi
 
 #: Open MPI's shared-memory BTLs: vader (4.x and before), sm (5.x).
@@ -100,8 +100,35 @@ def thresholds(mpi: Mpi) -> list[Threshold]:
     return parse(_listing((path, *args), tuple(sorted(os.environ.items())))) if path else []
 
 
-def provenance(mpi: Mpi, launcher: str, path: str | None) -> dict[str, Any]:
-    """What a run records of the MPI it launched ranks with: the MPI, its fingerprint, the
-    launcher, and the thresholds in force (variable -> bytes)."""
-    return {**mpi.to_dict(), "launcher": launcher, "launcher_path": path,
-            "thresholds": {t.variable: t.size for t in thresholds(mpi)}}
+@dataclass(frozen=True)
+class MpiUsed:
+    """What a run records of the MPI it launched ranks with (its provenance part `mpi`): the
+    MPI as its wrapper describes it, its build fingerprint, the launcher, and the thresholds
+    in force (variable -> bytes)."""
+
+    mpicc: str | None = None
+    prefix: str | None = None
+    implementation: str | None = None
+    version: str | None = None
+    standard: str | None = None
+    wrapper_flags: str | None = None
+    fingerprint: str | None = None
+    launcher: str | None = None
+    launcher_path: str | None = None
+    thresholds: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def named(self) -> str:
+        """"Open MPI 4.1.4 (/usr)"."""
+        return f"{self.implementation} {self.version} ({self.prefix})"
+
+
+#: The run's part: the MPI a family's ranks ran with (the mpi family, the proxies, an
+#: application run across ranks)
+MPI = Part("mpi", MpiUsed)
+
+
+def provenance(mpi: Mpi, launcher: str, path: str | None) -> MpiUsed:
+    """What a run records of the MPI it launched ranks with."""
+    return MpiUsed(**mpi.to_dict(), launcher=launcher, launcher_path=path,
+                   thresholds={t.variable: t.size for t in thresholds(mpi)})

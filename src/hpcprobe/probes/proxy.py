@@ -98,7 +98,7 @@ def run(ctx: RunContext, family: str, layout: Layout, args: list[str], where: Wh
     mpi = find.find(where.mpi_prefix)
     exe = build.build(mpi, program)
     launcher, path = launchers.choose(mpi, where.launcher)
-    ctx.provenance["mpi"] = params.provenance(mpi, launcher.name, path)
+    params.MPI.put(ctx.provenance, params.provenance(mpi, launcher.name, path))
     spec = launcher.build(path, mpi, layout, [str(exe), *args], workdir, {})
     outcome = launch.run(spec, where.timeout_s, launcher.name)
     return Launched(outcome, _binding(ctx, family, layout, outcome),

@@ -13,6 +13,11 @@ from dataclasses import dataclass
 from functools import cache
 
 from hpcprobe.common.errors import UserError
+from hpcprobe.common.parts import Part
+
+#: The run's part: the version of each tool a family ran (and of the server it ran against:
+#: pgbench's PostgreSQL), by name
+VERSIONS = Part("tools", str, keyed=True)
 
 
 def free_port() -> int:

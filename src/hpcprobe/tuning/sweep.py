@@ -20,11 +20,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from hpcprobe.analysis import recommend
+from hpcprobe.analysis import fingerprint, recommend
 from hpcprobe.analysis.compare import NotJoined, describe_params, joined_params
 from hpcprobe.common import secrets
 from hpcprobe.common.errors import ERROR_PREFIX, EXIT_USAGE, OptionError, UserError
-from hpcprobe.machine import fingerprint, sentinel
+from hpcprobe.machine import sentinel
 from hpcprobe.machine.topology import Topology
 from hpcprobe.measure.family import PER_WATT, Family, Progress, energy_figure, flags
 from hpcprobe.measure.runner import node_provenance

@@ -40,7 +40,8 @@ def lines(run: Run, v: Verdict, out: health.Outcome, node: str, seconds: float,
     if out.retested:
         said.append(f"Measured again once before judging: {'; '.join(out.retested)}")
     now = health.state_of(run)
-    counts = (run.provenance.get("check") or {}).get("counters") or {}
+    kept = health.CHECK.of(run.provenance)
+    counts = kept.counters if kept else {}
     said.append(f"State: {len(ref.state) if ref is not None else 0} value(s) compared with the "
                 "reference's; "
                 f"{len(counts)} error counter(s) watched; temporary space and the GPUs' "

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import hpcprobe
-from hpcprobe.analysis import compare
+from hpcprobe.analysis import compare, fingerprint
 from hpcprobe.analysis.verdict import Verdict
 from hpcprobe.common import files
 from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.common.units import format_bytes
-from hpcprobe.machine import fingerprint, sentinel
+from hpcprobe.machine import sentinel
 from hpcprobe.results.model import Run
 from hpcprobe.viewkit.figure import Figures
 from hpcprobe.viewkit.table import Block, Lines, View

@@ -11,6 +11,7 @@ from hpcprobe.measure.family import (
     Command,
     Family,
     Headlines,
+    Keeps,
     Metrics,
     MetricSpec,
     Params,
@@ -28,7 +29,7 @@ FAMILY = Family(
                     not_joined=bench.LAUNCH, open_prefix=bench.PREFIX,
                     params=(Params(("app", "domains"), (POWER, ENERGY)),)),
     views=(views.tables,),
-    capabilities=(Headlines(views.headlines),
+    capabilities=(Headlines(views.headlines), Keeps((bench.APPS,)),
                   Sized(bench.scaled, bench.rate, "its work rate", modes=("strong", "weak"),
                         unit_of=bench.rate_unit, modes_for=bench.modes),
                   # across nodes (`cluster run --scale app`): the problem the command sizes

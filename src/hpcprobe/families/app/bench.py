@@ -10,12 +10,13 @@ import shlex
 import tempfile
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from hpcprobe.common import secrets
 from hpcprobe.common.errors import MeasurementError, OptionError, UserError
+from hpcprobe.common.parts import Part
 from hpcprobe.families.app import known, ranks
 from hpcprobe.machine import energy, sysinfo
 from hpcprobe.measure import options
@@ -30,12 +31,31 @@ from hpcprobe.measure.family import (
     option,
 )
 from hpcprobe.mpi.layouts import Placement
+from hpcprobe.mpi.params import MPI
 from hpcprobe.probes import program
 from hpcprobe.results.model import Metric
 from hpcprobe.tools import command
 
 #: Per profile: nothing of its own (its repetitions are the profile's fewest samples).
 SETTINGS = program.same_for_every_profile(None)
+
+
+@dataclass(frozen=True)
+class AppRun:
+    """What a run records of an application it ran (its provenance part `app`, by the
+    application's name): the command (credentials masked), where it ran, the environment it
+    was given (credentials masked), the figure read, the warm-up runs, and the input file
+    written for it where hpcprobe wrote one (HPCG's hpcg.dat: what it holds)."""
+
+    command: list[str] = field(default_factory=list)
+    cwd: str | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    figure: str | None = None
+    warmup: int = 0
+    input: dict[str, Any] | None = None
+
+
+APPS = Part("app", AppRun, keyed=True)
 #: The metric of application NAME is PREFIX + NAME.
 PREFIX = "app:"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,63}$")
@@ -278,13 +298,11 @@ def run(ctx: RunContext, o: AppOptions) -> None:
     params = {} if pl is None or team is None else _where(o, pl, bindings, team)
     _metrics(ctx, o, reps, params)
     _energy(ctx, o, reps, params, drew)
-    ctx.provenance.setdefault("app", {})[o.name] = {
-        "command": [secrets.redact(x) for x in argv],
-        "cwd": str(Path(cwd).resolve()) if cwd else os.getcwd(),
-        "env": {k: secrets.variable(k, v) for k, v in env.items()}, "figure": o.what,
-        "warmup": o.warmup, **({"input": given} if given else {})}
+    APPS.add(ctx.provenance, str(o.name), AppRun(
+        [secrets.redact(x) for x in argv], str(Path(cwd).resolve()) if cwd else os.getcwd(),
+        {k: secrets.variable(k, v) for k, v in env.items()}, o.what, o.warmup, given))
     if team is not None:
-        ctx.provenance["mpi"] = team.provenance
+        MPI.put(ctx.provenance, team.provenance)
 
 
 @contextlib.contextmanager

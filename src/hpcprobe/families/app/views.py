@@ -17,7 +17,7 @@ def tables(run: Run) -> list[Block]:
     ms = [m for m in run.metrics if m.benchmark == "app"]
     if not ms:
         return []
-    apps = run.provenance.get("app", {})
+    apps = bench.APPS.each(run.provenance)
     t = Table(title="Applications: figures per repetition, median ±95% CI")
     for col, just in (("application", "left"), ("figure", "left"), ("median", "right"),
                       ("unit", "left"), ("better", "left"), ("n", "right"), ("ranks", "right")):
@@ -26,13 +26,14 @@ def tables(run: Run) -> list[Block]:
         name = m.name.removeprefix("app:")
         p = m.params
         ranks = f"{p['ranks']} ({p['layout']}, {p['nodes']} node(s))" if "ranks" in p else "-"
-        t.add_row(name, str(p.get("figure") or apps.get(name, {}).get("figure", "")), cell(m, 3),
+        kept = apps.get(name)
+        t.add_row(name, str(p.get("figure") or (kept.figure if kept else None) or ""), cell(m, 3),
                   m.unit, m.better, str(len(m.samples)), ranks)
     c = Table(title="Commands run")
     for col in ("application", "command", "read"):
         c.add_column(col, "left")
     for name, info in apps.items():
-        c.add_row(name, shlex.join(info.get("command", [])), info.get("figure", ""))
+        c.add_row(name, shlex.join(info.command), info.figure or "")
     return shown(t, c)
 
 

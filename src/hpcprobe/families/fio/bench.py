@@ -16,7 +16,7 @@ from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, RunContext, option
 from hpcprobe.probes import program
 from hpcprobe.results.model import Metric
-from hpcprobe.tools import command
+from hpcprobe.tools import VERSIONS, command
 
 TOOL = tools.get("fio")
 #: completion-latency percentiles stored, as fio names them
@@ -115,7 +115,7 @@ def parse(doc: dict[str, Any]) -> list[tuple[dict[str, Any], str, float, str]]:
 
 def run(ctx: RunContext, o: FioOptions) -> None:
     plan(ctx, o)
-    ctx.provenance.setdefault("tools", {})["fio"] = TOOL.version()
+    VERSIONS.add(ctx.provenance, "fio", TOOL.version())
     timeout = o.timeout_s or program.DEFAULT_TIMEOUT_S
     where = tempfile.mkdtemp(prefix="hpcprobe-fio-", dir=_directory(o)) if not o.jobfile \
         else None

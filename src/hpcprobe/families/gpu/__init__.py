@@ -15,6 +15,7 @@ from hpcprobe.measure.family import (
     Default,
     Family,
     Headlines,
+    Keeps,
     Metrics,
     OtherDevice,
     per_watt_specs,
@@ -44,6 +45,7 @@ FAMILY = Family(
         # host copies bound by PCIe: 55 GB/s on an H100 node whose DRAM read 100+
         OtherDevice("NVIDIA GPUs"),
         locality.INVENTORY,
+        Keeps((locality.GPU,)),
         Command(
             help="GPU measurements, `gpu info` (inventory, locality) or `gpu check` (binding)",
             description="Device memory bandwidth (BabelStream), cuBLAS GEMM per precision, "

@@ -13,7 +13,7 @@ import json
 import os
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from hpcprobe.analysis.compare import NotJoined
@@ -34,6 +34,7 @@ from hpcprobe.tools import command
 from hpcprobe.tools.inrank import RANK_VARS
 
 TESTS = ("stream", "gemm", "copy", "p2p")
+
 DIRECTIONS = ("h2d", "d2h", "bidir")
 #: Throttle ("clocks event") reasons as NVML's bit mask names them.
 REASONS = {0x1: "idle", 0x2: "applications clocks", 0x4: "software power cap",
@@ -378,10 +379,12 @@ def run(ctx: RunContext, o: GpuOptions | None) -> None:
         ctx.warnings.append(f"gpu: skipped: {exc}")
         return
     devs, tests, s = setup(ctx, o, inv)
-    ctx.provenance["gpu"] = {"driver": driver, "driver_cuda": head.get("driver_cuda"),
-                             "runtime_cuda": head.get("runtime_cuda"), **tk.to_dict(),
-                             "gpus": [{**g.to_dict(), "cuda": asdict(cuda[g.bus_id])}
-                                      if g.bus_id in cuda else g.to_dict() for g in devs]}
+    built = tk.to_dict()
+    locality.GPU.put(ctx.provenance, locality.GpuUsed(
+        driver, head.get("driver_cuda"), head.get("runtime_cuda"), built["nvcc"],
+        built["release"], built["archs"],
+        [{**g.to_dict(), "cuda": asdict(cuda[g.bus_id])} if g.bus_id in cuda
+         else g.to_dict() for g in devs]))
     ctx.progress.start("gpu", len(devs) * len(tests))
     for g in devs:
         dev = cuda.get(g.bus_id)
@@ -572,8 +575,9 @@ def _gemm(t: _Target) -> None:
         except MeasurementError as exc:
             failed.append(str(exc))
             continue
-        t.ctx.provenance.setdefault("gpu", {})["cublas"] = {
-            "path": lib, "version": next(iter(checks.values())).get("cublas_version")}
+        kept = locality.GPU.of(t.ctx.provenance) or locality.GpuUsed()
+        locality.GPU.put(t.ctx.provenance, replace(kept, cublas={
+            "path": lib, "version": next(iter(checks.values())).get("cublas_version")}))
         env = {n: c["env"] for n, c in checks.items()}
         for (_, n), samples in _samples(docs, ("precision", "n")).items():
             params = {"precision": prec, "n": n, **_env_params(env[n])}

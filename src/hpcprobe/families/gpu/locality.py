@@ -5,13 +5,35 @@ family's Inventory capability over machine.gpus."""
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from hpcprobe.common.cpulist import format_cpulist
+from hpcprobe.common.parts import Part
 from hpcprobe.machine import gpus
 from hpcprobe.machine.gpuhealth import config_notes, findings, xid_notes
 from hpcprobe.machine.gpus import RELATIONS, Gpu, PciDevice, relation
 from hpcprobe.measure.family import Inventory
+
+
+@dataclass(frozen=True)
+class GpuUsed:
+    """What a run records of the GPUs it measured (its provenance part `gpu`): the driver and
+    the CUDA it supports, the runtime the program ran with, the toolkit that built it, and
+    each GPU measured as the inventory has it (machine/gpus.py, `document`), with what CUDA
+    said of it; the cuBLAS its GEMM loaded."""
+
+    driver: str | None = None
+    driver_cuda: int | None = None  # the CUDA version the driver supports (13000: 13.0)
+    runtime_cuda: int | None = None
+    nvcc: str | None = None
+    release: str | None = None
+    archs: str | None = None
+    gpus: list[dict[str, Any]] = field(default_factory=list)
+    cublas: dict[str, Any] | None = None  # the cuBLAS the GEMM loaded: path, version
+
+
+GPU = Part("gpu", GpuUsed)
 
 RELATION_HELP = {
     "PIX": "through at most one PCIe switch",
@@ -104,7 +126,8 @@ def document(inv: gpus.Inventory) -> dict[str, Any]:
 def hardware(provenance: Mapping[str, Any]) -> list[str]:
     """The GPU models a run measured (not their count: a node short of a GPU stays among its
     peers, whose figures it lacks)."""
-    return sorted({g.get("name", "?") for g in (provenance.get("gpu") or {}).get("gpus", [])})
+    kept = GPU.of(provenance)
+    return sorted({g.get("name", "?") for g in kept.gpus}) if kept else []
 
 
 INVENTORY = Inventory("gpus", discover, render, document, hardware)

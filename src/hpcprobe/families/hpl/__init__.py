@@ -10,6 +10,7 @@ from hpcprobe.measure.family import (
     Default,
     Family,
     Headlines,
+    Keeps,
     Metrics,
     Params,
     Scaling,
@@ -26,7 +27,7 @@ FAMILY = Family(
         "binding"}), params=(Params(("domains",), ("power", "dgemm_per_watt",
                                                     "rmax_per_watt")),)),
     views=(views.tables,), figures=(views.figures,),
-    capabilities=(Headlines(views.headlines), Default(),
+    capabilities=(Headlines(views.headlines), Default(), Keeps((bench.HPL,)),
                   Ceilings((Bound("hpl", "rmax", views.rmax_ceiling),
                             Bound("hpl", "dgemm", views.dgemm_ceiling))), Command(
         help="HPL against the measured peak, DGEMM and the BLAS, or `hpl info`",

@@ -13,13 +13,14 @@ import statistics
 import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from hpcprobe import native
 from hpcprobe.common.cpulist import format_cpulist
 from hpcprobe.common.errors import OptionError, UserError
+from hpcprobe.common.parts import Part
 from hpcprobe.families.hpl import binding, blas, inputs, output
 from hpcprobe.families.hpl.blas import Blas
 from hpcprobe.families.hpl.inputs import Problem
@@ -90,6 +91,21 @@ BINDING_POLL_S, QUICK_POLLS_S, BINDING_SETTLED_S = 0.1, 2.0, 5.0
 SOLVE_COVERED = 0.5
 #: xhpl's progress lines set the expected time once this share of the work is done.
 PROGRESS_TRUSTED = 0.02
+
+
+@dataclass(frozen=True)
+class HplUsed:
+    """What a run records of the HPL it launched (its provenance part `hpl`): the program
+    (hpcc or xhpl) and its path, the MPI and launcher, the BLAS libraries tried."""
+
+    program: str | None = None
+    path: str | None = None
+    mpi: str | None = None
+    launcher: str | None = None
+    blas: list[str] = field(default_factory=list)
+
+
+HPL = Part("hpl", HplUsed)
 
 
 @dataclass(frozen=True)
@@ -340,9 +356,8 @@ def run(ctx: RunContext, opts: HplOptions | None) -> None:
     libs = blas.choose(opts.blas)
     s = setup(ctx, opts)
     launcher, path = launchers.choose(mpi, opts.launcher)
-    ctx.provenance["hpl"] = {"program": prog.kind, "path": prog.path,
-                             "mpi": f"{mpi.implementation} {mpi.version}",
-                             "launcher": launcher.name, "blas": [b.name for b in libs]}
+    HPL.put(ctx.provenance, HplUsed(prog.kind, prog.path, f"{mpi.implementation} {mpi.version}",
+                                    launcher.name, [b.name for b in libs]))
     model = _Model(ctx)
     cores = s.cores
     ctx.progress.start("hpl", 1 + 3 * len(libs))

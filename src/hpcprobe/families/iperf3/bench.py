@@ -21,7 +21,7 @@ from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, MetricSpec, RunContext, option
 from hpcprobe.probes import program
 from hpcprobe.results.model import Metric
-from hpcprobe.tools import command, free_port
+from hpcprobe.tools import VERSIONS, command, free_port
 
 TOOL = tools.get("iperf3")
 #: Per profile: seconds a repetition transmits.
@@ -173,7 +173,7 @@ def once(exe: str, o: IperfOptions, ctx: RunContext, host: str, port: int, timeo
 def run(ctx: RunContext, o: IperfOptions) -> None:
     plan(ctx, o)
     exe = TOOL.require("iperf3")
-    ctx.provenance.setdefault("tools", {})["iperf3"] = TOOL.version()
+    VERSIONS.add(ctx.provenance, "iperf3", TOOL.version())
     timeout = o.timeout_s or program.DEFAULT_TIMEOUT_S
     with server(exe, o) as (host, port):
         reps = program.repeat(ctx, "iperf3", program.repetitions(ctx, o.repeat),

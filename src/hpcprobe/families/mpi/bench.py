@@ -265,7 +265,7 @@ def run(ctx: RunContext, opts: MpiOptions | None) -> None:
     steps = plan(ctx.topo, opts, ctx.oversubscribe, ctx.profile.curve_points)
     exe = build.build(mpi)
     launcher, path = launchers.choose(mpi, opts.launcher)
-    ctx.provenance["mpi"] = params.provenance(mpi, launcher.name, path)
+    params.MPI.put(ctx.provenance, params.provenance(mpi, launcher.name, path))
     # the samples share OSU's iteration count between them (the C program splits it): up to the
     # profile's most samples where OSU runs many iterations (small messages), which costs no
     # more time and narrows the CI of the median; at least `least` where it runs a handful

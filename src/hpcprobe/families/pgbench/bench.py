@@ -18,7 +18,7 @@ from hpcprobe.measure import options
 from hpcprobe.measure.family import Flag, RunContext, option
 from hpcprobe.probes import program
 from hpcprobe.results.model import Metric
-from hpcprobe.tools import command, pgserver
+from hpcprobe.tools import VERSIONS, command, pgserver
 
 TOOL = tools.get("pgbench")
 
@@ -118,8 +118,9 @@ def run(ctx: RunContext, o: PgbenchOptions) -> None:
     scale = o.scale or SETTINGS[ctx.profile.name].scale
     seconds = o.pg_time_s or SETTINGS[ctx.profile.name].time_s
     with database(o) as (conn, version):
-        ctx.provenance.setdefault("tools", {}).update(
-            {"pgbench": TOOL.version(), **({"postgresql": version} if version else {})})
+        VERSIONS.add(ctx.provenance, "pgbench", TOOL.version())
+        if version:
+            VERSIONS.add(ctx.provenance, "postgresql", version)
         ctx.progress.start("pgbench: initialising", 1)
         init = command.run([exe, "-i", "-q", "-s", str(scale), *conn], timeout=timeout)
         if not init.ok:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from hpcprobe.results.model import Run
+from hpcprobe.tools import VERSIONS
 from hpcprobe.viewkit.table import Block, Table, cell, shown
 
 
@@ -11,7 +12,7 @@ def tables(run: Run) -> list[Block]:
     if not tps:
         return []
     lat = {m.params["mode"]: m for m in run.select("pgbench", "latency")}
-    tools = run.provenance.get("tools", {})
+    tools = VERSIONS.each(run.provenance)
     t = Table(title=f"pgbench {tools.get('pgbench', '')} against PostgreSQL "
                     f"{tools.get('postgresql', '(the database given)')}: median ±95% CI over the "
                     "repetitions")

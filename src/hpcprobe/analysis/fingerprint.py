@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from hpcprobe.common.units import format_bytes
+from hpcprobe.mpi import find, params
 from hpcprobe.results.model import Run
 
 
@@ -21,7 +22,7 @@ def fingerprint(run: Run) -> dict[str, str]:
     c = run.topology.get("counts", {})
     packages = c.get("packages") or 0
     dmi = n.dmi or {}
-    mpi = p.get("mpi")
+    mpi = params.MPI.of(p)
     out: dict[str, Any] = {
         "CPU": n.cpu_model,
         "sockets x cores": f"{packages} x {c.get('cores', 0) // max(1, packages)}",
@@ -39,12 +40,11 @@ def fingerprint(run: Run) -> dict[str, str]:
                          if dmi.get(k)) or None,
         "system": " ".join(dmi[k] for k in ("sys_vendor", "product_name") if dmi.get(k))
         or None,
-        "MPI": f"{mpi['implementation']} {mpi['version']} ({mpi['prefix']})" if mpi
-        else p.get("mpi_found"),
+        "MPI": mpi.named if mpi else find.FOUND.of(p),
         # the message sizes where it changes protocol, as it reported them (an MCA parameter
         # file or a variable moves them)
         "MPI thresholds": ", ".join(f"{k} {v}" for k, v in sorted(
-            (mpi or {}).get("thresholds", {}).items())) or None,
+            (mpi.thresholds if mpi else {}).items())) or None,
         "BLAS": n.blas,
         "compiler": n.compiler,
         "ISA": n.isa,
