@@ -60,7 +60,7 @@ def campaign_run(nodes: list[str], rng: random.Random, noise: float, tag: str, m
                                   [3.0 * n.bit_length()] * samples, "lower"))
     prov = {"host": "login", "cpu_model": None, "kernel": "Linux", "hpcprobe_version": "0",
             "compiler": "", "isa_supported": [], "environment": {},
-            CAMPAIGN: {"role": role, "nodes": nodes, "done": [n for n in nodes
+            CAMPAIGN.key: {"role": role, "nodes": nodes, "done": [n for n in nodes
                                                              if n not in failed],
                        "failed": failed}}
     return Run(f"{rng.getrandbits(48):012x}", f"2026-01-01T{minute // 60:02d}:"

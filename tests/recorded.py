@@ -32,6 +32,8 @@ from hpcprobe.machine import (
     energy,
     facts,
     flopmodel,
+    gpuhealth,
+    gpus,
     links,
     provenance,
     steal,
@@ -348,7 +350,10 @@ def recorded(node: Node, mp: pytest.MonkeyPatch) -> Iterator[Topology]:
                     DATA / "links" / node.links if node.links else NOWHERE),
                 # no recorded node keeps energy counters (test_energy's trees do): none read,
                 # by the header's fact nor by the run's meter
-                "energy": lambda cpu_model, sysfs: energy.fact(NOWHERE)}
+                "energy": lambda cpu_model, sysfs: energy.fact(NOWHERE),
+                # its GPUs as the harness hands them in (test_whole_path.as_node replaces
+                # gpus.discover with the node's recorded nvidia-smi document, or none)
+                "gpu_health": lambda cpu_model, sysfs: gpuhealth.stored(gpus.discover())}
     mp.setattr(energy, "POWERCAP", NOWHERE)
     mp.setattr(facts, "FACTS", tuple(replace(f, read=recorded[f.key]) for f in facts.FACTS))
     mp.setattr(sysinfo, "mem_total_bytes", lambda: topo.memory_bytes)

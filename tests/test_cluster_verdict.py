@@ -555,11 +555,11 @@ def kept(tmp_path):
         for r in runs:
             if verdict.is_campaign_run(r):
                 for minute, worse in ((1, 0.02), (2, 0.5)):  # an earlier pass, then the latest
-                    info = {**r.provenance[verdict.CAMPAIGN],
+                    info = {**r.provenance[verdict.CAMPAIGN.key],
                             "thresholds": vars(Thresholds(worse=worse))}
                     r = replace(r, run_id=f"{r.run_id[:-1]}{minute}",
                                 created=r.created.replace(":01:", f":{minute:02d}:"),
-                                provenance={**r.provenance, verdict.CAMPAIGN: info})
+                                provenance={**r.provenance, verdict.CAMPAIGN.key: info})
                     st.insert(r)
             else:
                 st.insert(r)

@@ -46,6 +46,7 @@ def test_a_part_is_written_and_read_back_by_attribute_and_an_older_one_still_rea
     assert provenance == {"kept": {"name": "a", "sizes": {"x": 1}}}  # None is not stored
     assert part.of(provenance) == _Kept("a", {"x": 1})
     jsonschema.validate(provenance["kept"], part.schema())
+    jsonschema.validate(None, part.schema())  # an earlier version's "no such part"
     # an older run's: a field it lacks takes its default, one the record dropped is left out
     assert part.of({"kept": {"name": "b", "retired": 3}}) == _Kept("b")
     assert part.of({}) is None and part.of({"kept": "not an object"}) is None
@@ -60,7 +61,7 @@ def test_keyed_and_scalar_parts():
     tools = Part("tools", str, keyed=True)
     tools.add(provenance, "fio", "fio-3.33")
     assert tools.each(provenance) == {"fio": "fio-3.33"}
-    assert tools.schema() == {"type": "object",
+    assert tools.schema() == {"type": ["object", "null"],
                               "additionalProperties": {"type": ["string", "null"]}}
 
 

@@ -18,7 +18,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from hpcprobe.cluster.verdict import (
     SLOW_ENDPOINT,
     SLOW_LINK,
     SLOW_NODE,
+    Campaigned,
     FleetVerdict,
     Labels,
     analyse,
@@ -42,7 +43,7 @@ from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.common.names import natural
 from hpcprobe.judge.peers import Thresholds
 from hpcprobe.measure.family import Progress, Scaling
-from hpcprobe.mpi import build, find, launchers
+from hpcprobe.mpi import build, find, launchers, params
 from hpcprobe.mpi.program import UNITS
 from hpcprobe.results.model import Metric, Run, read_json
 from hpcprobe.results.store import Selection, Store
@@ -506,9 +507,9 @@ class Campaign:
             spec = JobSpec(f"hpb-{p.tag}-{family}-{k}"[:64], hosts, argv, output, p.timeout_s,
                            tasks_per_node=p.ranks_per_node, partition=p.partition,
                            env={"SLURM_MPI_TYPE": p.mpi_plugin} if p.mpi_plugin else {})
-            info = {"role": "scaling", "family": family, "count": k, "nodes": hosts,
-                    "metrics": list(scaling.metrics), "grow": list(scaling.grow),
-                    "vary": list(scaling.vary), "prefix": scaling.prefix}
+            info = Campaigned("scaling", hosts, family=family, count=k,
+                              metrics=list(scaling.metrics), grow=list(scaling.grow),
+                              vary=list(scaling.vary), prefix=scaling.prefix)
             start = time.monotonic()
             try:
                 [why] = self._wait_all([self.sched.submit(spec)])
@@ -517,9 +518,9 @@ class Campaign:
             run = why or self._read(spec.output)
             if isinstance(run, str):
                 self._save_campaign("scaling", hosts, [], {}, [], [run], None,
-                                    time.monotonic() - start, extra=info)
+                                    time.monotonic() - start, scaled=info)
             else:
-                run.provenance[CAMPAIGN] = info
+                CAMPAIGN.put(run.provenance, info)
                 run.host = hosts[0]
                 self.store.save(run)
             self.progress.advance(f"{family} across nodes: {k} done")
@@ -575,7 +576,7 @@ class Campaign:
     def _save_campaign(self, role: str, nodes: list[str], done: list[str],
                        failed: dict[str, str], metrics: list[Metric], errors: list[str],
                        link_error: str | None, duration: float,
-                       extra: dict[str, Any] | None = None) -> None:
+                       scaled: Campaigned | None = None) -> None:
         p = self.plan
         mpi = self.mpi
         prov: dict[str, Any] = {
@@ -583,14 +584,15 @@ class Campaign:
             "kernel": f"{platform.system()} {platform.release()}",
             "hpcprobe_version": hpcprobe.__version__, "compiler": mpi.mpicc if mpi else "",
             "isa_supported": [], "environment": {}, "python": platform.python_version(),
-            "mpi": mpi.to_dict() if mpi else None,
-            CAMPAIGN: {"role": role, "nodes": p.nodes if role == "campaign" else nodes,
-                       "measured": nodes, "done": done, "failed": failed,
-                       "link_error": link_error,
-                       "scheduler": self.sched.name, "probe": p.probe + p.probe_args,
-                       "workdir": str(p.workdir), "thresholds": vars(p.thresholds),
-                       **(extra or {})},
         }
+        if mpi is not None:
+            params.MPI.put(prov, params.MpiUsed.of(mpi))
+        CAMPAIGN.put(prov, replace(
+            scaled or Campaigned(), role=role,
+            nodes=p.nodes if role == "campaign" else nodes, measured=nodes, done=done,
+            failed=failed, link_error=link_error, scheduler=self.sched.name,
+            probe=p.probe + p.probe_args, workdir=str(p.workdir),
+            thresholds=vars(p.thresholds)))
         run = Run(uuid.uuid4().hex[:12], _now(), socket.gethostname(), p.profile,
                   sorted({m.benchmark for m in metrics}), prov, {}, metrics, errors=errors,
                   tag=p.tag, duration_s=duration, kind="campaign")

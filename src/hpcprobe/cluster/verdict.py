@@ -22,6 +22,7 @@ from hpcprobe.analysis.compare import NotJoined
 from hpcprobe.common import lazy
 from hpcprobe.common.bulk import bulk
 from hpcprobe.common.names import natural
+from hpcprobe.common.parts import Part
 from hpcprobe.judge.peers import (
     Deviation,
     Fig,
@@ -44,8 +45,34 @@ if TYPE_CHECKING:
 else:  # imported where first used, not at start-up
     np = lazy.module("numpy")
 
-#: provenance key of the runs a campaign's driver stores (its node list, failures, links)
-CAMPAIGN = "cluster"
+@dataclass(frozen=True)
+class Campaigned:
+    """What a campaign's driver records with each run it stores (its provenance part
+    `cluster`): a pass's role ("campaign", "remeasure", "links"), its nodes, those measured,
+    done and failed (node -> why), why the links were not measured, the scheduler, the node
+    probe, the work directory and the thresholds it judged with; a run across nodes (role
+    "scaling") its family, node count and the figures the family's `Scaling` declares."""
+
+    role: str | None = None
+    nodes: list[str] = field(default_factory=list)
+    measured: list[str] = field(default_factory=list)
+    done: list[str] = field(default_factory=list)
+    failed: dict[str, str] = field(default_factory=dict)
+    link_error: str | None = None
+    scheduler: str | None = None
+    probe: list[str] = field(default_factory=list)
+    workdir: str | None = None
+    thresholds: dict[str, Any] | None = None
+    family: str | None = None
+    count: int | None = None
+    metrics: list[str] = field(default_factory=list)
+    grow: list[str] = field(default_factory=list)
+    vary: list[str] = field(default_factory=list)
+    prefix: str | None = None
+
+
+#: The runs a campaign's driver stores, and the runs across nodes, keep this part
+CAMPAIGN = Part("cluster", Campaigned)
 
 #: What a campaign flags against the peers, each a kind with its code and action: a slow
 #: node and a slow network endpoint are drained; a slow link alone is measured again
@@ -627,18 +654,18 @@ def _weak(campaign_runs: list[Run], ignore: NotJoined, v: FleetVerdict, rates: W
     points: dict[str, dict[int, float]] = defaultdict(dict)
     grow: set[str] = set()
     for run in sorted(campaign_runs, key=lambda r: r.created):
-        info = run.provenance[CAMPAIGN]
-        if info.get("role") != "scaling":
+        info = CAMPAIGN.of(run.provenance)
+        if info is None or info.role != "scaling" or info.family is None:
             continue
-        count, family, prefix = int(info["count"]), info["family"], info.get("prefix")
+        count, family, prefix = int(info.count or 0), info.family, info.prefix
         v.scaling_errors += [f"{family} on {count} node(s): {e}" for e in run.errors]
         for m in run.metrics:
-            named = m.name in info["metrics"] or bool(prefix) and m.name.startswith(prefix)
+            named = m.name in info.metrics or bool(prefix) and m.name.startswith(prefix or "")
             if m.benchmark == family and named and m.samples:
-                name = label(m, ignore | frozenset(info.get("vary", [])))
+                name = label(m, ignore | frozenset(info.vary))
                 points[name][count] = statistics.median(m.samples)
                 v.weak_units[name] = m.unit
-                if m.name in info.get("grow", []):
+                if m.name in info.grow:
                     grow.add(name)
         rate = rates[family](run.metrics) if family in rates else None
         if rate is not None and rate[0]:
@@ -653,16 +680,17 @@ def _weak(campaign_runs: list[Run], ignore: NotJoined, v: FleetVerdict, rates: W
 
 
 def is_campaign_run(run: Run) -> bool:
-    return CAMPAIGN in run.provenance
+    return CAMPAIGN.key in run.provenance
 
 
 def campaign_thresholds(runs: list[Run]) -> Thresholds | None:
     """The thresholds the campaign's latest pass judged with; None where no pass stored them
     (runs of no campaign, or of a version that did not keep them)."""
-    passes = [r for r in runs if is_campaign_run(r) and r.provenance[CAMPAIGN].get("thresholds")]
+    passes = [(r.created, info.thresholds) for r in runs
+              if (info := CAMPAIGN.of(r.provenance)) is not None and info.thresholds]
     if not passes:
         return None
-    kept = max(passes, key=lambda r: r.created).provenance[CAMPAIGN]["thresholds"]
+    kept = max(passes, key=lambda p: p[0])[1] or {}
     return Thresholds(**{f.name: kept[f.name] for f in fields(Thresholds) if f.name in kept})
 
 
@@ -682,12 +710,12 @@ def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None,
     failed: dict[str, str] = {}
     link_errors: list[str] = []
     for run in sorted(campaign_runs, key=lambda r: r.created):
-        info = run.provenance[CAMPAIGN]
-        nodes.update(dict.fromkeys(info.get("nodes", [])))
-        failed.update(info.get("failed", {}))
-        if info.get("link_error"):
-            link_errors.append(f"{run.created} ({info.get('role')}): {info['link_error']}")
-        for n in info.get("done", []):
+        info = CAMPAIGN.of(run.provenance) or Campaigned()
+        nodes.update(dict.fromkeys(info.nodes))
+        failed.update(info.failed)
+        if info.link_error:
+            link_errors.append(f"{run.created} ({info.role}): {info.link_error}")
+        for n in info.done:
             failed.pop(n, None)
     measured = {r.host for r in node_runs}
     nodes.update(dict.fromkeys(sorted(measured, key=natural)))

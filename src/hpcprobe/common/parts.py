@@ -71,12 +71,12 @@ class Part(Generic[R]):
     keyed: bool = False
 
     def schema(self) -> dict[str, Any]:
-        """The part's schema: its record's (a scalar may be null: what a run could not read,
-        the MPI it would use where none was found)."""
+        """The part's schema: its record's, or null (what a run could not read: the MPI it
+        would use where none was found; a campaign's record without an MPI, as earlier
+        versions stored it)."""
         one = schema_of(self.record)
-        if not dataclasses.is_dataclass(self.record):
-            one = {"type": [one["type"], "null"]}
-        return {"type": "object", "additionalProperties": one} if self.keyed else one
+        one = {**one, "type": [one["type"], "null"]}
+        return {"type": ["object", "null"], "additionalProperties": one} if self.keyed else one
 
     def put(self, provenance: MutableMapping[str, Any], value: R) -> None:
         """Keep `value` as the run's part (replacing one kept before)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache
 
 from hpcprobe.common.parts import Part
@@ -117,6 +117,12 @@ class MpiUsed:
     launcher_path: str | None = None
     thresholds: dict[str, int] = field(default_factory=dict)
 
+    @classmethod
+    def of(cls, mpi: Mpi) -> MpiUsed:
+        """The MPI as its wrapper describes it (no launcher, no thresholds read)."""
+        return cls(mpi.mpicc, mpi.prefix, mpi.implementation, mpi.version, mpi.standard,
+                   mpi.wrapper_flags, mpi.fingerprint)
+
     @property
     def named(self) -> str:
         """"Open MPI 4.1.4 (/usr)"."""
@@ -130,5 +136,5 @@ MPI = Part("mpi", MpiUsed)
 
 def provenance(mpi: Mpi, launcher: str, path: str | None) -> MpiUsed:
     """What a run records of the MPI it launched ranks with."""
-    return MpiUsed(**mpi.to_dict(), launcher=launcher, launcher_path=path,
+    return replace(MpiUsed.of(mpi), launcher=launcher, launcher_path=path,
                    thresholds={t.variable: t.size for t in thresholds(mpi)})
