@@ -63,8 +63,9 @@ def _record(record: type[R], raw: Any) -> R | None:
 
 @dataclass(frozen=True)
 class Part(Generic[R]):
-    """One part: its provenance key and its record's type; `keyed`: the part holds one record
-    per name (an application's, a tool's), and `of` gives them by name."""
+    """One part: its provenance key and its record's type (a frozen dataclass, or a scalar:
+    str); `keyed`: the part holds one record per name (an application's, a tool's), which
+    `each` gives by name."""
 
     key: str
     record: type[R]
@@ -74,7 +75,7 @@ class Part(Generic[R]):
         """The part's schema: its record's, or null (what a run could not read: the MPI it
         would use where none was found; a campaign's record without an MPI, as earlier
         versions stored it)."""
-        one = schema_of(self.record)
+        one = schema_of(self.record)  # a record's or a scalar's: one type
         one = {**one, "type": [one["type"], "null"]}
         return {"type": ["object", "null"], "additionalProperties": one} if self.keyed else one
 
