@@ -587,7 +587,7 @@ def solved(trail: energy.Trail, seen: tuple[float, float] | None, seconds: float
     """The energy of a timed solve of `seconds`, as far as the trail's polls bracket it: from
     the first mark after the poll that saw its result line (`seen`: that poll and the one
     before), less its seconds, to the last poll before the line (the solve, and at most the
-    residual check after it); None where the line was not seen while it ran, or that is under
+    residual check after it); None where no poll saw the line, or that is under
     SOLVE_COVERED of the solve."""
     if seen is None:
         return None
