@@ -77,6 +77,13 @@ def pieces(schema: dict[str, Any]) -> tuple[dict[str, Any], dict[tuple[str, str]
     return whole, out
 
 
+#: fastjsonschema names each array item it checks through a $ref by formatting its path with
+#: `"...[{i}]".format(**locals())` before the call, a copy of the whole function's locals per
+#: item: 12 ms of every 177-figure node document here, 2.4 s of 200 nodes' collection. The same
+#: text as an f-string reads the same names without the copy.
+_LOCALS = re.compile(r'"([^"\\{}]*(?:\{\w+\}[^"\\{}]*)+)"\.format\(\*\*locals\(\)\)')
+
+
 def source(schema: dict[str, Any]) -> str:
     """Python for the checkers of `pieces(schema)`: each piece's fastjsonschema code inside a
     function of its own that makes its checker (their helper names would clash), `DOCUMENT`
@@ -87,6 +94,7 @@ def source(schema: dict[str, Any]) -> str:
     out, names = [], {}
     for i, piece in enumerate([whole, *parts.values()]):
         text = fastjsonschema.compile_to_code(piece, use_default=False, use_formats=False)
+        text = _LOCALS.sub(r'f"\1"', text)
         entry = re.search(r"^def (\w+)\(", text, re.M)  # the piece's own comes first
         if entry is None:
             raise RuntimeError("fastjsonschema wrote no function for a piece of the schema")

@@ -213,7 +213,8 @@ def compiled_schema() -> Callable[[Any], bool]:
 
     s = schema()
     # no default written into the document it checks, formats not asserted
-    key = hashlib.sha256(json.dumps([s, "no defaults, no formats, in pieces made on use",
+    key = hashlib.sha256(json.dumps([s, "no defaults, no formats, in pieces made on use, "
+                                     "f-string paths",
                                      fastjsonschema.VERSION],
                                     sort_keys=True).encode()).hexdigest()[:16]
     found: dict[str, Any] = {}
