@@ -196,13 +196,7 @@ def fact(sysfs: Path) -> dict[str, Any]:
     if sysfs != Path("/sys"):
         return {"read": False, "why": f"{sysfs} is a recorded /sys tree, with no nvidia-smi "
                                       "output of its node"}
-    text, why = gpus.run_smi("-q", "-x")
-    if text is None:
-        return {"read": False, "why": why}
-    inv = gpus.from_smi(text, sysfs, None)
-    if len(inv.gpus) > 1:
-        inv = gpus.with_nvlinks(inv, gpus.run_smi("nvlink", "-s")[0])
-    return stored(inv)
+    return stored(gpus.discover(sysfs=sysfs, proc=None, health_only=True))
 
 
 def _read(kept: Any) -> dict[str, Any] | None:

@@ -587,11 +587,14 @@ def run_smi(*args: str) -> tuple[str | None, str]:
 
 def discover(smi: str | None = None, sysfs: str | os.PathLike[str] = "/sys",
              proc: str | os.PathLike[str] | None = "/proc", topo: str | None = None,
-             dmesg: str | None = None, nvlink: str | None = None) -> Inventory:
+             dmesg: str | None = None, nvlink: str | None = None,
+             health_only: bool = False) -> Inventory:
     """This node's GPUs (through nvidia-smi, its `topo -m` and `nvlink -s` for the NVLinks
     where there are several; their Xid events from dmesg), or those of a recorded `nvidia-smi
     -q -x` file (and `topo -m` and `nvlink -s` output and kernel log, where given). No
-    nvidia-smi, or one that fails (no driver), is an inventory without GPUs that says why."""
+    nvidia-smi, or one that fails (no driver), is an inventory without GPUs that says why.
+    `health_only`: this node's `-q -x` and `nvlink -s` alone, what the health rules read (not
+    the NVLink topology, the MIG instances' GPUs or the kernel log)."""
     if smi is not None:
         inv = from_smi(read_input(smi), sysfs, proc, smi)
         topo_text = read_input(topo) if topo is not None else None
@@ -602,8 +605,10 @@ def discover(smi: str | None = None, sysfs: str | os.PathLike[str] = "/sys",
         if text is None:
             return Inventory((), none_why=why)
         inv = from_smi(text, sysfs, proc)
-        topo_text = run_smi("topo", "-m")[0] if len(inv.gpus) > 1 else None
         inv = with_nvlinks(inv, run_smi("nvlink", "-s")[0] if len(inv.gpus) > 1 else None)
+        if health_only:
+            return inv
+        topo_text = run_smi("topo", "-m")[0] if len(inv.gpus) > 1 else None
         if any(g.mig for g in inv.gpus):
             inv = dataclasses.replace(inv, mig_parents=parse_list(run_smi("-L")[0] or ""))
     if dmesg is not None:
