@@ -52,6 +52,16 @@ class Cluster:
     conf: Path
     pids: dict[str, int] = field(default_factory=dict)  # daemon -> PID
 
+    @property
+    def local(self) -> Path:
+        """A node's own disk, as its daemons and jobs see it (empty here, in the root
+        namespace; each node's is disk/NODE)."""
+        return self.root / "local"
+
+    def disk(self, node: str) -> Path:
+        """What `node` holds on its own disk, seen from here."""
+        return self.root / "disk" / node
+
     def client(self, *argv: str, timeout: float = 120,
                env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
         """A Slurm client (or any command) run in the hub namespace with this cluster's
@@ -132,12 +142,14 @@ def cpu_quota(pid: int, share: float, period_us: int = 10000) -> Iterator[None]:
                 time.sleep(0.1)
 
 
-def _daemon(cluster: Cluster, name: str, netns: str, hostname: str, argv: list[str]) -> None:
-    """Start a daemon in `netns` with its own UTS and mount namespace (hostname, /etc/hosts),
-    and record its PID. Not `ip netns exec`: it remounts /sys and slurmd then finds no
-    cgroups."""
+def _daemon(cluster: Cluster, name: str, netns: str, hostname: str, argv: list[str],
+            local: Path | None = None) -> None:
+    """Start a daemon in `netns` with its own UTS and mount namespace (hostname, /etc/hosts;
+    `local` seen at `cluster.local`, the node's own disk), and record its PID. Not `ip netns
+    exec`: it remounts /sys and slurmd then finds no cgroups."""
+    own = f"mount --bind {local} {cluster.local} && " if local else ""
     script = (f"hostname {hostname} && mount --bind {cluster.root / 'hosts'} /etc/hosts && "
-              f"exec {' '.join(argv)}")
+              f"{own}exec {' '.join(argv)}")
     p = subprocess.Popen(["nsenter", f"--net=/run/netns/{netns}", "unshare", "--uts",
                           "--mount", "--propagation", "private", "sh", "-c", script],
                          stdout=subprocess.DEVNULL, stderr=open(cluster.root / f"{name}.err", "w"),
@@ -244,9 +256,10 @@ def cluster(n: int = 4, cpus: int = 2, extra: str = "") -> Iterator[Cluster]:
             _run("ip", "-n", ns, "addr", "add", f"{addr}/24", "dev", "eth0")
             _run("ip", "-n", ns, "link", "set", "eth0", "up")
             _run("ip", "-n", ns, "link", "set", "lo", "up")
-            for d in ("spool", "tmp"):
+            for d in ("spool", "tmp", "disk"):
                 (root / d / nm).mkdir(parents=True)
         (root / "hosts").write_text("\n".join(hosts) + "\n")
+        c.local.mkdir()
         (root / "state").mkdir()
         nodes = "\n".join(f"NodeName={nm} NodeAddr={SUBNET}.{11 + i} CPUs={cpus} State=UNKNOWN"
                           for i, nm in enumerate(names))
@@ -271,7 +284,8 @@ def cluster(n: int = 4, cpus: int = 2, extra: str = "") -> Iterator[Cluster]:
             time.sleep(0.05)
         _daemon(c, "slurmctld", c.hub, "hub", ["slurmctld", "-D", "-i", "-f", str(c.conf)])
         for nm, ns in c.nodes.items():
-            _daemon(c, f"slurmd-{nm}", ns, nm, ["slurmd", "-D", "-N", nm, "-f", str(c.conf)])
+            _daemon(c, f"slurmd-{nm}", ns, nm, ["slurmd", "-D", "-N", nm, "-f", str(c.conf)],
+                    local=root / "disk" / nm)
         undo.callback(lambda: c.client("scancel", "--full", "--partition=test", timeout=30))
         c.wait_idle()
         yield c

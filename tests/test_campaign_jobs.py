@@ -232,3 +232,48 @@ def test_asking_for_stacks_never_fails_the_campaign(tmp_path, monkeypatch):
     assert job.state == "RUNNING"
     with pytest.raises(UserError, match="did not answer in 0.3 s"):
         sched.cancel([job])
+
+
+
+def test_a_staged_bundle_is_copied_unpacked_once_and_started_isolated(tmp_path):
+    # where no allocation broadcasts it (per-node batch jobs), the node job's launcher copies
+    # the bundle from the work directory to the node's disk, unpacks it once and starts
+    # hpcprobe from there, isolated: not from the user's PYTHONPATH or native core. The
+    # bundle here is a stand-in environment whose hpcprobe says where it runs from; the real
+    # one is made and broadcast in the Slurm cluster (test_cluster_campaign.py)
+    import os
+    import subprocess
+    import sys
+    import tarfile
+
+    from hpcprobe.cluster import bundle
+
+    names = {d.metadata["Name"].lower() for d in bundle.closure()}
+    assert {"hpcprobe", "numpy", "rich"} <= names and "pytest" not in names
+    work, stage = tmp_path / "w", tmp_path / "disk" / "stage"
+    env = tmp_path / "env" / "hpcprobe-0123456789ab"
+    site = env / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    (site / "hpcprobe").mkdir(parents=True)
+    (site / "hpcprobe" / "__main__.py").write_text(
+        "import os, sys; print(__file__, sys.flags.isolated, "
+        "os.environ.get('HPCPROBE_NATIVE_LIB'), *sys.argv[1:])\n")
+    base = bundle._interpreter()
+    (env / "pyvenv.cfg").write_text(f"home = {base.parent}\n")
+    (env / "bin").mkdir()
+    (env / "bin" / "python").symlink_to(base)
+    work.mkdir()
+    b = bundle.Bundle(work / "hpcprobe-0123456789ab.tar", "0123456789ab", stage)
+    with tarfile.open(b.tar, "w") as tf:
+        tf.add(env, env.name)
+    launcher = bundle.launcher(b, work)
+    given = {**os.environ, "PYTHONPATH": str(tmp_path / "nowhere"),
+             "HPCPROBE_NATIVE_LIB": str(tmp_path / "no.so")}
+    for n in range(2):  # the second start finds it unpacked
+        if n:
+            b.on_node.unlink()
+        r = subprocess.run([str(launcher), "run", "x y"], capture_output=True, text=True,
+                           env=given, cwd=tmp_path, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout.split() == [f"{stage}/{b.name}/{site.relative_to(env)}/hpcprobe/"
+                                    "__main__.py", "1", "None", "run", "x", "y"]
+    assert not list(stage.glob(f".{b.name}.*"))  # no unpacking left behind

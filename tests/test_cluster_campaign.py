@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -220,16 +221,35 @@ def test_ctrl_c_cancels_the_jobs_and_keeps_what_was_measured(cluster, tmp_path, 
     assert all("interrupted" in why for why in doc["failed"].values())
 
 
-def test_inside_an_allocation_node_jobs_are_srun_steps(cluster, tmp_path):
-    r = cluster.client("salloc", "-N4", "-p", "test", sys.executable, "-m", "hpcprobe",
-                       "cluster", "run", "--tag", "alloc", "--db", str(tmp_path / "r.sqlite"),
-                       "--workdir", str(tmp_path / "w"), "--no-links", "--no-remeasure",
-                       *WORSE, *PROBE, timeout=300)
+def test_inside_an_allocation_hpcprobe_is_staged_by_sbcast_and_node_jobs_are_steps(cluster,
+                                                                                    tmp_path):
+    # --stage: hpcprobe broadcast to each node's own disk (cluster.local, which each node sees
+    # as its own) and the node jobs started from there; then a step on every node says where
+    # that Python reads hpcprobe, numpy and the native core from
+    local, w = cluster.local, tmp_path / "w"
+    where = ("import os, hpcprobe, numpy; from hpcprobe import native; "
+             "print(os.uname().nodename, hpcprobe.__file__, numpy.__file__, native.lib_path())")
+    script = (f"{sys.executable} -m hpcprobe cluster run --tag alloc --db {tmp_path}/r.sqlite "
+              f"--workdir {w} --no-links --no-remeasure --stage {local} "
+              f"{shlex.join([*WORSE, *PROBE])}; rc=$?; b=$(basename {w}/hpcprobe-*.tar .tar); "
+              f"srun -N2 --ntasks-per-node 1 env -u HPCPROBE_NATIVE_LIB {local}/$b/bin/python "
+              f"-I -c {shlex.quote(where)}; exit $rc")
+    r = cluster.client("salloc", "-N2", "-p", "test", "sh", "-c", script, timeout=300)
     # 1: a node flagged, which is noise here (four "nodes" on two CPUs; one's scalar peak once
     # read 0.49 of its peers' while other work ran beside the suite), not what this test is about
     assert r.returncode in (0, 1), r.stdout[-2000:] + r.stderr
-    assert "4 measured, 0 failed" in r.stdout
-    assert not list((tmp_path / "w" / "jobs").glob("*.sh"))  # no batch script: steps
+    assert "2 measured, 0 failed" in r.stdout
+    assert not list((w / "jobs").glob("*.sh"))  # no batch script: steps
+    assert f"staged in {local} on each node" in r.stdout
+    assert "one sbcast to the allocation's 2 node(s)" in r.stdout
+    [tar] = w.glob("hpcprobe-*.tar")
+    assert not list(local.iterdir())  # nothing of it here: on each node's own disk
+    lines = sorted(x.split() for x in r.stdout.splitlines()
+                   if len(x.split()) == 4 and x.split()[1].startswith("/"))
+    assert [x[0] for x in lines] == ["n1", "n2"], r.stdout[-2000:]
+    for node, *paths in lines:
+        assert all(p.startswith(f"{local}/{tar.stem}/lib/") for p in paths), paths
+        assert (cluster.disk(node) / tar.stem / "bin" / "python").exists()
 
 
 def test_iperf3_between_pairs_starts_its_server_on_the_peer_and_judges_links(cluster, tmp_path):

@@ -26,6 +26,7 @@ from typing import Any
 import hpcprobe
 from hpcprobe.analysis.compare import NotJoined
 from hpcprobe.cluster import pairs as pairing
+from hpcprobe.cluster.bundle import Bundle
 from hpcprobe.cluster.verdict import (
     CAMPAIGN,
     SLOW_ENDPOINT,
@@ -99,6 +100,8 @@ class Plan:
     pairs_args: list[str] = field(default_factory=list)  # and their options
     #: how a node job starts hpcprobe: this one by this Python, or the node's own install
     program: list[str] = field(default_factory=this_hpcprobe)
+    #: hpcprobe staged on each node's own disk (`program` its launcher), broadcast first
+    staged: Bundle | None = None
 
 
 def link_rounds(p: Plan) -> list[list[tuple[str, str]]]:
@@ -213,6 +216,8 @@ class Campaign:
         if p.links and len(p.nodes) + len(p.peers) >= 2:  # no MPI: said before any job runs
             self.mpi = find.find()
             self.exe = build.build(self.mpi)
+        if p.staged is not None:
+            self.stage(p.staged)
         done = self._pass("campaign", p.nodes, link_rounds(p))
         for family, scaling in p.scale.items():
             self.scale_pass(family, scaling, sorted(done, key=natural))
@@ -226,6 +231,14 @@ class Campaign:
             self._pass("re-measure", nodes, pairing.matchings(links), scaling=False)
             verdict = self.verdict()
         return verdict
+
+    def stage(self, b: Bundle) -> None:
+        """The bundle broadcast to every node at once where the scheduler can (inside an
+        allocation: Slurm's sbcast); else each node job copies it from the work directory."""
+        p = self.plan
+        size = b.tar.stat().st_size / 2**20
+        how = self.sched.broadcast(b.tar, b.on_node, [*p.nodes, *p.peers])
+        self.say(f"hpcprobe staged in {b.stage} on each node ({size:.0f} MiB, {how}).")
 
     def verdict(self) -> FleetVerdict:
         p = self.plan

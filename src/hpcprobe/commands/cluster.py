@@ -13,7 +13,7 @@ from pathlib import Path
 
 from hpcprobe import registry
 from hpcprobe.analysis.verdict import Verdict
-from hpcprobe.cluster import views
+from hpcprobe.cluster import bundle, views
 from hpcprobe.cluster.campaign import Campaign, Plan, link_rounds, node_counts, this_hpcprobe
 from hpcprobe.cluster.verdict import (
     ONLY,
@@ -76,10 +76,11 @@ def _positive(text: str) -> float:
 
 
 def _program(text: str) -> str:
-    """The hpcprobe program the node jobs run: an absolute path (it is each node's own)."""
-    if not text.startswith("/") or text.endswith("/"):
-        raise argparse.ArgumentTypeError(f"{text!r}: give the absolute path of the program on "
-                                         "the nodes, e.g. /opt/hpcprobe/bin/hpcprobe")
+    """The hpcprobe program the node jobs run, or where it is staged: an absolute path (it is
+    each node's own)."""
+    if not text.startswith("/") or (text.endswith("/") and text != "/"):
+        raise argparse.ArgumentTypeError(f"{text!r}: give an absolute path on the nodes, e.g. "
+                                         "/opt/hpcprobe/bin/hpcprobe, /tmp")
     return text
 
 
@@ -139,11 +140,17 @@ def _setup_run(r: argparse.ArgumentParser) -> None:
                    help="cancel a node's job running longer (default 900)")
     r.add_argument("--start-timeout", type=options.seconds, default=600.0, metavar="SECONDS",
                    help="cancel a job waiting longer to start (default 600)")
-    r.add_argument("--node-hpcprobe", type=_program, metavar="PATH",
-                   help="the hpcprobe the node jobs run: an install on each node's own disk "
-                        "(the node image's, e.g. /opt/hpcprobe/bin/hpcprobe: docs/check.md), so "
-                        "a thousand jobs start without reading this one's thousand files from "
-                        "a shared file system (default: this one, by this Python)")
+    start = r.add_mutually_exclusive_group()
+    start.add_argument("--node-hpcprobe", type=_program, metavar="PATH",
+                       help="the hpcprobe the node jobs run: an install on each node's own "
+                       "disk (the node image's, e.g. /opt/hpcprobe/bin/hpcprobe: "
+                       "docs/check.md), so a thousand jobs start without reading this one's "
+                       "thousand files from a shared file system (default: this one, by this "
+                       "Python)")
+    start.add_argument("--stage", type=_program, metavar="DIR",
+                       help="stage this hpcprobe on each node's own disk in DIR first (one "
+                       "file: sbcast inside an allocation, else each node's first job copies "
+                       "it) and run the node jobs from there (e.g. /tmp; docs/cluster.md)")
     r.add_argument("--workdir", metavar="DIR",
                    help="job scripts, outputs and node documents; on a file system every node "
                         "sees (default: ./hpcprobe-cluster/TAG)")
@@ -341,9 +348,11 @@ def cmd_run(a: argparse.Namespace) -> int:
     sched = _scheduler(a)
     if a.dry_run:  # reads the store only for --only, and creates none
         if a.only is None:
-            return _dry_run(_plan(a, sched, None, tag, workdir, probe_args, scale_args), sched)
+            return _dry_run(_plan(a, sched, None, tag, workdir, probe_args, scale_args), sched,
+                            a.stage)
         with Store.open(a.db, create=False) as store:
-            return _dry_run(_plan(a, sched, store, tag, workdir, probe_args, scale_args), sched)
+            return _dry_run(_plan(a, sched, store, tag, workdir, probe_args, scale_args), sched,
+                            a.stage)
     with Store.open(a.db) as store:
         store.check_writable()
         plan = _plan(a, sched, store, tag, workdir, probe_args, scale_args)
@@ -352,6 +361,9 @@ def cmd_run(a: argparse.Namespace) -> int:
             files.check_writable(workdir / "campaign.check", "--workdir")
         except OSError as exc:
             raise UserError(f"--workdir {workdir}: cannot create it ({exc.strerror})") from None
+        if a.stage:
+            plan.staged = bundle.make(workdir, Path(a.stage))
+            plan.program = [str(bundle.launcher(plan.staged, workdir))]
         print(f"Campaign {tag}: {len(plan.nodes)} node(s) through {sched.name}, probe "
               f"{shlex.join(plan.probe + plan.probe_args)} ({plan.profile}); work directory "
               f"{workdir}.")
@@ -366,7 +378,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     return _report(verdict, sched, a, drain=False)
 
 
-def _dry_run(plan: Plan, sched: Scheduler) -> int:
+def _dry_run(plan: Plan, sched: Scheduler, stage: str | None) -> int:
     rounds = link_rounds(plan)
     print(f"Campaign {plan.tag} through {sched.name}; nothing submitted (--dry-run):")
     print(f"  node probe: `hpcprobe run {shlex.join(plan.probe + plan.probe_args)} --profile "
@@ -375,6 +387,8 @@ def _dry_run(plan: Plan, sched: Scheduler) -> int:
           + (f"{plan.concurrency} at a time" if plan.concurrency else "all at once")
           + (f", {plan.gpus_per_node} GPU(s) a node" if plan.gpus_per_node else "")
           + f"; timeout {plan.timeout_s:g} s")
+    print("  start-up: " + (f"this hpcprobe staged in {stage} on each node's disk first" if
+                            stage else shlex.join(plan.program)))
     for node in plan.nodes[:20]:
         print(f"    {node}")
     if len(plan.nodes) > 20:

@@ -93,6 +93,11 @@ class Scheduler(ABC):
     def cpus(self, nodes: Sequence[str]) -> dict[str, int]:
         """Each node's CPU count as the scheduler knows it."""
 
+    def broadcast(self, path: Path, dest: Path, nodes: Sequence[str]) -> str:
+        """Copy `path` to `dest` on each of `nodes` at once where this scheduler can; how it
+        was done, or why not (each node's job then copies it)."""
+        return "each node's first job copies it"
+
     @abstractmethod
     def drain_argv(self, node: str, reason: str) -> list[str]:
         """The command that takes a node out of service with a reason (printed for the user)."""

@@ -12,6 +12,7 @@ import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 from hpcprobe.common.errors import HpcprobeError, OptionError, UserError
 from hpcprobe.common.names import natural
@@ -24,6 +25,8 @@ NEVER = frozenset({"PartitionTimeLimit", "PartitionNodeLimit", "PartitionConfig"
                    "AssocMaxWallDurationPerJobLimit", "QOSMaxNodePerJobLimit"})
 #: Seconds a client command may take before the controller counts as not answering.
 CLIENT_TIMEOUT_S = 30
+#: Seconds a broadcast to the nodes (hpcprobe's bundle, a few hundred MiB) may take
+BROADCAST_TIMEOUT_S = 900
 #: Seconds the controller is given to pass on a request for a job's stacks.
 STACKS_TIMEOUT_S = 5
 
@@ -223,6 +226,22 @@ class Slurm(Scheduler):
             if count.strip().isdigit():
                 out[name] = int(count)
         return out
+
+    def broadcast(self, path: Path, dest: Path, nodes: Sequence[str]) -> str:
+        """Inside an allocation holding the nodes: its directory made on each (one step), then
+        one `sbcast` (Slurm's tree broadcast; `BcastParameters=Compression=lz4` in slurm.conf
+        compresses it). A refusal is said and each node's job copies it instead."""
+        if not self._in_allocation(nodes):
+            return "no allocation: each node's first job copies it"
+        hosts = ",".join(nodes)
+        mkdir = self._client("srun", "--nodes", str(len(nodes)), "--nodelist", hosts,
+                             "--ntasks-per-node", "1", "mkdir", "-p", str(dest.parent),
+                             timeout=BROADCAST_TIMEOUT_S)
+        r = mkdir if mkdir.returncode != 0 else self._client(
+            "sbcast", "--force", str(path), str(dest), timeout=BROADCAST_TIMEOUT_S)
+        if r.returncode != 0:
+            return f"sbcast failed ({_first_line(r.stderr)}): each node's first job copies it"
+        return f"one sbcast to the allocation's {len(nodes)} node(s)"
 
     def drain_argv(self, node: str, reason: str) -> list[str]:
         return ["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"]
