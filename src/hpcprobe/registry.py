@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from hpcprobe.analysis.compare import NotJoined
+from hpcprobe.analysis.reference import Declared
 from hpcprobe.analysis.verdict import Picker, Reference, Verdict
 from hpcprobe.common.errors import UserError
 from hpcprobe.families import FAMILIES
@@ -41,7 +42,6 @@ from hpcprobe.viewkit.table import View
 from hpcprobe.views import proxy
 
 if TYPE_CHECKING:
-    from hpcprobe.history import read
     from hpcprobe.judge.against import Against
 
 C = TypeVar("C")
@@ -179,11 +179,10 @@ def figure_units(key: str) -> set[str] | None:
     return {s.unit for s in family.metrics.specs} or None
 
 
-def declared() -> read.Declared:
-    """What the families declare that a history reads (the history wing's input)."""
-    from hpcprobe.history import read  # where a history is read, not at start-up
-
-    return read.Declared(pickers(), not_joined(), hardware_labels, bounds())
+def declared() -> Declared:
+    """What the families declare that a verdict and a history read (the judge's and the
+    history wing's input)."""
+    return Declared(pickers(), not_joined(), hardware_labels, bounds())
 
 
 def against(path: str | None) -> Against:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpcprobe.analysis import health
 from hpcprobe.analysis.verdict import (
@@ -27,6 +27,10 @@ from hpcprobe.common import files
 from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.results.model import Run
 from hpcprobe.results.store import Selection, Store
+
+if TYPE_CHECKING:
+    from hpcprobe.analysis.compare import NotJoined
+    from hpcprobe.results.ceilings import Bound
 
 FORMAT = "hpcprobe-reference"
 VERSION = 1
@@ -49,6 +53,26 @@ Labels = Callable[[Mapping[str, Any]], list[str]]
 #: A headline key -> the units its family declares (None: no family declares it; the caller
 #: hands the registry's in)
 Units = Callable[[str], "set[str] | None"]
+
+
+@dataclass(frozen=True)
+class Declared:
+    """What the families declare that a verdict and a history read (the registry's, handed
+    over): the headline pickers, the params that do not tell figures apart, the hardware
+    labels; and the ceilings' sources."""
+
+    pickers: Sequence[Picker]
+    not_joined: NotJoined
+    labels: Labels
+    bounds: Sequence[Bound] = ()
+
+
+def state_only(bounds: Sequence[Bound] = ()) -> Declared:
+    """What a run that measured nothing is judged by: its state alone, no family's headline
+    or hardware label (those are of what a family measured)."""
+    from hpcprobe.analysis.compare import NotJoined
+
+    return Declared((), NotJoined(), lambda _: [], bounds)
 
 
 def hardware(run: Run, labels: Labels) -> dict[str, Any]:
@@ -227,11 +251,11 @@ def _hardware(g: Mapping[str, Any], where: str) -> dict[str, Any]:
     return {**hw, "devices": sorted(devices)}
 
 
-def _no_units(key: str) -> set[str] | None:
+def no_units(key: str) -> set[str] | None:
     return None
 
 
-def load(path: str, units: Units = _no_units,
+def load(path: str, units: Units = no_units,
          named: str | None = None) -> list[Group]:
     """A reference file's groups, checked: one clear line for what is wrong, naming the file
     as `named` (default: the `against` option and the path; `units`: the units a figure's key

@@ -60,7 +60,7 @@ def closure(root: str = "hpcprobe") -> list[md.Distribution]:
         try:
             dist = md.distribution(name)
         except md.PackageNotFoundError:
-            raise UserError(f"--stage: {name}, which hpcprobe needs, is not installed here; "
+            raise UserError(f"{name}, which hpcprobe needs, is not installed here to stage; "
                             "make setup") from None
         seen[_key(name)] = dist
         for text in dist.requires or []:

@@ -331,6 +331,25 @@ def _plain_console() -> Any:
     return Plain
 
 
+class Lines:
+    """A console of plain lines, without rich (a command that shows no table: `check`, in
+    every job's prolog, imports nothing it does not use). As `console`'s: control characters
+    dropped, a pipe or a file folded at the answer's 100 columns (a terminal folds its own)."""
+
+    def __init__(self, stderr: bool = False):
+        self.file = sys.stderr if stderr else sys.stdout
+        self.width = 10**6 if self.file.isatty() else WIDTH
+
+    def print(self, text: str, width: int | None = None, **_: Any) -> None:
+        import textwrap
+
+        width = width or self.width
+        for line in CONTROL.sub("", text).split("\n"):
+            folded = textwrap.wrap(line, width, break_on_hyphens=False) if len(line) > width \
+                else [line.rstrip()]
+            self.file.write("\n".join(folded) + "\n")
+
+
 def say(console: Any, text: str) -> None:
     """A message as written (no markup, no highlighting), folded at 100 columns."""
     console.print(text, highlight=False, markup=False, width=min(console.width, WIDTH))

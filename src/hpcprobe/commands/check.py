@@ -19,13 +19,12 @@ import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hpcprobe import registry
-from hpcprobe.analysis import health
-from hpcprobe.analysis.verdict import Verdict
+from hpcprobe.analysis import health, reference
 from hpcprobe.commands.base import (
     Bar,
+    Lines,
     Spec,
     add_against,
     add_db,
@@ -34,7 +33,6 @@ from hpcprobe.commands.base import (
     add_no_store,
     add_prometheus,
     add_tag,
-    console,
     open_store,
     say,
 )
@@ -44,12 +42,14 @@ from hpcprobe.common.units import parse_size
 from hpcprobe.health import baseline, faults, retest
 from hpcprobe.judge.against import Against
 from hpcprobe.machine import counters, facts, topology
-from hpcprobe.machine.topology import Topology
 from hpcprobe.measure import profiles
 from hpcprobe.measure.profiles import CHECK
-from hpcprobe.measure.runner import node_provenance, resolve_isa
-from hpcprobe.results.model import Run
-from hpcprobe.results.store import Store
+
+if TYPE_CHECKING:
+    from hpcprobe.analysis.verdict import Verdict
+    from hpcprobe.machine.topology import Topology
+    from hpcprobe.results.model import Run
+    from hpcprobe.results.store import Store
 
 #: Free space the temporary directory needs by default
 TMP_FREE = "1GiB"
@@ -131,12 +131,26 @@ def _inputs(a: argparse.Namespace) -> Checked:
     if a.slurm and shutil.which("scontrol") is None:
         raise UserError("--slurm: scontrol is not on PATH (Slurm's client commands)")
     node = a.node or os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
-    against = registry.against(a.against)
-    return Checked(against, open_store(a.db, a.no_store), need, sysfs, node, saved)
+    return Checked(_against(a), open_store(a.db, a.no_store), need, sysfs, node, saved)
+
+
+def _against(a: argparse.Namespace) -> Against:
+    """What the check judges against. The state-only tier judges no figure: the node's state
+    against the reference's, without the families' headlines, ceilings or units (nor their
+    imports: it runs in every job's prolog). Their hardware labels are what they measured
+    (GPU models), which a check run holds none of."""
+    if a.state_only:
+        return Against.of(a.against, reference.state_only(facts.BOUNDS))
+    from hpcprobe import registry
+
+    return registry.against(a.against)
 
 
 def _state_run(topo: Topology, isa: str) -> Run:
     """A run that measured nothing: the node's provenance alone (`--state-only`)."""
+    from hpcprobe.measure.runner import node_provenance
+    from hpcprobe.results.model import Run
+
     return Run(run_id=uuid.uuid4().hex[:12], created=datetime.now(UTC).isoformat(
         timespec="seconds"), host=socket.gethostname(), profile=CHECK.name, benchmarks=[],
         provenance=node_provenance(topo, isa), topology=topo.to_dict())
@@ -153,11 +167,15 @@ def _measure(a: argparse.Namespace, c: Checked, state_only: bool
     """The run (state alone, or the checking families' figures; the node's facts, the GPUs'
     health among them, in its provenance), judged, a suspect figure re-tested once: the run,
     its verdict and what was re-tested."""
+    from hpcprobe.native import best_isa
+
     topo = topology.discover()
-    isa = resolve_isa(None)
+    isa = best_isa()
     if state_only:
         run = _state_run(topo, isa)
     else:
+        from hpcprobe import registry
+
         with Bar() as bar:
             run = registry.check_run(topo, isa, bar)
     if a.sysfs:
@@ -166,6 +184,8 @@ def _measure(a: argparse.Namespace, c: Checked, state_only: bool
     v = c.against.verdict(run, c.store, recent=False)
     retested: list[str] = []
     if retest.suspects(v):
+        from hpcprobe import registry
+
         run, retested = retest.retest(
             run, v, lambda names: registry.check_run(topo, isa, names=names))
         v = c.against.verdict(run, c.store, recent=False)
@@ -191,7 +211,7 @@ def handle(a: argparse.Namespace) -> int:
     seconds = time.perf_counter() - t0
     run.duration_s = round(seconds, 3)
     health.CHECK.put(run.provenance, health.CheckRecord(out.status, out.reasons, now))
-    shown = console(any(files.is_stdout(p) for p in (a.json, a.prometheus) if p))
+    shown = Lines(any(files.is_stdout(p) for p in (a.json, a.prometheus) if p))
     _show(shown, run, v, out, c, seconds, a.details)
     _keep(a, c, run, v, out, shown, seconds)
     if not a.slurm:
@@ -199,7 +219,7 @@ def handle(a: argparse.Namespace) -> int:
     from hpcprobe.health import drain  # Slurm's client, where a check acts in Slurm
 
     return drain.act(c.node, out, lambda line: say(shown, line),
-                     lambda line: say(console(stderr=True), line))
+                     lambda line: say(Lines(stderr=True), line))
 
 
 def _in_use(a: argparse.Namespace, c: Checked) -> str | None:

@@ -7,33 +7,19 @@ medians and theirs; a run's recent change points (its verdict) and a campaign's 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterable
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from hpcprobe.analysis import fingerprint
-from hpcprobe.analysis.compare import NotJoined, joined_params
-from hpcprobe.analysis.reference import Labels, describe, hardware
-from hpcprobe.analysis.verdict import DISTURBED, Headline, Picker
+from hpcprobe.analysis.compare import joined_params
+from hpcprobe.analysis.reference import Declared, describe, hardware
+from hpcprobe.analysis.verdict import DISTURBED, Headline
 from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.history import changes
 from hpcprobe.history.series import Series, by_label, differences_text
-from hpcprobe.results.ceilings import Bound
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.results.store import Columns, Selection, Store
-
-
-@dataclass(frozen=True)
-class Declared:
-    """What the families declare that a history reads (the registry's, handed over): the
-    headline pickers, the params that do not tell figures apart, the hardware labels; and the
-    ceilings' sources, which a verdict made against a history reads too."""
-
-    pickers: Sequence[Picker]
-    not_joined: NotJoined
-    labels: Labels
-    bounds: Sequence[Bound] = ()
-
 
 #: More series of one figure a host than this (its params not narrowed): refused, with the
 #: params that differ

@@ -6,17 +6,15 @@ recent change points of the host's history beside the verdict. The families' dec
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
 
 from hpcprobe.analysis import reference
+from hpcprobe.analysis.reference import Declared
 from hpcprobe.analysis.verdict import Reference, Verdict
 from hpcprobe.common.errors import UserError
 from hpcprobe.judge import run as run_judge
 from hpcprobe.results.model import Run
 from hpcprobe.results.store import Store
 
-if TYPE_CHECKING:
-    from hpcprobe.history.read import Declared
 
 @dataclass(frozen=True)
 class Against:
@@ -27,7 +25,8 @@ class Against:
     groups: tuple[reference.Group, ...] = ()
 
     @classmethod
-    def of(cls, path: str | None, known: Declared, units: reference.Units) -> Against:
+    def of(cls, path: str | None, known: Declared,
+           units: reference.Units = reference.no_units) -> Against:
         """`path`'s reference, read and checked (a UserError where it is not one), or the
         previous runs where no path is given."""
         return cls(known, path, tuple(reference.load(path, units)) if path else ())
