@@ -161,7 +161,7 @@ def main() -> int:
             v = camp.execute()
             cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
             t0 = time.perf_counter()
-            again = camp.verdict()
+            again = Campaign(sched, store, plan, Quiet()).verdict()  # read from the store
             report = time.perf_counter() - t0
     peak_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"{a.nodes} nodes, {sched.submitted} jobs submitted (node jobs and links jobs, "

@@ -10,7 +10,7 @@ document and the HTML page with its figures (heat map, link matrices, scaling cu
 issue 13: that command <= 5 s at 1,000 nodes.
 It checks that the injected faults, and nothing else, are found.
 
-Usage: benchmarks/cluster_scale.py [--nodes 1000] [--pg URL]
+Usage: benchmarks/cluster_scale.py [--nodes 1000] [--pg URL] [--keep FILE]
 """
 
 from __future__ import annotations
@@ -52,6 +52,8 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--pg", metavar="URL", help="a PostgreSQL store instead of SQLite")
+    ap.add_argument("--keep", metavar="FILE", help="the SQLite store here, kept (to profile "
+                    "the command: python -m cProfile -m hpcprobe cluster report scale --db FILE)")
     a = ap.parse_args()
     n = a.nodes
     slow = {f"n{n // 7}": 0.85, f"n{n // 3}": 0.7}
@@ -65,7 +67,7 @@ def main() -> int:
     runs[-1] = clusterdata.campaign_run(nodes, random.Random(7), 0.01, "scale", 1,
                                         {bad: 0.5}, endpoints, {})
     with tempfile.TemporaryDirectory() as tmp:
-        location = a.pg or str(Path(tmp) / "scale.sqlite")
+        location = a.pg or a.keep or str(Path(tmp) / "scale.sqlite")
         with Store.open(location) as st:
             for r in runs:
                 st.save(r)

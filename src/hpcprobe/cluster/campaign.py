@@ -206,6 +206,9 @@ class Campaign:
             progress, say
         self.mpi: find.Mpi | None = None
         self.exe: Path | None = None
+        #: the campaign's runs: read from the store at the first verdict (a pass of another
+        #: `cluster run` of the tag among them), then those this one stores added as it does
+        self._runs: list[Run] | None = None
 
     # -- the whole campaign
 
@@ -242,8 +245,17 @@ class Campaign:
 
     def verdict(self) -> FleetVerdict:
         p = self.plan
-        return analyse(self.store.load_all(Selection(tag=p.tag)), p.tag, p.thresholds,
-                       p.not_joined, p.hardware, work_rates(p.scale))
+        if self._runs is None:
+            self._runs = self.store.load_all(Selection(tag=p.tag))
+        return analyse(list(self._runs), p.tag, p.thresholds, p.not_joined, p.hardware,
+                       work_rates(p.scale))
+
+    def _save(self, runs: list[Run]) -> None:
+        """Runs stored under the campaign's tag, and kept for its next verdict (which then
+        reads none of the tag's runs from the store again: a thousand nodes' figures)."""
+        skipped = set(self.store.save_all(runs))  # stored before: among those read already
+        if self._runs is not None:
+            self._runs.extend(r for r in runs if r.run_id not in skipped)
 
     def _pass(self, role: str, nodes: list[str], pairing_rounds: list[list[tuple[str, str]]],
               scaling: bool = True) -> list[str]:
@@ -395,7 +407,7 @@ class Campaign:
             runs.append(run)
             out.append((node, None))
         try:
-            self.store.save_all(runs)
+            self._save(runs)
         except HpcprobeError as exc:
             raise HpcprobeError(f"{exc}; the nodes' documents stay in "
                                 f"{self.plan.workdir / 'nodes'} (`hpcprobe import` stores "
@@ -535,7 +547,7 @@ class Campaign:
             else:
                 CAMPAIGN.put(run.provenance, info)
                 run.host = hosts[0]
-                self.store.save(run)
+                self._save([run])
             self.progress.advance(f"{family} across nodes: {k} done")
 
     def _wait_all(self, jobs: list[Job], ended: Callable[[Job], None] | None = None
@@ -609,7 +621,7 @@ class Campaign:
         run = Run(uuid.uuid4().hex[:12], _now(), socket.gethostname(), p.profile,
                   sorted({m.benchmark for m in metrics}), prov, {}, metrics, errors=errors,
                   tag=p.tag, duration_s=duration, kind="campaign")
-        self.store.save(run)
+        self._save([run])
 
 
 def _count_begins(path: Path) -> int:

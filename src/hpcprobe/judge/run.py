@@ -77,10 +77,15 @@ def _above(run: Run, bounds: Sequence[Bound], shown: Sequence[Headline]) -> list
     """The run's other figures above their ceilings (a cache figure above its ports): each a
     row of its own, marked as a headline above its ceiling is."""
     out = []
+    keyed: dict[tuple[str, str], list[Bound]] = {}  # a fleet's run: 180 figures, a few bounded
+    for b in bounds:
+        keyed.setdefault((b.benchmark, b.name), []).append(b)
+    headlines = {id(h.metric) for h in shown}
     for m in run.metrics:
-        if any(h.metric is m for h in shown):
+        mine = keyed.get((m.benchmark, m.name))
+        if not mine or id(m) in headlines:
             continue
-        c = ceilings.of(run, m, bounds)
+        c = ceilings.of(run, m, mine)
         if c is None or c.value is None or c.value <= 0 or \
                 m.summary.median / c.value <= ABOVE_CEILING:
             continue
