@@ -39,10 +39,17 @@ class Metric:
     params: dict[str, Any]
     samples: list[float]
     better: str = "higher"  # or "lower"
+    #: the summary of the samples it was made of (a fleet's verdict and store ask for each
+    #: figure's often): made again where they are no longer those
+    _summary: tuple[tuple[float, ...], Summary] | None = field(
+        default=None, init=False, repr=False, compare=False)
 
     @property
     def summary(self) -> Summary:
-        return summarize(self.samples)
+        key = tuple(self.samples)
+        if self._summary is None or self._summary[0] != key:
+            self._summary = (key, summarize(self.samples))
+        return self._summary[1]
 
     def to_dict(self) -> dict[str, Any]:
         return {"benchmark": self.benchmark, "name": self.name, "unit": self.unit,
