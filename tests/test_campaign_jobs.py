@@ -277,3 +277,20 @@ def test_a_staged_bundle_is_copied_unpacked_once_and_started_isolated(tmp_path):
         assert r.stdout.split() == [f"{stage}/{b.name}/{site.relative_to(env)}/hpcprobe/"
                                     "__main__.py", "1", "None", "run", "x", "y"]
     assert not list(stage.glob(f".{b.name}.*"))  # no unpacking left behind
+
+
+def test_an_editable_install_is_not_staged(monkeypatch, tmp_path):
+    # its files are a pointer to the checkout, which the nodes would then read
+    from hpcprobe.cluster import bundle
+
+    class Editable:
+        metadata = {"Name": "hpcprobe"}
+
+        def read_text(self, name: str) -> str | None:
+            return '{"url": "file:///src", "dir_info": {"editable": true}}' \
+                if name == "direct_url.json" else None
+
+    monkeypatch.setattr(bundle, "closure", lambda: [Editable()])
+    with pytest.raises(UserError, match="hpcprobe: an editable install"):
+        bundle.make(tmp_path, tmp_path / "stage")
+    assert not list(tmp_path.iterdir())

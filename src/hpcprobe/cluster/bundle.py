@@ -70,6 +70,17 @@ def closure(root: str = "hpcprobe") -> list[md.Distribution]:
     return sorted(seen.values(), key=lambda d: _key(d.metadata["Name"]))
 
 
+def _editable(dist: md.Distribution) -> bool:
+    """An install that points at its sources (pip install -e): its files are not its code."""
+    import json
+
+    try:
+        url = json.loads(dist.read_text("direct_url.json") or "{}")
+    except ValueError:
+        return False
+    return bool(url.get("dir_info", {}).get("editable"))
+
+
 def _files(dists: list[md.Distribution]) -> Iterator[tuple[Path, str]]:
     """(the file here, its path under site-packages) of each distribution's installed files
     (its scripts outside site-packages are not taken: `python -m hpcprobe` starts it)."""
@@ -107,6 +118,10 @@ def make(workdir: Path, stage: Path) -> Bundle:
     """The bundle for the nodes, in `workdir` (made once per content: a campaign's second pass
     reuses it)."""
     dists = closure()
+    if any(_editable(d) for d in dists):
+        names = ", ".join(d.metadata["Name"] for d in dists if _editable(d))
+        raise UserError(f"{names}: an editable install (pip install -e) points at its sources, "
+                        "which the nodes would read; stage an install of its own (make setup)")
     b = Bundle(workdir / f"{NAME}-{digest(dists)}.tar", digest(dists), stage)
     if b.tar.is_file():
         return b
