@@ -550,3 +550,15 @@ def test_the_counters_default_directory_is_made(tmp_path, monkeypatch, capsys, e
     monkeypatch.setenv("XDG_STATE_HOME", "/proc/hpcprobe-test")
     monkeypatch.setattr(check, "ROOT_STATE", Path("/proc/hpcprobe-test"))
     assert cli.main(["check", "--state-only", "--no-store"]) == 2
+
+
+def test_the_checks_plain_lines_fold_at_100_columns_without_control_characters(capsys):
+    # the check's console is not rich's (a prolog imports nothing it does not use), and says
+    # what rich's would: a long line folded at the answer's 100 columns, no escape sequence
+    from hpcprobe.commands.base import WIDTH, Lines, say
+
+    say(Lines(), "FAIL  n1: " + "reason " * 30 + "\x1b[2Jend\n  - second")
+    out = capsys.readouterr().out.splitlines()
+    assert all(len(x) <= WIDTH for x in out) and len(out) == 4, out
+    assert out[0].startswith("FAIL  n1: reason") and out[-1] == "  - second"
+    assert "\x1b" not in "".join(out) and "[2Jend" in out[-2]

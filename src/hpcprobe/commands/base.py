@@ -334,11 +334,13 @@ def _plain_console() -> Any:
 class Lines:
     """A console of plain lines, without rich (a command that shows no table: `check`, in
     every job's prolog, imports nothing it does not use). As `console`'s: control characters
-    dropped, a pipe or a file folded at the answer's 100 columns (a terminal folds its own)."""
+    dropped, `say` folds at 100 columns (a narrower terminal at its own width)."""
 
     def __init__(self, stderr: bool = False):
+        import shutil
+
         self.file = sys.stderr if stderr else sys.stdout
-        self.width = 10**6 if self.file.isatty() else WIDTH
+        self.width = shutil.get_terminal_size().columns if self.file.isatty() else WIDTH
 
     def print(self, text: str, width: int | None = None, **_: Any) -> None:
         import textwrap
