@@ -165,7 +165,9 @@ def test_bad_input_is_one_line_and_exit_2(cluster, tmp_path):
             (["-p", "test", "--probe-args", "--threads x"], "--threads x: "),
             (["-p", "test", "--db", "postgresql://nobody:secret@127.0.0.1:1/none"],
              "cannot connect"),
-            (["--only", "failed", "--tag", "nosuch"], "campaign 'nosuch': no runs")):
+            (["--only", "failed", "--tag", "nosuch"], "campaign 'nosuch': no runs"),
+            (["--stage", "tmp"], "--stage 'tmp': give an absolute path on the nodes"),
+            (["--stage", "/tmp", "--node-hpcprobe", "/x"], "not allowed with argument")):
         r = hpcprobe(cluster, "cluster", "run", "--tag", "bad", "--db", db, "--workdir",
                      str(tmp_path / "w"), *argv, timeout=60)
         assert r.returncode == 2, (argv, r.stdout, r.stderr)
@@ -175,9 +177,11 @@ def test_bad_input_is_one_line_and_exit_2(cluster, tmp_path):
     assert r.returncode == 0 and "6 pair(s) in 3 round(s)" in r.stdout, r.stdout
     assert not fresh.exists()  # a dry run creates no store
     assert "`hpcprobe run memory latency numa frequency compute --profile quick`" in r.stdout
+    assert f"start-up: {sys.executable} -m hpcprobe" in r.stdout
     r = hpcprobe(cluster, "cluster", "run", "-p", "test", "--dry-run", "--probe", "gpu",
-                 "--gpus-per-node", "8", "--db", str(fresh))
+                 "--gpus-per-node", "8", "--db", str(fresh), "--stage", "/tmp")
     assert r.returncode == 0 and "all at once, 8 GPU(s) a node;" in r.stdout, r.stdout
+    assert "start-up: this hpcprobe staged in /tmp on each node's disk first" in r.stdout
     r = hpcprobe(cluster, "cluster", "run", "-p", "test", "--dry-run", "--pairs", "iperf3",
                  "--link-parallel", "1", "--db", str(fresh))
     assert r.returncode == 0 and "on each of 6 pair(s) in 3 round(s), a two-node job each, " \

@@ -387,12 +387,12 @@ def _dry_run(plan: Plan, sched: Scheduler, stage: str | None) -> int:
           + (f"{plan.concurrency} at a time" if plan.concurrency else "all at once")
           + (f", {plan.gpus_per_node} GPU(s) a node" if plan.gpus_per_node else "")
           + f"; timeout {plan.timeout_s:g} s")
-    print("  start-up: " + (f"this hpcprobe staged in {stage} on each node's disk first" if
-                            stage else shlex.join(plan.program)))
     for node in plan.nodes[:20]:
         print(f"    {node}")
     if len(plan.nodes) > 20:
         print(f"    ... and {len(plan.nodes) - 20} more")
+    print("  start-up: " + (f"this hpcprobe staged in {stage} on each node's disk first" if
+                            stage else shlex.join(plan.program)))
     if plan.links:
         nodes = {x for r in rounds for pr in r for x in pr}
         print(f"  links: one MPI job of {len(nodes)} node(s) x {plan.ranks_per_node} "
