@@ -562,3 +562,13 @@ def test_the_checks_plain_lines_fold_at_100_columns_without_control_characters(c
     assert all(len(x) <= WIDTH for x in out) and len(out) == 4, out
     assert out[0].startswith("FAIL  n1: reason") and out[-1] == "  - second"
     assert "\x1b" not in "".join(out) and "[2Jend" in out[-2]
+
+
+def test_no_checking_family_has_hardware_labels_the_state_only_tier_would_miss():
+    # the state-only tier is judged without the families (analysis.reference.state_only): their
+    # hardware labels (GPU models) are of what they measured, which a check run holds none of
+    # as long as no family that checks also inventories; one that did would need its labels
+    # read from the node's facts instead
+    from hpcprobe.measure.family import Check, Inventory
+
+    assert set(registry.having(Check)) & set(registry.having(Inventory)) == set()
