@@ -242,6 +242,7 @@ def test_a_staged_bundle_is_copied_unpacked_once_and_started_isolated(tmp_path):
     # bundle here is a stand-in environment whose hpcprobe says where it runs from; the real
     # one is made and broadcast in the Slurm cluster (test_cluster_campaign.py)
     import os
+    import shutil
     import subprocess
     import sys
     import tarfile
@@ -277,6 +278,19 @@ def test_a_staged_bundle_is_copied_unpacked_once_and_started_isolated(tmp_path):
         assert r.stdout.split() == [f"{stage}/{b.name}/{site.relative_to(env)}/hpcprobe/"
                                     "__main__.py", "1", "None", "run", "x", "y"]
     assert not list(stage.glob(f".{b.name}.*"))  # no unpacking left behind
+    # what another user made first in a shared directory is never run (nor a link to it)
+    shutil.rmtree(stage / b.name)
+    (stage / b.name).symlink_to(env)
+    r = subprocess.run([str(launcher), "run"], capture_output=True, text=True, env=given,
+                       timeout=60)
+    assert r.returncode == 2 and r.stdout == "" and "is not this user's: not used" in r.stderr
+    if os.geteuid() == 0:
+        (stage / b.name).unlink()
+        (stage / b.name).mkdir()
+        os.chown(stage / b.name, 65534, 65534)
+        r = subprocess.run([str(launcher), "run"], capture_output=True, text=True, env=given,
+                           timeout=60)
+        assert r.returncode == 2 and "is not this user's" in r.stderr, r.stderr
 
 
 def test_an_editable_install_is_not_staged(monkeypatch, tmp_path):

@@ -12,11 +12,14 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata as md
 import io
+import os
+import secrets
 import shlex
 import sys
 import tarfile
+import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from hpcprobe.common.errors import UserError
@@ -32,6 +35,9 @@ class Bundle:
     tar: Path
     digest: str
     stage: Path  # the directory on each node's own disk
+    #: this campaign's own, in the tar's name on the nodes: a shared directory (/tmp) holds no
+    #: file of that name another user could have made first
+    token: str = field(default_factory=lambda: secrets.token_hex(4))
 
     @property
     def name(self) -> str:
@@ -40,7 +46,7 @@ class Bundle:
     @property
     def on_node(self) -> Path:
         """The tar's path on a node (broadcast there, or copied by its first job)."""
-        return self.stage / f"{self.name}.tar"
+        return self.stage / f".{self.name}.{self.token}.tar"
 
 
 def _key(name: str) -> str:
@@ -122,22 +128,27 @@ def make(workdir: Path, stage: Path) -> Bundle:
         names = ", ".join(d.metadata["Name"] for d in dists if _editable(d))
         raise UserError(f"{names}: an editable install (pip install -e) points at its sources, "
                         "which the nodes would read; stage an install of its own (make setup)")
-    b = Bundle(workdir / f"{NAME}-{digest(dists)}.tar", digest(dists), stage)
+    key = digest(dists)
+    b = Bundle(workdir / f"{NAME}-{key}.tar", key, stage)
     if b.tar.is_file():
         return b
     python = _interpreter()
     site = f"lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"  # a venv's
-    part = b.tar.with_suffix(".part")
-    with tarfile.open(part, "w") as tf:
-        _add_text(tf, f"{b.name}/pyvenv.cfg", f"home = {python.parent}\n"
-                  "include-system-site-packages = false\n"
-                  f"version = {'.'.join(map(str, sys.version_info[:3]))}\n")
-        link = tarfile.TarInfo(f"{b.name}/bin/python")
-        link.type, link.linkname = tarfile.SYMTYPE, str(python)
-        tf.addfile(link)
-        for path, rel in _files(dists):
-            tf.add(path, f"{b.name}/{site}/{rel}", recursive=False)
-    part.replace(b.tar)
+    fd, part = tempfile.mkstemp(dir=workdir, prefix=f".{b.name}-", suffix=".tar")
+    try:
+        with os.fdopen(fd, "wb") as f, tarfile.open(fileobj=f, mode="w") as tf:
+            _add_text(tf, f"{b.name}/pyvenv.cfg", f"home = {python.parent}\n"
+                      "include-system-site-packages = false\n"
+                      f"version = {'.'.join(map(str, sys.version_info[:3]))}\n")
+            link = tarfile.TarInfo(f"{b.name}/bin/python")
+            link.type, link.linkname = tarfile.SYMTYPE, str(python)
+            tf.addfile(link)
+            for path, rel in _files(dists):
+                tf.add(path, f"{b.name}/{site}/{rel}", recursive=False)
+        os.chmod(part, 0o644)
+        os.replace(part, b.tar)
+    finally:
+        Path(part).unlink(missing_ok=True)
     return b
 
 
@@ -151,18 +162,30 @@ def launcher(b: Bundle, workdir: Path) -> Path:
     script.write_text(f"""#!/bin/sh
 # written by hpcprobe (cluster run --stage): hpcprobe from this node's own disk
 set -e
-if [ ! -x {q(str(dest))}/bin/python ]; then
+dest={q(str(dest))}
+tar={q(str(tar))}
+mine() {{  # what another user made in a shared directory (/tmp) is never used
+    if [ -L "$1" ] || {{ [ -e "$1" ] && [ ! -O "$1" ]; }}; then
+        echo "hpcprobe: $1 is not this user's: not used (remove it, or stage elsewhere)" >&2
+        exit 2
+    fi
+}}
+mine "$dest"
+if [ ! -x "$dest/bin/python" ]; then
     mkdir -p {q(str(b.stage))}
-    if [ ! -f {q(str(tar))} ]; then  # not broadcast: this job copies it
-        cp {q(str(b.tar))} {q(str(tar))}.$$ && mv -f {q(str(tar))}.$$ {q(str(tar))}
+    mine "$tar"
+    if [ ! -f "$tar" ]; then  # not broadcast: this job copies it
+        part=$(mktemp {q(str(b.stage))}/.{b.name}.XXXXXX)
+        cp {q(str(b.tar))} "$part" && mv -f "$part" "$tar"
     fi
     tmp=$(mktemp -d {q(str(b.stage))}/.{b.name}.XXXXXX)
-    tar -xf {q(str(tar))} -C "$tmp"
-    mv -T "$tmp/{b.name}" {q(str(dest))} 2>/dev/null || true  # another job's came first
+    tar -xf "$tar" -C "$tmp"
+    mv -T "$tmp/{b.name}" "$dest" 2>/dev/null || true  # another job's came first
     rm -rf "$tmp"
+    mine "$dest"
 fi
 unset HPCPROBE_NATIVE_LIB
-exec {q(str(dest))}/bin/python -I -m hpcprobe "$@"
+exec "$dest/bin/python" -I -m hpcprobe "$@"
 """)
     script.chmod(0o755)
     return script
