@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -121,29 +120,25 @@ def test_a_machine_without_counters_says_so_in_one_line(tmp_path):
 
 def test_each_benchmark_has_its_energy_in_the_run(tiny, tmp_path, monkeypatch):
     """The whole path: a powercap tree whose package counter advances while the memory
-    benchmark runs (a writer thread), the run's provenance holding its joules and seconds by
-    domain, and the header saying them."""
+    benchmark runs, the run's provenance holding its joules and seconds by domain, and the
+    header saying them. The counter says what the kernel's file would at each read (100 W
+    since the start): a writer thread, starved on a loaded machine, once left the idle
+    reading at 0 W."""
     root = intel_2s(tmp_path)
     monkeypatch.setattr(energy, "POWERCAP", root)
     monkeypatch.setattr(energy, "POLL_S", 0.01)
     pkg = root / "intel-rapl:0" / "energy_uj"
-    done = threading.Event()
+    real, t0 = energy.read_text, time.perf_counter()
 
-    def burn() -> None:  # 100 W on package 0
-        uj, t0 = 1000, time.perf_counter()
-        while not done.wait(0.005):
-            pkg.write_text(f"{uj + int(1e8 * (time.perf_counter() - t0))}\n")
+    def counter(path: Path) -> str | None:  # 100 W on package 0
+        return f"{1000 + int(1e8 * (time.perf_counter() - t0))}\n" if path == pkg \
+            else real(path)
 
-    writer = threading.Thread(target=burn)
-    writer.start()
-    try:
-        run = registry.execute(tiny, profiles.get("quick"), ["memory"], native.best_isa(),
-                               {"memory": MemoryOptions(kernels=("triad",), stores=("regular",),
-                                                        threads=(1,), size_bytes=64 << 10)},
-                               NoProgress())
-    finally:
-        done.set()
-        writer.join()
+    monkeypatch.setattr(energy, "read_text", counter)
+    run = registry.execute(tiny, profiles.get("quick"), ["memory"], native.best_isa(),
+                           {"memory": MemoryOptions(kernels=("triad",), stores=("regular",),
+                                                    threads=(1,), size_bytes=64 << 10)},
+                           NoProgress())
     kept = run.provenance["energy"]
     assert kept["measured"] and kept["source"] == energy.SOURCE
     got = kept["readings"]["memory"]
