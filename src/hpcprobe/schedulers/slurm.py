@@ -233,15 +233,16 @@ class Slurm(Scheduler):
         compresses it). A refusal is said and each node's job copies it instead."""
         if not self._in_allocation(nodes):
             return "no allocation: each node's first job copies it"
-        hosts = ",".join(nodes)
-        mkdir = self._client("srun", "--nodes", str(len(nodes)), "--nodelist", hosts,
+        # sbcast sends to every node of the allocation, so each of them gets the directory
+        hosts = sorted(self._allocations[self._env["SLURM_JOB_NODELIST"]], key=natural)
+        mkdir = self._client("srun", "--nodes", str(len(hosts)), "--nodelist", ",".join(hosts),
                              "--ntasks-per-node", "1", "mkdir", "-p", str(dest.parent),
                              timeout=BROADCAST_TIMEOUT_S)
         r = mkdir if mkdir.returncode != 0 else self._client(
             "sbcast", "--force", str(path), str(dest), timeout=BROADCAST_TIMEOUT_S)
         if r.returncode != 0:
             return f"sbcast failed ({_first_line(r.stderr)}): each node's first job copies it"
-        return f"one sbcast to the allocation's {len(nodes)} node(s)"
+        return f"one sbcast to the allocation's {len(hosts)} node(s)"
 
     def drain_argv(self, node: str, reason: str) -> list[str]:
         return ["scontrol", "update", f"NodeName={node}", "State=DRAIN", f"Reason={reason}"]
