@@ -10,7 +10,7 @@ VENV_FLAGS ?=
 PIP_SOURCE := $(if $(WHEELHOUSE),--no-index --find-links $(abspath $(WHEELHOUSE)))
 SOURCES := pyproject.toml CMakeLists.txt $(shell find src native -type f -not -name '*.pyc')
 
-.PHONY: setup system-deps wheelhouse run test bench lint clean
+.PHONY: setup system-deps wheelhouse pyz run test bench lint clean
 
 setup: system-deps $(STAMP)
 
@@ -35,6 +35,10 @@ $(STAMP): $(PY) $(SOURCES)
 # WHEEL_PYTHON=3.12 WHEEL_GLIBC=2.28: for a node whose Python or glibc differ from this one's
 wheelhouse:
 	PYTHON=$(PYTHON) scripts/wheelhouse.sh $(or $(WHEELHOUSE),wheelhouse) $(WHEEL_PYTHON) $(WHEEL_GLIBC)
+
+# the node image's check in one file (docs/check.md): PYZ=DIR, default dist/hpcprobe
+pyz: setup
+	$(PY) scripts/pyz.py $(or $(PYZ),dist/hpcprobe)
 
 run: setup
 	$(VENV)/bin/hpcprobe run $(ARGS)

@@ -11,6 +11,9 @@ shift
 # a worker per CPU (one more gained 25 s of 12 min here, and made a timed test fail)
 workers=$(nproc)
 ((workers > 1)) || workers=0  # one CPU: no worker processes
+# pytest keeps the test modules it rewrote (their asserts) only where Python may write bytecode:
+# otherwise each of the passes' three pytest processes rewrites all of them again (8 s here)
+export PYTHONDONTWRITEBYTECODE=
 rest=0
 alone=0
 "$py" -m pytest -n "$workers" --dist loadfile -m "not alone" "$@" || rest=$?

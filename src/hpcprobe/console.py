@@ -33,6 +33,11 @@ def main() -> int:
 
 
 def _reinstall(exc: ImportError) -> int:
-    """A package the install lacks: one line, and how to mend it."""
-    sys.stderr.write(f"{ERROR_PREFIX}{exc}; reinstall hpcprobe (make setup)\n")
+    """A package the install lacks: one line, and how to mend it (the node image's archive
+    holds hpcprobe alone: the interpreter running it lacks the packages its command needs)."""
+    import hpcprobe
+
+    mend = ("run the archive with the interpreter of hpcprobe's environment (make pyz)"
+            if hpcprobe.archive() else "reinstall hpcprobe (make setup)")
+    sys.stderr.write(f"{ERROR_PREFIX}{exc}; {mend}\n")
     return EXIT_FAILURE

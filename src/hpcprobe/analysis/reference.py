@@ -6,7 +6,6 @@ taken from a host's previous runs in the store."""
 from __future__ import annotations
 
 import math
-import statistics
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -99,6 +98,8 @@ def expected(heads: Sequence[Headline]) -> Expected:
     """One figure's reference from its headline in several runs: the median of their medians;
     the tolerance the largest of its floor, SPREADS x the runs' spread (a robust standard
     deviation from 3 runs on, half the range of 2) and CIS x the median CI half-width."""
+    import statistics  # where used: a state-only check makes no reference
+
     first = heads[0]
     meds = [h.metric.summary.median for h in heads]
     value = statistics.median(meds)

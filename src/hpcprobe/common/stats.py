@@ -1,13 +1,13 @@
 """Pure statistics: summaries, the confidence interval of the median, robust z-scores,
-Mann-Whitney U, the CI of a ratio of medians, adaptive repetition."""
+Mann-Whitney U, the CI of a ratio of medians, adaptive repetition. The standard library's
+statistics and fractions are imported where used: a state-only check (in every job's prolog)
+summarises nothing."""
 
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
@@ -48,6 +48,8 @@ def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int]:
         raise ValueError("no samples")
     # P(B <= j) = sum of C(n, i) for i <= j, over 2^n: exact in integers (and no scipy import,
     # which costs half a second at start-up)
+    from fractions import Fraction
+
     limit = Fraction((1.0 - confidence) / 2) * 2**n
     j, below = -1, 0
     for i in range(n):
@@ -60,6 +62,7 @@ def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int]:
 
 
 def summarize(samples: Sequence[float], confidence: float = 0.95) -> Summary:
+    import statistics
     if not samples:
         raise ValueError("cannot summarise zero samples")
     xs = sorted(samples)
@@ -71,6 +74,7 @@ def summarize(samples: Sequence[float], confidence: float = 0.95) -> Summary:
 def robust_z(samples: Sequence[float]) -> list[float]:
     """(x - median) / (1.4826 MAD) of each sample: a z-score that outliers cannot inflate
     (0 for every sample when the MAD is 0)."""
+    import statistics
     med = statistics.median(samples)
     mad = 1.4826 * statistics.median(abs(x - med) for x in samples)
     return [0.0 if mad == 0 else (x - med) / mad for x in samples]
@@ -79,6 +83,7 @@ def robust_z(samples: Sequence[float]) -> list[float]:
 def outliers(samples: Sequence[float], z: float = 3.5, floor: float = 0.0) -> set[int]:
     """Indices of samples whose robust z-score exceeds `z` and that lie more than `floor`
     (relative) from the median: a tight distribution does not make ordinary jitter an outlier."""
+    import statistics
     if len(samples) < 3:
         return set()
     med = statistics.median(samples)
@@ -101,6 +106,7 @@ def median_ratio_ci(base: Sequence[float], other: Sequence[float], confidence: f
     """Percentile bootstrap CI of median(other) / median(base), resampling each side on its own;
     deterministic for a seed. With fewer than 2 samples a side, or no spread at all, the
     interval is the point ratio."""
+    import statistics
     import warnings
 
     import numpy as np

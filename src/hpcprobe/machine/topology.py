@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import os
 import subprocess
-import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hpcprobe import tools
 from hpcprobe.common.cpulist import format_cpulist, parse_cpulist, parse_hwloc_bitmap
@@ -18,6 +17,9 @@ from hpcprobe.common.errors import UserError
 from hpcprobe.common.files import read_input
 from hpcprobe.common.kernelfiles import read_text
 from hpcprobe.common.units import format_bytes
+
+if TYPE_CHECKING:  # parsed where hwloc's XML is read: a state-only check reads sysfs
+    import xml.etree.ElementTree as ET
 
 
 @dataclass(frozen=True)
@@ -237,6 +239,8 @@ _CACHE_TYPES = {"L1Cache": 1, "L2Cache": 2, "L3Cache": 3, "L4Cache": 4, "L5Cache
 
 def from_hwloc_xml(text: str, source: str) -> Topology:
     """Parse hwloc's XML export (format 1.x or 2.x)."""
+    import xml.etree.ElementTree as ET
+
     try:
         root = ET.fromstring(text)
     except ET.ParseError as exc:

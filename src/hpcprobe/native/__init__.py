@@ -12,6 +12,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+import hpcprobe
 from hpcprobe.common.errors import NativeError, OptionError, UserError
 
 API_VERSION = 5
@@ -121,8 +122,13 @@ def declare(sig: Signatures, handle: ctypes.CDLL | None = None) -> ctypes.CDLL:
 
 
 def lib_path() -> Path:
-    """Where the native core is; HPCPROBE_NATIVE_LIB overrides it (for C-side debugging)."""
-    return Path(os.environ.get("HPCPROBE_NATIVE_LIB") or Path(__file__).with_name(_LIB_NAME))
+    """Where the native core is: beside this module, or beside the archive hpcprobe runs from
+    (a shared library is not loaded from a zip); HPCPROBE_NATIVE_LIB overrides it (for C-side
+    debugging)."""
+    if given := os.environ.get("HPCPROBE_NATIVE_LIB"):
+        return Path(given)
+    zipped = hpcprobe.archive()
+    return Path(zipped).with_name(_LIB_NAME) if zipped else Path(__file__).with_name(_LIB_NAME)
 
 
 @cache
