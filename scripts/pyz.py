@@ -15,12 +15,13 @@ refused: its files are the checkout's). Each module is kept compiled (checked ag
 timestamp: a zip's are not the source's) and as source, which an interpreter of another
 version compiles instead.
 
-Usage: scripts/pyz.py DIR (DIR is replaced)."""
+Usage: scripts/pyz.py DIR (a new or empty directory, or an earlier one of these: replaced)."""
 
 from __future__ import annotations
 
 import importlib.metadata as md
 import importlib.util
+import json
 import py_compile
 import shutil
 import sys
@@ -37,16 +38,26 @@ def _package() -> tuple[Path, md.Distribution]:
         sys.exit("hpcprobe is not installed for this interpreter (make setup)")
     dist = md.distribution("hpcprobe")
     package = Path(next(iter(spec.submodule_search_locations)))
-    if package.parent.name != "site-packages" or (dist.read_text("direct_url.json") or "") \
-            .find('"editable": true') >= 0:
+    url = json.loads(dist.read_text("direct_url.json") or "{}")
+    if package.parent.name != "site-packages" or url.get("dir_info", {}).get("editable"):
         sys.exit(f"hpcprobe is installed from its sources ({package}): make setup installs "
                  "the copy this is made from")
     return package, dist
 
 
+def _replaceable(out: Path) -> None:
+    """`out` is made or replaced only where it is new, empty or an earlier one of these: never
+    a directory of other files (`make pyz PYZ=/opt`)."""
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        sys.exit(f"{out}: not a directory; name a new one for the archive")
+    if out.is_dir() and any(out.iterdir()) and not (out / "hpcprobe.pyz").is_file():
+        sys.exit(f"{out}: holds other files, which would be replaced; name a new directory")
+
+
 def make(out: Path) -> Path:
     """The directory `out` (replaced) with the archive, the native core and the metadata."""
     package, dist = _package()
+    _replaceable(out)
     out.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".hpcprobe-pyz-", dir=out.parent))
     try:

@@ -84,3 +84,14 @@ def test_an_editable_install_is_refused(tmp_path):
                        capture_output=True, text=True, timeout=60, env=env)
     assert r.returncode == 1 and "installed from its sources" in r.stderr, r.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_directory_of_other_files_is_never_replaced(tmp_path):
+    kept = tmp_path / "opt" / "other"
+    kept.parent.mkdir()
+    kept.write_text("someone's\n")
+    for where, says in ((tmp_path / "opt", "holds other files"), (kept, "not a directory")):
+        r = subprocess.run([sys.executable, str(SCRIPT), str(where)], capture_output=True,
+                           text=True, timeout=60)
+        assert r.returncode == 1 and says in r.stderr and "Traceback" not in r.stderr, r.stderr
+    assert kept.read_text() == "someone's\n"
