@@ -1,14 +1,14 @@
 """`hpcprobe check --slurm` as Slurm's own HealthCheckProgram, Prolog and Epilog in the
-namespace cluster: a node whose recorded /sys shows its InfiniBand port down is drained by
-Slurm's call of the check (the health check's, a job's prolog's, or the epilog's after a job
-broke the port), with the check's reason, and released by the health check once the port is up
-again; a drain someone else set is never released; a healthy node is never drained."""
+namespace cluster, as the node image's check in one file (`make pyz`): a node whose recorded
+/sys shows its InfiniBand port down is drained by Slurm's call of the check (the health
+check's, a job's prolog's, or the epilog's after a job broke the port), with the check's reason,
+and released by the health check once the port is up again; a drain someone else set is never
+released; a healthy node is never drained."""
 
 from __future__ import annotations
 
 import fcntl
 import os
-import shutil
 import sys
 import time
 from pathlib import Path
@@ -17,6 +17,7 @@ import pytest
 
 import slurmcluster
 from test_check import fake_sys, write_reference
+from test_pyz import make_image
 
 pytestmark = pytest.mark.skipif(slurmcluster.missing() is not None,
                                 reason=str(slurmcluster.missing()))
@@ -71,8 +72,9 @@ def _port(sysfs: Path, state: str) -> str:
 
 
 def test_slurm_drains_a_faulty_node_through_the_check_and_releases_it(tmp_path):
-    exe = shutil.which("hpcprobe", path=str(Path(sys.executable).parent))
-    assert exe is not None
+    # the node image's check in one file (make pyz), as docs/check.md installs it; the
+    # installed script's state-only check is test_check's
+    exe = f"{sys.executable} -I {make_image(tmp_path / 'image') / 'hpcprobe.pyz'}"
     for n in ("n1", "n2", "n3"):
         fake_sys(tmp_path / f"sys-{n}")
     ref = write_reference(tmp_path / "ref.toml", tmp_path / "sys-n1")

@@ -20,14 +20,18 @@ from test_check import fake_sys, write_reference
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "pyz.py"
 
 
-@pytest.fixture(scope="module")
-def image(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    out = tmp_path_factory.mktemp("image") / "hpcprobe"
+def make_image(out: Path) -> Path:
+    """The node image's directory made at `out` from this install (make pyz)."""
     r = subprocess.run([sys.executable, str(SCRIPT), str(out)], capture_output=True, text=True,
                        timeout=300)
     assert r.returncode == 0, r.stderr
     assert f"python3 -I {out / 'hpcprobe.pyz'} check --state-only" in r.stdout
     return out
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_image(tmp_path_factory.mktemp("image") / "hpcprobe")
 
 
 def bare(image: Path, *args: str, interpreter: tuple[str, ...] = (sys.executable, "-I", "-S")
