@@ -63,6 +63,7 @@ def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int]:
 
 def summarize(samples: Sequence[float], confidence: float = 0.95) -> Summary:
     import statistics
+
     if not samples:
         raise ValueError("cannot summarise zero samples")
     xs = sorted(samples)
@@ -75,6 +76,7 @@ def robust_z(samples: Sequence[float]) -> list[float]:
     """(x - median) / (1.4826 MAD) of each sample: a z-score that outliers cannot inflate
     (0 for every sample when the MAD is 0)."""
     import statistics
+
     med = statistics.median(samples)
     mad = 1.4826 * statistics.median(abs(x - med) for x in samples)
     return [0.0 if mad == 0 else (x - med) / mad for x in samples]
@@ -84,6 +86,7 @@ def outliers(samples: Sequence[float], z: float = 3.5, floor: float = 0.0) -> se
     """Indices of samples whose robust z-score exceeds `z` and that lie more than `floor`
     (relative) from the median: a tight distribution does not make ordinary jitter an outlier."""
     import statistics
+
     if len(samples) < 3:
         return set()
     med = statistics.median(samples)
