@@ -254,3 +254,21 @@ def test_a_document_changed_after_it_was_found_valid_is_checked_again() -> None:
     doc["metrics"][0]["unit"] = "furlongs"
     with pytest.raises(UserError, match="metrics/0"):
         model.validate(doc)
+
+
+def test_a_run_read_from_its_document_is_not_checked_again_when_stored(monkeypatch) -> None:
+    """A campaign reads each node's document, then stores the run made from it: its document
+    again, the same content in other objects, which the first check's digest spares."""
+    path = _documents()[0]
+    checked: list[str] = []
+    real = model._validate
+    monkeypatch.setattr(model, "_validate", lambda doc, source: (checked.append(source),
+                                                                 real(doc, source)))
+    model._VALID.clear()
+    run = model.read_json(path)
+    model.validate(run.to_dict(), "stored")
+    assert checked == [str(path)]
+    changed = run.to_dict()
+    changed["metrics"][0]["unit"] = "furlongs"
+    with pytest.raises(UserError, match="metrics/0"):
+        model.validate(changed, "changed")
