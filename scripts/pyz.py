@@ -81,6 +81,7 @@ def make(out: Path) -> Path:
         meta = staging / f"hpcprobe-{dist.version}.dist-info"
         meta.mkdir()
         (meta / "METADATA").write_text(dist.read_text("METADATA") or "")
+        staging.chmod(0o755)  # mkdtemp's is its user's alone: the image's users run it too
         shutil.rmtree(out, ignore_errors=True)
         staging.rename(out)
     finally:
@@ -91,7 +92,7 @@ def make(out: Path) -> Path:
 def main() -> int:
     if len(sys.argv) != 2:
         sys.exit(__doc__.rstrip().splitlines()[-1])
-    out = make(Path(sys.argv[1]).resolve())
+    out = make(Path(sys.argv[1]).absolute())  # a link is refused, not followed
     size = (out / "hpcprobe.pyz").stat().st_size
     print(f"{out}: hpcprobe.pyz ({size / 2**20:.1f} MiB), its native core and metadata; "
           f"run: python3 -I {out / 'hpcprobe.pyz'} check --state-only")

@@ -42,6 +42,7 @@ def bare(image: Path, *args: str, interpreter: tuple[str, ...] = (sys.executable
 
 
 def test_the_image_holds_the_archive_the_native_core_and_the_release(image):
+    assert image.stat().st_mode & 0o777 == 0o755  # the image's users run it too
     assert sorted(p.name for p in image.iterdir()) == [
         "hpcprobe-" + hpcprobe("--version").out.split()[1] + ".dist-info", "hpcprobe.pyz",
         "libhpcprobe_native.so"]
@@ -94,7 +95,10 @@ def test_a_directory_of_other_files_is_never_replaced(tmp_path):
     kept = tmp_path / "opt" / "other"
     kept.parent.mkdir()
     kept.write_text("someone's\n")
-    for where, says in ((tmp_path / "opt", "holds other files"), (kept, "not a directory")):
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "opt")
+    for where, says in ((tmp_path / "opt", "holds other files"), (kept, "not a directory"),
+                        (link, "not a directory")):
         r = subprocess.run([sys.executable, str(SCRIPT), str(where)], capture_output=True,
                            text=True, timeout=60)
         assert r.returncode == 1 and says in r.stderr and "Traceback" not in r.stderr, r.stderr
