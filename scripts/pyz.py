@@ -21,13 +21,14 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import importlib.util
-import json
 import py_compile
 import shutil
 import sys
 import tempfile
 import zipfile
 from pathlib import Path
+
+from hpcprobe.cluster import bundle
 
 MAIN = "import sys\n\nfrom hpcprobe.console import main\n\nsys.exit(main())\n"
 
@@ -38,8 +39,7 @@ def _package() -> tuple[Path, md.Distribution]:
         sys.exit("hpcprobe is not installed for this interpreter (make setup)")
     dist = md.distribution("hpcprobe")
     package = Path(next(iter(spec.submodule_search_locations)))
-    url = json.loads(dist.read_text("direct_url.json") or "{}")
-    if package.parent.name != "site-packages" or url.get("dir_info", {}).get("editable"):
+    if package.parent.name != "site-packages" or bundle.editable(dist):
         sys.exit(f"hpcprobe is installed from its sources ({package}): make setup installs "
                  "the copy this is made from")
     return package, dist

@@ -76,7 +76,7 @@ def closure(root: str = "hpcprobe") -> list[md.Distribution]:
     return sorted(seen.values(), key=lambda d: _key(d.metadata["Name"]))
 
 
-def _editable(dist: md.Distribution) -> bool:
+def editable(dist: md.Distribution) -> bool:
     """An install that points at its sources (pip install -e): its files are not its code."""
     import json
 
@@ -124,8 +124,8 @@ def make(workdir: Path, stage: Path) -> Bundle:
     """The bundle for the nodes, in `workdir` (made once per content: a campaign's second pass
     reuses it)."""
     dists = closure()
-    if any(_editable(d) for d in dists):
-        names = ", ".join(d.metadata["Name"] for d in dists if _editable(d))
+    if any(editable(d) for d in dists):
+        names = ", ".join(d.metadata["Name"] for d in dists if editable(d))
         raise UserError(f"{names}: an editable install (pip install -e) points at its sources, "
                         "which the nodes would read; stage an install of its own (make setup)")
     key = digest(dists)
