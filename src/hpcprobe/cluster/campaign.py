@@ -206,8 +206,9 @@ class Campaign:
             progress, say
         self.mpi: find.Mpi | None = None
         self.exe: Path | None = None
-        #: the campaign's runs: read from the store at the first verdict (a pass of another
-        #: `cluster run` of the tag among them), then those this one stores added as it does
+        #: the campaign's runs: those of the tag in the store (another `cluster run`'s passes),
+        #: read when the campaign starts or at its first verdict, then those this one stores
+        #: added as it does (a thousand nodes' figures are not read back from the store)
         self._runs: list[Run] | None = None
 
     # -- the whole campaign
@@ -221,6 +222,7 @@ class Campaign:
             self.exe = build.build(self.mpi)
         if p.staged is not None:
             self.stage(p.staged)
+        self._runs = self.store.load_all(Selection(tag=p.tag))
         done = self._pass("campaign", p.nodes, link_rounds(p))
         for family, scaling in p.scale.items():
             self.scale_pass(family, scaling, sorted(done, key=natural))
@@ -251,8 +253,7 @@ class Campaign:
                        work_rates(p.scale))
 
     def _save(self, runs: list[Run]) -> None:
-        """Runs stored under the campaign's tag, and kept for its next verdict (which then
-        reads none of the tag's runs from the store again: a thousand nodes' figures)."""
+        """Runs stored under the campaign's tag, and kept for its next verdict."""
         skipped = set(self.store.save_all(runs))  # stored before: among those read already
         if self._runs is not None:
             self._runs.extend(r for r in runs if r.run_id not in skipped)

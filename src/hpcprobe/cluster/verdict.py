@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
@@ -384,9 +384,13 @@ def _unhealthy(node_runs: list[Run]) -> dict[str, list[str]]:
     for run in sorted(node_runs, key=lambda r: r.created):
         for b in run.benchmarks:
             latest[(run.host, b)] = run
+    health: dict[str, list[Mapping[str, Any]]] = {}  # each run's, found once (not once a
+    # benchmark: a fleet's runs carry dozens of findings of other kinds)
     out: dict[str, list[str]] = defaultdict(list)
     for (host, b), run in sorted(latest.items(), key=lambda kv: (natural(kv[0][0]), kv[0][1])):
-        out[host] += [f["message"] for f in of_kind(run.findings, HEALTH, b)]
+        if run.run_id not in health:
+            health[run.run_id] = of_kind(run.findings, HEALTH)
+        out[host] += [f["message"] for f in health[run.run_id] if f.get("benchmark") == b]
     return {host: found for host, found in out.items() if found}
 
 
@@ -396,12 +400,10 @@ def _missing(v: FleetVerdict, hosts: list[str], rows: list[dict[str, Fig]],
     and it lacks: a device gone from the bus, a family that could not run there, a failed
     check. A derived figure is not one: the roofline's compute ceiling follows whichever peak
     kernel was fastest on the node, so its params differ from node to node."""
-    have: dict[str, int] = defaultdict(int)
-    for row in rows:
-        for lb in row:  # a node whose energy counters cannot be read is not a faulty node
-            if lb.split(" ", 1)[0] not in derived and not _is_energy(lb):
-                have[lb] += 1
-    usual = [lb for lb, k in have.items() if 2 * k > len(hosts)]
+    have: Counter[str] = Counter(lb for row in rows for lb in row)
+    # a node whose energy counters cannot be read is not a faulty node
+    usual = [lb for lb, k in have.items() if 2 * k > len(hosts)
+             and lb.split(" ", 1)[0] not in derived and not _is_energy(lb)]
     for h, row in zip(hosts, rows, strict=True):
         lacks = [lb for lb in usual if lb not in row]
         if lacks:

@@ -114,7 +114,9 @@ def figures(metrics: Iterable[Metric], ignore: NotJoined) -> dict[str, Fig]:
         if m.samples:
             if m.benchmark not in left_out:
                 left_out[m.benchmark] = ignore.of(m.benchmark)
-            out[label(m, left_out[m.benchmark])] = figure(m.samples, m.unit, m.better)
+            s = m.summary  # the figure() of its samples, summarised once a metric
+            out[label(m, left_out[m.benchmark])] = (
+                s.median, s.ci95[1] if m.better == "higher" else s.ci95[0], m.unit, m.better)
     return out
 
 

@@ -105,7 +105,7 @@ def of_kind(found: Iterable[Mapping[str, Any]], k: Kind,
             benchmark: str | None = None) -> list[Mapping[str, Any]]:
     """A run's stored findings of one kind (of one benchmark), for those who read them back;
     malformed entries (an imported document's) are skipped."""
-    return [f for f in found if isinstance(f, Mapping) and f.get("kind") == k.name
+    return [f for f in found if isinstance(f, dict | Mapping) and f.get("kind") == k.name
             and (benchmark is None or f.get("benchmark") == benchmark)]
 
 
