@@ -146,3 +146,11 @@ def test_kernels_all_above_their_models_blame_the_clock_first(monkeypatch):
     assert [f["likelier"] for f in found] == ["clock", "clock"]
     assert all("else the Zen 3 row's" in f["message"] for f in found)
     assert _judged(monkeypatch, {"fma": 47.5, "fma+add": 54.0}) == []
+
+
+def test_a_kernel_whose_ci_reaches_back_to_its_model_is_no_finding(monkeypatch):
+    """Above its model by its median alone (its samples 1 % apart, its CI their range), a
+    kernel is at its model within its noise; with the whole CI above, it is a finding."""
+    assert _judged(monkeypatch, {"fma": 48.0 * 1.02, "fma+add": 54.0}) == []  # low end 101.0 %
+    [f] = _judged(monkeypatch, {"fma": 48.0 * 1.03, "fma+add": 54.0})  # low end 102.0 %
+    assert f["kernel"].startswith("avx2 dp fma") and "add" not in f["kernel"]

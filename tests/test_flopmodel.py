@@ -202,3 +202,6 @@ def test_above_the_model_is_no_efficiency():
     assert fm.efficiency_label(99.6) == "99.6"
     assert fm.efficiency_label(100.9) == "100.9"
     assert "above model" in fm.efficiency_label(104.2)
+    # a median above whose CI reaches back to the model: at it within its noise
+    assert fm.efficiency_label(104.2, 98.0) == "104.2"
+    assert "above model" in fm.efficiency_label(104.2, 102.0)

@@ -60,6 +60,24 @@ def test_above_its_ceiling_is_a_finding_about_the_ceiling():
     assert judge(Headline("k", "x", _metric(TIGHT), 200.0), None, None).mark == "not judged"
 
 
+def test_a_median_above_its_ceiling_whose_ci_reaches_it_is_judged_as_any_figure():
+    """A shared host's 1-core peak at 105.6 % ±7.5 % of its model: the low end of its CI is
+    under the ceiling, so nothing says the ceiling or the figure is wrong. It is judged against
+    its reference as any figure; its ceiling judgement is not judged."""
+    noisy = [90.0, 98.0, 104.0, 105.0, 105.6, 106.0, 107.0, 110.0, 112.0, 120.0]
+    h = Headline("k", "a peak", _metric(noisy), ceiling=100.0, ceiling_source="model")
+    assert h.of_ceiling > 1.05 and h.metric.summary.ci95[0] < 100.0
+    assert not h.above_ceiling and h.near_ceiling
+    row = judge(h, _expected(105.0, 0.05), None)
+    assert row.mark != "above ceiling"
+    ceiling, ref = row.judgements()
+    assert (ceiling.mark, ref.basis) == ("not judged", "reference")
+    assert ceiling.why.startswith("its CI reaches back to its ceiling")
+    # its whole CI above: a finding about the ceiling
+    assert judge(Headline("k", "a peak", _metric(noisy), 85.0), None, None).mark == \
+        "above ceiling"
+
+
 def test_steal_and_a_moved_sentinel_leave_only_their_benchmark_unjudged():
     run = Run("r1", "2026-11-01T00:00:00+00:00", "n1", "quick", ["memory"], {}, {},
               [_metric(TIGHT), _metric(TIGHT, benchmark="cg")],

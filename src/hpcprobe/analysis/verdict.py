@@ -23,6 +23,11 @@ DISTURBED = {NODE_CHANGED.name: "node moved", STEAL.name: STEAL.name,
              BUSY.name: "node busy"}
 
 
+#: A figure above its ceiling by more than this (the whole CI of its median) is a finding about
+#: the ceiling (or the figure)
+ABOVE_CEILING = 1.01
+
+
 @dataclass(frozen=True)
 class Headline:
     """One headline figure a family picks from a run: `key` names it across runs (a reference
@@ -43,6 +48,21 @@ class Headline:
         if self.ceiling is None or self.ceiling <= 0:
             return None
         return self.metric.summary.median / self.ceiling
+
+    @property
+    def above_ceiling(self) -> bool:
+        """Above its ceiling: even the low end of its median's 95 % CI more than ABOVE_CEILING
+        above it. A median above it whose CI reaches back to it is a figure at its ceiling
+        within its own noise (a shared host's clock moving between the ceiling's measurement
+        and the figure's), not a finding."""
+        return self.ceiling is not None and self.ceiling > 0 and \
+            self.metric.summary.ci95[0] / self.ceiling > ABOVE_CEILING
+
+    @property
+    def near_ceiling(self) -> bool:
+        """Its median above ABOVE_CEILING of its ceiling, its CI reaching back to it: whether
+        it is above cannot be told (its ceiling judgement: not judged)."""
+        return not self.above_ceiling and (self.of_ceiling or 0.0) > ABOVE_CEILING
 
 
 def best(metrics: Sequence[Metric]) -> Metric | None:
@@ -116,10 +136,12 @@ class Row:
         out = []
         if h.ceiling is not None:
             over = self.mark == "above ceiling"
-            out.append(Judgement(h.key, "ceiling", "above ceiling" if over else "ok", s.median,
-                                 h.metric.unit, h.ceiling, ci=s.ci95,
-                                 why=(self.why + "; " if over else "") + (h.ceiling_source or ""),
-                                 label=h.label, n=s.n))
+            mark, said = ("above ceiling", self.why) if over else \
+                ("not judged", "its CI reaches back to its ceiling") if h.near_ceiling else \
+                ("ok", "")
+            out.append(Judgement(h.key, "ceiling", mark, s.median, h.metric.unit, h.ceiling,
+                                 ci=s.ci95, why=(said + "; " if said else "")
+                                 + (h.ceiling_source or ""), label=h.label, n=s.n))
         over = self.mark == "above ceiling"
         e = self.expected
         out.append(Judgement(h.key, "reference", "not judged" if over else self.mark, s.median,

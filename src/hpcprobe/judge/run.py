@@ -2,9 +2,11 @@
 against a reference, and any other figure of the run against its ceiling.
 
 The rules, with their assumptions stated as benchstat states its own:
-- a figure above its ceiling by more than ABOVE_CEILING (1 %) is marked "above ceiling",
-  whatever its reference: the ceiling or the figure is wrong, and no comparison with a
-  reference means anything until one is mended;
+- a figure above its ceiling by more than ABOVE_CEILING (1 %), even at the low end of the
+  95 % CI of its median, is marked "above ceiling", whatever its reference: the ceiling or the
+  figure is wrong, and no comparison with a reference means anything until one is mended; a
+  median above it whose CI reaches back to it is judged against its reference as any figure
+  (its ceiling judgement: not judged), as "below" asks the whole CI past its threshold;
 - a figure is "below" its reference when even the better end of the 95 % CI of its median is
   worse than the reference's threshold (value x (1 - tolerance) where higher is better): the
   samples are taken as independent draws of the figure (the CI of the median is
@@ -37,16 +39,13 @@ from hpcprobe.results import ceilings
 from hpcprobe.results.ceilings import Bound
 from hpcprobe.results.model import Run
 
-#: A figure above its ceiling by more than this is a finding about the ceiling (or the figure)
-ABOVE_CEILING = 1.01
-
 
 def judge(h: Headline, expected: Expected | None, noisy: str | None) -> Row:
     """Mark one headline: below when its whole CI is past the reference's threshold; ok when
     its median is within it and its CI no wider than the tolerance; else not judged, with the
     reason in a few words."""
     s = h.metric.summary
-    if (over := h.of_ceiling) is not None and over > ABOVE_CEILING:
+    if h.above_ceiling:
         return Row(h, expected, "above ceiling", "the ceiling or the figure is wrong")
     if expected is None:
         return Row(h, None, "not judged", "no reference")
@@ -86,16 +85,15 @@ def _above(run: Run, bounds: Sequence[Bound], shown: Sequence[Headline]) -> list
         if not mine or id(m) in headlines:
             continue
         c = ceilings.of(run, m, mine)
-        if c is None or c.value is None or c.value <= 0 or \
-                m.summary.median / c.value <= ABOVE_CEILING:
+        h = None if c is None else Headline(f"{m.benchmark}.{m.name}", "", m, c.value, c.source)
+        if h is None or not h.above_ceiling:
             continue
         what = ", ".join(f"{m.params[k]}" for k in ("level", "kernel", "stores", "precision")
                          if k in m.params)
         threads = m.params.get("threads")
         label = f"{m.benchmark} {m.name}" + (f", {what}" if what else "") + \
             (f", {threads} cores" if threads else "")
-        out.append(judge(Headline(f"{m.benchmark}.{m.name}", label, m, c.value, c.source),
-                         None, None))
+        out.append(judge(replace(h, label=label), None, None))
     return out
 
 

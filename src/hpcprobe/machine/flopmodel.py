@@ -24,7 +24,8 @@ from hpcprobe.native.peak import PeakKernel
 #: differ by a pipe at least (x1.25 or more); the clock of a busy host drifts by a few percent
 #: between the clock's and the kernel's samples.
 EXCEEDS_TOLERANCE = 1.10
-#: A kernel above this % of its model is a finding about the model's clock, not an efficiency.
+#: A kernel above this % of its model (the whole CI of its median: `above_model`) is a finding
+#: about the model's clock, not an efficiency.
 ABOVE_MODEL = 101.0
 
 
@@ -292,6 +293,15 @@ def percent_of_model(measured_gflops: float, model_gflops: float) -> float:
     return 100.0 * measured_gflops / model_gflops
 
 
-def efficiency_label(percent: float) -> str:
-    """A % of the model as a table shows it: above ABOVE_MODEL it is no efficiency."""
-    return f"{percent:.1f}" if percent <= ABOVE_MODEL else f"{percent:.1f} (above model!)"
+def above_model(percent: float, low: float | None = None) -> bool:
+    """A figure at `percent` of its model (median), `low` at the low end of its median's CI,
+    above its model: the whole CI above ABOVE_MODEL, as the run judge asks of a ceiling
+    (`analysis.verdict.Headline.above_ceiling`). A median above it whose CI reaches back to it
+    is a figure at its model within its noise."""
+    return (percent if low is None else min(percent, low)) > ABOVE_MODEL
+
+
+def efficiency_label(percent: float, low: float | None = None) -> str:
+    """A % of the model as a table shows it (`low`: the low end of its CI's): above its model
+    (`above_model`) it is no efficiency."""
+    return f"{percent:.1f} (above model!)" if above_model(percent, low) else f"{percent:.1f}"

@@ -157,17 +157,21 @@ class _Models:
     def add_group(self, measured: list[tuple[PeakPoint, Metric]], clk: Metric,
                   side: str) -> None:
         """The models of a group's points (one clock), then a finding for each point above its
-        model, which names the likelier cause from its siblings on the same clock samples."""
-        pcts = {pt: self.add(pt, metric, clk, side) for pt, metric in measured}
+        model (even the low end of its CI: flopmodel.above_model), which names the likelier
+        cause from its siblings on the same clock samples."""
+        both = {pt: self.add(pt, metric, clk, side) for pt, metric in measured}
+        pcts = {pt: pct for pt, (pct, _) in both.items()}
         within = [pt for pt, pct in pcts.items() if pct <= flopmodel.ABOVE_MODEL
                   and self.models[pt.kernel].source == "table"]
-        for pt, pct in pcts.items():
-            if pct > flopmodel.ABOVE_MODEL:
+        for pt, (pct, low) in both.items():
+            if flopmodel.above_model(pct, low):
                 self.above(pt, pct, statistics.median(clk.samples), within, pcts)
 
-    def add(self, pt: PeakPoint, peak_metric: Metric, clk: Metric, side: str) -> float:
+    def add(self, pt: PeakPoint, peak_metric: Metric, clk: Metric, side: str
+            ) -> tuple[float, float]:
         """Store the model of one measured point (GFLOP/s: FLOPs/cycle x cores x each clock
-        sample) and the point's samples as % of the model's median; returns the median %."""
+        sample) and the point's samples as % of the model's median; returns the median % and
+        the low end of its CI's."""
         k, cores = pt.kernel, len(pt.cpus)
         if k not in self.models:
             per_cycle = peak_metric.summary.median / (cores * clk.summary.median)
@@ -185,7 +189,8 @@ class _Models:
         self.ctx.metrics.append(Metric("compute", "peak_fraction", "%", dict(params),
                                        [flopmodel.percent_of_model(s, mid)
                                         for s in peak_metric.samples]))
-        return flopmodel.percent_of_model(peak_metric.summary.median, mid)
+        s = peak_metric.summary
+        return flopmodel.percent_of_model(s.median, mid), flopmodel.percent_of_model(s.ci95[0], mid)
 
     def above(self, pt: PeakPoint, pct: float, ghz: float, within: list[PeakPoint],
               pcts: dict[PeakPoint, float]) -> None:

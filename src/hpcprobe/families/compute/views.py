@@ -7,7 +7,7 @@ from collections import defaultdict
 from typing import Any
 
 from hpcprobe.analysis.verdict import Headline, best
-from hpcprobe.machine.flopmodel import ABOVE_MODEL, efficiency_label
+from hpcprobe.machine.flopmodel import above_model, efficiency_label
 from hpcprobe.results.ceilings import Ceiling
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.viewkit.table import Block, Lines, Table, cell, n_range, shown
@@ -44,7 +44,7 @@ def _compute_table(run: Run) -> Table | None:
             got, model = by_n.get(n), models.get((key, n))
             cells.append(cell(got))
             cells.append("-" if got is None or model is None else
-                         efficiency_label(percent_of(got, model)))
+                         efficiency_label(percent_of(got, model), percent_of(got, model, 0)))
             if model is not None:
                 p = model.params
                 source = f"{p['flops_per_cycle']:g} ({p['model_source']}: {p['microarch']})"
@@ -52,8 +52,10 @@ def _compute_table(run: Run) -> Table | None:
     return t
 
 
-def percent_of(m: Metric, model: Metric) -> float:
-    return 100.0 * m.summary.median / model.summary.median
+def percent_of(m: Metric, model: Metric, end: int | None = None) -> float:
+    """The figure's median (`end` 0 or 1: that end of its CI) as % of its model's median."""
+    s = m.summary
+    return 100.0 * (s.median if end is None else s.ci95[end]) / model.summary.median
 
 
 def _best_peaks(run: Run) -> list[tuple[str, int, Metric, Metric | None]]:
@@ -85,7 +87,7 @@ def _peak_lines(run: Run) -> list[str]:
             ghz = model.summary.median / (mp["flops_per_cycle"] * top)
             pct = percent_of(got, model)
             line += (f" = {pct:.1f} % of the model {model.summary.median:.1f}"
-                     if pct <= ABOVE_MODEL else
+                     if not above_model(pct, percent_of(got, model, 0)) else
                      f", ABOVE its model {model.summary.median:.1f} ({pct:.1f} %: the model's "
                      "clock read low; see the warnings, not an efficiency)")
             line += (f" ({mp['flops_per_cycle']:g} FLOP/cycle x {top} core(s) x {ghz:.2f} GHz "

@@ -78,8 +78,6 @@ TUNE_S = 3.0
 #: Timed calls of the FMA kernel where the flop model has no row for this CPU (the fastest
 #: counts: a throughput cannot be beaten, only disturbed).
 PEAK_SAMPLES = 7
-#: An efficiency above this % of the measured-clock Rpeak is a finding, not a figure.
-ABOVE_PEAK = flopmodel.ABOVE_MODEL
 POLL_S = 0.5
 #: The ranks' binding is read from /proc at every poll, the latest reading kept (Open MPI
 #: starts a rank on one CPU and binds it to its set inside MPI_Init), until it has not changed
@@ -667,7 +665,7 @@ def _store(ctx: RunContext, model: _Model, s: Setup, params: dict[str, Any],
                     Metric("hpl", "efficiency", "%", dict(mp), [100 * g / mid for g in rmax])]
     pct = 100 * statistics.median(rmax) / mid
     ghz = clk.summary.median
-    if pct > ABOVE_PEAK:
+    if flopmodel.above_model(pct, 100 * got.summary.ci95[0] / mid):  # the whole CI above
         msg = (f"HPL through {params['blas']} reached {pct:.1f} % of the Rpeak on the clock "
                f"measured under {model.isa} load ({ghz:.3f} GHz): above any machine's peak, so "
                "the cores ran faster during HPL than when the clock was measured (a busy host, "

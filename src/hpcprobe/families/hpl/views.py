@@ -53,7 +53,8 @@ def _hpl_table(run: Run) -> Table | None:
                   f"{p['ranks']} x {p['threads']} ({p['layout']})", str(p["nodes"]),
                   f"{time[b].summary.median:.1f}" if b in time else "-", cell(m),
                   cell(rpeak.get(b)),
-                  efficiency_label(eff[b].summary.median) if b in eff else "-",
+                  efficiency_label(eff[b].summary.median, eff[b].summary.ci95[0])
+                  if b in eff else "-",
                   f"{base[b].summary.median:.1f}" if b in base else "-",
                   f"{eff_base[b].summary.median:.1f}" if b in eff_base else "-",
                   f"{max(resid[b].samples):.3g} PASSED" if b in resid and resid[b].samples
@@ -114,7 +115,7 @@ def _headline(run: Run) -> Lines | None:
     if eff is not None and rpeak is not None:
         rp: dict[str, Any] = rpeak.params
         ghz = rpeak.summary.median / (rp["flops_per_cycle"] * rp["cores"])
-        line += (f" = {efficiency_label(eff.summary.median)} % of Rpeak "
+        line += (f" = {efficiency_label(eff.summary.median, eff.summary.ci95[0])} % of Rpeak "
                  f"{rpeak.summary.median:.1f} ({rp['flops_per_cycle']:g} FLOP/cycle x "
                  f"{rp['cores']} core(s) x {ghz:.2f} GHz measured under {rp['clock_load']} load)")
     eb = _by_blas(run, "efficiency_base").get(p["blas"])
