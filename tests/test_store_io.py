@@ -391,3 +391,27 @@ def test_runs_stored_together_are_stored_whole_and_those_stored_skipped(db):
         back = {r.run_id: r for r in st.load_all(Selection(tag="fleet"))}
     assert set(back) == {first.run_id, second.run_id, third.run_id}
     assert [m.samples for m in back[third.run_id].metrics] == [m.samples for m in third.metrics]
+
+
+def test_disturbances_of_some_kinds_read_only_the_runs_that_name_them(db):
+    """A history asks for the runs disturbed (a moved sentinel, steal, other processes) or
+    interrupted: the runs whose findings are of other kinds alone are not read, a run that
+    names a kind only in a message may be (its caller reads each finding's kind), and without
+    kinds every run with findings or interrupted is."""
+    def found(kind: str, message: str = "m") -> dict[str, str]:
+        return {"benchmark": "memory", "kind": kind, "message": message}
+
+    runs = {"sampling": [found("sampling")], "moved": [found("node_changed"), found("sampling")],
+            "said": [found("sampling", 'see "steal" and "node_changed"')], "clean": [],
+            "like": [found("nodexchanged")]}
+    with Store.open(db) as st:
+        for i, (name, found_there) in enumerate(runs.items()):
+            st.save(replace(copy_of(i, host=name), findings=found_there))
+        st.save(replace(copy_of(9, host="cut"), provenance={
+            **BASE.provenance, "interrupted": {"benchmark": "memory", "not_run": []}}))
+        hosts = {r.run_id: r.host for r in st.runs()}
+        some = {hosts[i] for i in st.disturbances(None, ["node_changed", "steal"])}
+        every = {hosts[i] for i in st.disturbances()}
+    # "_" is no wildcard ("nodexchanged" is not read); a message's words may be
+    assert {"moved", "cut"} <= some <= {"moved", "cut", "said"}
+    assert every == {"sampling", "moved", "said", "like", "cut"}

@@ -203,7 +203,7 @@ def drift(found: list[tuple[str, changes.Change]], configs: dict[str, Run]) -> s
 def reasons(store: Store, where: Selection) -> dict[tuple[str, str], str]:
     """(run id, benchmark) -> why that run's figures of it are left out ('*': all)."""
     out: dict[tuple[str, str], str] = {}
-    for run_id, (findings, interrupted) in store.disturbances(where).items():
+    for run_id, (findings, interrupted) in store.disturbances(where, list(DISTURBED)).items():
         if interrupted:
             out[(run_id, "*")] = "interrupted"
         for f in findings:

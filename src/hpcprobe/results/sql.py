@@ -309,8 +309,14 @@ class SqlStore(Store):
             params.append(_like(sel.tag_prefix) + "%")
         return (" WHERE " + " AND ".join(conds) if conds else ""), params
 
-    def disturbances(self, where: Selection | None = None) -> dict[str, tuple[list[Any], bool]]:
-        clause, params = self._where(where, [f"({MARKED.replace('findings', 'r.findings')})"])
+    def disturbances(self, where: Selection | None = None, kinds: Sequence[str] = ()
+                     ) -> dict[str, tuple[list[Any], bool]]:
+        marked = f"({MARKED.replace('findings', 'r.findings')})"
+        if kinds:  # the runs whose findings' text names one of them (the caller reads which)
+            marked = "(r.interrupted = 1 OR " + " OR ".join(
+                ["r.findings LIKE ? ESCAPE '!'"] * len(kinds)) + ")"
+        clause, params = self._where(where, [marked], [f'%{_like(json.dumps(k))}%'
+                                                       for k in kinds])
         return {run_id: (json.loads(findings), bool(interrupted)) for run_id, findings,
                 interrupted in self._execute(
                     f"SELECT r.run_id, r.findings, r.interrupted FROM runs r{clause}", params)}
