@@ -138,9 +138,10 @@ def headlines(run: Run) -> list[Headline]:
 def ceiling(run: Run, metric: Metric) -> Ceiling | None:
     """A peak figure's ceiling: its FLOP model where the model is a table's (a model that is
     the measured one-core rate is no ceiling, and says so); None without a model."""
+    threads = metric.params["threads"]
+    want = _kernel_key(metric.params)
     model = next((m for m in run.select("compute", "peak_model")
-                  if (_kernel_key(m.params), m.params["threads"]) ==
-                  (_kernel_key(metric.params), metric.params["threads"])), None)
+                  if m.params["threads"] == threads and _kernel_key(m.params) == want), None)
     if model is None:
         return None
     if model.params["model_source"] == "measured":
