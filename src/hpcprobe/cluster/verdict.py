@@ -454,7 +454,7 @@ def _link_verdict(campaign_runs: list[Run], th: Thresholds, ignore: NotJoined,
             name = label(m, ignore | LINK_ENDS)
             if key in latest[name]:
                 before[name][key].append(latest[name][key])
-            latest[name][key] = figure(m.samples, m.unit, m.better)
+            latest[name][key] = figure(m)
             v.link_units[name] = m.unit
             v.link_better[name] = m.better
     v.links = {name: {k: f[0] for k, f in links.items()} for name, links in latest.items()}

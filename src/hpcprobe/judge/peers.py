@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from hpcprobe.analysis.compare import NotJoined, describe_params, joined_params
 from hpcprobe.common import lazy
-from hpcprobe.common.stats import median_ci_ranks
 from hpcprobe.results.judgement import Judgement
 from hpcprobe.results.model import Metric
 
@@ -98,12 +97,11 @@ def label(m: Metric, ignore: NotJoined | frozenset[str]) -> str:
 Fig = tuple[float, float, str, str]
 
 
-def figure(samples: Sequence[float], unit: str, better: str) -> Fig:
-    xs = sorted(samples)
-    n = len(xs)
-    lo, hi = median_ci_ranks(n)
-    mid = xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2  # statistics.median's
-    return (mid, xs[hi] if better == "higher" else xs[lo], unit, better)
+def figure(m: Metric) -> Fig:
+    """A metric's figure, from its summary (made once a metric: a fleet's verdicts ask for
+    each figure's again)."""
+    s = m.summary
+    return (s.median, s.ci95[1] if m.better == "higher" else s.ci95[0], m.unit, m.better)
 
 
 def figures(metrics: Iterable[Metric], ignore: NotJoined) -> dict[str, Fig]:
@@ -114,9 +112,7 @@ def figures(metrics: Iterable[Metric], ignore: NotJoined) -> dict[str, Fig]:
         if m.samples:
             if m.benchmark not in left_out:
                 left_out[m.benchmark] = ignore.of(m.benchmark)
-            s = m.summary  # the figure() of its samples, summarised once a metric
-            out[label(m, left_out[m.benchmark])] = (
-                s.median, s.ci95[1] if m.better == "higher" else s.ci95[0], m.unit, m.better)
+            out[label(m, left_out[m.benchmark])] = figure(m)
     return out
 
 

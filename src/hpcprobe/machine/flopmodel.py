@@ -298,7 +298,7 @@ def above_model(percent: float, low: float | None = None) -> bool:
     above its model: the whole CI above ABOVE_MODEL, as the run judge asks of a ceiling
     (`analysis.verdict.Headline.above_ceiling`). A median above it whose CI reaches back to it
     is a figure at its model within its noise."""
-    return (percent if low is None else min(percent, low)) > ABOVE_MODEL
+    return (percent if low is None else low) > ABOVE_MODEL
 
 
 def efficiency_label(percent: float, low: float | None = None) -> str:

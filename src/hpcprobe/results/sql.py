@@ -311,12 +311,11 @@ class SqlStore(Store):
 
     def disturbances(self, where: Selection | None = None, kinds: Sequence[str] = ()
                      ) -> dict[str, tuple[list[Any], bool]]:
-        marked = f"({MARKED.replace('findings', 'r.findings')})"
-        if kinds:  # the runs whose findings' text names one of them (the caller reads which)
-            marked = "(r.interrupted = 1 OR " + " OR ".join(
-                ["r.findings LIKE ? ESCAPE '!'"] * len(kinds)) + ")"
-        clause, params = self._where(where, [marked], [f'%{_like(json.dumps(k))}%'
-                                                       for k in kinds])
+        conds = [f"({MARKED.replace('findings', 'r.findings')})"]  # its partial index's
+        if kinds:  # of those, the runs whose findings' text names one (the caller reads which)
+            conds.append("(r.interrupted = 1 OR " + " OR ".join(
+                ["r.findings LIKE ? ESCAPE '!'"] * len(kinds)) + ")")
+        clause, params = self._where(where, conds, [f'%{_like(json.dumps(k))}%' for k in kinds])
         return {run_id: (json.loads(findings), bool(interrupted)) for run_id, findings,
                 interrupted in self._execute(
                     f"SELECT r.run_id, r.findings, r.interrupted FROM runs r{clause}", params)}

@@ -224,8 +224,8 @@ class Store(ABC):
         findings or interrupted (the run rows only: what a history needs to leave disturbed
         runs out); `kinds`: only those interrupted or whose findings name one of these kinds
         (and maybe others that name it elsewhere: the caller reads each finding's kind), so a
-        fleet's runs with findings of other kinds alone are not read (a thousand nodes'
-        sampling findings took 1 s to parse)."""
+        fleet's runs with findings of other kinds alone are not read (a 1,000-node campaign's
+        sampling findings: 0.19 s read and parsed, 0.09 s passed over, here)."""
 
     @abstractmethod
     def delete(self, run_ids: list[str]) -> int:
