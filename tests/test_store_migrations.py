@@ -4,6 +4,8 @@ refused; a store that cannot be upgraded changes nothing."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 import sqlite3
 
@@ -18,7 +20,7 @@ from hpcprobe.results.store import Selection, Store
 STORES = DATA / "stores"
 RUNS = [results.read_json(DATA / "compare" / f) for f in ("nps1.json", "nps4.json")]
 #: every store version the project has shipped before this one, with its fixture
-SHIPPED = [1, 2, 3, 4, 5]
+SHIPPED = [1, 2, 3, 4, 5, 6]
 
 
 def _load_pg_dump(url: str, version: int) -> None:
@@ -115,3 +117,46 @@ def test_the_schema_keeps_a_topology_to_node_runs():
         results.validate({**doc, "topology": {}})  # a node run measured a machine
     with pytest.raises(UserError):
         results.validate({**doc, "kind": "campaign"})  # a record has no topology
+
+
+def _digests(st: Store) -> list[tuple[str, str]]:
+    return [(hashlib.md5(ps.encode()).hexdigest(), digest) for ps, digest in st._execute(  # type: ignore[attr-defined]
+        "SELECT params, params_md5 FROM metrics")]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_version_7_keys_every_figure_by_the_md5_of_its_params(backend, tmp_path, request):
+    """SQLite writes the digest of a figure's params beside them (and the rows of a version-6
+    store get theirs as it is brought up), as PostgreSQL generates it: the same digest both
+    ways, and a figure's history found by it."""
+    db = _old_store(backend, 6, tmp_path, request)
+    fresh = str(tmp_path / "new.sqlite") if backend == "sqlite" else db
+    with Store.open(db, create=False) as old, Store.open(fresh) as new:
+        if fresh != db:
+            new.save(RUNS[1])
+        for st in (old, new):
+            pairs = _digests(st)
+            assert pairs and all(want == got for want, got in pairs)
+            m = RUNS[1].metrics[0]
+            hosts = {c.host for c in st.series_across(m.benchmark, m.name)}
+            assert RUNS[1].host in hosts
+
+
+def test_a_fleet_figure_is_read_from_the_digest_index_alone(tmp_path):
+    """SQLite reads a figure's history (its count, the rows stored since) from the index
+    keyed by the params' digest, never the metrics table's rows; the old index is gone."""
+    db = tmp_path / "old.sqlite"
+    shutil.copy(STORES / "v6.sqlite", db)
+    with Store.open(db, create=False) as st:
+        names = {r[0] for r in st._execute("SELECT name FROM sqlite_master WHERE type = 'index'")}  # type: ignore[attr-defined]
+        assert "metrics_figure_md5" in names and "metrics_figure" not in names
+        m = RUNS[0].metrics[0]
+        text = json.dumps(m.params, sort_keys=True)
+        for sql in ("SELECT count(*), max(m.metric_id) FROM metrics m WHERE m.benchmark = ? AND "
+                    f"m.name = ? AND {st.FIGURE_MATCH}",  # type: ignore[attr-defined]
+                    "SELECT m.median, m.ci_low, m.ci_high, m.unit, m.better, m.run_id, m.seq "
+                    f"FROM metrics m WHERE m.benchmark = ? AND m.name = ? AND {st.FIGURE_MATCH} "  # type: ignore[attr-defined]
+                    "AND m.metric_id > ?"):
+            args = [m.benchmark, m.name, text] + ([0] if "metric_id >" in sql else [])
+            plan = " ".join(r[-1] for r in st._execute(f"EXPLAIN QUERY PLAN {sql}", args))  # type: ignore[attr-defined]
+            assert "COVERING INDEX metrics_figure_md5" in plan, plan

@@ -32,12 +32,10 @@ class PostgresStore(SqlStore):
     placeholder = "%s"
     order = "inserted"
     runs_by_id = "runs r"  # PostgreSQL's planner picks the index itself
-    # a figure's rows by the digest of its params text (a B-tree entry holds 2.7 kB at most),
-    # a column of its own: an index on the expression md5(params) is never read alone (the
-    # planner wants params itself from the table), and counting a year of a fleet's figures
-    # read the table a row each: 1 s a figure
-    figure_match = "m.params_md5 = md5(?)"
-    params_key = "params_md5"
+    # v6: a figure's rows by the digest of its params text (a B-tree entry holds 2.7 kB at
+    # most), a column of its own: an index on the expression md5(params) is never read alone
+    # (the planner wants params itself from the table), and counting a year of a fleet's
+    # figures read the table a row each: 1 s a figure
     own_migrations = {6: ("ALTER TABLE metrics ADD COLUMN params_md5 TEXT GENERATED ALWAYS AS "
                           "(md5(params)) STORED",
                           "CREATE INDEX IF NOT EXISTS metrics_figure_md5 ON metrics(benchmark, "

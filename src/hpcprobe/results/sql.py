@@ -116,6 +116,9 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         # made from
         "CREATE TABLE kept_results (kind TEXT NOT NULL, key TEXT NOT NULL, digest TEXT NOT "
         "NULL, value TEXT NOT NULL, PRIMARY KEY (kind, key))"),
+    # v7: SQLite keys a figure's rows by the MD5 of its params text, as PostgreSQL has since
+    # v6 (each backend's own statements: SqliteStore.own_migrations)
+    7: (),
 }
 #: The version this hpcprobe writes and reads.
 STORE_VERSION = max(MIGRATIONS)
@@ -177,9 +180,11 @@ class SqlStore(Store):
     def _executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         self.conn.cursor().executemany(self._sql(sql), rows)
 
-    #: the INSERT of one metrics row (backends may batch it)
-    INSERT_METRIC = ("INSERT INTO metrics (run_id, seq, benchmark, name, unit, better, params, "
-                     "median, ci_low, ci_high) VALUES (?,?,?,?,?,?,?,?,?,?)")
+    #: a metrics row as `insert` makes it, and its INSERT (backends may batch it)
+    METRIC_COLUMNS = ("run_id", "seq", "benchmark", "name", "unit", "better", "params", "median",
+                      "ci_low", "ci_high")
+    INSERT_METRIC = (f"INSERT INTO metrics ({', '.join(METRIC_COLUMNS)}) VALUES "
+                     f"({','.join('?' * len(METRIC_COLUMNS))})")
 
     def _insert_metrics(self, rows: list[tuple[Any, ...]]) -> list[int]:
         """Insert metrics rows; their metric_ids, in order."""
@@ -380,20 +385,17 @@ class SqlStore(Store):
         return [ps for ps in self._distinct_params(benchmark, name)
                 if all(f"{i}," in ps or ps.endswith(f"{i}}}") for i in items)]
 
-    #: the column a metric's params texts are ordered by in its index (see _distinct_params)
-    params_key = "params"
-
     def _distinct_params(self, benchmark: str, name: str) -> list[str]:
         """The distinct params texts of a metric, one seek each in the index that orders them
-        by `params_key` (DISTINCT reads every row of the metric: 0.5 s a year of a thousand
+        by their digest (DISTINCT reads every row of the metric: 0.5 s a year of a thousand
         nodes)."""
         out: list[str] = []
-        sql = (f"SELECT {self.params_key}, params FROM metrics WHERE benchmark = ? AND name = ?"
-               f"{{}} ORDER BY {self.params_key} LIMIT 1")
+        sql = ("SELECT params_md5, params FROM metrics WHERE benchmark = ? AND name = ?{} "
+               "ORDER BY params_md5 LIMIT 1")
         row = self._execute(sql.format(""), [benchmark, name]).fetchone()
         while row is not None:
             out.append(row[1])
-            row = self._execute(sql.format(f" AND {self.params_key} > ?"),
+            row = self._execute(sql.format(" AND params_md5 > ?"),
                                 [benchmark, name, row[0]]).fetchone()
         return out
 
@@ -403,23 +405,24 @@ class SqlStore(Store):
         joined, values = self._figure(benchmark, name, where, params,
                                       "runs r" if where is not None and where.host is not None
                                       else self.runs_by_id)  # a host's runs: by its index
-        rows = self._execute(
+        rows = self._execute(  # the params' digest, not their text: what the index holds
             "SELECT m.metric_id, r.run_id, r.created, r.host, r.tag, m.unit, m.better, "
-            f"m.params, m.median, m.ci_low, m.ci_high {joined} ORDER BY r.created, r.host, "
+            f"m.params_md5, m.median, m.ci_low, m.ci_high {joined} ORDER BY r.created, r.host, "
             f"r.{self.order}, m.seq", values).fetchall()
         old: dict[int, list[float]] = {}
         if any(r[8] is None for r in rows):  # stored before store version 4: no summary
             old = self._samples(f"SELECT m.metric_id {joined} AND m.median IS NULL", values)
         parsed: dict[str, dict[str, Any]] = {}  # a fleet's runs repeat the same params
         out = []
-        for mid, run_id, created, host, tag, unit, better, ps, median, lo, hi in rows:
+        for mid, run_id, created, host, tag, unit, better, digest, median, lo, hi in rows:
             if median is None:
                 s = summarize(old[mid])
                 median, (lo, hi) = s.median, s.ci95
-            if ps not in parsed:
-                parsed[ps] = json.loads(ps)
+            if digest not in parsed:  # the text of the first row of each
+                parsed[digest] = json.loads(self._execute(
+                    "SELECT params FROM metrics WHERE metric_id = ?", [mid]).fetchone()[0])
             out.append(Figure(run_id, created, host, tag, benchmark, name, unit, better,
-                              parsed[ps], median, lo, hi))
+                              parsed[digest], median, lo, hi))
         return out
 
     @bulk()
@@ -437,8 +440,11 @@ class SqlStore(Store):
             out += [c for c in (series.selected(k, where) for k in kept) if c is not None]
         return out
 
-    #: a figure's rows by its params text, as its index finds them
-    figure_match = "m.params = ?"
+    #: a figure's rows by the digest of its params text, as its index finds them (each
+    #: backend's md5 is the hex MD5 of the text's UTF-8 bytes): a B-tree entry of the text
+    #: itself was 336 bytes a figure in SQLite, a third of that with the digest, and
+    #: PostgreSQL's refuses entries over 2.7 kB
+    FIGURE_MATCH = "m.params_md5 = md5(?)"
 
     def _kept(self, benchmark: str, name: str, text: str) -> list[Columns] | None:
         """Every host's series of a figure (these params), as kept and brought up to date
@@ -446,7 +452,7 @@ class SqlStore(Store):
         missed: a writer that committed late); None where some have no summary."""
         figure, params = series.key(benchmark, name, text), json.loads(text)
         n, upto = self._execute(f"SELECT count(*), max(m.metric_id) FROM metrics m WHERE "
-                                f"m.benchmark = ? AND m.name = ? AND {self.figure_match}",
+                                f"m.benchmark = ? AND m.name = ? AND {self.FIGURE_MATCH}",
                                 [benchmark, name, text]).fetchone()
         head = self._execute("SELECT upto, n FROM series_kept WHERE figure = ?",
                              [figure]).fetchone()
@@ -471,7 +477,7 @@ class SqlStore(Store):
         rows: list[series.Row] = self._execute(
             "SELECT r.host, r.run_id, r.created, r.tag, m.median, m.ci_low, m.ci_high, m.unit, "
             f"m.better FROM metrics m JOIN {self.runs_by_id} ON r.run_id = m.run_id WHERE "
-            f"m.benchmark = ? AND m.name = ? AND {self.figure_match} AND m.metric_id > ? AND "
+            f"m.benchmark = ? AND m.name = ? AND {self.FIGURE_MATCH} AND m.metric_id > ? AND "
             f"m.metric_id <= ? ORDER BY r.host, r.created, r.{self.order}, m.seq",
             [benchmark, name, text, since, upto]).fetchall()
         return rows
