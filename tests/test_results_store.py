@@ -15,7 +15,7 @@ from hpcprobe.measure import profiles
 from hpcprobe.measure.family import NoProgress
 from hpcprobe.results import model as results
 from hpcprobe.results.model import Metric
-from hpcprobe.results.sql import STORE_VERSION
+from hpcprobe.results.sql import STORE_VERSION, unpack
 from hpcprobe.results.store import Store
 
 
@@ -93,8 +93,10 @@ def test_store_round_trip_keeps_every_sample(measured_run, tmp_path):
         assert st.resolve("unit") == measured_run.run_id  # by tag
         [info] = st.runs()
         assert info.metrics == len(measured_run.metrics) and info.tag == "unit"
-    n = sqlite3.connect(db).execute("SELECT count(*) FROM samples").fetchone()[0]
-    assert n == sum(len(m.samples) for m in measured_run.metrics)
+    packed = sqlite3.connect(db).execute("SELECT samples FROM metrics ORDER BY seq").fetchall()
+    assert [unpack(p) for p, in packed] == [m.samples for m in measured_run.metrics]
+    assert all(len(p) == 8 * len(m.samples) for (p,), m in zip(packed, measured_run.metrics,
+                                                                   strict=True))
 
 
 def test_store_resolve_errors(tmp_path, measured_run):

@@ -8,12 +8,16 @@ import hashlib
 import json
 import shutil
 import sqlite3
+import struct
 
 import pytest
+from hypothesis import given
+from hypothesis.strategies import floats, lists
 
 from conftest import DATA, assert_user_error, hpcprobe
 from hpcprobe.common.errors import UserError
 from hpcprobe.results import model as results
+from hpcprobe.results import sql
 from hpcprobe.results.sql import STORE_VERSION
 from hpcprobe.results.store import Selection, Store
 
@@ -80,8 +84,6 @@ def test_a_newer_store_is_refused(tmp_path):
 
 
 def test_an_upgrade_that_fails_changes_nothing(tmp_path, monkeypatch):
-    from hpcprobe.results import sql
-
     db = tmp_path / "old.sqlite"
     shutil.copy(STORES / "v1.sqlite", db)
     broken = {**sql.MIGRATIONS, STORE_VERSION: (*sql.MIGRATIONS[STORE_VERSION],
@@ -160,3 +162,31 @@ def test_a_fleet_figure_is_read_from_the_digest_index_alone(tmp_path):
             args = [m.benchmark, m.name, text] + ([0] if "metric_id >" in sql else [])
             plan = " ".join(r[-1] for r in st._execute(f"EXPLAIN QUERY PLAN {sql}", args))  # type: ignore[attr-defined]
             assert "COVERING INDEX metrics_figure_md5" in plan, plan
+
+
+def test_version_7_moves_every_sample_into_its_metrics_row(tmp_path):
+    """A version-6 store's sample rows become each metric's packed samples, every bit kept,
+    and their table is gone."""
+    db = tmp_path / "old.sqlite"
+    shutil.copy(STORES / "v6.sqlite", db)
+    with sqlite3.connect(db) as conn:
+        before = conn.execute("SELECT m.run_id, m.seq, s.value FROM samples s JOIN metrics m ON "
+                              "m.metric_id = s.metric_id ORDER BY m.run_id, m.seq, s.seq"
+                              ).fetchall()
+    conn.close()
+    with Store.open(db, create=False) as st:
+        after = [(run_id, seq, x) for run_id, seq, packed in st._execute(  # type: ignore[attr-defined]
+            "SELECT run_id, seq, samples FROM metrics ORDER BY run_id, seq")
+            for x in sql.unpack(packed)]
+        tables = {r[0] for r in st._execute("SELECT name FROM sqlite_master WHERE type = 'table'")}  # type: ignore[attr-defined]
+    assert after == before and len(before) > 30
+    assert "samples" not in tables
+
+
+@given(lists(floats(), max_size=40))
+def test_samples_are_packed_bit_for_bit(xs):
+    """Big-endian doubles, as PostgreSQL's float8send writes them, every bit back (NaN's
+    payload, -0.0 and subnormals too)."""
+    bits = [struct.pack(">d", x) for x in xs]
+    assert sql.pack(xs) == b"".join(bits)
+    assert [struct.pack(">d", x) for x in sql.unpack(sql.pack(xs))] == bits

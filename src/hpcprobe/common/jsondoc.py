@@ -1,6 +1,7 @@
 """JSON text as RFC 8259 has it, for every document hpcprobe writes: a float that is not finite
 (an unbounded confidence interval, a change against a median of 0) is null, never the
-NaN/Infinity that Python writes by default and jq, browsers and other parsers refuse."""
+NaN/Infinity that Python writes by default and jq, browsers and other parsers refuse. And the
+documents hpcprobe reads, parsed fast where the value is the standard library's."""
 
 from __future__ import annotations
 
@@ -22,3 +23,28 @@ def _finite(obj: Any) -> Any:
 def dumps(obj: Any, indent: int | None = None, sort_keys: bool = False) -> str:
     """`json.dumps`, with every non-finite float written as null."""
     return json.dumps(_finite(obj), indent=indent, sort_keys=sort_keys, allow_nan=False)
+
+
+#: every byte a digit (as "0") or not (" "): a text's runs of digits, found in C
+_DIGITS = bytes(48 if 48 <= i <= 57 else 32 for i in range(256))
+#: a run this long may be an integer past 64 bits, which orjson reads as a float
+_LONG = b"0" * 19
+
+
+def loads(text: str) -> Any:
+    """`json.loads`'s value, by orjson where it gives the same one: a node's 148 kB document
+    in 0.95 ms where json took 3.3 here (a 1,000-node campaign's driver reads each). orjson
+    reads an integer past 64 bits as a float, so a text with 19 digits in a row (0.4 ms to
+    find) goes to json; and it refuses NaN, Infinity and lone surrogates, which json reads (the
+    schema then says what is wrong), so a text it refuses goes to json too, whose message
+    stands. Where orjson is not installed (a bare interpreter running the pyz), json."""
+    try:
+        import orjson
+    except ImportError:
+        return json.loads(text)
+    if _LONG not in text.encode(errors="surrogatepass").translate(_DIGITS):
+        try:
+            return orjson.loads(text)
+        except orjson.JSONDecodeError:
+            pass
+    return json.loads(text)

@@ -265,7 +265,7 @@ def write_json(run: Run, path: str | os.PathLike[str]) -> None:
 def read_json(path: str | os.PathLike[str]) -> Run:
     p = Path(path)
     try:
-        doc = json.loads(files.read_input(p))
+        doc = jsondoc.loads(files.read_input(p))
     except json.JSONDecodeError as exc:
         raise UserError(f"{p}: not JSON ({exc.msg} at line {exc.lineno})") from exc
     validate(doc, str(p))

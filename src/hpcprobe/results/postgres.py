@@ -39,7 +39,13 @@ class PostgresStore(SqlStore):
     own_migrations = {6: ("ALTER TABLE metrics ADD COLUMN params_md5 TEXT GENERATED ALWAYS AS "
                           "(md5(params)) STORED",
                           "CREATE INDEX IF NOT EXISTS metrics_figure_md5 ON metrics(benchmark, "
-                          "name, params_md5, metric_id)")}
+                          "name, params_md5, metric_id)"),
+                      # v7: the samples packed in their metric's row, as sql.pack packs them
+                      7: ("ALTER TABLE metrics ADD COLUMN samples BYTEA",
+                          "UPDATE metrics m SET samples = (SELECT string_agg(float8send(s.value), "
+                          "''::bytea ORDER BY s.seq) FROM samples s WHERE s.metric_id = "
+                          "m.metric_id)",
+                          "DROP TABLE samples")}
     # the version-1 tables in PostgreSQL's types, runs numbered as inserted (ordering runs of
     # the same second); the hpcprobe_meta table holds the version
     base_ddl = (*schema_v1(serial="BIGSERIAL", real="DOUBLE PRECISION", bigint="BIGINT",
@@ -127,19 +133,6 @@ class PostgresStore(SqlStore):
         if not row[0]:
             raise OptionError(f"<db> {self.path}: this user may not insert runs; grant INSERT on "
                               "runs, metrics and samples or use another <db>")
-
-    def _insert_metrics(self, rows: list[tuple[Any, ...]]) -> list[int]:
-        """One batch (psycopg pipelines executemany) with every new id returned."""
-        if not rows:
-            return []
-        cur = self.conn.cursor()
-        cur.executemany(self._sql(self.INSERT_METRIC + " RETURNING metric_id"), rows,
-                        returning=True)
-        ids = []
-        while True:
-            ids.append(int(cur.fetchone()[0]))
-            if not cur.nextset():
-                return ids
 
 
 BACKENDS["postgres"] = PostgresStore  # libpq takes both schemes

