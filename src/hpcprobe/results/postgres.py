@@ -128,11 +128,10 @@ class PostgresStore(SqlStore):
 
     def check_writable(self) -> None:
         row = self._execute("SELECT has_table_privilege('runs', 'INSERT') AND "
-                            "has_table_privilege('metrics', 'INSERT') AND "
-                            "has_table_privilege('samples', 'INSERT')").fetchone()
+                            "has_table_privilege('metrics', 'INSERT')").fetchone()
         if not row[0]:
             raise OptionError(f"<db> {self.path}: this user may not insert runs; grant INSERT on "
-                              "runs, metrics and samples or use another <db>")
+                              "runs and metrics or use another <db>")
 
 
 BACKENDS["postgres"] = PostgresStore  # libpq takes both schemes

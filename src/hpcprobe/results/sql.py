@@ -1,6 +1,6 @@
-"""What the SQL backends of the result store share: one schema (runs, metrics, every sample),
-a run saved in one transaction, runs listed, resolved and loaded. A backend gives its driver's
-connection, placeholder style, errors and how it returns a new metric's id."""
+"""What the SQL backends of the result store share: one schema (runs, and metrics with every
+sample), a run saved in one transaction, runs listed, resolved and loaded. A backend gives its
+driver's connection, placeholder style, errors, transactions and its own indexes."""
 
 from __future__ import annotations
 
