@@ -1,6 +1,7 @@
 """Building a million small objects at once (a fleet's runs, figures and samples): Python's
 cyclic garbage collector would walk them again and again as they pile up (0.7 s of 2 s loading
-a 1,000-node campaign); they hold no reference cycles, so it pauses meanwhile."""
+a 1,000-node campaign); they hold no reference cycles, so it pauses meanwhile. And once built
+and kept to the end, it walks them no more."""
 
 from __future__ import annotations
 
@@ -19,3 +20,11 @@ def bulk() -> Iterator[None]:
     finally:
         if was:
             gc.enable()
+
+
+def kept() -> None:
+    """What is built so far is kept until the command ends: the cyclic collector leaves it out
+    of every later pass (`gc.freeze`), which would otherwise walk a campaign's million objects
+    each time the objects made since outgrow a quarter of them (judging a 1,000-node campaign's
+    nodes one by one: 1.6-2.0 s with those passes, 0.7-0.9 s without)."""
+    gc.freeze()
