@@ -4,6 +4,7 @@ read as the standard library reads it."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -37,16 +38,16 @@ VALUES = recursive(
     max_leaves=12)
 
 
-def _same(a: object, b: object) -> bool:
+def _same(a: Any, b: Any) -> bool:
     """The same value and the same types all the way down (1 is not 1.0; NaN is NaN)."""
     if isinstance(a, float) and isinstance(b, float):
         return repr(a) == repr(b)
     if type(a) is not type(b):
         return False
     if isinstance(a, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))  # type: ignore[arg-type]
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if isinstance(a, dict):
-        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)  # type: ignore[call-overload]
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
     return a == b
 
 

@@ -121,9 +121,10 @@ def test_the_schema_keeps_a_topology_to_node_runs():
         results.validate({**doc, "kind": "campaign"})  # a record has no topology
 
 
-def _digests(st: Store) -> list[tuple[str, str]]:
-    return [(hashlib.md5(ps.encode()).hexdigest(), digest) for ps, digest in st._execute(  # type: ignore[attr-defined]
-        "SELECT params, params_md5 FROM metrics")]
+def _query(st: Store, text: str, args: list[object] | None = None) -> list[tuple]:
+    """Rows of SQL on an open store."""
+    assert isinstance(st, sql.SqlStore)
+    return list(st._execute(text, args or []))
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
@@ -137,8 +138,9 @@ def test_version_7_keys_every_figure_by_the_md5_of_its_params(backend, tmp_path,
         if fresh != db:
             new.save(RUNS[1])
         for st in (old, new):
-            pairs = _digests(st)
-            assert pairs and all(want == got for want, got in pairs)
+            pairs = _query(st, "SELECT params, params_md5 FROM metrics")
+            assert pairs and all(hashlib.md5(ps.encode()).hexdigest() == digest
+                                 for ps, digest in pairs)
             m = RUNS[1].metrics[0]
             hosts = {c.host for c in st.series_across(m.benchmark, m.name)}
             assert RUNS[1].host in hosts
@@ -149,18 +151,19 @@ def test_a_fleet_figure_is_read_from_the_digest_index_alone(tmp_path):
     keyed by the params' digest, never the metrics table's rows; the old index is gone."""
     db = tmp_path / "old.sqlite"
     shutil.copy(STORES / "v6.sqlite", db)
+    match = sql.SqlStore.FIGURE_MATCH
+    m = RUNS[0].metrics[0]
+    figure = [m.benchmark, m.name, json.dumps(m.params, sort_keys=True)]
     with Store.open(db, create=False) as st:
-        names = {r[0] for r in st._execute("SELECT name FROM sqlite_master WHERE type = 'index'")}  # type: ignore[attr-defined]
+        names = {r[0] for r in _query(st, "SELECT name FROM sqlite_master WHERE type = 'index'")}
         assert "metrics_figure_md5" in names and "metrics_figure" not in names
-        m = RUNS[0].metrics[0]
-        text = json.dumps(m.params, sort_keys=True)
-        for sql in ("SELECT count(*), max(m.metric_id) FROM metrics m WHERE m.benchmark = ? AND "
-                    f"m.name = ? AND {st.FIGURE_MATCH}",  # type: ignore[attr-defined]
-                    "SELECT m.median, m.ci_low, m.ci_high, m.unit, m.better, m.run_id, m.seq "
-                    f"FROM metrics m WHERE m.benchmark = ? AND m.name = ? AND {st.FIGURE_MATCH} "  # type: ignore[attr-defined]
-                    "AND m.metric_id > ?"):
-            args = [m.benchmark, m.name, text] + ([0] if "metric_id >" in sql else [])
-            plan = " ".join(r[-1] for r in st._execute(f"EXPLAIN QUERY PLAN {sql}", args))  # type: ignore[attr-defined]
+        for query, args in (
+                ("SELECT count(*), max(m.metric_id) FROM metrics m WHERE m.benchmark = ? AND "
+                 f"m.name = ? AND {match}", figure),
+                ("SELECT m.median, m.ci_low, m.ci_high, m.unit, m.better, m.run_id, m.seq FROM "
+                 f"metrics m WHERE m.benchmark = ? AND m.name = ? AND {match} AND "
+                 "m.metric_id > ?", [*figure, 0])):
+            plan = " ".join(r[-1] for r in _query(st, f"EXPLAIN QUERY PLAN {query}", args))
             assert "COVERING INDEX metrics_figure_md5" in plan, plan
 
 
@@ -175,10 +178,10 @@ def test_version_7_moves_every_sample_into_its_metrics_row(tmp_path):
                               ).fetchall()
     conn.close()
     with Store.open(db, create=False) as st:
-        after = [(run_id, seq, x) for run_id, seq, packed in st._execute(  # type: ignore[attr-defined]
-            "SELECT run_id, seq, samples FROM metrics ORDER BY run_id, seq")
+        after = [(run_id, seq, x) for run_id, seq, packed in _query(
+            st, "SELECT run_id, seq, samples FROM metrics ORDER BY run_id, seq")
             for x in sql.unpack(packed)]
-        tables = {r[0] for r in st._execute("SELECT name FROM sqlite_master WHERE type = 'table'")}  # type: ignore[attr-defined]
+        tables = {r[0] for r in _query(st, "SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert after == before and len(before) > 30
     assert "samples" not in tables
 
