@@ -73,6 +73,16 @@ def test_an_older_store_is_upgraded_in_place_with_every_run_intact(backend, vers
     assert r.code == 0
 
 
+def test_an_upgrade_says_so_before_it_starts_and_once(tmp_path):
+    db = tmp_path / "old.sqlite"
+    shutil.copy(STORES / "v6.sqlite", db)
+    first = hpcprobe("list", "--db", str(db))
+    assert first.code == 0 and first.err.count("Bringing the result store") == 1
+    assert f"from version 6 to {STORE_VERSION}" in first.err
+    again = hpcprobe("list", "--db", str(db))
+    assert again.code == 0 and "Bringing" not in again.err
+
+
 def test_a_newer_store_is_refused(tmp_path):
     db = tmp_path / "r.sqlite"
     Store.open(db).close()

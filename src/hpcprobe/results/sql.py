@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import struct
+import sys
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -232,6 +233,9 @@ class SqlStore(Store):
             raise OptionError(f"<db> {self.path}: store version {version} was written by a newer "
                               f"hpcprobe; this one reads up to version {STORE_VERSION}: upgrade "
                               "hpcprobe")
+        if version is not None:  # once per store, and long for a large one: said before it
+            print(f"Bringing the result store {self.path} from version {version} to "
+                  f"{STORE_VERSION} (once; a large store takes minutes) ...", file=sys.stderr)
         try:
             with self.transaction():
                 self._lock()
