@@ -233,13 +233,14 @@ class SqlStore(Store):
             raise OptionError(f"<db> {self.path}: store version {version} was written by a newer "
                               f"hpcprobe; this one reads up to version {STORE_VERSION}: upgrade "
                               "hpcprobe")
-        if version is not None:  # once per store, and long for a large one: said before it
-            print(f"Bringing the result store {self.path} from version {version} to "
-                  f"{STORE_VERSION} (once; a large store takes minutes) ...", file=sys.stderr)
         try:
             with self.transaction():
                 self._lock()
                 version = self._version()  # another writer may have got here first
+                if version is not None and version < STORE_VERSION:  # once, by this writer
+                    print(f"Bringing the result store {self.path} from version {version} to "
+                          f"{STORE_VERSION} (once; a large store takes minutes) ...",
+                          file=sys.stderr)
                 if version is None:
                     if self._foreign():
                         raise OptionError(f"<db> {self.path}: holds tables of something else, "
