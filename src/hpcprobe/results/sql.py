@@ -117,10 +117,11 @@ MIGRATIONS: dict[int, tuple[str, ...]] = {
         "CREATE TABLE kept_results (kind TEXT NOT NULL, key TEXT NOT NULL, digest TEXT NOT "
         "NULL, value TEXT NOT NULL, PRIMARY KEY (kind, key))"),
     # v7: a metric's samples in its own row, packed (`pack`: a thousand nodes' 822 samples
-    # each were 872,000 rows, 30 MB with their key, 2.2 s to insert and 1.2 s to read back
-    # here; packed, 7 MB, 0.6 and 0.6 s), the rows of the samples table moved there and the
-    # table dropped; and SQLite keys a figure's rows by the MD5 of its params text, as
-    # PostgreSQL has since v6 (each backend's own statements, as each packs in its own SQL)
+    # each were 872,000 rows, 30 MB with their key; packed, 7 MB; in a bare table here, 2.2 s
+    # to insert and 1.2 s to read back as rows, 0.6 and 0.6 s packed), the rows of the
+    # samples table moved there and the table dropped; and SQLite keys a figure's rows by
+    # the MD5 of its params text, as PostgreSQL has since v6 (each backend's own statements,
+    # as each packs in its own SQL)
     7: (),
 }
 #: The version this hpcprobe writes and reads.

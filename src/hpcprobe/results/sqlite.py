@@ -199,4 +199,8 @@ class SqliteStore(SqlStore):
     @staticmethod
     def _metric_row(run_id: str, seq: int, m: Metric) -> tuple[Any, ...]:
         row = SqlStore._metric_row(run_id, seq, m)
-        return (*row, md5(row[SqlStore.METRIC_COLUMNS.index("params")]))
+        return (*row, md5(row[_PARAMS]))
+
+
+#: where a metrics row holds its params text, the digest's source
+_PARAMS = SqlStore.METRIC_COLUMNS.index("params")
