@@ -1,8 +1,11 @@
 """Pure statistics."""
 
 import math
+import statistics
 
 import pytest
+from hypothesis import given
+from hypothesis.strategies import floats, integers, lists, one_of
 
 from hpcprobe.common.stats import Repetition, median_ci_ranks, summarize
 
@@ -50,3 +53,12 @@ def test_robust_z_ignores_the_outlier_it_scores():
     assert outliers(xs) == {6}
     assert outliers([1.0, 1.0, 1.0, 1.0]) == set()  # MAD 0: nobody is an outlier
     assert outliers([10.0, 10.1, 9.9, 10.0, 10.5], z=3.5, floor=0.1) == set()
+
+
+@given(lists(one_of(floats(allow_nan=False), integers(-10**6, 10**6)), min_size=1, max_size=30))
+def test_a_summarys_median_and_mean_are_the_standard_librarys(xs):
+    """From one sort, bit for bit what statistics.median and fmean make (infinities too)."""
+    s = summarize(xs)
+    for mine, theirs in ((s.median, statistics.median(xs)), (s.mean, statistics.fmean(xs))):
+        assert mine == theirs or (math.isnan(mine) and math.isnan(theirs))
+        assert math.copysign(1, mine) == math.copysign(1, theirs)

@@ -11,8 +11,18 @@ import sqlite3
 import struct
 
 import pytest
-from hypothesis import given
-from hypothesis.strategies import floats, lists
+from hypothesis import example, given
+from hypothesis.strategies import (
+    booleans,
+    dictionaries,
+    floats,
+    integers,
+    lists,
+    none,
+    one_of,
+    sampled_from,
+    text,
+)
 
 from conftest import DATA, assert_user_error, hpcprobe
 from hpcprobe.common.errors import UserError
@@ -203,3 +213,17 @@ def test_samples_are_packed_bit_for_bit(xs):
     bits = [struct.pack(">d", x) for x in xs]
     assert sql.pack(xs) == b"".join(bits)
     assert [struct.pack(">d", x) for x in sql.unpack(sql.pack(xs))] == bits
+
+
+_VALUES = one_of(text(max_size=4), integers(-2, 2), booleans(), floats(-2, 2), none(),
+                 lists(integers(0, 2), max_size=2))
+
+
+@given(lists(dictionaries(sampled_from("abc"), _VALUES, max_size=3), max_size=12))
+@example([{"a": 0.0}, {"a": -0.0}, {"a": 1}, {"a": 1.0}, {"a": True}])
+def test_a_params_text_is_its_sorted_json_each_time(params):
+    """The text kept for params equal in Python but not in JSON (1, 1.0, True; 0.0, -0.0) is
+    never another's: each text is json.dumps with sorted keys, found again or made."""
+    for _ in range(2):
+        assert [sql.params_text(p) for p in params] == [json.dumps(p, sort_keys=True)
+                                                         for p in params]

@@ -62,14 +62,17 @@ def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int]:
 
 
 def summarize(samples: Sequence[float], confidence: float = 0.95) -> Summary:
-    import statistics
-
+    """The samples' summary. The median and mean as `statistics.median` and `fmean` make them
+    (the middle sample or the mean of the middle two; fsum over n), bit for bit, from the one
+    sort (a fleet's report summarises 187,000 figures: 4 us each with those, 2 us so)."""
     if not samples:
         raise ValueError("cannot summarise zero samples")
     xs = sorted(samples)
-    lo, hi = median_ci_ranks(len(xs), confidence)
-    return Summary(len(xs), xs[0], statistics.median(xs), statistics.fmean(xs), xs[-1],
-                   (xs[lo], xs[hi]))
+    n = len(xs)
+    lo, hi = median_ci_ranks(n, confidence)
+    half = n // 2
+    median = xs[half] if n % 2 else (xs[half - 1] + xs[half]) / 2
+    return Summary(n, xs[0], median, math.fsum(xs) / n, xs[-1], (xs[lo], xs[hi]))
 
 
 def robust_z(samples: Sequence[float]) -> list[float]:
