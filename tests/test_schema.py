@@ -18,6 +18,7 @@ from hpcprobe.families import FAMILIES
 from hpcprobe.measure import schema
 from hpcprobe.measure.family import CAPABILITIES, Family, MetricSpec
 from hpcprobe.results import model
+from hpcprobe.results.store import Store
 from hpcprobe.views import prometheus
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -256,19 +257,24 @@ def test_a_document_changed_after_it_was_found_valid_is_checked_again() -> None:
         model.validate(doc)
 
 
-def test_a_run_read_from_its_document_is_not_checked_again_when_stored(monkeypatch) -> None:
-    """A campaign reads each node's document, then stores the run made from it: its document
-    again, the same content in other objects, which the first check's digest spares."""
+def test_a_run_read_from_its_document_is_checked_once_when_stored(tmp_path, monkeypatch) -> None:
+    """A campaign reads each node's document under its own name for the node, then stores the
+    run as read: checked once, as read (the name set before the check), stored whole. A run
+    changed after it was read is stored as any other run, checked again, and refused where it
+    breaks the schema."""
     path = _documents()[0]
     checked: list[str] = []
     real = model._validate
     monkeypatch.setattr(model, "_validate", lambda doc, source: (checked.append(source),
                                                                  real(doc, source)))
-    model._VALID.clear()
-    run = model.read_json(path)
-    model.validate(run.to_dict(), "stored")
-    assert checked == [str(path)]
-    changed = run.to_dict()
-    changed["metrics"][0]["unit"] = "furlongs"
-    with pytest.raises(UserError, match="metrics/0"):
-        model.validate(changed, "changed")
+    run = model.read_json(path, host="n0001")
+    assert run.host == "n0001"
+    with Store.open(tmp_path / "r.sqlite") as st:
+        assert st.save_all([run], checked=True) == []
+        assert checked == [str(path)]
+        assert st.load(run.run_id).to_dict() == run.to_dict()
+        changed = model.read_json(path)
+        changed.run_id, changed.metrics[0].unit = "0123456789ab", ""
+        with pytest.raises(UserError, match="metrics/0/unit"):
+            st.save(changed)
+        assert checked == [str(path)] * 2 + ["result"] and not st.has("0123456789ab")

@@ -252,9 +252,10 @@ class Campaign:
         return analyse(list(self._runs), p.tag, p.thresholds, p.not_joined, p.hardware,
                        work_rates(p.scale))
 
-    def _save(self, runs: list[Run]) -> None:
-        """Runs stored under the campaign's tag, and kept for its next verdict."""
-        skipped = set(self.store.save_all(runs))  # stored before: among those read already
+    def _save(self, runs: list[Run], checked: bool = False) -> None:
+        """Runs stored under the campaign's tag (`checked`: as `read_json` made them), and kept
+        for its next verdict."""
+        skipped = set(self.store.save_all(runs, checked))  # stored before: among those read already
         if self._runs is not None:
             self._runs.extend(r for r in runs if r.run_id not in skipped)
 
@@ -400,15 +401,15 @@ class Campaign:
         out: list[tuple[str, str | None]] = []
         runs = []
         for node, job in ended.items():
-            run = self._no_result(job) or self._read(job.spec.output)
+            # Slurm's name for it as its host; the node's own is in the provenance
+            run = self._no_result(job) or self._read(job.spec.output, node)
             if isinstance(run, str):
                 out.append((node, run))
                 continue
-            run.host = node  # Slurm's name for it; the node's own is in the provenance
             runs.append(run)
             out.append((node, None))
         try:
-            self._save(runs)
+            self._save(runs, checked=True)  # as read: checked then, not changed since
         except HpcprobeError as exc:
             raise HpcprobeError(f"{exc}; the nodes' documents stay in "
                                 f"{self.plan.workdir / 'nodes'} (`hpcprobe import` stores "
@@ -585,11 +586,12 @@ class Campaign:
         return (f"its job {job.id} ended {state} without a result: "
                 f"{_tail(_output(job.spec.output))}")
 
-    def _read(self, output: Path) -> Run | str:
-        """A job's document, or why it is unreadable or not a result: a run stopped by a
-        signal (a time limit's SIGTERM) keeps what it had measured, but did not finish."""
+    def _read(self, output: Path, host: str | None = None) -> Run | str:
+        """A job's document (its host `host` where given), or why it is unreadable or not a
+        result: a run stopped by a signal (a time limit's SIGTERM) keeps what it had measured,
+        but did not finish."""
         try:
-            run = read_json(self._doc(output))
+            run = read_json(self._doc(output), host)
         except UserError as exc:
             return f"its result is unreadable: {exc}"
         if (cut := run.conditions.interrupted) is not None:

@@ -72,9 +72,10 @@ def render(records: Iterator[dict[str, Any]], what: str, fmt: str) -> str:
 
 
 def import_runs(store: Store, runs: Sequence[Run]) -> tuple[list[str], list[str]]:
-    """(stored, already there) run ids: `Store.save_all` (one transaction where the store has
-    them), a run given twice stored once."""
-    skipped = store.save_all(runs)
+    """(stored, already there) run ids of runs as `read_json` made them (checked as read):
+    `Store.save_all` (one transaction where the store has them), a run given twice stored
+    once."""
+    skipped = store.save_all(runs, checked=True)
     left = Counter(skipped)  # the runs not stored, one count each
     stored = []
     for run in runs:

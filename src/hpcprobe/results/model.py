@@ -169,9 +169,13 @@ def _digest(doc: Any) -> bytes | None:
     return hashlib.sha256(out.getbuffer()).digest()
 
 
-def validate(doc: dict[str, Any], source: str = "result") -> None:
+def validate(doc: dict[str, Any], source: str = "result", remember: bool = True) -> None:
     """Raise UserError naming the first place where `doc` breaks the schema (a document found
-    valid lately is not checked again)."""
+    valid lately is not checked again; one not to `remember` is checked without being looked
+    for or kept: a document just read, whose run is stored unchanged or not at all)."""
+    if not remember:
+        _validate(doc, source)
+        return
     digest = _digest(doc)
     if digest is not None and digest in _VALID:
         return
@@ -262,11 +266,16 @@ def write_json(run: Run, path: str | os.PathLike[str]) -> None:
                        private=True)
 
 
-def read_json(path: str | os.PathLike[str]) -> Run:
+def read_json(path: str | os.PathLike[str], host: str | None = None) -> Run:
+    """The run of a document, checked; its host `host` where given (a campaign's name for the
+    node that wrote it), set before the check. A store takes the run as checked (`save(run,
+    checked=True)`) where nothing changed it since."""
     p = Path(path)
     try:
         doc = jsondoc.loads(files.read_input(p))
     except json.JSONDecodeError as exc:
         raise UserError(f"{p}: not JSON ({exc.msg} at line {exc.lineno})") from exc
-    validate(doc, str(p))
+    if host is not None and isinstance(doc, dict):
+        doc["host"] = host
+    validate(doc, str(p), remember=False)
     return Run.from_dict(doc)

@@ -285,9 +285,10 @@ class SqlStore(Store):
                               f"{STORE_VERSION} ({first_line(exc)}); nothing was changed"
                               ) from None
 
-    def save(self, run: Run) -> None:
+    def save(self, run: Run, checked: bool = False) -> None:
         """Insert the whole run in one transaction: all of it is stored, or none of it."""
-        validate(run.to_dict())
+        if not checked:
+            validate(run.to_dict())
         try:
             with self.transaction():
                 if self.has(run.run_id):
@@ -301,11 +302,11 @@ class SqlStore(Store):
                                 f"({first_line(exc)}); nothing of it was stored, earlier runs "
                                 "are intact") from exc
 
-    def save_all(self, runs: Sequence[Run]) -> list[str]:
-        """All the runs in one transaction, each validated first and those stored already
-        skipped; where the transaction fails (a concurrent writer stored one of them), each in
-        its own."""
-        for run in runs:
+    def save_all(self, runs: Sequence[Run], checked: bool = False) -> list[str]:
+        """All the runs in one transaction, each validated first (unless `checked`) and those
+        stored already skipped; where the transaction fails (a concurrent writer stored one of
+        them), each in its own."""
+        for run in runs if not checked else ():
             validate(run.to_dict())
         skipped: list[str] = []
         try:
@@ -316,7 +317,7 @@ class SqlStore(Store):
                     else:
                         self.insert(run)
         except self.driver_errors:
-            return super().save_all(runs)
+            return super().save_all(runs, checked)
         return skipped
 
     def insert(self, run: Run) -> None:

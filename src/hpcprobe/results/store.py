@@ -159,18 +159,21 @@ class Store(ABC):
         """Fail now, not after the measurements, when the store cannot take a run."""
 
     @abstractmethod
-    def save(self, run: Run) -> None:
+    def save(self, run: Run, checked: bool = False) -> None:
         """Store a run whole (one transaction) or not at all; AlreadyStored when its id is
-        there."""
+        there. The run is checked against the schema first unless it is `checked`: made by
+        `read_json` and not changed since (a campaign's node documents, an import's files,
+        checked as they were read)."""
 
-    def save_all(self, runs: Sequence[Run]) -> list[str]:
-        """Store each run whole; the ids of those stored already (one a run given twice),
-        which are skipped. A backend with transactions stores them in one (a campaign's nodes
-        that ended in one poll, an import's files: one commit, not one a run)."""
+    def save_all(self, runs: Sequence[Run], checked: bool = False) -> list[str]:
+        """Store each run whole (each checked first, as `save`); the ids of those stored
+        already (one a run given twice), which are skipped. A backend with transactions stores
+        them in one (a campaign's nodes that ended in one poll, an import's files: one commit,
+        not one a run)."""
         skipped = []
         for run in runs:
             try:
-                self.save(run)
+                self.save(run, checked)
             except AlreadyStored:
                 skipped.append(run.run_id)
         return skipped
