@@ -103,24 +103,84 @@ def source(schema: dict[str, Any]) -> str:
     for i, key in enumerate(parts, start=1):
         names[key] = f"_piece_{i}"
     figures = ", ".join(f"{k!r}: {v}" for k, v in names.items())
-    return "\n".join(out) + f"\nDOCUMENT = _piece_0()\nFIGURES = {{{figures}}}\n"
+    reads = {k: _reads(piece) for k, piece in parts.items()}
+    return "\n".join(out) + (f"\nDOCUMENT = _piece_0()\nFIGURES = {{{figures}}}\n"
+                             f"READS = {reads!r}\n")
+
+
+def _reads(piece: dict[str, Any]) -> tuple[str, ...] | None:
+    """The keys of a figure whose values alone decide what its piece says: where every rule of
+    the piece only says what some keys' values must be (`properties`), those keys (a figure's
+    name, unit, better and params, not its samples); None where a rule says more."""
+    rules = piece.get("allOf")
+    if set(piece) != {"allOf"} or not isinstance(rules, list) \
+            or not all(isinstance(r, dict) and set(r) == {"properties"} for r in rules):
+        return None
+    return tuple(sorted({k for r in rules for k in r["properties"]}))
+
+
+#: A value missing from a figure, in a key of what a piece read
+_MISSING = object()
+
+
+def _value_key(v: Any) -> Any:
+    """A value as part of a key: with its type (1, 1.0 and True are equal in Python, not to a
+    schema), an object's keys, values and their types in order; unhashable where the value
+    holds a list or an object inside (then the key is not made)."""
+    if type(v) is dict:
+        values = tuple(v.values())
+        return tuple(v), tuple(map(type, values)), values
+    return type(v), v
 
 
 class Checker:
     """The checkers `source` binds: the document's, and each figure's made the first time a
-    figure of its kind is checked (making all of them took 15 ms of every command here)."""
+    figure of its kind is checked (making all of them took 15 ms of every command here). A
+    figure whose piece reads only its name, unit, better and params (`READS`) is not checked
+    again where the same values passed before: a fleet's thousand documents repeat the same
+    few hundred (a node's 177 figures checked in 1.6 ms here, found in 0.5)."""
 
-    def __init__(self, document: Check, figures: dict[tuple[str, str], Callable[[], Check]]):
-        self.document, self.makers = document, figures
-        self.made: dict[tuple[str, str], Check | None] = {}
+    #: the most figures' values kept as passed
+    KEPT = 65_536
+
+    def __init__(self, document: Check, figures: dict[tuple[str, str], Callable[[], Check]],
+                 reads: dict[tuple[str, str], tuple[str, ...] | None] | None = None):
+        self.document, self.makers, self.reads = document, figures, reads or {}
+        self.made: dict[tuple[str, str], tuple[Check, tuple[str, ...] | None] | None] = {}
+        self.passed: set[Any] = set()
 
     def figure(self, bench: str, name: str) -> Check | None:
         """The checker of a figure of `bench` called `name`; None where no rule names it."""
+        made = self._made(bench, name)
+        return None if made is None else made[0]
+
+    def _made(self, bench: str, name: str) -> tuple[Check, tuple[str, ...] | None] | None:
         key = (bench, name)
         if key not in self.made:
-            make = self.makers.get(key) or self.makers.get((bench, ""))
-            self.made[key] = None if make is None else make()
+            piece = key if key in self.makers else (bench, "")
+            make = self.makers.get(piece)
+            self.made[key] = None if make is None else (make(), self.reads.get(piece))
         return self.made[key]
+
+    def _check_figure(self, m: dict[str, Any]) -> None:
+        made = self._made(m["benchmark"], m["name"])
+        if made is None:
+            return
+        check, reads = made
+        if reads is None:
+            check(m)
+            return
+        key = (m["benchmark"], m["name"], *(_value_key(m.get(k, _MISSING)) for k in reads))
+        try:
+            if key in self.passed:
+                return
+        except TypeError:  # a list or an object inside a value: checked every time
+            check(m)
+            return
+        check(m)
+        if len(self.passed) >= self.KEPT:
+            self.passed.clear()
+        self.passed.add(key)
 
     def __call__(self, doc: Any) -> bool:
         """Whether the schema accepts `doc`."""
@@ -129,8 +189,7 @@ class Checker:
         try:
             self.document(doc)
             for m in doc.get("metrics", ()):  # each a figure's shape, by the document's check
-                if (check := self.figure(m["benchmark"], m["name"])) is not None:
-                    check(m)
+                self._check_figure(m)
         except fastjsonschema.JsonSchemaException:
             return False
         return True

@@ -239,12 +239,12 @@ def compiled_schema() -> Callable[[Any], bool]:
     s = schema()
     # no default written into the document it checks, formats not asserted
     key = hashlib.sha256(json.dumps([s, "no defaults, no formats, in pieces made on use, "
-                                     "f-string paths",
+                                     "f-string paths, what each figure's piece reads",
                                      fastjsonschema.VERSION],
                                     sort_keys=True).encode()).hexdigest()[:16]
     found: dict[str, Any] = {}
     exec(compiled.python_code("result-schema", key, lambda: checker.source(s)), found)
-    return checker.Checker(found["DOCUMENT"], found["FIGURES"])
+    return checker.Checker(found["DOCUMENT"], found["FIGURES"], found["READS"])
 
 
 @cache
