@@ -40,7 +40,7 @@ from hpcprobe.commands.base import (
     terminate_interrupts,
 )
 from hpcprobe.common import files
-from hpcprobe.common.bulk import kept
+from hpcprobe.common.bulk import bulk, kept
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, UserError
 from hpcprobe.common.units import duration
 from hpcprobe.history import read
@@ -416,8 +416,9 @@ def cmd_report(a: argparse.Namespace) -> int:
     files.check_outputs((a.json, "--json"), (a.output, "-o"))
     against = registry.against(a.against)
     with Store.open(a.db, create=False) as store:
-        v, runs = _load(store, a.campaign, a)
-        kept()  # the campaign, to the end
+        with bulk():  # the campaign kept to the end before the collector walks it once
+            v, runs = _load(store, a.campaign, a)
+            kept()
         newest = _newest(runs)
         # each node against its reference; its history's change points found for all the
         # nodes at once (one query a figure), those of the nodes its peers did not flag
