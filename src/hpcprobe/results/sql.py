@@ -306,8 +306,9 @@ class SqlStore(Store):
         """All the runs in one transaction, each validated first (unless `checked`) and those
         stored already skipped; where the transaction fails (a concurrent writer stored one of
         them), each in its own."""
-        for run in runs if not checked else ():
-            validate(run.to_dict())
+        if not checked:
+            for run in runs:
+                validate(run.to_dict())
         skipped: list[str] = []
         try:
             with self.transaction():
