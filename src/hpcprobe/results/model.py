@@ -144,18 +144,18 @@ def schema() -> dict[str, Any]:
 
 
 #: Digests of the documents found valid lately: a command checks its run's document before its
-#: verdict, then writes and stores it; a campaign reads a node's, then stores it
+#: verdict, then writes and stores it (a document read is checked as read and stored as
+#: checked: `read_json`, `Store.save(checked=True)`)
 _VALID: dict[bytes, None] = {}
-_VALID_KEPT = 4096  # a campaign's nodes read in one poll and stored in one transaction
+_VALID_KEPT = 4096
 
 
 def _digest(doc: Any) -> bytes | None:
     """The document's exact content (pickled: a tenth of the time of sorted JSON, 0.5 ms
     for a node's 177 figures here; the same content in another key order is only a miss),
     None where it cannot be pickled. Pickled without its memo (`fast`): with it, the bytes
-    said which values were one object, so a run read from its document and made into one again
-    to be stored (a campaign's node, `hpcprobe run`'s own) was never found valid already, and
-    each was checked twice (3.6 ms a node)."""
+    said which values were one object, so a run made into its document again to be stored
+    (`hpcprobe run`'s own) was never found valid already, and each was checked twice."""
     import io
     import pickle  # where a document is checked: a state-only check stores none
 
