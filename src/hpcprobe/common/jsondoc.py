@@ -20,6 +20,17 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
+def typed_key(value: Any) -> Any:
+    """A JSON value as a dictionary key that tells apart what Python finds equal and JSON does
+    not (1, 1.0 and True): with its type; an object as its keys, its values' types and its
+    values, in order. Unhashable where a value holds a list or an object inside (hashing the
+    key raises TypeError: then it is not a key). -0.0 and 0.0 stay one key."""
+    if type(value) is dict:
+        values = tuple(value.values())
+        return tuple(value), tuple(map(type, values)), values
+    return type(value), value
+
+
 def dumps(obj: Any, indent: int | None = None, sort_keys: bool = False) -> str:
     """`json.dumps`, with every non-finite float written as null."""
     return json.dumps(_finite(obj), indent=indent, sort_keys=sort_keys, allow_nan=False)

@@ -22,6 +22,8 @@ from collections import defaultdict
 from collections.abc import Callable
 from typing import Any
 
+from hpcprobe.common.jsondoc import typed_key
+
 Check = Callable[[Any], Any]
 #: The keys a figure's rules are chosen by, outer first.
 KEYS = ("benchmark", "name")
@@ -123,16 +125,6 @@ def _reads(piece: dict[str, Any]) -> tuple[str, ...] | None:
 _MISSING = object()
 
 
-def _value_key(v: Any) -> Any:
-    """A value as part of a key: with its type (1, 1.0 and True are equal in Python, not to a
-    schema), an object's keys, values and their types in order; unhashable where the value
-    holds a list or an object inside (then the key is not made)."""
-    if type(v) is dict:
-        values = tuple(v.values())
-        return tuple(v), tuple(map(type, values)), values
-    return type(v), v
-
-
 class Checker:
     """The checkers `source` binds: the document's, and each figure's made the first time a
     figure of its kind is checked (making all of them took 15 ms of every command here). A
@@ -144,17 +136,14 @@ class Checker:
     KEPT = 65_536
 
     def __init__(self, document: Check, figures: dict[tuple[str, str], Callable[[], Check]],
-                 reads: dict[tuple[str, str], tuple[str, ...] | None] | None = None):
-        self.document, self.makers, self.reads = document, figures, reads or {}
+                 reads: dict[tuple[str, str], tuple[str, ...] | None]):
+        self.document, self.makers, self.reads = document, figures, reads
         self.made: dict[tuple[str, str], tuple[Check, tuple[str, ...] | None] | None] = {}
         self.passed: set[Any] = set()
 
-    def figure(self, bench: str, name: str) -> Check | None:
-        """The checker of a figure of `bench` called `name`; None where no rule names it."""
-        made = self._made(bench, name)
-        return None if made is None else made[0]
-
     def _made(self, bench: str, name: str) -> tuple[Check, tuple[str, ...] | None] | None:
+        """The checker of a figure of `bench` called `name` and the keys it reads (None:
+        more than keys); None where no rule names it."""
         key = (bench, name)
         if key not in self.made:
             piece = key if key in self.makers else (bench, "")
@@ -170,7 +159,7 @@ class Checker:
         if reads is None:
             check(m)
             return
-        key = (m["benchmark"], m["name"], *(_value_key(m.get(k, _MISSING)) for k in reads))
+        key = (m["benchmark"], m["name"], *(typed_key(m.get(k, _MISSING)) for k in reads))
         try:
             if key in self.passed:
                 return

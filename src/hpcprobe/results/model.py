@@ -169,13 +169,9 @@ def _digest(doc: Any) -> bytes | None:
     return hashlib.sha256(out.getbuffer()).digest()
 
 
-def validate(doc: dict[str, Any], source: str = "result", remember: bool = True) -> None:
+def validate(doc: dict[str, Any], source: str = "result") -> None:
     """Raise UserError naming the first place where `doc` breaks the schema (a document found
-    valid lately is not checked again; one not to `remember` is checked without being looked
-    for or kept: a document just read, whose run is stored unchanged or not at all)."""
-    if not remember:
-        _validate(doc, source)
-        return
+    valid lately is not checked again)."""
     digest = _digest(doc)
     if digest is not None and digest in _VALID:
         return
@@ -277,5 +273,5 @@ def read_json(path: str | os.PathLike[str], host: str | None = None) -> Run:
         raise UserError(f"{p}: not JSON ({exc.msg} at line {exc.lineno})") from exc
     if host is not None and isinstance(doc, dict):
         doc["host"] = host
-    validate(doc, str(p), remember=False)
+    _validate(doc, str(p))  # just read: not looked for among, nor kept with, those found valid
     return Run.from_dict(doc)

@@ -4,6 +4,7 @@ driver's connection, placeholder style, errors, transactions and its own indexes
 
 from __future__ import annotations
 
+import functools
 import json
 import struct
 import sys
@@ -12,6 +13,7 @@ from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
+from hpcprobe.common import jsondoc
 from hpcprobe.common.bulk import bulk
 from hpcprobe.common.errors import HpcprobeError, OptionError, UserError
 from hpcprobe.common.stats import summarize
@@ -139,31 +141,25 @@ def json_value(text: str) -> str:
         else json.dumps(text)
 
 
-#: params texts made (`params_text`), by their params' names, types and values
-_TEXTS: dict[tuple[tuple[str, ...], tuple[type, ...], tuple[Any, ...]], str] = {}
-_TEXTS_KEPT = 65_536
-
-
 def params_text(params: dict[str, Any]) -> str:
     """A metric's params as stored: their JSON, keys sorted. Made once per distinct params
     (a fleet's thousand nodes repeat the same few hundred: 6 us each here, 2 us found), the
-    same text object each time (its digest's hash is then made once too). Keyed by the values'
-    types as well (1, 1.0 and True are equal in Python, not in JSON); params with a float zero
-    (-0.0 equals 0.0) or a value that cannot be hashed are written every time."""
-    values = tuple(params.values())
-    types = tuple(map(type, values))
-    if float in types and 0.0 in values:
+    same text object each time (its digest's hash is then made once too), by `typed_key`
+    (1, 1.0 and True are equal in Python, not in JSON); params with a float zero (-0.0 equals
+    0.0 there) or a value that cannot be hashed are written every time."""
+    key = jsondoc.typed_key(params)
+    if float in key[1] and 0.0 in key[2]:
         return json.dumps(params, sort_keys=True)
-    key = (tuple(params), types, values)
     try:
-        return _TEXTS[key]
-    except KeyError:
-        if len(_TEXTS) >= _TEXTS_KEPT:
-            _TEXTS.clear()
-        text = _TEXTS[key] = json.dumps(params, sort_keys=True)
-        return text
+        return _params_text(key)
     except TypeError:  # a list or an object among the values
         return json.dumps(params, sort_keys=True)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _params_text(key: tuple[tuple[str, ...], tuple[type, ...], tuple[Any, ...]]) -> str:
+    names, _, values = key
+    return json.dumps(dict(zip(names, values, strict=True)), sort_keys=True)
 
 
 def pack(samples: Sequence[float]) -> bytes:
