@@ -40,6 +40,7 @@ from hpcprobe.cluster.verdict import (
     undirected,
     work_rates,
 )
+from hpcprobe.common.bulk import bulk, kept_since
 from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.common.names import natural
 from hpcprobe.judge.peers import Thresholds
@@ -398,6 +399,15 @@ class Campaign:
     def _collect(self, ended: dict[str, Job]) -> list[tuple[str, str | None]]:
         """Store the documents of the nodes whose jobs ended, in one transaction: each node
         with None, or why it failed."""
+        if not ended:
+            return []
+        with bulk():  # the runs kept to the campaign's end: walked by the collector once
+            out = self._store_ended(ended)
+        kept_since()
+        return out
+
+    def _store_ended(self, ended: dict[str, Job]) -> list[tuple[str, str | None]]:
+        """`_collect`'s work, the collector paused."""
         out: list[tuple[str, str | None]] = []
         runs = []
         for node, job in ended.items():

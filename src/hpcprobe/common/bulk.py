@@ -29,3 +29,13 @@ def kept() -> None:
     nodes one by one: 1.6-2.0 s with those passes, 0.7-0.9 s without). Called inside `bulk`,
     no pass walks it even once (the first after a bulk block walks all it built)."""
     gc.freeze()
+
+
+def kept_since() -> None:
+    """What was built since the last `kept` or `kept_since` is kept until the command ends, its
+    garbage collected first: a pass of the collector over the objects made since (the older
+    are frozen), then `gc.freeze`. For a command that keeps adding to what it keeps (a
+    campaign storing its nodes' runs as their jobs end): each object walked about once, not
+    once per quarter that the heap grows (a 1,000-node campaign driver: 3 s of its 23 s here)."""
+    gc.collect()
+    gc.freeze()

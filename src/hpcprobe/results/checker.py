@@ -121,8 +121,10 @@ def _reads(piece: dict[str, Any]) -> tuple[str, ...] | None:
     return tuple(sorted({k for r in rules for k in r["properties"]}))
 
 
-#: A value missing from a figure, in a key of what a piece read
-_MISSING = object()
+#: The keys of a figure whose values a key of the figure cache holds (the document's check
+#: has made them strings, but for params, an object): a piece that reads others (samples) is
+#: checked every time
+_KEYED = frozenset({"name", "unit", "better", "params"})
 
 
 class Checker:
@@ -138,28 +140,38 @@ class Checker:
     def __init__(self, document: Check, figures: dict[tuple[str, str], Callable[[], Check]],
                  reads: dict[tuple[str, str], tuple[str, ...] | None]):
         self.document, self.makers, self.reads = document, figures, reads
-        self.made: dict[tuple[str, str], tuple[Check, tuple[str, ...] | None] | None] = {}
+        #: each figure kind's checker, and whether a key of its values stands for it (with
+        #: its params or not); None: no rule names it
+        self.made: dict[tuple[str, str], tuple[Check, bool | None] | None] = {}
         self.passed: set[Any] = set()
 
-    def _made(self, bench: str, name: str) -> tuple[Check, tuple[str, ...] | None] | None:
-        """The checker of a figure of `bench` called `name` and the keys it reads (None:
-        more than keys); None where no rule names it."""
+    def _made(self, bench: str, name: str) -> tuple[Check, bool | None] | None:
+        """The checker of a figure of `bench` called `name`, and whether its key holds the
+        params (None: no key stands for what it reads; it checks each figure); None where no
+        rule names it."""
         key = (bench, name)
         if key not in self.made:
             piece = key if key in self.makers else (bench, "")
             make = self.makers.get(piece)
-            self.made[key] = None if make is None else (make(), self.reads.get(piece))
+            reads = self.reads.get(piece)
+            keyed = None if reads is None or not _KEYED.issuperset(reads) else "params" in reads
+            self.made[key] = None if make is None else (make(), keyed)
         return self.made[key]
 
     def _check_figure(self, m: dict[str, Any]) -> None:
-        made = self._made(m["benchmark"], m["name"])
+        """A figure of a document the document's check accepted (its name, unit and better are
+        strings, its params an object): by its piece, unless the same values passed before.
+        Strings are equal only to strings; params are keyed with their values' types (1, 1.0
+        and True are equal in Python, not to a schema)."""
+        bench, name = m["benchmark"], m["name"]
+        made = self._made(bench, name)
         if made is None:
             return
-        check, reads = made
-        if reads is None:
+        check, keyed = made
+        if keyed is None:
             check(m)
             return
-        key = (m["benchmark"], m["name"], *(typed_key(m.get(k, _MISSING)) for k in reads))
+        key = (bench, name, m["unit"], m["better"], typed_key(m["params"]) if keyed else None)
         try:
             if key in self.passed:
                 return
