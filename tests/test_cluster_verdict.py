@@ -29,6 +29,21 @@ def kinds(v: verdict.FleetVerdict) -> list[tuple[str, str]]:
     return [(f.kind, f.item) for f in v.findings]
 
 
+def test_a_figures_label_tells_params_python_finds_equal_apart():
+    """A figure's label is made once per distinct params (a fleet repeats them): params equal
+    in Python but not in JSON (1 and True, 0.0 and -0.0) are labelled each as `compare` does,
+    in whichever order they come."""
+    from hpcprobe.analysis.compare import describe_params, joined_params
+    from hpcprobe.judge.peers import label
+
+    none: frozenset[str] = frozenset()
+    values = [1, True, 1.0, 0, False, 0.0, -0.0, 0.0, True, 1]
+    for order in (values, values[::-1]):
+        for v in order:
+            m = Metric("b", "f", "u", {"x": v, "n": 4}, [1.0])
+            assert label(m, none) == "b.f " + describe_params(joined_params(m.params, none))
+
+
 def test_a_clean_fleet_flags_nothing():
     _, runs = clusterdata.campaign(16, noise=0.01)
     v = analyse(runs, "c1")

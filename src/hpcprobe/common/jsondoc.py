@@ -31,6 +31,18 @@ def typed_key(value: Any) -> Any:
     return type(value), value
 
 
+def text_key(obj: dict[str, Any]) -> Any:
+    """An object's `typed_key`, where one key stands for one JSON text of it; None where a
+    value is a negative float zero (equal to 0.0, one key, written -0.0). Unhashable, as
+    `typed_key`'s, where a value holds a list or an object."""
+    values = tuple(obj.values())
+    types = tuple(map(type, values))
+    if float in types and 0.0 in values and any(
+            type(v) is float and v == 0.0 and math.copysign(1.0, v) < 0 for v in values):
+        return None
+    return tuple(obj), types, values
+
+
 def dumps(obj: Any, indent: int | None = None, sort_keys: bool = False) -> str:
     """`json.dumps`, with every non-finite float written as null."""
     return json.dumps(_finite(obj), indent=indent, sort_keys=sort_keys, allow_nan=False)

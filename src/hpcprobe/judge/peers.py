@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from hpcprobe.analysis.compare import NotJoined, describe_params, joined_params
 from hpcprobe.common import lazy
+from hpcprobe.common.jsondoc import text_key
 from hpcprobe.results.judgement import Judgement
 from hpcprobe.results.model import Metric
 
@@ -75,21 +76,29 @@ def finite(x: float) -> float | None:
     return round(x, 2) if np.isfinite(x) else None
 
 
+def _label(benchmark: str, name: str, params: dict[str, Any], ignore: frozenset[str]) -> str:
+    inner = describe_params(joined_params(params, ignore))
+    return f"{benchmark}.{name}" + (f" {inner}" if inner else "")
+
+
 @lru_cache(maxsize=1 << 16)
-def _cached_label(key: tuple[Any, ...], ignore: frozenset[str]) -> str:
-    inner = describe_params(joined_params(dict(key[2:]), ignore))
-    return f"{key[0]}.{key[1]}" + (f" {inner}" if inner else "")
+def _cached_label(benchmark: str, name: str, key: Any, ignore: frozenset[str]) -> str:
+    return _label(benchmark, name, dict(zip(key[0], key[2], strict=True)), ignore)
 
 
 def label(m: Metric, ignore: NotJoined | frozenset[str]) -> str:
     """The figure a metric is, as `compare` joins figures (without the params in `ignore`:
     where or how it was taken, or those of its benchmark already), once per distinct figure
-    (a fleet repeats the same ones)."""
+    (a fleet repeats the same ones), by `jsondoc.text_key` (1 and True are equal in Python;
+    their labels are not)."""
     left_out = ignore if isinstance(ignore, frozenset) else ignore.of(m.benchmark)
+    key = text_key(m.params)
     try:
-        return _cached_label((m.benchmark, m.name, *m.params.items()), left_out)
+        if key is not None:
+            return _cached_label(m.benchmark, m.name, key, left_out)
     except TypeError:  # a param that is a list: not hashable, not cached
-        return _cached_label.__wrapped__((m.benchmark, m.name, *m.params.items()), left_out)
+        pass
+    return _label(m.benchmark, m.name, m.params, left_out)
 
 
 #: A figure of a node or link: the median of its samples and the best end of the 95 % CI of

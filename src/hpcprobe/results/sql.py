@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import struct
 import sys
 from collections.abc import Sequence
@@ -145,17 +144,13 @@ def json_value(text: str) -> str:
 def params_text(params: dict[str, Any]) -> str:
     """A metric's params as stored: their JSON, keys sorted. Made once per distinct params
     (a fleet's thousand nodes repeat the same few hundred: 6 us each here, 2 us found), the
-    same text object each time (its digest's hash is then made once too), by `typed_key`
-    (1, 1.0 and True are equal in Python, not in JSON); params with a negative float zero
-    (-0.0 equals 0.0 there: one key) or a value that cannot be hashed are written every time.
-    (The guard once took any value equal to zero, 0 and False too: a third of a node's
-    figures' params, 7 us each.)"""
-    key = jsondoc.typed_key(params)
-    if float in key[1] and any(type(v) is float and v == 0.0 and math.copysign(1.0, v) < 0
-                               for v in key[2]):
-        return json.dumps(params, sort_keys=True)
+    same text object each time (its digest's hash is then made once too), by
+    `jsondoc.text_key` (1, 1.0 and True are equal in Python, not in JSON); params with a
+    negative float zero or a value that cannot be hashed are written every time. (The guard
+    once took any value equal to zero, 0 and False too: a third of a node's figures' params.)"""
+    key = jsondoc.text_key(params)
     try:
-        return _params_text(key)
+        return json.dumps(params, sort_keys=True) if key is None else _params_text(key)
     except TypeError:  # a list or an object among the values
         return json.dumps(params, sort_keys=True)
 
