@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import operator
 import struct
 import sys
 from collections.abc import Sequence
@@ -222,6 +223,8 @@ class SqlStore(Store):
                       "ci_low", "ci_high", "samples")
     INSERT_METRIC = (f"INSERT INTO metrics ({', '.join(METRIC_COLUMNS)}) VALUES "
                      f"({','.join('?' * len(METRIC_COLUMNS))})")
+    #: a metrics row's figure (benchmark, name, params)
+    BY_FIGURE = operator.itemgetter(*map(METRIC_COLUMNS.index, ("benchmark", "name", "params")))
 
     @staticmethod
     def _metric_row(run_id: str, seq: int, m: Metric) -> tuple[Any, ...]:
@@ -307,11 +310,17 @@ class SqlStore(Store):
         skipped: list[str] = []
         try:
             with self.transaction():
+                rows: list[tuple[Any, ...]] = []
                 for run in runs:
                     if self.has(run.run_id):
                         skipped.append(run.run_id)
                     else:
-                        self.insert(run)
+                        rows += self._insert_run(run)
+                # by figure: each figure's rows of all these runs go to one place of the
+                # figure index one after the other, not a node's figures to 177 places each
+                # (1,000 nodes stored 31 at a time: 5.5-5.8 s here, 5.9-6.8 s run by run)
+                rows.sort(key=self.BY_FIGURE)
+                self._executemany(self.INSERT_METRIC, rows)
         except self.driver_errors:
             return super().save_all(runs, checked)
         return skipped
@@ -320,6 +329,10 @@ class SqlStore(Store):
         """The run's rows, inside the caller's transaction, neither validated nor checked for
         a stored run of its id: `save` does both; a generator of many runs from one validated
         document (benchmarks/history_scale.py) calls this in one transaction."""
+        self._executemany(self.INSERT_METRIC, self._insert_run(run))
+
+    def _insert_run(self, run: Run) -> list[tuple[Any, ...]]:
+        """The run's row inserted; its metrics' rows, for the caller to insert."""
         self._execute(
             "INSERT INTO runs (run_id, created, host, tag, profile, benchmarks, duration_s, "
             "schema_version, provenance, topology, findings, warnings, errors, kind, interrupted) "
@@ -329,8 +342,7 @@ class SqlStore(Store):
              json.dumps(run.topology), json.dumps(run.findings), json.dumps(run.warnings),
              json.dumps(run.errors), run.kind,
              int(run.conditions.interrupted is not None)))
-        self._executemany(self.INSERT_METRIC, [self._metric_row(run.run_id, seq, m)
-                                               for seq, m in enumerate(run.metrics)])
+        return [self._metric_row(run.run_id, seq, m) for seq, m in enumerate(run.metrics)]
 
     def has(self, run_id: str) -> bool:
         return self._execute("SELECT 1 FROM runs WHERE run_id = ?", (run_id,)).fetchone() \
