@@ -213,6 +213,17 @@ def test_a_transient_is_not_a_verdict_and_a_confirmed_node_is():
     v = analyse(runs, "c1")
     assert kinds(v) == [(SLOW_NODE, "n6")] and v.findings[0].confirmed
     assert [(t.kind, t.item) for t in v.transients] == [(SLOW_NODE, "n3")]
+    # a campaign keeps its runs' figures from its first verdict to the next, after the
+    # re-measures: the same verdict
+    made: dict = {}
+    first = analyse(runs[:-2], "c1", made=made)
+    assert [k for k in kinds(first) if k[1] in ("n3", "n6")] == [(SLOW_NODE, "n3"),
+                                                                   (SLOW_NODE, "n6")]
+    assert len(made) == 12
+    again = analyse(runs, "c1", made=made)
+    assert len(made) == 14
+    assert kinds(again) == kinds(v) and again.transients == v.transients
+    assert again.findings == v.findings and again.heat.tolist() == v.heat.tolist()
 
 
 def test_a_link_slow_once_is_a_transient():

@@ -43,7 +43,7 @@ from hpcprobe.cluster.verdict import (
 from hpcprobe.common.bulk import bulk, kept_since
 from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.common.names import natural
-from hpcprobe.judge.peers import Thresholds
+from hpcprobe.judge.peers import Fig, Thresholds
 from hpcprobe.measure.family import Progress, Scaling
 from hpcprobe.mpi import build, find, launchers, params
 from hpcprobe.mpi.program import UNITS
@@ -211,6 +211,8 @@ class Campaign:
         #: read when the campaign starts or at its first verdict, then those this one stores
         #: added as it does (a thousand nodes' figures are not read back from the store)
         self._runs: list[Run] | None = None
+        #: each node run's figures, made at its first verdict (judged again after re-measures)
+        self._figures: dict[str, dict[str, Fig]] = {}
 
     # -- the whole campaign
 
@@ -251,7 +253,7 @@ class Campaign:
         if self._runs is None:
             self._runs = self.store.load_all(Selection(tag=p.tag))
         return analyse(list(self._runs), p.tag, p.thresholds, p.not_joined, p.hardware,
-                       work_rates(p.scale))
+                       work_rates(p.scale), self._figures)
 
     def _save(self, runs: list[Run], checked: bool = False) -> None:
         """Runs stored under the campaign's tag (`checked`: as `read_json` made them), and kept

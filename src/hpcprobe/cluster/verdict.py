@@ -266,8 +266,20 @@ def _latest_and_before(runs: Iterable[tuple[str, Run]]) -> tuple[dict[str, Run],
     return latest, before
 
 
+def _figures_of(run: Run, ignore: NotJoined, made: dict[str, dict[str, Fig]] | None
+                ) -> dict[str, Fig]:
+    """A node run's figures, made once per run where the caller keeps them (`made`)."""
+    if made is None:
+        return figures(run.metrics, ignore)
+    got = made.get(run.run_id)
+    if got is None:
+        got = made[run.run_id] = figures(run.metrics, ignore)
+    return got
+
+
 def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
-                  v: FleetVerdict, labels: Labels) -> None:
+                  v: FleetVerdict, labels: Labels, made: dict[str, dict[str, Fig]] | None
+                  ) -> None:
     latest, before = _latest_and_before((r.host, r) for r in node_runs)
     groups: dict[str, list[str]] = defaultdict(list)
     for host in sorted(latest, key=natural):
@@ -286,7 +298,7 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
     heat_rows: dict[str, dict[str, tuple[float, float]]] = {}
     all_labels: dict[str, None] = {}
     for fp, hosts in groups.items():
-        rows = [figures(latest[h].metrics, ignore) for h in hosts]
+        rows = [_figures_of(latest[h], ignore, made) for h in hosts]
         judged = Peers(rows, th)
         if len(hosts) < th.min_peers:
             v.unjudged.append(f"{', '.join(hosts)} ({fp}): fewer than {th.min_peers} nodes of "
@@ -302,7 +314,7 @@ def _node_verdict(node_runs: list[Run], th: Thresholds, ignore: NotJoined,
             heat_rows[h] = {lb: (n, zz) for lb, n, zz, ok in zip(
                 judged.labels, norm[i].tolist(), z[i].tolist(), shown[i].tolist(), strict=True)
                 if ok}
-            earlier = [d for row in judged.of([figures(r.metrics, ignore) for r in before[h]])
+            earlier = [d for row in judged.of([_figures_of(r, ignore, made) for r in before[h]])
                        for d in row] if before[h] else None
             power, rest = _energy(judged.flagged[i])
             was = None if earlier is None else _energy(earlier)
@@ -698,12 +710,15 @@ def campaign_thresholds(runs: list[Run]) -> Thresholds | None:
 
 def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None,
             ignore: NotJoined | None = None, labels: Labels = no_labels,
-            rates: WorkRates | None = None) -> FleetVerdict:
+            rates: WorkRates | None = None, made: dict[str, dict[str, Fig]] | None = None
+            ) -> FleetVerdict:
     """The verdict on the runs of one campaign: the node runs (one or more per node) and the
     driver's campaign runs (node list, failures, link figures). Figures are joined across
     nodes as `compare` joins them, without the params in `ignore` (the families' not_joined);
     nodes are peers where their hardware and what `labels` reads agree; `rates`: the work rates
-    of the families run across nodes that declare one (their parallel efficiency)."""
+    of the families run across nodes that declare one (their parallel efficiency); `made`:
+    each node run's figures by its id, kept by a caller that judges the same runs again with
+    the same `ignore` (a campaign, after its re-measures: 0.9 s of a 1,000-node verdict)."""
     th = th or Thresholds()
     ignore = ignore or NotJoined()
     node_runs = [r for r in runs if not is_campaign_run(r)]
@@ -726,7 +741,7 @@ def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None,
     v = FleetVerdict(campaign, th, sorted(nodes, key=natural), failed, {}, [], [], [], [],
                 np.zeros((0, 0)), np.zeros((0, 0)), {}, {}, {}, {}, link_errors=link_errors)
     with bulk():
-        _node_verdict(node_runs, th, ignore, v, labels)
+        _node_verdict(node_runs, th, ignore, v, labels, made)
         _link_verdict(campaign_runs, th, ignore, v)
     _scaling(campaign_runs, v)
     _weak(campaign_runs, ignore, v, rates or {})
