@@ -94,6 +94,22 @@ def test_import_refuses_what_the_schema_cannot_say(tmp_path, key, value, needle)
     assert not db.exists()
 
 
+def test_samples_near_the_largest_float_are_stored_with_a_finite_summary(tmp_path):
+    """Finite samples whose sums pass the largest float (a corrupt or hand-made document) are
+    stored, their median and mean finite (they ended `import` with a traceback)."""
+    doc = copy_of(8).to_dict()
+    doc["metrics"][0]["samples"] = [1.7e308, 1.5e308, 1.6e308, 1.7e308]
+    path = tmp_path / "doc.json"
+    path.write_text(json.dumps(doc))
+    db = tmp_path / "r.sqlite"
+    r = hpcprobe("import", str(path), "--db", str(db))
+    assert r.code == 0 and "Traceback" not in r.err, r.err
+    with Store.open(db) as st:
+        [run] = st.load_all(Selection())
+    s = run.metrics[0].summary
+    assert s.median == pytest.approx(1.65e308) and s.mean == pytest.approx(1.625e308)
+
+
 def test_export_selects_and_counts_every_sample(db, tmp_path):
     with Store.open(db) as st:
         for i, (tag, host) in enumerate([("a", "n1"), ("a", "n2"), ("b", "n1")]):

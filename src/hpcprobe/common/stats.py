@@ -64,15 +64,31 @@ def median_ci_ranks(n: int, confidence: float = 0.95) -> tuple[int, int]:
 def summarize(samples: Sequence[float], confidence: float = 0.95) -> Summary:
     """The samples' summary. The median and mean as `statistics.median` and `fmean` make them
     (the middle sample or the mean of the middle two; fsum over n), bit for bit, from the one
-    sort (a fleet's report summarises 187,000 figures: 4 us each with those, 2 us so)."""
+    sort (a fleet's report summarises 187,000 figures: 4 us each with those, 2 us so). Where
+    their sums pass the largest float (samples near 1e308), those of halves and of each
+    sample over n: finite samples have a finite summary (not infinity, not OverflowError)."""
     if not samples:
         raise ValueError("cannot summarise zero samples")
     xs = sorted(samples)
     n = len(xs)
     lo, hi = median_ci_ranks(n, confidence)
     half = n // 2
-    median = xs[half] if n % 2 else (xs[half - 1] + xs[half]) / 2
-    return Summary(n, xs[0], median, math.fsum(xs) / n, xs[-1], (xs[lo], xs[hi]))
+    median = xs[half] if n % 2 else _mid(xs[half - 1], xs[half])
+    try:
+        mean = math.fsum(xs) / n
+    except OverflowError:  # an intermediate sum past the largest float: each sample scaled
+        # by a power of two at most 1 / n (exact), their sum then cannot pass it; rounded,
+        # the mean of n largest floats could, so it is kept to the samples' range
+        scale = 2.0 ** n.bit_length()
+        mean = min(max(math.fsum(x / scale for x in xs) / n * scale, xs[0]), xs[-1])
+    return Summary(n, xs[0], median, mean, xs[-1], (xs[lo], xs[hi]))
+
+
+def _mid(a: float, b: float) -> float:
+    """The mean of two samples, as statistics.median takes it; halves first where the sum
+    passes the largest float."""
+    mid = (a + b) / 2
+    return a / 2 + b / 2 if math.isinf(mid) and math.isfinite(a) and math.isfinite(b) else mid
 
 
 def robust_z(samples: Sequence[float]) -> list[float]:
