@@ -20,27 +20,24 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
-def typed_key(value: Any) -> Any:
-    """A JSON value as a dictionary key that tells apart what Python finds equal and JSON does
-    not (1, 1.0 and True): with its type; an object as its keys, its values' types and its
-    values, in order. Unhashable where a value holds a list or an object inside (hashing the
-    key raises TypeError: then it is not a key). -0.0 and 0.0 stay one key."""
-    if type(value) is dict:
-        values = tuple(value.values())
-        return tuple(value), tuple(map(type, values)), values
-    return type(value), value
+def typed_key(obj: dict[str, Any]) -> Any:
+    """A JSON object as a dictionary key that tells apart what Python finds equal and JSON does
+    not (1, 1.0 and True): its keys, its values' types and its values, in order. Unhashable
+    where a value holds a list or an object (hashing the key raises TypeError: then it is not
+    a key). -0.0 and 0.0 stay one key (`text_key` tells them apart)."""
+    values = tuple(obj.values())
+    return tuple(obj), tuple(map(type, values)), values
 
 
 def text_key(obj: dict[str, Any]) -> Any:
     """An object's `typed_key`, where one key stands for one JSON text of it; None where a
-    value is a negative float zero (equal to 0.0, one key, written -0.0). Unhashable, as
-    `typed_key`'s, where a value holds a list or an object."""
-    values = tuple(obj.values())
-    types = tuple(map(type, values))
+    value is a negative float zero (equal to 0.0, one key, written -0.0)."""
+    key = typed_key(obj)
+    _, types, values = key
     if float in types and 0.0 in values and any(
             type(v) is float and v == 0.0 and math.copysign(1.0, v) < 0 for v in values):
         return None
-    return tuple(obj), types, values
+    return key
 
 
 def dumps(obj: Any, indent: int | None = None, sort_keys: bool = False) -> str:
