@@ -144,11 +144,11 @@ _FORK: list[forkcli.Server] = []  # the server of pre-imported CLIs, this sessio
 
 @pytest.fixture(scope="session", autouse=True)
 def schema_checker() -> None:
-    """The result schema's compiled checker, made once in this process: the tests that fork
-    writers (tests/test_store_io.py) would otherwise have each fork make it again."""
+    """The result schema's validator, made once in this process: the tests that fork writers
+    (tests/test_store_io.py) would otherwise have each fork make it again."""
     from hpcprobe.results import model
 
-    model.compiled_schema()
+    model._fast_validator()
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -303,43 +303,6 @@ def test_a_cached_program_another_user_could_write_is_never_run(tmp_path):
     assert compiled.cached(exe) == exe
 
 
-def test_kept_python_is_loaded_only_where_no_other_user_could_have_written_it(tmp_path,
-                                                                               monkeypatch):
-    """The result schema's checker is kept compiled in the cache: the next process loads it
-    instead of compiling; a file another user could have written, or one cut short, is
-    compiled again instead; a cache that cannot be written still gives the code."""
-    from hpcprobe.common import compiled
-
-    monkeypatch.setenv("HPCPROBE_CACHE", str(tmp_path / "cache"))
-    made: list[str] = []
-
-    def source(value: int = 1) -> str:
-        made.append("x")
-        return f"answer = {value}\n"
-
-    def answer(code) -> int:
-        found: dict = {}
-        exec(code, found)
-        return found["answer"]
-
-    assert answer(compiled.python_code("t", "k1", source)) == 1 and len(made) == 1
-    assert answer(compiled.python_code("t", "k1", lambda: "answer = 2\n")) == 1  # loaded
-    [kept] = (tmp_path / "cache" / "python").glob("t-k1.*.marshal")
-    for spoil, undo in ((lambda: kept.chmod(0o666), lambda: kept.chmod(0o644)),
-                        (lambda: os.chown(kept, 4242, 4242), lambda: os.chown(kept, 0, 0)),
-                        (lambda: kept.write_bytes(b"\xe3cut"), lambda: None)):
-        spoil()
-        assert answer(compiled.python_code("t", "k1", lambda: source(3))) == 3, spoil
-        undo()
-    # a new key (another release's schema) replaces the one kept before
-    assert answer(compiled.python_code("t", "k2", lambda: source(4))) == 4
-    assert [p.name.split(".")[0] for p in kept.parent.iterdir()] == ["t-k2"]
-    # a cache that cannot be made (root writes anywhere: beneath a file stands in for it)
-    [kept] = kept.parent.iterdir()
-    monkeypatch.setenv("HPCPROBE_CACHE", str(kept / "cache"))
-    assert answer(compiled.python_code("t", "k3", lambda: source(5))) == 5
-
-
 def test_prometheus_on_standard_output_carries_the_exposition_alone(tmp_path):
     from prometheus_client.parser import text_string_to_metric_families
 

@@ -2,20 +2,16 @@
 compile that leaves either the finished program or nothing (a concurrent or interrupted build
 leaves no half file). A cached program is run only where no other user could have put it there
 or changed it: it and its directory owned by this user or root, writable by no one else (root
-runs them in a prolog; a program another user can write would run as root). Generated Python
-(the result schema's checker) is kept there compiled the same way (`python_code`)."""
+runs them in a prolog; a program another user can write would run as root)."""
 
 from __future__ import annotations
 
-import marshal
 import os
 import stat
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from types import CodeType
 
 from hpcprobe.common.errors import UserError
 
@@ -73,35 +69,3 @@ def compile_to(exe: Path, command: Callable[[str], Sequence[str]], what: str,
     os.chmod(tmp, 0o755)
     os.replace(tmp, exe)
     return exe
-
-
-def python_code(name: str, key: str, source: Callable[[], str]) -> CodeType:
-    """The module `source()` generates, compiled: loaded from the cache where an earlier process
-    of this interpreter kept it under `key` (a digest of what the source is made from), else
-    compiled here and kept for the next. A kept file another user could have written is never
-    loaded; a cache that cannot be read or written leaves the compile to each process."""
-    path = cache_root() / "python" / f"{name}-{key}.{sys.implementation.cache_tag}.marshal"
-    try:
-        if _untrusted(path.parent) is None and _untrusted(path) is None:
-            code = marshal.loads(path.read_bytes())
-            if isinstance(code, CodeType):
-                return code
-    except (OSError, ValueError, EOFError, TypeError):  # none kept yet, or cut short
-        pass
-    code = compile(source(), f"<{name}>", "exec")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}-")
-    except OSError:  # a read-only cache: compiled again next time
-        return code
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(marshal.dumps(code))
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-        for old in path.parent.glob(f"{name}-*.marshal"):  # an earlier release's
-            if old != path:
-                old.unlink(missing_ok=True)
-    except OSError:
-        Path(tmp).unlink(missing_ok=True)
-    return code

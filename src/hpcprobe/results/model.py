@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import cache
@@ -15,10 +13,10 @@ from pathlib import Path
 from sys import intern
 from typing import Any
 
-from hpcprobe.common import compiled, files, jsondoc
+from hpcprobe.common import files, jsondoc
 from hpcprobe.common.errors import UserError
 from hpcprobe.common.stats import Summary, summarize
-from hpcprobe.results import checker, findings
+from hpcprobe.results import findings
 from hpcprobe.results.conditions import Conditions
 from hpcprobe.results.node import Node
 
@@ -143,43 +141,9 @@ def schema() -> dict[str, Any]:
     return loaded
 
 
-#: Digests of the documents found valid lately: a command checks its run's document before its
-#: verdict, then writes and stores it (a document read is checked as read and stored as
-#: checked: `read_json`, `Store.save(checked=True)`)
-_VALID: dict[bytes, None] = {}
-_VALID_KEPT = 4096
-
-
-def _digest(doc: Any) -> bytes | None:
-    """The document's exact content (pickled: a tenth of the time of sorted JSON, 0.5 ms
-    for a node's 177 figures here; the same content in another key order is only a miss),
-    None where it cannot be pickled. Pickled without its memo (`fast`): with it, the bytes
-    said which values were one object, so a run made into its document again to be stored
-    (`hpcprobe run`'s own) was never found valid already, and each was checked twice."""
-    import io
-    import pickle  # where a document is checked: a state-only check stores none
-
-    out = io.BytesIO()
-    pickler = pickle.Pickler(out, protocol=5)
-    pickler.fast = True  # a document from JSON holds no cycle, which this mode refuses
-    try:
-        pickler.dump(doc)
-    except (pickle.PicklingError, TypeError, AttributeError, RecursionError, ValueError):
-        return None
-    return hashlib.sha256(out.getbuffer()).digest()
-
-
 def validate(doc: dict[str, Any], source: str = "result") -> None:
-    """Raise UserError naming the first place where `doc` breaks the schema (a document found
-    valid lately is not checked again)."""
-    digest = _digest(doc)
-    if digest is not None and digest in _VALID:
-        return
+    """Raise UserError naming the first place where `doc` breaks the schema."""
     _validate(doc, source)
-    if digest is not None:
-        _VALID[digest] = None
-        while len(_VALID) > _VALID_KEPT:
-            del _VALID[next(iter(_VALID))]
 
 
 def _validate(doc: dict[str, Any], source: str) -> None:
@@ -187,7 +151,7 @@ def _validate(doc: dict[str, Any], source: str) -> None:
     if isinstance(doc, dict) and doc.get("schema") == SCHEMA_NAME and version != SCHEMA_VERSION:
         raise UserError(f"{source}: schema version {version} is not supported by this hpcprobe "
                         f"(it reads version {SCHEMA_VERSION}); upgrade hpcprobe")
-    if _compiled_accepts(doc):
+    if _fast_accepts(doc):
         exc = None
     else:  # the message, and the reference's word, from jsonschema
         import jsonschema
@@ -216,31 +180,28 @@ def _check_values(doc: dict[str, Any], source: str) -> None:
                                 f"{x} is not a finite number")
 
 
-def _compiled_accepts(doc: Any) -> bool:
-    """The schema compiled to Python by fastjsonschema (`results/checker`: in pieces, each
-    figure checked by its family's rules alone), formats not asserted (as jsonschema's
-    validator does not): a 2x64-core node's document of 3,540 figures took jsonschema 3.6 s
-    here, and this 0.13 s. A document it refuses goes to jsonschema, whose word and message
-    stand (tests/test_schema.py keeps the two in agreement)."""
-    return compiled_schema()(doc)
+def _fast_accepts(doc: Any) -> bool:
+    """Whether the schema accepts `doc`, by jsonschema-rs (Rust; formats not asserted, as
+    jsonschema's validator does not): a node's document of 177 figures in 0.5 ms here, where
+    fastjsonschema's Python took 2.1-2.4 ms and the reference validator tens. False where it
+    refuses, cannot read a value (a key that is not a string) or is not installed: then
+    jsonschema's word stands (tests/test_schema.py keeps the two in agreement)."""
+    validator = _fast_validator()
+    try:
+        return validator is not None and bool(validator.is_valid(doc))
+    except ValueError:  # a value JSON has not, which jsonschema judges and names
+        return False
 
 
 @cache
-def compiled_schema() -> Callable[[Any], bool]:
-    """The schema's checker: the Python fastjsonschema writes for it, compiled once per schema
-    and kept in hpcprobe's cache (writing and compiling it took 0.25 s of every command here,
-    loading it 1 ms)."""
-    import fastjsonschema
-
-    s = schema()
-    # no default written into the document it checks, formats not asserted
-    key = hashlib.sha256(json.dumps([s, "no defaults, no formats, in pieces made on use, "
-                                     "f-string paths, what each figure's piece reads",
-                                     fastjsonschema.VERSION],
-                                    sort_keys=True).encode()).hexdigest()[:16]
-    found: dict[str, Any] = {}
-    exec(compiled.python_code("result-schema", key, lambda: checker.source(s)), found)
-    return checker.Checker(found["DOCUMENT"], found["FIGURES"], found["READS"])
+def _fast_validator() -> Any:
+    """jsonschema-rs's validator of the schema, built once (7 ms here); None where the package
+    is not installed (a platform without its wheel)."""
+    try:
+        import jsonschema_rs
+    except ImportError:
+        return None
+    return jsonschema_rs.validator_for(schema(), validate_formats=False)
 
 
 @cache
