@@ -234,5 +234,5 @@ def read_json(path: str | os.PathLike[str], host: str | None = None) -> Run:
         raise UserError(f"{p}: not JSON ({exc.msg} at line {exc.lineno})") from exc
     if host is not None and isinstance(doc, dict):
         doc["host"] = host
-    _validate(doc, str(p))  # just read: not looked for among, nor kept with, those found valid
+    _validate(doc, str(p))
     return Run.from_dict(doc)
