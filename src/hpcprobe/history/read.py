@@ -172,7 +172,7 @@ def campaign(store: Store, runs: list[Run], inside: set[str], known: Declared,
         except UserError:  # figures the verdict's params do not tell apart: no history
             continue
     search(store, series)
-    hardware = hardware_groups(store, series, known)
+    hardware = hardware_groups(store, series, known, {r.run_id: r for r in runs})
     groups = group_changes(store, series, hardware)
     found: dict[str, list[tuple[str, changes.Change]]] = {}
     for s in series:  # a node's own change, not its group's (the same way, at that time)
@@ -283,11 +283,15 @@ def differences(runs: dict[str, Run], pair: tuple[str, str], known: Differences
     return known[pair]
 
 
-def hardware_groups(store: Store, series: list[Series], known: Declared) -> dict[str, str]:
+def hardware_groups(store: Store, series: list[Series], known: Declared,
+                    have: dict[str, Run] | None = None) -> dict[str, str]:
     """Host -> its hardware group (CPU, sockets x cores, the families' devices), as its newest
-    run shown says."""
+    run shown says: from `have` (run id -> run, the caller's) where it holds that run, else
+    read from the store (a 1,000-node campaign's report read them again: 0.3 s)."""
     newest = {s.host: s.runs[-1] for s in series}
-    runs = store.headers(list(newest.values()))
+    have = have or {}
+    runs = {**store.headers([r for r in newest.values() if r not in have]),
+            **{r: have[r] for r in newest.values() if r in have}}
     return {h: describe(hardware(runs[r], known.labels)) for h, r in newest.items()}
 
 
