@@ -20,24 +20,18 @@ def _finite(obj: Any) -> Any:
     return obj
 
 
-def typed_key(obj: dict[str, Any]) -> Any:
-    """A JSON object as a dictionary key that tells apart what Python finds equal and JSON does
-    not (1, 1.0 and True): its keys, its values' types and its values, in order. Unhashable
-    where a value holds a list or an object (hashing the key raises TypeError: then it is not
-    a key). -0.0 and 0.0 stay one key (`text_key` tells them apart)."""
-    values = tuple(obj.values())
-    return tuple(obj), tuple(map(type, values)), values
-
-
 def text_key(obj: dict[str, Any]) -> Any:
-    """An object's `typed_key`, where one key stands for one JSON text of it; None where a
-    value is a negative float zero (equal to 0.0, one key, written -0.0)."""
-    key = typed_key(obj)
-    _, types, values = key
+    """A JSON object as a dictionary key, one key for one JSON text of it: its keys, its
+    values' types and its values, in order (1, 1.0 and True are equal in Python, not in JSON);
+    None where a value is a negative float zero (equal to 0.0, written -0.0). Unhashable where
+    a value holds a list or an object (hashing the key raises TypeError: then it is not a
+    key)."""
+    values = tuple(obj.values())
+    types = tuple(map(type, values))
     if float in types and 0.0 in values and any(
             type(v) is float and v == 0.0 and math.copysign(1.0, v) < 0 for v in values):
         return None
-    return key
+    return tuple(obj), types, values
 
 
 def dumps(obj: Any, indent: int | None = None, sort_keys: bool = False) -> str:
