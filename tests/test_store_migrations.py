@@ -34,7 +34,7 @@ from hpcprobe.results.store import Selection, Store
 STORES = DATA / "stores"
 RUNS = [results.read_json(DATA / "compare" / f) for f in ("nps1.json", "nps4.json")]
 #: every store version the project has shipped before this one, with its fixture
-SHIPPED = [1, 2, 3, 4, 5, 6]
+SHIPPED = [1, 2, 3, 4, 5, 6, 7]
 
 
 def _load_pg_dump(url: str, version: int) -> None:
@@ -227,3 +227,24 @@ def test_a_params_text_is_its_sorted_json_each_time(params):
     for _ in range(2):
         assert [sql.params_text(p) for p in params] == [json.dumps(p, sort_keys=True)
                                                          for p in params]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_version_8_drops_the_index_that_the_figure_index_covers(backend, tmp_path, request):
+    """A version-7 store loses version 2's index of (benchmark, name), which the figure index
+    begins with; a figure across the runs is found all the same, and in SQLite by that index."""
+    db = _old_store(backend, 7, tmp_path, request)
+    m = RUNS[1].metrics[0]
+    with Store.open(db, create=False) as st:
+        names = {r[0] for r in _query(
+            st, "SELECT name FROM sqlite_master WHERE type = 'index'" if backend == "sqlite"
+            else "SELECT indexname FROM pg_indexes WHERE tablename = 'metrics'")}
+        assert "metrics_figure_md5" in names and "metrics_name" not in names, names
+        found = st.metric_across(m.benchmark, m.name)
+        assert [(info["run_id"], got.samples) for info, got in found
+                if got.params == m.params] == [(RUNS[1].run_id, m.samples)]
+        if backend == "sqlite":
+            plan = " ".join(r[-1] for r in _query(
+                st, "EXPLAIN QUERY PLAN SELECT m.samples FROM metrics m WHERE m.benchmark = ? "
+                "AND m.name = ?", [m.benchmark, m.name]))
+            assert "INDEX metrics_figure_md5" in plan, plan
