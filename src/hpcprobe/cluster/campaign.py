@@ -43,6 +43,7 @@ from hpcprobe.cluster.verdict import (
 from hpcprobe.common.bulk import bulk, kept_since
 from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.common.names import natural
+from hpcprobe.judge.kept import KeptFigures
 from hpcprobe.judge.peers import Fig, Thresholds
 from hpcprobe.measure.family import Progress, Scaling
 from hpcprobe.mpi import build, find, launchers, params
@@ -213,6 +214,8 @@ class Campaign:
         self._runs: list[Run] | None = None
         #: each node run's figures, made at its first verdict (judged again after re-measures)
         self._figures: dict[str, dict[str, Fig]] = {}
+        #: and kept in the store, for its report and the campaign's next pass
+        self._kept = KeptFigures(store, plan.not_joined)
 
     # -- the whole campaign
 
@@ -225,7 +228,7 @@ class Campaign:
             self.exe = build.build(self.mpi)
         if p.staged is not None:
             self.stage(p.staged)
-        self._runs = self.store.load_all(Selection(tag=p.tag))
+        self._load()
         done = self._pass("campaign", p.nodes, link_rounds(p))
         for family, scaling in p.scale.items():
             self.scale_pass(family, scaling, sorted(done, key=natural))
@@ -250,10 +253,17 @@ class Campaign:
 
     def verdict(self) -> FleetVerdict:
         p = self.plan
-        if self._runs is None:
-            self._runs = self.store.load_all(Selection(tag=p.tag))
-        return analyse(list(self._runs), p.tag, p.thresholds, p.not_joined, p.hardware,
-                       work_rates(p.scale), self._figures)
+        runs = self._load() if self._runs is None else self._runs
+        v = analyse(list(runs), p.tag, p.thresholds, p.not_joined, p.hardware,
+                    work_rates(p.scale), self._figures)
+        self._kept.keep(self._figures)
+        return v
+
+    def _load(self) -> list[Run]:
+        """The campaign's runs in the store so far, and their figures as kept there."""
+        self._runs = self.store.load_all(Selection(tag=self.plan.tag))
+        self._figures.update(self._kept.read(r.run_id for r in self._runs if r.kind == "node"))
+        return self._runs
 
     def _save(self, runs: list[Run], checked: bool = False) -> None:
         """Runs stored under the campaign's tag (`checked`: as `read_json` made them), and kept

@@ -44,6 +44,7 @@ from hpcprobe.common.bulk import bulk, kept
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, UserError
 from hpcprobe.common.units import duration
 from hpcprobe.history import read
+from hpcprobe.judge.kept import KeptFigures
 from hpcprobe.judge.peers import Thresholds
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Peer, Scaling
@@ -227,8 +228,13 @@ def _load(store: Store, tag: str, a: argparse.Namespace) -> tuple[FleetVerdict, 
     if not runs:
         raise UserError(f"campaign {tag!r}: no runs with this tag in {store.path}; "
                         "`hpcprobe list` shows the tags")
-    return analyse(runs, tag, _thresholds(a, campaign_thresholds(runs)), registry.not_joined(),
-                   registry.hardware_labels, work_rates(registry.capable(Scaling))), runs
+    ignore = registry.not_joined()
+    figures = KeptFigures(store, ignore)  # the node runs' figures as their campaign kept them
+    made = figures.read(r.run_id for r in runs if r.kind == "node")
+    v = analyse(runs, tag, _thresholds(a, campaign_thresholds(runs)), ignore,
+                registry.hardware_labels, work_rates(registry.capable(Scaling)), made)
+    figures.keep(made)  # those made here (runs the campaign did not keep): read next time
+    return v, runs
 
 
 def _kept(store: Store, tag: str) -> Thresholds | None:

@@ -598,6 +598,10 @@ class SqlStore(Store):
         with self.transaction():
             for run_id in run_ids:  # its metrics go with their run (ON DELETE CASCADE)
                 gone += self._execute("DELETE FROM runs WHERE run_id = ?", (run_id,)).rowcount
+            for i in range(0, len(run_ids), self.CHUNK):  # and what was kept under its id
+                part = run_ids[i:i + self.CHUNK]
+                self._execute("DELETE FROM kept_results WHERE key IN "
+                              f"({','.join('?' * len(part))})", part)
             if gone:  # the kept series are built again as they are read
                 self._execute("DELETE FROM series_rows")
                 self._execute("DELETE FROM series_kept")

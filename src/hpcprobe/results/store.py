@@ -208,8 +208,9 @@ class Store(ABC):
 
     @abstractmethod
     def kept(self, kind: str, keys: list[str]) -> dict[str, tuple[str, str]]:
-        """What a command kept here to reuse (a series' change-point search): key -> (the
-        digest of what it was made from, the value), for the keys kept."""
+        """What a command kept here to reuse (a series' change-point search, a run's figures
+        under its run id): key -> (the digest of what it was made from, the value), for the
+        keys kept."""
 
     @abstractmethod
     def keep(self, kind: str, items: dict[str, tuple[str, str]]) -> None:
@@ -232,7 +233,8 @@ class Store(ABC):
 
     @abstractmethod
     def delete(self, run_ids: list[str]) -> int:
-        """Remove these runs whole (one transaction); how many there were."""
+        """Remove these runs whole (one transaction), and what was kept under their ids; how
+        many there were."""
 
     @abstractmethod
     def load(self, ref: str) -> Run:
