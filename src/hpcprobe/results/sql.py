@@ -173,9 +173,19 @@ def pack(samples: Sequence[float]) -> bytes:
     return struct.pack(f">{len(samples)}d", *samples)
 
 
+_FIRST = operator.itemgetter(0)
+
+
 def unpack(packed: bytes | None) -> list[float]:
     """The samples `pack` stored (None: none)."""
-    return list(struct.unpack(f">{len(packed) // 8}d", packed)) if packed else []
+    return list(_doubles(len(packed)).unpack(packed)) if packed else []
+
+
+@functools.lru_cache(maxsize=256)
+def _doubles(size: int) -> struct.Struct:
+    """The layout of `size` bytes of packed samples, made once (a fleet's figures have a few
+    sample counts: 181,000 unpacked in 0.085 s, 0.124 s with a format made each time)."""
+    return struct.Struct(f">{size // 8}d")
 
 
 def first_line(exc: Exception) -> str:
@@ -376,7 +386,7 @@ class SqlStore(Store):
             conds.append("(r.interrupted = 1 OR " + " OR ".join(
                 ["r.findings LIKE ? ESCAPE '!'"] * len(kinds)) + ")")
         clause, params = self._where(where, conds, [f'%{_like(json.dumps(k))}%' for k in kinds])
-        return {run_id: (json.loads(findings), bool(interrupted)) for run_id, findings,
+        return {run_id: (jsondoc.loads(findings), bool(interrupted)) for run_id, findings,
                 interrupted in self._execute(
                     f"SELECT r.run_id, r.findings, r.interrupted FROM runs r{clause}", params)}
 
@@ -646,9 +656,11 @@ class SqlStore(Store):
 
     @staticmethod
     def _run(r: Sequence[Any]) -> Run:
-        return Run(r[0], r[1], r[2], r[4], json.loads(r[5]), json.loads(r[7]), json.loads(r[8]),
-                   [], json.loads(r[9]), json.loads(r[10]), json.loads(r[11]), r[3], float(r[6]),
-                   r[12])
+        """A run's row, its JSON columns read by orjson where it reads them as json does (a
+        1,000-node campaign's 17 kB a run, findings mostly: 0.13 s where json took 0.25)."""
+        loads = jsondoc.loads
+        return Run(r[0], r[1], r[2], r[4], loads(r[5]), loads(r[7]), loads(r[8]), [],
+                   loads(r[9]), loads(r[10]), loads(r[11]), r[3], float(r[6]), r[12])
 
     @bulk()
     def _assemble(self, clause: str, params: list[Any]) -> list[Run]:
@@ -662,12 +674,18 @@ class SqlStore(Store):
             f"SELECT {self.RUN_COLUMNS} FROM runs r{clause} ORDER BY r.created, r.{self.order}",
             params)}
         parsed: dict[str, dict[str, Any]] = {}  # runs of a fleet repeat the same params
-        for run_id, bench, name, unit, better, ps, packed in self._execute(
-                "SELECT m.run_id, m.benchmark, m.name, m.unit, m.better, m.params, m.samples "
-                f"FROM metrics m JOIN runs r ON r.run_id = m.run_id{clause} ORDER BY m.run_id, "
-                "m.seq", params):
+        # each run's metrics in the order measured, sorted here: the database sorting every
+        # row whole (its samples and params) took longer (a 1,000-node campaign's 181,000
+        # rows in SQLite: 0.60-0.77 s ordered, 0.48 s unordered and 0.05-0.10 s sorted here)
+        measured: dict[str, list[tuple[int, Metric]]] = {run_id: [] for run_id in runs}
+        for run_id, seq, bench, name, unit, better, ps, packed in self._execute(
+                "SELECT m.run_id, m.seq, m.benchmark, m.name, m.unit, m.better, m.params, "
+                f"m.samples FROM metrics m JOIN runs r ON r.run_id = m.run_id{clause}", params):
             if ps not in parsed:
                 parsed[ps] = json.loads(ps)
-            runs[run_id].metrics.append(Metric(bench, name, unit, dict(parsed[ps]),
-                                               unpack(packed), better))
+            measured[run_id].append((seq, Metric(bench, name, unit, dict(parsed[ps]),
+                                                 unpack(packed), better)))
+        for run_id, metrics in measured.items():
+            metrics.sort(key=_FIRST)
+            runs[run_id].metrics = [m for _, m in metrics]
         return list(runs.values())
