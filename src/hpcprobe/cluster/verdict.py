@@ -31,6 +31,7 @@ from hpcprobe.judge.peers import (
     figure,
     figures,
     label,
+    params_label,
     worst,
 )
 from hpcprobe.machine import sentinel, steal
@@ -458,12 +459,18 @@ def _link_verdict(campaign_runs: list[Run], th: Thresholds, ignore: NotJoined,
     endpoint (a slow link)."""
     latest: dict[str, Links] = defaultdict(dict)
     before: dict[str, dict[tuple[str, str], list[Fig]]] = defaultdict(lambda: defaultdict(list))
+    left_out: dict[str, frozenset[str]] = {}  # per benchmark
     for run in sorted(campaign_runs, key=lambda r: r.created):
         for m in run.metrics:
             key = link_key(m.params)
             if key is None or not m.samples:
                 continue
-            name = label(m, ignore | LINK_ENDS)
+            if m.benchmark not in left_out:
+                left_out[m.benchmark] = ignore.of(m.benchmark) | LINK_ENDS
+            # labelled without its ends: each link's figure is made once, not 10,000 times
+            name = params_label(m.benchmark, m.name, {k: v for k, v in m.params.items()
+                                                      if k not in LINK_ENDS},
+                                left_out[m.benchmark])
             if key in latest[name]:
                 before[name][key].append(latest[name][key])
             latest[name][key] = figure(m)

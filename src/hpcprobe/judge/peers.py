@@ -92,13 +92,19 @@ def label(m: Metric, ignore: NotJoined | frozenset[str]) -> str:
     (a fleet repeats the same ones), by `jsondoc.text_key` (1 and True are equal in Python;
     their labels are not)."""
     left_out = ignore if isinstance(ignore, frozenset) else ignore.of(m.benchmark)
-    key = text_key(m.params)
+    return params_label(m.benchmark, m.name, m.params, left_out)
+
+
+def params_label(benchmark: str, name: str, params: dict[str, Any], left_out: frozenset[str]
+                 ) -> str:
+    """`label` of a figure given by its parts (`left_out`: the params it leaves out)."""
+    key = text_key(params)
     try:
         if key is not None:
-            return _cached_label(m.benchmark, m.name, key, left_out)
+            return _cached_label(benchmark, name, key, left_out)
     except TypeError:  # a param that is a list: not hashable, not cached
         pass
-    return _label(m.benchmark, m.name, m.params, left_out)
+    return _label(benchmark, name, params, left_out)
 
 
 #: A figure of a node or link: the median of its samples and the best end of the 95 % CI of
