@@ -224,16 +224,16 @@ def series_of(label: str, bench: str, cols: list[Columns], reasons: dict[tuple[s
         groups.setdefault((c.host, joined_params(c.params, skip)), []).append(c)
     one_per_host(label, groups)
     out = []
-    for (host, params), cs in sorted(groups.items()):
-        c = cs[0] if len(cs) == 1 else merged(cs)
-        med = np.array(c.medians, dtype=float)
-        with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):  # once: a fleet's figure has 1,000
+        for (host, params), cs in sorted(groups.items()):
+            c = cs[0] if len(cs) == 1 else merged(cs)
+            med = np.array(c.medians, dtype=float)
             rel = np.where(med != 0, (np.array(c.ci_high) - np.array(c.ci_low)) / 2
                            / np.abs(med), np.inf)
-        why = [reasons.get((r, "*")) or reasons.get((r, bench)) for r in c.runs] if reasons \
-            else [None] * len(c.runs)
-        out.append(Series(label, c.unit, c.better, host, json.loads(params), c.runs,
-                          c.created, c.tags, med, rel, why))
+            why = [reasons.get((r, "*")) or reasons.get((r, bench)) for r in c.runs] \
+                if reasons else [None] * len(c.runs)
+            out.append(Series(label, c.unit, c.better, host, json.loads(params), c.runs,
+                              c.created, c.tags, med, rel, why))
     return out
 
 
