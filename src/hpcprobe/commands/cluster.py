@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -39,7 +40,7 @@ from hpcprobe.commands.base import (
     print_json,
     terminate_interrupts,
 )
-from hpcprobe.common import files
+from hpcprobe.common import background, files
 from hpcprobe.common.bulk import bulk, kept
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, UserError
 from hpcprobe.common.units import duration
@@ -425,6 +426,8 @@ def cmd_report(a: argparse.Namespace) -> int:
         with bulk():  # the campaign kept to the end before the collector walks it once
             v, runs = _load(store, a.campaign, a)
             kept()
+        # the page's figures drawn meanwhile, by a child (a second of a 1,000-node report)
+        drawn = background.start(lambda: _drawn(v)) if a.output else None
         newest = _newest(runs)
         # each node against its reference; its history's change points found for all the
         # nodes at once (one query a figure), those of the nodes its peers did not flag
@@ -434,8 +437,15 @@ def cmd_report(a: argparse.Namespace) -> int:
                                      registry.declared())
         fleet = [history_views.group_line(label, g) for label, g in moved]
     sched = SCHEDULERS[a.scheduler]()
-    status = _report(v, sched, a, drain=a.drain, nodes=nodes, past=(drift, fleet))
+    status = _report(v, sched, a, drain=a.drain, nodes=nodes, past=(drift, fleet), drawn=drawn)
     return EXIT_FAILURE if any(n.failed for n in nodes.values()) else status
+
+
+def _drawn(v: FleetVerdict) -> list[tuple[str, str, bytes]]:
+    """The campaign's figures, each as its PNG."""
+    from hpcprobe.views import html
+
+    return html.drawn(views.figures(v))
 
 
 def _newest(runs: list[Run]) -> list[Run]:
@@ -448,9 +458,11 @@ def _newest(runs: list[Run]) -> list[Run]:
 
 def _report(v: FleetVerdict, sched: Scheduler, a: argparse.Namespace, drain: bool,
             nodes: dict[str, Verdict] | None = None,
-            past: tuple[dict[str, str], list[str]] = ({}, [])) -> int:
+            past: tuple[dict[str, str], list[str]] = ({}, []),
+            drawn: Callable[[], list[tuple[str, str, bytes]]] | None = None) -> int:
     """The campaign's verdict (`past`: what its nodes' own history says: those that drifted
-    from it, the hardware groups' change points)."""
+    from it, the hardware groups' change points; `drawn`: gives the page's figures, drawn
+    already)."""
     from hpcprobe.views import terminal
 
     drift, changes = past
@@ -474,7 +486,8 @@ def _report(v: FleetVerdict, sched: Scheduler, a: argparse.Namespace, drain: boo
     if output:
         from hpcprobe.views import html
 
-        text = html.page(f"hpcprobe cluster report: {v.campaign}", blocks, views.figures(v))
+        text = html.page(f"hpcprobe cluster report: {v.campaign}", blocks,
+                         drawn() if drawn else views.figures(v))
         files.atomic_write(output, text.encode(), "-o")
         print(f"Wrote {output}.", file=sys.stderr if as_json or piped else sys.stdout)
     if drain:

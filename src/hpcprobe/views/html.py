@@ -96,12 +96,18 @@ def _foot() -> str:
     return f"<p>Made by hpcprobe {escape(hpcprobe.__version__)}.</p></body></html>\n"
 
 
-def _figures(items: Sequence[tuple[str, str, Figure]], parts: list[str]
+def drawn(items: Sequence[tuple[str, str, Figure]]) -> list[tuple[str, str, bytes]]:
+    """Figures drawn: each as its PNG."""
+    return [(slug, ftitle, _png(fig)) for slug, ftitle, fig in items]
+
+
+def _figures(items: Sequence[tuple[str, str, Figure | bytes]], parts: list[str]
              ) -> list[tuple[str, bytes]]:
-    """Each figure embedded in the page as a PNG; (slug, PNG bytes) of each."""
+    """Each figure embedded in the page as a PNG (drawn here, or already: `drawn`); (slug, PNG
+    bytes) of each."""
     pngs = []
     for slug, ftitle, fig in items:
-        data = _png(fig)
+        data = fig if isinstance(fig, bytes) else _png(fig)
         pngs.append((slug, data))
         b64 = base64.b64encode(data).decode()
         parts.append(f'<figure id="{escape(slug)}"><img class="plot" alt="{escape(ftitle)}" '
@@ -110,8 +116,8 @@ def _figures(items: Sequence[tuple[str, str, Figure]], parts: list[str]
     return pngs
 
 
-def page(title: str, blocks: Sequence[Block], figures: Sequence[tuple[str, str, Figure]]
-         ) -> str:
+def page(title: str, blocks: Sequence[Block],
+         figures: Sequence[tuple[str, str, Figure | bytes]]) -> str:
     """A page of blocks and figures (a campaign's report)."""
     parts = _head(title) + [_block(b) for b in blocks]
     _figures(figures, parts)
