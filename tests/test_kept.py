@@ -64,6 +64,16 @@ def test_figures_kept_otherwise_are_made_again_and_go_with_their_run(campaign, m
         assert st.delete([runs[0].run_id]) == 1
         assert sorted(KeptFigures(st, ignore).read(r.run_id for r in runs)) == \
             sorted(r.run_id for r in runs[1:])
+        # damaged: not whole doubles, not base64, no labels' key: those made again
+        held = st.kept(kept.FIGURES, [runs[1].run_id])[runs[1].run_id]
+        key, packed = held[1].split(" ")
+        damaged = {runs[1].run_id: f"{key} {packed[:-8]}", runs[2].run_id: f"{key} *not base64*",
+                   runs[3].run_id: packed}
+        st.keep(kept.FIGURES, {r: (held[0], v) for r, v in damaged.items()})
+        assert sorted(KeptFigures(st, ignore).read(r.run_id for r in runs)) == \
+            sorted(r.run_id for r in runs[4:])
+        st.keep(kept.LABELS, {key: (held[0], '[["a", "GB/s"]]')})  # not a list of three
+        assert KeptFigures(st, ignore).read(r.run_id for r in runs) == {}
 
 
 def test_a_campaigns_report_is_the_same_from_kept_figures(campaign, capsys):
