@@ -109,8 +109,8 @@ def test_the_models_clock_is_the_higher_side_of_the_bracket():
 
 
 def _judged(monkeypatch, gflops: dict[str, float]) -> list[dict]:
-    """The above-model findings of a Zen 3 core's AVX2 DP kernels with these one-core figures,
-    all timed on the same clock samples (3.0 GHz)."""
+    """The above-model findings of a Sapphire Rapids core's AVX2 DP kernels with these one-core
+    figures, all timed on the same clock samples (3.0 GHz)."""
     from hpcprobe.families.compute.bench import PeakPoint, _Models
     from hpcprobe.machine import flopmodel
     from hpcprobe.machine import topology as topo_mod
@@ -119,8 +119,8 @@ def _judged(monkeypatch, gflops: dict[str, float]) -> list[dict]:
     from hpcprobe.native.peak import PEAK_KERNELS
     from hpcprobe.results.model import Metric
 
-    zen3 = flopmodel.parse_cpuinfo((DATA / "cpuinfo" / "zen3-epyc-7763.txt").read_text())
-    monkeypatch.setattr(flopmodel, "read_cpuid", lambda: zen3)
+    spr = flopmodel.parse_cpuinfo((DATA / "cpuinfo" / "sapphire-rapids-8480.txt").read_text())
+    monkeypatch.setattr(flopmodel, "read_cpuid", lambda: spr)
     ctx = RunContext(topo_mod.load_xml(DATA / "laptop-8c.xml"), profiles.get("quick"), "avx2")
     clk = Metric("compute", "clock", "GHz", {"load": "avx2", "cpus": "0"}, [2.99, 3.0, 3.01])
     kernels = {k.op: k for k in PEAK_KERNELS if (k.isa, k.precision) == ("avx2", "dp")}
@@ -132,19 +132,20 @@ def _judged(monkeypatch, gflops: dict[str, float]) -> list[dict]:
 
 
 def test_a_kernel_above_its_model_beside_one_within_blames_the_models_row(monkeypatch):
-    # Zen 3: FMA 16 and 8 FMA + 7 add 18.4 FLOP/cycle; at 3.0 GHz 48 and 55.2 GFLOP/s
+    # Sapphire Rapids: FMA 16 and 8 FMA + 7 add 18.4 FLOP/cycle; at 3.0 GHz 48 and 55.2 GFLOP/s
     [f] = _judged(monkeypatch, {"fma": 47.0, "fma+add": 59.1})
-    assert f["likelier"] == "model" and f["microarch"] == "Zen 3"
+    assert f["likelier"] == "model" and f["microarch"] == "Sapphire/Emerald/Granite Rapids"
     assert f["kernel"].startswith("avx2 dp fma+add") and f["percent"] > 101
     text = f["message"]
-    assert "Zen 3 row's 18.4 FLOP/cycle" in text and "on the same clock samples" in text
+    assert "Sapphire/Emerald/Granite Rapids row's 18.4 FLOP/cycle" in text
+    assert "on the same clock samples" in text
     assert "clock the model used" in text  # the other cause is named too
 
 
 def test_kernels_all_above_their_models_blame_the_clock_first(monkeypatch):
     found = _judged(monkeypatch, {"fma": 50.0, "fma+add": 57.5})
     assert [f["likelier"] for f in found] == ["clock", "clock"]
-    assert all("else the Zen 3 row's" in f["message"] for f in found)
+    assert all("else the Sapphire/Emerald/Granite Rapids row's" in f["message"] for f in found)
     assert _judged(monkeypatch, {"fma": 47.5, "fma+add": 54.0}) == []
 
 

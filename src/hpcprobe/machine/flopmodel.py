@@ -4,10 +4,10 @@ cores, times the clock measured in the same run. Pure: no measurement, no I/O bu
 The table gives, per microarchitecture and vector width, the pipes that execute FMAs (and
 multiplies) and the pipes that execute only FP adds. A kernel of f FMA, m multiply and a add
 chains per iteration needs at least max((f+m)/F, (f+m+a)/(F+A)) cycles per iteration (FMAs and
-multiplies go to FMA pipes, adds to any FP pipe), and where FMAs mix with adds and a source
-gives an issue limit I for the mix, at least (f+m+a)/I; that gives its FLOPs per cycle. Each
-row cites its pipes and each width's mix; a mix without a source has no table figure (the model
-is then the measured single-core rate). Figures: the vendors' optimisation manuals (Intel
+multiplies go to FMA pipes, adds to any FP pipe); that gives its FLOPs per cycle. Each row
+cites its pipes and, for each width where FMAs mix with adds, a source that the pipes alone bind
+the mix; a mix without one has no table figure (the model is then the measured single-core
+rate). Figures: the vendors' optimisation manuals (Intel
 248966; AMD 55723, 56305, 56665, 57647, 58455), vfpbench measurements; docs/methods.md lists
 them."""
 
@@ -83,10 +83,8 @@ class Mix:
     """What a row's sources say of one kernel mix at one width: FMAs (or, in scalar code,
     multiplies) beside FP adds."""
 
-    #: FP instructions started per cycle when the two kinds mix; None: the pipes alone bind
-    issue: int | None
-    #: the citation; empty where the project found none, and the model is then the measured
-    #: single-core rate
+    #: the citation that the pipes alone bind the mix; empty where the project found none, and
+    #: the model is then the measured single-core rate
     source: str
 
 
@@ -101,8 +99,8 @@ class Microarch:
     models: frozenset[int]
     pipes: dict[int, tuple[int, int]]
     source: str  # where the pipes come from
-    #: per width, what is known of its kernel's mix (scalar mul+add, vector FMA+add): a cited
-    #: issue limit, the pipes alone, or no source
+    #: per width, what is known of its kernel's mix (scalar mul+add, vector FMA+add): a
+    #: citation that the pipes alone bind it, or no source
     mixes: dict[int, Mix]
     name_pattern: str | None = None  # a SKU split within the models (model name regex)
     lacks: frozenset[str] = frozenset()  # flags this core never has: such an ID is not trusted
@@ -122,9 +120,6 @@ class Microarch:
         fma, add = self.pipes[k.width_bits]
         f = k.fma_chains + k.mul_chains
         cycles = max(f / fma, (f + k.add_chains) / (fma + add))
-        mix = self.mixes.get(k.width_bits)
-        if mix and mix.issue and f and k.add_chains:
-            cycles = max(cycles, (f + k.add_chains) / mix.issue)
         return k.flops_per_iter / cycles
 
 
@@ -135,16 +130,16 @@ def _r(*ranges: tuple[int, int]) -> frozenset[int]:
 INTEL, AMD = "GenuineIntel", "AuthenticAMD"
 _NO_512 = {64: (2, 0), 256: (2, 0)}
 #: Intel before Golden Cove: adds run on the FMA ports, so a mix is bound by those ports alone.
-_ON_FMA_PORTS = Mix(None, "Intel 248966: FP adds execute on the FMA ports")
+_ON_FMA_PORTS = Mix("Intel 248966: FP adds execute on the FMA ports")
 _INTEL_MIX = {64: _ON_FMA_PORTS, 256: _ON_FMA_PORTS, 512: _ON_FMA_PORTS}
 _INTEL_MIX_NO_512 = {64: _ON_FMA_PORTS, 256: _ON_FMA_PORTS}
 _VFPBENCH_ZEN3 = ("vfpbench on a Ryzen 5 5560U (wlog.flatlib.jp, 2024-01-13): 256-bit "
                   "FMA+add 3.0 and mul+add 4.0 instructions/cycle")
 #: Scalar multiplies + adds on Zen: 2 FMUL/FMA pipes and 2 FADD pipes, all four at once
-_ZEN_MUL_ADD = Mix(None, "AMD software optimization guides (55723, 56305, 56665, 57647, "
+_ZEN_MUL_ADD = Mix("AMD software optimization guides (55723, 56305, 56665, 57647, "
                          "58455) §2.11: FMUL on pipes 0-1, FADD on 2-3; " + _VFPBENCH_ZEN3)
 #: A 256-bit FMA+add mix where no published figure exists: the model is the measured rate
-_NO_SOURCE = Mix(None, "")
+_NO_SOURCE = Mix("")
 #: Order matters: the first row that matches wins (SKU splits before their family).
 MICROARCHS: tuple[Microarch, ...] = (
     Microarch("Haswell/Broadwell", INTEL, 6, frozenset({60, 63, 69, 70, 61, 71, 79, 86}),
@@ -175,7 +170,7 @@ MICROARCHS: tuple[Microarch, ...] = (
               {64: (2, 1), 256: (2, 1), 512: (2, 0)},
               "Intel 248966, Golden Cove: FMA on ports 0 and 1 (0+1 and 5 at 512 bits), FADD "
               "on ports 1 and 5 up to 256 bits",
-              {w: Mix(None, "Intel 248966, Golden Cove: three FP ports (FMA 0, 1; FADD 1, 5) "
+              {w: Mix("Intel 248966, Golden Cove: three FP ports (FMA 0, 1; FADD 1, 5) "
                             "up to 256 bits, the FMA ports at 512") for w in (64, 256, 512)},
               signature=frozenset({"amx_tile"})),
     Microarch("Zen/Zen+", AMD, 0x17, _r((0x00, 0x2F)), {64: (2, 2), 256: (1, 1)},
@@ -185,16 +180,19 @@ MICROARCHS: tuple[Microarch, ...] = (
     Microarch("Zen 2", AMD, 0x17, _r((0x30, 0xFF)), {64: (2, 2), 256: (2, 2)},
               "AMD 56305 §2.11: FP pipes 0-1 FMA/FMUL, 2-3 FADD, 256 bits wide",
               {64: _ZEN_MUL_ADD, 256: _NO_SOURCE}, lacks=frozenset({"avx512f"})),
+    # Zen 3's 256-bit FMA+add: vfpbench's 3.0 a cycle (12 chains: 6 FMA chains at 4 cycles'
+    # latency start at most 1.5 FMAs a cycle) is below what an EPYC 7003 core ran this kernel
+    # at here (3.30 DP, 3.35-3.55 SP, sessions 48-49), so no source gives its rate
     Microarch("Zen 3", AMD, 0x19, _r((0x00, 0x0F), (0x20, 0x5F)), {64: (2, 2), 256: (2, 2)},
               "AMD 56665 §2.11: FP pipes 0-1 FMA/FMUL, 2-3 FADD, 256 bits wide",
-              {64: _ZEN_MUL_ADD, 256: Mix(3, _VFPBENCH_ZEN3)}, lacks=frozenset({"avx512f"})),
+              {64: _ZEN_MUL_ADD, 256: _NO_SOURCE}, lacks=frozenset({"avx512f"})),
     # Zen 4 executes a 512-bit instruction on its 256-bit pipes in two passes
     Microarch("Zen 4", AMD, 0x19, _r((0x10, 0x1F), (0x60, 0xAF)),
               {64: (2, 2), 256: (2, 2), 512: (1, 1)},
               "AMD 57647 §2.11: FP pipes 0-1 FMA/FMUL, 2-3 FADD, 256 bits wide; a 512-bit "
               "instruction takes a pipe for two passes",
               {64: _ZEN_MUL_ADD, 256: _NO_SOURCE,
-               512: Mix(None, "AMD 57647 §2.11: one 512-bit FMA and one 512-bit FADD per cycle "
+               512: Mix("AMD 57647 §2.11: one 512-bit FMA and one 512-bit FADD per cycle "
                               "(each two passes of a 256-bit pipe)")},
               signature=frozenset({"avx512f"})),
     # Zen 5 mobile (Strix) keeps Zen 4's two-pass 512-bit execution; server and desktop do not
@@ -206,7 +204,7 @@ MICROARCHS: tuple[Microarch, ...] = (
               {64: (2, 2), 256: (2, 2), 512: (2, 2)},
               "AMD 58455 §2.11: FP pipes 0-1 FMA/FMUL, 2-3 FADD, 512 bits wide",
               {64: _ZEN_MUL_ADD, 256: _NO_SOURCE,
-               512: Mix(None, "vfpbench on a Ryzen 7 9700X (wlog.flatlib.jp): 512-bit mul+add "
+               512: Mix("vfpbench on a Ryzen 7 9700X (wlog.flatlib.jp): 512-bit mul+add "
                               "4 instructions/cycle, the four pipes at once; FMA+add: "
                               "hpcprobe measured 48 DP FLOP/cycle, the pipes' rate, on an "
                               "EPYC family 26 model 2")},
