@@ -147,13 +147,16 @@ def test_an_overdue_job_prints_its_stacks_and_carries_on(slurm, tmp_path):
 
 
 def test_a_rank_that_dies_ends_the_srun_launch_instead_of_hanging_it(slurm, tmp_path):
-    """hpcprobe's srun launch on two nodes, rank 0 killed by SIGSEGV at once while rank 1
-    would wait 300 s (as the ranks of an MPI job wait in their next collective for a dead
-    one): the step ends with the signal named, and rank 1 is stopped with it."""
+    """hpcprobe's srun launch on two nodes, rank 0 killed by SIGSEGV once rank 1 has started
+    and waits 300 s (as the ranks of an MPI job wait in their next collective for a dead one):
+    the step ends with the signal named, and rank 1 is stopped with it. (Rank 0 dying before
+    rank 1 started left it running once in a full suite here: the kill raced its launch.)"""
     from hpcprobe.mpi import launchers
 
-    ranks = tmp_path / "ranks.sh"
-    ranks.write_text('#!/bin/sh\nif [ "$SLURM_PROCID" = 0 ]; then kill -SEGV $$; fi\n'
+    ranks, started = tmp_path / "ranks.sh", tmp_path / "rank1-started"
+    ranks.write_text(f'#!/bin/sh\nif [ "$SLURM_PROCID" = 0 ]; then\n'
+                     f'  i=0; while [ ! -e {started} ] && [ $i -lt 600 ]; do sleep 0.1; '
+                     f'i=$((i + 1)); done\n  kill -SEGV $$\nfi\ntouch {started}\n'
                      "exec sleep 300\n")
     ranks.chmod(0o755)
     launch = launchers.LAUNCHERS["srun"].build(
@@ -161,6 +164,7 @@ def test_a_rank_that_dies_ends_the_srun_launch_instead_of_hanging_it(slurm, tmp_
     r = subprocess.run([*slurm.prefix, *launch.argv], capture_output=True, text=True,
                        timeout=120, env={**slurm._env, **launch.env})
     assert r.returncode != 0 and "Segmentation fault" in r.stderr, r.stderr
+    assert started.exists()  # rank 1 had started: srun stopped it
 
 
 @pytest.mark.skipif(shutil.which("lmp") is None, reason="LAMMPS not installed (make system-deps)")
