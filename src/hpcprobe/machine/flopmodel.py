@@ -7,9 +7,8 @@ chains per iteration needs at least max((f+m)/F, (f+m+a)/(F+A)) cycles per itera
 multiplies go to FMA pipes, adds to any FP pipe); that gives its FLOPs per cycle. Each row
 cites its pipes and, for each width where FMAs mix with adds, a source that the pipes alone bind
 the mix; a mix without one has no table figure (the model is then the measured single-core
-rate). Figures: the vendors' optimisation manuals (Intel
-248966; AMD 55723, 56305, 56665, 57647, 58455), vfpbench measurements; docs/methods.md lists
-them."""
+rate). Figures: the vendors' optimisation manuals (Intel 248966; AMD 55723, 56305, 56665,
+57647, 58455), vfpbench measurements; docs/methods.md lists them."""
 
 from __future__ import annotations
 
@@ -137,7 +136,7 @@ _VFPBENCH_ZEN3 = ("vfpbench on a Ryzen 5 5560U (wlog.flatlib.jp, 2024-01-13): 25
                   "FMA+add 3.0 and mul+add 4.0 instructions/cycle")
 #: Scalar multiplies + adds on Zen: 2 FMUL/FMA pipes and 2 FADD pipes, all four at once
 _ZEN_MUL_ADD = Mix("AMD software optimization guides (55723, 56305, 56665, 57647, "
-                         "58455) §2.11: FMUL on pipes 0-1, FADD on 2-3; " + _VFPBENCH_ZEN3)
+                   "58455) §2.11: FMUL on pipes 0-1, FADD on 2-3; " + _VFPBENCH_ZEN3)
 #: A 256-bit FMA+add mix where no published figure exists: the model is the measured rate
 _NO_SOURCE = Mix("")
 #: Order matters: the first row that matches wins (SKU splits before their family).
@@ -171,7 +170,7 @@ MICROARCHS: tuple[Microarch, ...] = (
               "Intel 248966, Golden Cove: FMA on ports 0 and 1 (0+1 and 5 at 512 bits), FADD "
               "on ports 1 and 5 up to 256 bits",
               {w: Mix("Intel 248966, Golden Cove: three FP ports (FMA 0, 1; FADD 1, 5) "
-                            "up to 256 bits, the FMA ports at 512") for w in (64, 256, 512)},
+                      "up to 256 bits, the FMA ports at 512") for w in (64, 256, 512)},
               signature=frozenset({"amx_tile"})),
     Microarch("Zen/Zen+", AMD, 0x17, _r((0x00, 0x2F)), {64: (2, 2), 256: (1, 1)},
               "AMD 55723 §2.11: FP pipes 0-1 FMA/FMUL, 2-3 FADD, 128 bits wide (a 256-bit "
@@ -193,7 +192,7 @@ MICROARCHS: tuple[Microarch, ...] = (
               "instruction takes a pipe for two passes",
               {64: _ZEN_MUL_ADD, 256: _NO_SOURCE,
                512: Mix("AMD 57647 §2.11: one 512-bit FMA and one 512-bit FADD per cycle "
-                              "(each two passes of a 256-bit pipe)")},
+                        "(each two passes of a 256-bit pipe)")},
               signature=frozenset({"avx512f"})),
     # Zen 5 mobile (Strix) keeps Zen 4's two-pass 512-bit execution; server and desktop do not
     Microarch("Zen 5 (mobile)", AMD, 0x1A, _r((0x20, 0x2F), (0x60, 0x7F)),
@@ -205,9 +204,9 @@ MICROARCHS: tuple[Microarch, ...] = (
               "AMD 58455 §2.11: FP pipes 0-1 FMA/FMUL, 2-3 FADD, 512 bits wide",
               {64: _ZEN_MUL_ADD, 256: _NO_SOURCE,
                512: Mix("vfpbench on a Ryzen 7 9700X (wlog.flatlib.jp): 512-bit mul+add "
-                              "4 instructions/cycle, the four pipes at once; FMA+add: "
-                              "hpcprobe measured 48 DP FLOP/cycle, the pipes' rate, on an "
-                              "EPYC family 26 model 2")},
+                        "4 instructions/cycle, the four pipes at once; FMA+add: "
+                        "hpcprobe measured 48 DP FLOP/cycle, the pipes' rate, on an "
+                        "EPYC family 26 model 2")},
               signature=frozenset({"avx512f", "avx512_vp2intersect"})),
 )
 
