@@ -5,17 +5,17 @@ again from every metric (each figure's label and summary) took most of its time.
 1,000-node campaign's 176,000 figures: made in 1.0-1.2 s here, read back in 0.07-0.19 s; 3.8 MB
 kept.
 
-A run's figures are kept as its values, packed (the medians and CI ends: exactly the floats
-made), and the key of its labels, units and directions, kept once for every run that has the
-same list (a fleet's nodes repeat one or a few). They are read back only where they were made
-as they would be made now: by this format of `peers.label` and `peers.figure`, this hpcprobe's
-version and the same params left out of the joins (`digest`); else they are made again."""
+A run's figures are kept as its values, packed as the store packs samples (the medians and CI
+ends: exactly the floats made), and the key of its labels, units and directions, kept once for
+every run that has the same list (a fleet's nodes repeat one or a few). They are read back only
+where they were made as they would be made now: by this format of `peers.label` and
+`peers.figure`, this hpcprobe's version and the same params left out of the joins (`digest`);
+else they are made again."""
 
 from __future__ import annotations
 
 import json
 import sys
-from array import array
 from collections.abc import Iterable, Mapping
 from itertools import chain
 from typing import TYPE_CHECKING
@@ -48,22 +48,25 @@ def digest(ignore: NotJoined) -> str:
 
 
 def _packed(values: Iterable[float]) -> str:
+    """The doubles as the store packs a metric's samples (`sql.pack`), in base64 text."""
     import base64
 
-    a = array("d", values)
-    if sys.byteorder != "little":  # kept little-endian, whichever machine reads them
-        a.byteswap()
-    return base64.b64encode(a.tobytes()).decode("ascii")
+    from hpcprobe.results.sql import pack
+
+    return base64.b64encode(pack(list(values))).decode("ascii")
 
 
-def _unpacked(text: str) -> array[float]:
+def _unpacked(text: str) -> list[float]:
+    """`_packed`'s doubles; ValueError where the text is not base64 of whole doubles."""
     import base64
+    import struct
 
-    a = array("d")
-    a.frombytes(base64.b64decode(text))
-    if sys.byteorder != "little":
-        a.byteswap()
-    return a
+    from hpcprobe.results.sql import unpack
+
+    try:
+        return unpack(base64.b64decode(text))
+    except struct.error as exc:
+        raise ValueError(str(exc)) from None
 
 
 def _names(text: str) -> list[tuple[str, str, str]] | None:
