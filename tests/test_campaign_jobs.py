@@ -140,6 +140,25 @@ def test_a_failed_or_refused_pair_costs_itself_alone(tmp_path):
     assert len(got) == 2 * (6 - 2) and bad not in measured and refused not in measured
 
 
+def test_a_pair_that_failed_is_said_in_the_verdict_not_left_out(tmp_path):
+    """A pass's pairs that gave no figure are recorded with the campaign run and are the
+    verdict's links not measured (flagged), as the links job's failure is: the report never
+    judges five of six links as if they were all."""
+    rounds = pairs_of(4)
+    bad = rounds[0][0]
+    plan = Plan("t", ["n1", "n2", "n3", "n4"], tmp_path, ["iperf3"], [], poll_s=0.0,
+                pairs={"iperf3": "--iperf-peer"})
+    with Store.open(tmp_path / "r.sqlite") as st:
+        c = Campaign(StandIn(fail={bad}), st, plan, Quiet())
+        for d in ("jobs", "nodes"):
+            (tmp_path / d).mkdir()
+        c._pass("campaign", [], rounds)
+        v = c.verdict()
+    [said] = v.link_errors
+    assert f"(campaign): iperf3 {bad[0]} -> {bad[1]}: its job" in said and v.flagged
+    assert len(v.links["iperf3.throughput"]) == 2 * (6 - 1)
+
+
 def test_pairs_of_a_random_schedule_keep_their_rounds_disjoint(tmp_path):
     """A fleet past the all-pairs size: the ring and random matchings, 5 at a time."""
     rounds = [[(f"n{a + 1}", f"n{b + 1}") for a, b in r]

@@ -276,8 +276,9 @@ def test_iperf3_between_pairs_starts_its_server_on_the_peer_and_judges_links(clu
     assert r.returncode in (0, 1), r.stdout[-3000:] + r.stderr
     [name] = [k for k in doc["links"] if k.startswith("iperf3.throughput")]
     pairs = {(x["a"], x["b"]): x["median"] for x in doc["links"][name]}
-    assert len(pairs) == 6 and min(pairs.values()) > 0.05, pairs  # Gbit/s through veth
-    assert doc["link_errors"] == [] and doc["failed"] == {}
+    said = (pairs, doc["link_errors"], doc["failed"], r.stdout[-3000:], r.stderr[-3000:])
+    assert len(pairs) == 6 and min(pairs.values()) > 0.05, said  # Gbit/s through veth
+    assert doc["link_errors"] == [] and doc["failed"] == {}, said
     with Store.open(tmp_path / "r.sqlite") as st:
         runs = [x for x in st.load_all(Selection(tag="iperf")) if "iperf3" in x.benchmarks]
     # the campaign's pass measured every pair; a pair that noise flagged is measured again in

@@ -144,6 +144,32 @@ def test_iperf3_json_gives_throughput_and_retransmits_or_its_error():
         iperf3.parse(json.loads((TOOLS / "iperf3-refused.json").read_text()))
 
 
+def test_iperf3_asks_again_while_the_server_it_started_starts_or_ends_a_test(tmp_path):
+    """The server hpcprobe started refuses the client while it starts and says it is busy
+    while it ends the repetition before (iperf3 runs one test at a time): both are asked again
+    until START_S; a user's server (--iperf-server) is asked once."""
+    said = tmp_path / "said"
+    exe = tmp_path / "iperf3"
+    recorded = TOOLS / "iperf3-client.json"
+    exe.write_text(f"""#!/bin/sh
+n=$(cat {said} 2>/dev/null || echo 0); echo $((n + 1)) > {said}
+case $n in
+0) cat {TOOLS / "iperf3-refused.json"};;
+1) echo '{{"error": "the server is busy running a test. try again later"}}';;
+*) cat {recorded};;
+esac
+""")
+    exe.chmod(0o755)
+    got = iperf3.once(str(exe), iperf3.IperfOptions(time_s=1), None, "127.0.0.1", 1, 30.0)
+    assert said.read_text().strip() == "3" and got == iperf3.parse(json.loads(
+        recorded.read_text()))
+    said.unlink()
+    with pytest.raises(MeasurementError, match="unable to connect"):
+        iperf3.once(str(exe), iperf3.IperfOptions(time_s=1, server="127.0.0.1:1"), None,
+                    "127.0.0.1", 1, 30.0)
+    assert said.read_text().strip() == "1"
+
+
 def test_a_figure_of_zero_is_shown_with_its_ci_in_its_own_unit():
     """No datagram lost, no retransmits: a median of 0 has no relative CI."""
     from hpcprobe.results.model import Metric

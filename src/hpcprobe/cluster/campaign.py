@@ -302,10 +302,12 @@ class Campaign:
                 link_error = str(exc)
             if link_error:
                 errors.append(f"links: {link_error}")
+        pairs_failed: list[str] = []
         for family, flag in self.plan.pairs.items():
-            metrics += self.pair_pass(family, flag, rounds, errors)
-        self._save_campaign(role, nodes, done, failed, metrics, errors, link_error,
-                            time.monotonic() - start)
+            metrics += self.pair_pass(family, flag, rounds, pairs_failed)
+        self._save_campaign(role, nodes, done, failed, metrics, errors + pairs_failed,
+                            link_error, time.monotonic() - start,
+                            Campaigned(pairs_failed=pairs_failed))
         return done
 
     # -- node probes
@@ -497,7 +499,7 @@ class Campaign:
         """The family on each pair of the schedule as a two-node job (run on the first node,
         the peer named by its flag); a round's pairs (disjoint) at once, `link_parallel` at
         most, as the links job measures them. Its figures between the two (from/to), judged
-        as links."""
+        as links; a pair that gave none, with why, added to `errors`."""
         p = self.plan
         out: list[Metric] = []
         total = sum(len(r) for r in rounds)
@@ -567,7 +569,7 @@ class Campaign:
             run = why or self._read(spec.output)
             if isinstance(run, str):
                 self._save_campaign("scaling", hosts, [], {}, [], [run], None,
-                                    time.monotonic() - start, scaled=info)
+                                    time.monotonic() - start, info)
             else:
                 CAMPAIGN.put(run.provenance, info)
                 run.host = hosts[0]
@@ -626,7 +628,9 @@ class Campaign:
     def _save_campaign(self, role: str, nodes: list[str], done: list[str],
                        failed: dict[str, str], metrics: list[Metric], errors: list[str],
                        link_error: str | None, duration: float,
-                       scaled: Campaigned | None = None) -> None:
+                       part: Campaigned | None = None) -> None:
+        """A pass's campaign run; `part`: what the pass records beyond what every pass does
+        (a scaling run's family and count, the pairs that failed)."""
         p = self.plan
         mpi = self.mpi
         prov: dict[str, Any] = {
@@ -638,7 +642,7 @@ class Campaign:
         if mpi is not None:
             params.MPI.put(prov, params.MpiUsed.of(mpi))
         CAMPAIGN.put(prov, replace(
-            scaled or Campaigned(), role=role,
+            part or Campaigned(), role=role,
             nodes=p.nodes if role == "campaign" else nodes, measured=nodes, done=done,
             failed=failed, link_error=link_error, scheduler=self.sched.name,
             probe=p.probe + p.probe_args, workdir=str(p.workdir),

@@ -50,7 +50,8 @@ else:  # imported where first used, not at start-up
 class Campaigned:
     """What a campaign's driver records with each run it stores (its provenance part
     `cluster`): a pass's role ("campaign", "remeasure", "links"), its nodes, those measured,
-    done and failed (node -> why), why the links were not measured, the scheduler, the node
+    done and failed (node -> why), why the links were not measured and the pairs whose
+    family (`--pairs`) gave no figure (with why), the scheduler, the node
     probe, the work directory and the thresholds it judged with; a run across nodes (role
     "scaling") its family, node count and the figures the family's `Scaling` declares."""
 
@@ -60,6 +61,7 @@ class Campaigned:
     done: list[str] = field(default_factory=list)
     failed: dict[str, str] = field(default_factory=dict)
     link_error: str | None = None
+    pairs_failed: list[str] = field(default_factory=list)  # "family a -> b: why"
     scheduler: str | None = None
     probe: list[str] = field(default_factory=list)
     workdir: str | None = None
@@ -737,8 +739,8 @@ def analyse(runs: list[Run], campaign: str, th: Thresholds | None = None,
         info = CAMPAIGN.of(run.provenance) or Campaigned()
         nodes.update(dict.fromkeys(info.nodes))
         failed.update(info.failed)
-        if info.link_error:
-            link_errors.append(f"{run.created} ({info.role}): {info.link_error}")
+        link_errors += [f"{run.created} ({info.role}): {e}"
+                        for e in ([info.link_error] if info.link_error else []) + info.pairs_failed]
         for n in info.done:
             failed.pop(n, None)
     measured = {r.host for r in node_runs}

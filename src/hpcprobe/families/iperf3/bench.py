@@ -164,7 +164,9 @@ def once(exe: str, o: IperfOptions, ctx: RunContext, host: str, port: int, timeo
             doc = json.loads(text)
         except ValueError:
             raise MeasurementError(f"iperf3: {ran.failure()}") from None
-        starting = "unable to connect" in str(doc.get("error", ""))
+        # refused while it starts; busy while it ends the repetition before (one test at a time)
+        error = str(doc.get("error", ""))
+        starting = "unable to connect" in error or "server is busy" in error
         if not starting or time.monotonic() > deadline:
             return parse(doc)
         time.sleep(0.2)
