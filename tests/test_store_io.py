@@ -13,6 +13,7 @@ import signal
 import sys
 import time
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -215,8 +216,9 @@ def test_forty_judged_writers_on_an_empty_store_lose_no_run(backend, tmp_path, r
             assert len(st.runs()) == 40
 
 
-def _slow_writer(db: str) -> None:
+def _slow_writer(db: str, opened: str) -> None:
     with Store.open(db) as st:
+        Path(opened).touch()
         st.save(copy_of(7, metrics=3000))
 
 
@@ -231,13 +233,17 @@ def _writing(db: str) -> bool:
                                  "NOT NULL AND datname = current_database()").fetchone()[0])
 
 
-def test_a_writer_killed_mid_run_leaves_no_partial_run(db):
-    Store.open(db).close()
+def test_a_writer_killed_mid_run_leaves_no_partial_run(db, tmp_path):
+    # the writer makes the store, then says so, then stores a run: its transaction is the
+    # run's, not the store's creation (a fresh store that holds no run is removed on close,
+    # so the store made here before would not be there for it)
+    opened = tmp_path / "opened"
     ctx = multiprocessing.get_context("fork")
-    p = ctx.Process(target=_slow_writer, args=(db,))
+    p = ctx.Process(target=_slow_writer, args=(db, str(opened)))
     p.start()
     deadline = time.monotonic() + 60
-    while not _writing(db) and p.is_alive() and time.monotonic() < deadline:
+    while not (opened.exists() and _writing(db)) and p.is_alive() and \
+            time.monotonic() < deadline:
         time.sleep(0.01)
     assert p.is_alive(), "the writer ended before its transaction was seen"
     time.sleep(0.05)  # some rows in

@@ -61,7 +61,7 @@ class Metric:
         a 1,000-node campaign's peak 822 MiB here, 715 interned)."""
         return cls(intern(d["benchmark"]), intern(d["name"]), intern(d["unit"]),
                    {k: intern(v) if type(v) is str else v for k, v in d["params"].items()},
-                   [float(x) for x in d["samples"]], intern(d.get("better", "higher")))
+                   list(map(float, d["samples"])), intern(d.get("better", "higher")))
 
 
 #: What a stored run is: one invocation on one host (its topology measured), or a campaign
@@ -174,10 +174,11 @@ def _check_values(doc: dict[str, Any], source: str) -> None:
         raise UserError(f"{source}: not an hpcprobe result at created: {doc['created']!r} is not "
                         "a UTC date-time such as 2026-11-01T10:00:00+00:00")
     for i, m in enumerate(doc["metrics"]):
-        for j, x in enumerate(m["samples"]):
-            if not math.isfinite(x):
-                raise UserError(f"{source}: not an hpcprobe result at metrics/{i}/samples/{j}: "
-                                f"{x} is not a finite number")
+        if all(map(math.isfinite, m["samples"])):  # each sample looked at in C, not in Python
+            continue
+        j, x = next((j, x) for j, x in enumerate(m["samples"]) if not math.isfinite(x))
+        raise UserError(f"{source}: not an hpcprobe result at metrics/{i}/samples/{j}: "
+                        f"{x} is not a finite number")
 
 
 def _fast_accepts(doc: Any) -> bool:
