@@ -10,8 +10,10 @@ from their metrics: a campaign whose driver did not keep them, such as one impor
 terminal blocks, the JSON document and the HTML page with its figures (heat map, link matrices,
 scaling curve); then `hpcprobe cluster report CAMPAIGN -o report.html` itself, start (imports)
 to end, twice: the first report of the store builds the kept series of its nodes' history
-(once for a store: later campaigns extend them), the second is a campaign's report. Goal
-of issues 13 and 64: that report <= 5 s at 1,000 nodes.
+(once for a store: later campaigns extend them), the second is a campaign's report; then a
+week later's campaign of the same nodes is stored and its first report timed (each node's
+kept series extended by one run). Goal of issues 13 and 64: those two reports <= 5 s at
+1,000 nodes.
 It checks that the injected faults, and nothing else, are found.
 
 Usage: benchmarks/cluster_scale.py [--nodes 1000] [--pg URL] [--keep FILE]
@@ -28,6 +30,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -105,18 +108,33 @@ def main() -> int:
             t_cli, rc = timed(what, lambda: subprocess.run(
                 cli, stdout=subprocess.DEVNULL).returncode, n=1)
             assert rc == 1, f"{' '.join(cli)}: exit status {rc}, not 1 (flagged)"
+        # a week later, the next campaign of the same nodes: its first report extends each
+        # node's kept series by a run and searches them again
+        _, runs2 = clusterdata.campaign(n, slow_nodes=slow, slow_endpoints=endpoints, seed=8,
+                                        tag="scale2")
+        runs2 = [replace(r, created=r.created.replace("2026-01-01", "2026-01-08"))
+                 for r in runs2]
+        with Store.open(location) as st:
+            st.save_all(runs2)
+            KeptFigures(st, ignore).keep({r.run_id: peers.figures(r.metrics, ignore)
+                                          for r in runs2 if r.kind == "node"})
+        cli[cli.index("scale")] = "scale2"
+        t_next, rc = timed("the next campaign's first report", lambda: subprocess.run(
+            cli, stdout=subprocess.DEVNULL).returncode, n=1)
+        assert rc == 1, f"{' '.join(cli)}: exit status {rc}, not 1 (flagged)"
     total = t_load + t_verdict + t_blocks + t_json + t_html
     found = sorted((f.kind, f.item) for f in v.findings)  # type: ignore[attr-defined]
     want = sorted([("slow node", h) for h in slow] + [("slow network endpoint", h)
                                                       for h in endpoints]
                   + [("slow link", f"{bad[0]} - {bad[1]}")])
     print(f"  {'sum of the parts':<34} {total:7.3f} s")
-    print(f"  goal: `hpcprobe cluster report -o` <= 5 s, once its history is kept: {t_cli:.3f} s")
+    print(f"  goal: `hpcprobe cluster report -o` <= 5 s, once its history is kept: {t_cli:.3f} s;"
+          f" the next campaign's first: {t_next:.3f} s")
     print(f"  HTML page: {len(str(page)) / 1e6:.1f} MB; found {found}")
     if found != want:
         print(f"  MISSED: expected {want}")
         return 1
-    return 0 if t_cli <= 5 else 1
+    return 0 if max(t_cli, t_next) <= 5 else 1
 
 
 def _terminal(v: object, drain: Callable[[str, str], list[str]]) -> object:
