@@ -22,7 +22,7 @@ from hpcprobe.common import jsondoc
 from hpcprobe.judge.peers import Thresholds
 from hpcprobe.measure.family import Scaling
 from hpcprobe.results.model import HEALTH, Metric, read_json
-from hpcprobe.results.store import Store
+from hpcprobe.results.store import Selection, Store
 
 
 def kinds(v: verdict.FleetVerdict) -> list[tuple[str, str]]:
@@ -513,6 +513,33 @@ def test_cluster_report_judges_each_node_against_its_own_previous_runs(tmp_path,
     out = " ".join(capsys.readouterr().out.split())
     assert "Nodes against their own previous runs: 1 of 6 below, 1 without a reference" in out
     assert "n5 DRAM triad, 1 core -" in out
+
+
+def test_a_fleets_verdicts_at_once_are_each_nodes_own(tmp_path):
+    """`Against.verdicts` reads every node's previous runs at once; each verdict is the one
+    `verdict` makes for the node alone (no history asked): against its own previous runs,
+    none for a node without any, and an empty one for the campaign's own run."""
+    from hpcprobe import registry
+
+    db = tmp_path / "r.sqlite"
+    with Store.open(db) as st:
+        for seed, (tag, n, slow, day) in enumerate((
+                ("c0", 4, {}, "2025-12-01"), ("cb", 4, {}, "2025-12-08"),
+                ("cc", 4, {}, "2025-12-15"), ("c1", 5, {"n2": 0.8}, "2026-01-01"))):
+            _, runs = clusterdata.campaign(n, slow_nodes=slow, tag=tag, seed=n + seed)
+            st.save_all([replace(r, created=r.created.replace("2026-01-01", day))
+                         for r in runs])
+        latest = st.load_all(Selection(tag="c1"))
+        against = registry.against(None)
+        judged = against.verdicts(latest, st)
+        assert judged.keys() == {r.run_id for r in latest}
+        for r in latest:
+            assert judged[r.run_id] == against.verdict(r, st, recent=False)
+    by_host = {r.host: judged[r.run_id] for r in latest if r.kind == "node"}
+    assert by_host["n5"].reference is None and all(
+        by_host[h].reference is not None and "3 previous" in by_host[h].reference.source
+        for h in ("n1", "n2", "n3", "n4"))
+    assert by_host["n2"].marked("below") and not by_host["n1"].marked("below")
 
 
 def test_cluster_report_names_a_node_that_drifted_from_its_own_past_inside_the_fleet(

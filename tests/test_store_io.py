@@ -65,6 +65,22 @@ def test_import_is_idempotent_and_all_or_nothing(db, tmp_path):
         assert sorted(i.run_id for i in st.runs()) == ["000000000001", "000000000002"]
 
 
+def test_runs_loaded_by_id_are_whole_and_those_not_stored_left_out(db, monkeypatch):
+    """`load_ids`: many runs by id in a few queries (here two at a time), each as `load`
+    reads it; an id no run has is not in the answer."""
+    from hpcprobe.results.sql import SqlStore
+
+    monkeypatch.setattr(SqlStore, "CHUNK", 2)
+    with Store.open(db) as st:
+        st.save_all([copy_of(i, host=f"n{i}", metrics=2) for i in range(5)])
+        got = st.load_ids([f"{i:012x}" for i in (4, 0, 2, 9)])
+        assert sorted(got) == [f"{i:012x}" for i in (0, 2, 4)]
+        for run_id, run in got.items():
+            assert run.to_dict() == st.load(run_id).to_dict() and len(run.metrics) == \
+                2 * len(BASE.metrics)
+        assert st.load_ids([]) == {}
+
+
 def test_an_interrupted_run_is_listed_as_such(db):
     cut = copy_of(2)
     cut.provenance = {**cut.provenance, "interrupted": {"benchmark": "hpl", "not_run": []}}

@@ -431,7 +431,9 @@ def cmd_report(a: argparse.Namespace) -> int:
         newest = _newest(runs)
         # each node against its reference; its history's change points found for all the
         # nodes at once (one query a figure), those of the nodes its peers did not flag
-        nodes = {r.host: against.verdict(r, store, recent=False) for r in newest}
+        with bulk():  # their previous runs read and dropped before the collector walks them
+            judged = against.verdicts(newest, store)
+        nodes = {r.host: judged[r.run_id] for r in newest}
         flagged = {n for f in v.findings for n in f.nodes}
         drift, moved = read.campaign(store, newest, set(v.measured) - flagged,
                                      registry.declared())

@@ -54,8 +54,8 @@ def _openmetrics(st: Store, a: argparse.Namespace) -> str:
             newest[(info.host, info.profile)] = run
     if not newest:
         raise UserError("no node run selected: nothing to export")
-    reg = prometheus.registry([(r, against.verdict(r, st, recent=False))
-                               for r in newest.values()])
+    judged = against.verdicts(list(newest.values()), st)  # their previous runs read at once
+    reg = prometheus.registry([(r, judged[r.run_id]) for r in newest.values()])
     return prometheus.openmetrics(reg).decode()
 
 

@@ -5,6 +5,7 @@ recent change points of the host's history beside the verdict. The families' dec
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from hpcprobe.analysis import reference
@@ -45,18 +46,28 @@ class Against:
         """The run's verdict against the file's reference for its hardware, else against
         the host's previous runs in `store` (none: its ceilings only); with a store and
         `recent`, the recent change points of the host's history too."""
-        if run.kind != "node":
-            return Verdict([], None)
-        labels, pickers = self.known.labels, self.known.pickers
-        ref: Reference | None
-        if self.path is not None:
-            ref = reference.for_run(self.groups, run, labels, self.path)
-        else:
-            ref = None if store is None else reference.previous(store, run, pickers, labels)
-        judged = run_judge.verdict(run, pickers, ref, self.known.bounds)
-        if store is None or not recent:
+        judged = self.verdicts([run], store)[run.run_id]
+        if run.kind != "node" or store is None or not recent:
             return judged
         from hpcprobe.history import read  # a history is read here, not at start-up
 
         return replace(judged, history=read.recent(store, run, [r.headline for r in judged.rows],
                                                    self.known))
+
+    def verdicts(self, runs: Sequence[Run], store: Store | None) -> dict[str, Verdict]:
+        """Each run's verdict by its id, as `verdict` makes it without the recent history; the
+        previous runs of them all read at once (a campaign's nodes)."""
+        known = self.known
+        nodes = [r for r in runs if r.kind == "node"]
+        refs: Mapping[str, Reference | None]
+        if self.path is not None:
+            refs = {r.run_id: reference.for_run(self.groups, r, known.labels, self.path)
+                    for r in nodes}
+        elif store is None:
+            refs = {}
+        else:
+            refs = reference.previous_all(store, nodes, known.pickers, known.labels)
+        out = {r.run_id: Verdict([], None) for r in runs}
+        out.update((r.run_id, run_judge.verdict(r, known.pickers, refs.get(r.run_id),
+                                                known.bounds)) for r in nodes)
+        return out

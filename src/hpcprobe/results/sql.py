@@ -650,6 +650,14 @@ class SqlStore(Store):
         clause, params = self._where(where)
         return self._assemble(clause, params)
 
+    def load_ids(self, run_ids: list[str]) -> dict[str, Run]:
+        out: dict[str, Run] = {}
+        for i in range(0, len(run_ids), self.CHUNK):  # a stored run never changes: no snapshot
+            part = run_ids[i:i + self.CHUNK]
+            out.update((r.run_id, r) for r in self._assemble(
+                f" WHERE r.run_id IN ({','.join('?' * len(part))})", part))
+        return out
+
     #: A run's row without its metrics, as _run reads it
     RUN_COLUMNS = ("r.run_id, r.created, r.host, r.tag, r.profile, r.benchmarks, r.duration_s, "
                    "r.provenance, r.topology, r.findings, r.warnings, r.errors, r.kind")

@@ -245,6 +245,11 @@ class Store(ABC):
         """Every selected run whole, oldest first, in a few queries whatever their number (a
         campaign of a thousand nodes)."""
 
+    @abstractmethod
+    def load_ids(self, run_ids: list[str]) -> dict[str, Run]:
+        """These runs whole (those stored), by id, in a few queries whatever their number (the
+        previous runs of a campaign's thousand nodes)."""
+
 
 #: The registered backends by URL scheme; each backend module registers itself with
 #: @backend, and results/__init__.py imports every backend module (one line per backend).
