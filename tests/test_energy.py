@@ -258,16 +258,18 @@ def test_an_application_has_each_repetitions_power_joules_and_rate_per_watt(tiny
     monkeypatch.setattr(energy, "_uj", lambda d: int(
         (90.0 if d.name == "package-0" else 40.0) * 1e6 * (time.perf_counter() - t0))
         % d.range_uj)
-    opts = bench.AppOptions(name="calc", argv=("sh", "-c", "echo value = 45"),
+    # each repetition long enough (0.3 s) that a busy machine's scheduling, a few ms
+    # between the counters' reading and its time, stays inside the 2 % asked
+    opts = bench.AppOptions(name="calc", argv=("sh", "-c", "sleep 0.3; echo value = 45"),
                             fom=re.compile(r"value = ([0-9.]+)"), unit="ops/s", repeat=3)
     run = registry.execute(tiny, profiles.get("quick"), ["app"], "scalar", {"app": opts},
                            NoProgress())
     [power], [joules] = run.select("app", "power"), run.select("app", "energy")
     [per] = run.select("app", "app:calc_per_watt")
     assert len(power.samples) == len(joules.samples) == len(per.samples) == 3
-    assert power.samples == pytest.approx([90.0] * 3, rel=0.01)
+    assert power.samples == pytest.approx([90.0] * 3, rel=0.02)
     assert power.params["app"] == "calc" and power.params["domains"] == "package-0"
-    assert per.unit == "ops/s/W" and per.samples == pytest.approx([0.5] * 3, rel=0.01)
+    assert per.unit == "ops/s/W" and per.samples == pytest.approx([0.5] * 3, rel=0.02)
     assert joules.unit == "J" and all(j > 0 for j in joules.samples)
     assert [h.key for h in views.headlines(run)] == ["app:calc"]
     assert bench.work_rate(run.metrics) == ([45.0] * 3, "ops/s")

@@ -51,9 +51,9 @@ class Campaigned:
     """What a campaign's driver records with each run it stores (its provenance part
     `cluster`): a pass's role ("campaign", "remeasure", "links"), its nodes, those measured,
     done and failed (node -> why), why the links were not measured and the pairs whose
-    family (`--pairs`) gave no figure (with why), the scheduler, the node
-    probe, the work directory and the thresholds it judged with; a run across nodes (role
-    "scaling") its family, node count and the figures the family's `Scaling` declares."""
+    family (`--pairs`) gave no figure (with why), the scheduler, the node probe, the work
+    directory and the thresholds it judged with; a run across nodes (role "scaling") its
+    family, node count and the figures the family's `Scaling` declares."""
 
     role: str | None = None
     nodes: list[str] = field(default_factory=list)

@@ -167,22 +167,28 @@ class Meter:
 
     def _poll(self) -> None:
         with self._lock:
-            for d in self.domains:
-                now = _uj(d)
-                if now is None:
-                    continue
-                self._all[d.name] = self._all.get(d.name, 0) + (
-                    advance(self._last[d.name], now, d.range_uj) if d.name in self._last else 0)
-                self._last[d.name] = now
+            self._read()
+
+    def _read(self) -> None:
+        """Every domain's counter added to its count (the caller holds the lock)."""
+        for d in self.domains:
+            now = _uj(d)
+            if now is None:
+                continue
+            self._all[d.name] = self._all.get(d.name, 0) + (
+                advance(self._last[d.name], now, d.range_uj) if d.name in self._last else 0)
+            self._last[d.name] = now
 
     def mark(self) -> Mark | None:
         """Where the counters stand now (a time and the micro-joules since the start), for
-        `since`; None where nothing is measured."""
+        `since`; None where nothing is measured. Its time is the middle of the readings (a
+        process put off the CPU just before or after them moves it by half that, at most)."""
         if not self.domains or self._thread is None:
             return None
-        self._poll()
         with self._lock:
-            return time.perf_counter(), dict(self._all)
+            before = time.perf_counter()
+            self._read()
+            return (before + time.perf_counter()) / 2, dict(self._all)
 
     def since(self, mark: Mark | None) -> Window | None:
         """The energy from `mark` to now, per domain read both times (None without a mark)."""

@@ -652,7 +652,7 @@ class SqlStore(Store):
 
     def load_ids(self, run_ids: list[str]) -> dict[str, Run]:
         out: dict[str, Run] = {}
-        for i in range(0, len(run_ids), self.CHUNK):  # a stored run never changes: no snapshot
+        for i in range(0, len(run_ids), self.CHUNK):  # a snapshot each: stored runs never change
             part = run_ids[i:i + self.CHUNK]
             out.update((r.run_id, r) for r in self._assemble(
                 f" WHERE r.run_id IN ({','.join('?' * len(part))})", part))
