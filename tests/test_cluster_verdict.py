@@ -496,17 +496,23 @@ def test_cluster_report_against_a_reference_names_the_nodes_below_it(stored, tmp
     assert "n5: Verdict: BELOW the reference" in out and "n4: Verdict: nothing below" in out
 
 
+def _weekly(db, n: int, slow: str) -> None:
+    """Three weekly campaigns of n nodes, then one of n + 1 (campaign c1) where `slow` is 20 %
+    slower."""
+    with Store.open(db) as st:
+        for seed, (tag, k, slowed, day) in enumerate((
+                ("c0", n, {}, "2025-12-01"), ("cb", n, {}, "2025-12-08"),
+                ("cc", n, {}, "2025-12-15"), ("c1", n + 1, {slow: 0.8}, "2026-01-01"))):
+            _, runs = clusterdata.campaign(k, slow_nodes=slowed, tag=tag, seed=k + seed)
+            st.save_all([replace(r, created=r.created.replace("2026-01-01", day))
+                         for r in runs])
+
+
 def test_cluster_report_judges_each_node_against_its_own_previous_runs(tmp_path, capsys):
     """Without a file, a node that fell behind its own earlier campaigns (three: fewer judge
     nothing) is named; a node without earlier runs is said to have no reference."""
     db = tmp_path / "r.sqlite"
-    with Store.open(db) as st:
-        for seed, (tag, n, slow, day) in enumerate((
-                ("c0", 5, {}, "2025-12-01"), ("cb", 5, {}, "2025-12-08"),
-                ("cc", 5, {}, "2025-12-15"), ("c1", 6, {"n5": 0.8}, "2026-01-01"))):
-            _, runs = clusterdata.campaign(n, slow_nodes=slow, tag=tag, seed=n + seed)
-            for r in runs:
-                st.save(replace(r, tag=tag, created=r.created.replace("2026-01-01", day)))
+    _weekly(db, 5, "n5")
     assert main(["cluster", "report", "c0", "--db", str(db)]) == 0
     assert "Nodes: none of the 5 has a reference" in " ".join(capsys.readouterr().out.split())
     assert main(["cluster", "report", "c1", "--db", str(db)]) == 1
@@ -522,13 +528,8 @@ def test_a_fleets_verdicts_at_once_are_each_nodes_own(tmp_path):
     from hpcprobe import registry
 
     db = tmp_path / "r.sqlite"
+    _weekly(db, 4, "n2")
     with Store.open(db) as st:
-        for seed, (tag, n, slow, day) in enumerate((
-                ("c0", 4, {}, "2025-12-01"), ("cb", 4, {}, "2025-12-08"),
-                ("cc", 4, {}, "2025-12-15"), ("c1", 5, {"n2": 0.8}, "2026-01-01"))):
-            _, runs = clusterdata.campaign(n, slow_nodes=slow, tag=tag, seed=n + seed)
-            st.save_all([replace(r, created=r.created.replace("2026-01-01", day))
-                         for r in runs])
         latest = st.load_all(Selection(tag="c1"))
         against = registry.against(None)
         judged = against.verdicts(latest, st)
