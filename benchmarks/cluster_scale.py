@@ -38,10 +38,12 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 
 import clusterdata  # noqa: E402
 from hpcprobe import registry  # noqa: E402
+from hpcprobe.analysis.compare import NotJoined  # noqa: E402
 from hpcprobe.cluster import views  # noqa: E402
 from hpcprobe.cluster.verdict import analyse  # noqa: E402
 from hpcprobe.judge import peers  # noqa: E402
 from hpcprobe.judge.kept import KeptFigures  # noqa: E402
+from hpcprobe.results.model import Run  # noqa: E402
 from hpcprobe.results.store import Selection, Store  # noqa: E402
 from hpcprobe.schedulers.slurm import Slurm  # noqa: E402
 from hpcprobe.views import html, terminal  # noqa: E402
@@ -78,11 +80,7 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         location = a.pg or a.keep or str(Path(tmp) / "scale.sqlite")
         ignore = registry.not_joined()
-        with Store.open(location) as st:
-            for r in runs:
-                st.save(r)
-            KeptFigures(st, ignore).keep({r.run_id: peers.figures(r.metrics, ignore) for r in runs
-                                          if r.kind == "node"})  # as the driver keeps them
+        _store(location, runs, ignore)
         figures = sum(len(r.metrics) for r in runs)
         samples = sum(len(m.samples) for r in runs for m in r.metrics)
         print(f"{n} nodes, {figures} figures, {samples} samples stored in "
@@ -114,10 +112,7 @@ def main() -> int:
                                         tag="scale2")
         runs2 = [replace(r, created=r.created.replace("2026-01-01", "2026-01-08"))
                  for r in runs2]
-        with Store.open(location) as st:
-            st.save_all(runs2)
-            KeptFigures(st, ignore).keep({r.run_id: peers.figures(r.metrics, ignore)
-                                          for r in runs2 if r.kind == "node"})
+        _store(location, runs2, ignore)
         cli[cli.index("scale")] = "scale2"
         t_next, rc = timed("the next campaign's first report", lambda: subprocess.run(
             cli, stdout=subprocess.DEVNULL).returncode, n=1)
@@ -135,6 +130,15 @@ def main() -> int:
         print(f"  MISSED: expected {want}")
         return 1
     return 0 if max(t_cli, t_next) <= 5 else 1
+
+
+def _store(location: str, runs: list[Run], ignore: NotJoined) -> None:
+    """The runs stored, each node run's figures kept beside it as the campaign driver keeps
+    them."""
+    with Store.open(location) as st:
+        st.save_all(runs)
+        KeptFigures(st, ignore).keep({r.run_id: peers.figures(r.metrics, ignore)
+                                      for r in runs if r.kind == "node"})
 
 
 def _terminal(v: object, drain: Callable[[str, str], list[str]]) -> object:

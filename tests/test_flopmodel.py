@@ -168,7 +168,7 @@ def test_every_row_cites_its_pipes_and_says_what_is_known_of_each_mix(arch):
     assert set(arch.mixes) == set(arch.pipes)
     for width, mix in arch.mixes.items():
         k = next(k for k in KERNELS.values() if k.width_bits == width and k.add_chains)
-        assert arch.unsourced(k) == (not mix.source)
+        assert arch.unsourced(k) == (not mix)
 
 
 def test_every_row_of_the_table_is_covered_by_a_fixture_or_a_test():

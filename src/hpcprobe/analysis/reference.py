@@ -25,7 +25,7 @@ from hpcprobe.analysis.verdict import (
 from hpcprobe.common import files
 from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.results.model import Run
-from hpcprobe.results.store import Selection, Store
+from hpcprobe.results.store import RunInfo, Selection, Store
 
 if TYPE_CHECKING:
     from hpcprobe.analysis.compare import NotJoined
@@ -329,11 +329,7 @@ def previous_all(store: Store, runs: Sequence[Run], pickers: Sequence[Picker], l
     for i in range(0, len(runs), AT_ONCE):
         part = runs[i:i + AT_ONCE]
         with store.snapshot():  # the runs listed are the runs read, whatever a writer commits
-            infos = {run.run_id: [
-                info for info in store.runs(limit=4 * limit, where=Selection(
-                    host=run.host, until=run.created))
-                if info.run_id != run.run_id and not info.interrupted
-                and info.profile == run.profile] for run in part}
+            infos = {run.run_id: _before(store, run, 4 * limit) for run in part}
             whole = store.load_ids(sorted({info.run_id for listed in infos.values()
                                            for info in listed}))
         for run in part:
@@ -346,3 +342,11 @@ def previous_all(store: Store, runs: Sequence[Run], pickers: Sequence[Picker], l
                 "hardware; --against FILE judges against a reference file)", groups[0].figures,
                 "their own previous runs", groups[0].state, min_runs=MIN_RUNS)
     return out
+
+
+def _before(store: Store, run: Run, limit: int) -> list[RunInfo]:
+    """The host's runs made before this one (up to `limit`, newest first) that could be its
+    reference: not interrupted, of its profile."""
+    return [info for info in store.runs(limit=limit, where=Selection(host=run.host,
+                                                                     until=run.created))
+            if info.run_id != run.run_id and not info.interrupted and info.profile == run.profile]

@@ -78,16 +78,6 @@ def read_cpuid(path: str = "/proc/cpuinfo") -> CpuId | None:
 
 
 @dataclass(frozen=True)
-class Mix:
-    """What a row's sources say of one kernel mix at one width: FMAs (or, in scalar code,
-    multiplies) beside FP adds."""
-
-    #: the citation that the pipes alone bind the mix; empty where the project found none, and
-    #: the model is then the measured single-core rate
-    source: str
-
-
-@dataclass(frozen=True)
 class Microarch:
     """One row of the table: which CPUs it covers and its FP pipes per vector width (64 stands
     for scalar code): width -> (FMA pipes, add-only pipes), in instructions of that width."""
@@ -98,9 +88,10 @@ class Microarch:
     models: frozenset[int]
     pipes: dict[int, tuple[int, int]]
     source: str  # where the pipes come from
-    #: per width, what is known of its kernel's mix (scalar mul+add, vector FMA+add): a
-    #: citation that the pipes alone bind it, or no source
-    mixes: dict[int, Mix]
+    #: per width, the citation that the pipes alone bind its kernel's mix (FMAs, or in scalar
+    #: code multiplies, beside FP adds); "" where the project found none, and the model is then
+    #: the measured single-core rate
+    mixes: dict[int, str]
     name_pattern: str | None = None  # a SKU split within the models (model name regex)
     lacks: frozenset[str] = frozenset()  # flags this core never has: such an ID is not trusted
     signature: frozenset[str] = frozenset()  # flags that identify it when the ID is not trusted
@@ -108,8 +99,7 @@ class Microarch:
     def unsourced(self, k: PeakKernel) -> bool:
         """Whether k mixes FMAs or multiplies with adds at a width whose mix has no source."""
         mixes = bool(k.add_chains and (k.fma_chains or k.mul_chains))
-        mix = self.mixes.get(k.width_bits)
-        return mixes and k.width_bits in self.pipes and not (mix and mix.source)
+        return mixes and k.width_bits in self.pipes and not self.mixes.get(k.width_bits)
 
     def flops_per_cycle(self, k: PeakKernel) -> float | None:
         """FLOPs per cycle per core of kernel k; None where this core has no such unit or the
@@ -129,16 +119,16 @@ def _r(*ranges: tuple[int, int]) -> frozenset[int]:
 INTEL, AMD = "GenuineIntel", "AuthenticAMD"
 _NO_512 = {64: (2, 0), 256: (2, 0)}
 #: Intel before Golden Cove: adds run on the FMA ports, so a mix is bound by those ports alone.
-_ON_FMA_PORTS = Mix("Intel 248966: FP adds execute on the FMA ports")
+_ON_FMA_PORTS = "Intel 248966: FP adds execute on the FMA ports"
 _INTEL_MIX = {64: _ON_FMA_PORTS, 256: _ON_FMA_PORTS, 512: _ON_FMA_PORTS}
 _INTEL_MIX_NO_512 = {64: _ON_FMA_PORTS, 256: _ON_FMA_PORTS}
-_VFPBENCH_ZEN3 = ("vfpbench on a Ryzen 5 5560U (wlog.flatlib.jp, 2024-01-13): 256-bit "
-                  "FMA+add 3.0 and mul+add 4.0 instructions/cycle")
+_VFPBENCH_ZEN3 = ("vfpbench on a Ryzen 5 5560U (wlog.flatlib.jp, 2024-01-13): mul+add 4.0 "
+                  "instructions/cycle")
 #: Scalar multiplies + adds on Zen: 2 FMUL/FMA pipes and 2 FADD pipes, all four at once
-_ZEN_MUL_ADD = Mix("AMD software optimization guides (55723, 56305, 56665, 57647, "
-                   "58455) §2.11: FMUL on pipes 0-1, FADD on 2-3; " + _VFPBENCH_ZEN3)
+_ZEN_MUL_ADD = ("AMD software optimization guides (55723, 56305, 56665, 57647, 58455) "
+                "§2.11: FMUL on pipes 0-1, FADD on 2-3; " + _VFPBENCH_ZEN3)
 #: A 256-bit FMA+add mix where no published figure exists: the model is the measured rate
-_NO_SOURCE = Mix("")
+_NO_SOURCE = ""
 #: Order matters: the first row that matches wins (SKU splits before their family).
 MICROARCHS: tuple[Microarch, ...] = (
     Microarch("Haswell/Broadwell", INTEL, 6, frozenset({60, 63, 69, 70, 61, 71, 79, 86}),
@@ -169,8 +159,8 @@ MICROARCHS: tuple[Microarch, ...] = (
               {64: (2, 1), 256: (2, 1), 512: (2, 0)},
               "Intel 248966, Golden Cove: FMA on ports 0 and 1 (0+1 and 5 at 512 bits), FADD "
               "on ports 1 and 5 up to 256 bits",
-              {w: Mix("Intel 248966, Golden Cove: three FP ports (FMA 0, 1; FADD 1, 5) "
-                      "up to 256 bits, the FMA ports at 512") for w in (64, 256, 512)},
+              {w: ("Intel 248966, Golden Cove: three FP ports (FMA 0, 1; FADD 1, 5) "
+                   "up to 256 bits, the FMA ports at 512") for w in (64, 256, 512)},
               signature=frozenset({"amx_tile"})),
     Microarch("Zen/Zen+", AMD, 0x17, _r((0x00, 0x2F)), {64: (2, 2), 256: (1, 1)},
               "AMD 55723 §2.11: FP pipes 0-1 FMA/FMUL, 2-3 FADD, 128 bits wide (a 256-bit "
@@ -191,8 +181,8 @@ MICROARCHS: tuple[Microarch, ...] = (
               "AMD 57647 §2.11: FP pipes 0-1 FMA/FMUL, 2-3 FADD, 256 bits wide; a 512-bit "
               "instruction takes a pipe for two passes",
               {64: _ZEN_MUL_ADD, 256: _NO_SOURCE,
-               512: Mix("AMD 57647 §2.11: one 512-bit FMA and one 512-bit FADD per cycle "
-                        "(each two passes of a 256-bit pipe)")},
+               512: ("AMD 57647 §2.11: one 512-bit FMA and one 512-bit FADD per cycle "
+                     "(each two passes of a 256-bit pipe)")},
               signature=frozenset({"avx512f"})),
     # Zen 5 mobile (Strix) keeps Zen 4's two-pass 512-bit execution; server and desktop do not
     Microarch("Zen 5 (mobile)", AMD, 0x1A, _r((0x20, 0x2F), (0x60, 0x7F)),
@@ -203,10 +193,10 @@ MICROARCHS: tuple[Microarch, ...] = (
               {64: (2, 2), 256: (2, 2), 512: (2, 2)},
               "AMD 58455 §2.11: FP pipes 0-1 FMA/FMUL, 2-3 FADD, 512 bits wide",
               {64: _ZEN_MUL_ADD, 256: _NO_SOURCE,
-               512: Mix("vfpbench on a Ryzen 7 9700X (wlog.flatlib.jp): 512-bit mul+add "
-                        "4 instructions/cycle, the four pipes at once; FMA+add: "
-                        "hpcprobe measured 48 DP FLOP/cycle, the pipes' rate, on an "
-                        "EPYC family 26 model 2")},
+               512: ("vfpbench on a Ryzen 7 9700X (wlog.flatlib.jp): 512-bit mul+add "
+                     "4 instructions/cycle, the four pipes at once; FMA+add: hpcprobe "
+                     "measured 48 DP FLOP/cycle, the pipes' rate, on an EPYC family 26 "
+                     "model 2")},
               signature=frozenset({"avx512f", "avx512_vp2intersect"})),
 )
 

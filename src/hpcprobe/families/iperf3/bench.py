@@ -166,8 +166,8 @@ def once(exe: str, o: IperfOptions, ctx: RunContext, host: str, port: int, timeo
             raise MeasurementError(f"iperf3: {ran.failure()}") from None
         # refused while it starts; busy while it ends the repetition before (one test at a time)
         error = str(doc.get("error", ""))
-        starting = "unable to connect" in error or "server is busy" in error
-        if not starting or time.monotonic() > deadline:
+        again = "unable to connect" in error or "server is busy" in error
+        if not again or time.monotonic() > deadline:
             return parse(doc)
         time.sleep(0.2)
 
