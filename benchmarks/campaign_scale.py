@@ -181,7 +181,8 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="hpb-campaign-scale-") as tmp:
         work = Path(tmp)
         plan = Plan("scale", nodes, work, ["memory", "compute"], [], timeout_s=3600,
-                    start_timeout_s=3600, poll_s=0.0, not_joined=registry.not_joined())
+                    start_timeout_s=3600, poll_s=0.0, not_joined=registry.not_joined(),
+                    headlines=registry.declared())
         with Store.open(work / "r.sqlite") as store:
             camp = Timed(sched, store, plan, Quiet(), say=lambda *_: None)
             camp.exe = Path("/bin/true")  # the links program: the scheduler answers for it

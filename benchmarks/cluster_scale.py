@@ -4,7 +4,7 @@ recorded default node probe (tests/data/cluster/probe-quick.json: memory, comput
 frequency, numa; 177 figures, 822 samples) with its figures scaled per node and 1 % noise, a few
 slow nodes, slow endpoints and slow links injected, and the links of the pair schedule (ring and
 three random matchings: 2.5 pairs per node). Stored in an SQLite file with each node run's
-figures kept beside it, as the campaign's driver keeps them (not timed), then timed, best of 3:
+figures and headlines kept beside it, as the campaign's driver keeps them (not timed), then timed, best of 3:
 loading the campaign from the store, the verdict (its node runs' figures as kept, and made again
 from their metrics: a campaign whose driver did not keep them, such as one imported), the
 terminal blocks, the JSON document and the HTML page with its figures (heat map, link matrices,
@@ -42,7 +42,7 @@ from hpcprobe.analysis.compare import NotJoined  # noqa: E402
 from hpcprobe.cluster import views  # noqa: E402
 from hpcprobe.cluster.verdict import analyse  # noqa: E402
 from hpcprobe.judge import peers  # noqa: E402
-from hpcprobe.judge.kept import KeptFigures  # noqa: E402
+from hpcprobe.judge.kept import KeptFigures, KeptHeadlines  # noqa: E402
 from hpcprobe.results.model import Run  # noqa: E402
 from hpcprobe.results.store import Selection, Store  # noqa: E402
 from hpcprobe.schedulers.slurm import Slurm  # noqa: E402
@@ -133,12 +133,13 @@ def main() -> int:
 
 
 def _store(location: str, runs: list[Run], ignore: NotJoined) -> None:
-    """The runs stored, each node run's figures kept beside it as the campaign driver keeps
-    them."""
+    """The runs stored, each node run's figures and headlines kept beside it as the campaign
+    driver keeps them."""
     with Store.open(location) as st:
         st.save_all(runs)
-        KeptFigures(st, ignore).keep({r.run_id: peers.figures(r.metrics, ignore)
-                                      for r in runs if r.kind == "node"})
+        nodes = [r for r in runs if r.kind == "node"]
+        KeptFigures(st, ignore).keep({r.run_id: peers.figures(r.metrics, ignore) for r in nodes})
+        KeptHeadlines(st, registry.declared()).of(nodes, keep=True)
 
 
 def _terminal(v: object, drain: Callable[[str, str], list[str]]) -> object:

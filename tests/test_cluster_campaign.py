@@ -22,6 +22,7 @@ import pytest
 
 import slurmcluster
 from hpcprobe import native
+from hpcprobe.judge import kept
 from hpcprobe.results.store import Selection, Store
 
 pytestmark = pytest.mark.skipif(slurmcluster.missing() is not None,
@@ -60,6 +61,11 @@ def campaign(c: slurmcluster.Cluster, tmp: Path, tag: str, *extra: str
              ) -> tuple[subprocess.CompletedProcess[str], dict]:
     r = hpcprobe(c, "cluster", "run", "-p", "test", "--tag", tag, "--db", str(tmp / "r.sqlite"),
                  "--workdir", str(tmp / tag), *PROBE, *WORSE, *extra)
+    with Store.open(tmp / "r.sqlite") as st:  # the driver kept what its report reads
+        nodes = [x.run_id for x in st.load_all(Selection(tag=tag), metrics=False)
+                 if x.kind == "node"]
+        for kind in (kept.FIGURES, kept.HEADLINES):
+            assert len(st.kept(kind, nodes)) == len(nodes), kind
     # judged with the thresholds the campaign ran with (WORSE), not given again
     rep = hpcprobe(c, "cluster", "report", tag, "--db", str(tmp / "r.sqlite"), "--json")
     assert rep.returncode in (0, 1), rep.stderr

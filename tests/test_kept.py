@@ -1,11 +1,13 @@
-"""A fleet's figures kept in the store (hpcprobe.judge.kept): read back exactly as they are made,
-made again where they were made otherwise, gone with their run; a campaign's report the same
-from kept figures as from its metrics, on both backends."""
+"""A fleet's figures and headlines kept in the store (hpcprobe.judge.kept): read back exactly as
+they are made, made again where they were made otherwise, gone with their run; a campaign's
+report the same from kept figures and headlines as from its metrics (and, with both kept,
+reading no node run whole), on both backends."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -14,9 +16,11 @@ from hpcprobe import registry
 from hpcprobe.analysis.compare import NotJoined
 from hpcprobe.cli import main
 from hpcprobe.judge import kept
-from hpcprobe.judge.kept import KeptFigures
+from hpcprobe.judge.kept import KeptFigures, KeptHeadlines
 from hpcprobe.judge.peers import figures
+from hpcprobe.judge.run import bounded_all
 from hpcprobe.results.model import read_json
+from hpcprobe.results.sql import SqlStore
 from hpcprobe.results.store import Store
 
 
@@ -103,3 +107,82 @@ def test_the_kept_format_is_raised_where_the_figures_change():
     digest = hashlib.sha256(json.dumps(list(made.items())).encode()).hexdigest()
     assert (kept.FORMAT, len(made), digest) == (
         1, 177, "9588005e46e5d41fc7d0b99357a8a9e22bc543f78ad2a189547b8818d3096378")
+
+
+def _hot(run):
+    """The run as if its peak figures read 100 times what they measured: above their FLOP
+    model."""
+    return replace(run, run_id=f"{run.run_id}-hot", metrics=[
+        replace(m, samples=[100 * x for x in m.samples]) if m.name == "peak" else m
+        for m in run.metrics])
+
+
+def test_kept_headlines_read_back_as_they_are_made(campaign, monkeypatch):
+    """A run's headlines and its figures above their ceilings: kept, read back equal (every
+    sample, params, ceiling); kept by another format or for other pickers or ceilings, or
+    not what `keep` writes: made again; made from a run given whole, else read whole."""
+    db, runs = campaign
+    known = registry.declared()
+    hot = _hot(runs[0])
+    made = {r.run_id: bounded_all(r, known.pickers, known.bounds) for r in [*runs, hot]}
+    assert made[hot.run_id].above and not made[runs[0].run_id].above
+    assert len(made[runs[0].run_id].shown) >= 5
+    with Store.open(db, create=False) as st:
+        KeptHeadlines(st, known).keep(made)
+        assert KeptHeadlines(st, known).read(made) == made
+        assert KeptHeadlines(st, replace(known, bounds=known.bounds[1:])).read(made) == {}
+        assert KeptHeadlines(st, replace(known, pickers=known.pickers[1:])).read(made) == {}
+        monkeypatch.setattr(kept, "HEADLINES_FORMAT", kept.HEADLINES_FORMAT + 1)
+        assert KeptHeadlines(st, known).read(made) == {}
+        monkeypatch.undo()
+        held = st.kept(kept.HEADLINES, [runs[1].run_id])[runs[1].run_id]
+        st.keep(kept.HEADLINES, {runs[1].run_id: (held[0], held[1][:-9]),
+                                 runs[2].run_id: (held[0], '{"shown": [[1, 2]], "above": []}')})
+        assert sorted(KeptHeadlines(st, known).read(made)) == \
+            sorted(r.run_id for r in [runs[0], *runs[3:], hot])
+        assert st.delete([runs[3].run_id]) == 1
+        assert runs[3].run_id not in KeptHeadlines(st, known).read(made)
+        # neither kept nor given whole: read whole from the store (stored runs only)
+        heads = st.headers([r.run_id for r in runs[1:3]])
+        assert KeptHeadlines(st, known).of([*heads.values(), hot], keep=True) == {
+            r: made[r] for r in [*heads, hot.run_id]}
+        assert sorted(KeptHeadlines(st, known).read(made)) == \
+            sorted(r.run_id for r in [*runs[:3], *runs[4:], hot])
+
+
+@pytest.fixture
+def two_campaigns(location):
+    """Two weekly campaigns of eight nodes (n5 20 % slow in the second: below its own past
+    runs): the store, the second's node runs and its campaign run's id."""
+    _, first = clusterdata.campaign(8, tag="c1", seed=5)
+    _, second = clusterdata.campaign(8, slow_nodes={"n5": 0.8}, tag="c2", seed=6)
+    second = [replace(r, created=r.created.replace("2026-01-01", "2026-01-08")) for r in second]
+    with Store.open(location) as st, st.transaction():
+        for r in [*first, *second]:
+            st.insert(r)
+    return location, [r for r in second if r.kind == "node"], second[-1].run_id
+
+
+def test_a_campaigns_node_verdicts_are_the_same_from_kept_headlines(two_campaigns, capsys,
+                                                                    monkeypatch):
+    """Each node judged against its previous run: the same whether the headlines were made
+    from the runs, kept by a report, or kept damaged (made again); with its figures and
+    headlines kept, the report reads no node run whole."""
+    db, runs, links = two_campaigns
+    outs = []
+    for _ in range(2):
+        assert main(["cluster", "report", "c2", "--db", db, "--details"]) == 1
+        outs.append(capsys.readouterr().out)
+    read: list[str] = []
+    load_ids = SqlStore.load_ids
+    monkeypatch.setattr(SqlStore, "load_ids", lambda st, ids: read.extend(ids) or load_ids(st, ids))
+    assert main(["cluster", "report", "c2", "--db", db, "--details"]) == 1
+    outs.append(capsys.readouterr().out)
+    assert set(read) == {links}  # the campaign run (its links): no node run, nor a previous one
+    with Store.open(db, create=False) as st:
+        assert len(st.kept(kept.HEADLINES, [r.run_id for r in runs])) == len(runs)
+        st._execute("UPDATE kept_results SET value = '[' WHERE kind = ?", [kept.HEADLINES])  # type: ignore[attr-defined]
+    assert main(["cluster", "report", "c2", "--db", db, "--details"]) == 1
+    outs.append(capsys.readouterr().out)
+    assert outs[0] == outs[1] == outs[2] == outs[3]
+    assert "below" in outs[0] and "n5" in outs[0]

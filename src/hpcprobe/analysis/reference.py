@@ -10,6 +10,7 @@ import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -309,39 +310,44 @@ def for_run(groups: Sequence[Group], run: Run, labels: Labels, path: str) -> Ref
     return Reference(f"{path} has no figures for this hardware ({describe(hw)})", name=path)
 
 
-#: the runs whose previous runs `previous_all` reads at once
+#: the runs whose previous runs `previous_all` lists at once
 AT_ONCE = 200
+#: What a stored run's headlines are, by run id, for these runs (headers: their metrics not read)
+Shown = Callable[[Sequence[Run]], Mapping[str, Sequence[Headline]]]
 
 
-def previous(store: Store, run: Run, pickers: Sequence[Picker], labels: Labels,
-             limit: int = PREVIOUS) -> Reference | None:
-    """The host's previous node runs of the same hardware and profile (up to `limit`, newest
-    first, made before this one) as its reference; None where there are none."""
-    return previous_all(store, [run], pickers, labels, limit)[run.run_id]
-
-
-def previous_all(store: Store, runs: Sequence[Run], pickers: Sequence[Picker], labels: Labels,
+def previous_all(store: Store, runs: Sequence[Run], shown: Shown, labels: Labels,
                  limit: int = PREVIOUS) -> dict[str, Reference | None]:
-    """`previous` of each run (by its id), the runs they rest on read a few hundred nodes at
-    once (a campaign's thousand nodes: 5 reads, not 1,000; what one read holds is dropped
-    before the next, a few hundred MB at most)."""
+    """Each run's reference by its id: its host's previous node runs of the same hardware and
+    profile (up to `limit`, newest first, made before it); None where there are none. The runs
+    they rest on are read as headers a few hundred nodes at once, their headlines by `shown`
+    (kept beside them: a campaign's thousand nodes' previous runs are not read whole)."""
     out: dict[str, Reference | None] = {}
     for i in range(0, len(runs), AT_ONCE):
         part = runs[i:i + AT_ONCE]
         with store.snapshot():  # the runs listed are the runs read, whatever a writer commits
             infos = {run.run_id: _before(store, run, 4 * limit) for run in part}
-            whole = store.load_ids(sorted({info.run_id for listed in infos.values()
-                                           for info in listed}))
+            heads = store.headers(sorted({info.run_id for listed in infos.values()
+                                          for info in listed}))
+        befores = {}
         for run in part:
             hw = hardware(run, labels)
-            before = [r for r in (whole.get(info.run_id) for info in infos[run.run_id])
-                      if r is not None and r.kind == "node" and hardware(r, labels) == hw][:limit]
-            groups = make(before, pickers, labels) if before else []
+            befores[run.run_id] = [
+                r for r in (heads.get(info.run_id) for info in infos[run.run_id])
+                if r is not None and r.kind == "node" and hardware(r, labels) == hw][:limit]
+        pick = partial(_listed, shown([r for before in befores.values() for r in before]))
+        for run in part:
+            before = befores[run.run_id]
+            groups = make(before, [pick], labels) if before else []
             out[run.run_id] = None if not groups else Reference(
                 f"this host's {len(before)} previous {run.profile} run(s) in the store (same "
                 "hardware; --against FILE judges against a reference file)", groups[0].figures,
                 "their own previous runs", groups[0].state, min_runs=MIN_RUNS)
     return out
+
+
+def _listed(got: Mapping[str, Sequence[Headline]], run: Run) -> list[Headline]:
+    return list(got[run.run_id])
 
 
 def _before(store: Store, run: Run, limit: int) -> list[RunInfo]:

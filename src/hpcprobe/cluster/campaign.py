@@ -25,6 +25,7 @@ from typing import Any
 
 import hpcprobe
 from hpcprobe.analysis.compare import NotJoined
+from hpcprobe.analysis.reference import Declared
 from hpcprobe.cluster import pairs as pairing
 from hpcprobe.cluster.bundle import Bundle
 from hpcprobe.cluster.verdict import (
@@ -43,7 +44,7 @@ from hpcprobe.cluster.verdict import (
 from hpcprobe.common.bulk import bulk, kept_since
 from hpcprobe.common.errors import HpcprobeError, UserError
 from hpcprobe.common.names import natural
-from hpcprobe.judge.kept import KeptFigures
+from hpcprobe.judge.kept import KeptFigures, KeptHeadlines
 from hpcprobe.judge.peers import Fig, Thresholds
 from hpcprobe.measure.family import Progress, Scaling
 from hpcprobe.mpi import build, find, launchers, params
@@ -89,6 +90,9 @@ class Plan:
     #: what peers must share besides the CPU's hardware, from a run's provenance (the
     #: registry's: its families' inventories, the GPU models)
     hardware: Labels = no_labels
+    #: what a node run's headlines are picked and bounded by (the registry's): kept beside
+    #: each node run for the campaign's report (None: not kept, its report makes them)
+    headlines: Declared | None = None
     poll_s: float = 1.0
     seed: int = 0
     partition: str | None = None  # submit there (None: the scheduler's default)
@@ -216,6 +220,8 @@ class Campaign:
         self._figures: dict[str, dict[str, Fig]] = {}
         #: and kept in the store, for its report and the campaign's next pass
         self._kept = KeptFigures(store, plan.not_joined)
+        #: each node run's headlines, kept for the report with its figures
+        self._headlines = None if plan.headlines is None else KeptHeadlines(store, plan.headlines)
 
     # -- the whole campaign
 
@@ -256,7 +262,10 @@ class Campaign:
         runs = self._load() if self._runs is None else self._runs
         v = analyse(list(runs), p.tag, p.thresholds, p.not_joined, p.hardware,
                     work_rates(p.scale), self._figures)
+        new = {run_id for run_id in self._figures if run_id not in self._kept.held}
         self._kept.keep(self._figures)
+        if self._headlines is not None:  # made from the runs at hand (their summaries made)
+            self._headlines.of([r for r in runs if r.run_id in new], keep=True)
         return v
 
     def _load(self) -> list[Run]:

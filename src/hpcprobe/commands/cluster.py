@@ -224,14 +224,17 @@ def _scheduler(a: argparse.Namespace) -> Scheduler:
 
 def _load(store: Store, tag: str, a: argparse.Namespace) -> tuple[FleetVerdict, list[Run]]:
     """The campaign's verdict, judged with the thresholds given or those it ran with, and its
-    runs."""
-    runs = store.load_all(Selection(tag=tag))
+    runs: each node run whose figures the campaign kept as a header (its metrics not read: a
+    thousand nodes' 180,000 figures), any other whole."""
+    runs = store.load_all(Selection(tag=tag), metrics=False)
     if not runs:
         raise UserError(f"campaign {tag!r}: no runs with this tag in {store.path}; "
                         "`hpcprobe list` shows the tags")
     ignore = registry.not_joined()
     figures = KeptFigures(store, ignore)  # the node runs' figures as their campaign kept them
     made = figures.read(r.run_id for r in runs if r.kind == "node")
+    whole = store.load_ids([r.run_id for r in runs if r.run_id not in made])
+    runs = [whole.get(r.run_id, r) for r in runs]
     v = analyse(runs, tag, _thresholds(a, campaign_thresholds(runs)), ignore,
                 registry.hardware_labels, work_rates(registry.capable(Scaling)), made)
     figures.keep(made)  # those made here (runs the campaign did not keep): read next time
@@ -336,7 +339,7 @@ def _plan(a: argparse.Namespace, sched: Scheduler, store: Store | None, tag: str
                 link_size=a.link_size, link_parallel=a.link_parallel, ranks_per_node=ranks,
                 mpi_plugin=a.mpi_plugin, remeasure=not a.no_remeasure,
                 thresholds=_thresholds(a, kept), not_joined=registry.not_joined(),
-                hardware=registry.hardware_labels,
+                hardware=registry.hardware_labels, headlines=registry.declared(),
                 partition=a.partition, gpus_per_node=a.gpus_per_node, peers=peers,
                 scale={f: registry.capable(Scaling)[f] for f in a.scale},
                 scale_args=scale_args,
@@ -429,10 +432,11 @@ def cmd_report(a: argparse.Namespace) -> int:
         # the page's figures drawn meanwhile, by a child (a second of a 1,000-node report)
         drawn = background.start(lambda: _drawn(v)) if a.output else None
         newest = _newest(runs)
-        # each node against its reference; its history's change points found for all the
-        # nodes at once (one query a figure), those of the nodes its peers did not flag
-        with bulk():  # their previous runs read and dropped before the collector walks them
-            judged = against.verdicts(newest, store)
+        # each node against its reference (their headlines and their previous runs' as kept
+        # beside them); its history's change points found for all the nodes at once (one
+        # query a figure), those of the nodes its peers did not flag
+        with bulk():  # runs not kept are read whole and dropped before the collector walks them
+            judged = against.verdicts(newest, store, keep=True)
         nodes = {r.host: judged[r.run_id] for r in newest}
         flagged = {n for f in v.findings for n in f.nodes}
         drift, moved = read.campaign(store, newest, set(v.measured) - flagged,

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from hpcprobe.analysis import reference
 from hpcprobe.analysis.reference import Declared
-from hpcprobe.analysis.verdict import Reference, Verdict
+from hpcprobe.analysis.verdict import Headline, Reference, Verdict
 from hpcprobe.common.errors import UserError
 from hpcprobe.judge import run as run_judge
+from hpcprobe.judge.kept import KeptHeadlines
 from hpcprobe.results.model import Run
 from hpcprobe.results.store import Store
 
@@ -54,20 +56,32 @@ class Against:
         return replace(judged, history=read.recent(store, run, [r.headline for r in judged.rows],
                                                    self.known))
 
-    def verdicts(self, runs: Sequence[Run], store: Store | None) -> dict[str, Verdict]:
+    def verdicts(self, runs: Sequence[Run], store: Store | None, keep: bool = False
+                 ) -> dict[str, Verdict]:
         """Each run's verdict by its id, as `verdict` makes it without the recent history; the
-        previous runs of them all read at once (a campaign's nodes)."""
+        previous runs of them all read at once (a campaign's nodes). With a store, the runs'
+        headlines and their previous runs' are those kept beside them where they are (`runs`
+        may then be headers: judge/kept.py), `keep`: and those made are kept."""
         known = self.known
         nodes = [r for r in runs if r.kind == "node"]
         refs: Mapping[str, Reference | None]
+        kept = None if store is None else KeptHeadlines(store, known)
+        heads = kept.of(nodes, keep) if kept else {
+            r.run_id: run_judge.bounded_all(r, known.pickers, known.bounds) for r in nodes}
         if self.path is not None:
             refs = {r.run_id: reference.for_run(self.groups, r, known.labels, self.path)
                     for r in nodes}
-        elif store is None:
+        elif kept is None:
             refs = {}
         else:
-            refs = reference.previous_all(store, nodes, known.pickers, known.labels)
+            refs = reference.previous_all(kept.store, nodes, partial(_shown, kept, keep),
+                                          known.labels)
         out = {r.run_id: Verdict([], None) for r in runs}
-        out.update((r.run_id, run_judge.verdict(r, known.pickers, refs.get(r.run_id),
-                                                known.bounds)) for r in nodes)
+        out.update((r.run_id, run_judge.judged(r, heads[r.run_id], refs.get(r.run_id)))
+                   for r in nodes)
         return out
+
+
+def _shown(kept: KeptHeadlines, keep: bool, runs: Sequence[Run]) -> dict[str, list[Headline]]:
+    """The headlines of these stored runs (headers), as `kept` holds or makes them."""
+    return {run_id: b.shown for run_id, b in kept.of(runs, keep).items()}

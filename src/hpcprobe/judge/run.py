@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from hpcprobe.analysis.verdict import (
     Expected,
@@ -72,9 +72,9 @@ def bounded(pick: Picker, bounds: Sequence[Bound], run: Run) -> list[Headline]:
     return out
 
 
-def _above(run: Run, bounds: Sequence[Bound], shown: Sequence[Headline]) -> list[Row]:
-    """The run's other figures above their ceilings (a cache figure above its ports): each a
-    row of its own, marked as a headline above its ceiling is."""
+def _above(run: Run, bounds: Sequence[Bound], shown: Sequence[Headline]) -> list[Headline]:
+    """The run's other figures above their ceilings (a cache figure above its ports), each a
+    headline of its own, labelled with what tells it apart."""
     out = []
     keyed: dict[tuple[str, str], list[Bound]] = {}  # a fleet's run: 180 figures, a few bounded
     for b in bounds:
@@ -93,20 +93,42 @@ def _above(run: Run, bounds: Sequence[Bound], shown: Sequence[Headline]) -> list
         threads = m.params.get("threads")
         label = f"{m.benchmark} {m.name}" + (f", {what}" if what else "") + \
             (f", {threads} cores" if threads else "")
-        out.append(judge(replace(h, label=label), None, None))
+        out.append(replace(h, label=label))
     return out
+
+
+@dataclass(frozen=True)
+class Bounded:
+    """What judging a run needs of its metrics: its headlines with their ceilings (`shown`) and
+    its other figures above their ceilings (`above`). Made once a run (`bounded_all`), it can be
+    kept beside it (judge/kept.py): a fleet's report then reads no node run whole."""
+
+    shown: list[Headline]
+    above: list[Headline]
+
+
+def bounded_all(run: Run, pickers: Sequence[Picker], bounds: Sequence[Bound]) -> Bounded:
+    """The run's headlines (`pickers`, which bound them) and its other figures above the
+    ceilings `bounds` give them."""
+    shown = headlines(run, pickers)
+    return Bounded(shown, _above(run, bounds, shown))
+
+
+def judged(run: Run, b: Bounded, reference: Reference | None) -> Verdict:
+    """The run's verdict from what `bounded_all` made of it: its headlines judged against the
+    reference (none: only their ceilings), then its other figures above their ceilings."""
+    noisy = disturbed(run)
+    rows = []
+    for h in b.shown:
+        e = reference.figures.get(h.key) if reference else None
+        few = f"{e.runs} run(s), {reference.min_runs} needed" \
+            if reference and e and e.runs < reference.min_runs else None
+        rows.append(judge(h, e, noisy.get(h.metric.benchmark) or few))
+    return Verdict(rows + [judge(h, None, None) for h in b.above], reference)
 
 
 def verdict(run: Run, pickers: Sequence[Picker], reference: Reference | None,
             bounds: Sequence[Bound] = ()) -> Verdict:
     """The run's headline figures judged against the reference (none: only their ceilings),
     then any other figure above the ceiling `bounds` give it."""
-    noisy = disturbed(run)
-    rows = []
-    shown = headlines(run, pickers)
-    for h in shown:
-        e = reference.figures.get(h.key) if reference else None
-        few = f"{e.runs} run(s), {reference.min_runs} needed" \
-            if reference and e and e.runs < reference.min_runs else None
-        rows.append(judge(h, e, noisy.get(h.metric.benchmark) or few))
-    return Verdict(rows + _above(run, bounds, shown), reference)
+    return judged(run, bounded_all(run, pickers, bounds), reference)

@@ -646,9 +646,9 @@ class SqlStore(Store):
     def load(self, ref: str) -> Run:
         return self._assemble(" WHERE r.run_id = ?", [self.resolve(ref)])[0]
 
-    def load_all(self, where: Selection) -> list[Run]:
+    def load_all(self, where: Selection, metrics: bool = True) -> list[Run]:
         clause, params = self._where(where)
-        return self._assemble(clause, params)
+        return self._assemble(clause, params, metrics)
 
     def load_ids(self, run_ids: list[str]) -> dict[str, Run]:
         out: dict[str, Run] = {}
@@ -671,16 +671,18 @@ class SqlStore(Store):
                    loads(r[9]), loads(r[10]), loads(r[11]), r[3], float(r[6]), r[12])
 
     @bulk()
-    def _assemble(self, clause: str, params: list[Any]) -> list[Run]:
+    def _assemble(self, clause: str, params: list[Any], metrics: bool = True) -> list[Run]:
         """The runs a WHERE clause on runs r selects, oldest first: two queries on one snapshot
-        of the store."""
+        of the store (one: their headers, without `metrics`)."""
         with self.snapshot():
-            return self._assembled(clause, params)
+            return self._assembled(clause, params, metrics)
 
-    def _assembled(self, clause: str, params: list[Any]) -> list[Run]:
+    def _assembled(self, clause: str, params: list[Any], metrics: bool) -> list[Run]:
         runs = {row[0]: self._run(row) for row in self._execute(
             f"SELECT {self.RUN_COLUMNS} FROM runs r{clause} ORDER BY r.created, r.{self.order}",
             params)}
+        if not metrics:
+            return list(runs.values())
         parsed: dict[str, dict[str, Any]] = {}  # runs of a fleet repeat the same params
         # each run's metrics in the order measured, sorted here: the database sorting every
         # row whole (its samples and params) took longer (a 1,000-node campaign's 181,000
@@ -693,7 +695,7 @@ class SqlStore(Store):
                 parsed[ps] = json.loads(ps)
             measured[run_id].append((seq, Metric(bench, name, unit, dict(parsed[ps]),
                                                  unpack(packed), better)))
-        for run_id, metrics in measured.items():
-            metrics.sort(key=_FIRST)
-            runs[run_id].metrics = [m for _, m in metrics]
+        for run_id, ordered in measured.items():
+            ordered.sort(key=_FIRST)
+            runs[run_id].metrics = [m for _, m in ordered]
         return list(runs.values())

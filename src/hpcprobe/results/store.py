@@ -241,9 +241,10 @@ class Store(ABC):
         """A run by id, unique id prefix, tag, host (its latest run) or 'latest'."""
 
     @abstractmethod
-    def load_all(self, where: Selection) -> list[Run]:
+    def load_all(self, where: Selection, metrics: bool = True) -> list[Run]:
         """Every selected run whole, oldest first, in a few queries whatever their number (a
-        campaign of a thousand nodes)."""
+        campaign of a thousand nodes); without `metrics`, their headers (as `headers` reads
+        them)."""
 
     @abstractmethod
     def load_ids(self, run_ids: list[str]) -> dict[str, Run]:
