@@ -45,7 +45,7 @@ from hpcprobe.common.bulk import bulk, kept
 from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, UserError
 from hpcprobe.common.units import duration
 from hpcprobe.history import read
-from hpcprobe.judge.kept import KeptFigures
+from hpcprobe.judge.kept import KeptFigures, KeptHeadlines
 from hpcprobe.judge.peers import Thresholds
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Peer, Scaling
@@ -439,8 +439,10 @@ def cmd_report(a: argparse.Namespace) -> int:
             judged = against.verdicts(newest, store, keep=True)
         nodes = {r.host: judged[r.run_id] for r in newest}
         flagged = {n for f in v.findings for n in f.nodes}
-        drift, moved = read.campaign(store, newest, set(v.measured) - flagged,
-                                     registry.declared())
+        known = registry.declared()
+        shown = KeptHeadlines(store, known).of(newest[:1])  # the figures its history follows
+        drift, moved = read.campaign(store, newest, [h for b in shown.values() for h in b.shown],
+                                     set(v.measured) - flagged, known)
         fleet = [history_views.group_line(label, g) for label, g in moved]
     sched = SCHEDULERS[a.scheduler]()
     status = _report(v, sched, a, drain=a.drain, nodes=nodes, past=(drift, fleet), drawn=drawn)

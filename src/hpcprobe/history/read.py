@@ -7,7 +7,7 @@ medians and theirs; a run's recent change points (its verdict) and a campaign's 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -18,7 +18,6 @@ from hpcprobe.analysis.verdict import DISTURBED, Headline
 from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.history import changes
 from hpcprobe.history.series import Series, by_label, differences_text
-from hpcprobe.judge.kept import KeptHeadlines
 from hpcprobe.results.model import Metric, Run
 from hpcprobe.results.store import Columns, Selection, Store
 
@@ -149,12 +148,12 @@ def recent(store: Store, run: Run, headlines: list[Headline], known: Declared,
 DRIFT_DAYS = 120
 
 
-def campaign(store: Store, runs: list[Run], inside: set[str], known: Declared,
-             last: int = RECENT
+def campaign(store: Store, runs: list[Run], shown: Sequence[Headline], inside: set[str],
+             known: Declared, last: int = RECENT
              ) -> tuple[dict[str, str], list[tuple[str, changes.GroupChange]]]:
     """What a campaign's nodes' own history says (their stored runs of the last DRIFT_DAYS,
-    one query a headline figure for all of them; `runs` may be headers, the first one's
-    headlines as kept beside it): host -> what changed, for each node in
+    one query a figure for all of them: `shown`, a node run's headlines; `runs` may be
+    headers): host -> what changed, for each node in
     `inside` (not flagged against its peers) with a change point among its last `last` runs
     (it drifted from its own past while inside the fleet's spread); and (figure, change) for
     each change point of a hardware group's campaign medians among its last `last` campaigns
@@ -166,7 +165,7 @@ def campaign(store: Store, runs: list[Run], inside: set[str], known: Declared,
     hosts = {r.host for r in runs}
     why = reasons(store, where)
     series: list[Series] = []
-    for h in KeptHeadlines(store, known).of(runs[:1])[runs[0].run_id].shown:
+    for h in shown:
         try:
             series += series_of(h.label, h.metric.benchmark,
                                 [c for c in across(store, h.metric, where, known)

@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING, Any
 from hpcprobe.analysis.compare import NotJoined
 from hpcprobe.analysis.verdict import Headline
 from hpcprobe.common.bulk import bulk
-from hpcprobe.judge.peers import Fig
 from hpcprobe.judge.run import Bounded, bounded_all
 from hpcprobe.results.model import Metric, Run
 
 if TYPE_CHECKING:
     from hpcprobe.analysis.reference import Declared
+    from hpcprobe.judge.peers import Fig
     from hpcprobe.results.store import Store
 
 #: The kinds of kept results: a run's packed figures (by run id) and a list of labels (by the
