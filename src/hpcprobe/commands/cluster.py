@@ -7,9 +7,9 @@ from __future__ import annotations
 import argparse
 import shlex
 import sys
-from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 
 from hpcprobe import registry
@@ -46,7 +46,7 @@ from hpcprobe.common.errors import EXIT_FAILURE, EXIT_INTERRUPTED, UserError
 from hpcprobe.common.units import duration
 from hpcprobe.history import read
 from hpcprobe.judge.kept import KeptFigures, KeptHeadlines
-from hpcprobe.judge.peers import Thresholds
+from hpcprobe.judge.peers import Fig, Thresholds
 from hpcprobe.measure import options
 from hpcprobe.measure.family import Peer, Scaling
 from hpcprobe.results.model import Run
@@ -222,23 +222,35 @@ def _scheduler(a: argparse.Namespace) -> Scheduler:
     return sched
 
 
-def _load(store: Store, tag: str, a: argparse.Namespace) -> tuple[FleetVerdict, list[Run]]:
-    """The campaign's verdict, judged with the thresholds given or those it ran with, and its
-    runs: each node run whose figures the campaign kept as a header (its metrics not read: a
-    thousand nodes' 180,000 figures), any other whole."""
+def _read(store: Store, tag: str) -> tuple[list[Run], KeptFigures, dict[str, dict[str, Fig]]]:
+    """The campaign's runs, each node run whose figures the campaign kept as a header (its
+    metrics not read: a thousand nodes' 180,000 figures), any other whole; and its node runs'
+    figures as kept."""
     runs = store.load_all(Selection(tag=tag), metrics=False)
     if not runs:
         raise UserError(f"campaign {tag!r}: no runs with this tag in {store.path}; "
                         "`hpcprobe list` shows the tags")
-    ignore = registry.not_joined()
-    figures = KeptFigures(store, ignore)  # the node runs' figures as their campaign kept them
+    figures = KeptFigures(store, registry.not_joined())
     made = figures.read(r.run_id for r in runs if r.kind == "node")
     whole = store.load_ids([r.run_id for r in runs if r.run_id not in made])
-    runs = [whole.get(r.run_id, r) for r in runs]
-    v = analyse(runs, tag, _thresholds(a, campaign_thresholds(runs)), ignore,
-                registry.hardware_labels, work_rates(registry.capable(Scaling)), made)
-    figures.keep(made)  # those made here (runs the campaign did not keep): read next time
-    return v, runs
+    return [whole.get(r.run_id, r) for r in runs], figures, made
+
+
+def _analysed(runs: list[Run], tag: str, a: argparse.Namespace,
+              made: dict[str, dict[str, Fig]]) -> FleetVerdict:
+    """The campaign's verdict, judged with the thresholds given or those it ran with (`made`:
+    its node runs' figures as kept; those it makes are added)."""
+    return analyse(runs, tag, _thresholds(a, campaign_thresholds(runs)), registry.not_joined(),
+                   registry.hardware_labels, work_rates(registry.capable(Scaling)), made)
+
+
+def _load(store: Store, tag: str, a: argparse.Namespace) -> FleetVerdict:
+    """The campaign's verdict so far; the figures it made kept (runs the campaign did not
+    keep them for: read next time)."""
+    runs, figures, made = _read(store, tag)
+    v = _analysed(runs, tag, a, made)
+    figures.keep(made)
+    return v
 
 
 def _kept(store: Store, tag: str) -> Thresholds | None:
@@ -328,7 +340,7 @@ def _plan(a: argparse.Namespace, sched: Scheduler, store: Store | None, tag: str
     v, kept = None, None
     if a.only is not None:
         assert store is not None
-        v, _ = _load(store, a.tag, a)
+        v = _load(store, a.tag, a)
         kept = v.thresholds
     elif a.tag and store is not None:  # another pass of a campaign keeps its thresholds
         kept = _kept(store, a.tag)
@@ -427,33 +439,48 @@ def cmd_report(a: argparse.Namespace) -> int:
     against = registry.against(a.against)
     with Store.open(a.db, create=False) as store:
         with bulk():  # the campaign kept to the end before the collector walks it once
-            v, runs = _load(store, a.campaign, a)
+            runs, figures, made = _read(store, a.campaign)
             kept()
-        # the page's figures drawn meanwhile, by a child (a second of a 1,000-node report)
-        drawn = background.start(lambda: _drawn(v)) if a.output else None
+        # the fleet verdict made, and the page's figures drawn, by a child meanwhile (a second
+        # and a half of a 1,000-node report: it reads nothing from the store)
+        fleet = background.start(partial(_fleet, runs, a, made))
         newest = _newest(runs)
         # each node against its reference (their headlines and their previous runs' as kept
         # beside them); its history's change points found for all the nodes at once (one
-        # query a figure), those of the nodes its peers did not flag
+        # query a figure): those of the nodes its peers did not flag are said
         with bulk():  # runs not kept are read whole and dropped before the collector walks them
             judged = against.verdicts(newest, store, keep=True)
-        nodes = {r.host: judged[r.run_id] for r in newest}
-        flagged = {n for f in v.findings for n in f.nodes}
         known = registry.declared()
         shown = KeptHeadlines(store, known).of(newest[:1])  # the figures its history follows
         drift, moved = read.campaign(store, newest, [h for b in shown.values() for h in b.shown],
-                                     set(v.measured) - flagged, known)
-        fleet = [history_views.group_line(label, g) for label, g in moved]
+                                     {r.host for r in newest}, known)
+        v, new, drawn = fleet()
+        figures.keep(new)  # runs the campaign did not keep them for: read next time
+    nodes = {r.host: judged[r.run_id] for r in newest}
+    inside = set(v.measured) - {n for f in v.findings for n in f.nodes}
+    past = ({h: what for h, what in drift.items() if h in inside},
+            [history_views.group_line(label, g) for label, g in moved])
     sched = SCHEDULERS[a.scheduler]()
-    status = _report(v, sched, a, drain=a.drain, nodes=nodes, past=(drift, fleet), drawn=drawn)
+    status = _report(v, sched, a, drain=a.drain, nodes=nodes, past=past, drawn=drawn)
     return EXIT_FAILURE if any(n.failed for n in nodes.values()) else status
 
 
-def _drawn(v: FleetVerdict) -> list[tuple[str, str, bytes]]:
-    """The campaign's figures, each as its PNG."""
+#: A figure drawn: its name, its caption and its PNG
+Drawn = tuple[str, str, bytes]
+
+
+def _fleet(runs: list[Run], a: argparse.Namespace, made: dict[str, dict[str, Fig]]
+           ) -> tuple[FleetVerdict, dict[str, dict[str, Fig]], list[Drawn] | None]:
+    """The campaign's verdict, the node runs' figures it made (those not kept) and, for a
+    page (`-o`), its figures drawn as PNG."""
+    held = set(made)
+    v = _analysed(runs, a.campaign, a, made)
+    new = {run_id: figs for run_id, figs in made.items() if run_id not in held}
+    if not a.output:
+        return v, new, None
     from hpcprobe.views import html
 
-    return html.drawn(views.figures(v))
+    return v, new, html.drawn(views.figures(v))
 
 
 def _newest(runs: list[Run]) -> list[Run]:
@@ -467,9 +494,9 @@ def _newest(runs: list[Run]) -> list[Run]:
 def _report(v: FleetVerdict, sched: Scheduler, a: argparse.Namespace, drain: bool,
             nodes: dict[str, Verdict] | None = None,
             past: tuple[dict[str, str], list[str]] = ({}, []),
-            drawn: Callable[[], list[tuple[str, str, bytes]]] | None = None) -> int:
+            drawn: list[Drawn] | None = None) -> int:
     """The campaign's verdict (`past`: what its nodes' own history says: those that drifted
-    from it, the hardware groups' change points; `drawn`: gives the page's figures, drawn
+    from it, the hardware groups' change points; `drawn`: the page's figures, drawn
     already)."""
     from hpcprobe.views import terminal
 
@@ -495,7 +522,7 @@ def _report(v: FleetVerdict, sched: Scheduler, a: argparse.Namespace, drain: boo
         from hpcprobe.views import html
 
         text = html.page(f"hpcprobe cluster report: {v.campaign}", blocks,
-                         drawn() if drawn else views.figures(v))
+                         views.figures(v) if drawn is None else drawn)
         files.atomic_write(output, text.encode(), "-o")
         print(f"Wrote {output}.", file=sys.stderr if as_json or piped else sys.stdout)
     if drain:

@@ -65,20 +65,23 @@ def read(store: Store, label: str, what: Metric | tuple[str, str, dict[str, str]
 
 
 def search(store: Store, series: list[Series]) -> None:
-    """The change points of every series: as kept in the store where its values are those it
-    was searched with, else searched (on the node's CPUs where many) and kept."""
+    """The change points of every series: none below changes.MIN_RUNS runs kept (nothing to
+    search: a fleet's first campaigns), else as kept in the store where its values are those
+    it was searched with, else searched (on the node's CPUs where many) and kept."""
     import hashlib
 
+    long = [s for s in series if len(s.searched()[0]) >= changes.MIN_RUNS]
+    for s in series:
+        s.found([])
     keys = [hashlib.sha256(json.dumps([s.label, s.host, s.params], sort_keys=True,
-                                      default=str).encode()).hexdigest() for s in series]
-    digests = [changes.digest(*s.searched()) for s in series]
-    kept = store.kept("steps", keys)
+                                      default=str).encode()).hexdigest() for s in long]
+    digests = [changes.digest(*s.searched()) for s in long]
+    kept = store.kept("steps", keys) if long else {}
     todo = [i for i, (k, d) in enumerate(zip(keys, digests, strict=True))
             if kept.get(k, ("",))[0] != d]
-    found = dict(zip(todo, changes.steps_of([series[i].searched() for i in todo]),
-                     strict=True))
+    found = dict(zip(todo, changes.steps_of([long[i].searched() for i in todo]), strict=True))
     store.keep("steps", {keys[i]: (digests[i], changes.steps_text(found[i])) for i in todo})
-    for i, s in enumerate(series):
+    for i, s in enumerate(long):
         s.found(found[i] if i in found else changes.steps_from(kept[keys[i]][1]))
 
 
