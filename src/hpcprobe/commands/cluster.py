@@ -476,11 +476,14 @@ def _fleet(runs: list[Run], a: argparse.Namespace, made: dict[str, dict[str, Fig
     held = set(made)
     v = _analysed(runs, a.campaign, a, made)
     new = {run_id: figs for run_id, figs in made.items() if run_id not in held}
-    if not a.output:
-        return v, new, None
+    return v, new, _drawn(v) if a.output else None
+
+
+def _drawn(v: FleetVerdict) -> list[Drawn]:
+    """The campaign's figures, each as its PNG."""
     from hpcprobe.views import html
 
-    return v, new, html.drawn(views.figures(v))
+    return html.drawn(views.figures(v))
 
 
 def _newest(runs: list[Run]) -> list[Run]:
