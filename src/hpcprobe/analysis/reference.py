@@ -95,6 +95,17 @@ def _round_up(x: float, step: float = 0.005) -> float:
     return round(math.ceil(x / step - 1e-9) * step, 4)
 
 
+def mad(values: Sequence[float], median: float) -> float:
+    """The median absolute deviation of values around their median, scaled to a normal
+    distribution's standard deviation: SciPy's `median_abs_deviation(values, scale="normal")`,
+    every bit (its scale is the normal quantile at 3/4, as `statistics` gives it), without its
+    millisecond a call (a fleet's references: 9,000 figures) or its import."""
+    import statistics
+
+    return statistics.median([abs(v - median) for v in values]) / \
+        statistics.NormalDist().inv_cdf(0.75)
+
+
 def expected(heads: Sequence[Headline]) -> Expected:
     """One figure's reference from its headline in several runs: the median of their medians;
     the tolerance the largest of its floor, SPREADS x the runs' spread (a robust standard
@@ -106,9 +117,7 @@ def expected(heads: Sequence[Headline]) -> Expected:
     value = statistics.median(meds)
     spread: float | None = None
     if len(meds) >= 3 and value:
-        from scipy import stats  # imported when used: it takes most of a second
-
-        spread = float(stats.median_abs_deviation(meds, scale="normal")) / abs(value)
+        spread = mad(meds, value) / abs(value)
     elif len(meds) == 2 and value:
         spread = abs(meds[0] - meds[1]) / 2 / abs(value)
     cis = [x for h in heads if math.isfinite(x := h.metric.summary.rel_ci_halfwidth)]
