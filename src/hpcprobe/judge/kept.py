@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from hpcprobe.analysis.compare import NotJoined
 from hpcprobe.analysis.verdict import Headline
+from hpcprobe.common import jsondoc
 from hpcprobe.common.bulk import bulk
 from hpcprobe.judge.run import Bounded, bounded_all
 from hpcprobe.results.model import Metric, Run
@@ -199,7 +200,7 @@ class KeptHeadlines:
             if made_by != self.digest:
                 continue
             try:
-                doc = json.loads(text)
+                doc = jsondoc.loads(text)
                 out[run_id] = Bounded([_unheadline(r) for r in doc["shown"]],
                                       [_unheadline(r) for r in doc["above"]])
             except (ValueError, TypeError, KeyError):  # not what `keep` writes
