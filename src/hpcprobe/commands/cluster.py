@@ -450,10 +450,9 @@ def cmd_report(a: argparse.Namespace) -> int:
         # query a figure): those of the nodes its peers did not flag are said
         with bulk():  # runs not kept are read whole and dropped before the collector walks them
             judged = against.verdicts(newest, store, keep=True)
-        known = registry.declared()
-        shown = KeptHeadlines(store, known).of(newest[:1])  # the figures its history follows
+        shown = KeptHeadlines(store, against.known).of(newest[:1])  # what its history follows
         drift, moved = read.campaign(store, newest, [h for b in shown.values() for h in b.shown],
-                                     {r.host for r in newest}, known)
+                                     {r.host for r in newest}, against.known)
         v, new, drawn = fleet()
         figures.keep(new)  # runs the campaign did not keep them for: read next time
     nodes = {r.host: judged[r.run_id] for r in newest}

@@ -70,9 +70,12 @@ def search(store: Store, series: list[Series]) -> None:
     it was searched with, else searched (on the node's CPUs where many) and kept."""
     import hashlib
 
-    long = [s for s in series if len(s.searched()[0]) >= changes.MIN_RUNS]
+    long = []
     for s in series:
-        s.found([])
+        if len(s.searched()[0]) < changes.MIN_RUNS:
+            s.found([])
+        else:
+            long.append(s)
     keys = [hashlib.sha256(json.dumps([s.label, s.host, s.params], sort_keys=True,
                                       default=str).encode()).hexdigest() for s in long]
     digests = [changes.digest(*s.searched()) for s in long]
