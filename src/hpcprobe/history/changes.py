@@ -198,8 +198,8 @@ def _in_worker() -> None:
 
 def shared(fn: Callable[[_T], _R], jobs: Sequence[_T], workers: int) -> list[_R]:
     """fn of each job, in order, shared among up to `workers` of the CPUs this process may use
-    (forked: the workers have NumPy, SciPy and ruptures imported already, and what this
-    process read); here where fewer than two would work, or in such a worker already."""
+    (forked: the workers have what this process imported, ruptures and SciPy for a search,
+    and read); here where fewer than two would work, or in such a worker already."""
     import os
 
     workers = min(len(os.sched_getaffinity(0)), workers, len(jobs))
@@ -225,6 +225,8 @@ def steps_of(many: Sequence[tuple[Any, Any]]) -> list[list[Step]]:
 
     if not many:
         return []
+    import ruptures  # noqa: F401  imported once, before the workers fork (1.4 s each, here)
+
     workers = min(len(os.sched_getaffinity(0)), len(many) // PARALLEL)
     size = -(-len(many) // (4 * max(workers, 1)))
     chunks = [many[i:i + size] for i in range(0, len(many), size)]
