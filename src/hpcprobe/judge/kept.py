@@ -50,16 +50,21 @@ FIGURES, LABELS = "figures", "figure-labels"
 FORMAT = 1
 
 
-def digest(ignore: NotJoined) -> str:
-    """What a run's kept figures were made by: this format, hpcprobe's version and the params
-    each benchmark's joins leave out."""
+def _made_by(form: int, *what: object) -> str:
+    """The digest kept results are read back by: their format, this hpcprobe's version and
+    `what` else made them."""
     import hashlib
 
     from hpcprobe import __version__
 
-    made_by = [FORMAT, __version__, sorted(ignore.every),
-               sorted((b, sorted(s)) for b, s in ignore.by_benchmark.items())]
-    return hashlib.sha256(json.dumps(made_by).encode()).hexdigest()
+    return hashlib.sha256(json.dumps([form, __version__, *what]).encode()).hexdigest()
+
+
+def digest(ignore: NotJoined) -> str:
+    """What a run's kept figures were made by: this format, hpcprobe's version and the params
+    each benchmark's joins leave out."""
+    return _made_by(FORMAT, sorted(ignore.every),
+                    sorted((b, sorted(s)) for b, s in ignore.by_benchmark.items()))
 
 
 def _packed(values: Iterable[float]) -> str:
@@ -183,14 +188,9 @@ class KeptHeadlines:
     """A store's kept headlines, for the runs judged by `known` (its pickers and ceilings)."""
 
     def __init__(self, store: Store, known: Declared) -> None:
-        import hashlib
-
-        from hpcprobe import __version__
-
         self.store, self.known = store, known
-        made_by = [HEADLINES_FORMAT, __version__, [_name(p) for p in known.pickers],
-                   [(b.benchmark, b.name, _name(b.of)) for b in known.bounds]]
-        self.digest = hashlib.sha256(json.dumps(made_by).encode()).hexdigest()
+        self.digest = _made_by(HEADLINES_FORMAT, [_name(p) for p in known.pickers],
+                               [(b.benchmark, b.name, _name(b.of)) for b in known.bounds])
 
     def read(self, run_ids: Iterable[str]) -> dict[str, Bounded]:
         """run id -> what judging it needs, for those of these runs kept as they would be
