@@ -231,9 +231,8 @@ def test_a_second_sigterm_keeps_what_the_first_kept(tmp_path):
         assert st.load(info.run_id).provenance["interrupted"]["benchmark"] == "frequency"
 
 
-def test_a_damaged_store_is_said_before_measuring_and_by_every_reader(tmp_path):
-    """A store whose pages were overwritten (a disk, a copy cut short): `run` refuses it in
-    one line with the recovery command before measuring; the readers say the same line."""
+def _damaged(tmp_path: Path) -> Path:
+    """A store of three runs whose pages were overwritten (a disk, a copy cut short)."""
     from hpcprobe.results.store import Store
 
     db = tmp_path / "s.sqlite"
@@ -244,6 +243,13 @@ def test_a_damaged_store_is_said_before_measuring_and_by_every_reader(tmp_path):
     page = 4096
     data[3 * page:6 * page] = b"\xa5" * (3 * page)  # past the header: it still opens
     db.write_bytes(bytes(data))
+    return db
+
+
+def test_a_damaged_store_is_said_before_measuring_and_by_every_reader(tmp_path):
+    """A damaged store: `run` refuses it in one line with the recovery command before
+    measuring; the readers say the same line."""
+    db = _damaged(tmp_path)
     for args in (("run", "frequency", "--quick", "--json", str(tmp_path / "run.json")),
                  ("check", "--state-only", "--counters", str(tmp_path / "c.json")),
                  ("show", "latest"),
@@ -254,6 +260,38 @@ def test_a_damaged_store_is_said_before_measuring_and_by_every_reader(tmp_path):
             (args, r.err)
         assert "the store is damaged" in r.err and ".recover" in r.err, r.err
     assert not (tmp_path / "run.json").exists()  # refused before anything was measured
+
+
+def test_a_read_that_meets_the_damage_before_the_check_ends_in_the_checks_line(tmp_path,
+                                                                                 monkeypatch):
+    """The check reads the file beside the command (a fleet's gigabyte store: 1.4 s); a read
+    that fails on a damaged page before the check has answered ends in the check's line, not
+    SQLite's error, and nothing is written to the store before its answer."""
+    import sqlite3
+
+    from hpcprobe.common.errors import OptionError
+    from hpcprobe.results import sqlite as backend
+    from hpcprobe.results.store import Selection, Store
+
+    db = _damaged(tmp_path)
+    check = backend.SqliteStore._quick_check
+    monkeypatch.setattr(backend.SqliteStore, "_quick_check",
+                        lambda self: (time.sleep(0.5), check(self)))
+    read_first = []
+    with pytest.raises(OptionError, match="the store is damaged") as caught:
+        with Store.open(str(db), create=False) as st:
+            try:
+                st.load_all(Selection())
+            except sqlite3.DatabaseError:
+                read_first.append(True)
+                raise
+    assert read_first and ".recover" in str(caught.value)
+    with pytest.raises(OptionError, match="the store is damaged"):
+        with Store.open(str(db), create=False) as st:
+            st.keep("steps", {"k": ("d", "[]")})  # waits for the check: refused, not kept
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT count(*) FROM kept_results WHERE key = 'k'").fetchone() \
+            == (0,)
 
 
 def test_read_commands_share_one_exit_policy(tmp_path):

@@ -188,25 +188,25 @@ def test_too_few_runs_are_said_plainly(stored):
 
 def test_each_series_search_is_kept_and_reused_only_for_the_same_values(stored, tmp_path,
                                                                           capsys):
-    """A second read reuses each series' kept search (a kept result altered while its values
-    stay is what the second read shows); a run stored since changes the values: searched
-    again."""
+    """A second read reuses each series' kept search, and its hardware group's campaign
+    medians' (a kept result altered while its values stay is what the second read shows); a
+    run stored since changes the values: searched again."""
     db = tmp_path / "r.sqlite"
     shutil.copy(stored, db)
     args = ["history", "--db", str(db), "--metric", "memory.bandwidth", "--param",
             "kernel=triad", "--param", "level=DRAM", "--param", "threads=2", "--param",
             "phase=stream", "--param", "stores=regular", "--json"]
 
-    def changes() -> dict[str, int]:
+    def changes() -> tuple[dict[str, int], int]:
         assert main(args) == 0
-        return {x["host"]: len(x["changes"]) for x in json.loads(capsys.readouterr().out)[
-            "series"]}
+        doc = json.loads(capsys.readouterr().out)
+        return {x["host"]: len(x["changes"]) for x in doc["series"]}, len(doc["groups"])
 
     first = changes()
-    assert first == {"n1": 1, "n2": 1, "n3": 0} and changes() == first
+    assert first == ({"n1": 1, "n2": 1, "n3": 0}, 1) and changes() == first
     with Store.open(db, create=False) as st, st.transaction():  # type: ignore[attr-defined]
         st._execute("UPDATE kept_results SET value = '[]'")  # type: ignore[attr-defined]
-    assert changes() == {"n1": 0, "n2": 0, "n3": 0}
+    assert changes() == ({"n1": 0, "n2": 0, "n3": 0}, 0)
     with Store.open(db, create=False) as st, st.transaction():  # type: ignore[attr-defined]
         _store_night(st, read_json(clusterdata.TEMPLATE), random.Random(9), NIGHTS)
     assert changes() == first

@@ -1,8 +1,9 @@
 """The series a store keeps beside the figures (store version 6, results/series.py) always
 read as the figures themselves give them, on SQLite and PostgreSQL: built on the first read,
-brought up to date with the runs stored since (appended as parts, written again whole past
-PARTS or when an older run is imported), built again when its count does not add up or a run
-is deleted, and read right when the store will not take the write."""
+brought up to date with the runs stored since (appended as parts and joined with the last
+parts no larger, written again whole when an older run is imported), built again when its
+count does not add up or a run is deleted, and read right when the store will not take the
+write."""
 
 from __future__ import annotations
 
@@ -68,10 +69,10 @@ def test_the_kept_series_are_the_figures_as_runs_arrive_and_go(location):
         for night in range(4):
             _night(st, night, rng)
         _same_as_the_figures(st)
-        for night in range(4, 7):  # each read after a night appends a part a host
-            _night(st, night, rng)
+        for night in range(4, 7):  # each read after a night adds a part a host, joined with
+            _night(st, night, rng)  # the last ones no larger: runs [4, 1], [4, 2], [4, 2, 1]
             _same_as_the_figures(st)
-        assert _parts(st) == 3
+        assert _parts(st) == 2
         _night(st, 40, rng, day=2)  # an older run imported late: the host written again
         _same_as_the_figures(st)
         for sel in (Selection(since="2026-03-03", until="2026-03-06"), Selection(tag="weekly"),
@@ -88,13 +89,24 @@ def test_the_kept_series_are_the_figures_as_runs_arrive_and_go(location):
         _same_as_the_figures(st)
 
 
-def test_a_host_with_too_many_parts_is_written_again_whole(tmp_path):
+def test_a_hosts_series_is_kept_in_a_few_parts_as_nights_arrive(tmp_path):
+    """Read after each night, a host's series of n nights is kept in parts of the sizes of n's
+    binary digits (a night joins the last parts no larger than what follows them): a part a
+    night was read as sixteen parts before it was written again whole."""
     rng = random.Random(7)
     with Store.open(tmp_path / "r.sqlite") as st:
-        for night in range(series.PARTS + 2):
+        for night in range(19):
             _night(st, night, rng)
             _same_as_the_figures(st)
-        assert 0 < _parts(st) < series.PARTS
+            sizes = {tuple(len(runs.split(series.SEP)) for (runs,) in st._execute(  # type: ignore[attr-defined]
+                "SELECT runs FROM series_rows WHERE figure = ? AND host = ? ORDER BY part",
+                [figure, host])) for (figure, host) in st._execute(  # type: ignore[attr-defined]
+                "SELECT DISTINCT figure, host FROM series_rows")}
+            n = night + 1
+            assert sizes == {tuple(1 << b for b in reversed(range(n.bit_length()))
+                                   if n >> b & 1)}, (n, sizes)
+    assert series._tail([4, 2, 1], 1) == 0 and series._tail([4, 2], 1) == 2
+    assert series._tail([1, 1, 1], 5) == 0 and series._tail([8], 3) == 1
 
 
 def test_a_store_that_will_not_take_the_write_still_reads_right(tmp_path):

@@ -156,15 +156,17 @@ def _undisturbed(heads: Sequence[tuple[Headline, bool]]) -> list[Headline]:
     return [h for h, noisy in heads if not noisy] or [h for h, _ in heads]
 
 
-def make(runs: Sequence[Run], pickers: Sequence[Picker], labels: Labels) -> list[Group]:
+def make(runs: Sequence[Run], pickers: Sequence[Picker], labels: Labels,
+         known: Mapping[str, dict[str, Any]] | None = None) -> list[Group]:
     """The references of these node runs, one per hardware fingerprint and profile: each
-    figure its runs measured (undisturbed where any was), and the state they shared."""
+    figure its runs measured (undisturbed where any was), and the state they shared. `known`:
+    their hardware by run id, where the caller has it."""
     groups: dict[str, tuple[Group, dict[str, list[tuple[Headline, bool]]]]] = {}
     states: dict[str, list[dict[str, str]]] = {}
     for run in runs:
         if run.kind != "node":
             continue
-        hw = hardware(run, labels)
+        hw = known[run.run_id] if known else hardware(run, labels)
         g, heads = groups.setdefault(key := f"{describe(hw)}, {run.profile}",
                                      (Group(hw, run.profile), {}))
         states.setdefault(key, []).append(health.state_of(run))
@@ -338,16 +340,15 @@ def previous_all(store: Store, runs: Sequence[Run], shown: Shown, labels: Labels
             infos = {run.run_id: _before(store, run, 4 * limit) for run in part}
             heads = store.headers(sorted({info.run_id for listed in infos.values()
                                           for info in listed}))
-        befores = {}
-        for run in part:
-            hw = hardware(run, labels)
-            befores[run.run_id] = [
-                r for r in (heads.get(info.run_id) for info in infos[run.run_id])
-                if r is not None and r.kind == "node" and hardware(r, labels) == hw][:limit]
+        hw = {r.run_id: hardware(r, labels) for r in (*part, *heads.values())}
+        befores = {run.run_id: [
+            r for r in (heads.get(info.run_id) for info in infos[run.run_id])
+            if r is not None and r.kind == "node" and hw[r.run_id] == hw[run.run_id]][:limit]
+            for run in part}
         pick = partial(_listed, shown([r for before in befores.values() for r in before]))
         for run in part:
             before = befores[run.run_id]
-            groups = make(before, [pick], labels) if before else []
+            groups = make(before, [pick], labels, hw) if before else []
             out[run.run_id] = None if not groups else Reference(
                 f"this host's {len(before)} previous {run.profile} run(s) in the store (same "
                 "hardware; --against FILE judges against a reference file)", groups[0].figures,

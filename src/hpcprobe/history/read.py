@@ -10,6 +10,7 @@ import json
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
+from typing import Any
 
 from hpcprobe.analysis import fingerprint
 from hpcprobe.analysis.compare import joined_params
@@ -65,27 +66,32 @@ def read(store: Store, label: str, what: Metric | tuple[str, str, dict[str, str]
 
 
 def search(store: Store, series: list[Series]) -> None:
-    """The change points of every series: none below changes.MIN_RUNS runs kept (nothing to
-    search: a fleet's first campaigns), else as kept in the store where its values are those
-    it was searched with, else searched (on the node's CPUs where many) and kept."""
+    """The change points of every series (`searched`)."""
+    found = searched(store, [([s.label, s.host, s.params], s.searched()) for s in series])
+    for s, steps in zip(series, found, strict=True):
+        s.found(steps)
+
+
+def searched(store: Store, series: Sequence[tuple[object, tuple[Any, Any]]]
+             ) -> list[list[changes.Step]]:
+    """The steps of each series (what names it, and the medians and relative CIs its search
+    reads): none below changes.MIN_RUNS runs (nothing to search: a fleet's first campaigns),
+    else as kept in the store where its values are those it was searched with, else searched
+    (on this node's CPUs where many) and kept; ruptures is imported only for those."""
     import hashlib
 
-    long = []
-    for s in series:
-        if len(s.searched()[0]) < changes.MIN_RUNS:
-            s.found([])
-        else:
-            long.append(s)
-    keys = [hashlib.sha256(json.dumps([s.label, s.host, s.params], sort_keys=True,
-                                      default=str).encode()).hexdigest() for s in long]
-    digests = [changes.digest(*s.searched()) for s in long]
-    kept = store.kept("steps", keys) if long else {}
-    todo = [i for i, (k, d) in enumerate(zip(keys, digests, strict=True))
-            if kept.get(k, ("",))[0] != d]
-    found = dict(zip(todo, changes.steps_of([long[i].searched() for i in todo]), strict=True))
+    out: list[list[changes.Step]] = [[] for _ in series]
+    long = [i for i, (_, values) in enumerate(series) if len(values[0]) >= changes.MIN_RUNS]
+    keys = {i: hashlib.sha256(json.dumps(series[i][0], sort_keys=True, default=str).encode()
+                              ).hexdigest() for i in long}
+    digests = {i: changes.digest(*series[i][1]) for i in long}
+    kept = store.kept("steps", list(keys.values())) if long else {}
+    todo = [i for i in long if kept.get(keys[i], ("",))[0] != digests[i]]
+    found = dict(zip(todo, changes.steps_of([series[i][1] for i in todo]), strict=True))
     store.keep("steps", {keys[i]: (digests[i], changes.steps_text(found[i])) for i in todo})
-    for i, s in enumerate(long):
-        s.found(found[i] if i in found else changes.steps_from(kept[keys[i]][1]))
+    for i in long:
+        out[i] = found[i] if i in found else changes.steps_from(kept[keys[i]][1])
+    return out
 
 
 def all_series(db: str | None, metric: tuple[str, str] | None, params: dict[str, str],
@@ -304,16 +310,25 @@ def hardware_groups(store: Store, series: list[Series], known: Declared,
 def group_changes(store: Store, series: list[Series], groups: dict[str, str]
                    ) -> dict[str, list[changes.GroupChange]]:
     """Per figure, the change points of each hardware group's campaign medians (groups of two
-    hosts or more), each attributed over the group's hosts: their runs either side of it."""
-    found: list[tuple[str, str, dict[str, Series], changes.Change]] = []
+    hosts or more; searched once and kept, as a host's series), each attributed over the
+    group's hosts: their runs either side of it."""
+    import numpy as np
+
+    wanted: list[tuple[str, str, dict[str, Series], list[changes.Point]]] = []
     for label, ss in by_label(series).items():
         members: dict[str, dict[str, Series]] = {}
         for s in ss:
             members.setdefault(groups[s.host], {})[s.host] = s
-        for group, hosts in sorted(members.items()):
-            if len(hosts) > 1:
-                found += [(label, group, hosts, c)
-                          for c in changes.change_points(medians(hosts.values(), group))]
+        wanted += [(label, group, hosts, [p for p in medians(hosts.values(), group)
+                                          if p.disturbed is None and p.median > 0])
+                   for group, hosts in sorted(members.items()) if len(hosts) > 1]
+    steps = searched(store, [(["group", label, group],
+                              (np.array([p.median for p in points], dtype=float),
+                               np.array([p.rel_ci for p in points], dtype=float)))
+                             for label, group, _, points in wanted])
+    found = [(label, group, hosts, s.change(points[s.cut - 1], points[s.cut]))
+             for (label, group, hosts, points), ss in zip(wanted, steps, strict=True)
+             for s in ss]
     pairs = {(label, group, c.after.created): {h: s.either_side(c.after.created)
                                                for h, s in hosts.items()}
              for label, group, hosts, c in found}

@@ -13,7 +13,7 @@ import struct
 from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from itertools import groupby
+from itertools import chain, groupby, pairwise
 from operator import itemgetter
 from typing import Any
 
@@ -51,50 +51,75 @@ def unpack(params: dict[str, Any], row: Sequence[str]) -> Columns:
                    values[n:2 * n], values[2 * n:])
 
 
-#: A host's series is kept in this many parts at most: the figures a read finds stored since
-#: are appended as a part of their own (a night's runs of a thousand nodes: a thousand small
-#: rows, not every host's year written again), and a host with more is written again whole
-PARTS = 16
-
-
 @dataclass(frozen=True)
 class Kept:
-    """A host's kept series, and in how many parts."""
+    """A host's kept series, and how many runs each of its parts holds, in order."""
 
     columns: Columns
-    parts: int
+    sizes: tuple[int, ...]
 
 
 def kept_of(params: dict[str, Any], rows: Iterable[Sequence[Any]]) -> dict[str, Kept]:
     """Host -> its series, from its parts' rows (host, part, then the packed fields) ordered
-    by host and part."""
+    by host and part: each host's parts joined at once."""
     out: dict[str, Kept] = {}
-    for row in rows:
-        c = unpack(params, (row[0], *row[2:]))
-        had = out.get(c.host)
-        out[c.host] = Kept(c, 1) if had is None else Kept(merged(had.columns, c), had.parts + 1)
+    for host, rows_of in groupby(rows, key=itemgetter(0)):
+        parts = [unpack(params, (host, *row[2:])) for row in rows_of]
+        out[host] = Kept(parts[0] if len(parts) == 1 else _joined(parts),
+                         tuple(len(c.runs) for c in parts))
     return out
 
 
+def _joined(parts: Sequence[Columns]) -> Columns:
+    """A host's series from its parts, in time order (as `merged` one after another)."""
+    first = parts[0]
+    both = Columns(first.host, first.unit, first.better, first.params,
+                   *(tuple(chain.from_iterable(getattr(c, f) for c in parts)) for f in
+                     ("runs", "created", "tags", "medians", "ci_low", "ci_high")))
+    if any(b.created and a.created and b.created[0] < a.created[-1]
+           for a, b in pairwise(parts)):
+        return _taken(both, sorted(range(len(both.created)), key=lambda i: both.created[i]))
+    return both
+
+
 def update(kept: dict[str, Kept], fresh: dict[str, Columns]
-           ) -> tuple[dict[str, Columns], list[tuple[Columns, int]], list[str]]:
+           ) -> tuple[dict[str, Columns], list[tuple[Columns, int]], list[tuple[str, int]]]:
     """The hosts' series with the figures stored since; the parts to write (columns, part
-    number); the hosts whose parts are all written again (too many, or figures older than the
-    last kept: an import of old runs)."""
+    number); the hosts whose parts from one on are written again (host, that part; 0: all,
+    where figures older than the last kept came: an import of old runs). The figures stored
+    since are a part of their own, joined with the last parts no larger than they (`_tail`):
+    a night's runs of a thousand nodes are a thousand small rows, not every host's year
+    written again, and a host's series is read in a few parts (log2 of its runs at most),
+    not a part a night."""
     whole = {h: k.columns for h, k in kept.items()}
     writes: list[tuple[Columns, int]] = []
-    again: list[str] = []
+    cut: list[tuple[str, int]] = []
     for h, c in fresh.items():
         k = kept.get(h)
-        whole[h] = c if k is None else merged(k.columns, c)
         if k is None:
+            whole[h] = c
             writes.append((c, 0))
-        elif k.parts < PARTS and c.created[0] >= k.columns.created[-1]:
-            writes.append((c, k.parts))
+            continue
+        whole[h] = both = merged(k.columns, c)
+        part = _tail(k.sizes, len(c.runs)) if c.created[0] >= k.columns.created[-1] else 0
+        if part == len(k.sizes):
+            writes.append((c, part))
         else:
-            writes.append((whole[h], 0))
-            again.append(h)
-    return whole, writes, again
+            start = sum(k.sizes[:part])
+            writes.append((_taken(both, range(start, len(both.runs))), part))
+            cut.append((h, part))
+    return whole, writes, cut
+
+
+def _tail(sizes: Sequence[int], new: int) -> int:
+    """The part `new` runs stored since begin: the last parts they join, each no larger than
+    the runs after it (a binary counter's carries: parts of 4, 2 and 1 runs take the next one
+    as one part of 8)."""
+    part, tail = len(sizes), new
+    while part > 0 and sizes[part - 1] <= tail:
+        part -= 1
+        tail += sizes[part]
+    return part
 
 
 def columns_of(params: dict[str, Any], rows: Iterable[Row]) -> dict[str, Columns]:

@@ -522,9 +522,9 @@ class SqlStore(Store):
             since, new = 0, self._figures_between(benchmark, name, text, 0, upto)
         if any(r[4] is None for r in new):
             return None
-        whole, writes, again = series.update(self._kept_parts(figure, params) if since else {},
-                                             series.columns_of(params, new))
-        self._keep(figure, (upto, n), writes, again, rebuild=not since)
+        whole, writes, cut = series.update(self._kept_parts(figure, params) if since else {},
+                                           series.columns_of(params, new))
+        self._keep(figure, (upto, n), writes, cut, rebuild=not since)
         return [c for _, c in sorted(whole.items())]
 
     def _figures_between(self, benchmark: str, name: str, text: str, since: int, upto: int
@@ -544,7 +544,7 @@ class SqlStore(Store):
             "WHERE figure = ? ORDER BY host, part", [figure]))
 
     def _keep(self, figure: str, head: tuple[int, int], writes: list[tuple[Columns, int]],
-              again: list[str], rebuild: bool) -> None:
+              cut: list[tuple[str, int]], rebuild: bool) -> None:
         """Write the parts of the hosts' series that changed and how far the figure is kept
         (its last metric id, its count), if the store takes it now (a read-only store, or
         another writer holding it: kept next time)."""
@@ -552,8 +552,8 @@ class SqlStore(Store):
             with self.briefly():
                 if rebuild:
                     self._execute("DELETE FROM series_rows WHERE figure = ?", [figure])
-                self._executemany("DELETE FROM series_rows WHERE figure = ? AND host = ?",
-                                  [(figure, h) for h in again])
+                self._executemany("DELETE FROM series_rows WHERE figure = ? AND host = ? AND "
+                                  "part >= ?", [(figure, h, part) for h, part in cut])
                 self._executemany("INSERT INTO series_rows (figure, host, part, unit, better, "
                                   "runs, created, tags, numbers) VALUES (?,?,?,?,?,?,?,?,?)",
                                   [(figure, c.host, part, *series.pack(c)[1:])
