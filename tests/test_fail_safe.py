@@ -294,6 +294,52 @@ def test_a_read_that_meets_the_damage_before_the_check_ends_in_the_checks_line(t
             == (0,)
 
 
+def test_a_store_is_read_whole_only_where_it_changed_since_it_was_known_intact(tmp_path,
+                                                                                monkeypatch):
+    """A store left by hpcprobe (what it wrote, SQLite wrote whole) is marked intact; the next
+    open reads it whole only where it changed since (another writer, a file written over):
+    a fleet's store of a year is not read whole by every command. Damage that leaves the file
+    as marked (a disk's) ends in the same line where a read meets it, and the mark goes."""
+    import sqlite3
+
+    from hpcprobe.common.errors import OptionError
+    from hpcprobe.results import sqlite as backend
+    from hpcprobe.results.store import Selection, Store
+
+    checks: list[str] = []
+    check = backend.SqliteStore._quick_check
+    monkeypatch.setattr(backend.SqliteStore, "_quick_check",
+                        lambda self: (checks.append("checked"), check(self)))
+    db = tmp_path / "s.sqlite"
+    with Store.open(str(db)) as st:
+        st.save(dataclasses.replace(results.read_json(PROBE), run_id="0" * 12))
+    mark = Path(f"{db}{backend.MARK}")
+    assert mark.exists() and not checks  # made here: known intact
+    for _ in range(2):  # unchanged, or changed by this connection alone: not read whole
+        with Store.open(str(db), create=False) as st:
+            st.keep("steps", {"k": ("d", "[]")})
+    assert not checks
+    with Store.open(str(db), create=False) as st:  # another writer meanwhile
+        with sqlite3.connect(db) as other:
+            other.execute("DELETE FROM kept_results")
+        st.runs()
+    with Store.open(str(db), create=False):
+        pass
+    assert checks == ["checked"]  # read whole once, then marked again
+    with Store.open(str(db), create=False):
+        pass
+    assert checks == ["checked"]
+    (tmp_path / "disk").mkdir()
+    damaged = _damaged(tmp_path / "disk")
+    stat = os.stat(damaged)
+    state = [stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns]
+    Path(f"{damaged}{backend.MARK}").write_text(json.dumps(state))  # as a disk's damage
+    with pytest.raises(OptionError, match="the store is damaged"):
+        with Store.open(str(damaged), create=False) as st:
+            st.load_all(Selection())
+    assert not Path(f"{damaged}{backend.MARK}").exists()
+
+
 def test_read_commands_share_one_exit_policy(tmp_path):
     """The same run, below its reference: every command that shows its verdict exits 1,
     whatever it writes; against a file of another CPU, every one of them exits 3."""

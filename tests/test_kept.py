@@ -21,7 +21,7 @@ from hpcprobe.judge.peers import figures
 from hpcprobe.judge.run import bounded_all
 from hpcprobe.results.model import read_json
 from hpcprobe.results.sql import SqlStore
-from hpcprobe.results.store import Store
+from hpcprobe.results.store import Selection, Store
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])
@@ -150,6 +150,49 @@ def test_kept_headlines_read_back_as_they_are_made(campaign, monkeypatch):
             sorted(r.run_id for r in [*runs[:3], *runs[4:], hot])
 
 
+def test_kept_reference_entries_give_the_reference_the_runs_give(campaign, monkeypatch):
+    """What each node run gives a reference (its hardware, state, headline medians and CIs,
+    which of them were disturbed): kept, read back equal, and the reference made of them the
+    one made of the runs, every bit; kept by another format or for other pickers or labels, or
+    not what `keep_entries` writes: made again from the run read whole; none for a campaign's
+    own run."""
+    from hpcprobe.analysis import reference
+    from hpcprobe.analysis.verdict import headlines
+    from hpcprobe.machine.steal import BUSY
+    from hpcprobe.results.findings import Finding
+
+    db, runs = campaign
+    known = registry.declared()
+    busy = replace(runs[1], run_id=f"{runs[1].run_id}-busy", findings=[
+        Finding("latency", BUSY, "x", {"percent": 80.0}).to_dict()])
+    given = [*runs, busy]
+    made = {r.run_id: reference.entry(r, headlines(r, known.pickers), known.labels)
+            for r in given}
+    assert any(f.noisy for f in made[busy.run_id].figures)
+    with Store.open(db, create=False) as st:
+        held = KeptHeadlines(st, known)
+        held.keep_entries(made)
+        back = held.read_entries(made)
+        assert back == made
+        assert reference.grouped([back[r.run_id] for r in given]) == \
+            reference.make(given, known.pickers, known.labels)
+        assert KeptHeadlines(st, replace(known, pickers=known.pickers[1:])).read_entries(
+            made) == {}
+        assert KeptHeadlines(st, replace(known, labels=lambda _: [])).read_entries(made) == {}
+        monkeypatch.setattr(kept, "ENTRIES_FORMAT", kept.ENTRIES_FORMAT + 1)
+        assert KeptHeadlines(st, known).read_entries(made) == {}
+        monkeypatch.undo()
+        text = st.kept(kept.ENTRIES, [runs[2].run_id])[runs[2].run_id]
+        st.keep(kept.ENTRIES, {runs[2].run_id: (text[0], text[1][:-9]),
+                               runs[3].run_id: (text[0], '["a", "b"]')})
+        assert sorted(held.read_entries(made)) == sorted(
+            r.run_id for r in given if r not in runs[2:4])
+        campaign_run = st.runs(limit=1, where=Selection(tag="c1"))[0].run_id
+        assert held.entries([runs[2].run_id, runs[3].run_id, campaign_run], keep=True) == {
+            r.run_id: made[r.run_id] for r in runs[2:4]}
+        assert sorted(held.read_entries(made)) == sorted(made)
+
+
 @pytest.fixture
 def two_campaigns(location):
     """Two weekly campaigns of eight nodes (n5 20 % slow in the second: below its own past
@@ -181,7 +224,8 @@ def test_a_campaigns_node_verdicts_are_the_same_from_kept_headlines(two_campaign
     assert set(read) == {links}  # the campaign run (its links): no node run, nor a previous one
     with Store.open(db, create=False) as st:
         assert len(st.kept(kept.HEADLINES, [r.run_id for r in runs])) == len(runs)
-        st._execute("UPDATE kept_results SET value = '[' WHERE kind = ?", [kept.HEADLINES])  # type: ignore[attr-defined]
+        st._execute("UPDATE kept_results SET value = '[' WHERE kind IN (?, ?)",  # type: ignore[attr-defined]
+                    [kept.HEADLINES, kept.ENTRIES])
     assert main(["cluster", "report", "c2", "--db", db, "--details"]) == 1
     outs.append(capsys.readouterr().out)
     assert outs[0] == outs[1] == outs[2] == outs[3]

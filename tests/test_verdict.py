@@ -15,7 +15,7 @@ from hypothesis.strategies import floats, lists
 from conftest import assert_user_error, hpcprobe
 from hpcprobe import registry
 from hpcprobe.analysis import reference
-from hpcprobe.analysis.verdict import DISTURBED, Expected, Headline, Reference
+from hpcprobe.analysis.verdict import DISTURBED, FLOOR, Expected, Headline, Reference
 from hpcprobe.common.errors import UserError
 from hpcprobe.judge.run import judge, verdict
 from hpcprobe.results.model import Metric, Run
@@ -99,7 +99,8 @@ def test_steal_and_a_moved_sentinel_leave_only_their_benchmark_unjudged():
 
 def test_a_reference_takes_the_median_and_a_tolerance_from_the_spread_never_under_its_floor():
     def head(median):
-        return Headline("k", "f", _metric([median * x / 100 for x in TIGHT]))
+        s = _metric([median * x / 100 for x in TIGHT]).summary
+        return reference.Given("k", "f", "GB/s", "higher", FLOOR, s.median, s.rel_ci_halfwidth)
 
     steady = reference.expected([head(100.0), head(100.5), head(99.5), head(100.2)])
     assert steady.value == pytest.approx(100.1, abs=0.2) and steady.tolerance == 0.05

@@ -10,9 +10,8 @@ import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hpcprobe.analysis import health
 from hpcprobe.analysis.verdict import (
@@ -106,26 +105,81 @@ def mad(values: Sequence[float], median: float) -> float:
         statistics.NormalDist().inv_cdf(0.75)
 
 
-def expected(heads: Sequence[Headline]) -> Expected:
+class Given(NamedTuple):
+    """One headline figure of one node run as a reference takes it: its key, label, unit and
+    which way is better, its practical floor, its median and relative CI half-width (inf where
+    it has none), and whether its family's figures were disturbed in that run (`disturbed`)."""
+
+    key: str
+    label: str
+    unit: str
+    better: str
+    floor: float
+    median: float
+    rel_ci: float
+    noisy: bool = False
+
+
+@dataclass(frozen=True)
+class Entry:
+    """What one node run gives a reference (`entry`): its id, host and profile, whether it was
+    interrupted, its hardware fingerprint and node state, and its headline figures. Kept
+    beside a stored run (judge/kept.py), so that a fleet's nodes' references from their
+    previous runs read none of those runs."""
+
+    run_id: str
+    host: str
+    profile: str
+    interrupted: bool
+    hardware: dict[str, Any]
+    state: dict[str, str]
+    figures: tuple[Given, ...]
+
+    def to_json(self) -> list[Any]:
+        return [self.run_id, self.host, self.profile, self.interrupted, self.hardware,
+                self.state, [list(f) for f in self.figures]]
+
+    @classmethod
+    def from_json(cls, doc: Sequence[Any]) -> Entry:
+        """`to_json`'s entry; TypeError or ValueError where the document is not one."""
+        run_id, host, profile, interrupted, hw, state, figures = doc
+        if not isinstance(hw, dict) or not isinstance(state, dict):
+            raise TypeError("hardware and state are objects")
+        return cls(str(run_id), str(host), str(profile), bool(interrupted), hw, state,
+                   tuple(Given(str(k), str(label), str(unit), str(better), float(floor),
+                               float(median), float(rel), bool(noisy))
+                         for k, label, unit, better, floor, median, rel, noisy in figures))
+
+
+def entry(run: Run, heads: Sequence[Headline], labels: Labels) -> Entry:
+    """What a node run gives a reference, its headlines `heads` (as its families pick them)."""
+    noisy = disturbed(run)
+    return Entry(run.run_id, run.host, run.profile, run.conditions.interrupted is not None,
+                 hardware(run, labels), health.state_of(run),
+                 tuple(Given(h.key, h.label, m.unit, m.better, h.floor, s.median,
+                             s.rel_ci_halfwidth, m.benchmark in noisy)
+                       for h in heads for m in (h.metric,) for s in (m.summary,)))
+
+
+def expected(heads: Sequence[Given]) -> Expected:
     """One figure's reference from its headline in several runs: the median of their medians;
     the tolerance the largest of its floor, SPREADS x the runs' spread (a robust standard
     deviation from 3 runs on, half the range of 2) and CIS x the median CI half-width."""
     import statistics  # where used: a state-only check makes no reference
 
     first = heads[0]
-    meds = [h.metric.summary.median for h in heads]
+    meds = [h.median for h in heads]
     value = statistics.median(meds)
     spread: float | None = None
     if len(meds) >= 3 and value:
         spread = mad(meds, value) / abs(value)
     elif len(meds) == 2 and value:
         spread = abs(meds[0] - meds[1]) / 2 / abs(value)
-    cis = [x for h in heads if math.isfinite(x := h.metric.summary.rel_ci_halfwidth)]
+    cis = [h.rel_ci for h in heads if math.isfinite(h.rel_ci)]
     ci = statistics.median(cis) if cis else 0.0
     tolerance = max(first.floor, SPREADS * (spread or 0.0), CIS * ci)
-    return Expected(first.key, first.label, first.metric.unit, first.metric.better,
-                    round(value, 6), _round_up(tolerance), len(meds),
-                    None if spread is None else round(spread, 4))
+    return Expected(first.key, first.label, first.unit, first.better, round(value, 6),
+                    _round_up(tolerance), len(meds), None if spread is None else round(spread, 4))
 
 
 @dataclass
@@ -149,35 +203,35 @@ class Group:
         return [k for k, e in self.figures.items() if e.runs < MIN_RUNS]
 
 
-def _undisturbed(heads: Sequence[tuple[Headline, bool]]) -> list[Headline]:
+def _undisturbed(heads: Sequence[Given]) -> list[Given]:
     """A figure's headlines of the runs the hypervisor's steal or the node sentinel did not
     mark as disturbed (their wide CIs would loosen the tolerance), all of them where every run
     was."""
-    return [h for h, noisy in heads if not noisy] or [h for h, _ in heads]
+    return [h for h in heads if not h.noisy] or list(heads)
 
 
-def make(runs: Sequence[Run], pickers: Sequence[Picker], labels: Labels,
-         known: Mapping[str, dict[str, Any]] | None = None) -> list[Group]:
+def make(runs: Sequence[Run], pickers: Sequence[Picker], labels: Labels) -> list[Group]:
     """The references of these node runs, one per hardware fingerprint and profile: each
-    figure its runs measured (undisturbed where any was), and the state they shared. `known`:
-    their hardware by run id, where the caller has it."""
-    groups: dict[str, tuple[Group, dict[str, list[tuple[Headline, bool]]]]] = {}
+    figure its runs measured (undisturbed where any was), and the state they shared."""
+    return grouped([entry(r, headlines(r, pickers), labels) for r in runs if r.kind == "node"])
+
+
+def grouped(entries: Sequence[Entry]) -> list[Group]:
+    """The references of what these node runs give (`entry`), one per hardware fingerprint
+    and profile."""
+    groups: dict[str, tuple[Group, dict[str, list[Given]]]] = {}
     states: dict[str, list[dict[str, str]]] = {}
-    for run in runs:
-        if run.kind != "node":
-            continue
-        hw = known[run.run_id] if known else hardware(run, labels)
-        g, heads = groups.setdefault(key := f"{describe(hw)}, {run.profile}",
-                                     (Group(hw, run.profile), {}))
-        states.setdefault(key, []).append(health.state_of(run))
-        g.runs.append(run.run_id)
-        if run.conditions.interrupted:
-            g.interrupted.append(run.run_id)
-        if run.host not in g.hosts:
-            g.hosts.append(run.host)
-        noisy = disturbed(run)
-        for h in headlines(run, pickers):
-            heads.setdefault(h.key, []).append((h, h.metric.benchmark in noisy))
+    for e in entries:
+        g, heads = groups.setdefault(key := f"{describe(e.hardware)}, {e.profile}",
+                                     (Group(dict(e.hardware), e.profile), {}))
+        states.setdefault(key, []).append(e.state)
+        g.runs.append(e.run_id)
+        if e.interrupted:
+            g.interrupted.append(e.run_id)
+        if e.host not in g.hosts:
+            g.hosts.append(e.host)
+        for f in e.figures:
+            heads.setdefault(f.key, []).append(f)
     out = []
     for key, (g, heads) in groups.items():
         made = {k: expected(_undisturbed(hs)) for k, hs in heads.items()}
@@ -323,41 +377,33 @@ def for_run(groups: Sequence[Group], run: Run, labels: Labels, path: str) -> Ref
 
 #: the runs whose previous runs `previous_all` lists at once
 AT_ONCE = 200
-#: What a stored run's headlines are, by run id, for these runs (headers: their metrics not read)
-Shown = Callable[[Sequence[Run]], Mapping[str, Sequence[Headline]]]
+#: What stored runs give a reference, by run id, for these run ids (node runs only)
+Entries = Callable[[Sequence[str]], Mapping[str, Entry]]
 
 
-def previous_all(store: Store, runs: Sequence[Run], shown: Shown, labels: Labels,
+def previous_all(store: Store, runs: Sequence[Run], entries: Entries, labels: Labels,
                  limit: int = PREVIOUS) -> dict[str, Reference | None]:
     """Each run's reference by its id: its host's previous node runs of the same hardware and
     profile (up to `limit`, newest first, made before it); None where there are none. The runs
-    they rest on are read as headers a few hundred nodes at once, their headlines by `shown`
-    (kept beside them: a campaign's thousand nodes' previous runs are not read whole)."""
+    they rest on are listed a few hundred nodes at once, and what each gives a reference taken
+    from `entries` (kept beside them: a campaign's thousand nodes' previous runs are not
+    read)."""
     out: dict[str, Reference | None] = {}
     for i in range(0, len(runs), AT_ONCE):
         part = runs[i:i + AT_ONCE]
-        with store.snapshot():  # the runs listed are the runs read, whatever a writer commits
+        with store.snapshot():  # the runs listed: those of one state of the store
             infos = {run.run_id: _before(store, run, 4 * limit) for run in part}
-            heads = store.headers(sorted({info.run_id for listed in infos.values()
-                                          for info in listed}))
-        hw = {r.run_id: hardware(r, labels) for r in (*part, *heads.values())}
-        befores = {run.run_id: [
-            r for r in (heads.get(info.run_id) for info in infos[run.run_id])
-            if r is not None and r.kind == "node" and hw[r.run_id] == hw[run.run_id]][:limit]
-            for run in part}
-        pick = partial(_listed, shown([r for before in befores.values() for r in before]))
+        given = entries(sorted({info.run_id for listed in infos.values() for info in listed}))
         for run in part:
-            before = befores[run.run_id]
-            groups = make(before, [pick], labels, hw) if before else []
+            hw = hardware(run, labels)
+            before = [e for e in (given.get(info.run_id) for info in infos[run.run_id])
+                      if e is not None and e.hardware == hw][:limit]
+            groups = grouped(before) if before else []
             out[run.run_id] = None if not groups else Reference(
                 f"this host's {len(before)} previous {run.profile} run(s) in the store (same "
                 "hardware; --against FILE judges against a reference file)", groups[0].figures,
                 "their own previous runs", groups[0].state, min_runs=MIN_RUNS)
     return out
-
-
-def _listed(got: Mapping[str, Sequence[Headline]], run: Run) -> list[Headline]:
-    return list(got[run.run_id])
 
 
 def _before(store: Store, run: Run, limit: int) -> list[RunInfo]:

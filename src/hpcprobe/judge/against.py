@@ -11,7 +11,7 @@ from functools import partial
 
 from hpcprobe.analysis import reference
 from hpcprobe.analysis.reference import Declared
-from hpcprobe.analysis.verdict import Headline, Reference, Verdict
+from hpcprobe.analysis.verdict import Reference, Verdict
 from hpcprobe.common.errors import UserError
 from hpcprobe.judge import run as run_judge
 from hpcprobe.judge.kept import KeptHeadlines
@@ -74,14 +74,9 @@ class Against:
         elif kept is None:
             refs = {}
         else:
-            refs = reference.previous_all(kept.store, nodes, partial(_shown, kept, keep),
+            refs = reference.previous_all(kept.store, nodes, partial(kept.entries, keep=keep),
                                           known.labels)
         out = {r.run_id: Verdict([], None) for r in runs}
         out.update((r.run_id, run_judge.judged(r, heads[r.run_id], refs.get(r.run_id)))
                    for r in nodes)
         return out
-
-
-def _shown(kept: KeptHeadlines, keep: bool, runs: Sequence[Run]) -> dict[str, list[Headline]]:
-    """The headlines of these stored runs (headers), as `kept` holds or makes them."""
-    return {run_id: b.shown for run_id, b in kept.of(runs, keep).items()}

@@ -30,7 +30,8 @@ from itertools import chain
 from typing import TYPE_CHECKING, Any
 
 from hpcprobe.analysis.compare import NotJoined
-from hpcprobe.analysis.verdict import Headline
+from hpcprobe.analysis.reference import Entry, entry
+from hpcprobe.analysis.verdict import Headline, headlines
 from hpcprobe.common import jsondoc
 from hpcprobe.common.bulk import bulk
 from hpcprobe.judge.run import Bounded, bounded_all
@@ -155,10 +156,13 @@ class KeptFigures:
         self.held.update(new)
 
 
-#: The kind of kept results that are a run's headlines (by run id)
-HEADLINES = "headlines"
+#: The kinds of kept results that are a run's headlines, and what it gives a reference (by
+#: run id)
+HEADLINES, ENTRIES = "headlines", "reference-entries"
 #: What a kept run's headlines are: raised where `_headline`'s list changes
 HEADLINES_FORMAT = 1
+#: What a kept reference entry is: raised where `reference.Entry`'s document changes
+ENTRIES_FORMAT = 1
 #: Runs read whole at once where their headlines are not kept
 AT_ONCE = 200
 
@@ -185,12 +189,16 @@ def _unheadline(row: list[Any]) -> Headline:
 
 
 class KeptHeadlines:
-    """A store's kept headlines, for the runs judged by `known` (its pickers and ceilings)."""
+    """A store's kept headlines, for the runs judged by `known` (its pickers and ceilings), and
+    what each run gives a reference (`reference.Entry`: its headlines and hardware, by
+    `known`'s pickers and labels)."""
 
     def __init__(self, store: Store, known: Declared) -> None:
         self.store, self.known = store, known
-        self.digest = _made_by(HEADLINES_FORMAT, [_name(p) for p in known.pickers],
+        pickers = [_name(p) for p in known.pickers]
+        self.digest = _made_by(HEADLINES_FORMAT, pickers,
                                [(b.benchmark, b.name, _name(b.of)) for b in known.bounds])
+        self.entries_digest = _made_by(ENTRIES_FORMAT, pickers, _name(known.labels))
 
     def read(self, run_ids: Iterable[str]) -> dict[str, Bounded]:
         """run id -> what judging it needs, for those of these runs kept as they would be
@@ -217,17 +225,56 @@ class KeptHeadlines:
     def of(self, runs: Sequence[Run], keep: bool = False) -> dict[str, Bounded]:
         """Each run's headlines by its id: as kept, else made from its metrics where it has
         them (a run not stored yet), else from the run read whole (`runs` may be headers: a
-        run neither kept nor stored with metrics has none); `keep`: those made are kept."""
+        run neither kept nor stored with metrics has none); `keep`: those made are kept, and
+        what those node runs give a reference."""
         out = self.read(r.run_id for r in runs)
         pickers, bounds = self.known.pickers, self.known.bounds
         made = {r.run_id: bounded_all(r, pickers, bounds) for r in runs
                 if r.run_id not in out and r.metrics}
+        given = {r.run_id: entry(r, made[r.run_id].shown, self.known.labels)
+                 for r in runs if keep and r.run_id in made and r.kind == "node"}
         missing = [r.run_id for r in runs if r.run_id not in out and r.run_id not in made]
         with bulk():  # read a few hundred at a time, each dropped once its headlines are made
             for i in range(0, len(missing), AT_ONCE):
-                made.update((run_id, bounded_all(run, pickers, bounds)) for run_id, run
-                            in self.store.load_ids(missing[i:i + AT_ONCE]).items())
+                for run_id, run in self.store.load_ids(missing[i:i + AT_ONCE]).items():
+                    made[run_id] = b = bounded_all(run, pickers, bounds)
+                    if keep and run.kind == "node":
+                        given[run_id] = entry(run, b.shown, self.known.labels)
         if keep:
             self.keep(made)
+            self.keep_entries(given)
         return {r.run_id: out.get(r.run_id) or made.get(r.run_id) or Bounded([], [])
                 for r in runs}
+
+    def read_entries(self, run_ids: Iterable[str]) -> dict[str, Entry]:
+        """run id -> what it gives a reference, for those of these runs kept as they would be
+        made now (any other, or one kept unreadable, is left out: made again)."""
+        out: dict[str, Entry] = {}
+        for run_id, (made_by, text) in self.store.kept(ENTRIES, list(run_ids)).items():
+            if made_by != self.entries_digest:
+                continue
+            try:
+                out[run_id] = Entry.from_json(jsondoc.loads(text))
+            except (ValueError, TypeError):  # not what `keep_entries` writes
+                continue
+        return out
+
+    def keep_entries(self, made: Mapping[str, Entry]) -> None:
+        self.store.keep(ENTRIES, {run_id: (self.entries_digest, json.dumps(e.to_json()))
+                                  for run_id, e in made.items()})
+
+    def entries(self, run_ids: Sequence[str], keep: bool = False) -> dict[str, Entry]:
+        """What each of these stored node runs gives a reference, by its id: as kept, else
+        made from the run read whole (`keep`: and kept); none for a run of another kind."""
+        out = self.read_entries(run_ids)
+        missing = [r for r in run_ids if r not in out]
+        made: dict[str, Entry] = {}
+        with bulk():
+            for i in range(0, len(missing), AT_ONCE):
+                made.update((run_id, entry(run, headlines(run, self.known.pickers),
+                                           self.known.labels))
+                            for run_id, run in self.store.load_ids(missing[i:i + AT_ONCE]).items()
+                            if run.kind == "node")
+        if keep:
+            self.keep_entries(made)
+        return {**out, **made}

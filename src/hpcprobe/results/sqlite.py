@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import os
 import sqlite3
 from collections.abc import Iterator
@@ -21,6 +22,8 @@ from hpcprobe.results.store import Store, backend
 BUSY_MS = 30_000
 #: The most of the store's pages a connection keeps in memory (KiB)
 CACHE_KIB = 65_536
+#: Beside the store, what its file was when last known intact (SqliteStore.intact)
+MARK = "-intact"
 
 
 def md5(text: str) -> str:
@@ -78,8 +81,9 @@ class SqliteStore(SqlStore):
 
     fresh = False  # this open created the file
     closed = False
-    _check: Any = None  # the thread checking the file (intact), until its answer is taken
-    _said: list[str] = []  # what the check said
+    _check: Any = None  # the thread checking the file (intact), until it has answered
+    _said: list[str] | None = None  # what the check said (["ok"]: intact); None: unchecked
+    _seen: int | None = None  # PRAGMA data_version where the file was known intact
 
     @classmethod
     def connect(cls, location: str, create: bool) -> Store:
@@ -106,8 +110,7 @@ class SqliteStore(SqlStore):
                 store = cls(conn, p)
                 store.fresh = fresh
                 store.prepare(create)
-                if not fresh:
-                    store.intact()
+                store.intact(fresh)
             except BaseException:
                 conn.close()
                 if fresh and p.is_file() and p.stat().st_size == 0:
@@ -131,12 +134,28 @@ class SqliteStore(SqlStore):
             empty = self.fresh and not self.runs(limit=1)
         except sqlite3.Error:
             empty = False
+        if self._answer() == ["ok"] and not empty:
+            self._mark_intact()
         super().close()
         self.closed = True
         if empty and isinstance(self.path, Path):
-            for suffix in ("", "-wal", "-shm", "-journal"):
+            for suffix in ("", "-wal", "-shm", "-journal", MARK):
                 Path(f"{self.path}{suffix}").unlink(missing_ok=True)
         self.checked()
+
+    def __exit__(self, *exc: object) -> None:
+        """Closed; a read that found the file damaged (SQLite's SQLITE_CORRUPT or NOTADB, a
+        file known intact included: a disk's damage does not change its state) makes `close`
+        refuse it in the check's line."""
+        error = exc[1] if len(exc) > 1 else None
+        if getattr(error, "sqlite_errorcode", None) in (sqlite3.SQLITE_CORRUPT,
+                                                        sqlite3.SQLITE_NOTADB):
+            if self._answer() == ["ok"]:
+                Path(f"{self.path}{MARK}").unlink(missing_ok=True)
+                self._quick_check()
+                if self._said == ["ok"]:  # damage quick_check does not see: SQLite's words
+                    self._said = [str(error)]
+        self.close()
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
@@ -151,18 +170,57 @@ class SqliteStore(SqlStore):
             raise
         self.conn.commit()
 
-    def intact(self) -> None:
-        """Begin checking the file whole (SQLite's `quick_check`: every page read once, about
-        1.5 ms a MB here) on a connection of its own in a thread, while the command reads: a
-        fleet's store of a gigabyte took 1.4 s of its report before the first read. Anything
-        written waits for the answer (`checked`), as does `close`: a damaged store is refused
-        in one line before anything is measured or kept (check_writable waits), and a reader
-        that met the damage first says that line, not SQLite's error."""
+    def intact(self, fresh: bool = False) -> None:
+        """Know the file intact before anything is written to it: this open created it; or it
+        is as it was when last known intact (its device, inode, size, modification and change
+        times as its mark beside it, `{path}-intact`, says: a copy cut short, a file written
+        over or by another program changes them); else it is checked whole (SQLite's
+        `quick_check`: every page read once, about 1.5 ms a MB here, a gigabyte store's
+        report 1.4 s before its first read, and a year of a fleet's nightly runs a minute) on
+        a connection of its own in a thread, while the command reads. What writes waits for
+        the answer (`checked`), as does `close`: a damaged store is refused in one line
+        before anything is measured or kept (check_writable waits), and a reader that met the
+        damage first says that line, not SQLite's error (`__exit__`)."""
         import threading
 
+        with self.snapshot():  # a shared lock: no other writer commits while it is seen
+            self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            self._seen = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+            if fresh or self._marked() == self._state():
+                self._said = ["ok"]
+                return
         self._check = threading.Thread(target=self._quick_check, name="quick_check",
                                        daemon=True)
         self._check.start()
+
+    def _state(self) -> list[int]:
+        st = os.stat(self.path)
+        return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+    def _marked(self) -> list[int] | None:
+        """The file's state when it was last known intact, where its mark says it."""
+        try:
+            got = json.loads(Path(f"{self.path}{MARK}").read_text())
+        except (OSError, ValueError):
+            return None
+        return got if isinstance(got, list) else None
+
+    def _mark_intact(self) -> None:
+        """Mark the file's state as intact where no other connection has written to it since
+        it was known so (what this one wrote, SQLite wrote whole): the next open need not read
+        it whole. Where the mark cannot be written, the next open checks."""
+        try:
+            with self.snapshot():
+                self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                if self.conn.execute("PRAGMA data_version").fetchone()[0] != self._seen:
+                    return
+                state = self._state()
+            mark = Path(f"{self.path}{MARK}")
+            tmp = mark.with_name(f".{mark.name}.{os.getpid()}")
+            tmp.write_text(json.dumps(state))
+            tmp.replace(mark)
+        except (sqlite3.Error, OSError):
+            pass
 
     def _quick_check(self) -> None:
         try:
@@ -174,14 +232,18 @@ class SqliteStore(SqlStore):
         except sqlite3.DatabaseError as exc:
             self._said = [str(exc)]
 
+    def _answer(self) -> list[str] | None:
+        """What the check said, once it has (None: the file was not checked)."""
+        if self._check is not None:
+            self._check.join()
+            self._check = None
+        return self._said
+
     def checked(self) -> None:
-        """Wait for the check `intact` began; refuse a damaged store."""
-        if self._check is None:
-            return
-        self._check.join()
-        self._check = None
-        if self._said != ["ok"]:
-            first = next((ln for text in self._said for ln in text.splitlines()
+        """Refuse a damaged store (the check `intact` began answered so)."""
+        said = self._answer()
+        if said is not None and said != ["ok"]:
+            first = next((ln for text in said for ln in text.splitlines()
                           if ln.strip() and not ln.startswith("***")), "damaged")
             raise OptionError(f"<db> {self.path}: the store is damaged ({first}); move it away "
                               "(a new one is then made) and recover its runs with `sqlite3 "
