@@ -543,6 +543,29 @@ def test_a_fleets_verdicts_at_once_are_each_nodes_own(tmp_path):
     assert by_host["n2"].marked("below") and not by_host["n1"].marked("below")
 
 
+def test_a_nodes_reference_leaves_out_its_interrupted_runs_and_those_of_another_profile(
+        tmp_path):
+    """A node's previous runs that were interrupted (figures missing) or of another profile
+    (other sizes) are not its reference: n1's three weekly runs with one of each left make
+    one run, too few to judge; n2's make three."""
+    from hpcprobe import registry
+
+    db = tmp_path / "r.sqlite"
+    _weekly(db, 4, "n2")
+    with Store.open(db) as st:
+        cut, other = st.load_ids([r.run_id for r in st.runs(where=Selection(host="n1"))][1:3]
+                                 ).values()
+        assert st.delete([cut.run_id, other.run_id]) == 2
+        st.save_all([replace(cut, provenance={**cut.provenance, "interrupted": {
+            "benchmark": "latency", "not_run": []}}), replace(other, profile="thorough")])
+    with Store.open(db, create=False) as st:
+        latest = st.load_all(Selection(tag="c1"))
+        judged = registry.against(None).verdicts(latest, st)
+    by_host = {r.host: judged[r.run_id] for r in latest if r.kind == "node"}
+    assert "1 previous" in by_host["n1"].reference.source  # type: ignore[union-attr]
+    assert "3 previous" in by_host["n2"].reference.source  # type: ignore[union-attr]
+
+
 def test_cluster_report_names_a_node_that_drifted_from_its_own_past_inside_the_fleet(
         tmp_path, capsys):
     """Ten nightly campaigns of six nodes whose figures spread by 0.5 %: n3 loses 2.5 % from

@@ -453,3 +453,25 @@ def test_disturbances_of_some_kinds_read_only_the_runs_that_name_them(db):
     # "_" is no wildcard ("nodexchanged" is not read); a message's words may be
     assert {"moved", "cut"} <= some <= {"moved", "cut", "said"}
     assert every == {"sampling", "moved", "said", "like", "cut"}
+
+
+def test_each_hosts_runs_before_a_time_newest_first_a_few_hundred_hosts_a_query(db):
+    """`before`: per (host, time, profile) the ids of that host's runs of that profile made
+    before that time, newest first (those of one second in the order stored), up to the
+    limit; the same host asked twice answered twice; more asks than one query takes."""
+    from hpcprobe.results.sql import SqlStore
+
+    runs = [replace(copy_of(i, host=f"h{i % 3}"), profile="quick" if i % 2 else "default",
+                    created=f"2026-01-{1 + i // 12:02d}T00:00:00+00:00") for i in range(60)]
+    with Store.open(db) as st:
+        st.save_all(runs)
+        asks = [(f"h{k % 3}", f"2026-01-{2 + k % 5:02d}T00:00:00+00:00",
+                 "quick" if k % 2 else "default") for k in range(SqlStore.CHUNK // 4 + 7)]
+        got = st.before([*asks, ("nowhere", "2027-01-01", "quick")], 4)  # type: ignore[attr-defined]
+    assert got[-1] == []
+    for (host, until, profile), ids in zip(asks, got, strict=False):
+        want = [r.run_id for r in sorted(
+            (r for r in runs if r.host == host and r.created < until and r.profile == profile),
+            key=lambda r: (r.created, r.run_id), reverse=True)][:4]
+        assert ids == want, (host, until, profile)
+    assert any(len(ids) == 4 for ids in got) and any(0 < len(ids) < 4 for ids in got)

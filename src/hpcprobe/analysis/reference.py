@@ -25,7 +25,7 @@ from hpcprobe.analysis.verdict import (
 from hpcprobe.common import files
 from hpcprobe.common.errors import OptionError, UserError
 from hpcprobe.results.model import Run
-from hpcprobe.results.store import RunInfo, Selection, Store
+from hpcprobe.results.store import Store
 
 if TYPE_CHECKING:
     from hpcprobe.analysis.compare import NotJoined
@@ -391,24 +391,15 @@ def previous_all(store: Store, runs: Sequence[Run], entries: Entries, labels: La
     out: dict[str, Reference | None] = {}
     for i in range(0, len(runs), AT_ONCE):
         part = runs[i:i + AT_ONCE]
-        with store.snapshot():  # the runs listed: those of one state of the store
-            infos = {run.run_id: _before(store, run, 4 * limit) for run in part}
-        given = entries(sorted({info.run_id for listed in infos.values() for info in listed}))
-        for run in part:
+        listed = store.before([(r.host, r.created, r.profile) for r in part], 4 * limit)
+        given = entries(sorted({run_id for ids in listed for run_id in ids}))
+        for run, ids in zip(part, listed, strict=True):
             hw = hardware(run, labels)
-            before = [e for e in (given.get(info.run_id) for info in infos[run.run_id])
-                      if e is not None and e.hardware == hw][:limit]
+            before = [e for e in (given.get(run_id) for run_id in ids)
+                      if e is not None and not e.interrupted and e.hardware == hw][:limit]
             groups = grouped(before) if before else []
             out[run.run_id] = None if not groups else Reference(
                 f"this host's {len(before)} previous {run.profile} run(s) in the store (same "
                 "hardware; --against FILE judges against a reference file)", groups[0].figures,
                 "their own previous runs", groups[0].state, min_runs=MIN_RUNS)
     return out
-
-
-def _before(store: Store, run: Run, limit: int) -> list[RunInfo]:
-    """The host's runs made before this one (up to `limit`, newest first) that could be its
-    reference: not interrupted, of its profile."""
-    return [info for info in store.runs(limit=limit, where=Selection(host=run.host,
-                                                                     until=run.created))
-            if info.run_id != run.run_id and not info.interrupted and info.profile == run.profile]

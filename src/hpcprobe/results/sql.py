@@ -400,6 +400,24 @@ class SqlStore(Store):
         return [RunInfo(r[0], r[1], r[2], r[3], r[4], json.loads(r[5]), r[6], r[7], bool(r[8]))
                 for r in self._execute(sql, params)]
 
+    def before(self, wanted: Sequence[tuple[str, str, str]], limit: int) -> list[list[str]]:
+        out: list[list[str]] = [[] for _ in wanted]
+        at_once = self.CHUNK // 4  # four parameters each
+        for i in range(0, len(wanted), at_once):
+            part = wanted[i:i + at_once]
+            # each one's runs by the host's index, numbered newest first; their columns are
+            # those ahead of a row's large ones (its findings: SQLite reads no overflow page)
+            rows = self._execute(
+                f"WITH w(i, host, until, profile) AS (VALUES {','.join(['(?,?,?,?)'] * len(part))}"
+                ") SELECT i, run_id FROM (SELECT w.i, r.run_id, ROW_NUMBER() OVER (PARTITION BY "
+                f"w.i ORDER BY r.created DESC, r.{self.order} DESC) AS k FROM w JOIN runs r ON "
+                "r.host = w.host AND r.created < w.until AND r.profile = w.profile) x WHERE k <= ? "
+                "ORDER BY i, k", [v for j, (host, until, profile) in enumerate(part, i)
+                                  for v in (j, host, until, profile)] + [limit])
+            for j, run_id in rows:
+                out[j].append(run_id)
+        return out
+
     def _figure(self, benchmark: str, name: str, where: Selection | None,
                 params: dict[str, str] | None, runs: str = "runs r") -> tuple[str, list[Any]]:
         """FROM ... WHERE of one metric's rows m (with its runs r, joined as `runs`) in the

@@ -187,6 +187,12 @@ class Store(ABC):
         """The most recent runs (those selected), newest first."""
 
     @abstractmethod
+    def before(self, wanted: Sequence[tuple[str, str, str]], limit: int) -> list[list[str]]:
+        """For each (host, time, profile): the ids of that host's runs of that profile made
+        before that time, newest first, up to `limit` (a fleet's nodes' previous runs, a few
+        hundred nodes a query)."""
+
+    @abstractmethod
     def metric_across(self, benchmark: str, name: str, where: Selection | None = None,
                       params: dict[str, str] | None = None
                       ) -> list[tuple[dict[str, Any], Metric]]:
