@@ -13,6 +13,8 @@ import shutil
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis.strategies import floats, lists
 
 import clusterdata
 from conftest import assert_user_error, hpcprobe
@@ -60,6 +62,14 @@ def test_many_series_are_searched_on_the_cpus_with_the_same_change_points():
     shared = history.steps_of(many)
     assert shared == history._steps_each(many)
     assert sum(1 for found in shared if found) >= 2 * history.PARALLEL - 5
+
+
+@settings(deadline=None, max_examples=300)
+@given(lists(floats(-1e300, 1e300), min_size=1, max_size=40))  # logs: far inside
+def test_the_searchs_median_is_numpys_every_bit(values):
+    import numpy as np
+
+    assert history.median(np.array(values)) == float(np.median(values))
 
 
 def test_too_few_runs_are_not_searched_and_disturbed_runs_are_left_out():

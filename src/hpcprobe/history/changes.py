@@ -100,6 +100,17 @@ class Step(NamedTuple):
                       self.ratio_ci, self.p, self.cut - self.lo, self.hi - self.cut)
 
 
+def median(values: Any) -> float:
+    """NumPy's median of finite values (the middle one sorted, or the mean of the middle two),
+    without its checks: half the time of a short series' search, and a fleet's history
+    searches thousands."""
+    import numpy as np
+
+    ordered = np.sort(values)
+    half = len(ordered) // 2
+    return float(ordered[half] if len(ordered) % 2 else (ordered[half - 1] + ordered[half]) / 2)
+
+
 def noise(values: Any) -> float:
     """The run-to-run spread of log values: the robust standard deviation of successive
     differences / sqrt(2) (a step moves one difference, not the spread)."""
@@ -108,7 +119,7 @@ def noise(values: Any) -> float:
     diffs = np.diff(np.asarray(values, dtype=float))
     if len(diffs) < 2:
         return 0.0
-    mad = float(np.median(np.abs(diffs - np.median(diffs))))
+    mad = median(np.abs(diffs - median(diffs)))
     # figures of few samples take few values: most differences 0, a MAD of 0; then the
     # standard deviation, which one step moves by one difference only
     return (1.4826 * mad if mad > 0 else float(np.std(diffs, ddof=1))) / math.sqrt(2)
