@@ -64,6 +64,22 @@ def test_many_series_are_searched_on_the_cpus_with_the_same_change_points():
     assert sum(1 for found in shared if found) >= 2 * history.PARALLEL - 5
 
 
+def test_searches_ahead_run_on_workers_begun_before_them_with_the_same_steps():
+    """A report's searches on workers begun before it reads its series (each imports ruptures
+    meanwhile): the steps found one by one, and the workers gone after."""
+    import os
+
+    many = [([p.median for p in pts], [p.rel_ci for p in pts])
+            for pts in (series(12, 6 if i % 2 else None, -0.1, seed=i) for i in range(40))]
+    with history.ahead():
+        if len(os.sched_getaffinity(0)) > 1:
+            assert len(history._ahead._processes) >= 1  # begun, before any search
+        got = history.steps_of(many)
+        assert history.steps_of([]) == []
+    assert got == history._steps_each(many) and history._ahead is None
+    assert sum(1 for found in got if found) >= 15
+
+
 @settings(deadline=None, max_examples=300)
 @given(lists(floats(-1e300, 1e300), min_size=1, max_size=40))  # logs: far inside
 def test_the_searchs_median_is_numpys_every_bit(values):

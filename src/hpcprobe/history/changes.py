@@ -16,7 +16,8 @@ from __future__ import annotations
 import json
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, NamedTuple, TypeVar
@@ -197,14 +198,24 @@ def steps(medians: Any, rel_ci: Any, alpha: float = ALPHA, floor: float = FLOOR)
 
 #: Series a process searches at least before the searches are shared among this node's CPUs
 PARALLEL = 100
+#: Workers begun ahead of a report's searches (`ahead`), at most
+AHEAD = 4
 _T = TypeVar("_T")
 _R = TypeVar("_R")
-_worker = False  # True in a worker of shared(): it shares nothing further
+_worker = False  # True in a worker of shared() or ahead(): it shares nothing further
+_ahead: Any = None  # the workers `ahead` began, while its block runs
 
 
 def _in_worker() -> None:
     global _worker
     _worker = True
+
+
+def _warm() -> None:
+    """A worker begun ahead: ruptures imported (a second) before its first search."""
+    import ruptures  # noqa: F401
+
+    _in_worker()
 
 
 def shared(fn: Callable[[_T], _R], jobs: Sequence[_T], workers: int) -> list[_R]:
@@ -224,18 +235,49 @@ def shared(fn: Callable[[_T], _R], jobs: Sequence[_T], workers: int) -> list[_R]
         return list(pool.map(fn, jobs))
 
 
+@contextmanager
+def ahead() -> Iterator[None]:
+    """The searches of this block (`steps_of`) on workers begun now, one CPU of this process's
+    left to it (up to AHEAD): each imports ruptures while the caller reads the series it will
+    search (a second of a fleet's report, where this process imported it when it had them).
+    None where this process may use one CPU, or is such a worker."""
+    import os
+
+    global _ahead
+    workers = min(len(os.sched_getaffinity(0)) - 1, AHEAD)
+    if workers < 1 or _worker or _ahead is not None:
+        yield
+        return
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    _ahead = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                 initializer=_warm)
+    try:
+        for _ in range(workers):  # each one begun now (the executor begins one a job)
+            _ahead.submit(int)
+        yield
+    finally:
+        pool, _ahead = _ahead, None
+        pool.shutdown(cancel_futures=True)
+
+
 def _steps_each(many: Sequence[tuple[Any, Any]]) -> list[list[Step]]:
     return [steps(medians, rel_ci) for medians, rel_ci in many]
 
 
 def steps_of(many: Sequence[tuple[Any, Any]]) -> list[list[Step]]:
-    """steps() of many series (each its medians and rel_ci), in order: on the CPUs this
-    process may use where there are many (a fleet's thousand series take a second a CPU;
-    the search is ruptures' C, a series 1 ms), else here."""
+    """steps() of many series (each its medians and rel_ci), in order: on the workers begun
+    `ahead`, else on the CPUs this process may use where there are many (a fleet's thousand
+    series take a tenth of a second a CPU, after ruptures' import: a second), else here."""
     import os
 
     if not many:
         return []
+    if _ahead is not None:
+        size = -(-len(many) // (4 * _ahead._max_workers))
+        chunks = [many[i:i + size] for i in range(0, len(many), size)]
+        return [found for chunk in _ahead.map(_steps_each, chunks) for found in chunk]
     import ruptures  # noqa: F401  imported once, before the workers fork (1.4 s each, here)
 
     workers = min(len(os.sched_getaffinity(0)), len(many) // PARALLEL)

@@ -172,6 +172,13 @@ def campaign(store: Store, runs: list[Run], shown: Sequence[Headline], inside: s
     (views/history.group_line says it in a line)."""
     if not runs:
         return {}, []
+    with changes.ahead():  # the search's workers import ruptures while the series are read
+        return _campaign(store, runs, shown, inside, known, last)
+
+
+def _campaign(store: Store, runs: list[Run], shown: Sequence[Headline], inside: set[str],
+              known: Declared, last: int
+              ) -> tuple[dict[str, str], list[tuple[str, changes.GroupChange]]]:
     newest = max(datetime.fromisoformat(r.created) for r in runs)
     where = Selection(since=(newest - timedelta(days=DRIFT_DAYS)).isoformat())
     hosts = {r.host for r in runs}
