@@ -66,7 +66,8 @@ def test_many_series_are_searched_on_the_cpus_with_the_same_change_points():
 
 def test_searches_ahead_run_on_workers_begun_before_them_with_the_same_steps():
     """A report's searches on workers begun before it reads its series (each imports ruptures
-    meanwhile): the steps found one by one, and the workers gone after."""
+    meanwhile): the steps found one by one, and the workers gone after; none begun where no
+    search is likely."""
     import os
 
     many = [([p.median for p in pts], [p.rel_ci for p in pts])
@@ -78,6 +79,8 @@ def test_searches_ahead_run_on_workers_begun_before_them_with_the_same_steps():
         assert history.steps_of([]) == []
     assert got == history._steps_each(many) and history._ahead is None
     assert sum(1 for found in got if found) >= 15
+    with history.ahead(likely=False):  # a history too short to search: none begun
+        assert history._ahead is None
 
 
 @settings(deadline=None, max_examples=300)

@@ -236,16 +236,16 @@ def shared(fn: Callable[[_T], _R], jobs: Sequence[_T], workers: int) -> list[_R]
 
 
 @contextmanager
-def ahead() -> Iterator[None]:
-    """The searches of this block (`steps_of`) on workers begun now, one CPU of this process's
-    left to it (up to AHEAD): each imports ruptures while the caller reads the series it will
-    search (a second of a fleet's report, where this process imported it when it had them).
-    None where this process may use one CPU, or is such a worker."""
+def ahead(likely: bool = True) -> Iterator[None]:
+    """The searches of this block (`steps_of`) on workers begun now, where some are `likely`,
+    one CPU of this process's left to it (up to AHEAD): each imports ruptures while the caller
+    reads the series it will search (a second of a fleet's report, where this process imported
+    it when it had them). None where this process may use one CPU, or is such a worker."""
     import os
 
     global _ahead
     workers = min(len(os.sched_getaffinity(0)) - 1, AHEAD)
-    if workers < 1 or _worker or _ahead is not None:
+    if not likely or workers < 1 or _worker or _ahead is not None:
         yield
         return
     import multiprocessing

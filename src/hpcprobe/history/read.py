@@ -172,7 +172,10 @@ def campaign(store: Store, runs: list[Run], shown: Sequence[Headline], inside: s
     (views/history.group_line says it in a line)."""
     if not runs:
         return {}, []
-    with changes.ahead():  # the search's workers import ruptures while the series are read
+    first = runs[0]  # its history long enough to search (one query): the searches' workers
+    # import ruptures while the series are read
+    with changes.ahead(len(store.before([(first.host, first.created, first.profile)],
+                                        changes.MIN_RUNS - 1)[0]) == changes.MIN_RUNS - 1):
         return _campaign(store, runs, shown, inside, known, last)
 
 
