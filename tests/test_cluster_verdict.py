@@ -19,6 +19,7 @@ from hpcprobe.cluster import pairs, verdict, views
 from hpcprobe.cluster.verdict import SLOW_ENDPOINT, SLOW_LINK, SLOW_NODE, analyse
 from hpcprobe.commands import cluster as cluster_cmd
 from hpcprobe.common import jsondoc
+from hpcprobe.history import changes
 from hpcprobe.judge.peers import Thresholds
 from hpcprobe.measure.family import Scaling
 from hpcprobe.results.model import HEALTH, Metric, read_json
@@ -567,7 +568,7 @@ def test_a_nodes_reference_leaves_out_its_interrupted_runs_and_those_of_another_
 
 
 def test_cluster_report_names_a_node_that_drifted_from_its_own_past_inside_the_fleet(
-        tmp_path, capsys):
+        tmp_path, capsys, monkeypatch):
     """Ten nightly campaigns of six nodes whose figures spread by 0.5 %: n3 loses 2.5 % from
     the sixth on, less than the 4 % its peers would flag, but a step in its own history."""
     db = tmp_path / "r.sqlite"
@@ -579,6 +580,10 @@ def test_cluster_report_names_a_node_that_drifted_from_its_own_past_inside_the_f
             for r in runs:
                 st.insert(replace(r, tag=tag, created=r.created.replace(
                     "2026-01-01", f"2026-02-{night + 1:02d}")))
+    begun: list[bool] = []
+    ahead = changes.ahead
+    monkeypatch.setattr(changes, "ahead", lambda likely=True: begun.append(likely) or ahead(
+        likely))
     # the document to a file and the verdict to the terminal, from one report
     assert main(["cluster", "report", "c09", "--db", str(db), "--json",
                  str(tmp_path / "r.json")]) in (0, 1)
@@ -589,6 +594,11 @@ def test_cluster_report_names_a_node_that_drifted_from_its_own_past_inside_the_f
     assert doc["drifted"]["n3"].startswith("since 2026-02-06: DRAM triad, 1 core -2.")
     assert doc["group_changes"] == []  # one node of six does not move the group's median
     assert "Drifted from their own past while inside the fleet's spread (1): n3: " in out
+    # the searches' workers were begun ahead where there was a search to make: not the second
+    # time (each series' search kept), nor for a history too short to search
+    for tag in ("c09", "c03"):
+        assert main(["cluster", "report", tag, "--db", str(db)]) in (0, 1)
+    assert begun == [True, False, False]
 
 
 def test_cluster_report_names_a_change_of_the_whole_group_and_what_its_nodes_changed(

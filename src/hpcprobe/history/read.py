@@ -72,26 +72,34 @@ def search(store: Store, series: list[Series]) -> None:
         s.found(steps)
 
 
-def searched(store: Store, series: Sequence[tuple[object, tuple[Any, Any]]]
-             ) -> list[list[changes.Step]]:
-    """The steps of each series (what names it, and the medians and relative CIs its search
-    reads): none below changes.MIN_RUNS runs (nothing to search: a fleet's first campaigns),
-    else as kept in the store where its values are those it was searched with, else searched
-    (on this node's CPUs where many) and kept; ruptures is imported only for those."""
+#: A series to search: what names it, and the medians and relative CIs its search reads
+Searched = tuple[object, tuple[Any, Any]]
+
+
+def searched(store: Store, series: Sequence[Searched]) -> list[list[changes.Step]]:
+    """The steps of each series: none below changes.MIN_RUNS runs (nothing to search: a
+    fleet's first campaigns), else as kept in the store where its values are those it was
+    searched with, else searched (on this node's CPUs where many) and kept; ruptures is
+    imported only for those."""
+    todo, keys, digests, kept = _unsearched(store, series)
+    found = dict(zip(todo, changes.steps_of([series[i][1] for i in todo]), strict=True))
+    store.keep("steps", {keys[i]: (digests[i], changes.steps_text(found[i])) for i in todo})
+    return [found[i] if i in found else changes.steps_from(kept[keys[i]][1]) if i in keys
+            else [] for i in range(len(series))]
+
+
+def _unsearched(store: Store, series: Sequence[Searched]
+                ) -> tuple[list[int], dict[int, str], dict[int, str], dict[str, tuple[str, str]]]:
+    """The series to search (by index: long enough, and no search of their values kept);
+    the key and digest of each one long enough, and what the store keeps by those keys."""
     import hashlib
 
-    out: list[list[changes.Step]] = [[] for _ in series]
     long = [i for i, (_, values) in enumerate(series) if len(values[0]) >= changes.MIN_RUNS]
     keys = {i: hashlib.sha256(json.dumps(series[i][0], sort_keys=True, default=str).encode()
                               ).hexdigest() for i in long}
     digests = {i: changes.digest(*series[i][1]) for i in long}
     kept = store.kept("steps", list(keys.values())) if long else {}
-    todo = [i for i in long if kept.get(keys[i], ("",))[0] != digests[i]]
-    found = dict(zip(todo, changes.steps_of([series[i][1] for i in todo]), strict=True))
-    store.keep("steps", {keys[i]: (digests[i], changes.steps_text(found[i])) for i in todo})
-    for i in long:
-        out[i] = found[i] if i in found else changes.steps_from(kept[keys[i]][1])
-    return out
+    return [i for i in long if kept.get(keys[i], ("",))[0] != digests[i]], keys, digests, kept
 
 
 def all_series(db: str | None, metric: tuple[str, str] | None, params: dict[str, str],
@@ -172,18 +180,31 @@ def campaign(store: Store, runs: list[Run], shown: Sequence[Headline], inside: s
     (views/history.group_line says it in a line)."""
     if not runs:
         return {}, []
-    first = runs[0]  # its history long enough to search (one query): the searches' workers
-    # import ruptures while the series are read
-    with changes.ahead(len(store.before([(first.host, first.created, first.profile)],
-                                        changes.MIN_RUNS - 1)[0]) == changes.MIN_RUNS - 1):
-        return _campaign(store, runs, shown, inside, known, last)
+    newest = max(datetime.fromisoformat(r.created) for r in runs)
+    where = Selection(since=(newest - timedelta(days=DRIFT_DAYS)).isoformat())
+    # where its first node's first series is to be searched, so are the rest: the searches'
+    # workers import ruptures while they are read
+    with changes.ahead(_to_search(store, runs[0].host, shown[:1], where, known)):
+        return _campaign(store, runs, shown, inside, known, last, where)
+
+
+def _to_search(store: Store, host: str, shown: Sequence[Headline], where: Selection,
+               known: Declared) -> bool:
+    """Whether one host's series of these figures has a search to make (a few queries)."""
+    mine = replace(where, host=host)
+    why = reasons(store, mine)
+    try:
+        series = [s for h in shown for s in series_of(
+            h.label, h.metric.benchmark, across(store, h.metric, mine, known), why, known)]
+    except UserError:
+        return False
+    return bool(_unsearched(store, [([s.label, s.host, s.params], s.searched())
+                                    for s in series])[0])
 
 
 def _campaign(store: Store, runs: list[Run], shown: Sequence[Headline], inside: set[str],
-              known: Declared, last: int
+              known: Declared, last: int, where: Selection
               ) -> tuple[dict[str, str], list[tuple[str, changes.GroupChange]]]:
-    newest = max(datetime.fromisoformat(r.created) for r in runs)
-    where = Selection(since=(newest - timedelta(days=DRIFT_DAYS)).isoformat())
     hosts = {r.host for r in runs}
     why = reasons(store, where)
     series: list[Series] = []
