@@ -343,13 +343,16 @@ def test_one_metric_across_the_fleet_in_one_query(db):
 
 def test_a_figures_summaries_across_the_fleet_and_runs_without_metrics(db):
     """figures_across gives each run's stored summary of the figure (as its samples make it),
-    and headers the runs themselves without their metrics."""
+    one host's the same, and headers the runs themselves without their metrics."""
     with Store.open(db) as st:
         for i, host in enumerate(["n1", "n2"]):
             st.save(copy_of(i, "campaign", host))
         st.save(copy_of(9, "other", "n3"))
         got = st.figures_across("memory", "bandwidth", Selection(tag="campaign"),
                                 {"kernel": "triad"})
+        # one host's: its runs first, their rows read whole (another query, the same figures)
+        assert st.figures_across("memory", "bandwidth", Selection(tag="campaign", host="n2"),
+                                 {"kernel": "triad"}) == [f for f in got if f.host == "n2"]
         heads = st.headers([f"{9:012x}", f"{0:012x}", "nosuch"])
     want = [m for m in BASE.metrics if (m.benchmark, m.name) == ("memory", "bandwidth")
             and m.params["kernel"] == "triad"]
