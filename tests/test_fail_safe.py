@@ -338,6 +338,12 @@ def test_a_store_is_read_whole_only_where_it_changed_since_it_was_known_intact(t
         with Store.open(str(damaged), create=False) as st:
             st.load_all(Selection())
     assert not Path(f"{damaged}{backend.MARK}").exists()
+    data = bytearray(damaged.read_bytes())  # its schema's page past the header: unreadable
+    data[100:4096] = b"\xa5" * (4096 - 100)
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(OptionError, match="the store is damaged"):
+        with Store.open(str(damaged), create=False):
+            pass
 
 
 def test_read_commands_share_one_exit_policy(tmp_path):

@@ -203,7 +203,7 @@ AHEAD = 4
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 _worker = False  # True in a worker of shared() or ahead(): it shares nothing further
-_ahead: Any = None  # the workers `ahead` began, while its block runs
+_ahead: Any = None  # the workers `ahead` began (their pool, how many), while its block runs
 
 
 def _in_worker() -> None:
@@ -251,14 +251,15 @@ def ahead(likely: bool = True) -> Iterator[None]:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    _ahead = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                                 initializer=_warm)
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                               initializer=_warm)
+    _ahead = (pool, workers)
     try:
         for _ in range(workers):  # each one begun now (the executor begins one a job)
-            _ahead.submit(int)
+            pool.submit(int)
         yield
     finally:
-        pool, _ahead = _ahead, None
+        _ahead = None
         pool.shutdown(cancel_futures=True)
 
 
@@ -275,9 +276,10 @@ def steps_of(many: Sequence[tuple[Any, Any]]) -> list[list[Step]]:
     if not many:
         return []
     if _ahead is not None:
-        size = -(-len(many) // (4 * _ahead._max_workers))
+        pool, workers = _ahead
+        size = -(-len(many) // (4 * workers))
         chunks = [many[i:i + size] for i in range(0, len(many), size)]
-        return [found for chunk in _ahead.map(_steps_each, chunks) for found in chunk]
+        return [found for chunk in pool.map(_steps_each, chunks) for found in chunk]
     import ruptures  # noqa: F401  imported once, before the workers fork (1.4 s each, here)
 
     workers = min(len(os.sched_getaffinity(0)), len(many) // PARALLEL)

@@ -118,6 +118,8 @@ class SqliteStore(SqlStore):
                     p.unlink()  # the empty file that failed to become a store (a full disk)
                 raise
         except sqlite3.DatabaseError as exc:
+            if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_CORRUPT:
+                raise OptionError(_damaged(p, str(exc))) from None  # its schema's page
             raise OptionError(f"<db> {p}: cannot open it as a result store ({exc}); choose a "
                               "writable path") from exc
         except OSError as exc:
@@ -149,8 +151,7 @@ class SqliteStore(SqlStore):
         file known intact included: a disk's damage does not change its state) makes `close`
         refuse it in the check's line."""
         error = exc[1] if len(exc) > 1 else None
-        if getattr(error, "sqlite_errorcode", None) in (sqlite3.SQLITE_CORRUPT,
-                                                        sqlite3.SQLITE_NOTADB):
+        if _corrupt(error):
             if self._answer() == ["ok"]:
                 Path(f"{self.path}{MARK}").unlink(missing_ok=True)
                 self._quick_check()
@@ -184,12 +185,18 @@ class SqliteStore(SqlStore):
         damage first says that line, not SQLite's error (`__exit__`)."""
         import threading
 
-        with self.snapshot():  # a shared lock: no other writer commits while it is seen
-            self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-            self._seen = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
-            if fresh or self._marked() == self._state():
-                self._said = ["ok"]
-                return
+        try:
+            with self.snapshot():  # a shared lock: no other writer commits while it is seen
+                self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+                self._seen = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+                if fresh or self._marked() == self._state():
+                    self._said = ["ok"]
+                    return
+        except sqlite3.DatabaseError as exc:
+            if not _corrupt(exc):
+                raise
+            self._said = [str(exc)]  # its schema unreadable
+            return
         self._check = threading.Thread(target=self._quick_check, name="quick_check",
                                        daemon=True)
         self._check.start()
@@ -244,11 +251,9 @@ class SqliteStore(SqlStore):
         """Refuse a damaged store (the check `intact` began answered so)."""
         said = self._answer()
         if said is not None and said != ["ok"]:
-            first = next((ln for text in said for ln in text.splitlines()
-                          if ln.strip() and not ln.startswith("***")), "damaged")
-            raise OptionError(f"<db> {self.path}: the store is damaged ({first}); move it away "
-                              "(a new one is then made) and recover its runs with `sqlite3 "
-                              f"{self.path} .recover | sqlite3 recovered.sqlite`")
+            raise OptionError(_damaged(self.path, next(
+                (ln for text in said for ln in text.splitlines()
+                 if ln.strip() and not ln.startswith("***")), "damaged")))
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -313,6 +318,19 @@ class SqliteStore(SqlStore):
     def _metric_row(run_id: str, seq: int, m: Metric) -> tuple[Any, ...]:
         row = SqlStore._metric_row(run_id, seq, m)
         return (*row, _params_md5(row[_PARAMS]))
+
+
+def _damaged(path: Path | str, first: str) -> str:
+    """The line that refuses a damaged store: what SQLite said first, and how to recover."""
+    return (f"<db> {path}: the store is damaged ({first}); move it away (a new one is then "
+            f"made) and recover its runs with `sqlite3 {path} .recover | sqlite3 "
+            "recovered.sqlite`")
+
+
+def _corrupt(error: object) -> bool:
+    """Whether SQLite said the file is damaged, or not a database (not busy, not locked)."""
+    return getattr(error, "sqlite_errorcode", None) in (sqlite3.SQLITE_CORRUPT,
+                                                        sqlite3.SQLITE_NOTADB)
 
 
 #: where a metrics row holds its params text, the digest's source
