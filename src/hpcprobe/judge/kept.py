@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
 from itertools import chain
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from hpcprobe.analysis.compare import NotJoined
 from hpcprobe.analysis.reference import Entry, entry
@@ -194,6 +194,28 @@ def _unheadline(row: list[Any]) -> Headline:
         "samples": samples}), ceiling, source, floor)
 
 
+_T = TypeVar("_T")
+
+
+def _read(store: Store, kind: str, digest: str, run_ids: Iterable[str],
+          decode: Callable[[Any], _T]) -> dict[str, _T]:
+    """run id -> its kept result of this kind, decoded, where made by `digest` (one kept
+    otherwise, or not what the keeper writes, is left out: made again)."""
+    out: dict[str, _T] = {}
+    for run_id, (made_by, text) in store.kept(kind, list(run_ids)).items():
+        if made_by != digest:
+            continue
+        try:
+            out[run_id] = decode(jsondoc.loads(text))
+        except (ValueError, TypeError, KeyError):
+            continue
+    return out
+
+
+def _bounded(doc: Any) -> Bounded:
+    return Bounded([_unheadline(r) for r in doc["shown"]], [_unheadline(r) for r in doc["above"]])
+
+
 class KeptHeadlines:
     """A store's kept headlines, for the runs judged by `known` (its pickers and ceilings), and
     what each run gives a reference (`reference.Entry`: its headlines and hardware, by
@@ -209,17 +231,7 @@ class KeptHeadlines:
     def read(self, run_ids: Iterable[str]) -> dict[str, Bounded]:
         """run id -> what judging it needs, for those of these runs kept as they would be
         made now (any other, or one kept unreadable, is left out: made again)."""
-        out: dict[str, Bounded] = {}
-        for run_id, (made_by, text) in self.store.kept(HEADLINES, list(run_ids)).items():
-            if made_by != self.digest:
-                continue
-            try:
-                doc = jsondoc.loads(text)
-                out[run_id] = Bounded([_unheadline(r) for r in doc["shown"]],
-                                      [_unheadline(r) for r in doc["above"]])
-            except (ValueError, TypeError, KeyError):  # not what `keep` writes
-                continue
-        return out
+        return _read(self.store, HEADLINES, self.digest, run_ids, _bounded)
 
     def keep(self, made: Mapping[str, Bounded]) -> None:
         """Keep these runs' headlines (where the store takes them now: else they are made
@@ -255,15 +267,7 @@ class KeptHeadlines:
     def read_entries(self, run_ids: Iterable[str]) -> dict[str, Entry]:
         """run id -> what it gives a reference, for those of these runs kept as they would be
         made now (any other, or one kept unreadable, is left out: made again)."""
-        out: dict[str, Entry] = {}
-        for run_id, (made_by, text) in self.store.kept(ENTRIES, list(run_ids)).items():
-            if made_by != self.entries_digest:
-                continue
-            try:
-                out[run_id] = Entry.from_json(jsondoc.loads(text))
-            except (ValueError, TypeError):  # not what `keep_entries` writes
-                continue
-        return out
+        return _read(self.store, ENTRIES, self.entries_digest, run_ids, Entry.from_json)
 
     def keep_entries(self, made: Mapping[str, Entry]) -> None:
         self.store.keep(ENTRIES, {run_id: (self.entries_digest, json.dumps(e.to_json()))
