@@ -185,18 +185,12 @@ class SqliteStore(SqlStore):
         damage first says that line, not SQLite's error (`__exit__`)."""
         import threading
 
-        try:
-            with self.snapshot():  # a shared lock: no other writer commits while it is seen
-                self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
-                self._seen = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
-                if fresh or self._marked() == self._state():
-                    self._said = ["ok"]
-                    return
-        except sqlite3.DatabaseError as exc:
-            if not _corrupt(exc):
-                raise
-            self._said = [str(exc)]  # its schema unreadable
-            return
+        with self.snapshot():  # a shared lock: no other writer commits while it is seen
+            self.conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+            self._seen = int(self.conn.execute("PRAGMA data_version").fetchone()[0])
+            if fresh or self._marked() == self._state():
+                self._said = ["ok"]
+                return
         self._check = threading.Thread(target=self._quick_check, name="quick_check",
                                        daemon=True)
         self._check.start()
