@@ -57,6 +57,17 @@ def test_a_document_reads_as_the_standard_library_reads_it(value):
     first as floats and refuses the others)."""
     for doc in (json.dumps(value), json.dumps(value, ensure_ascii=False, indent=1)):
         assert _same(jsondoc.loads(doc), json.loads(doc)), doc
+        try:
+            data = doc.encode()
+        except UnicodeEncodeError:  # a lone surrogate: no UTF-8 for it
+            continue
+        assert _same(jsondoc.loads(data), json.loads(doc)), doc  # read as UTF-8 bytes
+
+
+def test_bytes_that_are_not_utf8_are_not_read() -> None:
+    for data in (b'"\xff"', b'["a\xc3"]', b'{"a": 1, "\xed\xa0\x80": 2}'):
+        with pytest.raises(UnicodeDecodeError):
+            jsondoc.loads(data)
 
 
 def test_a_text_that_is_not_json_gets_the_standard_librarys_message():

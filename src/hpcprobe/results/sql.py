@@ -19,7 +19,7 @@ from hpcprobe.common.bulk import bulk
 from hpcprobe.common.errors import HpcprobeError, OptionError, UserError
 from hpcprobe.common.stats import summarize
 from hpcprobe.results import conditions, series
-from hpcprobe.results.model import SCHEMA_VERSION, Metric, Run, validate
+from hpcprobe.results.model import SCHEMA_VERSION, Metric, Params, Run, shared, validate
 from hpcprobe.results.store import (
     AlreadyStored,
     Columns,
@@ -154,6 +154,8 @@ def params_text(params: dict[str, Any]) -> str:
     `jsondoc.text_key` (1, 1.0 and True are equal in Python, not in JSON); params with a
     negative float zero or a value that cannot be hashed are written every time. (The guard
     once took any value equal to zero, 0 and False too: a third of a node's figures' params.)"""
+    if type(params) is Params:  # read from a document or a store: made once, kept there
+        return params.text
     key = jsondoc.text_key(params)
     try:
         return json.dumps(params, sort_keys=True) if key is None else _params_text(key)
@@ -707,7 +709,7 @@ class SqlStore(Store):
             params)}
         if not metrics:
             return list(runs.values())
-        parsed: dict[str, dict[str, Any]] = {}  # runs of a fleet repeat the same params
+        parsed: dict[str, dict[str, Any]] = {}  # runs of a fleet repeat the same params (shared)
         # each run's metrics in the order measured, sorted here: the database sorting every
         # row whole (its samples and params) took longer (a 1,000-node campaign's 181,000
         # rows in SQLite: 0.60-0.77 s ordered, 0.48 s unordered and 0.05-0.10 s sorted here)
@@ -716,9 +718,10 @@ class SqlStore(Store):
                 "SELECT m.run_id, m.seq, m.benchmark, m.name, m.unit, m.better, m.params, "
                 f"m.samples FROM metrics m JOIN runs r ON r.run_id = m.run_id{clause}", params):
             if ps not in parsed:
-                parsed[ps] = json.loads(ps)
-            measured[run_id].append((seq, Metric(bench, name, unit, dict(parsed[ps]),
-                                                 unpack(packed), better)))
+                parsed[ps] = shared(json.loads(ps))
+            got = parsed[ps]
+            measured[run_id].append((seq, Metric(bench, name, unit, got if type(got) is Params
+                                                 else dict(got), unpack(packed), better)))
         for run_id, ordered in measured.items():
             ordered.sort(key=_FIRST)
             runs[run_id].metrics = [m for _, m in ordered]
