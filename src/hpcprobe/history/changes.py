@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import cache
 from typing import Any, NamedTuple, TypeVar
 
 from hpcprobe.results.judgement import Judgement
@@ -156,15 +157,70 @@ def _welch(a: Any, b: Any, floor: float) -> float:
 
 def _breaks(logs: Any, sigma: float) -> list[int]:
     """Candidate segment ends (exclusive indices, the last one len(logs) dropped)."""
-    import ruptures
-
     scale = max(sigma, FLOOR / 4)
     # the linear kernel's cost is the squared error about each segment's mean (ruptures'
     # "l2"), searched exactly with a penalty (PELT) in ruptures' C code: the same segments
     # as Pelt(model="l2") in 0.5 ms where that takes 0.9 s for 365 runs
-    algo = ruptures.KernelCPD(kernel="linear", min_size=MIN_SEGMENT, jump=1)
-    ends = algo.fit(logs.reshape(-1, 1)).predict(pen=PENALTY * scale ** 2 * math.log(len(logs)))
-    return [int(e) for e in ends[:-1]]
+    pen = PENALTY * scale ** 2 * math.log(len(logs))
+    search = _pelt_l2()
+    if search is None:
+        import ruptures
+
+        algo = ruptures.KernelCPD(kernel="linear", min_size=MIN_SEGMENT, jump=1)
+        return [int(e) for e in algo.fit(logs.reshape(-1, 1)).predict(pen=pen)[:-1]]
+    # what KernelCPD(kernel="linear").fit(logs).predict(pen) does: its C search, then the
+    # segments' ends read back from the last (tests/test_history.py holds the two equal)
+    back = search(logs.reshape(-1, 1).astype(float), pen, MIN_SEGMENT)
+    ends, end = [], len(logs)
+    while end > 0:
+        end = int(back[end])
+        ends.append(end)
+    return ends[-2::-1]
+
+
+#: ruptures' C module that KernelCPD searches with
+_EKCPD = "ruptures.detection._detection.ekcpd"
+
+
+@cache
+def _pelt_l2() -> Callable[..., Any] | None:
+    """ruptures' C search of KernelCPD with a linear kernel by PELT (`ekcpd_pelt_L2`), loaded
+    alone: importing ruptures imports SciPy's statistics and spatial modules for its other
+    costs (1.2 s here, at a report's or search worker's first search), where this search needs
+    none of them (its module loads in 1 ms). None where ruptures has not that module (another
+    release's layout): KernelCPD itself then."""
+    import importlib.machinery
+    import importlib.util
+    from pathlib import Path
+
+    try:
+        top = importlib.util.find_spec("ruptures")  # found, not imported
+        if top is None or not top.submodule_search_locations:
+            return None
+        where = Path(next(iter(top.submodule_search_locations)), "detection", "_detection")
+        path = next((where / f"ekcpd{s}" for s in importlib.machinery.EXTENSION_SUFFIXES
+                     if (where / f"ekcpd{s}").is_file()), None)
+        if path is None:
+            return None
+        loader = importlib.machinery.ExtensionFileLoader(_EKCPD, str(path))
+        spec = importlib.util.spec_from_file_location(_EKCPD, path, loader=loader)
+        if spec is None:
+            return None
+        module = importlib.util.module_from_spec(spec)
+        loader.exec_module(module)
+        search: Callable[..., Any] = module.ekcpd_pelt_L2
+        return search
+    except (ImportError, OSError, AttributeError):
+        return None
+
+
+def searcher() -> None:
+    """What a search needs loaded (before workers fork, or as one begins): ruptures' search
+    and SciPy's special functions (Welch's test), a third of a second."""
+    from scipy import special  # noqa: F401
+
+    if _pelt_l2() is None:
+        import ruptures  # noqa: F401
 
 
 def steps(medians: Any, rel_ci: Any, alpha: float = ALPHA, floor: float = FLOOR) -> list[Step]:
@@ -212,16 +268,15 @@ def _in_worker() -> None:
 
 
 def _warm() -> None:
-    """A worker begun ahead: ruptures imported (a second) before its first search."""
-    import ruptures  # noqa: F401
-
+    """A worker begun ahead: what a search needs loaded before its first search."""
+    searcher()
     _in_worker()
 
 
 def shared(fn: Callable[[_T], _R], jobs: Sequence[_T], workers: int) -> list[_R]:
     """fn of each job, in order, shared among up to `workers` of the CPUs this process may use
-    (forked: the workers have what this process imported, ruptures and SciPy for a search,
-    and read); here where fewer than two would work, or in such a worker already."""
+    (forked: the workers have what this process loaded, `searcher` for a search, and read);
+    here where fewer than two would work, or in such a worker already."""
     import os
 
     workers = min(len(os.sched_getaffinity(0)), workers, len(jobs))
@@ -238,9 +293,9 @@ def shared(fn: Callable[[_T], _R], jobs: Sequence[_T], workers: int) -> list[_R]
 @contextmanager
 def ahead(likely: bool = True) -> Iterator[None]:
     """The searches of this block (`steps_of`) on workers begun now, where some are `likely`,
-    one CPU of this process's left to it (up to AHEAD): each imports ruptures while the caller
-    reads the series it will search (a second of a fleet's report, where this process imported
-    it when it had them). None where this process may use one CPU, or is such a worker."""
+    one CPU of this process's left to it (up to AHEAD): each loads what a search needs
+    (`searcher`) while the caller reads the series it will search. None where this process
+    may use one CPU, or is such a worker."""
     import os
 
     global _ahead
@@ -270,7 +325,7 @@ def _steps_each(many: Sequence[tuple[Any, Any]]) -> list[list[Step]]:
 def steps_of(many: Sequence[tuple[Any, Any]]) -> list[list[Step]]:
     """steps() of many series (each its medians and rel_ci), in order: on the workers begun
     `ahead`, else on the CPUs this process may use where there are many (a fleet's thousand
-    series take a tenth of a second a CPU, after ruptures' import: a second), else here."""
+    series take a tenth of a second a CPU), else here."""
     import os
 
     if not many:
@@ -280,7 +335,7 @@ def steps_of(many: Sequence[tuple[Any, Any]]) -> list[list[Step]]:
         size = -(-len(many) // (4 * workers))
         chunks = [many[i:i + size] for i in range(0, len(many), size)]
         return [found for chunk in pool.map(_steps_each, chunks) for found in chunk]
-    import ruptures  # noqa: F401  imported once, before the workers fork (1.4 s each, here)
+    searcher()  # loaded once, before the workers fork
 
     workers = min(len(os.sched_getaffinity(0)), len(many) // PARALLEL)
     size = -(-len(many) // (4 * max(workers, 1)))

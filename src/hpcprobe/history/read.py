@@ -79,8 +79,8 @@ Searched = tuple[object, tuple[Any, Any]]
 def searched(store: Store, series: Sequence[Searched]) -> list[list[changes.Step]]:
     """The steps of each series: none below changes.MIN_RUNS runs (nothing to search: a
     fleet's first campaigns), else as kept in the store where its values are those it was
-    searched with, else searched (on this node's CPUs where many) and kept; ruptures is
-    imported only for those."""
+    searched with, else searched (on this node's CPUs where many) and kept; the search is
+    loaded only for those."""
     todo, keys, digests, kept = _unsearched(store, series)
     found = dict(zip(todo, changes.steps_of([series[i][1] for i in todo]), strict=True))
     store.keep("steps", {keys[i]: (digests[i], changes.steps_text(found[i])) for i in todo})
@@ -183,7 +183,7 @@ def campaign(store: Store, runs: list[Run], shown: Sequence[Headline], inside: s
     newest = max(datetime.fromisoformat(r.created) for r in runs)
     where = Selection(since=(newest - timedelta(days=DRIFT_DAYS)).isoformat())
     # where its first node's first series is to be searched, so are the rest: the searches'
-    # workers import ruptures while they are read
+    # workers load the search while they are read
     with changes.ahead(_to_search(store, runs[0].host, shown[:1], where, known)):
         return _campaign(store, runs, shown, inside, known, last, where)
 
