@@ -126,3 +126,38 @@ def test_a_store_that_will_not_take_the_write_still_reads_right(tmp_path):
     finally:
         other.rollback()
         other.close()
+
+
+def test_what_a_block_keeps_is_written_once_at_its_end(location):
+    """A report keeps its figures' series and their searches at the end of its block, in one
+    transaction (two syncs, not two a figure): nothing of it before, all of it after, and the
+    next read takes it as kept; a block that fails keeps nothing, and reads right next time."""
+    rng = random.Random(9)
+    with Store.open(location) as st:
+        for night in range(3):
+            _night(st, night, rng)
+        want = {f[:2]: _by_figure(Store.series_across(st, f[0], f[1], None, f[2])) for f in FIGURES}
+        writes: list[int] = []
+        real = st.briefly  # type: ignore[attr-defined]
+        st.briefly = lambda: (writes.append(1), real())[1]  # type: ignore[attr-defined]
+        with pytest.raises(RuntimeError):
+            with st.keeping():
+                st.series_across(*FIGURES[0][:2], None, FIGURES[0][2])
+                raise RuntimeError("the report failed")
+        assert writes == [] and st._execute("SELECT count(*) FROM series_kept").fetchone()[0] == 0  # type: ignore[attr-defined]
+        with st.keeping():
+            for f in FIGURES:
+                assert _by_figure(st.series_across(f[0], f[1], None, f[2])) == want[f[:2]]
+            st.keep("steps", {"k": ("d", "[]")})
+            with st.keeping():  # within it: the outer block's
+                st.keep("steps", {"j": ("d", "[]")})
+            assert writes == [] and st.kept("steps", ["k", "j"]) == {}
+            assert st._execute("SELECT count(*) FROM series_kept").fetchone()[0] == 0  # type: ignore[attr-defined]
+        assert writes == [1] and set(st.kept("steps", ["k", "j"])) == {"k", "j"}
+        kept = st._execute("SELECT count(*) FROM series_kept").fetchone()[0]  # type: ignore[attr-defined]
+        assert kept >= len(FIGURES)
+        made: list[str] = []
+        st._figures_between = lambda *a: made.append(a[0]) or []  # type: ignore[attr-defined]
+        for f in FIGURES:  # as kept: no figure read to build them
+            assert _by_figure(st.series_across(f[0], f[1], None, f[2])) == want[f[:2]]
+        assert made == []

@@ -108,7 +108,7 @@ def all_series(db: str | None, metric: tuple[str, str] | None, params: dict[str,
     series its store keeps and their kept searches (a fleet's figure is a few tenths of a
     second then; handing a thousand series back from a worker process took longer), and
     searches what changed on this node's CPUs."""
-    with Store.open(db, create=False) as store:
+    with Store.open(db, create=False) as store, store.keeping():
         why = reasons(store, where)
         got = [read(store, label, what, where, why, known)
                for label, what in wanted(store, metric, params, where, known)]
@@ -184,7 +184,9 @@ def campaign(store: Store, runs: list[Run], shown: Sequence[Headline], inside: s
     where = Selection(since=(newest - timedelta(days=DRIFT_DAYS)).isoformat())
     # where its first node's first series is to be searched, so are the rest: the searches'
     # workers load the search while they are read
-    with changes.ahead(_to_search(store, runs[0].host, shown[:1], where, known)):
+    # and what it keeps (the series extended, their searches) is written at once, at its end
+    with changes.ahead(_to_search(store, runs[0].host, shown[:1], where, known)), \
+            store.keeping():
         return _campaign(store, runs, shown, inside, known, last, where)
 
 

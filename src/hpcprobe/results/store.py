@@ -154,6 +154,11 @@ class Store(ABC):
         meanwhile is half seen); a backend without transactions reads as it goes."""
         return nullcontext()
 
+    def keeping(self) -> AbstractContextManager[Any]:
+        """A block whose keeping (the series and searches kept beside the figures) is
+        written at its end, at once; a backend without transactions writes as it goes."""
+        return nullcontext()
+
     @abstractmethod
     def check_writable(self) -> None:
         """Fail now, not after the measurements, when the store cannot take a run."""
