@@ -597,7 +597,9 @@ class SqlStore(Store):
     def keeping(self) -> Iterator[None]:
         """What the block keeps (series, searches) written in one transaction at its end, if
         the store takes it then: a campaign's report keeps nine figures' series and their
-        searches, each a commit of its own before (two syncs each: 0.3-0.4 s of the report)."""
+        searches, each a commit of its own before, with two syncs each (a 1,000-node report's
+        series read in 1.0 s, and the one commit at its end 0.5, where they took 1.5-2.0 and
+        the searches' commit 0.2)."""
         if self._later is not None:
             yield
             return
