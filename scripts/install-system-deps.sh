@@ -9,6 +9,26 @@ PACKAGES=(hwloc likwid openmpi-bin libopenmpi-dev hpcc libopenblas0-pthread libb
 # Debian's python3 has no venv/ensurepip without python3-venv
 python3 -c "import ensurepip, venv" 2>/dev/null || PACKAGES+=(python3-venv)
 
+# promtool (`promtool check metrics` lints the Prometheus export in the tests), taken from
+# Debian's prometheus package alone: installing the package would start its server as a daemon
+fetch_promtool() {
+    command -v promtool >/dev/null 2>&1 && return 0
+    local dir
+    dir=$(mktemp -d) || return 0
+    if (cd "$dir" && { apt-get download -qq prometheus >/dev/null 2>&1 \
+            || { apt-get update -qq >/dev/null 2>&1 && apt-get download -qq prometheus >/dev/null 2>&1; }; } \
+            && dpkg-deb --fsys-tarfile prometheus_*.deb | tar -x ./usr/bin/promtool); then
+        install -m 755 "$dir/usr/bin/promtool" /usr/local/bin/promtool
+    else
+        echo "warning: could not fetch promtool (Debian's prometheus); its test will skip" >&2
+    fi
+    rm -rf "$dir"
+}
+
+if [[ $(id -u) -eq 0 ]] && command -v apt-get >/dev/null 2>&1; then
+    fetch_promtool
+fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

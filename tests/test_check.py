@@ -210,6 +210,35 @@ def test_prometheus_textfile_and_openmetrics_parse_back(tmp_path):
     assert name in om_fams and "hpcprobe_check_outcome" in om_fams
 
 
+def _promtool(text: str) -> tuple[int, str]:
+    """`promtool check metrics` on this exposition: its exit status and the problems it names."""
+    r = subprocess.run(["promtool", "check", "metrics"], input=text, capture_output=True,
+                       text=True, timeout=60, check=False)
+    return r.returncode, r.stdout + r.stderr
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None,
+                    reason="no promtool (Debian's prometheus package: `make setup` as root)")
+def test_promtool_finds_nothing_to_change_in_the_exports(tmp_path):
+    """Prometheus's own linter (names in base units, `_total` on counters alone, help text)
+    on what a check and a run write (every kind of series: figures, ceilings, marks, the
+    check's outcome and faults) and on `export`'s OpenMetrics; it names what it would change
+    in the old names (GB/s as `gigabytes`, ns, %)."""
+    run = results.read_json(PROBE)
+    reg = prometheus.registry([(run, registry.judge(run, None))])
+    prometheus.add_check(reg, "n7", "fail", [health.STATE, health.STATE], 1.8e9, 4.2)
+    path = tmp_path / "hpcprobe.prom"
+    prometheus.write(str(path), reg)
+    assert "hpcprobe_check_fault" in path.read_text()
+    assert _promtool(path.read_text()) == (0, "")
+    assert _promtool(prometheus.openmetrics(reg).decode()) == (0, "")
+    old = ("# HELP hpcprobe_figure_latency_nanoseconds x\n"
+           "# TYPE hpcprobe_figure_latency_nanoseconds gauge\n"
+           "hpcprobe_figure_latency_nanoseconds 80\n")
+    code, said = _promtool(old)
+    assert code != 0 and 'base unit "seconds"' in said
+
+
 def test_a_run_writes_its_headline_figures_for_node_exporter(tmp_path):
     from prometheus_client.parser import text_string_to_metric_families
 
