@@ -27,8 +27,7 @@ def read_input(path: str | os.PathLike[str], label: str | None = None, hint: str
     try:
         return Path(path).read_text()
     except OSError as exc:
-        raise UserError(f"{label or path}: cannot read it ({exc.strerror})"
-                        + (f"; {hint}" if hint else "")) from None
+        raise unreadable(path, exc, label, hint) from None
     except UnicodeDecodeError:
         raise not_text(path, label, hint) from None
 
@@ -39,7 +38,14 @@ def read_input_bytes(path: str | os.PathLike[str], label: str | None = None) -> 
     try:
         return Path(path).read_bytes()
     except OSError as exc:
-        raise UserError(f"{label or path}: cannot read it ({exc.strerror})") from None
+        raise unreadable(path, exc, label) from None
+
+
+def unreadable(path: str | os.PathLike[str], exc: OSError, label: str | None = None,
+               hint: str = "") -> UserError:
+    """The error of an input that cannot be read."""
+    return UserError(f"{label or path}: cannot read it ({exc.strerror})"
+                     + (f"; {hint}" if hint else ""))
 
 
 def not_text(path: str | os.PathLike[str], label: str | None = None, hint: str = ""
