@@ -15,8 +15,9 @@ fetch_promtool() {
     command -v promtool >/dev/null 2>&1 && return 0
     local dir
     dir=$(mktemp -d) || return 0
-    if (cd "$dir" && { apt-get download -qq prometheus >/dev/null 2>&1 \
-            || { apt-get update -qq >/dev/null 2>&1 && apt-get download -qq prometheus >/dev/null 2>&1; }; } \
+    download() { apt-get download -qq prometheus >/dev/null 2>&1; }
+    # the package lists may be stale (a fresh image's): updated once where the download fails
+    if (cd "$dir" && { download || { apt-get update -qq >/dev/null 2>&1 && download; }; } \
             && dpkg-deb --fsys-tarfile prometheus_*.deb | tar -x ./usr/bin/promtool); then
         install -m 755 "$dir/usr/bin/promtool" /usr/local/bin/promtool
     else

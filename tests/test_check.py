@@ -223,7 +223,7 @@ def test_promtool_finds_nothing_to_change_in_the_exports(tmp_path):
     """Prometheus's own linter (names in base units, `_total` on counters alone, help text)
     on what a check and a run write (every kind of series: figures, ceilings, marks, the
     check's outcome and faults) and on `export`'s OpenMetrics; it names what it would change
-    in the old names (GB/s as `gigabytes`, ns, %)."""
+    in the old names (GB/s as `gigabytes`, ns as `nanoseconds`)."""
     run = results.read_json(PROBE)
     reg = prometheus.registry([(run, registry.judge(run, None))])
     prometheus.add_check(reg, "n7", "fail", [health.STATE, health.STATE], 1.8e9, 4.2)
@@ -232,11 +232,10 @@ def test_promtool_finds_nothing_to_change_in_the_exports(tmp_path):
     assert "hpcprobe_check_fault" in path.read_text()
     assert _promtool(path.read_text()) == (0, "")
     assert _promtool(prometheus.openmetrics(reg).decode()) == (0, "")
-    old = ("# HELP hpcprobe_figure_latency_nanoseconds x\n"
-           "# TYPE hpcprobe_figure_latency_nanoseconds gauge\n"
-           "hpcprobe_figure_latency_nanoseconds 80\n")
+    old = "".join(f"# HELP hpcprobe_figure_{u} x\n# TYPE hpcprobe_figure_{u} gauge\n"
+                  f"hpcprobe_figure_{u} 80\n" for u in ("gigabytes_per_second", "nanoseconds"))
     code, said = _promtool(old)
-    assert code != 0 and 'base unit "seconds"' in said
+    assert code != 0 and 'base unit "bytes"' in said and 'base unit "seconds"' in said
 
 
 def test_a_run_writes_its_headline_figures_for_node_exporter(tmp_path):
