@@ -79,6 +79,11 @@ def test_searches_ahead_run_on_workers_begun_before_them_with_the_same_steps():
             assert history._ahead is not None and multiprocessing.active_children()
         got = history.steps_of(many)
         assert history.steps_of([]) == []
+        # two figures' searches begun before either is asked for (the next read meanwhile)
+        first, second = history.begun(many[:15]), history.begun(many[15:])
+        assert second() + first() == history._steps_each(many[15:]) + history._steps_each(
+            many[:15])
+        assert history.begun([])() == []
     assert got == history._steps_each(many) and history._ahead is None
     assert sum(1 for found in got if found) >= 15
     with history.ahead(likely=False):  # a history too short to search: none begun

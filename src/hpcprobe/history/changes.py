@@ -331,16 +331,26 @@ def steps_of(many: Sequence[tuple[Any, Any]]) -> list[list[Step]]:
     if not many:
         return []
     if _ahead is not None:
-        pool, workers = _ahead
-        size = -(-len(many) // (4 * workers))
-        chunks = [many[i:i + size] for i in range(0, len(many), size)]
-        return [found for chunk in pool.map(_steps_each, chunks) for found in chunk]
+        return begun(many)()
     searcher()  # loaded once, before the workers fork
 
     workers = min(len(os.sched_getaffinity(0)), len(many) // PARALLEL)
     size = -(-len(many) // (4 * max(workers, 1)))
     chunks = [many[i:i + size] for i in range(0, len(many), size)]
     return [found for chunk in shared(_steps_each, chunks, workers) for found in chunk]
+
+
+def begun(many: Sequence[tuple[Any, Any]]) -> Callable[[], list[list[Step]]]:
+    """steps_of(many) begun now on the workers begun `ahead`, while the caller goes on (a
+    report reads its next figure's series meanwhile): the function that gives them, in order,
+    once they are found; found here and now where no workers were begun."""
+    if _ahead is None or not many:
+        found = steps_of(many)
+        return lambda: found
+    pool, workers = _ahead
+    size = -(-len(many) // (4 * workers))
+    chunks = [pool.submit(_steps_each, many[i:i + size]) for i in range(0, len(many), size)]
+    return lambda: [found for chunk in chunks for found in chunk.result()]
 
 
 #: What a search depends on besides its series: a kept search of other settings is not reused

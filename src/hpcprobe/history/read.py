@@ -7,7 +7,7 @@ medians and theirs; a run's recent change points (its verdict) and a campaign's 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -67,9 +67,18 @@ def read(store: Store, label: str, what: Metric | tuple[str, str, dict[str, str]
 
 def search(store: Store, series: list[Series]) -> None:
     """The change points of every series (`searched`)."""
-    found = searched(store, [([s.label, s.host, s.params], s.searched()) for s in series])
-    for s, steps in zip(series, found, strict=True):
-        s.found(steps)
+    begin(store, series)()
+
+
+def begin(store: Store, series: list[Series]) -> Callable[[], None]:
+    """search(store, series) begun (on the workers `changes.ahead` began, if any): the
+    function that gives each series its change points, once found."""
+    found = searching(store, [([s.label, s.host, s.params], s.searched()) for s in series])
+
+    def done() -> None:
+        for s, steps in zip(series, found(), strict=True):
+            s.found(steps)
+    return done
 
 
 #: A series to search: what names it, and the medians and relative CIs its search reads
@@ -81,11 +90,23 @@ def searched(store: Store, series: Sequence[Searched]) -> list[list[changes.Step
     fleet's first campaigns), else as kept in the store where its values are those it was
     searched with, else searched (on this node's CPUs where many) and kept; the search is
     loaded only for those."""
+    return searching(store, series)()
+
+
+def searching(store: Store, series: Sequence[Searched]
+              ) -> Callable[[], list[list[changes.Step]]]:
+    """searched(store, series) begun (`changes.begun`): the function that gives them (and
+    keeps those searched), once found."""
     todo, keys, digests, kept = _unsearched(store, series)
-    found = dict(zip(todo, changes.steps_of([series[i][1] for i in todo]), strict=True))
-    store.keep("steps", {keys[i]: (digests[i], changes.steps_text(found[i])) for i in todo})
-    return [found[i] if i in found else changes.steps_from(kept[keys[i]][1]) if i in keys
-            else [] for i in range(len(series))]
+    pending = changes.begun([series[i][1] for i in todo])
+
+    def done() -> list[list[changes.Step]]:
+        found = dict(zip(todo, pending(), strict=True))
+        store.keep("steps", {keys[i]: (digests[i], changes.steps_text(found[i]))
+                             for i in todo})
+        return [found[i] if i in found else changes.steps_from(kept[keys[i]][1])
+                if i in keys else [] for i in range(len(series))]
+    return done
 
 
 def _unsearched(store: Store, series: Sequence[Searched]
@@ -210,14 +231,18 @@ def _campaign(store: Store, runs: list[Run], shown: Sequence[Headline], inside: 
     hosts = {r.host for r in runs}
     why = reasons(store, where)
     series: list[Series] = []
+    searches = []  # each figure's searched on the workers while the next one's are read
     for h in shown:
         try:
-            series += series_of(h.label, h.metric.benchmark,
-                                [c for c in across(store, h.metric, where, known)
-                                 if c.host in hosts], why, known)
+            got = series_of(h.label, h.metric.benchmark,
+                            [c for c in across(store, h.metric, where, known)
+                             if c.host in hosts], why, known)
         except UserError:  # figures the verdict's params do not tell apart: no history
             continue
-    search(store, series)
+        series += got
+        searches.append(begin(store, got))
+    for done in searches:
+        done()
     hardware = hardware_groups(store, series, known, {r.run_id: r for r in runs})
     groups = group_changes(store, series, hardware)
     found: dict[str, list[tuple[str, changes.Change]]] = {}
