@@ -326,31 +326,32 @@ def steps_of(many: Sequence[tuple[Any, Any]]) -> list[list[Step]]:
     """steps() of many series (each its medians and rel_ci), in order: on the workers begun
     `ahead`, else on the CPUs this process may use where there are many (a fleet's thousand
     series take a tenth of a second a CPU), else here."""
-    import os
-
-    if not many:
-        return []
-    if _ahead is not None:
-        return begun(many)()
-    searcher()  # loaded once, before the workers fork
-
-    workers = min(len(os.sched_getaffinity(0)), len(many) // PARALLEL)
-    size = -(-len(many) // (4 * max(workers, 1)))
-    chunks = [many[i:i + size] for i in range(0, len(many), size)]
-    return [found for chunk in shared(_steps_each, chunks, workers) for found in chunk]
+    return begun(many)()
 
 
 def begun(many: Sequence[tuple[Any, Any]]) -> Callable[[], list[list[Step]]]:
     """steps_of(many) begun now on the workers begun `ahead`, while the caller goes on (a
     report reads its next figure's series meanwhile): the function that gives them, in order,
-    once they are found; found here and now where no workers were begun."""
-    if _ahead is None or not many:
-        found = steps_of(many)
-        return lambda: found
-    pool, workers = _ahead
-    size = -(-len(many) // (4 * workers))
-    chunks = [pool.submit(_steps_each, many[i:i + size]) for i in range(0, len(many), size)]
-    return lambda: [found for chunk in chunks for found in chunk.result()]
+    once they are found; found now where no workers were begun."""
+    import os
+
+    if not many:
+        return lambda: []
+    if _ahead is not None:
+        pool, workers = _ahead
+        pending = [pool.submit(_steps_each, chunk) for chunk in _chunks(many, workers)]
+        return lambda: [found for chunk in pending for found in chunk.result()]
+    searcher()  # loaded once, before the workers fork
+    workers = min(len(os.sched_getaffinity(0)), len(many) // PARALLEL)
+    found = [found for chunk in shared(_steps_each, _chunks(many, workers), workers)
+             for found in chunk]
+    return lambda: found
+
+
+def _chunks(many: Sequence[_T], workers: int) -> list[Sequence[_T]]:
+    """many in four parts a worker (one part a worker takes at a time: the parts even out)."""
+    size = -(-len(many) // (4 * max(workers, 1)))
+    return [many[i:i + size] for i in range(0, len(many), size)]
 
 
 #: What a search depends on besides its series: a kept search of other settings is not reused
